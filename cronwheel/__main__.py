@@ -1,0 +1,3 @@
+from cronwheel.cli.main import main
+
+main()

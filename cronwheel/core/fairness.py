@@ -1,0 +1,109 @@
+"""The ready queue's order: priority tiers, and weighted fair queuing across tenants inside a
+tier (deficit round robin, unit cost per execution). Pure: no clock, no I/O.
+
+A tenant that dumps 100,000 executions gets its weight's share of each round, not the whole
+queue: with tenants A (100,000 queued) and B (100 queued), both of weight 1, the queue pops
+A, B, A, B, ... until B is empty, so B's last execution leaves after ~200 pops, not 100,100.
+
+``pop(may_take)`` also takes a predicate on the tenant, so per-tenant running quotas are
+applied at pop time: a tenant at its quota is passed over (its executions keep their place,
+recorded as waiting, never dropped) and the round goes on to the next tenant.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, TypeVar
+
+T = TypeVar("T", bound=Hashable)
+
+
+class _Tier(Generic[T]):
+    __slots__ = ("active", "deficit", "fresh", "items")
+
+    def __init__(self) -> None:
+        self.items: dict[str, deque[T]] = {}
+        self.active: deque[str] = deque()  # tenants with items, in round-robin order
+        self.deficit: dict[str, float] = {}
+        self.fresh = True  # the tenant at active[0] has not yet received this round's quantum
+
+
+class FairQueue(Generic[T]):
+    def __init__(self, tiers: int = 3, weight: Callable[[str], float] | None = None) -> None:
+        self._tiers: list[_Tier[T]] = [_Tier() for _ in range(tiers)]
+        self._weight = weight or (lambda _tenant: 1.0)
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def depth_by_tier(self) -> list[int]:
+        return [sum(len(q) for q in tier.items.values()) for tier in self._tiers]
+
+    def depth_by_tenant(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for tier in self._tiers:
+            for tenant, q in tier.items.items():
+                out[tenant] = out.get(tenant, 0) + len(q)
+        return out
+
+    def push(self, tier: int, tenant: str, item: T) -> None:
+        t = self._tiers[tier]
+        q = t.items.get(tenant)
+        if q is None:
+            q = t.items[tenant] = deque()
+            t.active.append(tenant)
+            t.deficit[tenant] = 0.0
+        q.append(item)
+        self._len += 1
+
+    def push_many(self, tier: int, tenant: str, items: Iterable[T]) -> None:
+        for item in items:
+            self.push(tier, tenant, item)
+
+    def pop(self, max_tier: int | None = None, may_take: Callable[[str], bool] | None = None) -> T | None:
+        """The next item: the most urgent non-empty tier up to ``max_tier`` (0 = most urgent),
+        and inside it the tenant whose turn it is. None when nothing may be taken."""
+        last = len(self._tiers) - 1 if max_tier is None else max_tier
+        for index in range(last + 1):
+            item = self._pop_tier(self._tiers[index], may_take)
+            if item is not None:
+                self._len -= 1
+                return item
+        return None
+
+    def _pop_tier(self, t: _Tier[T], may_take: Callable[[str], bool] | None) -> T | None:
+        if not t.active:
+            return None
+        # Each tenant is visited at most a bounded number of times per call: enough rounds for
+        # the smallest weight to reach one credit, and one full pass of refusals ends the search.
+        refused = 0
+        visits = 0
+        limit = len(t.active) * (1 + int(1 / max(min(self._weight(x) for x in t.active), 1e-3)))
+        while t.active and visits <= limit:
+            tenant = t.active[0]
+            if may_take is not None and not may_take(tenant):
+                refused += 1
+                if refused >= len(t.active):
+                    return None
+                t.active.rotate(-1)
+                t.fresh = True
+                continue
+            if t.fresh:
+                t.deficit[tenant] += self._weight(tenant)
+                t.fresh = False
+            if t.deficit[tenant] >= 1.0:
+                t.deficit[tenant] -= 1.0
+                q = t.items[tenant]
+                item = q.popleft()
+                if not q:
+                    del t.items[tenant]
+                    del t.deficit[tenant]
+                    t.active.popleft()
+                    t.fresh = True
+                return item
+            t.active.rotate(-1)
+            t.fresh = True
+            visits += 1
+        return None

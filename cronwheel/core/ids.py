@@ -1,0 +1,35 @@
+"""Identity is data: job ids, deterministic execution ids, bucket assignment."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+
+N_BUCKETS = 64
+
+
+def new_job_id() -> str:
+    """A random job id, ``j`` + 16 base32 characters (80 bits)."""
+    return "j" + base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
+def execution_id(job_id: str, scheduled_at_ms: int) -> str:
+    """The execution id of one tick: deterministic, so a tick can only exist once."""
+    return f"{job_id}:{scheduled_at_ms}"
+
+
+def parse_execution_id(execution_id_: str) -> tuple[str, int]:
+    job_id, _, ms = execution_id_.rpartition(":")
+    if not job_id or not ms.isdigit():
+        raise ValueError(f"not an execution id: {execution_id_!r}")
+    return job_id, int(ms)
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash that is the same on every node, process and restart (unlike hash())."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def bucket_of(job_id: str, n_buckets: int = N_BUCKETS) -> int:
+    return stable_hash(job_id) % n_buckets

@@ -1,0 +1,214 @@
+"""The data cronwheel is made of: jobs, executions and the policies on them.
+
+Pure data, no I/O. Times are integers: milliseconds since the Unix epoch, UTC.
+An execution is identified by ``(job_id, scheduled_at)`` (see ``ids.execution_id``).
+
+Execution state machine (docs/state-machine.md has the diagram)::
+
+    PENDING ──start──▶ RUNNING ──ok──▶ SUCCEEDED
+       ▲                 │  ├──fail, attempts left──▶ RETRY_WAIT ──start──▶ RUNNING
+       │                 │  ├──fail, attempts spent──▶ DEAD ──replay──▶ PENDING
+       │                 │  └──lease expired / worker lost: counts as a failure
+       └── claim         └──cancel──▶ CANCELLED
+    SKIPPED: a tick recorded but deliberately not run (overlap=forbid, misfire=skip)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    ACTIVE = "ACTIVE"  #: will be scheduled at next_run_at
+    PAUSED = "PAUSED"  #: kept, not scheduled; resume recomputes next_run_at from now
+    CANCELLED = "CANCELLED"  #: terminal; running executions were aborted
+    COMPLETED = "COMPLETED"  #: terminal; a one-off job whose only tick was claimed
+
+
+class ExecStatus(StrEnum):
+    PENDING = "PENDING"  #: durable, waiting in the ready queue for a worker
+    RUNNING = "RUNNING"  #: leased to a worker until lease_until, fenced by lease_epoch
+    RETRY_WAIT = "RETRY_WAIT"  #: failed, runs again at available_at
+    SUCCEEDED = "SUCCEEDED"
+    DEAD = "DEAD"  #: attempts spent: in the dead-letter queue
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"  #: recorded, not run; ``reason`` says why
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({ExecStatus.SUCCEEDED, ExecStatus.DEAD, ExecStatus.CANCELLED, ExecStatus.SKIPPED})
+#: statuses that the ready queue may hand to a worker (RETRY_WAIT once available_at has come)
+DISPATCHABLE = (ExecStatus.PENDING, ExecStatus.RETRY_WAIT)
+
+
+class Priority(IntEnum):
+    """Priority tiers of the ready queue: lower value is served first."""
+
+    HIGH = 0  #: latency-sensitive; a share of worker slots is reserved for it
+    DEFAULT = 1
+    BATCH = 2  #: bulk work that may wait behind everything else
+
+    @classmethod
+    def parse(cls, text: str | int) -> Priority:
+        if isinstance(text, int) and not isinstance(text, bool):
+            return cls(text)
+        try:
+            return cls[str(text).upper()]
+        except KeyError:
+            raise ValueError(f"priority must be one of high, default, batch, not {text!r}") from None
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class OverlapPolicy(StrEnum):
+    """What a recurring job does when its next tick comes while a run is still going."""
+
+    ALLOW = "allow"  #: run both
+    FORBID = "forbid"  #: record the new tick SKIPPED (reason ``overlap``)
+    REPLACE = "replace"  #: cancel the running one, run the new tick
+
+
+class MisfirePolicy(StrEnum):
+    """What a recurring job does with ticks missed while no scheduler was running."""
+
+    RUN_ONCE = "run_once"  #: run the latest missed tick once, record the others as skipped
+    SKIP = "skip"  #: run none of them, record them as skipped
+    RUN_ALL = "run_all"  #: run every missed tick, up to ``MISFIRE_RUN_ALL_CAP``
+
+
+MISFIRE_RUN_ALL_CAP = 100
+#: a tick later than this is "missed", not merely late: ordinary lateness (a herd, a slow
+#: claim) must never turn into skipping.
+MISFIRE_GRACE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    initial_backoff_sec: float = 1.0
+    max_backoff_sec: float = 300.0
+    multiplier: float = 2.0
+    jitter: float = 0.2  #: ± fraction of the delay, drawn uniformly
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= 1000:
+            raise ValueError("retryPolicy.maxAttempts must be between 1 and 1000")
+        if not 0 <= self.initial_backoff_sec <= 86_400:
+            raise ValueError("retryPolicy.initialBackoffSec must be between 0 and 86400")
+        if not self.initial_backoff_sec <= self.max_backoff_sec <= 86_400 * 7:
+            raise ValueError("retryPolicy.maxBackoffSec must be >= initialBackoffSec and <= 604800")
+        if not 1.0 <= self.multiplier <= 100:
+            raise ValueError("retryPolicy.multiplier must be between 1 and 100")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("retryPolicy.jitter must be between 0 and 1")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "maxAttempts": self.max_attempts,
+            "initialBackoffSec": self.initial_backoff_sec,
+            "maxBackoffSec": self.max_backoff_sec,
+            "multiplier": self.multiplier,
+            "jitter": self.jitter,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RetryPolicy:
+        return cls(
+            max_attempts=int(data.get("maxAttempts", 3)),
+            initial_backoff_sec=float(data.get("initialBackoffSec", 1.0)),
+            max_backoff_sec=float(data.get("maxBackoffSec", 300.0)),
+            multiplier=float(data.get("multiplier", 2.0)),
+            jitter=float(data.get("jitter", 0.2)),
+        )
+
+
+DEFAULT_TENANT = "default"
+DEFAULT_LEASE_SEC = 60.0
+DEFAULT_TIMEOUT_SEC = 3600.0
+
+
+@dataclass(slots=True)
+class JobSpec:
+    """Everything a submission defines. Exactly one of ``schedule`` / ``run_at`` is set.
+
+    ``target`` is one of ``{"command": str}``, ``{"http": {"url", "method", "headers"}}``,
+    ``{"python": "module:function"}`` or ``{"queue": name}``; ``payload`` is any JSON value.
+    """
+
+    target: dict[str, Any]
+    schedule: str | None = None  #: cron, ``@every 5m``, macros; None for a one-off
+    run_at: int | None = None  #: one-off instant (ms)
+    timezone: str = "UTC"
+    name: str | None = None
+    tenant: str = DEFAULT_TENANT
+    payload: Any = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_sec: float = DEFAULT_TIMEOUT_SEC
+    lease_sec: float = DEFAULT_LEASE_SEC
+    priority: Priority = Priority.DEFAULT
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
+
+
+@dataclass(slots=True)
+class Job:
+    id: str
+    bucket_id: int
+    status: JobStatus
+    next_run_at: int | None
+    created_at: int
+    updated_at: int
+    spec: JobSpec
+
+    @property
+    def tenant(self) -> str:
+        return self.spec.tenant
+
+
+@dataclass(slots=True)
+class Execution:
+    execution_id: str
+    job_id: str
+    tenant: str
+    priority: Priority
+    scheduled_at: int
+    status: ExecStatus
+    attempt: int = 0  #: attempts started so far
+    lease_epoch: int = 0  #: fencing token; +1 on every hand-out to a worker
+    worker_id: str | None = None
+    lease_until: int | None = None
+    available_at: int = 0  #: earliest dispatch time (retry backoff, jitter)
+    created_at: int = 0
+    started_at: int | None = None  #: first start; dispatch lag = started_at - scheduled_at
+    finished_at: int | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    output: str | None = None  #: bounded tail of stdout/stderr
+    reason: str | None = None  #: why SKIPPED / CANCELLED / DEAD / retried
+    max_attempts: int = 3
+
+
+@dataclass(slots=True)
+class Grant:
+    """An execution handed to a worker: what the worker needs to run and fence it."""
+
+    execution_id: str
+    job_id: str
+    tenant: str
+    priority: Priority
+    scheduled_at: int
+    attempt: int
+    lease_epoch: int
+    lease_until: int
+    lease_sec: float
+    timeout_sec: float
+    target: dict[str, Any]
+    payload: Any

@@ -1,0 +1,326 @@
+"""The store contract. Every backend (SQLite, PostgreSQL) implements ``Store`` and passes
+``tests/contract``; no behaviour may exist in one backend only (clustering aside).
+
+Conventions that hold for every method:
+
+* Times are integer milliseconds since the epoch (UTC). ``now_ms`` is passed in by the caller
+  (the engine's injectable clock) so the contract is testable with a fake clock. The PostgreSQL
+  backend may use the database's clock for lease *arbitration between nodes* (bucket leases),
+  never for anything the contract suite pins with ``now_ms``.
+* Methods are synchronous and may block; the engine calls them from one dedicated thread.
+  A ``Store`` object is used by one thread at a time.
+* Every method that writes commits before it returns, and that commit is durable
+  (SQLite ``synchronous=FULL``): whatever a method reported as done survives ``kill -9``
+  and power loss.
+* Fencing lives in conditional writes: every write that concerns a running execution names
+  the ``lease_epoch`` it believes current, and changes nothing unless it is.
+* ``tenant=None`` in a read means "any tenant" (admin); a tenant name restricts the read
+  to that tenant's rows, and another tenant's row reads as absent.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from cronwheel.core.model import Execution, ExecStatus, Grant, Job, JobSpec, JobStatus
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked (not a caller mistake)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached right now; the caller may retry later (503)."""
+
+
+# ---------------------------------------------------------------- submissions
+
+
+@dataclass(slots=True)
+class NewJob:
+    """One submission. ``job_id`` and ``next_run_at`` are computed by the caller (the engine),
+    so the store never evaluates schedules for creation."""
+
+    job_id: str
+    spec: JobSpec
+    next_run_at: int | None
+    idempotency_key: str | None = None
+    request_hash: str | None = None  #: hash of the canonical request body, for key reuse checks
+
+
+class CreateOutcome(StrEnum):
+    CREATED = "created"  #: a new job row was committed
+    REPLAYED = "replayed"  #: the key was seen with the same request: the original job is returned
+    CONFLICT = "conflict"  #: the key was seen with a different request: nothing was created
+
+
+@dataclass(slots=True)
+class CreateResult:
+    outcome: CreateOutcome
+    job_id: str | None
+    next_run_at: int | None
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+@dataclass(slots=True)
+class ClaimResult:
+    """What one batched claim did."""
+
+    executions: list[Execution] = field(default_factory=list)  #: new PENDING executions to dispatch
+    skipped: list[Execution] = field(default_factory=list)  #: ticks recorded SKIPPED (overlap/misfire)
+    replaced: list[str] = field(default_factory=list)  #: running execution ids cancelled by overlap=replace
+    jobs_claimed: int = 0
+    #: ``(job_id, new next_run_at)`` for every claimed job still ACTIVE, so the scheduler can put
+    #: the following tick straight into its wheel without re-reading the index
+    next_runs: list[tuple[str, int]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- workers
+
+
+@dataclass(slots=True)
+class StartRequest:
+    execution_id: str
+    worker_id: str
+
+
+class LeaseVerdict(StrEnum):
+    OK = "ok"
+    LEASE_LOST = "lease_lost"  #: epoch is not current, or the execution is no longer RUNNING
+    CANCELLED = "cancelled"  #: the execution (or its job) was cancelled: abort now
+    NOT_FOUND = "not_found"
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    verdict: LeaseVerdict
+    extend_until: int | None = None
+
+
+class Outcome(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  #: non-zero exit, non-2xx, exception
+    TIMED_OUT = "timed_out"
+    LOST = "lost"  #: the worker died or its lease expired
+
+
+@dataclass(slots=True)
+class Completion:
+    execution_id: str
+    worker_id: str | None  #: None: a verdict by the daemon itself (reaper, lost worker)
+    lease_epoch: int
+    outcome: Outcome
+    exit_code: int | None = None
+    error: str | None = None
+    output: str | None = None
+
+
+@dataclass(slots=True)
+class CompletionResult:
+    execution_id: str
+    verdict: LeaseVerdict  #: OK when the completion was applied
+    status: ExecStatus | None = None  #: the execution's status afterwards (when applied)
+    available_at: int | None = None  #: RETRY_WAIT: when the retry may start
+
+
+class EffectVerdict(StrEnum):
+    RECORDED = "recorded"
+    DUPLICATE = "duplicate"
+    FENCED = "fenced"  #: stale epoch or execution not RUNNING: nothing recorded
+    NOT_FOUND = "not_found"
+
+
+# ---------------------------------------------------------------- the interface
+
+
+class Store(ABC):
+    # ---- lifecycle
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+
+    @abstractmethod
+    def schema_version(self) -> int:
+        """The migration version the store is at (all migrations are applied on open)."""
+
+    # ---- jobs
+    @abstractmethod
+    def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
+        """Insert a batch of jobs in ONE durable transaction (group commit), results in order.
+
+        Idempotency keys are scoped per tenant. A key seen before with the same
+        ``request_hash`` → REPLAYED with the original job id and next_run_at (nothing written);
+        with a different hash → CONFLICT. Two submissions in the same batch with the same key
+        behave as if sequential. When this returns, every CREATED row is committed and fsynced.
+        """
+
+    @abstractmethod
+    def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
+
+    @abstractmethod
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        """Jobs (any status) whose name equals ``name``."""
+
+    @abstractmethod
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]:
+        """Jobs ordered by id, keyset-paginated with ``after_id``."""
+
+    @abstractmethod
+    def count_jobs(self, tenant: str | None = None, status: JobStatus | None = None) -> int: ...
+
+    @abstractmethod
+    def set_job_status(
+        self,
+        job_id: str,
+        expect: Sequence[JobStatus],
+        status: JobStatus,
+        now_ms: int,
+        next_run_at: int | None = None,
+        tenant: str | None = None,
+    ) -> Job | None:
+        """Compare-and-set a job's status (pause/resume). Sets ``next_run_at`` too when given
+        (resume passes the first tick after now). Returns the updated job, or None when the
+        job is absent or not in one of ``expect`` (nothing changed)."""
+
+    @abstractmethod
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+        """Cancel a job: status CANCELLED, no further ticks; its PENDING and RETRY_WAIT
+        executions become CANCELLED at once; its RUNNING ones become CANCELLED too, so their
+        next heartbeat or completion gets ``LeaseVerdict.CANCELLED``. Returns the job and the
+        ids of the executions that were RUNNING (the engine sends them abort frames), or None
+        when the job does not exist. Cancelling a cancelled job changes nothing."""
+
+    # ---- scheduling
+    @abstractmethod
+    def due_jobs(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[str, int]]:
+        """``(job_id, next_run_at)`` of ACTIVE jobs in ``buckets`` with next_run_at <= until_ms,
+        earliest first. Reads only the ``(bucket_id, status, next_run_at)`` index."""
+
+    @abstractmethod
+    def next_due_at(self, buckets: Sequence[int]) -> int | None:
+        """The earliest next_run_at of ACTIVE jobs in ``buckets`` (None when there is none)."""
+
+    @abstractmethod
+    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int) -> ClaimResult:
+        """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
+        ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
+        of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
+        to the following tick by compare-and-set on the old value. A one-off job becomes
+        COMPLETED. Misfire (ticks more than MISFIRE_GRACE_MS old) and overlap policies are
+        applied here (core.planning decides, the store records). Two claimers racing on the
+        same rows produce each execution exactly once. An execution's ``available_at`` is
+        its tick plus the job's deterministic jitter."""
+
+    @abstractmethod
+    def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        """Run a job now, outside its schedule: a PENDING execution at scheduled_at=now_ms
+        (the next free millisecond if that tick exists). next_run_at is not touched.
+        None when the job is absent or CANCELLED."""
+
+    # ---- the ready queue
+    @abstractmethod
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        """Dispatchable executions: PENDING, or RETRY_WAIT, with available_at <= now_ms,
+        ordered by (available_at, execution_id), keyset-paginated by ``after``."""
+
+    @abstractmethod
+    def next_available_at(self) -> int | None:
+        """Earliest available_at among PENDING/RETRY_WAIT executions (to wake up for retries)."""
+
+    @abstractmethod
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        """Hand executions to workers in ONE transaction. For each request whose execution is
+        PENDING or RETRY_WAIT with available_at <= now_ms: status RUNNING, attempt += 1,
+        lease_epoch += 1 (invariant 4), worker_id set, lease_until = now + job.lease_sec,
+        started_at set on the first start. Requests whose execution is not dispatchable
+        (cancelled, already running, gone) are left out of the result."""
+
+    @abstractmethod
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        """Extend a lease to now + lease_sec if the execution is RUNNING at exactly
+        ``lease_epoch``: OK with extend_until. Otherwise nothing changes: CANCELLED if the
+        execution was cancelled, LEASE_LOST for any other epoch or status, NOT_FOUND."""
+
+    @abstractmethod
+    def heartbeat_many(
+        self, beats: Sequence[tuple[str, str, int]], now_ms: int
+    ) -> list[HeartbeatResult]:
+        """``heartbeat`` for many ``(execution_id, worker_id, lease_epoch)`` in one transaction."""
+
+    @abstractmethod
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        """Apply results in ONE transaction, each fenced: applied only if the execution is
+        RUNNING at exactly ``lease_epoch`` (else LEASE_LOST / CANCELLED / NOT_FOUND and
+        nothing changes). SUCCEEDED ends it; any other outcome is a failed attempt that
+        becomes RETRY_WAIT (available_at from core.retry with the job's retry policy and
+        ``rand01[i]``, default 0.5) or DEAD when attempt >= max_attempts. exit_code, error
+        and output are stored."""
+
+    @abstractmethod
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        """The reaper: every RUNNING execution with lease_until < now_ms becomes a failed
+        attempt (outcome LOST, error ``lease expired``), exactly as complete_executions would."""
+
+    @abstractmethod
+    def running_for_worker(self, worker_id: str) -> list[Execution]:
+        """RUNNING executions leased to ``worker_id`` (to fail them when the worker dies)."""
+
+    @abstractmethod
+    def running_count(self) -> int: ...
+
+    # ---- executions: reads
+    @abstractmethod
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
+
+    @abstractmethod
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        """A job's executions, newest scheduled_at first; ``before`` paginates on scheduled_at."""
+
+    @abstractmethod
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int: ...
+
+    # ---- side effects (execution idempotency)
+    @abstractmethod
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        """Record ``(execution_id, key)`` once, only while the execution is RUNNING at exactly
+        ``lease_epoch``: RECORDED the first time, DUPLICATE after (for any epoch), FENCED for a
+        stale epoch (checked before duplicates only when the key is new)."""
+
+    @abstractmethod
+    def list_effects(self, execution_id: str) -> list[tuple[str, int, int]]:
+        """``(key, lease_epoch, recorded_at)`` of an execution's recorded effects."""
+
+    # ---- dead-letter queue
+    @abstractmethod
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        """DEAD executions ordered by execution_id."""
+
+    @abstractmethod
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        """A DEAD execution becomes PENDING with attempt = 0 (a fresh series; lease_epoch keeps
+        growing, history fields are kept in ``reason``). None if absent or not DEAD."""
+
+    @abstractmethod
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        """Delete a DEAD execution. False if absent or not DEAD."""
+
+    # ---- extra, for the engine
+    def meta(self) -> dict[str, Any]:
+        """Backend description for `status` (kind, path, version)."""
+        return {}

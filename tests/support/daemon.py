@@ -1,0 +1,183 @@
+"""A real ``cronwheel serve`` in a subprocess, on a temporary data dir, driven over HTTP and
+the CLI. Tests kill it for real (SIGKILL, SIGSTOP) when that is the point."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.support.wait import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ApiResponse:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    def __repr__(self) -> str:
+        return f"<{self.status} {self.body[:300]!r}>"
+
+
+class Daemon:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        workers: int = 2,
+        slots: int = 4,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.workers = workers
+        self.slots = slots
+        self.args = args
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}.log"
+        self.url = ""
+        self._log_offset = 0
+        self._events: list[dict[str, Any]] = []
+
+    # ---- lifecycle
+    def start(self, timeout: float = 30) -> Daemon:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "http.addr").unlink(missing_ok=True)
+        env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
+        env.pop("CRONWHEEL_URL", None)
+        cmd = [
+            sys.executable, "-m", "cronwheel", "serve",
+            "--data-dir", str(self.data_dir), "--http", "127.0.0.1:0",
+            "--workers", str(self.workers), "--slots", str(self.slots),
+            "--log-format", "json", *self.args,
+        ]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir.parent, start_new_session=True)
+        log.close()
+
+        def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log_tail()}")
+            addr = self.data_dir / "http.addr"
+            if not addr.exists():
+                return False
+            self.url = addr.read_text().strip()
+            return self.get("/healthz").status == 200
+
+        wait_for(up, timeout, what="daemon to answer /healthz")
+        wait_for(lambda: self.event("node.started"), timeout, what="node.started event")
+        wait_for(lambda: (self.status().get("workers") or {}).get("count", 0) >= self.workers, timeout, what="workers connected")
+        return self
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"daemon did not stop on SIGTERM within {timeout}s:\n{self.log_tail()}") from None
+
+    def kill(self) -> None:
+        """kill -9 the daemon (its workers notice the socket closing and exit)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def worker_pids(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.pid), "-f", "cronwheel.worker"], capture_output=True, text=True)
+        return [int(x) for x in out.stdout.split()]
+
+    # ---- HTTP
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None) -> ApiResponse:
+        parts = urlsplit(self.url)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        try:
+            conn.request(method, path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            return ApiResponse(resp.status, dict(resp.getheaders()), resp.read())
+        finally:
+            conn.close()
+
+    def get(self, path: str) -> ApiResponse:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> ApiResponse:
+        return self.request("POST", path, body if body is not None else {}, **kw)
+
+    def status(self) -> dict[str, Any]:
+        r = self.get("/v1/status")
+        return r.json() if r.status == 200 else {}
+
+    def add_job(self, body: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        r = self.post("/v1/jobs", body, headers={"Idempotency-Key": key} if key else None)
+        assert r.status == 201, r
+        return r.json()
+
+    def executions(self, job_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        r = self.get(f"/v1/jobs/{job_id}/executions?limit={limit}")
+        assert r.status == 200, r
+        return r.json()["executions"]
+
+    # ---- CLI
+    def cli(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": self.url}
+        return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, input=input, timeout=timeout)
+
+    # ---- the event log
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        with open(self.log_path, "rb") as fh:
+            fh.seek(self._log_offset)
+            chunk = fh.read()
+        complete, _, _ = chunk.rpartition(b"\n")
+        if complete:
+            self._log_offset += len(complete) + 1
+            for line in complete.split(b"\n"):
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a traceback or a stray print: kept in the log file for humans
+                if isinstance(record, dict) and "event" in record:
+                    self._events.append(record)
+        return [e for e in self._events if name is None or e["event"] == name]
+
+    def event(self, name: str, **match: Any) -> dict[str, Any] | None:
+        for e in self.events(name):
+            if all(e.get(k) == v for k, v in match.items()):
+                return e
+        return None
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
