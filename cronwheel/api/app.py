@@ -1,0 +1,398 @@
+"""The HTTP API: routes, JSON bodies and problem responses around a ``SchedulerService``.
+
+This is the only module that knows HTTP (STYLE.md habit 5). Every error leaves as an
+``application/problem+json`` document (RFC 9457) ``{type, title, status, detail, code,
+field?, reason?}``; an unexpected exception is logged with its traceback and answered with a
+bare 500 that carries an ``errorId`` to find it in the log, never the traceback itself.
+
+Tenancy has one seam: ``tenant_resolver(request) -> tenant | None`` (None = admin, sees every
+tenant). Until authentication lands every caller is admin and jobs go to the default tenant.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from cronwheel.api import validation as v
+from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.engine.service import SchedulerService, ServiceError
+from cronwheel.obs.events import iso_ms
+from cronwheel.store.base import CreateOutcome, EffectVerdict, LeaseVerdict, StoreUnavailable
+
+log = logging.getLogger("cronwheel.api")
+
+MAX_BODY_BYTES = 1 << 20
+PROBLEM_JSON = "application/problem+json"
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+
+TenantResolver = Callable[[web.Request], "str | Awaitable[str | None] | None"]
+
+SERVICE = web.AppKey("cronwheel.service", SchedulerService)
+TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
+OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
+
+_CODE_BY_STATUS = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "unprocessable",
+    500: "internal_error",
+    503: "unavailable",
+}
+
+
+class Problem(Exception):
+    """Raised by a handler to answer with a problem document."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+
+def problem_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> web.Response:
+    body: dict[str, Any] = {
+        "type": f"urn:cronwheel:problem:{code}",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    body.update((k, val) for k, val in extra.items() if val is not None and k not in body)
+    return web.Response(
+        status=status,
+        text=json.dumps(body, default=str),
+        content_type=PROBLEM_JSON,
+        headers=headers,
+    )
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(data, default=str), content_type="application/json", headers=headers)
+
+
+# ---------------------------------------------------------------- middleware
+
+
+@web.middleware
+async def _problems(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    try:
+        length = request.content_length
+        if length is not None and length > MAX_BODY_BYTES:
+            return _too_large(length)
+        return await handler(request)
+    except Problem as p:
+        return problem_response(p.status, p.code, p.detail, **p.extra)
+    except v.ValidationError as e:
+        return problem_response(e.status, e.code, e.detail, field=e.field)
+    except ServiceError as e:
+        return problem_response(e.status, e.code, str(e), **e.extra)
+    except StoreUnavailable as e:
+        return problem_response(503, "unavailable", f"the store is unavailable, retry in a moment: {e}", headers={"Retry-After": "1"})
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        if e.status == 413:
+            return _too_large(None)
+        headers = {"Allow": e.headers["Allow"]} if "Allow" in e.headers else None
+        detail = _http_detail(request, e)
+        return problem_response(e.status, _CODE_BY_STATUS.get(e.status, "http_error"), detail, headers=headers)
+    except Exception:
+        error_id = secrets.token_hex(6)
+        log.exception("api.unhandled_error errorId=%s method=%s path=%s", error_id, request.method, request.path)
+        return problem_response(500, "internal_error", f"internal error (errorId {error_id}, see the daemon log)", errorId=error_id)
+
+
+def _too_large(length: int | None) -> web.Response:
+    got = f" (got {length} bytes)" if length is not None else ""
+    return problem_response(413, "payload_too_large", f"the request body is larger than {MAX_BODY_BYTES} bytes{got}")
+
+
+def _http_detail(request: web.Request, e: web.HTTPException) -> str:
+    if e.status == 404:
+        return f"no route for {request.path}"
+    if e.status == 405:
+        return f"{request.method} is not allowed on {request.path} (allowed: {e.headers.get('Allow', '')})"
+    return e.text or HTTPStatus(e.status).phrase
+
+
+# ---------------------------------------------------------------- helpers
+
+
+async def _tenant(request: web.Request) -> str | None:
+    resolver = request.app[TENANT_RESOLVER]
+    if resolver is None:
+        return None
+    result = resolver(request)  # type: ignore[operator]
+    if inspect.isawaitable(result):
+        result = await result
+    if result is not None and not isinstance(result, str):
+        raise TypeError(f"tenant_resolver returned {type(result).__name__}, not str | None")
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def _body(request: web.Request, *, optional: bool = False) -> Any:
+    """The request's JSON body. ``optional``: an empty body reads as None."""
+    if not request.body_exists:
+        if optional:
+            return None
+        raise Problem(400, "missing_body", "this request needs a JSON body (Content-Type: application/json)")
+    ctype = request.content_type
+    raw = await request.read()
+    if optional and not raw.strip():
+        return None
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise Problem(415, "unsupported_media_type", f"the body must be JSON sent as Content-Type: application/json, not {ctype!r}")
+    charset = request.charset
+    if charset and charset.lower() not in ("utf-8", "utf8"):
+        raise Problem(415, "unsupported_media_type", f"JSON must be UTF-8, not {charset!r}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Problem(400, "malformed_json", f"the body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise Problem(400, "malformed_json", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise Problem(400, "malformed_json", f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise Problem(400, "malformed_json", "the JSON body is nested too deeply") from None
+
+
+def _service(request: web.Request) -> SchedulerService:
+    return request.app[SERVICE]
+
+
+def _page(items: list[Any], limit: int, cursor: Callable[[Any], str]) -> tuple[list[Any], str | None]:
+    """Cut a ``limit + 1`` fetch to ``limit`` items and the cursor of the next page."""
+    if len(items) > limit:
+        items = items[:limit]
+        return items, cursor(items[-1])
+    return items, None
+
+
+def _lease_conflict(verdict: LeaseVerdict, execution_id: str) -> Problem:
+    if verdict is LeaseVerdict.NOT_FOUND:
+        return Problem(404, "not_found", f"no execution {execution_id!r}")
+    if verdict is LeaseVerdict.CANCELLED:
+        return Problem(409, "lease_conflict", f"execution {execution_id!r} was cancelled: abort it now", reason="cancelled")
+    return Problem(409, "lease_conflict", f"the lease on {execution_id!r} is lost (another leaseEpoch holds it, or it is no longer running): abort now", reason="lease_lost")
+
+
+# ---------------------------------------------------------------- jobs
+
+
+async def create_job(request: web.Request) -> web.Response:
+    key = v.parse_idempotency_key(request.headers.get("Idempotency-Key"))
+    tenant = await _tenant(request)
+    body = await _body(request)
+    service = _service(request)
+    spec = v.parse_job_body(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
+    result = await service.create_job(spec, key, v.request_hash(body) if key is not None else None)
+    if result.outcome is CreateOutcome.CONFLICT:
+        raise Problem(
+            422, "idempotency_key_reused",
+            f"Idempotency-Key {key!r} was already used with a different request body; use a new key for a new job",
+            field="Idempotency-Key", jobId=result.job_id,
+        )
+    headers = {"Location": f"/v1/jobs/{result.job_id}"}
+    if result.outcome is CreateOutcome.REPLAYED:
+        headers["Idempotent-Replayed"] = "true"
+    return _json({"jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}, 201, headers)
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    q = request.query
+    status = v.parse_job_status(q.get("status"))
+    limit = v.parse_limit(q.get("limit"), 100)
+    after = q.get("after") or None
+    jobs = await _service(request).list_jobs(await _tenant(request), status, limit + 1, after)
+    page, nxt = _page(jobs, limit, lambda j: j.id)
+    return _json({"jobs": [v.job_to_json(j) for j in page], "next": nxt})
+
+
+async def _job_or_404(request: web.Request) -> Any:
+    job_id = request.match_info["jobId"]
+    job = await _service(request).get_job(job_id, await _tenant(request))
+    if job is None:
+        raise Problem(404, "not_found", f"no job {job_id!r}")
+    return job
+
+
+async def get_job(request: web.Request) -> web.Response:
+    return _json(v.job_to_json(await _job_or_404(request)))
+
+
+async def cancel_job(request: web.Request) -> web.Response:
+    job = await _service(request).cancel_job(request.match_info["jobId"], await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def pause_job(request: web.Request) -> web.Response:
+    await _body(request, optional=True)
+    job = await _service(request).pause_job(request.match_info["jobId"], await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def resume_job(request: web.Request) -> web.Response:
+    await _body(request, optional=True)
+    job = await _service(request).resume_job(request.match_info["jobId"], await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def trigger_job(request: web.Request) -> web.Response:
+    await _body(request, optional=True)
+    ex = await _service(request).trigger_job(request.match_info["jobId"], await _tenant(request))
+    return _json(v.execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
+
+
+# ---------------------------------------------------------------- executions
+
+
+async def list_executions(request: web.Request) -> web.Response:
+    limit = v.parse_limit(request.query.get("limit"), 50)
+    before = v.parse_ms_cursor("before", request.query.get("before"))
+    executions = await _service(request).list_executions(
+        request.match_info["jobId"], limit + 1, before, await _tenant(request)
+    )
+    page, nxt = _page(executions, limit, lambda e: str(e.scheduled_at))
+    return _json({"executions": [v.execution_to_json(e) for e in page], "next": nxt})
+
+
+async def get_execution(request: web.Request) -> web.Response:
+    execution_id = request.match_info["executionId"]
+    ex = await _service(request).get_execution(execution_id, await _tenant(request))
+    if ex is None:
+        raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    return _json(v.execution_to_json(ex, with_output=True))
+
+
+async def heartbeat(request: web.Request) -> web.Response:
+    execution_id = request.match_info["executionId"]
+    worker_id, epoch = v.parse_heartbeat(await _body(request))
+    result = await _service(request).heartbeat(execution_id, worker_id, epoch)
+    if result.verdict is not LeaseVerdict.OK:
+        raise _lease_conflict(result.verdict, execution_id)
+    return _json({"extendUntil": iso_ms(result.extend_until), "leaseEpoch": epoch})
+
+
+async def complete(request: web.Request) -> web.Response:
+    execution_id = request.match_info["executionId"]
+    completion = v.parse_completion(execution_id, await _body(request))
+    result = await _service(request).complete(completion)
+    if result.verdict is not LeaseVerdict.OK:
+        raise _lease_conflict(result.verdict, execution_id)
+    return _json({
+        "executionId": execution_id,
+        "status": result.status.value if result.status is not None else None,
+        "availableAt": iso_ms(result.available_at),
+    })
+
+
+async def record_effect(request: web.Request) -> web.Response:
+    execution_id = request.match_info["executionId"]
+    _worker_id, epoch, key = v.parse_effect(await _body(request))
+    verdict = await _service(request).record_effect(execution_id, epoch, key)
+    if verdict is EffectVerdict.RECORDED:
+        return _json({"recorded": True, "duplicate": False, "key": key}, 201)
+    if verdict is EffectVerdict.DUPLICATE:
+        return _json({"recorded": False, "duplicate": True, "key": key}, 200)
+    if verdict is EffectVerdict.NOT_FOUND:
+        raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    raise Problem(
+        409, "fenced",
+        f"leaseEpoch {epoch} is not the current lease of {execution_id!r} (or it is no longer running): effect not recorded, abort now",
+        reason="fenced",
+    )
+
+
+# ---------------------------------------------------------------- dead-letter queue
+
+
+async def list_dead(request: web.Request) -> web.Response:
+    limit = v.parse_limit(request.query.get("limit"), 100)
+    after = request.query.get("after") or None
+    dead = await _service(request).list_dead(await _tenant(request), limit + 1, after)
+    page, nxt = _page(dead, limit, lambda e: e.execution_id)
+    return _json({"executions": [v.execution_to_json(e) for e in page], "next": nxt})
+
+
+async def replay_dead(request: web.Request) -> web.Response:
+    await _body(request, optional=True)
+    ex = await _service(request).replay_dead(request.match_info["executionId"], await _tenant(request))
+    return _json(v.execution_to_json(ex))
+
+
+async def purge_dead(request: web.Request) -> web.Response:
+    execution_id = request.match_info["executionId"]
+    await _service(request).purge_dead(execution_id, await _tenant(request))
+    return _json({"executionId": execution_id, "purged": True})
+
+
+# ---------------------------------------------------------------- the node
+
+
+async def status(request: web.Request) -> web.Response:
+    return _json(await _service(request).status())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return _json({"status": "ok"})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.Response(body=request.app[OPENAPI_DOC], content_type="application/json")
+
+
+#: (method, path, handler): the whole API; the OpenAPI document is tested against this table
+ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]], ...] = (
+    ("POST", "/v1/jobs", create_job),
+    ("GET", "/v1/jobs", list_jobs),
+    ("GET", "/v1/jobs/{jobId}", get_job),
+    ("DELETE", "/v1/jobs/{jobId}", cancel_job),
+    ("POST", "/v1/jobs/{jobId}/pause", pause_job),
+    ("POST", "/v1/jobs/{jobId}/resume", resume_job),
+    ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
+    ("GET", "/v1/jobs/{jobId}/executions", list_executions),
+    ("GET", "/v1/executions/{executionId}", get_execution),
+    ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
+    ("POST", "/v1/executions/{executionId}/complete", complete),
+    ("POST", "/v1/executions/{executionId}/effects", record_effect),
+    ("GET", "/v1/dlq", list_dead),
+    ("POST", "/v1/dlq/{executionId}/replay", replay_dead),
+    ("DELETE", "/v1/dlq/{executionId}", purge_dead),
+    ("GET", "/v1/status", status),
+    ("GET", "/healthz", healthz),
+    ("GET", "/v1/openapi.json", openapi),
+)
+
+
+def make_app(service: SchedulerService, *, tenant_resolver: TenantResolver | None = None) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_problems])
+    app[SERVICE] = service
+    app[TENANT_RESOLVER] = tenant_resolver
+    app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
+    for method, path, handler in ROUTES:
+        app.router.add_route(method, path, handler)
+    return app

@@ -1,0 +1,514 @@
+"""Request bodies to model objects, model objects to JSON. Pure: no HTTP, no I/O, no clock.
+
+Every refusal is a ``ValidationError`` that names the offending field, carries the HTTP
+status the API answers with (400 malformed/unparseable, 413 too large, 422 well-formed but
+not acceptable) and a sentence a person can act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from cronwheel.core import schedule as sched
+from cronwheel.core.model import (
+    DEFAULT_LEASE_SEC,
+    DEFAULT_TENANT,
+    DEFAULT_TIMEOUT_SEC,
+    Execution,
+    Job,
+    JobSpec,
+    JobStatus,
+    MisfirePolicy,
+    OverlapPolicy,
+    Priority,
+    RetryPolicy,
+)
+from cronwheel.obs.events import iso_ms
+from cronwheel.store.base import Completion, Outcome
+
+# ---------------------------------------------------------------- limits
+
+MAX_NAME_CHARS = 200
+MAX_SCHEDULE_CHARS = 1000
+MAX_COMMAND_BYTES = 16 * 1024
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_URL_CHARS = 8 * 1024
+MAX_HEADERS = 50
+MAX_HEADER_NAME_CHARS = 256
+MAX_HEADER_VALUE_CHARS = 8 * 1024
+MAX_TIMEZONE_CHARS = 64
+TIMEOUT_SEC_RANGE = (1.0, 7 * 86_400.0)
+LEASE_SEC_RANGE = (0.2, 3600.0)
+JITTER_SEC_RANGE = (0, 3600)
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+MAX_WORKER_ID_CHARS = 200
+MAX_EFFECT_KEY_CHARS = 1024
+MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
+MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+TARGET_KINDS = ("command", "http", "python", "queue")
+
+JOB_FIELDS = frozenset(
+    {
+        "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
+        "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
+    }
+)
+RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
+
+_INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
+_QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+#: a placeholder id to validate schedules before the engine assigns the real one; ``H``
+#: fields hash the id, so the offsets differ, but whether the text is valid does not.
+_PROBE_JOB_ID = "jvalidation"
+_MAX_INSTANT_MS = 253_402_300_800_000 - 100 * 365 * 86_400_000  # ~ year 9900
+
+
+class ValidationError(ValueError):
+    """A request the API refuses before it reaches the service.
+
+    ``field`` is the JSON path of the offending member (``retryPolicy.maxAttempts``), the
+    header name, the query parameter, or None for the body as a whole; ``str(err)`` is the
+    full sentence."""
+
+    def __init__(self, field: str | None, detail: str, *, status: int = 422, code: str = "invalid_field") -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+        self.status = status
+        self.code = code
+
+
+def _bad(field: str | None, detail: str, status: int = 422, code: str = "invalid_field") -> ValidationError:
+    return ValidationError(field, detail, status=status, code=code)
+
+
+# ---------------------------------------------------------------- small type checks
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _string(field: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _bad(field, f"{field} must be a string, not {_type_name(value)}")
+    return value
+
+
+def _object(field: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(field, f"{field} must be an object, not {_type_name(value)}")
+    return value
+
+
+def _number(field: str, value: Any, lo: float, hi: float, unit: str = "") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad(field, f"{field} must be a number, not {_type_name(value)}")
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise _bad(field, f"{field} must be between {_fmt_num(lo)} and {_fmt_num(hi)}{unit}, not {value!r}")
+    return float(value)
+
+
+def _integer(field: str, value: Any, lo: int, hi: int, unit: str = "") -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(field, f"{field} must be an integer, not {_type_name(value)}")
+    if not lo <= value <= hi:
+        raise _bad(field, f"{field} must be between {lo} and {hi}{unit}, not {value}")
+    return value
+
+
+def _choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = _string(field, value)
+    if text not in choices:
+        raise _bad(field, f"{field} must be one of {', '.join(choices)}, not {text!r}")
+    return text
+
+
+def _fmt_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _reject_unknown(where: str | None, data: Mapping[str, Any], allowed: frozenset[str] | tuple[str, ...]) -> None:
+    unknown = sorted(k for k in data if k not in allowed)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        names = ", ".join(prefix + k for k in unknown)
+        noun = "field" if len(unknown) == 1 else "fields"
+        raise _bad(prefix + unknown[0], f"unknown {noun}: {names} (allowed: {', '.join(sorted(allowed))})", code="unknown_field")
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def request_hash(body: Any) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of a request body: the same
+    logical request always hashes the same, whatever its key order or whitespace."""
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+# ---------------------------------------------------------------- POST /v1/jobs
+
+
+def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> JobSpec:
+    """Validate a ``POST /v1/jobs`` body into a ``JobSpec``.
+
+    ``now_ms`` resolves relative one-offs (``"+90s"``) and checks that a recurring schedule
+    fires at least once. A JSON ``null`` member counts as absent."""
+    if not isinstance(body, dict):
+        raise _bad(None, f"the request body must be a JSON object, not {_type_name(body)}", status=400, code="invalid_body")
+    _reject_unknown(None, body, JOB_FIELDS)
+    data = {k: v for k, v in body.items() if v is not None}
+
+    timezone = "UTC"
+    if "timezone" in data:
+        timezone = _string("timezone", data["timezone"])
+        if not timezone or len(timezone) > MAX_TIMEZONE_CHARS:
+            raise _bad("timezone", f"timezone must be an IANA zone name of 1 to {MAX_TIMEZONE_CHARS} characters", status=400, code="invalid_timezone")
+        try:
+            sched.validate_timezone(timezone)
+        except ValueError as exc:  # ScheduleError is a ValueError
+            raise _bad("timezone", f"timezone: {exc}", status=400, code="invalid_timezone") from None
+
+    schedule, run_at = _parse_when(data, timezone, now_ms)
+    target = _parse_target(data)
+
+    name = None
+    if "name" in data:
+        name = _string("name", data["name"])
+        if not name.strip() or len(name) > MAX_NAME_CHARS:
+            raise _bad("name", f"name must be 1 to {MAX_NAME_CHARS} characters and not blank")
+        if not name.isprintable():
+            raise _bad("name", "name must contain printable characters only (no newlines, tabs or control characters)")
+
+    payload = data.get("payload")
+    if payload is not None:
+        size = len(canonical_json(payload))
+        if size > MAX_PAYLOAD_BYTES:
+            raise _bad("payload", f"payload is {size} bytes of JSON; the limit is {MAX_PAYLOAD_BYTES} bytes", status=413, code="payload_too_large")
+
+    spec = JobSpec(target=target, schedule=schedule, run_at=run_at, timezone=timezone, name=name, tenant=tenant, payload=payload)
+    if "retryPolicy" in data:
+        spec.retry = parse_retry_policy(data["retryPolicy"])
+    spec.timeout_sec = _number("timeoutSec", data.get("timeoutSec", DEFAULT_TIMEOUT_SEC), *TIMEOUT_SEC_RANGE, " seconds")
+    spec.lease_sec = _number("leaseSec", data.get("leaseSec", DEFAULT_LEASE_SEC), *LEASE_SEC_RANGE, " seconds")
+    spec.jitter_sec = _integer("jitterSec", data.get("jitterSec", 0), *JITTER_SEC_RANGE, " seconds")
+    if "priority" in data:
+        spec.priority = Priority.parse(_choice("priority", data["priority"], tuple(p.label for p in Priority)))
+    if "overlap" in data:
+        spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
+    if "misfire" in data:
+        spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    return spec
+
+
+def looks_like_instant(text: str) -> bool:
+    """An RFC 3339 instant or a ``+DURATION`` offset: a one-off, not a recurring schedule."""
+    text = text.strip()
+    return text.startswith("+") or bool(_INSTANT_RE.match(text))
+
+
+def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str | None, int | None]:
+    given = [k for k in ("schedule", "runAt") if k in data]
+    if len(given) != 1:
+        detail = "give exactly one of schedule (recurring) or runAt (one-off), " + ("not both" if given else "neither was given")
+        raise _bad(None if not given else "runAt", detail, code="missing_schedule" if not given else "invalid_field")
+    field = given[0]
+    text = _string(field, data[field])
+    if not text.strip() or len(text) > MAX_SCHEDULE_CHARS:
+        raise _bad(field, f"{field} must be 1 to {MAX_SCHEDULE_CHARS} characters and not blank", status=400, code="invalid_schedule")
+    if field == "runAt" or looks_like_instant(text):
+        try:
+            at = sched.parse_instant(text.strip(), now_ms)
+        except ValueError as exc:
+            raise _bad(field, f"{field}: {exc}", status=400, code="invalid_schedule") from None
+        if not 0 <= at < _MAX_INSTANT_MS:
+            raise _bad(field, f"{field}: {text.strip()!r} is outside 1970..9899", status=400, code="invalid_schedule")
+        return None, at
+    try:
+        parsed = sched.parse_schedule(text, _PROBE_JOB_ID, timezone)
+    except ValueError as exc:
+        raise _bad("schedule", f"schedule: {exc}", status=400, code="invalid_schedule") from None
+    if parsed.kind == "once":
+        once_at = parsed.next_after(-1)
+        if once_at is None:
+            raise _bad("schedule", f"schedule: {text!r} never fires", status=400, code="invalid_schedule")
+        return None, once_at
+    if parsed.next_after(now_ms) is None:
+        raise _bad("schedule", f"schedule: {text!r} never fires after now", status=400, code="invalid_schedule")
+    return text, None
+
+
+def _parse_target(data: dict[str, Any]) -> dict[str, Any]:
+    given = [k for k in (*TARGET_KINDS, "target") if k in data]
+    if len(given) != 1:
+        what = f"got {', '.join(given)}" if given else "none was given"
+        raise _bad(given[1] if len(given) > 1 else None, f"give exactly one target: command, http, python, queue or target; {what}", code="invalid_target")
+    kind = given[0]
+    if kind == "target":
+        inner = _object("target", data["target"])
+        inner_given = [k for k in inner if inner[k] is not None]
+        _reject_unknown("target", inner, TARGET_KINDS)
+        if len(inner_given) != 1:
+            raise _bad("target", "target must have exactly one of command, http, python, queue", code="invalid_target")
+        kind = inner_given[0]
+        return {kind: _parse_target_value(f"target.{kind}", kind, inner[kind])}
+    return {kind: _parse_target_value(kind, kind, data[kind])}
+
+
+def _parse_target_value(field: str, kind: str, value: Any) -> Any:
+    if kind == "command":
+        cmd = _string(field, value)
+        if not cmd.strip():
+            raise _bad(field, f"{field} must not be blank")
+        if "\x00" in cmd:
+            raise _bad(field, f"{field} must not contain NUL characters")
+        size = len(cmd.encode())
+        if size > MAX_COMMAND_BYTES:
+            raise _bad(field, f"{field} is {size} bytes; the limit is {MAX_COMMAND_BYTES} bytes")
+        return cmd
+    if kind == "python":
+        ref = _string(field, value)
+        if len(ref) > 500 or not _PYTHON_RE.match(ref):
+            raise _bad(field, f"{field} must name a callable as module:function (e.g. myapp.tasks:cleanup), not {ref[:100]!r}")
+        return ref
+    if kind == "queue":
+        name = _string(field, value)
+        if not _QUEUE_RE.match(name):
+            raise _bad(field, f"{field} must be 1 to 200 characters of letters, digits and _ . : - (starting with a letter or digit)")
+        return name
+    return _parse_http(field, value)
+
+
+def _parse_http(field: str, value: Any) -> dict[str, Any]:
+    spec = _object(field, value)
+    _reject_unknown(field, spec, ("url", "method", "headers"))
+    if spec.get("url") is None:
+        raise _bad(f"{field}.url", f"{field}.url is required")
+    url = _string(f"{field}.url", spec["url"])
+    if len(url) > MAX_URL_CHARS or any(c.isspace() or not c.isprintable() for c in url):
+        raise _bad(f"{field}.url", f"{field}.url must be at most {MAX_URL_CHARS} characters, without spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise _bad(f"{field}.url", f"{field}.url is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _bad(f"{field}.url", f"{field}.url must be an absolute http:// or https:// URL, not {url[:200]!r}")
+    method = "GET"
+    if spec.get("method") is not None:
+        method = _string(f"{field}.method", spec["method"]).upper()
+        if method not in HTTP_METHODS:
+            raise _bad(f"{field}.method", f"{field}.method must be one of {', '.join(HTTP_METHODS)}, not {spec['method']!r}")
+    headers: dict[str, str] = {}
+    if spec.get("headers") is not None:
+        raw = _object(f"{field}.headers", spec["headers"])
+        if len(raw) > MAX_HEADERS:
+            raise _bad(f"{field}.headers", f"{field}.headers may hold at most {MAX_HEADERS} headers, not {len(raw)}")
+        for k, v in raw.items():
+            where = f"{field}.headers.{k}"
+            if len(k) > MAX_HEADER_NAME_CHARS or not _HEADER_NAME_RE.match(k):
+                raise _bad(where, f"{where}: {k[:100]!r} is not a valid header name")
+            text = _string(where, v)
+            if len(text) > MAX_HEADER_VALUE_CHARS or any(c in text for c in "\r\n\x00"):
+                raise _bad(where, f"{where} must be at most {MAX_HEADER_VALUE_CHARS} characters without CR, LF or NUL")
+            headers[k] = text
+    return {"url": url, "method": method, "headers": headers}
+
+
+def parse_retry_policy(value: Any, field: str = "retryPolicy") -> RetryPolicy:
+    data = {k: v for k, v in _object(field, value).items() if v is not None}
+    _reject_unknown(field, data, RETRY_FIELDS)
+    d = RetryPolicy()
+    max_attempts = _integer(f"{field}.maxAttempts", data.get("maxAttempts", d.max_attempts), 1, 1000)
+    initial = _number(f"{field}.initialBackoffSec", data.get("initialBackoffSec", d.initial_backoff_sec), 0, 86_400, " seconds")
+    # the default cap follows a large initial backoff rather than contradicting it
+    maximum = _number(f"{field}.maxBackoffSec", data.get("maxBackoffSec", max(d.max_backoff_sec, initial)), 0, 7 * 86_400, " seconds")
+    if maximum < initial:
+        raise _bad(f"{field}.maxBackoffSec", f"{field}.maxBackoffSec ({_fmt_num(maximum)}) must be >= initialBackoffSec ({_fmt_num(initial)})")
+    multiplier = _number(f"{field}.multiplier", data.get("multiplier", d.multiplier), 1, 100)
+    jitter = _number(f"{field}.jitter", data.get("jitter", d.jitter), 0, 1)
+    try:
+        return RetryPolicy(max_attempts, initial, maximum, multiplier, jitter)
+    except ValueError as exc:  # the model's own checks, should ours drift from them
+        raise _bad(field, str(exc)) from None
+
+
+# ---------------------------------------------------------------- worker calls
+
+
+def _worker_fields(body: Any, allowed: tuple[str, ...]) -> tuple[dict[str, Any], str, int]:
+    if not isinstance(body, dict):
+        raise _bad(None, f"the request body must be a JSON object, not {_type_name(body)}", status=400, code="invalid_body")
+    _reject_unknown(None, body, allowed)
+    if body.get("workerId") is None:
+        raise _bad("workerId", "workerId is required")
+    worker_id = _string("workerId", body["workerId"])
+    if not worker_id or len(worker_id) > MAX_WORKER_ID_CHARS:
+        raise _bad("workerId", f"workerId must be 1 to {MAX_WORKER_ID_CHARS} characters")
+    if body.get("leaseEpoch") is None:
+        raise _bad("leaseEpoch", "leaseEpoch is required (the fencing token received with the lease)")
+    epoch = _integer("leaseEpoch", body["leaseEpoch"], 0, 2**63 - 1)
+    return body, worker_id, epoch
+
+
+def parse_heartbeat(body: Any) -> tuple[str, int]:
+    """``{workerId, leaseEpoch}`` → ``(worker_id, lease_epoch)``."""
+    _, worker_id, epoch = _worker_fields(body, ("workerId", "leaseEpoch"))
+    return worker_id, epoch
+
+
+#: the outcomes a worker may report; ``lost`` is the daemon's own verdict
+WORKER_OUTCOMES = (Outcome.SUCCEEDED.value, Outcome.FAILED.value, Outcome.TIMED_OUT.value)
+
+
+def parse_completion(execution_id: str, body: Any) -> Completion:
+    """``{workerId, leaseEpoch, outcome, exitCode?, error?, output?}`` → ``Completion``.
+    Long ``error`` and ``output`` are cut to their tail rather than refused: a worker that
+    finished must be able to report it."""
+    data, worker_id, epoch = _worker_fields(body, ("workerId", "leaseEpoch", "outcome", "exitCode", "error", "output"))
+    if data.get("outcome") is None:
+        raise _bad("outcome", f"outcome is required: one of {', '.join(WORKER_OUTCOMES)}")
+    outcome = Outcome(_choice("outcome", data["outcome"], WORKER_OUTCOMES))
+    exit_code = None
+    if data.get("exitCode") is not None:
+        exit_code = _integer("exitCode", data["exitCode"], -(2**31), 2**31 - 1)
+    error = _string("error", data["error"])[-MAX_ERROR_CHARS:] if data.get("error") is not None else None
+    output = _string("output", data["output"])[-MAX_OUTPUT_CHARS:] if data.get("output") is not None else None
+    return Completion(execution_id, worker_id, epoch, outcome, exit_code, error, output)
+
+
+def parse_effect(body: Any) -> tuple[str, int, str]:
+    """``{workerId, leaseEpoch, key}`` → ``(worker_id, lease_epoch, key)``."""
+    data, worker_id, epoch = _worker_fields(body, ("workerId", "leaseEpoch", "key"))
+    if data.get("key") is None:
+        raise _bad("key", "key is required (the idempotency key of the side effect)")
+    key = _string("key", data["key"])
+    if not key or len(key) > MAX_EFFECT_KEY_CHARS:
+        raise _bad("key", f"key must be 1 to {MAX_EFFECT_KEY_CHARS} characters")
+    return worker_id, epoch, key
+
+
+# ---------------------------------------------------------------- headers and query strings
+
+
+def parse_idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value or len(value) > MAX_IDEMPOTENCY_KEY_CHARS or not value.isprintable() or not value.isascii():
+        raise _bad("Idempotency-Key", f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters", status=400, code="invalid_header")
+    return value
+
+
+def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
+    if value is None or value == "":
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= maximum:
+        raise _bad("limit", f"limit must be an integer between 1 and {maximum}, not {value[:50]!r}", status=400, code="invalid_query")
+    return int(value)
+
+
+def parse_job_status(value: str | None) -> JobStatus | None:
+    if value is None or value == "":
+        return None
+    try:
+        return JobStatus(value.upper())
+    except ValueError:
+        choices = ", ".join(s.value.lower() for s in JobStatus)
+        raise _bad("status", f"status must be one of {choices}, not {value[:50]!r}", status=400, code="invalid_query") from None
+
+
+def parse_ms_cursor(field: str, value: str | None) -> int | None:
+    """A ``before`` cursor: the integer milliseconds from a previous page's ``next``, or an
+    RFC 3339 instant."""
+    if value is None or value == "":
+        return None
+    if value.isdigit():
+        return int(value)
+    if _INSTANT_RE.match(value):
+        try:
+            return sched.parse_instant(value)
+        except ValueError:
+            pass
+    raise _bad(field, f"{field} must be a cursor from a previous page or an RFC 3339 instant, not {value[:50]!r}", status=400, code="invalid_query")
+
+
+# ---------------------------------------------------------------- to JSON
+
+
+def job_to_json(job: Job) -> dict[str, Any]:
+    spec = job.spec
+    return {
+        "jobId": job.id,
+        "name": spec.name,
+        "tenant": spec.tenant,
+        "status": job.status.value,
+        "schedule": spec.schedule,
+        "runAt": iso_ms(spec.run_at),
+        "timezone": spec.timezone,
+        "nextRunAt": iso_ms(job.next_run_at),
+        "target": spec.target,
+        "payload": spec.payload,
+        "retryPolicy": spec.retry.to_json(),
+        "timeoutSec": spec.timeout_sec,
+        "leaseSec": spec.lease_sec,
+        "priority": spec.priority.label,
+        "overlap": spec.overlap.value,
+        "misfire": spec.misfire.value,
+        "jitterSec": spec.jitter_sec,
+        "bucketId": job.bucket_id,
+        "createdAt": iso_ms(job.created_at),
+        "updatedAt": iso_ms(job.updated_at),
+    }
+
+
+def execution_to_json(execution: Execution, with_output: bool = False) -> dict[str, Any]:
+    e = execution
+    data: dict[str, Any] = {
+        "executionId": e.execution_id,
+        "jobId": e.job_id,
+        "tenant": e.tenant,
+        "status": e.status.value,
+        "priority": e.priority.label,
+        "scheduledAt": iso_ms(e.scheduled_at),
+        "attempt": e.attempt,
+        "maxAttempts": e.max_attempts,
+        "leaseEpoch": e.lease_epoch,
+        "workerId": e.worker_id,
+        "leaseUntil": iso_ms(e.lease_until),
+        "availableAt": iso_ms(e.available_at or None),
+        "createdAt": iso_ms(e.created_at or None),
+        "startedAt": iso_ms(e.started_at),
+        "finishedAt": iso_ms(e.finished_at),
+        "lagMs": None if e.started_at is None else e.started_at - e.scheduled_at,
+        "exitCode": e.exit_code,
+        "error": e.error,
+        "reason": e.reason,
+    }
+    if with_output:
+        data["output"] = e.output
+    return data

@@ -1,0 +1,283 @@
+"""A small synchronous client of the HTTP API, standard library only (``http.client``).
+
+Talks TCP (``http://host:port``) or a Unix socket (``unix:/path/to/api.sock``). One
+connection per call: the CLI makes a handful of calls, and a fresh connection never trips
+over a daemon that restarted in between.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+from urllib.parse import quote, urlencode, urlsplit
+
+
+class ClientError(Exception):
+    """Base of everything this client raises."""
+
+
+class DaemonUnreachable(ClientError):
+    """No daemon answers at the URL (connection refused, socket missing, timeout)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot reach the cronwheel daemon at {url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class ApiError(ClientError):
+    """The daemon answered with an error status; ``problem`` is its problem document."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        super().__init__(self.detail)
+
+    @property
+    def detail(self) -> str:
+        return str(self.problem.get("detail") or self.problem.get("title") or f"HTTP {self.status}")
+
+    @property
+    def code(self) -> str | None:
+        return self.problem.get("code")
+
+    @property
+    def reason(self) -> str | None:
+        return self.problem.get("reason")
+
+
+class Created(NamedTuple):
+    body: dict[str, Any]  #: ``{jobId, nextRunAt}``
+    replayed: bool  #: True when an Idempotency-Key replay returned an existing job
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _q(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+class Client:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30) -> None:
+        self.url = url
+        self.token = token
+        self.timeout = timeout
+        if url.startswith("unix:"):
+            path = url[len("unix:"):]
+            if path.startswith("//"):  # unix:///run/x.sock
+                path = path[2:]
+            if not path:
+                raise ValueError(f"no socket path in {url!r}")
+            self._unix_path: str | None = path
+            self._host = self._port = None
+            self._prefix = ""
+        else:
+            parts = urlsplit(url)
+            if parts.scheme != "http" or not parts.hostname:
+                raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not {url!r}")
+            self._unix_path = None
+            self._host = parts.hostname
+            try:
+                self._port = parts.port or 80
+            except ValueError:
+                raise ValueError(f"bad port in {url!r}") from None
+            self._prefix = parts.path.rstrip("/")
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._unix_path is not None:
+            return _UnixHTTPConnection(self._unix_path, self.timeout)
+        return http.client.HTTPConnection(self._host or "localhost", self._port, timeout=self.timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], Any]:
+        """One call: ``(status, headers, decoded JSON body)``; raises ApiError on >= 400."""
+        target = self._prefix + path
+        if query:
+            q = {k: val for k, val in query.items() if val is not None}
+            if q:
+                target += "?" + urlencode(q)
+        hdrs = {"Accept": "application/json", "User-Agent": "cronwheel-cli"}
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        hdrs.update(headers or {})
+        conn = self._connection()
+        try:
+            try:
+                conn.request(method, target, body=data, headers=hdrs)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except FileNotFoundError:
+                raise DaemonUnreachable(self.url, "no such socket (is the daemon running?)") from None
+            except ConnectionRefusedError:
+                raise DaemonUnreachable(self.url, "connection refused (is the daemon running?)") from None
+            except TimeoutError:
+                raise DaemonUnreachable(self.url, f"no answer within {self.timeout:g} s") from None
+            except PermissionError:
+                raise DaemonUnreachable(self.url, "permission denied on the socket") from None
+            except socket.gaierror as exc:
+                raise DaemonUnreachable(self.url, f"cannot resolve the host ({exc.strerror})") from None
+            except (ConnectionError, http.client.HTTPException, OSError) as exc:
+                raise DaemonUnreachable(self.url, f"{type(exc).__name__}: {exc}") from None
+        finally:
+            conn.close()
+        resp_headers = {k.lower(): val for k, val in resp.getheaders()}
+        decoded: Any = None
+        if raw:
+            try:
+                decoded = json.loads(raw)
+            except ValueError:
+                decoded = raw.decode("utf-8", "replace")
+        if resp.status >= 400:
+            problem = decoded if isinstance(decoded, dict) else {"detail": str(decoded or resp.reason)[:500]}
+            raise ApiError(resp.status, problem)
+        return resp.status, resp_headers, decoded
+
+    def _call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = self.request(method, path, body, query=query)[2]
+        if not isinstance(data, dict):
+            raise ClientError(f"{method} {path}: expected a JSON object from the daemon, got {str(data)[:200]!r}")
+        return data
+
+    def _get(self, path: str, **query: Any) -> dict[str, Any]:
+        return self._call("GET", path, query=query)
+
+    def _post(self, path: str, body: Any = None) -> dict[str, Any]:
+        return self._call("POST", path, body)
+
+    def _delete(self, path: str) -> dict[str, Any]:
+        return self._call("DELETE", path)
+
+    # ---------------------------------------------------------------- jobs
+
+    def create_job(self, body: dict[str, Any], idempotency_key: str | None = None) -> Created:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        _status, hdrs, data = self.request("POST", "/v1/jobs", body, headers=headers)
+        if not isinstance(data, dict) or "jobId" not in data:
+            raise ClientError(f"POST /v1/jobs: unexpected answer {str(data)[:200]!r}")
+        return Created(data, hdrs.get("idempotent-replayed") == "true")
+
+    def list_jobs(self, status: str | None = None, limit: int = 100, after: str | None = None) -> dict[str, Any]:
+        return self._get("/v1/jobs", status=status, limit=limit, after=after)
+
+    def iter_jobs(self, status: str | None = None, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        after = None
+        while True:
+            page = self.list_jobs(status, page_size, after)
+            yield from page["jobs"]
+            after = page.get("next")
+            if not after:
+                return
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        return self._get(f"/v1/jobs/{_q(job_id)}")
+
+    def resolve_job(self, ref: str) -> dict[str, Any]:
+        """A job by id, else by its unique name (ApiError 404 / 409 listing the ids)."""
+        try:
+            return self.get_job(ref)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        named = [j for j in self.iter_jobs() if j.get("name") == ref]
+        live = [j for j in named if j.get("status") not in ("CANCELLED", "COMPLETED")] or named
+        if not live:
+            raise ApiError(404, {"detail": f"no job with id or name {ref!r}", "code": "not_found"})
+        if len(live) > 1:
+            ids = ", ".join(j["jobId"] for j in live)
+            raise ApiError(409, {"detail": f"the name {ref!r} is ambiguous, use one of the ids: {ids}", "code": "ambiguous_name"})
+        return live[0]
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        return self._delete(f"/v1/jobs/{_q(job_id)}")
+
+    def pause_job(self, job_id: str) -> dict[str, Any]:
+        return self._post(f"/v1/jobs/{_q(job_id)}/pause")
+
+    def resume_job(self, job_id: str) -> dict[str, Any]:
+        return self._post(f"/v1/jobs/{_q(job_id)}/resume")
+
+    def trigger_job(self, job_id: str) -> dict[str, Any]:
+        return self._post(f"/v1/jobs/{_q(job_id)}/trigger")
+
+    # ---------------------------------------------------------------- executions
+
+    def list_executions(self, job_id: str, limit: int = 50, before: str | None = None) -> dict[str, Any]:
+        return self._get(f"/v1/jobs/{_q(job_id)}/executions", limit=limit, before=before)
+
+    def get_execution(self, execution_id: str) -> dict[str, Any]:
+        return self._get(f"/v1/executions/{_q(execution_id)}")
+
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> dict[str, Any]:
+        return self._post(f"/v1/executions/{_q(execution_id)}/heartbeat", {"workerId": worker_id, "leaseEpoch": lease_epoch})
+
+    def complete(
+        self,
+        execution_id: str,
+        worker_id: str,
+        lease_epoch: int,
+        outcome: str,
+        exit_code: int | None = None,
+        error: str | None = None,
+        output: str | None = None,
+    ) -> dict[str, Any]:
+        body = {"workerId": worker_id, "leaseEpoch": lease_epoch, "outcome": outcome,
+                "exitCode": exit_code, "error": error, "output": output}
+        return self._post(f"/v1/executions/{_q(execution_id)}/complete", body)
+
+    def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str) -> dict[str, Any]:
+        """``{recorded: true}`` the first time, ``{duplicate: true}`` after; ApiError 409
+        (reason ``fenced``) for a stale lease."""
+        body = {"workerId": worker_id, "leaseEpoch": lease_epoch, "key": key}
+        return self._post(f"/v1/executions/{_q(execution_id)}/effects", body)
+
+    # ---------------------------------------------------------------- dead-letter queue
+
+    def list_dead(self, limit: int = 100, after: str | None = None) -> dict[str, Any]:
+        return self._get("/v1/dlq", limit=limit, after=after)
+
+    def replay_dead(self, execution_id: str) -> dict[str, Any]:
+        return self._post(f"/v1/dlq/{_q(execution_id)}/replay")
+
+    def purge_dead(self, execution_id: str) -> dict[str, Any]:
+        return self._delete(f"/v1/dlq/{_q(execution_id)}")
+
+    # ---------------------------------------------------------------- the node
+
+    def status(self) -> dict[str, Any]:
+        return self._get("/v1/status")
+
+    def health(self) -> dict[str, Any]:
+        return self._get("/healthz")
+
+    def openapi(self) -> dict[str, Any]:
+        return self._get("/v1/openapi.json")

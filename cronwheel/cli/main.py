@@ -1,0 +1,752 @@
+"""The ``cronwheel`` command: a person's first interface to the scheduler.
+
+Every command except ``next SCHEDULE``, ``serve`` and ``worker`` talks to a running daemon
+over its HTTP API (by default the Unix socket in the data directory). Exit codes: 0 ok,
+1 the daemon refused (the problem's detail is printed) or the object is not found,
+2 usage error, 69 no daemon reachable (EX_UNAVAILABLE); ``run --wait`` and ``effect`` have
+their own, listed in their help.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+import time
+import zoneinfo
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from cronwheel import __version__
+from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import render
+from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.core import schedule as sched
+from cronwheel.obs.events import iso_ms
+
+EX_UNAVAILABLE = 69
+EX_DUPLICATE = 3
+EX_FENCED = 4
+EX_WAIT_TIMEOUT = 124
+TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
+JOB_STATUSES = ("active", "paused", "cancelled", "completed")
+#: H and @every offsets hash the job id: offline answers are for this example id
+_EXAMPLE_JOB_ID = "jexample"
+_CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
+_HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+# ---------------------------------------------------------------- context
+
+
+def default_data_dir() -> Path:
+    """``$CRONWHEEL_DATA_DIR``, else systemd's ``$STATE_DIRECTORY`` (its first entry), else
+    ``./.cronwheel``."""
+    if os.environ.get("CRONWHEEL_DATA_DIR"):
+        return Path(os.environ["CRONWHEEL_DATA_DIR"])
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    if state:
+        return Path(state)
+    return Path(".cronwheel")
+
+
+class Cli:
+    """What every command shares: where the daemon is, and a client for it."""
+
+    def __init__(self, url: str | None, data_dir: Path, token: str | None) -> None:
+        self.data_dir = data_dir
+        self.url = url or f"unix:{data_dir.absolute() / 'api.sock'}"
+        self.token = token
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            try:
+                self._client = Client(self.url, self.token)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--url' / CRONWHEEL_URL") from None
+        return self._client
+
+
+pass_cli = click.make_pass_decorator(Cli)
+
+
+def _unreachable_exit(exc: DaemonUnreachable, prefix: str = "") -> NoReturn:
+    render.emit_error(prefix + str(exc))
+    render.emit_note(
+        "Start a daemon with `cronwheel serve` (or `make serve` in a source checkout), "
+        "or point --url / CRONWHEEL_URL at a running one."
+    )
+    sys.exit(EX_UNAVAILABLE)
+
+
+class _Group(click.Group):
+    """Turns client errors into messages and exit codes, never tracebacks."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DaemonUnreachable as exc:
+            _unreachable_exit(exc)
+        except ApiError as exc:
+            render.emit_error(exc.detail)
+            sys.exit(1)
+        except ClientError as exc:
+            render.emit_error(str(exc))
+            sys.exit(1)
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
+@click.option("--url", envvar="CRONWHEEL_URL", metavar="URL",
+              help="The daemon: http://HOST:PORT or unix:/PATH. [env CRONWHEEL_URL; default unix:DATA_DIR/api.sock]")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="The daemon's data directory. [env CRONWHEEL_DATA_DIR, else $STATE_DIRECTORY, else ./.cronwheel]")
+@click.option("--token", envvar="CRONWHEEL_TOKEN", metavar="TOKEN",
+              help="Bearer token for the API. [env CRONWHEEL_TOKEN]")
+@click.version_option(__version__, "-V", "--version", prog_name="cronwheel")
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None) -> None:
+    """cronwheel: a distributed job scheduler for cron and one-off jobs.
+
+    \b
+    Quick start:
+      cronwheel serve &                                  # a daemon on ./.cronwheel
+      cronwheel add '*/5 * * * *' --name tidy -- find /tmp -mtime +7 -delete
+      cronwheel add +10m -- echo later                   # a one-off in 10 minutes
+      cronwheel next 'H 3 * * 1-5' -n 3                  # no daemon needed
+      cronwheel ls ; cronwheel history tidy ; cronwheel run tidy --wait
+
+    Exit codes: 0 ok, 1 refused or not found, 2 usage error, 69 no daemon reachable.
+    """
+    ctx.obj = Cli(url, data_dir or default_data_dir(), token)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _local_now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _zone(name: str | None, param: str = "'--tz'") -> zoneinfo.ZoneInfo | None:
+    if name is None:
+        return None
+    try:
+        return sched.validate_timezone(name)
+    except sched.ScheduleError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+
+
+def _duration(text: str | None, param: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return sched.parse_duration(text)
+    except sched.ScheduleError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+
+
+def _schedule_like(text: str) -> bool:
+    """Could ``text`` only be meant as a schedule (not a job name)?"""
+    words = text.split()
+    if not words:
+        return True
+    return text.lstrip().startswith("@") or looks_like_instant(text) or bool(_CRON_FIELD.match(words[0]))
+
+
+def _schedule_error(text: str, exc: Exception) -> str:
+    hint = ""
+    if len(text.split()) == 1 and _CRON_FIELD.match(text.strip()) and not text.startswith("@"):
+        hint = " (quote a cron expression as one argument: '*/5 * * * *')"
+    return f"{exc}{hint}"
+
+
+def _job_label(job: dict[str, Any]) -> str:
+    return f"{job['jobId']} ({job['name']})" if job.get("name") else job["jobId"]
+
+
+# ---------------------------------------------------------------- add
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("schedule")
+@click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
+@click.option("--name", help="A unique, human name to refer to the job by.")
+@click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]")
+@click.option("--timeout", metavar="DURATION", help="Kill a run after this long (e.g. 90s, 10m, 2h). [default 1h]")
+@click.option("--max-attempts", type=click.IntRange(1, 1000), metavar="N", help="Attempts before the dead-letter queue. [default 3]")
+@click.option("--priority", type=click.Choice(["high", "default", "batch"]), help="Ready-queue tier. [default default]")
+@click.option("--idempotency-key", metavar="KEY", help="Submitting twice with the same key creates one job.")
+@click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command.")
+@click.option("--http-method", type=click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False), help="Method for --http-url. [default GET]")
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable).")
+@click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker.")
+@click.option("--queue", metavar="NAME", help="Target: leave runs for remote workers polling this queue.")
+@click.option("--payload", metavar="JSON", help="JSON value handed to every run.")
+@click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]")
+@click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]")
+@click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
+@click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
+@click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
+@pass_cli
+def add(
+    app: Cli, schedule: str, cmd: tuple[str, ...], name: str | None, tz: str | None, timeout: str | None,
+    max_attempts: int | None, priority: str | None, idempotency_key: str | None, http_url: str | None,
+    http_method: str | None, headers: tuple[str, ...], python_ref: str | None, queue: str | None,
+    payload: str | None, overlap: str | None, misfire: str | None, jitter: str | None, lease: str | None,
+    as_json: bool,
+) -> None:
+    """Register a job.
+
+    \b
+    SCHEDULE is one of:
+      a cron expression   '0 * * * *', '*/15 9-17 * * MON-FRI', 'H H * * *' (H: hashed offset)
+      an interval         '@every 5m'
+      a macro             @hourly @daily @weekly @monthly @yearly
+      an instant          2026-12-01T10:00:00Z (a one-off)
+      an offset           +90s, +2h (a one-off, from this machine's clock)
+
+    The target is CMD (put it after `--` when it has options of its own; several words are
+    shell-quoted, a single word is taken as a shell command line as is), or one of --http-url,
+    --python, --queue.
+
+    \b
+    Examples:
+      cronwheel add '0 3 * * *' --name backup --tz Europe/Paris -- /usr/local/bin/backup --full
+      cronwheel add @hourly 'curl -fsS https://example.com/ping | logger'
+      cronwheel add '@every 30s' --http-url https://example.com/tick --http-method POST
+    """
+    body: dict[str, Any] = {}
+    _zone(tz)
+    text = schedule.strip()
+    if text.startswith("+"):
+        try:
+            body["runAt"] = iso_ms(sched.parse_instant(text, _local_now_ms()))
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+    elif looks_like_instant(text):
+        try:
+            sched.parse_instant(text)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+        body["runAt"] = text
+    else:
+        try:
+            sched.parse_schedule(schedule, _EXAMPLE_JOB_ID, tz or "UTC")
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(_schedule_error(schedule, exc), param_hint="SCHEDULE") from None
+        body["schedule"] = schedule
+    if tz:
+        body["timezone"] = tz
+
+    targets = [t for t, given in (("CMD", cmd), ("--http-url", http_url), ("--python", python_ref), ("--queue", queue)) if given]
+    if len(targets) != 1:
+        raise click.UsageError(
+            "give exactly one target: a command after the schedule (after `--` if it has options), "
+            "or --http-url, --python or --queue" + (f"; got {', '.join(targets)}" if targets else "")
+        )
+    if cmd:
+        body["command"] = cmd[0] if len(cmd) == 1 else shlex.join(cmd)
+    elif http_url:
+        http: dict[str, Any] = {"url": http_url}
+        if http_method:
+            http["method"] = http_method.upper()
+        if headers:
+            hdrs = {}
+            for h in headers:
+                key, sep, value = h.partition(":")
+                if not sep or not key.strip():
+                    raise click.BadParameter(f"{h!r} is not 'NAME: VALUE'", param_hint="'--header'")
+                hdrs[key.strip()] = value.strip()
+            http["headers"] = hdrs
+        body["http"] = http
+    elif python_ref:
+        body["python"] = python_ref
+    else:
+        body["queue"] = queue
+    if (http_method or headers) and not http_url:
+        raise click.UsageError("--http-method and --header go with --http-url")
+
+    if name is not None:
+        body["name"] = name
+    if payload is not None:
+        try:
+            body["payload"] = json.loads(payload)
+        except ValueError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--payload'") from None
+    if timeout is not None:
+        body["timeoutSec"] = _duration(timeout, "'--timeout'")
+    if lease is not None:
+        body["leaseSec"] = _duration(lease, "'--lease'")
+    if jitter is not None:
+        secs = _duration(jitter, "'--jitter'")
+        body["jitterSec"] = round(secs or 0)
+    if max_attempts is not None:
+        body["retryPolicy"] = {"maxAttempts": max_attempts}
+    for key, choice in (("priority", priority), ("overlap", overlap), ("misfire", misfire)):
+        if choice is not None:
+            body[key] = choice
+
+    created = app.client.create_job(body, idempotency_key)
+    if as_json:
+        render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})
+        return
+    label = f"{created.body['jobId']} ({name})" if name else created.body["jobId"]
+    if created.replayed:
+        click.echo(f"Job {label} already exists (same idempotency key): nothing new was created")
+    else:
+        click.echo(f"Created job {label}")
+    click.echo(f"Next run: {render.fmt_both(created.body.get('nextRunAt'), _zone(tz) if tz and tz != 'UTC' else None)}")
+
+
+# ---------------------------------------------------------------- reading jobs
+
+
+@cli.command("ls", context_settings=CONTEXT)
+@click.option("--status", type=click.Choice(JOB_STATUSES, case_sensitive=False), help="Only jobs in this status.")
+@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=100, show_default=True, help="At most N jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of jobs.")
+@pass_cli
+def ls(app: Cli, status: str | None, limit: int, as_json: bool) -> None:
+    """List jobs, ordered by id."""
+    jobs: list[dict[str, Any]] = []
+    after = None
+    while len(jobs) < limit:
+        page = app.client.list_jobs(status, min(1000, limit - len(jobs)), after)
+        jobs.extend(page["jobs"])
+        after = page.get("next")
+        if not after:
+            break
+    if as_json:
+        render.emit_json(jobs)
+        return
+    render.emit_table(render.JOB_COLUMNS, render.job_rows(jobs), empty="no jobs")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@pass_cli
+def show(app: Cli, job: str, as_json: bool) -> None:
+    """Show a job (JOB: its id or unique name)."""
+    data = app.client.resolve_job(job)
+    if as_json:
+        render.emit_json(data)
+        return
+    tz = data.get("timezone")
+    render.emit_kv(render.job_details(data, _zone(tz) if tz and tz != "UTC" and data.get("schedule") else None))
+
+
+@cli.command("next", context_settings=CONTEXT)
+@click.argument("what", metavar="SCHEDULE|JOB")
+@click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
+@click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
+@click.option("--from", "from_", metavar="INSTANT", help="Start after this instant (RFC 3339 or +DURATION). [default now]")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of RFC 3339 UTC instants.")
+@pass_cli
+def next_(app: Cli, what: str, count: int, tz: str | None, from_: str | None, as_json: bool) -> None:
+    """Show when a schedule or a job fires next.
+
+    A schedule is evaluated right here, no daemon needed; a job (id or name) is looked up
+    on the daemon and evaluated with its own id, so H and @every offsets are its real ones.
+    """
+    zone = _zone(tz)
+    now = _local_now_ms()
+    start = now
+    if from_ is not None:
+        try:
+            start = sched.parse_instant(from_, now)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--from'") from None
+
+    fires: list[int] = []
+    display_zone = zone
+    if looks_like_instant(what):
+        try:
+            at = sched.parse_instant(what, now)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+        fires = [at] if at > start else []
+    else:
+        job: dict[str, Any] = {}
+        parsed: sched.Schedule | None = None
+        try:
+            parsed = sched.parse_schedule(what, _EXAMPLE_JOB_ID, tz or "UTC")
+        except sched.ScheduleError as exc:
+            if _schedule_like(what):
+                raise click.BadParameter(_schedule_error(what, exc), param_hint="SCHEDULE") from None
+            job = _job_for_next(app, what, exc)
+        if job and job.get("status") not in ("ACTIVE", None):
+            render.emit_note(f"note: job {_job_label(job)} is {job['status']}: it does not run at these times")
+        if parsed is not None:
+            if parsed.kind == "every" or _HASHED.search(what):
+                render.emit_note(
+                    "note: H and @every offsets hash the job id; these times are for an example id "
+                    "(each job gets its own offset, see `cronwheel next JOB`)"
+                )
+        elif job.get("schedule"):
+            job_tz = tz or job.get("timezone") or "UTC"
+            parsed = sched.parse_schedule(job["schedule"], job["jobId"], job_tz)
+            if display_zone is None and job_tz != "UTC":
+                display_zone = _zone(job_tz)
+        else:  # a one-off job
+            at_text = job.get("nextRunAt") or job.get("runAt")
+            if at_text:
+                at = sched.parse_instant(at_text)
+                fires = [at] if at > start else []
+        if parsed is not None:
+            t = start
+            for _ in range(count):
+                nxt = parsed.next_after(t)
+                if nxt is None:
+                    break
+                fires.append(nxt)
+                t = nxt
+
+    if as_json:
+        render.emit_json([iso_ms(f) for f in fires])
+        return
+    if not fires:
+        render.emit_note("never fires after " + render.fmt_utc(render.ms_to_dt(start)))
+        return
+    for f in fires:
+        dt = render.ms_to_dt(f)
+        click.echo(f"{render.fmt_local(dt, display_zone)}  {render.fmt_utc(dt)}")
+
+
+def _job_for_next(app: Cli, ref: str, schedule_exc: Exception) -> dict[str, Any]:
+    try:
+        return app.client.resolve_job(ref)
+    except DaemonUnreachable as exc:
+        _unreachable_exit(exc, f"{ref!r} is not a schedule ({schedule_exc}); to look it up as a job: ")
+    except ApiError as exc:
+        if exc.status == 404:
+            render.emit_error(f"{ref!r} is neither a schedule ({schedule_exc}) nor a known job")
+            sys.exit(1)
+        raise
+
+
+# ---------------------------------------------------------------- changing jobs
+
+
+def _job_action(app: Cli, ref: str, verb: str, as_json: bool) -> None:
+    job = app.client.resolve_job(ref)
+    call = {"cancel": app.client.cancel_job, "pause": app.client.pause_job, "resume": app.client.resume_job}[verb]
+    result = call(job["jobId"])
+    if as_json:
+        render.emit_json(result)
+        return
+    past = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed"}[verb]
+    click.echo(f"{past} job {_job_label(result)}")
+    if verb == "resume":
+        click.echo(f"Next run: {render.fmt_both(result.get('nextRunAt'))}")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@pass_cli
+def cancel(app: Cli, job: str, as_json: bool) -> None:
+    """Cancel a job: no more runs, and running ones are aborted."""
+    _job_action(app, job, "cancel", as_json)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@pass_cli
+def pause(app: Cli, job: str, as_json: bool) -> None:
+    """Pause a job (runs already started go on)."""
+    _job_action(app, job, "pause", as_json)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@pass_cli
+def resume(app: Cli, job: str, as_json: bool) -> None:
+    """Resume a paused job; its next run is computed from now."""
+    _job_action(app, job, "resume", as_json)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--wait", is_flag=True, help="Wait until the run (with its retries) ends; exit with its exit code.")
+@click.option("--timeout", metavar="DURATION", help="With --wait: give up after this long (exit 124).")
+@click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
+@pass_cli
+def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> None:
+    """Run a job now, outside its schedule.
+
+    With --wait, the run's output is printed when it ends and the exit status is the
+    command's (0 on success; 128+N when killed by signal N); a run that failed without an
+    exit code (HTTP, Python, timeout, cancelled) exits 1; 124 when --timeout expires first.
+    """
+    limit = _duration(timeout, "'--timeout'")
+    if limit is not None and not wait:
+        raise click.UsageError("--timeout goes with --wait")
+    ref = app.client.resolve_job(job)
+    execution = app.client.trigger_job(ref["jobId"])
+    eid = execution["executionId"]
+    if not wait:
+        if as_json:
+            render.emit_json(execution)
+        else:
+            click.echo(f"Triggered execution {eid}")
+        return
+    render.emit_note(f"Triggered execution {eid}, waiting for it to end…")
+    deadline = None if limit is None else time.monotonic() + limit
+    delay = 0.2
+    while execution.get("status") not in TERMINAL:
+        if deadline is not None and time.monotonic() >= deadline:
+            render.emit_error(f"execution {eid} still {execution.get('status')} after {timeout}")
+            sys.exit(EX_WAIT_TIMEOUT)
+        time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 2.0)
+        execution = app.client.get_execution(eid)
+    if as_json:
+        render.emit_json(execution)
+    elif execution.get("output"):
+        click.echo(execution["output"], nl=not execution["output"].endswith("\n"))
+    status, code = execution.get("status"), execution.get("exitCode")
+    detail = f"exit {code}" if code is not None else (execution.get("error") or execution.get("reason") or "")
+    render.emit_note(f"execution {eid}: {status}" + (f" ({detail})" if detail else ""))
+    sys.exit(_exit_status(status, code))
+
+
+def _exit_status(status: str | None, code: int | None) -> int:
+    if status == "SUCCEEDED":
+        return 0
+    if code is None or code == 0:
+        return 1
+    if code < 0:  # killed by a signal
+        return min(128 - code, 255)
+    return code if code <= 255 else 1
+
+
+# ---------------------------------------------------------------- executions
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=20, show_default=True, help="At most N executions.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
+@pass_cli
+def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
+    """A job's runs, newest first (lag = started - scheduled)."""
+    ref = app.client.resolve_job(job)
+    executions: list[dict[str, Any]] = []
+    before = None
+    while len(executions) < limit:
+        page = app.client.list_executions(ref["jobId"], min(1000, limit - len(executions)), before)
+        executions.extend(page["executions"])
+        before = page.get("next")
+        if not before:
+            break
+    if as_json:
+        render.emit_json(executions)
+        return
+    render.emit_table(render.HISTORY_COLUMNS, render.history_rows(executions), empty=f"no runs of {_job_label(ref)} yet")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("execution")
+@click.option("--json", "as_json", is_flag=True, help="Print the execution (with its output) as JSON.")
+@pass_cli
+def logs(app: Cli, execution: str, as_json: bool) -> None:
+    """Print the output tail of an execution (or of a job's latest run, given a job)."""
+    data = None
+    if ":" in execution:  # an execution id (job names may hold ':' too: fall back to those)
+        try:
+            data = app.client.get_execution(execution)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+    if data is None:
+        job = app.client.resolve_job(execution)
+        page = app.client.list_executions(job["jobId"], 1)
+        if not page["executions"]:
+            render.emit_error(f"no runs of {_job_label(job)} yet")
+            sys.exit(1)
+        data = app.client.get_execution(page["executions"][0]["executionId"])
+    if as_json:
+        render.emit_json(data)
+        return
+    output = data.get("output")
+    if output:
+        click.echo(output, nl=not output.endswith("\n"))
+    code = data.get("exitCode")
+    tail = f", exit {code}" if code is not None else ""
+    err = f": {data['error']}" if data.get("error") else ""
+    render.emit_note(f"execution {data['executionId']}: {data.get('status')}{tail}{err}" + ("" if output else " (no output)"))
+
+
+# ---------------------------------------------------------------- dead-letter queue
+
+
+@cli.group(context_settings=CONTEXT)
+def dlq() -> None:
+    """The dead-letter queue: runs that spent all their attempts."""
+
+
+@dlq.command("ls", context_settings=CONTEXT)
+@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=100, show_default=True, help="At most N entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
+@pass_cli
+def dlq_ls(app: Cli, limit: int, as_json: bool) -> None:
+    """List dead-lettered executions."""
+    dead: list[dict[str, Any]] = []
+    after = None
+    while len(dead) < limit:
+        page = app.client.list_dead(min(1000, limit - len(dead)), after)
+        dead.extend(page["executions"])
+        after = page.get("next")
+        if not after:
+            break
+    if as_json:
+        render.emit_json(dead)
+        return
+    render.emit_table(render.DLQ_COLUMNS, render.dlq_rows(dead), empty="the dead-letter queue is empty")
+
+
+@dlq.command("replay", context_settings=CONTEXT)
+@click.argument("execution_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
+@pass_cli
+def dlq_replay(app: Cli, execution_id: str, as_json: bool) -> None:
+    """Run a dead-lettered execution again, with a fresh series of attempts."""
+    data = app.client.replay_dead(execution_id)
+    if as_json:
+        render.emit_json(data)
+    else:
+        click.echo(f"Replaying execution {data['executionId']} ({data.get('status')})")
+
+
+@dlq.command("purge", context_settings=CONTEXT)
+@click.argument("execution_id")
+@pass_cli
+def dlq_purge(app: Cli, execution_id: str) -> None:
+    """Delete a dead-lettered execution."""
+    app.client.purge_dead(execution_id)
+    click.echo(f"Purged execution {execution_id}")
+
+
+# ---------------------------------------------------------------- the node
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
+@pass_cli
+def status(app: Cli, as_json: bool) -> None:
+    """The daemon's health: jobs, queue depths, workers, dispatch lag."""
+    data = app.client.status()
+    if as_json:
+        render.emit_json(data)
+        return
+    render.emit_kv(render.flatten(data))
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("key")
+@click.option("--execution-id", envvar="CRONWHEEL_EXECUTION_ID", metavar="ID", help="[env CRONWHEEL_EXECUTION_ID]")
+@click.option("--lease-epoch", envvar="CRONWHEEL_LEASE_EPOCH", type=click.IntRange(0), metavar="N", help="[env CRONWHEEL_LEASE_EPOCH]")
+@click.option("--worker-id", envvar="CRONWHEEL_WORKER_ID", metavar="ID", help="[env CRONWHEEL_WORKER_ID]")
+@pass_cli
+def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None, worker_id: str | None) -> None:
+    """Record a side effect KEY once for the current run, from inside a job.
+
+    A job's command gets CRONWHEEL_URL, CRONWHEEL_EXECUTION_ID, CRONWHEEL_LEASE_EPOCH and
+    CRONWHEEL_WORKER_ID in its environment; this records KEY for that execution, fenced by
+    the lease epoch, so a retried or zombie run can tell whether the effect already happened:
+
+    \b
+      if cronwheel effect "charge-$ORDER"; then charge "$ORDER"; fi
+
+    \b
+    Exit codes:
+      0  recorded now: go ahead and perform the effect
+      3  duplicate: an earlier attempt recorded it already; do not repeat it
+      4  fenced: this run's lease is stale (another worker took over); stop now
+      1  the execution does not exist, or another error
+      69 no daemon reachable
+    """
+    if not execution_id:
+        raise click.UsageError("no execution: CRONWHEEL_EXECUTION_ID is not set (run this inside a job, or pass --execution-id)")
+    if lease_epoch is None:
+        raise click.UsageError("no lease epoch: CRONWHEEL_LEASE_EPOCH is not set (run this inside a job, or pass --lease-epoch)")
+    try:
+        result = app.client.record_effect(execution_id, worker_id or "cli", lease_epoch, key)
+    except ApiError as exc:
+        if exc.status == 409:
+            render.emit_note(f"cronwheel: effect {key!r} fenced: {exc.detail}")
+            sys.exit(EX_FENCED)
+        raise
+    if result.get("duplicate"):
+        render.emit_note(f"cronwheel: effect {key!r} already recorded (duplicate)")
+        sys.exit(EX_DUPLICATE)
+    render.emit_note(f"cronwheel: effect {key!r} recorded")
+
+
+# ---------------------------------------------------------------- daemon and worker (wired by the engine)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Where the embedded store and the sockets live. [default: the global --data-dir]")
+@click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
+@click.option("--http", "http", default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
+@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes.")
+@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker.")
+@click.option("--node-id", metavar="ID", help="This node's id in a cluster.")
+@click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
+@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish.")
+@click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
+@click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
+@click.pass_context
+def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
+    """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
+    app: Cli = ctx.obj
+    try:
+        from cronwheel.engine.daemon import run_from_cli
+    except ImportError as exc:
+        raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
+    given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given)
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
+
+
+@cli.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def worker(args: tuple[str, ...]) -> None:
+    """Run a worker process (started by `cronwheel serve`; rarely by hand)."""
+    try:
+        from cronwheel.worker.process import main as worker_main
+    except ImportError as exc:
+        raise click.ClickException(f"the worker is not available in this build: {exc}") from None
+    rc = worker_main(list(args))
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
+
+
+def main() -> None:
+    try:
+        cli(prog_name="cronwheel")
+    except BrokenPipeError:  # `cronwheel ls | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

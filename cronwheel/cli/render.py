@@ -1,0 +1,239 @@
+"""How the CLI shows things: rich tables on a terminal, plain aligned text otherwise, JSON
+on request. Times arrive from the API as RFC 3339 UTC strings and are shown in the local
+zone (or a given one) next to UTC."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+import click
+
+
+def is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def emit_error(message: str) -> None:
+    prefix = click.style("error:", fg="red", bold=True) if sys.stderr.isatty() else "error:"
+    click.echo(f"{prefix} {message}", err=True)
+
+
+def emit_note(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "nothing to show") -> None:
+    """A table: rich on a terminal, else a header line and columns separated by two spaces
+    (the last column unpadded), so ``cut``/``awk`` work on it."""
+    if not rows:
+        emit_note(empty)
+        return
+    if is_tty():
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(str(c) for c in row))
+        Console(highlight=False).print(table)
+        return
+    cells = [list(columns), *([str(c) for c in row] for row in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    for r in cells:
+        line = "  ".join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r))
+        click.echo(line.rstrip())
+
+
+def emit_kv(pairs: Sequence[tuple[str, Any]]) -> None:
+    width = max((len(k) for k, _ in pairs), default=0)
+    for key, value in pairs:
+        click.echo(f"{(key + ':').ljust(width + 1)}  {'-' if value is None or value == '' else value}")
+
+
+def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts as ``a.b: value`` pairs (for ``status``)."""
+    if isinstance(data, dict) and data:
+        out: list[tuple[str, Any]] = []
+        for k, val in data.items():
+            out.extend(flatten(val, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(data, list | dict):
+        return [(prefix, json.dumps(data, default=str))]
+    return [(prefix, data)]
+
+
+# ---------------------------------------------------------------- time
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+
+
+def ms_to_dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
+    """``2026-11-30 00:00:00 CET`` in ``tz`` (default: this machine's zone)."""
+    dt = parse_iso(value) if isinstance(value, str) or value is None else value
+    if dt is None:
+        return "-"
+    local = dt.astimezone(tz) if tz is not None else dt.astimezone()
+    text = local.strftime("%Y-%m-%d %H:%M:%S")
+    if local.microsecond // 1000:
+        text += f".{local.microsecond // 1000:03d}"
+    return f"{text} {local.tzname() or local.strftime('%z')}"
+
+
+def fmt_utc(value: str | datetime | None) -> str:
+    dt = parse_iso(value) if isinstance(value, str) or value is None else value
+    if dt is None:
+        return "-"
+    dt = dt.astimezone(UTC)
+    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    if dt.microsecond // 1000:
+        text += f".{dt.microsecond // 1000:03d}"
+    return text + "Z"
+
+
+def fmt_both(value: str | None, tz: tzinfo | None = None) -> str:
+    if not value:
+        return "-"
+    return f"{fmt_local(value, tz)}  ({fmt_utc(value)})"
+
+
+def fmt_lag(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    sign = "-" if ms < 0 else ""
+    ms = abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    if ms < 60_000:
+        return f"{sign}{ms / 1000:.1f}s"
+    minutes, secs = divmod(ms // 1000, 60)
+    if minutes < 60:
+        return f"{sign}{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{sign}{hours}h{minutes:02d}m"
+
+
+def fmt_seconds(sec: float | None) -> str:
+    if sec is None:
+        return "-"
+    if sec < 60 or sec % 60:
+        return f"{sec:g}s"
+    if sec % 3600:
+        return f"{sec / 60:g}m"
+    return f"{sec / 3600:g}h"
+
+
+# ---------------------------------------------------------------- objects
+
+
+def target_summary(target: dict[str, Any] | None, width: int = 60) -> str:
+    if not target:
+        return "-"
+    kind, value = next(iter(target.items()))
+    if kind == "command":
+        text = str(value)
+    elif kind == "http":
+        text = f"{value.get('method', 'GET')} {value.get('url', '')}"
+    else:
+        text = f"{kind}:{value}"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def job_when(job: dict[str, Any]) -> str:
+    if job.get("schedule"):
+        tz = job.get("timezone") or "UTC"
+        return job["schedule"] if tz == "UTC" else f"{job['schedule']} ({tz})"
+    return f"once at {fmt_utc(job.get('runAt'))}"
+
+
+def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [j["jobId"], j.get("name") or "-", j.get("status", "-"), job_when(j),
+         fmt_local(j.get("nextRunAt")), target_summary(j.get("target"), 40)]
+        for j in jobs
+    ]
+
+
+JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "TARGET")
+
+
+def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[str, Any]]:
+    """``zone``: where to show the next run (the job's own zone, say); default this machine's."""
+    retry = job.get("retryPolicy") or {}
+    payload = job.get("payload")
+    return [
+        ("ID", job["jobId"]),
+        ("Name", job.get("name")),
+        ("Status", job.get("status")),
+        ("Schedule", job.get("schedule") or "(one-off)"),
+        ("Run at", fmt_both(job.get("runAt")) if job.get("runAt") else None),
+        ("Time zone", job.get("timezone")),
+        ("Next run", fmt_both(job.get("nextRunAt"), zone)),
+        ("Target", target_summary(job.get("target"), 200)),
+        ("Payload", None if payload is None else json.dumps(payload)[:200]),
+        ("Max attempts", retry.get("maxAttempts")),
+        ("Backoff", f"{fmt_seconds(retry.get('initialBackoffSec'))} x{retry.get('multiplier', 2):g} up to {fmt_seconds(retry.get('maxBackoffSec'))}" if retry else None),
+        ("Timeout", fmt_seconds(job.get("timeoutSec"))),
+        ("Lease", fmt_seconds(job.get("leaseSec"))),
+        ("Priority", job.get("priority")),
+        ("Overlap", job.get("overlap")),
+        ("Misfire", job.get("misfire")),
+        ("Jitter", fmt_seconds(job.get("jitterSec"))),
+        ("Tenant", job.get("tenant")),
+        ("Created", fmt_both(job.get("createdAt"))),
+        ("Updated", fmt_both(job.get("updatedAt"))),
+    ]
+
+
+HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
+
+
+def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for e in executions:
+        exit_code = e.get("exitCode")
+        rows.append([
+            fmt_local(e.get("scheduledAt")),
+            fmt_local(e.get("startedAt")),
+            fmt_lag(e.get("lagMs")),
+            e.get("status", "-"),
+            f"{e.get('attempt', 0)}/{e.get('maxAttempts', '?')}",
+            str(e.get("leaseEpoch", 0)),
+            "-" if exit_code is None else str(exit_code),
+            e["executionId"],
+        ])
+    return rows
+
+
+DLQ_COLUMNS = ("EXECUTION", "SCHEDULED", "ATTEMPTS", "EXIT", "ERROR")
+
+
+def dlq_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [e["executionId"], fmt_local(e.get("scheduledAt")), str(e.get("attempt", 0)),
+         "-" if e.get("exitCode") is None else str(e["exitCode"]),
+         " ".join(str(e.get("error") or e.get("reason") or "-").split())[:60]]
+        for e in executions
+    ]

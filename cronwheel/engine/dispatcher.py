@@ -1,0 +1,272 @@
+"""The ready queue and everything that moves executions between it and the workers.
+
+* Claimed executions enter the fair queue (tiers, then tenants); those with a future
+  ``available_at`` (jitter, retry backoff) wait in a timing wheel first.
+* The dispatch loop pops as many as there are free worker slots (keeping a reserved share for
+  the ``high`` tier), starts them in one store transaction (lease_epoch + 1 each), and sends the
+  grants to the chosen workers.
+* Results, heartbeats and lost workers come back from the pool; results are group-committed
+  (fenced by lease_epoch in the store); a failed attempt comes back as RETRY_WAIT and waits
+  for its backoff in the wheel.
+* The reaper turns expired leases into retries (or dead letters) and aborts any zombie still
+  holding one.
+
+The durable PENDING/RETRY_WAIT rows are the truth: the in-memory queue can be thrown away and
+rebuilt from the store (``refill``), which is what happens at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Sequence
+
+from cronwheel.core.clock import Clock
+from cronwheel.core.fairness import FairQueue
+from cronwheel.core.model import ExecStatus, Execution, Priority
+from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.runner import GroupCommitter, StoreRunner
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome, StartRequest
+from cronwheel.worker.pool import WorkerPool
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        clock: Clock,
+        writer: StoreRunner,
+        reader: StoreRunner,
+        events: EventLog,
+        *,
+        reserved_high_slots: int = 0,
+        reaper_interval_ms: int = 1_000,
+        refill_interval_ms: int = 5_000,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.clock = clock
+        self.writer = writer
+        self.reader = reader
+        self.events = events
+        self.pool: WorkerPool | None = None
+        self.queue: FairQueue[str] = FairQueue(tiers=len(Priority))
+        self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
+        self.delayed: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        self.reserved_high_slots = reserved_high_slots
+        self.reaper_interval_ms = reaper_interval_ms
+        self.refill_interval_ms = refill_interval_ms
+        self.rng = rng or random.Random()
+        self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._accepting = True
+        self._completions = GroupCommitter(writer, self._apply_completions, max_batch=2000)
+        self.last_loop_ms = clock.now_ms()
+
+    # ---- input
+    def add(self, executions: Sequence[Execution]) -> None:
+        now = self.clock.now_ms()
+        for ex in executions:
+            if ex.execution_id in self.meta:
+                continue
+            self.meta[ex.execution_id] = (int(ex.priority), ex.tenant, ex.scheduled_at)
+            if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
+                continue
+            self.queue.push(int(ex.priority), ex.tenant, ex.execution_id)
+        self._wake.set()
+
+    def _retry_at(self, execution_id: str, tier: int, tenant: str, scheduled_at: int, at: int) -> None:
+        self.meta[execution_id] = (tier, tenant, scheduled_at)
+        if not self.delayed.add(execution_id, at):
+            self.queue.push(tier, tenant, execution_id)
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop_accepting(self) -> None:
+        """Shutting down: grant nothing more (queued executions stay PENDING in the store)."""
+        self._accepting = False
+        self._wake.set()
+
+    async def refill(self) -> int:
+        """Load dispatchable executions from the store that are not queued here yet."""
+        now = self.clock.now_ms()
+        added = 0
+        after: tuple[int, str] | None = None
+        while True:
+            page = await self.reader.run(lambda s, a=after: s.ready_executions(now, 5000, a))
+            fresh = [ex for ex in page if ex.execution_id not in self.meta and not self._in_flight(ex.execution_id)]
+            self.add(fresh)
+            added += len(fresh)
+            if len(page) < 5000:
+                return added
+            after = (page[-1].available_at, page[-1].execution_id)
+
+    def _in_flight(self, execution_id: str) -> bool:
+        return self.pool is not None and execution_id in self.pool.in_flight()
+
+    # ---- loops
+    def start(self, pool: WorkerPool) -> list[asyncio.Task]:
+        self.pool = pool
+        self._completions.start()
+        loop = asyncio.get_running_loop()
+        return [
+            loop.create_task(self._dispatch_loop(), name="dispatch"),
+            loop.create_task(self._reaper_loop(), name="reaper"),
+        ]
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        await self._completions.close()
+
+    async def _dispatch_loop(self) -> None:
+        while not self._stopping:
+            now = self.clock.now_ms()
+            self.last_loop_ms = now
+            for _, execution_id in self.delayed.advance(now):
+                tier, tenant, _ = self.meta[execution_id]
+                self.queue.push(tier, tenant, execution_id)
+            if self._accepting:
+                await self._dispatch(now)
+            nxt = self.delayed.next_expiry()
+            timeout = None if nxt is None else max(0.0, (nxt - self.clock.now_ms()) / 1000)
+            if timeout is None or timeout > 0:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                except TimeoutError:
+                    pass
+            self._wake.clear()
+
+    async def _dispatch(self, now: int) -> None:
+        assert self.pool is not None
+        while True:
+            free = self.pool.free_slots()
+            if free <= 0 or not len(self.queue):
+                return
+            batch: list[str] = []
+            while len(batch) < min(free, 1000):
+                # keep a share of slots for latency-sensitive work: lower tiers may only take
+                # slots beyond the reserve
+                may_take_low = free - len(batch) > self.reserved_high_slots
+                xid = self.queue.pop(max_tier=None if may_take_low else int(Priority.HIGH))
+                if xid is None:
+                    break
+                batch.append(xid)
+            if not batch:
+                return
+            assignment: list[tuple[str, str]] = []
+            for worker_id, count in self.pool.assign(len(batch)):
+                assignment.extend((worker_id, batch[len(assignment) + i]) for i in range(count))
+            # anything the pool could not place goes back to the queue
+            for xid in batch[len(assignment) :]:
+                tier, tenant, _ = self.meta[xid]
+                self.queue.push(tier, tenant, xid)
+            starts = [StartRequest(xid, worker_id) for worker_id, xid in assignment]
+            start_at = self.clock.now_ms()
+            grants = await self.writer.run(lambda s: s.start_executions(starts, start_at))
+            by_worker: dict[str, list] = {}
+            worker_of = {xid: wid for wid, xid in assignment}
+            for grant in grants:
+                by_worker.setdefault(worker_of[grant.execution_id], []).append(grant)
+                lag = start_at - grant.scheduled_at
+                if grant.attempt == 1:
+                    self.lags_ms.append(lag)
+                self.events.emit(
+                    "execution.started",
+                    jobId=grant.job_id,
+                    executionId=grant.execution_id,
+                    leaseEpoch=grant.lease_epoch,
+                    attempt=grant.attempt,
+                    worker=worker_of[grant.execution_id],
+                    tenant=grant.tenant,
+                    lagMs=lag,
+                )
+            for xid, _ in ((x, w) for w, x in assignment):
+                self.meta.pop(xid, None)  # started, or no longer dispatchable: either way done here
+            for worker_id, worker_grants in by_worker.items():
+                self.pool.send_grants(worker_id, worker_grants)
+            if len(grants) < len(assignment):
+                self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
+
+    async def _reaper_loop(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(self.reaper_interval_ms / 1000)
+            try:
+                now = self.clock.now_ms()
+                results = await self.writer.run(lambda s: s.expire_leases(now, 1000))
+            except Exception as exc:  # store hiccup: try again next round
+                self.events.emit("reaper.error", error=str(exc))
+                continue
+            for res in results:
+                self.events.emit("lease.expired", executionId=res.execution_id, status=res.status)
+                if self.pool is not None:
+                    self.pool.abort(res.execution_id, "lease_lost")  # a zombie may still hold it
+            await self._after_completions(results)
+
+    # ---- from the worker pool
+    async def on_results(self, worker_id: str, results: list[Completion]) -> None:
+        await self.finish(results)
+
+    async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
+        now = self.clock.now_ms()
+        triples = [(xid, worker_id, epoch) for xid, epoch in beats]
+        results = await self.writer.run(lambda s: s.heartbeat_many(triples, now))
+        lost = []
+        for (xid, epoch), res in zip(beats, results, strict=True):
+            if res.verdict is not LeaseVerdict.OK:
+                lost.append((xid, res.verdict.value))
+                self.events.emit("lease.fenced", executionId=xid, leaseEpoch=epoch, worker=worker_id, via="heartbeat", reason=res.verdict.value)
+        return lost
+
+    async def on_worker_lost(self, worker_id: str, execution_ids: list[tuple[str, int]]) -> None:
+        self.events.emit("worker.lost", worker=worker_id, inFlight=len(execution_ids))
+        completions = [
+            Completion(xid, worker_id, epoch, Outcome.LOST, error=f"worker {worker_id} lost")
+            for xid, epoch in execution_ids
+        ]
+        await self.finish(completions)
+
+    def on_capacity(self) -> None:
+        self._wake.set()
+
+    # ---- completions (group-committed)
+    def _apply_completions(self, store, completions: list[Completion]) -> list[CompletionResult]:
+        rands = [self.rng.random() for _ in completions]
+        return store.complete_executions(completions, self.clock.now_ms(), rands)
+
+    async def finish(self, completions: Sequence[Completion]) -> list[CompletionResult]:
+        """Apply completions (group-committed, fenced in the store), log each outcome, and put
+        the ones that will be retried into the delay wheel."""
+        results: list[CompletionResult] = list(
+            await asyncio.gather(*(self._completions.submit(c) for c in completions))
+        )
+        for c, res in zip(completions, results, strict=True):
+            if res.verdict is not LeaseVerdict.OK:
+                self.events.emit(
+                    "lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
+                    worker=c.worker_id, via="completion", reason=res.verdict.value,
+                )
+                continue
+            event = {
+                ExecStatus.SUCCEEDED: "execution.succeeded",
+                ExecStatus.RETRY_WAIT: "execution.retry_scheduled",
+                ExecStatus.DEAD: "execution.dead_lettered",
+            }.get(res.status, "execution.finished")  # type: ignore[arg-type]
+            self.events.emit(
+                event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
+                exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at,
+            )
+        await self._after_completions(results)
+        return results
+
+    async def _after_completions(self, results: Sequence[CompletionResult]) -> None:
+        need = [r for r in results if r.verdict is LeaseVerdict.OK and r.status is ExecStatus.RETRY_WAIT]
+        if not need:
+            return
+        rows = await self.reader.run(lambda s: [s.get_execution(r.execution_id) for r in need])
+        for res, ex in zip(need, rows, strict=True):
+            if ex is not None and ex.status is ExecStatus.RETRY_WAIT:
+                self._retry_at(ex.execution_id, int(ex.priority), ex.tenant, ex.scheduled_at, ex.available_at)

@@ -1,0 +1,338 @@
+"""One cronwheel node: the scheduler, the dispatcher, the worker pool and the service that the
+HTTP API calls, over one store. ``cronwheel serve`` builds one of these (engine/daemon.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cronwheel.core import schedule as sched
+from cronwheel.core.clock import Clock, SystemClock
+from cronwheel.core.ids import new_job_id
+from cronwheel.core.model import ExecStatus, Execution, Job, JobSpec, JobStatus, Priority
+from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.runner import GroupCommitter, StoreRunner
+from cronwheel.engine.scheduler import Scheduler
+from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from cronwheel.obs.events import EventLog, iso_ms
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    CreateOutcome,
+    CreateResult,
+    EffectVerdict,
+    HeartbeatResult,
+    NewJob,
+    Store,
+    StoreUnavailable,
+)
+from cronwheel.worker.pool import WorkerPool
+
+
+@dataclass
+class NodeConfig:
+    data_dir: Path
+    node_id: str
+    workers: int = max(1, os.cpu_count() or 1)
+    slots: int = 16
+    reserved_high_slots: int = 0
+    reaper_interval_ms: int = 1_000
+    horizon_ms: int = 60_000
+    claim_batch: int = 5_000
+    claim_ahead_ms: int = 0
+    grace_sec: float = 30.0
+    api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
+    worker_env: dict[str, str] = field(default_factory=dict)
+
+
+class Node:
+    def __init__(
+        self,
+        config: NodeConfig,
+        writer_store: Store,
+        reader_store: Store,
+        events: EventLog,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.clock = clock or SystemClock()
+        self.events = events
+        self.writer = StoreRunner(writer_store, "writer")
+        self.reader = StoreRunner(reader_store, "reader")
+        self.started_monotonic = time.monotonic()
+        self.dispatcher = Dispatcher(
+            self.clock,
+            self.writer,
+            self.reader,
+            events,
+            reserved_high_slots=config.reserved_high_slots,
+            reaper_interval_ms=config.reaper_interval_ms,
+        )
+        self.scheduler = Scheduler(
+            self.clock,
+            self.writer,
+            self.reader,
+            events,
+            on_claimed=self.dispatcher.add,
+            on_replaced=self._abort_all,
+            horizon_ms=config.horizon_ms,
+            claim_batch=config.claim_batch,
+            claim_ahead_ms=config.claim_ahead_ms,
+        )
+        self._submissions = GroupCommitter(self.writer, lambda s, jobs: s.create_jobs(jobs, self.clock.now_ms()))
+        self.pool: WorkerPool | None = None
+        self._tasks: list[asyncio.Task] = []
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # ---- lifecycle
+    async def start(self) -> None:
+        env = dict(self.config.worker_env)
+        if self.config.api_url:
+            env["CRONWHEEL_URL"] = self.config.api_url
+        self.pool = WorkerPool(
+            self.config.data_dir / "worker.sock",
+            self.dispatcher,
+            n_workers=self.config.workers,
+            slots=self.config.slots,
+            env=env,
+            log=lambda event, fields: self.events.emit(event, **fields),
+            node_id=self.node_id,
+        )
+        self._submissions.start()
+        await self.pool.start()
+        recovered = await self.dispatcher.refill()
+        if recovered:
+            self.events.emit("dispatch.recovered", executions=recovered)
+        self._tasks = self.dispatcher.start(self.pool)
+        self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
+
+    async def wait_workers(self, timeout: float = 30) -> None:
+        assert self.pool is not None
+        await self.pool.wait_ready(timeout=timeout)
+
+    async def stop(self) -> None:
+        """Stop taking new work, let running executions finish up to the grace period, then kill
+        what is left. Nothing acknowledged is lost: queued executions stay PENDING in the store."""
+        self.scheduler.stop()
+        self.dispatcher.stop_accepting()
+        if self.pool is not None:
+            await self.pool.stop(self.config.grace_sec)
+        await self.dispatcher.stop()
+        await self._submissions.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.writer.close()
+        self.reader.close()
+
+    def healthy(self) -> bool:
+        """The loops have turned recently (for the systemd watchdog)."""
+        now = self.clock.now_ms()
+        return now - self.scheduler.last_loop_ms < 10_000
+
+    def _abort_all(self, execution_ids: list[str]) -> None:
+        if self.pool is None:
+            return
+        for xid in execution_ids:
+            if self.pool.abort(xid, "cancelled"):
+                self.events.emit("execution.aborted", executionId=xid, reason="cancelled")
+
+    async def _read(self, fn):
+        try:
+            return await self.reader.run(fn)
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from exc
+
+    async def _write(self, fn):
+        try:
+            return await self.writer.run(fn)
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from exc
+
+    # ---- jobs
+    async def create_job(
+        self, spec: JobSpec, idempotency_key: str | None = None, request_hash: str | None = None
+    ) -> CreateResult:
+        job_id = new_job_id()
+        now = self.clock.now_ms()
+        next_run_at = self._first_run(job_id, spec, now)
+        try:
+            result = await self._submissions.submit(
+                NewJob(job_id, spec, next_run_at, idempotency_key, request_hash)
+            )
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from exc
+        assert isinstance(result, CreateResult)
+        if result.outcome is CreateOutcome.CREATED:
+            self.events.emit(
+                "job.created", jobId=job_id, tenant=spec.tenant, name=spec.name,
+                schedule=spec.schedule, nextRunAt=iso_ms(next_run_at),
+            )
+            self.scheduler.job_scheduled(job_id, next_run_at)
+        return result
+
+    def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int:
+        if spec.schedule is None:
+            assert spec.run_at is not None
+            return spec.run_at
+        try:
+            nxt = sched.next_fire(spec.schedule, job_id, spec.timezone, now)
+        except sched.ScheduleError as exc:
+            raise ServiceError(str(exc), field="schedule") from exc
+        if nxt is None:
+            raise ServiceError(f"schedule never fires: {spec.schedule!r}", field="schedule")
+        return nxt
+
+    async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        return await self._read(lambda s: s.get_job(job_id, tenant))
+
+    async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:
+        job = await self.get_job(ref, tenant)
+        if job is not None:
+            return job
+        named = await self._read(lambda s: s.find_jobs_by_name(ref, tenant))
+        live = [j for j in named if j.status not in (JobStatus.CANCELLED, JobStatus.COMPLETED)] or named
+        if not live:
+            raise NotFound(f"no job with id or name {ref!r}")
+        if len(live) > 1:
+            raise Conflict(f"name {ref!r} is ambiguous: " + ", ".join(j.id for j in live))
+        return live[0]
+
+    async def list_jobs(self, tenant=None, status=None, limit=100, after_id=None) -> list[Job]:
+        return await self._read(lambda s: s.list_jobs(tenant, status, limit, after_id))
+
+    async def cancel_job(self, job_id: str, tenant: str | None = None) -> Job:
+        now = self.clock.now_ms()
+        res = await self._write(lambda s: s.cancel_job(job_id, now, tenant))
+        if res is None:
+            raise NotFound(f"no job {job_id!r}")
+        job, running = res
+        self.scheduler.job_scheduled(job_id, None)
+        self._abort_all(running)
+        self.events.emit("job.cancelled", jobId=job_id, aborted=len(running))
+        return job
+
+    async def pause_job(self, job_id: str, tenant: str | None = None) -> Job:
+        now = self.clock.now_ms()
+        job = await self._write(
+            lambda s: s.set_job_status(job_id, [JobStatus.ACTIVE, JobStatus.PAUSED], JobStatus.PAUSED, now, tenant=tenant)
+        )
+        if job is None:
+            await self._explain_state(job_id, tenant, "pause")
+        self.scheduler.job_scheduled(job_id, None)
+        self.events.emit("job.paused", jobId=job_id)
+        return job
+
+    async def resume_job(self, job_id: str, tenant: str | None = None) -> Job:
+        current = await self.get_job(job_id, tenant)
+        if current is None:
+            raise NotFound(f"no job {job_id!r}")
+        now = self.clock.now_ms()
+        if current.spec.schedule is None:
+            nxt = current.next_run_at  # a one-off keeps its instant (overdue: runs at once)
+        else:
+            nxt = sched.next_fire(current.spec.schedule, job_id, current.spec.timezone, now)
+        job = await self._write(
+            lambda s: s.set_job_status(job_id, [JobStatus.PAUSED, JobStatus.ACTIVE], JobStatus.ACTIVE, now, nxt, tenant)
+        )
+        if job is None:
+            await self._explain_state(job_id, tenant, "resume")
+        self.scheduler.job_scheduled(job_id, job.next_run_at)
+        self.events.emit("job.resumed", jobId=job_id, nextRunAt=iso_ms(job.next_run_at))
+        return job
+
+    async def _explain_state(self, job_id: str, tenant: str | None, verb: str) -> None:
+        job = await self.get_job(job_id, tenant)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        raise Conflict(f"cannot {verb} a {job.status.value} job")
+
+    async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
+        now = self.clock.now_ms()
+        ex = await self._write(lambda s: s.trigger_job(job_id, now, tenant))
+        if ex is None:
+            await self._explain_state(job_id, tenant, "trigger")
+            raise Conflict(f"cannot trigger job {job_id!r}")
+        self.events.emit("job.triggered", jobId=job_id, executionId=ex.execution_id)
+        self.dispatcher.add([ex])
+        return ex
+
+    # ---- executions
+    async def list_executions(self, job_id: str, limit: int = 50, before: int | None = None, tenant=None) -> list[Execution]:
+        if await self.get_job(job_id, tenant) is None:
+            raise NotFound(f"no job {job_id!r}")
+        return await self._read(lambda s: s.list_executions(job_id, limit, before, tenant))
+
+    async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        return await self._read(lambda s: s.get_execution(execution_id, tenant))
+
+    async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult:
+        now = self.clock.now_ms()
+        return await self._write(lambda s: s.heartbeat(execution_id, worker_id, lease_epoch, now))
+
+    async def complete(self, completion: Completion) -> CompletionResult:
+        (result,) = await self.dispatcher.finish([completion])
+        return result
+
+    async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
+        now = self.clock.now_ms()
+        verdict = await self._write(lambda s: s.record_effect(execution_id, lease_epoch, key, now))
+        self.events.emit("effect." + verdict.value, executionId=execution_id, leaseEpoch=lease_epoch, key=key)
+        return verdict
+
+    # ---- dead-letter queue
+    async def list_dead(self, tenant=None, limit=100, after=None) -> list[Execution]:
+        return await self._read(lambda s: s.list_dead(tenant, limit, after))
+
+    async def replay_dead(self, execution_id: str, tenant: str | None = None) -> Execution:
+        now = self.clock.now_ms()
+        ex = await self._write(lambda s: s.replay_dead(execution_id, now, tenant))
+        if ex is None:
+            raise NotFound(f"no dead-lettered execution {execution_id!r}")
+        self.events.emit("dlq.replayed", executionId=execution_id)
+        self.dispatcher.add([ex])
+        return ex
+
+    async def purge_dead(self, execution_id: str, tenant: str | None = None) -> None:
+        if not await self._write(lambda s: s.purge_dead(execution_id, tenant)):
+            raise NotFound(f"no dead-lettered execution {execution_id!r}")
+        self.events.emit("dlq.purged", executionId=execution_id)
+
+    # ---- the node
+    async def status(self) -> dict[str, Any]:
+        def counts(s: Store) -> dict[str, Any]:
+            return {
+                "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
+                "executions": {st.value: s.count_executions(status=st) for st in (ExecStatus.PENDING, ExecStatus.RUNNING, ExecStatus.RETRY_WAIT, ExecStatus.DEAD)},
+                "nextRunAt": iso_ms(s.next_due_at(self.scheduler.buckets)),
+                "store": s.meta(),
+            }
+
+        data = await self._read(counts)
+        lags = sorted(self.dispatcher.lags_ms)
+
+        def pct(p: float) -> int | None:
+            return lags[min(len(lags) - 1, int(p * len(lags)))] if lags else None
+
+        depth = self.dispatcher.queue.depth_by_tier()
+        data.update(
+            nodeId=self.node_id,
+            uptimeSec=round(time.monotonic() - self.started_monotonic, 1),
+            queue={Priority(i).label: d for i, d in enumerate(depth)},
+            delayed=len(self.dispatcher.delayed),
+            wheel=len(self.scheduler.wheel),
+            workers={
+                "count": len(self.pool.worker_pids()) if self.pool else 0,
+                "freeSlots": self.pool.free_slots() if self.pool else 0,
+                "running": len(self.pool.in_flight()) if self.pool else 0,
+            },
+            dispatchLagMs={"p50": pct(0.5), "p99": pct(0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
+        )
+        return data

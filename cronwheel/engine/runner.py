@@ -1,0 +1,87 @@
+"""Blocking store calls, moved off the event loop.
+
+A ``Store`` is synchronous and used by one thread at a time, so each store object gets its
+own single-thread executor: the writer's calls are serialised in submission order (which is
+what a SQLite writer needs anyway), and the API's reads go through a second store object so
+they never queue behind a long claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from cronwheel.store.base import Store, StoreUnavailable
+
+T = TypeVar("T")
+
+
+class StoreRunner:
+    def __init__(self, store: Store, name: str) -> None:
+        self.store = store
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
+
+    async def run(self, fn: Callable[[Store], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, self.store)
+
+    def close(self) -> None:
+        self._executor.submit(self.store.close).result()
+        self._executor.shutdown(wait=True)
+
+
+class GroupCommitter:
+    """Batches concurrent calls into one store call (one transaction, one fsync).
+
+    ``submit(item)`` resolves once the batch holding ``item`` committed. While one batch is
+    being written, new items pile up and go together in the next one, so under load the cost
+    of the fsync is shared, and when idle a single item commits at once (no timer to wait on).
+    """
+
+    def __init__(self, runner: StoreRunner, apply: Callable[[Store, list], list], max_batch: int = 1000):
+        self._runner = runner
+        self._apply = apply
+        self._max_batch = max_batch
+        self._pending: list[tuple[object, asyncio.Future]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="group-commit")
+
+    async def submit(self, item: object) -> object:
+        if self._closed:
+            raise StoreUnavailable("shutting down")
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending.append((item, fut))
+        self._wake.set()
+        return await fut
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                batch, self._pending = self._pending[: self._max_batch], self._pending[self._max_batch :]
+                items = [item for item, _ in batch]
+                try:
+                    results = await self._runner.run(lambda store, items=items: self._apply(store, items))
+                except Exception as exc:  # the whole batch failed: every caller hears it
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                for (_, fut), result in zip(batch, results, strict=True):
+                    if not fut.done():
+                        fut.set_result(result)
+            if self._closed:
+                return
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task

@@ -1,0 +1,140 @@
+"""Horizon → wheel → claim.
+
+A loader keeps every ACTIVE job of the owned buckets whose next run falls within the horizon
+(60 s) in the timing wheel. When the wheel fires, the due slice is claimed in batches by the
+store's atomic claim (insert executions + advance next_run_at, one transaction per batch) and
+the new executions are handed to the dispatcher.
+
+The wheel is only a cache of *when to wake up*; the store is the truth. That is why the claim
+asks the store for every due job of the buckets (not just the ones the wheel fired), and why a
+safety sweep claims whatever is due every ``sweep_ms`` even if the wheel said nothing: a job
+added by another process, a clock jump, or a crash between claim and wheel update is picked up
+within one sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from cronwheel.core.clock import Clock
+from cronwheel.core.ids import N_BUCKETS
+from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.runner import StoreRunner
+from cronwheel.obs.events import EventLog
+
+if TYPE_CHECKING:
+    from cronwheel.core.model import Execution
+
+
+class Scheduler:
+    def __init__(
+        self,
+        clock: Clock,
+        writer: StoreRunner,
+        reader: StoreRunner,
+        events: EventLog,
+        on_claimed: Callable[[list[Execution]], None],
+        on_replaced: Callable[[list[str]], None],
+        *,
+        buckets: Sequence[int] = tuple(range(N_BUCKETS)),
+        horizon_ms: int = 60_000,
+        reload_ms: int = 5_000,
+        sweep_ms: int = 1_000,
+        claim_batch: int = 5_000,
+        claim_ahead_ms: int = 0,
+    ) -> None:
+        self.clock = clock
+        self.writer = writer
+        self.reader = reader
+        self.events = events
+        self.on_claimed = on_claimed
+        self.on_replaced = on_replaced
+        self.buckets = list(buckets)
+        self.horizon_ms = horizon_ms
+        self.reload_ms = reload_ms
+        self.sweep_ms = sweep_ms
+        self.claim_batch = claim_batch
+        #: claim a little before the tick so that the claim's own latency does not become
+        #: dispatch lag; executions still wait for their scheduled time before starting
+        self.claim_ahead_ms = claim_ahead_ms
+        self.wheel: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        self._poke = asyncio.Event()
+        self._claim_needed = True
+        self._next_reload = 0
+        self._next_sweep = 0
+        self._stopping = False
+        self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
+
+    # ---- notifications from the rest of the node
+    def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:
+        """A job was created/resumed with this next run (or paused/cancelled: None)."""
+        if next_run_at is None:
+            self.wheel.cancel(job_id)
+            return
+        if next_run_at - self.clock.now_ms() <= self.horizon_ms:
+            self._add(job_id, next_run_at)
+            self._poke.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._poke.set()
+
+    def _add(self, job_id: str, next_run_at: int) -> None:
+        if not self.wheel.add(job_id, next_run_at - self.claim_ahead_ms):
+            self._claim_needed = True  # already due: claim on this turn
+
+    # ---- the loop
+    async def run(self) -> None:
+        while not self._stopping:
+            now = self.clock.now_ms()
+            self.last_loop_ms = now
+            if now >= self._next_reload:
+                await self._reload(now)
+            if self.wheel.advance(now):
+                self._claim_needed = True
+            if now >= self._next_sweep:
+                self._claim_needed = True
+                self._next_sweep = now + self.sweep_ms
+            if self._claim_needed:
+                self._claim_needed = False
+                await self._claim(now)
+                continue  # claiming takes time: look at the wheel again before sleeping
+            wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
+            delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
+            if delay > 0:
+                try:
+                    await asyncio.wait_for(self._poke.wait(), timeout=delay)
+                except TimeoutError:
+                    pass
+            self._poke.clear()
+
+    async def _reload(self, now: int) -> None:
+        due = await self.reader.run(
+            lambda s: s.due_jobs(self.buckets, now + self.horizon_ms, limit=1_000_000)
+        )
+        for job_id, next_run_at in due:
+            self._add(job_id, next_run_at)
+        self._next_reload = now + self.reload_ms
+
+    async def _claim(self, now: int) -> None:
+        at = now + self.claim_ahead_ms
+        while not self._stopping:
+            result = await self.writer.run(lambda s: s.claim_due(self.buckets, at, self.claim_batch))
+            if result.executions:
+                self.on_claimed(result.executions)
+            if result.replaced:
+                self.on_replaced(result.replaced)
+            for ex in result.skipped:
+                self.events.emit(
+                    "execution.skipped", jobId=ex.job_id, executionId=ex.execution_id, reason=ex.reason
+                )
+            horizon_end = self.clock.now_ms() + self.horizon_ms
+            for job_id, next_run_at in result.next_runs:
+                if next_run_at <= horizon_end:
+                    self._add(job_id, next_run_at)
+            if result.jobs_claimed:
+                self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
+            if result.jobs_claimed < self.claim_batch:
+                return

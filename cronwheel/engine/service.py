@@ -1,0 +1,116 @@
+"""What the HTTP API and the CLI may ask of a node. The API layer knows HTTP, the engine
+knows scheduling; this protocol is the seam between them (STYLE.md habit 5).
+
+All methods are coroutines run on the daemon's event loop. ``tenant=None`` means admin
+(every tenant); a tenant name scopes every read and write to that tenant, and another
+tenant's objects behave as absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from cronwheel.core.model import Execution, Job, JobSpec, JobStatus
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    CreateResult,
+    EffectVerdict,
+    HeartbeatResult,
+)
+
+
+class ServiceError(Exception):
+    """A request the service refuses; ``code`` maps to an HTTP status by the API layer."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(ServiceError):
+    status = 409
+    code = "conflict"
+
+
+class Unavailable(ServiceError):
+    """The store cannot be reached (e.g. PostgreSQL failing over): retry after a moment."""
+
+    status = 503
+    code = "unavailable"
+
+
+class SchedulerService(Protocol):
+    node_id: str
+
+    def now_ms(self) -> int: ...
+
+    # ---- jobs
+    async def create_job(
+        self, spec: JobSpec, idempotency_key: str | None = None, request_hash: str | None = None
+    ) -> CreateResult:
+        """Commit a job durably (group-committed with concurrent submissions) and schedule it.
+        Returns once the row is fsynced. CreateResult.outcome CONFLICT: key reused with another
+        body. Raises ServiceError for a schedule that never fires."""
+
+    async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
+
+    async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:
+        """A job by id, else by unique name. NotFound / Conflict (ambiguous name)."""
+
+    async def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]: ...
+
+    async def cancel_job(self, job_id: str, tenant: str | None = None) -> Job:
+        """Stop future runs and abort running executions at once. NotFound."""
+
+    async def pause_job(self, job_id: str, tenant: str | None = None) -> Job:
+        """NotFound; Conflict when the job is not ACTIVE (or PAUSED: pausing twice is fine)."""
+
+    async def resume_job(self, job_id: str, tenant: str | None = None) -> Job:
+        """Next run recomputed from now. NotFound; Conflict when CANCELLED/COMPLETED."""
+
+    async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
+        """Run now, outside the schedule. NotFound; Conflict when CANCELLED."""
+
+    # ---- executions
+    async def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        """Newest first. NotFound when the job does not exist."""
+
+    async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
+
+    # ---- remote workers (fenced by lease_epoch)
+    async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult: ...
+
+    async def complete(self, completion: Completion) -> CompletionResult: ...
+
+    async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict: ...
+
+    # ---- dead-letter queue
+    async def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]: ...
+
+    async def replay_dead(self, execution_id: str, tenant: str | None = None) -> Execution:
+        """NotFound when absent or not DEAD."""
+
+    async def purge_dead(self, execution_id: str, tenant: str | None = None) -> None:
+        """NotFound when absent or not DEAD."""
+
+    # ---- the node
+    async def status(self) -> dict[str, Any]:
+        """Node health: node id, store, uptime, jobs by status, queue depth by tier, running,
+        workers, wheel size, next run, dispatch lag percentiles."""

@@ -1,0 +1,193 @@
+"""The CLI without a daemon: pure schedule evaluation, precise usage errors, and the
+'no daemon' exit (69) with a message that says how to start one."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cronwheel.cli.main import EX_UNAVAILABLE, cli, default_data_dir
+
+FROM = "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture
+def nowhere(tmp_path: Path) -> str:
+    return f"unix:{tmp_path / 'no-daemon.sock'}"
+
+
+def invoke(*args: str, url: str | None = None, env: dict[str, str] | None = None) -> Result:
+    base = {"CRONWHEEL_URL": url or "", "CRONWHEEL_DATA_DIR": "", "STATE_DIRECTORY": "",
+            "CRONWHEEL_EXECUTION_ID": "", "CRONWHEEL_LEASE_EPOCH": "", "CRONWHEEL_WORKER_ID": ""}
+    runner = CliRunner()
+    return runner.invoke(cli, list(args), env={k: (v or None) for k, v in {**base, **(env or {})}.items()})
+
+
+# ---------------------------------------------------------------- next: no daemon needed
+
+
+def test_next_cron_in_utc(nowhere: str) -> None:
+    r = invoke("next", "0 3 * * 1-5", "-n", "3", "--from", FROM, "--json", url=nowhere)
+    assert r.exit_code == 0, r.output
+    # 2026-01-01 is a Thursday
+    assert json.loads(r.stdout) == ["2026-01-01T03:00:00.000Z", "2026-01-02T03:00:00.000Z", "2026-01-05T03:00:00.000Z"]
+
+
+def test_next_with_a_time_zone_and_plain_output(nowhere: str) -> None:
+    r = invoke("next", "0 9 * * *", "--tz", "Europe/Paris", "-n", "2", "--from", FROM, url=nowhere)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert lines == ["2026-01-01 09:00:00 CET  2026-01-01T08:00:00Z", "2026-01-02 09:00:00 CET  2026-01-02T08:00:00Z"]
+
+
+def test_next_macro_every_and_instants(nowhere: str) -> None:
+    r = invoke("next", "@daily", "-n", "1", "--from", FROM, "--json", url=nowhere)
+    assert json.loads(r.stdout) == ["2026-01-02T00:00:00.000Z"]
+    r = invoke("next", "@every 90s", "-n", "3", "--from", FROM, "--json", url=nowhere)
+    assert r.exit_code == 0, r.output
+    fires = json.loads(r.stdout)
+    assert len(fires) == 3 and "hash the job id" in r.stderr
+    r = invoke("next", "2026-06-01T12:00:00+02:00", "--from", FROM, "--json", url=nowhere)
+    assert json.loads(r.stdout) == ["2026-06-01T10:00:00.000Z"]
+    r = invoke("next", "+90s", "--from", "+0s", "--json", url=nowhere)
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 1
+    r = invoke("next", "2020-01-01T00:00:00Z", "--from", FROM, url=nowhere)
+    assert r.exit_code == 0 and "never fires" in r.stderr
+
+
+def test_next_hashed_cron_warns_about_the_example_id(nowhere: str) -> None:
+    r = invoke("next", "H H * * *", "--from", FROM, url=nowhere)
+    assert r.exit_code == 0 and "example id" in r.stderr
+    r = invoke("next", "0 * * * THU", "--from", FROM, url=nowhere)
+    assert "example id" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["next", "61 * * * *"], "61"),
+        (["next", "* * *"], "expected 5 or 6 fields"),
+        (["next", "@sometimes"], "unknown macro"),
+        (["next", "*/5"], "quote a cron expression"),
+        (["next", "0 * * * *", "--tz", "Mars/Base"], "Mars/Base"),
+        (["next", "0 * * * *", "--from", "yesterday"], "--from"),
+        (["next", "0 * * * *", "-n", "0"], "-n"),
+        (["next", "2026-13-01T00:00:00Z"], "month"),
+    ],
+)
+def test_next_bad_input_is_a_usage_error(nowhere: str, args: list[str], words: str) -> None:
+    r = invoke(*args, url=nowhere)
+    assert r.exit_code == 2, r.output
+    assert words in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_next_of_a_job_name_needs_the_daemon(nowhere: str) -> None:
+    r = invoke("next", "nightly-backup", url=nowhere)
+    assert r.exit_code == EX_UNAVAILABLE
+    assert "is not a schedule" in r.stderr and "cronwheel serve" in r.stderr
+
+
+# ---------------------------------------------------------------- add: checked before any call
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["add", "* * *", "--", "echo"], "expected 5 or 6 fields"),
+        (["add", "*/5", "echo"], "quote a cron expression"),
+        (["add", "@daily"], "exactly one target"),
+        (["add", "@daily", "echo", "--python", "m:f"], "got CMD, --python"),
+        (["add", "@daily", "echo", "--tz", "Nowhere/City"], "Nowhere/City"),
+        (["add", "@daily", "echo", "--timeout", "soon"], "--timeout"),
+        (["add", "@daily", "echo", "--payload", "{bad"], "not valid JSON"),
+        (["add", "@daily", "echo", "--priority", "urgent"], "urgent"),
+        (["add", "@daily", "echo", "--max-attempts", "0"], "--max-attempts"),
+        (["add", "+soon", "echo"], "invalid duration"),
+        (["add", "2026-01-01T00:00:00", "echo"], "UTC offset"),
+        (["add", "@daily", "--http-url", "https://x", "--header", "novalue"], "NAME: VALUE"),
+        (["add", "@daily", "echo", "--http-method", "POST"], "--http-url"),
+    ],
+)
+def test_add_refuses_bad_input_without_a_daemon(nowhere: str, args: list[str], words: str) -> None:
+    r = invoke(*args, url=nowhere)
+    assert r.exit_code == 2, r.output
+    assert words in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_add_with_no_daemon_exits_69_with_a_hint(nowhere: str) -> None:
+    r = invoke("add", "*/5 * * * *", "--name", "tidy", "--", "find", "/tmp", "-delete", url=nowhere)
+    assert r.exit_code == EX_UNAVAILABLE, r.output
+    assert "cannot reach the cronwheel daemon" in r.stderr
+    assert "cronwheel serve" in r.stderr and "make serve" in r.stderr
+
+
+# ---------------------------------------------------------------- daemon unreachable
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ls"], ["ls", "--json"], ["show", "x"], ["status"], ["cancel", "x"], ["pause", "x"], ["resume", "x"],
+     ["run", "x"], ["history", "x"], ["logs", "j:1"], ["dlq", "ls"], ["dlq", "replay", "j:1"], ["dlq", "purge", "j:1"]],
+)
+def test_unreachable_daemon_exits_69(nowhere: str, args: list[str]) -> None:
+    r = invoke(*args, url=nowhere)
+    assert r.exit_code == EX_UNAVAILABLE, r.output
+    assert "no-daemon.sock" in r.stderr and "cronwheel serve" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_refused_tcp_port_exits_69() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = invoke("status", url=f"http://127.0.0.1:{port}")
+    assert r.exit_code == EX_UNAVAILABLE
+    assert "connection refused" in r.stderr
+
+
+def test_default_url_is_the_socket_in_the_data_dir(tmp_path: Path) -> None:
+    r = invoke("ls", env={"CRONWHEEL_DATA_DIR": str(tmp_path / "dd")})
+    assert r.exit_code == EX_UNAVAILABLE
+    assert f"unix:{tmp_path / 'dd' / 'api.sock'}" in r.stderr
+    r = invoke("--data-dir", str(tmp_path / "flag"), "ls", env={"STATE_DIRECTORY": str(tmp_path / "state")})
+    assert f"unix:{tmp_path / 'flag' / 'api.sock'}" in r.stderr
+    r = invoke("ls", env={"STATE_DIRECTORY": f"{tmp_path / 'state'}:{tmp_path / 'other'}"})
+    assert f"unix:{tmp_path / 'state' / 'api.sock'}" in r.stderr
+
+
+def test_default_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CRONWHEEL_DATA_DIR", raising=False)
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    assert default_data_dir() == Path(".cronwheel")
+
+
+def test_bad_url_is_a_usage_error() -> None:
+    r = invoke("ls", url="ftp://example.com")
+    assert r.exit_code == 2 and "http://HOST:PORT or unix:/PATH" in r.stderr
+
+
+# ---------------------------------------------------------------- effect
+
+
+def test_effect_needs_the_job_environment(nowhere: str) -> None:
+    r = invoke("effect", "charge-1", url=nowhere)
+    assert r.exit_code == 2 and "CRONWHEEL_EXECUTION_ID" in r.stderr
+    r = invoke("effect", "charge-1", url=nowhere, env={"CRONWHEEL_EXECUTION_ID": "j:1"})
+    assert r.exit_code == 2 and "CRONWHEEL_LEASE_EPOCH" in r.stderr
+    r = invoke("effect", "charge-1", url=nowhere, env={"CRONWHEEL_EXECUTION_ID": "j:1", "CRONWHEEL_LEASE_EPOCH": "2"})
+    assert r.exit_code == EX_UNAVAILABLE
+
+
+def test_help_documents_exit_codes() -> None:
+    r = invoke("effect", "--help")
+    assert r.exit_code == 0
+    for words in ("0  recorded", "3  duplicate", "4  fenced", "69"):
+        assert words in r.stdout
+    r = invoke("--help")
+    assert "69" in r.stdout and "next" in r.stdout and "serve" in r.stdout

@@ -1,0 +1,272 @@
+"""Request bodies → JobSpec, and every refusal names its field (cronwheel.api.validation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cronwheel.api.validation import (
+    ValidationError,
+    execution_to_json,
+    job_to_json,
+    parse_completion,
+    parse_effect,
+    parse_heartbeat,
+    parse_idempotency_key,
+    parse_job_body,
+    parse_limit,
+    parse_ms_cursor,
+    request_hash,
+)
+from cronwheel.core.model import (
+    ExecStatus,
+    Execution,
+    Job,
+    JobSpec,
+    JobStatus,
+    MisfirePolicy,
+    OverlapPolicy,
+    Priority,
+    RetryPolicy,
+)
+from cronwheel.store.base import Outcome
+
+NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+BASE: dict[str, Any] = {"schedule": "0 * * * *", "command": "echo hi"}
+
+
+def parse(body: dict[str, Any], **kw: Any) -> JobSpec:
+    return parse_job_body(body, now_ms=NOW, **kw)
+
+
+# ---------------------------------------------------------------- good bodies
+
+GOOD: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    (BASE, {"schedule": "0 * * * *", "run_at": None, "target": {"command": "echo hi"}, "timezone": "UTC"}),
+    ({"schedule": "@every 5m", "command": "x"}, {"schedule": "@every 5m"}),
+    ({"schedule": "H H * * *", "timezone": "Europe/Paris", "command": "x"}, {"timezone": "Europe/Paris"}),
+    ({"runAt": "2026-03-01T10:00:00Z", "command": "x"}, {"schedule": None, "run_at": 1_772_359_200_000}),
+    ({"runAt": "+90s", "command": "x"}, {"run_at": NOW + 90_000}),
+    ({"schedule": "2026-03-01T10:00:00.250+01:00", "command": "x"}, {"schedule": None, "run_at": 1_772_355_600_250}),
+    ({"schedule": "+1h30m", "command": "x"}, {"schedule": None, "run_at": NOW + 5_400_000}),
+    ({**BASE, "name": "nightly backup"}, {"name": "nightly backup"}),
+    ({"schedule": "@daily", "http": {"url": "https://example.com/hook", "method": "post", "headers": {"X-Token": "t"}}},
+     {"target": {"http": {"url": "https://example.com/hook", "method": "POST", "headers": {"X-Token": "t"}}}}),
+    ({"schedule": "@daily", "http": {"url": "http://10.0.0.1:8080/x"}},
+     {"target": {"http": {"url": "http://10.0.0.1:8080/x", "method": "GET", "headers": {}}}}),
+    ({"schedule": "@daily", "python": "myapp.tasks:cleanup"}, {"target": {"python": "myapp.tasks:cleanup"}}),
+    ({"schedule": "@daily", "queue": "reports.eu-1"}, {"target": {"queue": "reports.eu-1"}}),
+    ({"schedule": "@daily", "target": {"command": "ls"}}, {"target": {"command": "ls"}}),
+    ({**BASE, "payload": {"n": [1, 2.5, None, "x"]}}, {"payload": {"n": [1, 2.5, None, "x"]}}),
+    ({**BASE, "payload": 0}, {"payload": 0}),
+    ({**BASE, "retryPolicy": {"maxAttempts": 5, "initialBackoffSec": 2.5}},
+     {"retry": RetryPolicy(max_attempts=5, initial_backoff_sec=2.5)}),
+    ({**BASE, "retryPolicy": {"initialBackoffSec": 600}}, {"retry": RetryPolicy(initial_backoff_sec=600, max_backoff_sec=600)}),
+    ({**BASE, "timeoutSec": 1, "leaseSec": 0.2, "jitterSec": 3600}, {"timeout_sec": 1.0, "lease_sec": 0.2, "jitter_sec": 3600}),
+    ({**BASE, "timeoutSec": 604800, "leaseSec": 3600, "jitterSec": 30.0}, {"timeout_sec": 604800.0, "lease_sec": 3600.0, "jitter_sec": 30}),
+    ({**BASE, "priority": "high", "overlap": "forbid", "misfire": "skip"},
+     {"priority": Priority.HIGH, "overlap": OverlapPolicy.FORBID, "misfire": MisfirePolicy.SKIP}),
+    ({**BASE, "priority": "batch", "misfire": "run_all", "overlap": "replace"},
+     {"priority": Priority.BATCH, "misfire": MisfirePolicy.RUN_ALL, "overlap": OverlapPolicy.REPLACE}),
+    ({**BASE, "name": None, "runAt": None, "payload": None}, {"name": None}),  # null = absent
+    ({**BASE, "command": "x" * 16384}, {}),
+]
+
+
+@pytest.mark.parametrize(("body", "expect"), GOOD, ids=[str(i) for i in range(len(GOOD))])
+def test_good_bodies(body: dict[str, Any], expect: dict[str, Any]) -> None:
+    spec = parse(body)
+    for attr, value in expect.items():
+        assert getattr(spec, attr) == value, attr
+
+
+def test_defaults_and_tenant() -> None:
+    spec = parse(BASE, tenant="acme")
+    assert spec.tenant == "acme"
+    assert (spec.priority, spec.overlap, spec.misfire, spec.jitter_sec) == (
+        Priority.DEFAULT, OverlapPolicy.ALLOW, MisfirePolicy.RUN_ONCE, 0)
+    assert spec.retry == RetryPolicy()
+    assert spec.timeout_sec == 3600.0 and spec.lease_sec == 60.0
+
+
+# ---------------------------------------------------------------- bad bodies: (body, status, field, words in the detail)
+
+BAD: list[tuple[Any, int, str | None, str]] = [
+    ([1, 2], 400, None, "JSON object"),
+    ({"command": "x"}, 422, None, "exactly one of schedule"),
+    ({**BASE, "runAt": "+1m"}, 422, "runAt", "not both"),
+    ({**BASE, "cron": "x"}, 422, "cron", "unknown field: cron"),
+    ({**BASE, "zz": 1, "aa": 2}, 422, "aa", "aa, zz"),
+    ({"schedule": 5, "command": "x"}, 422, "schedule", "must be a string, not a number"),
+    ({"schedule": "61 * * * *", "command": "x"}, 400, "schedule", "schedule: "),
+    ({"schedule": "* * *", "command": "x"}, 400, "schedule", "expected 5 or 6 fields"),
+    ({"schedule": "@sometimes", "command": "x"}, 400, "schedule", "unknown macro"),
+    ({"schedule": "0 0 30 2 *", "command": "x"}, 400, "schedule", ""),
+    ({"schedule": "   ", "command": "x"}, 400, "schedule", "not blank"),
+    ({"schedule": "x" * 1001, "command": "x"}, 400, "schedule", "1000"),
+    ({"runAt": "tomorrow", "command": "x"}, 400, "runAt", "RFC 3339"),
+    ({"runAt": "2026-03-01T10:00:00", "command": "x"}, 400, "runAt", "offset"),
+    ({"runAt": "2026-02-30T10:00:00Z", "command": "x"}, 400, "runAt", "day"),
+    ({"runAt": 1772359200000, "command": "x"}, 422, "runAt", "must be a string"),
+    ({**BASE, "timezone": "Mars/Base"}, 400, "timezone", "Mars/Base"),
+    ({**BASE, "timezone": 1}, 422, "timezone", "string"),
+    ({"schedule": "@daily"}, 422, None, "exactly one target"),
+    ({**BASE, "python": "m:f"}, 422, "python", "exactly one target"),
+    ({"schedule": "@daily", "target": {"command": "x", "queue": "q"}}, 422, "target", "exactly one"),
+    ({"schedule": "@daily", "target": {"shell": "x"}}, 422, "target.shell", "unknown field"),
+    ({"schedule": "@daily", "target": "ls"}, 422, "target", "object"),
+    ({**BASE, "command": ""}, 422, "command", "blank"),
+    ({**BASE, "command": ["ls", "-l"]}, 422, "command", "must be a string, not an array"),
+    ({**BASE, "command": "x" * 16385}, 422, "command", "16384"),
+    ({**BASE, "command": "a\x00b"}, 422, "command", "NUL"),
+    ({"schedule": "@daily", "http": {"url": "ftp://example.com"}}, 422, "http.url", "http"),
+    ({"schedule": "@daily", "http": {"url": "file:///etc/passwd"}}, 422, "http.url", "http"),
+    ({"schedule": "@daily", "http": {"url": "https://"}}, 422, "http.url", "absolute"),
+    ({"schedule": "@daily", "http": {"url": "http://x:99999/"}}, 422, "http.url", "valid URL"),
+    ({"schedule": "@daily", "http": {"url": "http://x/a b"}}, 422, "http.url", "spaces"),
+    ({"schedule": "@daily", "http": {}}, 422, "http.url", "required"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "method": "TRACE"}}, 422, "http.method", "GET, POST"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "body": "{}"}}, 422, "http.body", "unknown"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "headers": {"X-A": 1}}}, 422, "http.headers.X-A", "string"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "headers": {"Bad Name": "v"}}}, 422, "http.headers.Bad Name", "header name"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "headers": {"X-A": "a\r\nb"}}}, 422, "http.headers.X-A", "CR"),
+    ({"schedule": "@daily", "http": {"url": "http://x", "headers": {f"H{i}": "v" for i in range(51)}}}, 422, "http.headers", "50"),
+    ({"schedule": "@daily", "python": "not a ref"}, 422, "python", "module:function"),
+    ({"schedule": "@daily", "python": "mod"}, 422, "python", "module:function"),
+    ({"schedule": "@daily", "queue": "-bad"}, 422, "queue", "letters"),
+    ({**BASE, "name": ""}, 422, "name", "not blank"),
+    ({**BASE, "name": "x" * 201}, 422, "name", "200"),
+    ({**BASE, "name": "two\nlines"}, 422, "name", "printable"),
+    ({**BASE, "name": 7}, 422, "name", "string"),
+    ({**BASE, "payload": "x" * 70_000}, 413, "payload", "65536"),
+    ({**BASE, "retryPolicy": 3}, 422, "retryPolicy", "object"),
+    ({**BASE, "retryPolicy": {"maxAttempts": 0}}, 422, "retryPolicy.maxAttempts", "between 1 and 1000"),
+    ({**BASE, "retryPolicy": {"maxAttempts": 2.5}}, 422, "retryPolicy.maxAttempts", "integer"),
+    ({**BASE, "retryPolicy": {"maxAttempts": True}}, 422, "retryPolicy.maxAttempts", "boolean"),
+    ({**BASE, "retryPolicy": {"maxAttempts": "3"}}, 422, "retryPolicy.maxAttempts", "string"),
+    ({**BASE, "retryPolicy": {"initialBackoffSec": 10, "maxBackoffSec": 5}}, 422, "retryPolicy.maxBackoffSec", ">= initialBackoffSec"),
+    ({**BASE, "retryPolicy": {"multiplier": 0.5}}, 422, "retryPolicy.multiplier", "between 1 and 100"),
+    ({**BASE, "retryPolicy": {"jitter": 2}}, 422, "retryPolicy.jitter", "between 0 and 1"),
+    ({**BASE, "retryPolicy": {"retries": 2}}, 422, "retryPolicy.retries", "unknown"),
+    ({**BASE, "timeoutSec": 0}, 422, "timeoutSec", "between 1 and 604800"),
+    ({**BASE, "timeoutSec": 604801}, 422, "timeoutSec", "604800"),
+    ({**BASE, "timeoutSec": True}, 422, "timeoutSec", "boolean"),
+    ({**BASE, "timeoutSec": "30"}, 422, "timeoutSec", "string"),
+    ({**BASE, "timeoutSec": float("inf")}, 422, "timeoutSec", "between"),
+    ({**BASE, "leaseSec": 0.1}, 422, "leaseSec", "between 0.2 and 3600"),
+    ({**BASE, "leaseSec": 3601}, 422, "leaseSec", "3600"),
+    ({**BASE, "jitterSec": -1}, 422, "jitterSec", "between 0 and 3600"),
+    ({**BASE, "jitterSec": 1.5}, 422, "jitterSec", "integer"),
+    ({**BASE, "jitterSec": False}, 422, "jitterSec", "boolean"),
+    ({**BASE, "priority": "urgent"}, 422, "priority", "high, default, batch"),
+    ({**BASE, "priority": 0}, 422, "priority", "string"),
+    ({**BASE, "priority": "HIGH"}, 422, "priority", "high, default, batch"),
+    ({**BASE, "overlap": "queue"}, 422, "overlap", "allow, forbid, replace"),
+    ({**BASE, "misfire": "all"}, 422, "misfire", "run_once, skip, run_all"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "field", "words"), BAD, ids=[str(i) for i in range(len(BAD))])
+def test_bad_bodies_name_the_field(body: Any, status: int, field: str | None, words: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        parse(body)
+    assert err.value.status == status, err.value.detail
+    assert err.value.field == field, err.value.detail
+    assert words in err.value.detail
+    if field is not None and field.split(".")[0] in ("schedule", "runAt", "timezone", "timeoutSec"):
+        assert field in str(err.value)
+
+
+def test_a_schedule_that_never_fires_is_400() -> None:
+    with pytest.raises(ValidationError) as err:
+        parse({"schedule": "0 0 30 2 *", "command": "x"})
+    assert err.value.status == 400 and err.value.field == "schedule"
+
+
+# ---------------------------------------------------------------- request hash
+
+
+def test_request_hash_is_canonical() -> None:
+    a = {"schedule": "@daily", "command": "x", "payload": {"b": 1, "a": [1, 2]}}
+    b = {"payload": {"a": [1, 2], "b": 1}, "command": "x", "schedule": "@daily"}
+    assert request_hash(a) == request_hash(b)
+    assert len(request_hash(a)) == 64
+    assert request_hash(a) != request_hash({**a, "command": "y"})
+    assert request_hash({"n": 1}) != request_hash({"n": "1"})
+
+
+# ---------------------------------------------------------------- worker calls, headers, queries
+
+
+def test_worker_bodies() -> None:
+    assert parse_heartbeat({"workerId": "w1", "leaseEpoch": 3}) == ("w1", 3)
+    c = parse_completion("j:1", {"workerId": "w", "leaseEpoch": 1, "outcome": "timed_out", "exitCode": -9,
+                                 "error": "e" * 10_000, "output": "o" * 100_000})
+    assert c.outcome is Outcome.TIMED_OUT and c.exit_code == -9 and c.execution_id == "j:1"
+    assert len(c.error or "") == 8192 and len(c.output or "") == 65536
+    assert parse_effect({"workerId": "w", "leaseEpoch": 0, "key": "charge-1"}) == ("w", 0, "charge-1")
+
+
+@pytest.mark.parametrize(
+    ("fn", "body", "field"),
+    [
+        (parse_heartbeat, {"leaseEpoch": 1}, "workerId"),
+        (parse_heartbeat, {"workerId": "w"}, "leaseEpoch"),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": "1"}, "leaseEpoch"),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": -1}, "leaseEpoch"),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": 1, "extra": 1}, "extra"),
+        (parse_heartbeat, {"workerId": "", "leaseEpoch": 1}, "workerId"),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1}, "outcome"),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1, "outcome": "lost"}, "outcome"),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1, "outcome": "failed", "exitCode": "1"}, "exitCode"),
+        (parse_effect, {"workerId": "w", "leaseEpoch": 1}, "key"),
+        (parse_effect, {"workerId": "w", "leaseEpoch": 1, "key": ""}, "key"),
+    ],
+)
+def test_bad_worker_bodies(fn: Any, body: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        fn(body)
+    assert err.value.field == field and err.value.status == 422
+
+
+def test_headers_and_queries() -> None:
+    assert parse_idempotency_key(None) is None
+    assert parse_idempotency_key("order-42") == "order-42"
+    for bad in ("", "x" * 201, "a\tb"):
+        with pytest.raises(ValidationError) as err:
+            parse_idempotency_key(bad)
+        assert err.value.status == 400 and err.value.field == "Idempotency-Key"
+    assert parse_limit(None, 50) == 50 and parse_limit("7", 50) == 7
+    for bad in ("0", "-1", "abc", "1001"):
+        with pytest.raises(ValidationError):
+            parse_limit(bad, 50)
+    assert parse_ms_cursor("before", "1767225600000") == NOW
+    assert parse_ms_cursor("before", "2026-01-01T00:00:00Z") == NOW
+    with pytest.raises(ValidationError):
+        parse_ms_cursor("before", "yesterday")
+
+
+# ---------------------------------------------------------------- to JSON
+
+
+def test_job_and_execution_json() -> None:
+    spec = parse({**BASE, "name": "n", "payload": {"a": 1}})
+    job = Job("jabc", 7, JobStatus.ACTIVE, NOW + 3_600_000, NOW, NOW + 1, spec)
+    data = job_to_json(job)
+    assert data["jobId"] == "jabc" and data["status"] == "ACTIVE" and data["name"] == "n"
+    assert data["nextRunAt"] == "2026-01-01T01:00:00.000Z" and data["updatedAt"] == "2026-01-01T00:00:00.001Z"
+    assert data["runAt"] is None and data["target"] == {"command": "echo hi"} and data["priority"] == "default"
+    assert data["retryPolicy"]["maxAttempts"] == 3
+
+    ex = Execution("jabc:1767225600000", "jabc", "default", Priority.HIGH, NOW, ExecStatus.SUCCEEDED,
+                   attempt=1, lease_epoch=2, worker_id="w", started_at=NOW + 1234, finished_at=NOW + 2000,
+                   exit_code=0, output="out")
+    data = execution_to_json(ex)
+    assert data["executionId"] == "jabc:1767225600000" and data["leaseEpoch"] == 2
+    assert data["startedAt"] == "2026-01-01T00:00:01.234Z" and data["finishedAt"] == "2026-01-01T00:00:02.000Z"
+    assert data["lagMs"] == 1234 and data["leaseUntil"] is None and data["priority"] == "high"
+    assert "output" not in data
+    assert execution_to_json(ex, with_output=True)["output"] == "out"
+    pending = Execution("jabc:1", "jabc", "default", Priority.DEFAULT, 1, ExecStatus.PENDING)
+    assert execution_to_json(pending)["lagMs"] is None and execution_to_json(pending)["startedAt"] is None
