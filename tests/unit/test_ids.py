@@ -1,6 +1,13 @@
 from collections import Counter
 
-from cronwheel.core.ids import N_BUCKETS, bucket_of, execution_id, new_job_id, parse_execution_id, stable_hash
+from cronwheel.core.ids import (
+    N_BUCKETS,
+    bucket_of,
+    execution_id,
+    new_job_id,
+    parse_execution_id,
+    stable_hash,
+)
 
 
 def test_execution_id_is_deterministic_and_reversible():

@@ -1,0 +1,451 @@
+"""Schedules: when a job fires. Pure code: time is always an argument, never read.
+
+Times are integers: milliseconds since the Unix epoch, UTC. Cron fire times are whole seconds.
+
+Syntax (``man 5 cronwheel`` has the full reference):
+
+* cron, 5 fields ``min hour dom month dow`` or 6 fields with a leading ``second``: ``*``,
+  ``a``, ``a-b``, ``*/n``, ``a/n``, ``a-b/n``, lists ``a,b``, names (``JAN``, ``MON``; any case),
+  ``?`` (= ``*`` in day-of-month / day-of-week), ``L`` and ``LW`` in day-of-month, ``5L`` (last
+  Friday) and ``5#2`` (second Friday) in day-of-week, and Jenkins' hash ``H``, ``H/n``,
+  ``H(a-b)``, ``H(a-b)/n`` in every field (see ``cron.py``). Day-of-month and day-of-week are
+  AND-ed when either starts with ``*`` (or is ``?``), OR-ed otherwise (Vixie/Debian cron).
+* macros ``@yearly`` ``@annually`` ``@monthly`` ``@weekly`` ``@daily`` ``@midnight``
+  ``@hourly`` (fixed times, not hashed).
+* ``@every <duration>`` (``90s``, ``5m``, ``1h30m``, ``2d``; a whole number of seconds, at
+  least 1 s): fires at ``anchor + k * interval`` for every integer ``k``, where
+  ``anchor = stable_hash("cronwheel:every:" + job_id) % interval`` (whole seconds after the
+  epoch). Deterministic and restart-stable, yet jobs with the same interval are spread over
+  it. The time zone plays no part.
+* one-off jobs: :func:`once`, with the instant from :func:`parse_instant` (RFC 3339 or
+  ``+90s`` relative to now); :func:`format_instant` writes an instant back as RFC 3339.
+
+Evaluation is by ``cronsim`` over *local wall-clock* (naive) date-times; the mapping to UTC
+instants is done here, with this DST policy (see ``tests/unit/test_schedule_dst.py``):
+
+* a schedule whose hour field does not cover all 24 hours (a job at fixed local times) fires
+  once per matching local time: a time that falls in a spring-forward gap fires at the first
+  valid instant after the gap (several such times collapse into that one instant); a time that
+  occurs twice in a fall-back overlap fires once, at its first occurrence;
+* a schedule whose hour field covers every hour (hourly and finer) follows the wall clock: a
+  time skipped by a gap does not fire, a time that occurs twice fires twice.
+
+Expensive work is memoised: parsing per ``(text, job_id, zone)``, evaluation per
+``(concrete expression, zone, after-second)``, so many jobs sharing an expression cost one
+cronsim evaluation per distinct instant.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from functools import lru_cache
+
+from cronsim import CronSim
+
+from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse_template
+from cronwheel.core.ids import stable_hash
+
+__all__ = [
+    "Schedule",
+    "ScheduleError",
+    "cache_clear",
+    "cache_info",
+    "format_instant",
+    "jitter_offset_ms",
+    "next_fire",
+    "once",
+    "parse_duration",
+    "parse_instant",
+    "parse_schedule",
+    "validate_timezone",
+]
+
+_SEC = timedelta(seconds=1)
+#: evaluations are answered for instants in [year 2, year 9900); beyond, "never again"
+_MIN_S = int(datetime(2, 1, 1, tzinfo=UTC).timestamp())
+_MAX_S = int(datetime(9900, 1, 1, tzinfo=UTC).timestamp())
+#: the longest fall-back overlap we look ahead for (real ones are 30 min to 2 h)
+_OVERLAP_LOOKAHEAD_S = 3 * 3600
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedule
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """An immutable, hashable schedule. Build it with :func:`parse_schedule` or :func:`once`."""
+
+    text: str  #: as given by the user
+    timezone: str  #: IANA name
+    kind: str  #: "cron" | "every" | "once"
+    job_id: str = ""
+    #: cron: the concrete 6-field expression handed to cronsim (H expanded, names resolved);
+    #: every: ``@every <n>s``; once: the RFC 3339 instant
+    expression: str = ""
+    wall_clock: bool = False  #: cron: every hour matches, follows the wall clock over DST
+    interval_ms: int = 0  #: every
+    anchor_ms: int = 0  #: every: a fire time in [0, interval_ms)
+    run_at_ms: int = 0  #: once
+
+    def next_after(self, after_ms: int) -> int | None:
+        """The first fire time strictly after ``after_ms``; None if it never fires again."""
+        if self.kind == "cron":
+            fire_s = _cron_next(self.expression, self.timezone, self.wall_clock, after_ms // 1000)
+            return None if fire_s is None else fire_s * 1000
+        if self.kind == "every":
+            k = (after_ms - self.anchor_ms) // self.interval_ms + 1
+            return self.anchor_ms + k * self.interval_ms
+        return self.run_at_ms if after_ms < self.run_at_ms else None
+
+
+def parse_schedule(text: str, job_id: str, timezone: str = "UTC") -> Schedule:
+    """Parse a cron expression, macro or ``@every`` interval for one job (memoised).
+
+    Raises :class:`ScheduleError` with a precise message naming the field and the token.
+    """
+    return _parse_cached(text, job_id, timezone)
+
+
+def next_fire(text: str, job_id: str, timezone: str, after_ms: int) -> int | None:
+    """``parse_schedule(text, job_id, timezone).next_after(after_ms)``, both memoised."""
+    return _parse_cached(text, job_id, timezone).next_after(after_ms)
+
+
+def once(run_at_ms: int) -> Schedule:
+    """A one-off schedule: ``next_after(t)`` is ``run_at_ms`` while ``t < run_at_ms``, else None."""
+    text = format_instant(run_at_ms)
+    return Schedule(text=text, timezone="UTC", kind="once", expression=text, run_at_ms=run_at_ms)
+
+
+def cache_info() -> dict[str, int]:
+    """Memoisation counters (for metrics and tests): ``evaluations`` is cronsim runs."""
+    parse = _parse_cached.cache_info()
+    ev = _cron_next.cache_info()
+    return {
+        "parse_hits": parse.hits,
+        "parse_misses": parse.misses,
+        "parse_size": parse.currsize,
+        "eval_hits": ev.hits,
+        "evaluations": ev.misses,
+        "eval_size": ev.currsize,
+    }
+
+
+def cache_clear() -> None:
+    _parse_cached.cache_clear()
+    _cron_next.cache_clear()
+
+
+_MACRO_LIST = ", ".join([*MACROS, "@every <interval>"])
+
+
+@lru_cache(maxsize=1 << 17)
+def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
+    if not isinstance(text, str):
+        raise ScheduleError(f"schedule must be a string, not {type(text).__name__}")
+    if not isinstance(job_id, str):
+        raise ScheduleError(f"job id must be a string, not {type(job_id).__name__}")
+    validate_timezone(timezone)
+    body = text.strip()
+    if not body:
+        raise ScheduleError("schedule is empty")
+    if body.startswith("@"):
+        name, *rest = body.split(None, 1)
+        name = name.lower()
+        arg = rest[0].strip() if rest else ""
+        if name == "@every":
+            return _parse_every(text, arg, job_id, timezone)
+        if name not in MACROS:
+            raise ScheduleError(f"unknown macro {name!r}; expected one of {_MACRO_LIST}")
+        if arg:
+            raise ScheduleError(f"{name} takes no arguments, got {arg!r}")
+        body = MACROS[name]
+    template = parse_template(body)
+    compiled = compile_expression(template.expand(job_id), text)
+    return Schedule(
+        text=text,
+        timezone=timezone,
+        kind="cron",
+        job_id=job_id,
+        expression=compiled.expression,
+        wall_clock=compiled.wall_clock,
+    )
+
+
+def _parse_every(text: str, arg: str, job_id: str, timezone: str) -> Schedule:
+    if not arg:
+        raise ScheduleError("@every needs an interval, e.g. '@every 5m'")
+    try:
+        seconds = _duration(arg)
+    except ScheduleError as e:
+        raise ScheduleError(f"@every: {e}") from None
+    if seconds < 1:
+        raise ScheduleError(f"@every: interval must be at least 1s, got {arg!r}")
+    if seconds != seconds.to_integral_value():
+        raise ScheduleError(f"@every: interval must be a whole number of seconds, got {arg!r}")
+    interval_s = int(seconds)
+    anchor_s = stable_hash(f"cronwheel:every:{job_id}") % interval_s
+    return Schedule(
+        text=text,
+        timezone=timezone,
+        kind="every",
+        job_id=job_id,
+        expression=f"@every {interval_s}s",
+        interval_ms=interval_s * 1000,
+        anchor_ms=anchor_s * 1000,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation: cronsim over naive local time, mapped to UTC with the DST policy above
+
+
+@lru_cache(maxsize=1 << 16)
+def _cron_next(expression: str, tz_name: str, wall_clock: bool, after_s: int) -> int | None:
+    """First fire second strictly after ``after_s`` (memoised: the hot path)."""
+    if after_s >= _MAX_S:
+        return None
+    after_s = max(after_s, _MIN_S)
+    tz = zoneinfo.ZoneInfo(tz_name)
+    local = datetime.fromtimestamp(after_s, tz)
+    naive = local.replace(tzinfo=None)
+    if wall_clock:
+        return _next_wall_clock(expression, tz, after_s, local)
+    if local.fold and _ambiguous(naive, tz):
+        # after_s is in the second pass of a fall-back overlap: the first pass of every local
+        # time until the overlap ends is already in the past
+        naive = _overlap_end(naive, tz) - _SEC
+    for cand in _naive_fires(expression, naive):
+        fire = _first_instant(cand, tz)
+        if fire > after_s:
+            return fire
+    return None
+
+
+def _next_wall_clock(
+    expression: str, tz: zoneinfo.ZoneInfo, after_s: int, local: datetime
+) -> int | None:
+    """Wall-clock semantics: the first instant after ``after_s`` whose local time matches."""
+    naive = local.replace(tzinfo=None)
+    best: int | None = None
+    for cand in _naive_fires(expression, naive):
+        first = _to_ts(cand.replace(tzinfo=tz, fold=0))
+        second = _to_ts(cand.replace(tzinfo=tz, fold=1))
+        if first != second and _is_imaginary(cand, tz, first):
+            continue  # in a spring-forward gap: the wall clock never shows this time
+        # later local times map to later first passes; if after_s is in the second pass of
+        # an overlap, `first` may be past while `second` is not
+        fire = first if first > after_s else second
+        if fire > after_s:
+            best = fire
+            break
+    # Local times before `naive` occur again after after_s if a fall-back is just ahead.
+    ahead_s = after_s + _OVERLAP_LOOKAHEAD_S
+    offset, offset_ahead = local.utcoffset(), datetime.fromtimestamp(ahead_s, tz).utcoffset()
+    if offset is not None and offset_ahead is not None and offset_ahead < offset:
+        transition = _transition(after_s, ahead_s, tz)
+        overlap_start = datetime.fromtimestamp(transition, tz).replace(tzinfo=None)
+        for cand in _naive_fires(expression, overlap_start - _SEC):
+            if _ambiguous(cand, tz):  # in the overlap: its second pass is after the transition
+                second = _to_ts(cand.replace(tzinfo=tz, fold=1))
+                best = second if best is None else min(best, second)
+            break
+    return best
+
+
+def _transition(lo: int, hi: int, tz: zoneinfo.ZoneInfo) -> int:
+    """The first second in (lo, hi] whose UTC offset is that of ``hi`` (one change between)."""
+    target = datetime.fromtimestamp(hi, tz).utcoffset()
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if datetime.fromtimestamp(mid, tz).utcoffset() == target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _naive_fires(expression: str, start: datetime) -> Iterator[datetime]:
+    """cronsim's matches strictly after the naive ``start``, without its 50-year give-up."""
+    last = start
+    while True:
+        try:
+            for cand in CronSim(expression, last):
+                last = cand
+                yield cand
+        except OverflowError:  # ran past year 9999
+            return
+        # cronsim searched 50 years past `last` and gave up: resume from there
+        if last.year + 50 >= 9900:
+            return
+        last = datetime(last.year + 50, 1, 1) - _SEC
+
+
+def _to_ts(aware: datetime) -> int:
+    return int(aware.timestamp())
+
+
+def _is_imaginary(naive: datetime, tz: zoneinfo.ZoneInfo, ts: int) -> bool:
+    return datetime.fromtimestamp(ts, tz).replace(tzinfo=None) != naive
+
+
+def _ambiguous(naive: datetime, tz: zoneinfo.ZoneInfo) -> bool:
+    first = _to_ts(naive.replace(tzinfo=tz, fold=0))
+    second = _to_ts(naive.replace(tzinfo=tz, fold=1))
+    return first != second and not _is_imaginary(naive, tz, first)
+
+
+def _first_instant(naive: datetime, tz: zoneinfo.ZoneInfo) -> int:
+    """The instant of a local time: its first occurrence, or the end of the gap it is in."""
+    first = _to_ts(naive.replace(tzinfo=tz, fold=0))
+    second = _to_ts(naive.replace(tzinfo=tz, fold=1))
+    if first == second or not _is_imaginary(naive, tz, first):
+        return min(first, second)
+    # In a gap: fold=0 maps it after the transition, fold=1 before. Find the transition.
+    return _transition(min(first, second), max(first, second), tz)
+
+
+def _overlap_end(naive: datetime, tz: zoneinfo.ZoneInfo) -> datetime:
+    """The first local time after ``naive`` (which is ambiguous) that is not ambiguous."""
+    first = _to_ts(naive.replace(tzinfo=tz, fold=0))
+    second = _to_ts(naive.replace(tzinfo=tz, fold=1))
+    lo, hi = 0, second - first  # ambiguous at naive+lo, not at naive+hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _ambiguous(naive + timedelta(seconds=mid), tz):
+            lo = mid
+        else:
+            hi = mid
+    return naive + timedelta(seconds=hi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Durations, instants, time zones, jitter
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|d|h|m|s)")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_PLAIN_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_UNIT_SECONDS = {
+    "d": Decimal(86400),
+    "h": Decimal(3600),
+    "m": Decimal(60),
+    "s": Decimal(1),
+    "ms": Decimal("0.001"),
+}
+
+
+def _duration(text: str) -> Decimal:
+    """Exact seconds of a duration such as ``90s``, ``1h30m``, ``500ms`` or ``30``."""
+    if not isinstance(text, str):
+        raise ScheduleError(f"duration must be a string, not {type(text).__name__}")
+    body = text.strip()
+    if _PLAIN_NUMBER.fullmatch(body):
+        return Decimal(body)
+    if not body:
+        raise ScheduleError("duration is empty")
+    total = Decimal(0)
+    seen: set[str] = set()
+    pos = 0
+    while pos < len(body):
+        m = _DURATION_PART.match(body, pos)
+        if m is None:
+            lead = _NUMBER.match(body, pos)
+            if lead is None:
+                where = f" (at {body[pos:]!r})" if pos else ""
+            elif lead.end() < len(body):
+                where = f" (at {body[lead.end() :]!r})"
+            else:
+                where = f" (no unit after {lead.group()!r})"
+            raise ScheduleError(
+                f"invalid duration {text!r}: expected e.g. '90s', '5m', '1h30m', '2d', '500ms'{where}"
+            )
+        number, unit = m.groups()
+        if unit in seen:
+            raise ScheduleError(f"invalid duration {text!r}: unit '{unit}' appears twice")
+        seen.add(unit)
+        total += Decimal(number) * _UNIT_SECONDS[unit]
+        pos = m.end()
+    return total
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90s``, ``5m``, ``1h30m``, ``2d``, ``500ms`` or plain ``30`` (seconds)."""
+    return float(_duration(text))
+
+
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+
+
+def parse_instant(text: str, now_ms: int | None = None) -> int:
+    """An RFC 3339 instant (``2026-12-01T10:00:00Z``, ``...+02:00``; an offset is required)
+    or a duration after ``now_ms`` (``+90s``, ``+1h30m``), as ms since the epoch."""
+    if not isinstance(text, str):
+        raise ScheduleError(f"time must be a string, not {type(text).__name__}")
+    body = text.strip()
+    if body.startswith("+"):
+        if now_ms is None:
+            raise ScheduleError(f"relative time {text!r} needs the current time")
+        delay = (_duration(body[1:]) * 1000).to_integral_value(ROUND_HALF_EVEN)
+        return now_ms + int(delay)
+    m = _RFC3339.fullmatch(body)
+    if m is None:
+        raise ScheduleError(
+            f"invalid time {text!r}: expected RFC 3339 like '2026-12-01T10:00:00Z' or '+90s'"
+        )
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    fraction, offset = m.group(7), m.group(8)
+    if offset is None:
+        raise ScheduleError(f"time {text!r} has no UTC offset; add 'Z' or e.g. '+02:00'")
+    if offset in ("Z", "z"):
+        delta = timedelta(0)
+    else:
+        oh, om = int(offset[1:3]), int(offset[4:6])
+        if oh > 23 or om > 59:
+            raise ScheduleError(f"invalid time {text!r}: offset {offset} is out of range")
+        delta = timedelta(hours=oh, minutes=om) * (-1 if offset[0] == "-" else 1)
+    try:
+        local = datetime(year, month, day, hour, minute, second)
+    except ValueError as e:
+        raise ScheduleError(f"invalid time {text!r}: {e}") from None
+    seconds = int((local - delta - datetime(1970, 1, 1)) // _SEC)
+    millis = 0
+    if fraction:
+        millis = int((Decimal(fraction) * 1000).to_integral_value(ROUND_FLOOR))
+    return seconds * 1000 + millis
+
+
+def format_instant(ms: int) -> str:
+    """RFC 3339 in UTC, ``2026-12-01T10:00:00Z`` (with ``.mmm`` when not a whole second)."""
+    dt = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
+    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
+    if ms % 1000:
+        text += f".{ms % 1000:03d}"
+    return text + "Z"
+
+
+def validate_timezone(name: str) -> zoneinfo.ZoneInfo:
+    """The ``ZoneInfo`` of an IANA name; ScheduleError("unknown time zone 'Mars/Base'")."""
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ScheduleError(f"unknown time zone {name!r}")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise ScheduleError(f"unknown time zone {name!r}") from None
+
+
+def jitter_offset_ms(job_id: str, tick_ms: int, jitter_sec: int) -> int:
+    """A deterministic delay in ``[0, jitter_sec * 1000)`` for one tick; 0 when jitter_sec is 0."""
+    if jitter_sec < 0:
+        raise ScheduleError(f"jitter must be >= 0 seconds, got {jitter_sec}")
+    if jitter_sec == 0:
+        return 0
+    return stable_hash(f"cronwheel:jitter:{job_id}:{tick_ms}") % (jitter_sec * 1000)
