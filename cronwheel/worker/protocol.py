@@ -1,0 +1,445 @@
+"""The wire protocol between ``cronwheel serve`` and its local workers (one Unix socket).
+
+A frame is a 4-byte big-endian unsigned length followed by that many bytes of one msgpack
+map. The map's ``"t"`` names the frame type; the version is negotiated once, in ``hello`` /
+``welcome`` (``PROTOCOL_VERSION``). Frames, by direction::
+
+    worker → daemon   hello   {v, worker_id, slots, pid}
+                      hb      {beats: [[execution_id, lease_epoch], ...]}
+                      result  {execution_id, lease_epoch, outcome, exit_code, error, output}
+                      bye     {}                      (the worker is leaving on purpose)
+    daemon → worker   welcome {v, lease_sec_hint?}
+                      grant   {grants: [grant, ...]}  (see ``grant_to_wire``)
+                      hb_ack  {lost: [[execution_id, reason], ...]}   only lost leases listed
+                      abort   {execution_id, reason}
+                      bye     {}                      (finish running jobs, take no more, exit)
+
+Both ends treat the other as untrusted input: a body is at most ``MAX_FRAME`` bytes, msgpack is
+unpacked with every length bounded, ext types refused and map keys restricted to strings, the
+nesting depth is bounded, and every field of every frame type is type-checked. Anything else
+raises ``ProtocolError``, on which the receiver drops that one connection. Unknown extra keys
+are ignored (room for a compatible extension without a version bump).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import msgpack
+
+from cronwheel.core.model import Grant
+
+PROTOCOL_VERSION = 1
+MAX_FRAME = 1 << 20  #: largest body (bytes, without the 4-byte prefix)
+MAX_PAYLOAD = 64 * 1024  #: the API's bound on one job payload; a grant stays far below MAX_FRAME
+MAX_ITEMS = 65_536  #: longest array or map in a frame
+MAX_DEPTH = 32  #: deepest nesting of arrays/maps in a frame (the frame map itself is depth 1)
+MAX_GRANTS_PER_FRAME = 4096
+MAX_ID = 1024  #: longest execution/job/worker id, tenant, reason
+MAX_SLOTS = 100_000
+
+_HEADER = struct.Struct(">I")
+HEADER_SIZE = _HEADER.size
+
+WORKER_TO_DAEMON = frozenset({"hello", "hb", "result", "bye", "pong"})
+DAEMON_TO_WORKER = frozenset({"welcome", "grant", "hb_ack", "abort", "bye", "ping"})
+OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: store.base.Outcome values
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a valid frame: drop the connection."""
+
+
+# ---------------------------------------------------------------- the socket's path
+
+#: sun_path holds 108 bytes including the terminating NUL
+UNIX_PATH_MAX = 107
+
+
+@contextlib.contextmanager
+def unix_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The name to give bind()/connect() for the socket file ``path``: ``path`` itself when it
+    fits in sun_path, else (Linux) the same file reached through ``/proc/self/fd/N/`` of an fd
+    on its directory, valid inside the ``with`` block. Deep data directories (test temp dirs,
+    long $STATE_DIRECTORY) then still work."""
+    text = os.fspath(path)
+    if len(os.fsencode(text)) <= UNIX_PATH_MAX:
+        yield text
+        return
+    head, name = os.path.split(os.path.abspath(text))
+    dirfd = os.open(head or "/", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_PATH", 0))
+    try:
+        short = f"/proc/self/fd/{dirfd}/{name}"
+        if len(os.fsencode(short)) > UNIX_PATH_MAX or not os.path.isdir(f"/proc/self/fd/{dirfd}"):
+            raise ValueError(f"socket path too long for AF_UNIX ({len(os.fsencode(text))} bytes): {text}")
+        yield short
+    finally:
+        os.close(dirfd)
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_frame(frame: dict[str, Any]) -> bytes:
+    """Length prefix + msgpack body. Raises ProtocolError when the body exceeds MAX_FRAME
+    (a frame we could not send intact must not be sent at all)."""
+    try:
+        body: bytes = msgpack.packb(frame, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"cannot encode frame: {exc}") from None
+    if len(body) > MAX_FRAME:
+        raise ProtocolError(f"frame of {len(body)} bytes exceeds MAX_FRAME ({MAX_FRAME})")
+    return _HEADER.pack(len(body)) + body
+
+
+def grant_to_wire(grant: Grant) -> dict[str, Any]:
+    """The wire form of a ``Grant`` (plain msgpack types)."""
+    return {
+        "execution_id": grant.execution_id,
+        "job_id": grant.job_id,
+        "tenant": grant.tenant,
+        "priority": int(grant.priority),
+        "scheduled_at": int(grant.scheduled_at),
+        "attempt": int(grant.attempt),
+        "lease_epoch": int(grant.lease_epoch),
+        "lease_until": int(grant.lease_until),
+        "lease_sec": float(grant.lease_sec),
+        "timeout_sec": float(grant.timeout_sec),
+        "target": grant.target,
+        "payload": grant.payload,
+    }
+
+
+# {"t": "grant", "grants": [...]} up to the array header: fixmap(2), "t", "grant", "grants"
+_GRANT_FRAME_HEAD = b"\x82" + msgpack.packb("t") + msgpack.packb("grant") + msgpack.packb("grants")
+_ARRAY_HEADER_MAX = 5
+
+
+def _array_header(n: int) -> bytes:
+    if n < 16:
+        return bytes([0x90 | n])
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+def pack_grant(grant: dict[str, Any]) -> bytes:
+    """One grant's msgpack bytes, checked as the receiver will check it (types, depth, size),
+    so a grant the worker would refuse is never sent. Raises ProtocolError."""
+    try:
+        _check_grant(grant, depth=3)
+        packed: bytes = msgpack.packb(grant, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"grant cannot be encoded: {exc}") from None
+    if len(packed) + len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX > MAX_FRAME:
+        raise ProtocolError(f"grant of {len(packed)} bytes does not fit in one frame")
+    return packed
+
+
+def encode_grant_frames(packed_grants: Sequence[bytes]) -> list[bytes]:
+    """Frames carrying the given packed grants (from ``pack_grant``), as many per frame as fit
+    under MAX_FRAME (and MAX_GRANTS_PER_FRAME), in order."""
+    frames: list[bytes] = []
+    batch: list[bytes] = []
+    size = len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
+
+    def flush() -> None:
+        body = _GRANT_FRAME_HEAD + _array_header(len(batch)) + b"".join(batch)
+        frames.append(_HEADER.pack(len(body)) + body)
+
+    for packed in packed_grants:
+        if batch and (size + len(packed) > MAX_FRAME or len(batch) >= MAX_GRANTS_PER_FRAME):
+            flush()
+            batch, size = [], len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
+        batch.append(packed)
+        size += len(packed)
+    if batch:
+        flush()
+    return frames
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise ValueError(f"msgpack ext type {code} is not allowed")
+
+
+def decode_body(body: bytes, accept: Iterable[str] | None = None) -> dict[str, Any]:
+    """Unpack and validate one frame body. Raises ProtocolError."""
+    try:
+        frame = msgpack.unpackb(
+            body,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            max_str_len=MAX_FRAME,
+            max_bin_len=MAX_FRAME,
+            max_array_len=MAX_ITEMS,
+            max_map_len=MAX_ITEMS,
+            max_ext_len=0,
+            ext_hook=_refuse_ext,
+        )
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:  # ExtraData, StackError, …
+        raise ProtocolError(f"bad msgpack body: {type(exc).__name__}: {exc}") from None
+    if not isinstance(frame, dict):
+        raise ProtocolError("a frame must be a map")
+    if not _depth_ok(frame):
+        raise ProtocolError(f"frame nested deeper than {MAX_DEPTH}")
+    t = frame.get("t")
+    if not isinstance(t, str):
+        raise ProtocolError("frame has no type")
+    if accept is not None and t not in accept:
+        raise ProtocolError(f"unexpected frame type {t!r}")
+    check = _CHECKS.get(t)
+    if check is None:
+        raise ProtocolError(f"unknown frame type {t!r}")
+    try:
+        check(frame)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"bad {t} frame: {exc}") from None
+    return frame
+
+
+class FrameDecoder:
+    """Incremental decoder for a byte stream: ``feed(data)`` returns the complete frames.
+
+    A length prefix over MAX_FRAME is refused as soon as its 4 bytes arrive, so a hostile peer
+    can make us buffer at most MAX_FRAME + 4 bytes. After a ProtocolError the stream is out of
+    sync and the decoder refuses everything (the caller closes the connection).
+    """
+
+    def __init__(self, accept: Iterable[str] | None = None) -> None:
+        self._buf = bytearray()
+        self._need: int | None = None  # body length of the frame being read
+        self._accept = frozenset(accept) if accept is not None else None
+        self._broken = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        if self._broken:
+            raise ProtocolError("stream is out of sync after an earlier error")
+        self._buf += data
+        frames: list[dict[str, Any]] = []
+        try:
+            while True:
+                if self._need is None:
+                    if len(self._buf) < HEADER_SIZE:
+                        break
+                    (n,) = _HEADER.unpack_from(self._buf)
+                    if n == 0 or n > MAX_FRAME:
+                        raise ProtocolError(f"frame length {n} outside 1..{MAX_FRAME}")
+                    del self._buf[:HEADER_SIZE]
+                    self._need = n
+                if len(self._buf) < self._need:
+                    break
+                body = bytes(self._buf[: self._need])
+                del self._buf[: self._need]
+                self._need = None
+                frames.append(decode_body(body, self._accept))
+        except ProtocolError:
+            self._broken = True
+            self._buf.clear()
+            raise
+        return frames
+
+
+async def read_frame(reader: asyncio.StreamReader, accept: Iterable[str] | None = None) -> dict[str, Any]:
+    """Read exactly one frame. Raises EOFError on a clean end of stream (no byte of a new
+    frame read), ProtocolError on a truncated or invalid frame."""
+    try:
+        header = await reader.readexactly(HEADER_SIZE)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            raise EOFError("connection closed") from None
+        raise ProtocolError("connection closed inside a frame header") from None
+    (n,) = _HEADER.unpack(header)
+    if n == 0 or n > MAX_FRAME:
+        raise ProtocolError(f"frame length {n} outside 1..{MAX_FRAME}")
+    try:
+        body = await reader.readexactly(n)
+    except asyncio.IncompleteReadError:
+        raise ProtocolError("connection closed inside a frame body") from None
+    return decode_body(body, accept)
+
+
+# ---------------------------------------------------------------- field checks
+# Each raises TypeError/ValueError with a short reason; decode_body turns it into ProtocolError.
+
+
+def _int(frame: dict[str, Any], key: str, lo: int | None = None, hi: int | None = None) -> int:
+    v = frame.get(key)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{key} must be an integer")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{key} out of range")
+    return v
+
+
+def _opt_int(frame: dict[str, Any], key: str) -> None:
+    if frame.get(key) is not None:
+        _int(frame, key)
+
+
+def _num(frame: dict[str, Any], key: str, optional: bool = False) -> None:
+    v = frame.get(key)
+    if v is None and optional:
+        return
+    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+        raise TypeError(f"{key} must be a positive number")
+
+
+def _str(frame: dict[str, Any], key: str, max_len: int = MAX_ID, optional: bool = False) -> None:
+    """A string of 1..max_len characters (optional: also None, and empty is fine)."""
+    v = frame.get(key)
+    if v is None and optional:
+        return
+    if not isinstance(v, str):
+        raise TypeError(f"{key} must be a string")
+    if len(v) > max_len or (not v and not optional):
+        raise ValueError(f"{key} has a bad length")
+
+
+def _pairs(frame: dict[str, Any], key: str, second: type) -> None:
+    """An array of [execution_id, x] where x is a non-negative int (hb) or a short string (hb_ack)."""
+    v = frame.get(key)
+    if not isinstance(v, list):
+        raise TypeError(f"{key} must be an array")
+    for item in v:
+        if not isinstance(item, list) or len(item) != 2:
+            raise TypeError(f"{key} entries must be pairs")
+        a, b = item
+        if not isinstance(a, str) or not a or len(a) > MAX_ID:
+            raise TypeError(f"{key}: bad execution id")
+        if not isinstance(b, second) or isinstance(b, bool):
+            raise TypeError(f"{key}: bad second element")
+        if (isinstance(b, int) and b < 0) or (isinstance(b, str) and len(b) > MAX_ID):
+            raise ValueError(f"{key}: second element out of range")
+
+
+def _depth_ok(frame: dict[str, Any]) -> bool:
+    """No array/map deeper than MAX_DEPTH (the frame is depth 1). Iterative: no recursion."""
+    stack: list[tuple[Any, int]] = [(frame, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_DEPTH:
+            return False
+        if isinstance(v, dict):
+            stack.extend((item, d + 1) for item in v.values() if isinstance(item, dict | list))
+        else:
+            stack.extend((item, d + 1) for item in v if isinstance(item, dict | list))
+    return True
+
+
+def _check_json(value: Any, depth: int) -> None:
+    """A JSON-compatible value (null, bool, number, string, array, string-keyed map) nested at
+    most MAX_DEPTH deep, counting from ``depth`` for ``value`` itself. Iterative."""
+    stack = [(value, depth)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > MAX_DEPTH:
+                raise ValueError("nested too deeply")
+            if isinstance(v, dict):
+                for k, item in v.items():
+                    if not isinstance(k, str):
+                        raise TypeError("map keys must be strings")
+                    stack.append((item, d + 1))
+            else:
+                stack.extend((item, d + 1) for item in v)
+        elif v is None or isinstance(v, bool | int | str):
+            continue
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError("non-finite number")
+        else:
+            raise TypeError(f"{type(v).__name__} is not a JSON value")
+
+
+def _check_grant(g: Any, depth: int) -> None:
+    if not isinstance(g, dict):
+        raise TypeError("a grant must be a map")
+    for key in ("execution_id", "job_id", "tenant"):
+        _str(g, key)
+    _int(g, "priority", 0, 1000)
+    _int(g, "scheduled_at")
+    _int(g, "attempt", 0)
+    _int(g, "lease_epoch", 0)
+    _int(g, "lease_until")
+    _num(g, "lease_sec")
+    _num(g, "timeout_sec")
+    target = g.get("target")
+    if not isinstance(target, dict):
+        raise TypeError("target must be a map")
+    _check_json(target, depth + 1)
+    _check_json(g.get("payload"), depth + 1)
+
+
+def _check_hello(f: dict[str, Any]) -> None:
+    _int(f, "v", 0)
+    _str(f, "worker_id")
+    _int(f, "slots", 1, MAX_SLOTS)
+    _int(f, "pid", 0)
+
+
+def _check_welcome(f: dict[str, Any]) -> None:
+    _int(f, "v", 0)
+    _num(f, "lease_sec_hint", optional=True)
+
+
+def _check_grant_frame(f: dict[str, Any]) -> None:
+    grants = f.get("grants")
+    if not isinstance(grants, list) or not grants:
+        raise TypeError("grants must be a non-empty array")
+    for g in grants:
+        _check_grant(g, depth=3)
+
+
+def _check_hb(f: dict[str, Any]) -> None:
+    _pairs(f, "beats", int)
+
+
+def _check_hb_ack(f: dict[str, Any]) -> None:
+    _pairs(f, "lost", str)
+
+
+def _check_abort(f: dict[str, Any]) -> None:
+    _str(f, "execution_id")
+    _str(f, "reason")
+
+
+def _check_result(f: dict[str, Any]) -> None:
+    _str(f, "execution_id")
+    _int(f, "lease_epoch", 0)
+    if f.get("outcome") not in OUTCOMES:
+        raise ValueError("unknown outcome")
+    _opt_int(f, "exit_code")
+    _str(f, "error", MAX_FRAME, optional=True)
+    _str(f, "output", MAX_FRAME, optional=True)
+
+
+def _check_empty(f: dict[str, Any]) -> None:
+    pass
+
+
+_CHECKS = {
+    "hello": _check_hello,
+    "welcome": _check_welcome,
+    "grant": _check_grant_frame,
+    "hb": _check_hb,
+    "hb_ack": _check_hb_ack,
+    "abort": _check_abort,
+    "result": _check_result,
+    "bye": _check_empty,
+    "ping": _check_empty,  # daemon -> worker: answer with pong (a sign of life)
+    "pong": _check_empty,
+}

@@ -1,0 +1,752 @@
+"""The worker pool with REAL worker processes on a real Unix socket.
+
+Every test runs its own event loop (``asyncio.run``) and pool in a short temporary directory
+(AF_UNIX paths are limited to 107 bytes). Waits are on conditions with deadlines, never bare
+sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from aiohttp import web
+
+from cronwheel.core.model import Grant, Priority
+from cronwheel.store.base import Completion, Outcome
+from cronwheel.worker.pool import WorkerPool
+from cronwheel.worker.protocol import (
+    MAX_FRAME,
+    PROTOCOL_VERSION,
+    encode_frame,
+    grant_to_wire,
+    read_frame,
+)
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+_seq = itertools.count(1)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(coro)
+
+
+async def until(pred: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``pred`` until it is truthy; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` runs (a zombie waiting for init to reap it counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def read_pids(path: Path) -> list[int]:
+    try:
+        return [int(x) for x in path.read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def grant(
+    target: dict[str, Any],
+    *,
+    payload: Any = None,
+    timeout_sec: float = 30.0,
+    lease_sec: float = 60.0,
+    epoch: int = 1,
+    attempt: int = 1,
+) -> Grant:
+    at = T0 + next(_seq)
+    return Grant(
+        execution_id=f"jtest:{at}",
+        job_id="jtest",
+        tenant="default",
+        priority=Priority.DEFAULT,
+        scheduled_at=at,
+        attempt=attempt,
+        lease_epoch=epoch,
+        lease_until=at + int(lease_sec * 1000),
+        lease_sec=lease_sec,
+        timeout_sec=timeout_sec,
+        target=target,
+        payload=payload,
+    )
+
+
+class Recorder:
+    """A PoolHandler that remembers everything and can be told to refuse leases."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, Completion] = {}
+        self.result_batches: list[list[Completion]] = []
+        self.beats: list[tuple[str, int]] = []
+        self.lost: list[tuple[str, list[tuple[str, int]]]] = []
+        self.refuse: dict[str, str] = {}  # execution_id -> reason to answer its heartbeat with
+        self.capacity_calls = 0
+
+    async def on_results(self, worker_id: str, results: list[Completion]) -> None:
+        self.result_batches.append(results)
+        for r in results:
+            self.results[r.execution_id] = r
+
+    async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
+        self.beats.extend(beats)
+        return [(x, self.refuse[x]) for x, _ in beats if x in self.refuse]
+
+    async def on_worker_lost(self, worker_id: str, execution_ids: list[tuple[str, int]]) -> None:
+        self.lost.append((worker_id, execution_ids))
+
+    def on_capacity(self) -> None:
+        self.capacity_calls += 1
+
+
+class Harness:
+    def __init__(self, pool: WorkerPool, handler: Recorder, tmp: Path, events: list[tuple[str, dict[str, Any]]]) -> None:
+        self.pool = pool
+        self.h = handler
+        self.tmp = tmp
+        self.events = events
+
+    def send(self, g: Grant) -> str:
+        [(worker_id, n)] = self.pool.assign(1)
+        assert n == 1
+        self.pool.send_grants(worker_id, [g])
+        return worker_id
+
+    async def result(self, g: Grant, timeout: float = 15.0) -> Completion:
+        return await until(lambda: self.h.results.get(g.execution_id), timeout, f"result of {g.execution_id}")
+
+    async def run_one(self, g: Grant, timeout: float = 15.0) -> Completion:
+        self.send(g)
+        return await self.result(g, timeout)
+
+    def logged(self, event: str, **match: Any) -> list[dict[str, Any]]:
+        return [f for e, f in self.events if e == event and all(f.get(k) == v for k, v in match.items())]
+
+
+@contextlib.asynccontextmanager
+async def pool_running(
+    n_workers: int = 1, slots: int = 4, handler: Recorder | None = None, subdir: str = "", **kw: Any
+) -> AsyncIterator[Harness]:
+    tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+    if subdir:
+        (tmp / subdir).mkdir(parents=True)
+    handler = handler or Recorder()
+    events: list[tuple[str, dict[str, Any]]] = []
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "CRONWHEEL_URL": "http://127.0.0.1:9/"}
+    env.update(kw.pop("env", {}))
+    pool = WorkerPool(
+        tmp / subdir / "w.sock", handler, n_workers=n_workers, slots=slots, env=env, node_id="test",
+        log=lambda event, fields: events.append((event, fields)), **kw,
+    )
+    try:
+        await pool.start()
+        await pool.wait_ready(timeout=30)
+        yield Harness(pool, handler, tmp, events)
+    finally:
+        await pool.stop(grace_sec=5)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def shell(text: str) -> dict[str, Any]:
+    return {"command": text}
+
+
+# ---------------------------------------------------------------- shell commands
+
+
+def test_shell_result_env_payload_and_socket_mode() -> None:
+    async def main() -> None:
+        async with pool_running() as t:
+            mode = stat.S_IMODE(t.pool.socket_path.stat().st_mode)
+            assert mode == 0o600
+            g = grant(shell("env | grep '^CRONWHEEL_' | sort; cat"), payload={"answer": 42, "s": "é"},
+                      epoch=7, attempt=3)
+            c = await t.run_one(g)
+            assert c.outcome is Outcome.SUCCEEDED and c.exit_code == 0 and c.error is None
+            assert c.worker_id == "test-w0-0" and c.lease_epoch == 7
+            lines = c.output.splitlines()
+            env = dict(line.split("=", 1) for line in lines if line.startswith("CRONWHEEL_"))
+            assert env["CRONWHEEL_JOB_ID"] == "jtest"
+            assert env["CRONWHEEL_EXECUTION_ID"] == g.execution_id
+            assert env["CRONWHEEL_LEASE_EPOCH"] == "7"
+            assert env["CRONWHEEL_ATTEMPT"] == "3"
+            ms = g.scheduled_at - T0
+            assert env["CRONWHEEL_SCHEDULED_AT"] == f"2026-01-01T00:00:00.{ms:03d}Z"
+            assert env["CRONWHEEL_URL"] == "http://127.0.0.1:9/"
+            assert json.loads(lines[-1]) == {"answer": 42, "s": "é"}  # the payload, on stdin
+            assert t.pool.in_flight() == {} and t.pool.free_slots() == 4
+
+    run(main())
+
+
+def test_socket_path_longer_than_sun_path_works() -> None:
+    async def main() -> None:
+        async with pool_running(subdir="d" * 60 + "/" + "e" * 60) as t:
+            assert len(str(t.pool.socket_path)) > 108
+            c = await t.run_one(grant(shell("echo deep")))
+            assert c.output == "deep\n"
+
+    run(main())
+
+
+def test_shell_failure_signal_and_bounded_output_tail() -> None:
+    async def main() -> None:
+        async with pool_running(slots=3) as t:
+            fail = grant(shell("echo to-stdout; echo to-stderr >&2; exit 3"))
+            killed = grant(shell("kill -9 $$"))
+            # ~300 KiB of numbered lines: only the last 64 KiB may come back
+            big = grant(shell("i=0; while [ $i -lt 40000 ]; do echo line-$i; i=$((i+1)); done"))
+            t.pool.send_grants(t.pool.assign(1)[0][0], [fail, killed, big])
+            c = await t.result(fail)
+            assert c.outcome is Outcome.FAILED and c.exit_code == 3
+            assert "to-stdout" in c.output and "to-stderr" in c.output
+            c = await t.result(killed)
+            assert c.outcome is Outcome.FAILED and c.exit_code == -9
+            c = await t.result(big, timeout=60)
+            assert c.outcome is Outcome.SUCCEEDED
+            assert len(c.output.encode()) <= 64 * 1024
+            assert c.output.endswith("line-39999\n")
+            assert "line-0\n" not in c.output
+
+    run(main())
+
+
+def test_timeout_kills_the_whole_process_group() -> None:
+    async def main() -> None:
+        async with pool_running() as t:
+            pids = t.tmp / "pids"
+            # children that ignore SIGTERM: only the SIGKILL escalation gets rid of them
+            cmd = f"trap '' TERM; sleep 1000 & echo $! >> {pids}; (sleep 1000; true) & echo $! >> {pids}; echo $$ >> {pids}; wait"
+            g = grant(shell(cmd), timeout_sec=1.0)
+            started = time.monotonic()
+            c = await t.run_one(g)
+            assert c.outcome is Outcome.TIMED_OUT
+            assert c.exit_code == -signal.SIGKILL
+            assert time.monotonic() - started < 10
+            found = read_pids(pids)
+            assert len(found) == 3
+            await until(lambda: not any(alive(p) for p in found), 5, "the job's processes to die")
+
+    run(main())
+
+
+def test_shell_exit_kills_leftover_background_processes() -> None:
+    async def main() -> None:
+        async with pool_running() as t:
+            pids = t.tmp / "pids"
+            c = await t.run_one(grant(shell(f"sleep 1000 & echo $! > {pids}; echo bye")))
+            assert c.outcome is Outcome.SUCCEEDED and c.output == "bye\n"
+            [pid] = read_pids(pids)
+            await until(lambda: not alive(pid), 5, "the background sleep to die")
+
+    run(main())
+
+
+def test_abort_kills_at_once_and_sends_no_result() -> None:
+    async def main() -> None:
+        async with pool_running(slots=1) as t:
+            pids = t.tmp / "pids"
+            g = grant(shell(f"sleep 1000 & echo $! >> {pids}; echo $$ >> {pids}; wait"))
+            t.send(g)
+            found = await until(lambda: len(read_pids(pids)) == 2 and read_pids(pids), what="job start")
+            assert t.pool.free_slots() == 0
+            calls = t.h.capacity_calls
+            assert t.pool.abort(g.execution_id, "cancelled")
+            assert t.pool.free_slots() == 1 and g.execution_id not in t.pool.in_flight()
+            await until(lambda: t.h.capacity_calls > calls, 5, "on_capacity")
+            await until(lambda: not any(alive(p) for p in found), 5, "the aborted job to die")
+            assert not t.pool.abort(g.execution_id, "again")
+            # the slot is usable at once; the worker sent nothing for the aborted run
+            c = await t.run_one(grant(shell("echo next")))
+            assert c.outcome is Outcome.SUCCEEDED
+            assert g.execution_id not in t.h.results
+            assert not t.logged("pool.result_dropped", executionId=g.execution_id)
+
+    run(main())
+
+
+def test_heartbeats_renew_and_a_lost_lease_kills_the_job() -> None:
+    async def main() -> None:
+        async with pool_running(slots=2) as t:
+            ok = grant(shell("sleep 0.6; echo done"), lease_sec=0.2, epoch=4)
+            c = await t.run_one(ok)
+            assert c.outcome is Outcome.SUCCEEDED
+            beats = [b for b in t.h.beats if b[0] == ok.execution_id]
+            assert len(beats) >= 3 and set(beats) == {(ok.execution_id, 4)}
+
+            pids = t.tmp / "pids"
+            doomed = grant(shell(f"echo $$ > {pids}; sleep 1000"), lease_sec=0.2, epoch=2)
+            t.send(doomed)
+            [pid] = await until(lambda: read_pids(pids), what="job start")
+            t.h.refuse[doomed.execution_id] = "lease_lost"
+            await until(lambda: not alive(pid), 5, "the fenced job to die")
+            await until(lambda: doomed.execution_id not in t.pool.in_flight(), 5, "slot freed")
+            assert t.pool.free_slots() == 2
+            c = await t.run_one(grant(shell("true")))
+            assert c.outcome is Outcome.SUCCEEDED
+            assert doomed.execution_id not in t.h.results
+
+    run(main())
+
+
+def test_worker_slots_are_never_exceeded() -> None:
+    async def main() -> None:
+        async with pool_running(slots=2) as t:
+            stamps = "date +%s.%N; sleep 0.4; date +%s.%N"
+            gs = [grant(shell(stamps)) for _ in range(4)]
+            t.pool.send_grants(t.pool.assign(1)[0][0], gs)  # more than its 2 slots: it must queue
+            done = [await t.result(g) for g in gs]
+            spans = [tuple(float(x) for x in c.output.split()) for c in done]
+            points = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+            running = peak = 0
+            for _, step in points:
+                running += step
+                peak = max(peak, running)
+            assert peak == 2
+
+    run(main())
+
+
+def test_assign_spreads_over_workers_least_loaded_first() -> None:
+    async def main() -> None:
+        async with pool_running(n_workers=3, slots=2) as t:
+            assert t.pool.free_slots() == 6
+            plan = dict(t.pool.assign(4))
+            assert sorted(plan.values()) == [1, 1, 2]
+            assert dict(t.pool.assign(100)) == {w: 2 for w in t.pool.worker_pids()}
+            # load one worker: it is chosen last
+            [(busy, _)] = t.pool.assign(1)
+            g = grant(shell("sleep 1000"))
+            t.pool.send_grants(busy, [g])
+            assert t.pool.free_slots() == 5
+            assert busy not in dict(t.pool.assign(2))
+            assert t.pool.in_flight()[g.execution_id] == (busy, 1)
+            assert t.pool.abort(g.execution_id, "done with it")
+
+    run(main())
+
+
+def test_killed_worker_is_reported_lost_and_respawned() -> None:
+    async def main() -> None:
+        async with pool_running(n_workers=1, slots=2) as t:
+            pids = t.tmp / "pids"
+            g = grant(shell(f"echo $$ > {pids}; sleep 1000"), epoch=5)
+            old_id = t.send(g)
+            [job_pid] = await until(lambda: read_pids(pids), what="job start")
+            try:
+                old_pid = t.pool.worker_pids()[old_id]
+                os.kill(old_pid, signal.SIGKILL)
+                await until(lambda: t.h.lost, 10, "on_worker_lost")
+                assert t.h.lost == [(old_id, [(g.execution_id, 5)])]
+                assert t.pool.in_flight() == {}
+                await t.pool.wait_ready(1, timeout=30)
+                [(new_id, new_pid)] = t.pool.worker_pids().items()
+                assert new_id == "test-w0-1" and new_id != old_id and new_pid != old_pid
+                c = await t.run_one(grant(shell("echo reborn")))
+                assert c.worker_id == new_id and c.output == "reborn\n"
+            finally:  # a worker killed with -9 cannot kill its jobs: clean up after it
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(job_pid, signal.SIGKILL)
+
+    run(main())
+
+
+class FlakyRecorder(Recorder):
+    """Its first on_results and on_heartbeats raise, as a store hiccup would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: set[str] = set()
+
+    async def on_results(self, worker_id: str, results: list[Completion]) -> None:
+        if "results" not in self.failed:
+            self.failed.add("results")
+            raise RuntimeError("store unavailable")
+        await super().on_results(worker_id, results)
+
+    async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
+        if "beats" not in self.failed:
+            self.failed.add("beats")
+            raise RuntimeError("store unavailable")
+        return await super().on_heartbeats(worker_id, beats)
+
+
+def test_handler_errors_do_not_cost_the_worker() -> None:
+    async def main() -> None:
+        async with pool_running(handler=FlakyRecorder()) as t:
+            first = grant(shell("sleep 0.3"), lease_sec=0.2)
+            t.send(first)
+            await until(lambda: len(t.logged("pool.handler_error")) == 2, what="both handler errors")
+            assert {f["call"] for f in t.logged("pool.handler_error")} == {"on_results", "on_heartbeats"}
+            assert first.execution_id not in t.h.results  # that one was lost with the error
+            c = await t.run_one(grant(shell("echo fine")))
+            assert c.output == "fine\n" and c.worker_id == "test-w0-0"
+            assert t.h.lost == [] and not t.logged("pool.worker_lost")
+
+    run(main())
+
+
+def test_grant_to_a_gone_worker_is_reported_lost() -> None:
+    async def main() -> None:
+        async with pool_running() as t:
+            g = grant(shell("true"))
+            t.pool.send_grants("test-w9-9", [g])
+            await until(lambda: t.h.lost, 5, "on_worker_lost")
+            assert t.h.lost == [("test-w9-9", [(g.execution_id, 1)])]
+
+    run(main())
+
+
+def test_grant_too_big_for_a_frame_is_failed_by_the_pool() -> None:
+    async def main() -> None:
+        async with pool_running() as t:
+            g = grant(shell("true"), payload="x" * (MAX_FRAME + 1))
+            t.send(g)
+            c = await t.result(g)
+            assert c.worker_id is None and c.outcome is Outcome.FAILED and "frame" in c.error
+            assert t.pool.in_flight() == {}
+
+    run(main())
+
+
+def test_many_grants_are_batched_into_frames_under_the_limit() -> None:
+    async def main() -> None:
+        async with pool_running(slots=40) as t:
+            gs = [grant({"python": "worker_callables:no_args"}, payload="p" * 60_000) for _ in range(40)]
+            t.pool.send_grants(t.pool.assign(1)[0][0], gs)  # ~2.4 MB of grants: several frames
+            for g in gs:
+                assert (await t.result(g)).output == '"fine"'
+
+    run(main())
+
+
+# ---------------------------------------------------------------- python callables
+
+
+def test_python_callables_sync_async_errors_and_timeouts() -> None:
+    async def main() -> None:
+        async with pool_running(slots=8) as t:
+            sync = grant({"python": "worker_callables:echo_sync"}, payload=[1, 2], epoch=3)
+            asy = grant({"python": "worker_callables:echo_async"}, payload={"k": "v"})
+            noargs = grant({"python": "worker_callables:no_args"})
+            odd = grant({"python": "worker_callables:not_json"})
+            boom = grant({"python": "worker_callables:boom"}, payload="x")
+            missing = grant({"python": "worker_callables:nope"})
+            slow = grant({"python": "worker_callables:sleepy"}, payload=60, timeout_sec=0.5)
+            for g in (sync, asy, noargs, odd, boom, missing, slow):
+                t.pool.send_grants("test-w0-0", [g])
+
+            c = await t.result(sync)
+            assert c.outcome is Outcome.SUCCEEDED
+            assert json.loads(c.output) == {"execution_id": sync.execution_id, "lease_epoch": 3,
+                                            "payload": [1, 2], "kind": "sync"}
+            c = await t.result(asy)
+            out = json.loads(c.output)
+            assert out == {"kind": "async", "execution_id": asy.execution_id, "job_id": "jtest",
+                           "lease_epoch": 1, "attempt": 1, "scheduled_at": asy.scheduled_at,
+                           "payload": {"k": "v"}}
+            assert (await t.result(noargs)).output == '"fine"'
+            assert (await t.result(odd)).output == "{1, 2, 3}"
+            c = await t.result(boom)
+            assert c.outcome is Outcome.FAILED and "RuntimeError: boom with 'x'" in c.error
+            assert "Traceback" in c.error or "raise RuntimeError" in c.error
+            c = await t.result(missing)
+            assert c.outcome is Outcome.FAILED and "nope" in c.error
+            c = await t.result(slow)
+            assert c.outcome is Outcome.TIMED_OUT
+
+    run(main())
+
+
+def test_python_async_callable_is_cancelled_on_abort() -> None:
+    async def main() -> None:
+        async with pool_running(slots=1) as t:
+            g = grant({"python": "worker_callables:sleepy"}, payload=1000, lease_sec=0.2)
+            t.send(g)
+            await until(lambda: any(b[0] == g.execution_id for b in t.h.beats), what="a heartbeat")
+            assert t.pool.abort(g.execution_id, "cancelled")
+            c = await t.run_one(grant({"python": "worker_callables:no_args"}))
+            assert c.output == '"fine"'
+            assert g.execution_id not in t.h.results
+
+    run(main())
+
+
+# ---------------------------------------------------------------- http
+
+
+def test_http_target_headers_body_and_status() -> None:
+    async def main() -> None:
+        seen: list[tuple[str, Any, bytes]] = []
+        release = asyncio.Event()
+
+        async def hook(request: web.Request) -> web.Response:
+            seen.append((request.path, request.headers.copy(), await request.read()))
+            if request.path == "/slow":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(release.wait(), 30)
+            if request.path == "/fail":
+                return web.Response(status=503, text="try later")
+            return web.Response(text="ok " + "z" * 100_000 + " end")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", hook)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        # a port nobody listens on: bind one, and close it
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+        s.close()
+        try:
+            async with pool_running(slots=4) as t:
+                ok = grant({"http": {"url": f"http://127.0.0.1:{port}/hook",
+                                     "headers": {"X-Custom": "1", "idempotency-key": "mine"}}},
+                           payload={"n": 1}, epoch=9, attempt=2)
+                c = await t.run_one(ok)
+                assert c.outcome is Outcome.SUCCEEDED and c.exit_code == 200
+                assert c.output.endswith(" end") and len(c.output) <= 64 * 1024
+                path, headers, body = seen[-1]
+                assert path == "/hook" and json.loads(body) == {"n": 1}
+                assert headers.getall("Idempotency-Key") == [ok.execution_id]  # not the user's "mine"
+                assert headers.getall("Content-Type") == ["application/json"]
+                assert headers["Cronwheel-Execution-Id"] == ok.execution_id
+                assert headers["Cronwheel-Job-Id"] == "jtest"
+                assert headers["Cronwheel-Lease-Epoch"] == "9"
+                assert headers["Cronwheel-Attempt"] == "2"
+                assert headers["Cronwheel-Scheduled-At"].startswith("2026-01-01T00:00:00.")
+                assert headers["X-Custom"] == "1"
+                assert headers["Content-Type"] == "application/json"
+
+                fail = grant({"http": {"url": f"http://127.0.0.1:{port}/fail", "method": "PUT"}})
+                c = await t.run_one(fail)
+                assert c.outcome is Outcome.FAILED and c.exit_code == 503 and c.output == "try later"
+                assert seen[-1][0] == "/fail"
+
+                refused = grant({"http": {"url": f"http://127.0.0.1:{dead_port}/"}})
+                c = await t.run_one(refused)
+                assert c.outcome is Outcome.FAILED and c.exit_code is None and c.error
+
+                slow = grant({"http": {"url": f"http://127.0.0.1:{port}/slow", "timeoutSec": 0.3}})
+                c = await t.run_one(slow)
+                assert c.outcome is Outcome.TIMED_OUT and "0.3" in c.error
+        finally:
+            release.set()
+            await runner.cleanup()
+
+    run(main())
+
+
+# ---------------------------------------------------------------- hostile input on the socket
+
+
+async def _connection_is_closed(path: Path, data: bytes) -> bool:
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    try:
+        writer.write(data)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        rest = await asyncio.wait_for(reader.read(), 15)  # EOF: the pool closed it
+        return rest == b""
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+def test_garbage_on_the_socket_closes_only_that_connection() -> None:
+    async def main() -> None:
+        async with pool_running(slots=2) as t:
+            path = t.pool.socket_path
+            hello = {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": "test-w0-0", "slots": 1, "pid": 1}
+            attacks = [
+                os.urandom(4096),
+                struct.pack(">I", 0xFFFFFFFF) + b"\0" * 64,  # huge length prefix
+                struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1",  # never-used msgpack byte
+                encode_frame({"t": "hb", "beats": []}),  # not a hello
+                encode_frame(hello),  # impersonates a worker that is already connected
+                encode_frame({**hello, "worker_id": "stranger"}),
+                encode_frame({**hello, "v": 99}),
+                struct.pack(">I", 100) + msgpack.packb({"t": "hello"}),  # truncated, then EOF-less close
+            ]
+            for data in attacks:
+                assert await _connection_is_closed(path, data)
+            # the real worker is unharmed and keeps working
+            assert list(t.pool.worker_pids()) == ["test-w0-0"]
+            c = await t.run_one(grant(shell("echo still-here")))
+            assert c.output == "still-here\n"
+            assert t.h.lost == []
+
+    run(main())
+
+
+# A stand-in worker that says hello properly, then sends a malformed frame.
+_BAD_WORKER = r"""
+import os, socket, struct, sys, time
+sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
+from cronwheel.worker.protocol import encode_frame
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+s = socket.socket(socket.AF_UNIX)
+s.connect(args["--socket"])
+s.sendall(encode_frame({"t": "hello", "v": 1, "worker_id": args["--worker-id"], "slots": 1, "pid": os.getpid()}))
+s.recv(100)  # welcome
+s.sendall(encode_frame({"t": "result", "execution_id": "x:1", "lease_epoch": "not an int",
+                        "outcome": "succeeded", "exit_code": 0, "error": None, "output": None}))
+time.sleep(1000)
+"""
+
+
+def test_worker_sending_a_bad_frame_is_killed_and_replaced() -> None:
+    async def main() -> None:
+        async with pool_running(worker_cmd=[sys.executable, "-c", _BAD_WORKER]) as t:
+            await until(lambda: len(t.logged("pool.protocol_error")) >= 2, 20, "two bad workers")
+            ids = [f["worker"] for f in t.logged("pool.protocol_error")]
+            assert ids[:2] == ["test-w0-0", "test-w0-1"]
+            exited = await until(lambda: t.logged("pool.worker_exited", worker="test-w0-0"), 10, "kill")
+            assert exited[0]["code"] == -signal.SIGTERM
+
+    run(main())
+
+
+# ---------------------------------------------------------------- stopping
+
+
+def test_stop_lets_running_jobs_finish_within_grace() -> None:
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        h = Recorder()
+        pool = WorkerPool(tmp / "w.sock", h, n_workers=2, slots=2, node_id="test",
+                          env={"PYTHONPATH": str(REPO)})
+        try:
+            await pool.start()
+            await pool.wait_ready(timeout=30)
+            pids = tmp / "pids"
+            quick = grant(shell("sleep 0.3; echo finished"))
+            stuck = grant(shell(f"echo $$ > {pids}; sleep 1000"))
+            (w0, _), (w1, _) = pool.assign(2)
+            pool.send_grants(w0, [quick])
+            pool.send_grants(w1, [stuck])
+            [pid] = await until(lambda: read_pids(pids), what="job start")
+            started = time.monotonic()
+            await pool.stop(grace_sec=1.5)
+            assert time.monotonic() - started < 1.5 + 4
+            assert h.results[quick.execution_id].outcome is Outcome.SUCCEEDED
+            assert h.results[quick.execution_id].output == "finished\n"
+            assert h.lost == [(w1, [(stuck.execution_id, 1)])]
+            assert pool.worker_pids() == {}
+            assert not (tmp / "w.sock").exists()
+            # SIGTERM made the worker kill its job's process group
+            await until(lambda: not alive(pid), 5, "the stuck job to die")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run(main())
+
+
+def test_stale_socket_is_replaced_and_a_live_one_refused() -> None:
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        path = tmp / "w.sock"
+        try:
+            stale = socket.socket(socket.AF_UNIX)
+            stale.bind(str(path))
+            stale.close()  # the file stays: a crashed daemon's leftover
+            pool = WorkerPool(path, Recorder(), n_workers=0, slots=1)
+            await pool.start()
+            try:
+                assert stat.S_IMODE(path.stat().st_mode) == 0o600
+                other = WorkerPool(path, Recorder(), n_workers=0, slots=1)
+                with pytest.raises(RuntimeError, match="another daemon"):
+                    await other.start()
+                assert path.exists()
+            finally:
+                await pool.stop(0)
+            assert not path.exists()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run(main())
+
+
+# ---------------------------------------------------------------- the worker alone, facing a fake daemon
+
+
+def test_worker_kills_its_jobs_and_exits_when_the_daemon_goes_away() -> None:
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        path = tmp / "d.sock"
+        connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            connected.set_result((r, w))
+
+        server = await asyncio.start_unix_server(on_conn, path=str(path))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cronwheel.worker.process", "--socket", str(path),
+            "--worker-id", "lonely-w0-0", "--slots", "2",
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        try:
+            reader, writer = await asyncio.wait_for(connected, 30)
+            hello = await asyncio.wait_for(read_frame(reader), 10)
+            assert hello == {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": "lonely-w0-0",
+                             "slots": 2, "pid": proc.pid}
+            writer.write(encode_frame({"t": "welcome", "v": PROTOCOL_VERSION}))
+            pids = tmp / "pids"
+            g = grant(shell(f"echo $$ > {pids}; sleep 1000"), lease_sec=0.2, epoch=3)
+            writer.write(encode_frame({"t": "grant", "grants": [grant_to_wire(g)]}))
+            beat = await asyncio.wait_for(read_frame(reader), 10)
+            assert beat == {"t": "hb", "beats": [[g.execution_id, 3]]}
+            [pid] = await until(lambda: read_pids(pids), what="job start")
+            writer.close()  # the daemon dies
+            assert await asyncio.wait_for(proc.wait(), 10) == 3
+            await until(lambda: not alive(pid), 5, "the job to die with its worker")
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            server.close()
+            await server.wait_closed()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run(main())

@@ -1,0 +1,44 @@
+"""Python-callable targets for tests/integration/test_worker_pool.py.
+
+Imported by the worker processes (the test puts this directory on their PYTHONPATH), never by
+pytest itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+
+def echo_sync(execution_id: str, lease_epoch: int, payload: Any) -> dict[str, Any]:
+    """Takes only some of the arguments: the worker must pass just those."""
+    return {"execution_id": execution_id, "lease_epoch": lease_epoch, "payload": payload, "kind": "sync"}
+
+
+async def echo_async(**kwargs: Any) -> dict[str, Any]:
+    """Takes **kwargs: the worker passes everything."""
+    await asyncio.sleep(0)
+    return {"kind": "async", **kwargs}
+
+
+def no_args() -> str:
+    return "fine"
+
+
+def not_json() -> object:
+    return {1, 2, 3}
+
+
+def boom(payload: Any) -> None:
+    raise RuntimeError(f"boom with {payload!r}")
+
+
+async def sleepy(payload: Any) -> str:
+    await asyncio.sleep(float(payload))
+    return "woke"
+
+
+def sleepy_sync(payload: Any) -> str:
+    time.sleep(float(payload))
+    return "woke"
