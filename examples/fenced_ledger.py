@@ -8,7 +8,8 @@ per execution, the highest epoch it has seen and the effect it applied:
 
 * an epoch LOWER than the highest seen is a zombie: rejected, nothing written (exit 4);
 * the same execution applied again at an equal or higher epoch is a redelivery: the effect is
-  already there, so nothing is written twice (exit 3);
+  already there, so nothing is written twice, and the run succeeds (exit 0, prints
+  ``duplicate``): for an idempotent downstream, "already done" is success;
 * otherwise the effect is applied and the epoch remembered, in ONE transaction (exit 0).
 
 Use it from a cron job (the environment comes from cronwheel):
@@ -37,10 +38,11 @@ CREATE TABLE IF NOT EXISTS ledger (
 CREATE TABLE IF NOT EXISTS rejected (execution_id TEXT, epoch INTEGER, why TEXT);
 """
 
-APPLIED, DUPLICATE, FENCED = 0, 3, 4
+APPLIED, FENCED = 0, 4
+DUPLICATE = "duplicate"  # exit 0 too; told apart by what is printed
 
 
-def apply(db_path: str, execution_id: str, epoch: int, effect: str, amount: int) -> int:
+def apply(db_path: str, execution_id: str, epoch: int, effect: str, amount: int) -> int | str:
     db = sqlite3.connect(db_path, timeout=30, isolation_level=None)
     try:
         db.executescript(SCHEMA)
@@ -89,9 +91,9 @@ def main(argv: list[str]) -> int:
     except (KeyError, ValueError):
         print("fenced_ledger: run me from a cronwheel job (CRONWHEEL_EXECUTION_ID, CRONWHEEL_LEASE_EPOCH)", file=sys.stderr)
         return 2
-    code = apply(argv[0], execution_id, epoch, argv[1], int(argv[2]) if len(argv) == 3 else 1)
-    print({APPLIED: "applied", DUPLICATE: "duplicate", FENCED: "fenced"}[code])
-    return code
+    verdict = apply(argv[0], execution_id, epoch, argv[1], int(argv[2]) if len(argv) == 3 else 1)
+    print({APPLIED: "applied", DUPLICATE: "duplicate", FENCED: "fenced"}[verdict])
+    return FENCED if verdict == FENCED else 0
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ rebuilt from the store (``refill``), which is what happens at start-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections import deque
 from collections.abc import Sequence
+from traceback import format_exc
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.fairness import FairQueue
@@ -124,21 +126,28 @@ class Dispatcher:
 
     async def _dispatch_loop(self) -> None:
         while not self._stopping:
-            now = self.clock.now_ms()
-            self.last_loop_ms = now
-            for _, execution_id in self.delayed.advance(now):
-                tier, tenant, _ = self.meta[execution_id]
-                self.queue.push(tier, tenant, execution_id)
-            if self._accepting:
-                await self._dispatch(now)
-            nxt = self.delayed.next_expiry()
-            timeout = None if nxt is None else max(0.0, (nxt - self.clock.now_ms()) / 1000)
-            if timeout is None or timeout > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
-                except TimeoutError:
-                    pass
-            self._wake.clear()
+            try:
+                await self._dispatch_turn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let dispatch die: log, back off, go on
+                self.events.emit("dispatch.error", error=repr(exc), traceback=format_exc(limit=8))
+                await asyncio.sleep(0.5)
+
+    async def _dispatch_turn(self) -> None:
+        now = self.clock.now_ms()
+        self.last_loop_ms = now
+        for _, execution_id in self.delayed.advance(now):
+            tier, tenant, _ = self.meta[execution_id]
+            self.queue.push(tier, tenant, execution_id)
+        if self._accepting:
+            await self._dispatch(now)
+        nxt = self.delayed.next_expiry()
+        timeout = None if nxt is None else max(0.0, (nxt - self.clock.now_ms()) / 1000)
+        if timeout is None or timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+        self._wake.clear()
 
     async def _dispatch(self, now: int) -> None:
         assert self.pool is not None
@@ -157,16 +166,18 @@ class Dispatcher:
                 batch.append(xid)
             if not batch:
                 return
-            assignment: list[tuple[str, str]] = []
+            assignment: list[tuple[str, str]] = []  # (worker_id, execution_id)
+            pending = iter(batch)
             for worker_id, count in self.pool.assign(len(batch)):
-                assignment.extend((worker_id, batch[len(assignment) + i]) for i in range(count))
-            # anything the pool could not place goes back to the queue
-            for xid in batch[len(assignment) :]:
-                tier, tenant, _ = self.meta[xid]
-                self.queue.push(tier, tenant, xid)
+                assignment.extend((worker_id, next(pending)) for _ in range(count))
+            self._requeue(list(pending))  # anything the pool could not place goes back
             starts = [StartRequest(xid, worker_id) for worker_id, xid in assignment]
             start_at = self.clock.now_ms()
-            grants = await self.writer.run(lambda s: s.start_executions(starts, start_at))
+            try:
+                grants = await self.writer.run(lambda s, starts=starts, at=start_at: s.start_executions(starts, at))
+            except Exception:
+                self._requeue([xid for _, xid in assignment])  # still PENDING in the store
+                raise
             by_worker: dict[str, list] = {}
             worker_of = {xid: wid for wid, xid in assignment}
             for grant in grants:
@@ -191,14 +202,19 @@ class Dispatcher:
             if len(grants) < len(assignment):
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
 
+    def _requeue(self, execution_ids: list[str]) -> None:
+        for xid in execution_ids:
+            tier, tenant, _ = self.meta[xid]
+            self.queue.push(tier, tenant, xid)
+
     async def _reaper_loop(self) -> None:
         while not self._stopping:
             await asyncio.sleep(self.reaper_interval_ms / 1000)
             try:
                 now = self.clock.now_ms()
-                results = await self.writer.run(lambda s: s.expire_leases(now, 1000))
+                results = await self.writer.run(lambda s, now=now: s.expire_leases(now, 1000))
             except Exception as exc:  # store hiccup: try again next round
-                self.events.emit("reaper.error", error=str(exc))
+                self.events.emit("reaper.error", error=repr(exc), traceback=format_exc(limit=8))
                 continue
             for res in results:
                 self.events.emit("lease.expired", executionId=res.execution_id, status=res.status)
@@ -267,6 +283,6 @@ class Dispatcher:
         if not need:
             return
         rows = await self.reader.run(lambda s: [s.get_execution(r.execution_id) for r in need])
-        for res, ex in zip(need, rows, strict=True):
+        for ex in rows:
             if ex is not None and ex.status is ExecStatus.RETRY_WAIT:
                 self._retry_at(ex.execution_id, int(ex.priority), ex.tenant, ex.scheduled_at, ex.available_at)

@@ -15,7 +15,9 @@ within one sweep.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
+from traceback import format_exc
 from typing import TYPE_CHECKING
 
 from cronwheel.core.clock import Clock
@@ -88,27 +90,35 @@ class Scheduler:
     # ---- the loop
     async def run(self) -> None:
         while not self._stopping:
-            now = self.clock.now_ms()
-            self.last_loop_ms = now
-            if now >= self._next_reload:
-                await self._reload(now)
-            if self.wheel.advance(now):
+            try:
+                await self._turn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let the scheduler die: log, back off, go on
+                self.events.emit("scheduler.error", error=repr(exc), traceback=format_exc(limit=8))
                 self._claim_needed = True
-            if now >= self._next_sweep:
-                self._claim_needed = True
-                self._next_sweep = now + self.sweep_ms
-            if self._claim_needed:
-                self._claim_needed = False
-                await self._claim(now)
-                continue  # claiming takes time: look at the wheel again before sleeping
-            wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
-            delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._poke.wait(), timeout=delay)
-                except TimeoutError:
-                    pass
-            self._poke.clear()
+                await asyncio.sleep(0.5)
+
+    async def _turn(self) -> None:
+        now = self.clock.now_ms()
+        self.last_loop_ms = now
+        if now >= self._next_reload:
+            await self._reload(now)
+        if self.wheel.advance(now):
+            self._claim_needed = True
+        if now >= self._next_sweep:
+            self._claim_needed = True
+            self._next_sweep = now + self.sweep_ms
+        if self._claim_needed:
+            self._claim_needed = False
+            await self._claim(now)
+            return  # claiming takes time: look at the wheel again before sleeping
+        wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
+        delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poke.wait(), timeout=delay)
+        self._poke.clear()
 
     async def _reload(self, now: int) -> None:
         due = await self.reader.run(

@@ -1,0 +1,316 @@
+"""The seed's failure scenarios, reproduced with real processes and real kills.
+
+Every test ends with the consistency checker (tests/support/checker.py) over the whole
+history: what clients were told, what the store holds, what the fenced ledger applied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.checker import History, check
+from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
+
+LEDGER = REPO / "examples" / "fenced_ledger.py"
+
+
+def ledger_rows(path: Path) -> list[list]:
+    out = subprocess.run([sys.executable, str(LEDGER), str(path), "--dump"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["ledger"]
+
+
+def ledger_job(ledger: Path, *, wait_file: Path | None = None, sleep: float = 0.0, **extra) -> dict:
+    """A one-off job due now that (optionally waits, then) applies one fenced ledger effect."""
+    pre = f"while [ ! -e {wait_file} ]; do sleep 0.02; done; " if wait_file else ""
+    pre += f"sleep {sleep}; " if sleep else ""
+    return {
+        "runAt": "2000-01-01T00:00:00Z",
+        "command": f"{pre}exec {sys.executable} {LEDGER} {ledger} charge 1",
+        **extra,
+    }
+
+
+def all_executions(d: Daemon, job_ids) -> list[dict]:
+    out = []
+    for job_id in job_ids:
+        for e in d.executions(job_id):
+            out.append({**e, "jobId": job_id})
+    return out
+
+
+def terminal(d: Daemon, job_ids) -> bool:
+    exs = all_executions(d, job_ids)
+    return len({e["jobId"] for e in exs}) == len(set(job_ids)) and all(
+        e["status"] in ("SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED") for e in exs
+    )
+
+
+def history(d: Daemon, acknowledged: dict[str, str], ledger: Path) -> History:
+    jobs = set()
+    for job_id in set(acknowledged.values()):
+        if d.get(f"/v1/jobs/{job_id}").status == 200:
+            jobs.add(job_id)
+    return History(acknowledged, all_executions(d, jobs), ledger_rows(ledger), jobs)
+
+
+def pid_of_worker(d: Daemon, worker_id: str) -> int:
+    ev = d.event("pool.worker_spawned", worker=worker_id)
+    assert ev is not None, f"no spawn event for {worker_id}"
+    return int(ev["pid"])
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped) counts as dead
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------
+def test_worker_fleet_crash_mid_execution_redelivers_without_duplicate_effects(make_daemon, tmp_path):
+    """Scenario 1: kill -9 every worker while executions are in flight."""
+    d: Daemon = make_daemon(workers=2, slots=4)
+    ledger = tmp_path / "ledger.db"
+    gate = tmp_path / "go"
+    acknowledged = {}
+    for i in range(8):
+        key = f"fleet-{i}"
+        acknowledged[key] = d.add_job(
+            ledger_job(ledger, wait_file=gate, leaseSec=1, retryPolicy={"maxAttempts": 5, "initialBackoffSec": 0.1}), key=key
+        )["jobId"]
+    wait_for(lambda: d.status()["workers"]["running"] == 8, timeout=30, what="8 executions in flight")
+    victims = d.worker_pids()
+    assert len(victims) == 2
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    # while the fleet is down: submissions and status reads still answer
+    acknowledged["during-crash"] = d.add_job(ledger_job(ledger, wait_file=gate), key="during-crash")["jobId"]
+    assert d.get("/v1/status").status == 200
+    assert d.get(f"/v1/jobs/{acknowledged['fleet-0']}/executions").status == 200
+    # the supervisor brings up new workers with new ids
+    wait_for(lambda: set(d.worker_pids()).isdisjoint(victims) and len(d.worker_pids()) == 2, timeout=30, what="workers respawned")
+    gate.touch()
+    wait_for(lambda: terminal(d, acknowledged.values()), timeout=60, what="all executions terminal")
+    h = history(d, acknowledged, ledger)
+    assert check(h) == {}
+    redelivered = [e for e in h.executions if e["leaseEpoch"] >= 2]
+    assert len(redelivered) >= 8, "the 8 in-flight executions were redelivered with a new epoch"
+    assert all(e["status"] == "SUCCEEDED" for e in h.executions)
+    assert len(h.ledger) == 9
+
+
+def test_zombie_worker_is_fenced(make_daemon, tmp_path):
+    """Scenario 2: SIGSTOP a worker (and its job) past the lease; another worker finishes
+    with epoch 2; SIGCONT: the zombie's heartbeat/completion get refused, its job is killed."""
+    d: Daemon = make_daemon(workers=2, slots=1, args=("--reaper-interval-ms", "100"))
+    ledger = tmp_path / "ledger.db"
+    gate = tmp_path / "go"
+    job = d.add_job(ledger_job(ledger, wait_file=gate, leaseSec=0.6, retryPolicy={"maxAttempts": 3, "initialBackoffSec": 0}))
+    job_id = job["jobId"]
+    first = wait_for(lambda: next((e for e in d.executions(job_id) if e["status"] == "RUNNING"), None), what="first run")
+    assert first["leaseEpoch"] == 1
+    zombie = pid_of_worker(d, first["workerId"])
+    zombie_jobs = children(zombie)
+    assert zombie_jobs, "the job's shell is a child of the worker"
+    os.kill(zombie, signal.SIGSTOP)
+    for pid in zombie_jobs:
+        os.killpg(pid, signal.SIGSTOP)  # the whole machine "pauses": worker and its job
+    try:
+        second = wait_for(
+            lambda: next((e for e in d.executions(job_id) if e["status"] == "RUNNING" and e["leaseEpoch"] == 2), None),
+            timeout=30, what="the execution stolen with epoch 2",
+        )
+        assert second["workerId"] != first["workerId"]
+        gate.touch()
+        wait_for(lambda: d.executions(job_id)[0]["status"] == "SUCCEEDED", timeout=30, what="epoch 2 finishes")
+    finally:
+        for pid in zombie_jobs:
+            try:
+                os.killpg(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        os.kill(zombie, signal.SIGCONT)
+    # the zombie wakes. Either the abort frame queued for it arrives first and it kills its
+    # job before saying anything stale, or its stale heartbeat/result is refused (409) and it
+    # kills its job then: both end with the zombie's job dead and nothing stale applied.
+    wait_for(
+        lambda: d.event("lease.fenced", executionId=first["executionId"], leaseEpoch=1)
+        or d.event("worker.killed", execution=first["executionId"], epoch=1),
+        timeout=30, what="the zombie told that its lease is lost",
+    )
+    wait_for(lambda: not any(alive(p) for p in zombie_jobs), timeout=30, what="the zombie's job killed")
+    (ex,) = d.executions(job_id)
+    assert ex["status"] == "SUCCEEDED" and ex["leaseEpoch"] == 2
+    rows = ledger_rows(ledger)
+    assert len(rows) == 1 and rows[0][1] == 2, rows
+    # the API refuses the stale epoch too
+    r = d.post(f"/v1/executions/{first['executionId']}/heartbeat", {"workerId": first["workerId"], "leaseEpoch": 1})
+    assert r.status == 409 and r.json()["reason"] == "lease_lost"
+    r = d.post(f"/v1/executions/{first['executionId']}/complete", {"workerId": first["workerId"], "leaseEpoch": 1, "outcome": "failed"})
+    assert r.status == 409
+    assert d.executions(job_id)[0]["status"] == "SUCCEEDED"
+
+
+def test_daemon_crash_during_idempotent_submissions_loses_nothing(make_daemon, tmp_path):
+    """Scenario 3: kill -9 `serve` during a stream of idempotent submissions with client retries."""
+    d: Daemon = make_daemon(workers=2, slots=8)
+    ledger = tmp_path / "ledger.db"
+    acknowledged: dict[str, str] = {}
+    ticker = d.add_job({"schedule": "* * * * * *", "command": "true"}, key="ticker")["jobId"]
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def submit_stream() -> None:
+        for i in range(150):
+            key = f"sub-{i}"
+            body = ledger_job(ledger)
+            deadline = time.monotonic() + 60
+            while True:  # retry until acknowledged: the client's half of "nothing lost"
+                try:
+                    r = d.post("/v1/jobs", body, headers={"Idempotency-Key": key})
+                    if r.status == 201:
+                        acknowledged[key] = r.json()["jobId"]
+                        break
+                    errors.append(f"{key}: {r}")
+                    return
+                except OSError:
+                    pass
+                if time.monotonic() > deadline or stop.is_set():
+                    errors.append(f"{key}: never acknowledged")
+                    return
+                time.sleep(0.02)  # client retry backoff, not a synchronisation wait
+
+    t = threading.Thread(target=submit_stream)
+    t.start()
+    wait_for(lambda: len(acknowledged) >= 40, timeout=60, what="40 acknowledged submissions")
+    d.kill()
+    crashed_at = time.time()
+    d.start()
+    t.join(120)
+    stop.set()
+    assert not errors, errors[:5]
+    assert len(acknowledged) == 150
+    wait_for(lambda: terminal(d, acknowledged.values()), timeout=90, what="every acknowledged job ran")
+    h = history(d, acknowledged, ledger)
+    assert check(h) == {}
+    assert len(h.ledger) == 150
+    # every due tick of the recurring job keeps running after the restart
+    wait_for(
+        lambda: any(e["status"] == "SUCCEEDED" and e["scheduledAt"] > time_iso(crashed_at + 1) for e in d.executions(ticker)),
+        timeout=30, what="ticks after the restart",
+    )
+    d.stop()
+    db = sqlite3.connect(d.data_dir / "cronwheel.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0] == 151
+    db.close()
+
+
+def time_iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d}Z"
+
+
+# ------------------------------------------------------------------------------------------
+def test_poison_pill_that_kills_its_worker_runs_exactly_max_attempts(make_daemon):
+    d: Daemon = make_daemon(workers=2, slots=2)
+    job = d.add_job({
+        "runAt": "2000-01-01T00:00:00Z",
+        "python": "tests.support.callables:crash_worker",
+        "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 0.05, "multiplier": 2, "jitter": 0},
+    })
+    wait_for(lambda: d.executions(job["jobId"])[0]["status"] == "DEAD", timeout=60, what="the pill dead-lettered")
+    (ex,) = d.executions(job["jobId"])
+    assert ex["attempt"] == 3 and ex["leaseEpoch"] == 3
+    started = [e for e in d.events("execution.started") if e["executionId"] == ex["executionId"]]
+    assert [e["attempt"] for e in started] == [1, 2, 3]
+    assert len(d.events("worker.lost")) >= 3
+    dlq = d.get("/v1/dlq").json()["executions"]
+    assert [e["executionId"] for e in dlq] == [ex["executionId"]]
+    assert d.event("execution.dead_lettered", executionId=ex["executionId"]) is not None
+
+
+def test_retries_back_off_within_the_jitter_band_then_dlq_replay_succeeds(make_daemon, tmp_path):
+    d: Daemon = make_daemon()
+    flag = tmp_path / "fixed"
+    policy = {"maxAttempts": 4, "initialBackoffSec": 0.2, "multiplier": 2, "jitter": 0.25, "maxBackoffSec": 10}
+    job = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": f"test -e {flag}", "retryPolicy": policy})
+    wait_for(lambda: d.executions(job["jobId"])[0]["status"] == "DEAD", timeout=60, what="dead after 4 attempts")
+    (ex,) = d.executions(job["jobId"])
+    xid = ex["executionId"]
+    assert ex["attempt"] == 4 and ex["exitCode"] == 1
+    retries = [e for e in d.events("execution.retry_scheduled") if e["executionId"] == xid]
+    starts = {e["attempt"]: e for e in d.events("execution.started") if e["executionId"] == xid}
+    assert len(retries) == 3
+    for n, retry in enumerate(retries, start=1):
+        base = 0.2 * 2 ** (n - 1) * 1000
+        logged = parse_ms(retry["ts"])
+        # never earlier than the band allows (the store computed availableAt before this log line)
+        assert retry["availableAt"] - logged <= base * 1.25 + 1
+        # and the next attempt did not start before its backoff ended
+        assert parse_ms(starts[n + 1]["ts"]) >= retry["availableAt"] - 1
+        # the delays grow: each retry waits at least the lower band of its base
+        assert retry["availableAt"] - parse_ms(starts[n]["ts"]) >= base * 0.75 - 1
+    # replay from the DLQ after fixing the cause: a fresh series, history kept
+    flag.touch()
+    r = d.post(f"/v1/dlq/{xid}/replay")
+    assert r.status in (200, 202), r
+    wait_for(lambda: d.executions(job["jobId"])[0]["status"] == "SUCCEEDED", timeout=30, what="the replay succeeds")
+    (ex,) = d.executions(job["jobId"])
+    assert ex["attempt"] == 1 and ex["leaseEpoch"] == 5
+    assert d.get("/v1/dlq").json()["executions"] == []
+
+
+def test_cancel_aborts_a_running_execution_at_once(make_daemon, tmp_path):
+    d: Daemon = make_daemon()
+    job = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "sleep 300"})
+    running = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["status"] == "RUNNING"), None))
+    shell = wait_for(lambda: children(pid_of_worker(d, running["workerId"])), what="the job's process")
+    r = d.request("DELETE", f"/v1/jobs/{job['jobId']}")
+    assert r.status == 200
+    wait_for(lambda: not any(alive(p) for p in shell), timeout=10, what="the job's process group killed")
+    assert d.executions(job["jobId"])[0]["status"] == "CANCELLED"
+    r = d.post(f"/v1/executions/{running['executionId']}/heartbeat", {"workerId": running["workerId"], "leaseEpoch": 1})
+    assert r.status == 409 and r.json()["reason"] == "cancelled"
+
+
+def parse_ms(ts: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("policy", ["forbid", "replace"])
+def test_overlap_policies(make_daemon, policy):
+    d: Daemon = make_daemon(workers=1, slots=4)
+    job = d.add_job({"schedule": "* * * * * *", "command": "sleep 2.5", "overlap": policy})
+    wait_for(lambda: any(e["status"] in ("SKIPPED", "CANCELLED") for e in d.executions(job["jobId"])), timeout=30)
+    d.request("DELETE", f"/v1/jobs/{job['jobId']}")
+    exs = d.executions(job["jobId"])
+    if policy == "forbid":
+        skipped = [e for e in exs if e["status"] == "SKIPPED"]
+        assert skipped and all("overlap" in e["reason"] for e in skipped)
+        assert sum(1 for e in exs if e["status"] == "RUNNING") <= 1
+    else:
+        replaced = [e for e in exs if e["status"] == "CANCELLED" and "replaced" in (e["reason"] or "")]
+        assert replaced
