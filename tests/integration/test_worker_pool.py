@@ -198,7 +198,7 @@ def test_shell_result_env_payload_and_socket_mode() -> None:
                       epoch=7, attempt=3)
             c = await t.run_one(g)
             assert c.outcome is Outcome.SUCCEEDED and c.exit_code == 0 and c.error is None
-            assert c.worker_id == "test-w0-0" and c.lease_epoch == 7
+            assert c.worker_id == f"test-{t.pool.incarnation}-w0-0" and c.lease_epoch == 7
             lines = c.output.splitlines()
             env = dict(line.split("=", 1) for line in lines if line.startswith("CRONWHEEL_"))
             assert env["CRONWHEEL_JOB_ID"] == "jtest"
@@ -376,7 +376,7 @@ def test_killed_worker_is_reported_lost_and_respawned() -> None:
                 assert t.pool.in_flight() == {}
                 await t.pool.wait_ready(1, timeout=30)
                 [(new_id, new_pid)] = t.pool.worker_pids().items()
-                assert new_id == "test-w0-1" and new_id != old_id and new_pid != old_pid
+                assert new_id == f"test-{t.pool.incarnation}-w0-1" and new_id != old_id and new_pid != old_pid
                 c = await t.run_one(grant(shell("echo reborn")))
                 assert c.worker_id == new_id and c.output == "reborn\n"
             finally:  # a worker killed with -9 cannot kill its jobs: clean up after it
@@ -415,7 +415,7 @@ def test_handler_errors_do_not_cost_the_worker() -> None:
             assert {f["call"] for f in t.logged("pool.handler_error")} == {"on_results", "on_heartbeats"}
             assert first.execution_id not in t.h.results  # that one was lost with the error
             c = await t.run_one(grant(shell("echo fine")))
-            assert c.output == "fine\n" and c.worker_id == "test-w0-0"
+            assert c.output == "fine\n" and c.worker_id == f"test-{t.pool.incarnation}-w0-0"
             assert t.h.lost == [] and not t.logged("pool.worker_lost")
 
     run(main())
@@ -425,9 +425,9 @@ def test_grant_to_a_gone_worker_is_reported_lost() -> None:
     async def main() -> None:
         async with pool_running() as t:
             g = grant(shell("true"))
-            t.pool.send_grants("test-w9-9", [g])
+            t.pool.send_grants(f"test-{t.pool.incarnation}-w9-9", [g])
             await until(lambda: t.h.lost, 5, "on_worker_lost")
-            assert t.h.lost == [("test-w9-9", [(g.execution_id, 1)])]
+            assert t.h.lost == [(f"test-{t.pool.incarnation}-w9-9", [(g.execution_id, 1)])]
 
     run(main())
 
@@ -469,7 +469,7 @@ def test_python_callables_sync_async_errors_and_timeouts() -> None:
             missing = grant({"python": "worker_callables:nope"})
             slow = grant({"python": "worker_callables:sleepy"}, payload=60, timeout_sec=0.5)
             for g in (sync, asy, noargs, odd, boom, missing, slow):
-                t.pool.send_grants("test-w0-0", [g])
+                t.pool.send_grants(f"test-{t.pool.incarnation}-w0-0", [g])
 
             c = await t.result(sync)
             assert c.outcome is Outcome.SUCCEEDED
@@ -596,7 +596,7 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
     async def main() -> None:
         async with pool_running(slots=2) as t:
             path = t.pool.socket_path
-            hello = {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": "test-w0-0", "slots": 1, "pid": 1}
+            hello = {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": f"test-{t.pool.incarnation}-w0-0", "slots": 1, "pid": 1}
             attacks = [
                 os.urandom(4096),
                 struct.pack(">I", 0xFFFFFFFF) + b"\0" * 64,  # huge length prefix
@@ -610,7 +610,7 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
             for data in attacks:
                 assert await _connection_is_closed(path, data)
             # the real worker is unharmed and keeps working
-            assert list(t.pool.worker_pids()) == ["test-w0-0"]
+            assert list(t.pool.worker_pids()) == [f"test-{t.pool.incarnation}-w0-0"]
             c = await t.run_one(grant(shell("echo still-here")))
             assert c.output == "still-here\n"
             assert t.h.lost == []
@@ -639,8 +639,8 @@ def test_worker_sending_a_bad_frame_is_killed_and_replaced() -> None:
         async with pool_running(worker_cmd=[sys.executable, "-c", _BAD_WORKER]) as t:
             await until(lambda: len(t.logged("pool.protocol_error")) >= 2, 20, "two bad workers")
             ids = [f["worker"] for f in t.logged("pool.protocol_error")]
-            assert ids[:2] == ["test-w0-0", "test-w0-1"]
-            exited = await until(lambda: t.logged("pool.worker_exited", worker="test-w0-0"), 10, "kill")
+            assert ids[:2] == [f"test-{t.pool.incarnation}-w0-0", f"test-{t.pool.incarnation}-w0-1"]
+            exited = await until(lambda: t.logged("pool.worker_exited", worker=f"test-{t.pool.incarnation}-w0-0"), 10, "kill")
             assert exited[0]["code"] == -signal.SIGTERM
 
     run(main())
