@@ -1,0 +1,27 @@
+"""Stores: the ``Store`` interface (``base``) and its backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cronwheel.store.base import Store, StoreError, StoreUnavailable
+
+__all__ = ["Store", "StoreError", "StoreUnavailable", "open_store"]
+
+
+def open_store(url_or_path: str | Path) -> Store:
+    """Open a store from ``--store``: a file path or ``sqlite:///path`` (SQLAlchemy style:
+    ``sqlite:///relative.db``, ``sqlite:////absolute.db``) opens the SQLite store;
+    ``postgresql://…`` is the cluster store (not available yet)."""
+    text = str(url_or_path)
+    if text.startswith(("postgresql://", "postgres://")):
+        raise StoreError("the PostgreSQL store is not yet supported")
+    if text.startswith("sqlite:"):
+        if not text.startswith("sqlite:///") or len(text) == len("sqlite:///"):
+            raise StoreError(f"not a SQLite URL (want sqlite:///path): {text!r}")
+        text = text[len("sqlite:///") :]
+    elif "://" in text:
+        raise StoreError(f"unknown store URL scheme: {text.split('://', 1)[0]!r}")
+    from cronwheel.store.sqlite import SqliteStore  # the driver loads only when used
+
+    return SqliteStore.open(text)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from cronwheel.core.model import Execution, ExecStatus, Grant, Job, JobSpec, JobStatus
+from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus
 
 
 class StoreError(Exception):

@@ -1,0 +1,165 @@
+"""What one claim of a job does with the ticks that came due: run, skip, or leave for later. Pure.
+
+The store calls :func:`plan_claim` inside its claim transaction for every due job and records
+the plan; this module decides. Ticks are classified against ``now``::
+
+        missed (older than the grace)    |  late but recent  |  not due yet
+    ──────────────────────────────────────┼───────────────────┼──────────────▶ time
+                               now - MISFIRE_GRACE_MS        now
+
+* a **recent** tick (``now - MISFIRE_GRACE_MS <= tick <= now``) is merely late (a herd, a slow
+  claim): it always runs. At most ``MISFIRE_RUN_ALL_CAP`` ticks are planned per claim; the
+  rest stay due (``next_run_at <= now``) and the next claim continues with them, so lateness
+  never turns into skipping.
+* a **missed** tick (``tick < now - MISFIRE_GRACE_MS``) is handled by the job's
+  :class:`MisfirePolicy`: RUN_ALL runs them up to the cap and skips the rest, RUN_ONCE runs
+  only the latest missed tick and only when no recent tick runs, SKIP skips them all.
+
+Worked example, every-minute job, due_at 10:00, now 10:05:30, grace 60 s: 10:00 … 10:04 are
+missed, 10:05 is recent. RUN_ONCE and SKIP run [10:05] and skip 10:00 … 10:04 (5 ticks);
+RUN_ALL runs all six. next_run_at is 10:06 in every case.
+
+Cost is bounded whatever the outage: a job down for a year on an every-second schedule costs
+O(MISFIRE_RUN_ALL_CAP) ``next_tick`` evaluations. After ``MISSED_SCAN_LIMIT`` missed ticks
+the planner stops counting and jumps with ``next_tick(now - MISFIRE_GRACE_MS - 1)``; the
+last missed tick is then found by a bisection (~45 evaluations for a century), so
+``skipped_first``/``skipped_last`` stay exact while ``skipped_count`` becomes a lower bound
+(``skipped_count_exact`` is False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy
+
+#: how many missed ticks are enumerated one by one before the planner jumps over the rest
+MISSED_SCAN_LIMIT = 2 * MISFIRE_RUN_ALL_CAP
+
+NextTick = Callable[[int], "int | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimPlan:
+    run: list[int]  #: ticks to run now, ascending (at most MISFIRE_RUN_ALL_CAP)
+    skipped_count: int  #: missed ticks deliberately not run (a lower bound if not exact)
+    skipped_first: int | None  #: earliest skipped tick
+    skipped_last: int | None  #: latest skipped tick
+    next_run_at: int | None  #: the job's next tick after this claim; None: never again
+    skipped_count_exact: bool = True  #: False when the planner jumped over an unbounded run
+
+
+def plan_claim(next_tick: NextTick, due_at: int, now_ms: int, misfire: MisfirePolicy) -> ClaimPlan:
+    """Plan the claim of a job whose ``next_run_at`` is ``due_at`` at time ``now_ms``.
+
+    ``next_tick(t)`` is the first tick strictly after ``t`` (None: no further tick); ``due_at``
+    itself is a tick. ``next_run_at`` is the first tick strictly after ``now_ms``, or, when the
+    per-claim cap stopped the plan early, the first tick after the last one planned (which is
+    then still due).
+    """
+    if due_at > now_ms:
+        return ClaimPlan([], 0, None, None, due_at)
+    horizon = now_ms - MISFIRE_GRACE_MS  # ticks strictly before this are missed
+    if due_at >= horizon:
+        # The common case: one recent tick, the next one in the future.
+        following = next_tick(due_at)
+        if following is None or following > now_ms:
+            return ClaimPlan([due_at], 0, None, None, following)
+        return _plan_recent(next_tick, [due_at], following, now_ms, MISFIRE_RUN_ALL_CAP - 1, _Missed())
+    return _plan_with_missed(next_tick, due_at, now_ms, horizon, misfire)
+
+
+class _Missed:
+    """Bookkeeping for the missed ticks of one plan."""
+
+    __slots__ = ("count", "exact", "first", "last", "prev")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: int | None = None
+        self.last: int | None = None
+        self.prev: int | None = None  #: the missed tick before ``last``, when known
+        self.exact = True
+
+    def add(self, tick: int) -> None:
+        if self.first is None:
+            self.first = tick
+        self.prev = self.last
+        self.count += 1
+        self.last = tick
+
+
+def _plan_with_missed(
+    next_tick: NextTick, due_at: int, now_ms: int, horizon: int, misfire: MisfirePolicy
+) -> ClaimPlan:
+    run: list[int] = []
+    missed = _Missed()  # missed ticks that are not run (RUN_ONCE may take back the last one)
+    tick: int | None = due_at
+    scanned = 0
+    while tick is not None and tick < horizon:
+        if scanned >= MISSED_SCAN_LIMIT:
+            # Too many to enumerate: find the last missed tick by bisection, count the rest
+            # as a lower bound, and jump to the first tick at or after the horizon.
+            last = _last_tick_before(next_tick, tick, horizon)
+            missed.add(tick)
+            if last != tick:
+                missed.add(last)
+                missed.prev = None  # the tick before `last` is unknown (found lazily if needed)
+                missed.exact = False
+            tick = next_tick(last)
+            break
+        scanned += 1
+        if misfire is MisfirePolicy.RUN_ALL and len(run) < MISFIRE_RUN_ALL_CAP:
+            run.append(tick)
+        else:
+            missed.add(tick)
+        tick = next_tick(tick)
+
+    budget = MISFIRE_RUN_ALL_CAP - len(run)
+    plan = _plan_recent(next_tick, run, tick, now_ms, budget, missed)
+    if misfire is MisfirePolicy.RUN_ONCE and len(plan.run) == 0 and missed.last is not None:
+        # No recent tick: run the latest missed one instead of skipping it.
+        latest = missed.last
+        before = missed.prev
+        if before is None and missed.count > 1:
+            assert missed.first is not None
+            before = _last_tick_before(next_tick, missed.first, latest)
+        count = missed.count - 1
+        return ClaimPlan(
+            [latest],
+            count,
+            missed.first if count else None,
+            before if count else None,
+            plan.next_run_at,
+            missed.exact,
+        )
+    return plan
+
+
+def _plan_recent(
+    next_tick: NextTick, run: list[int], tick: int | None, now_ms: int, budget: int, missed: _Missed
+) -> ClaimPlan:
+    """Append the recent ticks from ``tick`` on (at most ``budget``) and finish the plan."""
+    while tick is not None and tick <= now_ms and budget > 0:
+        run.append(tick)
+        budget -= 1
+        tick = next_tick(tick)
+    return ClaimPlan(run, missed.count, missed.first, missed.last, tick, missed.exact)
+
+
+def _last_tick_before(next_tick: NextTick, known: int, limit: int) -> int:
+    """The latest tick strictly before ``limit``, given that ``known < limit`` is a tick.
+
+    Bisects for the smallest ``x`` in ``[known, limit - 1]`` with no tick in ``(x, limit)``:
+    that ``x`` is itself the answer (either ``known``, or the tick that made ``x - 1`` fail).
+    """
+    lo, hi = known, limit - 1  # no tick in (hi, limit) holds trivially
+    while lo < hi:
+        mid = (lo + hi) // 2
+        following = next_tick(mid)
+        if following is not None and following < limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,169 @@
+"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the SQLite store.
+
+Runs inside the caller's ``BEGIN IMMEDIATE`` transaction: read the due rows through the
+``jobs_due`` index, let ``core.planning`` decide per job, then write set-wise: one
+``executemany`` of compare-and-set advances, one of inserted executions. The write lock
+taken by ``BEGIN IMMEDIATE`` already serialises claimers on one file; the compare-and-set
+on ``next_run_at`` and the unique execution id are what make the claim correct anyway
+(and are what a PostgreSQL backend relies on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import apsw
+
+from cronwheel.core import schedule
+from cronwheel.core.ids import execution_id
+from cronwheel.core.model import ExecStatus, Execution
+from cronwheel.core.planning import ClaimPlan, plan_claim
+from cronwheel.core.schedule import ScheduleError
+from cronwheel.store.base import ClaimResult
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.rows import EXEC_STATUS, MISFIRE, PRIORITY, dumps
+
+_PENDING = "PENDING"
+_SKIPPED = "SKIPPED"
+_LIVE = ("PENDING", "RUNNING", "RETRY_WAIT")
+
+
+def _never(_after: int) -> int | None:
+    return None
+
+
+def executemany_each(conn: apsw.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> list[bool] | None:
+    """``executemany`` that reports which rows changed something.
+
+    Fast path: one ``executemany``; if every row changed exactly one row, returns None.
+    Otherwise the batch is rolled back to a savepoint and replayed row by row, and the
+    per-row outcome is returned (used for ``ON CONFLICT DO NOTHING`` and compare-and-set).
+    """
+    if not rows:
+        return None
+    conn.execute("SAVEPOINT each")
+    before = conn.total_changes()
+    conn.executemany(sql, rows)
+    if conn.total_changes() - before == len(rows):
+        conn.execute("RELEASE each")
+        return None
+    conn.execute("ROLLBACK TO each")
+    flags = []
+    for row in rows:
+        before = conn.total_changes()
+        conn.execute(sql, row)
+        flags.append(conn.total_changes() - before == 1)
+    conn.execute("RELEASE each")
+    return flags
+
+
+def misfire_reason(plan: ClaimPlan) -> str:
+    assert plan.skipped_first is not None and plan.skipped_last is not None
+    first = schedule.format_instant(plan.skipped_first)
+    if plan.skipped_count == 1:
+        return f"misfire: 1 tick skipped at {first}"
+    bound = "" if plan.skipped_count_exact else "at least "
+    last = schedule.format_instant(plan.skipped_last)
+    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
+
+
+def claim(
+    conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult
+) -> None:
+    rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms, limit)).fetchall()
+    if not rows:
+        return
+
+    guarded = [r[1] for r in rows if r[6] != "allow"]
+    live: dict[str, list[tuple[str, str]]] = {}
+    if guarded:
+        for job_id, eid, status in conn.execute(q.GUARDED_LIVE, (dumps(guarded),)):
+            live.setdefault(job_id, []).append((eid, status))
+
+    next_fire = schedule.next_fire
+    jitter_offset = schedule.jitter_offset_ms
+    advances: list[tuple[int, int | None, int]] = []  # (rowid, new next_run_at, old next_run_at)
+    advanced_ids: list[str] = []  # parallel to advances
+    #: per advanced job, its execution rows: (eid, job_id, tenant, priority, tick, status,
+    #: available_at, created_at, finished_at, reason, max_attempts, overlap_guard)
+    per_job: list[list[tuple[Any, ...]]] = []  # parallel to advances
+    broken_execs: list[list[tuple[Any, ...]]] = []  # parallel to broken
+    #: per advanced job, the live executions overlap=replace cancels: (eid, was running)
+    per_job_cancels: list[list[tuple[str, bool]]] = []  # parallel to advances
+    broken: list[tuple[int, int]] = []
+
+    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att in rows:
+        next_tick: Callable[[int], int | None]
+        if text is None:
+            next_tick = _never
+        else:
+            def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
+                return next_fire(_s, _j, _z, t)
+        try:
+            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire])
+        except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
+            broken.append((rid, due_at))
+            broken_execs.append([(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
+                             due_at, now_ms, now_ms, f"schedule error, job paused: {exc}",
+                             max_att, 0)])
+            continue
+        advances.append((rid, plan.next_run_at, due_at))
+        advanced_ids.append(job_id)
+        guard = 0 if overlap == "allow" else 1
+        execs: list[tuple[Any, ...]] = []
+        cancels: list[tuple[str, bool]] = []
+        run = plan.run
+        skipped_run: list[tuple[int, str]] = []
+        if guard and run:
+            if overlap == "forbid":
+                job_live = live.get(job_id)
+                blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
+                keep = run[1:] if not job_live else run
+                skipped_run = [(t, f"overlap: {blocker} still running") for t in keep]
+                run = [] if job_live else run[:1]
+            else:  # replace: the newest tick runs, everything live before it is cancelled
+                newest = execution_id(job_id, run[-1])
+                skipped_run = [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
+                run = run[-1:]
+                cancels = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
+        if plan.skipped_count:
+            first = plan.skipped_first
+            assert first is not None
+            execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
+                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard))
+        for tick in run:
+            avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
+            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
+                          avail, now_ms, None, None, max_att, guard))
+        for tick, reason in skipped_run:
+            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
+                          tick, now_ms, now_ms, reason, max_att, guard))
+        per_job.append(execs)
+        per_job_cancels.append(cancels)
+
+    # Compare-and-set first: only jobs whose next_run_at we moved get executions.
+    ok = executemany_each(conn, q.CLAIM_ADVANCE, advances)
+    broken_ok = executemany_each(conn, q.CLAIM_PAUSE_BROKEN, broken)
+    flags = (ok or [True] * len(advances)) + (broken_ok or [True] * len(broken))
+    for i, (_, next_run_at, _) in enumerate(advances):
+        if flags[i]:
+            result.jobs_claimed += 1
+            if next_run_at is not None:
+                result.next_runs.append((advanced_ids[i], next_run_at))
+    inserts = [row for keep, execs in zip(flags, per_job + broken_execs, strict=True)
+               if keep for row in execs]
+    for i, cancels in enumerate(per_job_cancels):
+        if cancels and flags[i]:
+            newest = next(row[0] for row in per_job[i] if row[5] == _PENDING)
+            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, f"replaced by {newest}") for eid, _ in cancels])
+            result.replaced.extend(eid for eid, running in cancels if running)
+    inserted = executemany_each(conn, q.INSERT_EXECUTION, inserts)
+    for i, row in enumerate(inserts):
+        if inserted is not None and not inserted[i]:
+            continue  # that tick already had its execution
+        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
+        ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
+                       None, avail, created, None, finished, None, None, None, reason, max_att)
+        (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
+

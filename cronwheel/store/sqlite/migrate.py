@@ -1,0 +1,78 @@
+"""Versioned schema migrations for the SQLite store.
+
+``migrations/NNNN_name.sql`` are applied in order, each in its own ``BEGIN IMMEDIATE``
+transaction that also sets ``PRAGMA user_version = NNNN`` (the source of truth, read inside
+the transaction so two processes opening the same file at once apply each migration once)
+and appends a row to ``schema_migrations`` (the human-readable log). Re-opening an
+up-to-date file changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """Every migration shipped, in version order (versions are 1, 2, 3, … without gaps)."""
+    found: list[Migration] = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if m is None:
+            raise RuntimeError(f"badly named migration {path.name!r} (want NNNN_name.sql)")
+        found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
+    for expected, mig in enumerate(found, start=1):
+        if mig.version != expected:
+            raise RuntimeError(f"migration versions must be 1..n without gaps, found {mig.version}")
+    return found
+
+
+def latest_version() -> int:
+    return len(migrations())
+
+
+def current_version(conn: apsw.Connection) -> int:
+    row: Any = conn.execute("PRAGMA user_version").fetchall()[0]
+    return int(row[0])
+
+
+def apply_migrations(conn: apsw.Connection, now_ms: int) -> int:
+    """Bring the database up to the latest version; returns the version reached."""
+    for mig in migrations():
+        if current_version(conn) >= mig.version:  # cheap check without the write lock
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if current_version(conn) < mig.version:  # re-checked under the write lock
+                conn.execute(mig.sql)
+                conn.execute(f"PRAGMA user_version = {mig.version:d}")
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (mig.version, mig.name, now_ms),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    version = current_version(conn)
+    if version > latest_version():
+        raise RuntimeError(
+            f"database schema version {version} is newer than this cronwheel knows ({latest_version()})"
+        )
+    return version

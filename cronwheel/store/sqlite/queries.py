@@ -1,0 +1,330 @@
+"""Every SQL statement the SQLite store runs, by name. The schema is in ``migrations/``.
+
+Lists of values (buckets, ids) are bound as one JSON array and read with ``json_each`` so
+that a statement's text, and so its prepared form in apsw's cache, does not depend on how
+many values there are.
+"""
+
+# ---------------------------------------------------------------- connection
+
+PRAGMAS = """
+PRAGMA synchronous = FULL;
+PRAGMA foreign_keys = ON;
+PRAGMA temp_store = MEMORY;
+PRAGMA cache_size = -262144;
+PRAGMA wal_autocheckpoint = 10000;
+"""
+#: cache_size: up to 256 MiB of page cache, allocated only as the database grows; it holds
+#: the jobs table and its due index of a million jobs, which every claim batch rewrites.
+#: wal_autocheckpoint: 10,000 pages (~40 MiB). A claim batch of 5000 jobs dirties about as
+#: many pages; checkpointing after every such commit (the default, 1000 pages) copies each
+#: page back twice as often. Measured on 100k claims among 1M jobs: -20 % wall time.
+
+# ---------------------------------------------------------------- columns
+
+#: column order of ``rows.job_from_row``
+JOB_COLUMNS = """
+    j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
+    j.jitter_sec, j.tenant, j.priority, j.max_attempts,
+    d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
+    d.created_at, d.updated_at
+"""
+JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
+
+#: column order of ``model.Execution`` (``rows.execution_from_row``)
+EXEC_COLUMNS = """
+    execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
+    worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
+    error, output, reason, max_attempts
+"""
+
+# ---------------------------------------------------------------- jobs
+
+INSERT_TENANT = """
+INSERT INTO tenants (name, weight, max_running, created_at) VALUES (?, 1, NULL, ?)
+ON CONFLICT (name) DO NOTHING
+"""
+
+INSERT_JOB = """
+INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
+                  jitter_sec, tenant, priority, max_attempts)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+INSERT_JOB_DEFINITION = """
+INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
+                             lease_sec, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+SELECT_IDEMPOTENCY_KEY = """
+SELECT request_hash, job_id, next_run_at FROM idempotency_keys WHERE tenant = ? AND key = ?
+"""
+
+INSERT_IDEMPOTENCY_KEY = """
+INSERT INTO idempotency_keys (tenant, key, request_hash, job_id, next_run_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+
+GET_JOB = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.id = ?1 AND (?2 IS NULL OR j.tenant = ?2)
+"""
+
+FIND_JOBS_BY_NAME = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE d.name = ?1 AND (?2 IS NULL OR j.tenant = ?2)
+ORDER BY j.id
+"""
+
+LIST_JOBS = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.id > ?1 AND (?2 IS NULL OR j.status = ?2)
+ORDER BY j.id LIMIT ?3
+"""
+
+LIST_JOBS_OF_TENANT = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.tenant = ?4 AND j.id > ?1 AND (?2 IS NULL OR j.status = ?2)
+ORDER BY j.id LIMIT ?3
+"""
+
+#: ``{where}`` is "1" or "tenant = ?" and/or "status = ?" (so the jobs_tenant index is usable)
+COUNT_JOBS = "SELECT COUNT(*) FROM jobs WHERE {where}"
+
+#: the compare-and-set of a job's status; ?4 is a JSON array of expected statuses
+SET_JOB_STATUS = """
+UPDATE jobs SET status = ?2, next_run_at = COALESCE(?3, next_run_at)
+WHERE id = ?1 AND status IN (SELECT value FROM json_each(?4)) AND (?5 IS NULL OR tenant = ?5)
+"""
+
+TOUCH_JOB_DEFINITION = "UPDATE job_definitions SET updated_at = ?2 WHERE job_id = ?1"
+
+CANCEL_JOB = "UPDATE jobs SET status = 'CANCELLED', next_run_at = NULL WHERE id = ?"
+
+#: a job's live executions, read through the two small partial indexes rather than its whole
+#: history: ?2/?3 bound the execution ids of the job (``job_id:`` .. ``job_id;``)
+LIVE_EXECUTIONS_OF_JOB = """
+SELECT execution_id, status FROM executions INDEXED BY executions_ready
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND execution_id >= ?2 AND execution_id < ?3
+  AND job_id = ?1
+UNION ALL
+SELECT execution_id, status FROM executions INDEXED BY executions_running
+WHERE status = 'RUNNING' AND job_id = ?1
+"""
+
+CANCEL_EXECUTION = """
+UPDATE executions SET status = 'CANCELLED', finished_at = ?2,
+       reason = CASE WHEN reason IS NULL THEN ?3 ELSE reason || '; ' || ?3 END
+WHERE execution_id = ?1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
+"""
+
+# ---------------------------------------------------------------- scheduling
+
+#: due jobs of a JSON array of buckets, earliest first. The CTE reads only the covering
+#: (bucket_id, status, next_run_at) index; the table is visited for the LIMIT rows alone.
+DUE_JOBS = """
+WITH due AS (
+    SELECT rowid AS rid, next_run_at FROM jobs
+    WHERE bucket_id IN (SELECT value FROM json_each(?1)) AND status = 'ACTIVE'
+      AND next_run_at <= ?2
+    ORDER BY next_run_at LIMIT ?3
+)
+SELECT j.id, due.next_run_at FROM due JOIN jobs AS j ON j.rowid = due.rid
+ORDER BY due.next_run_at, j.id
+"""
+
+#: one index seek per bucket (min/max optimisation), whatever the number of jobs
+NEXT_DUE_AT = """
+SELECT MIN((SELECT MIN(next_run_at) FROM jobs
+            WHERE bucket_id = b.value AND status = 'ACTIVE' AND next_run_at IS NOT NULL))
+FROM json_each(?1) AS b
+"""
+
+CLAIM_SELECT = """
+WITH due AS (
+    SELECT rowid AS rid FROM jobs
+    WHERE bucket_id IN (SELECT value FROM json_each(?1)) AND status = 'ACTIVE'
+      AND next_run_at <= ?2
+    ORDER BY next_run_at LIMIT ?3
+)
+SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts
+FROM due JOIN jobs AS j ON j.rowid = due.rid
+"""
+
+#: the compare-and-set of invariant 3: advance next_run_at only from the value we read;
+#: a job with no further tick is COMPLETED.
+CLAIM_ADVANCE = """
+UPDATE jobs SET next_run_at = ?2,
+                status = CASE WHEN ?2 IS NULL THEN 'COMPLETED' ELSE status END
+WHERE rowid = ?1 AND next_run_at = ?3 AND status = 'ACTIVE'
+"""
+
+#: on a stored schedule that no longer evaluates: stop scheduling the job, keep it
+CLAIM_PAUSE_BROKEN = """
+UPDATE jobs SET status = 'PAUSED' WHERE rowid = ?1 AND next_run_at = ?2 AND status = 'ACTIVE'
+"""
+
+#: a new tick; a tick that already exists (e.g. a manual trigger at the same millisecond)
+#: is left alone: one execution per tick
+INSERT_EXECUTION = """
+INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
+                        available_at, created_at, finished_at, reason, max_attempts,
+                        overlap_guard)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+"""
+
+#: live executions of the given (JSON array) guarded jobs, for overlap=forbid/replace
+GUARDED_LIVE = """
+SELECT job_id, execution_id, status FROM executions INDEXED BY executions_guarded
+WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
+  AND job_id IN (SELECT value FROM json_each(?1))
+ORDER BY job_id, status = 'RUNNING' DESC, scheduled_at DESC
+"""
+
+TRIGGER_SELECT_JOB = """
+SELECT status, tenant, priority, max_attempts, overlap FROM jobs
+WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)
+"""
+
+TAKEN_TICKS_FROM = """
+SELECT scheduled_at FROM executions WHERE job_id = ?1 AND scheduled_at >= ?2
+ORDER BY scheduled_at LIMIT ?3
+"""
+
+# ---------------------------------------------------------------- the ready queue
+
+READY_EXECUTIONS = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?1
+  AND (available_at, execution_id) > (?2, ?3)
+ORDER BY available_at, execution_id LIMIT ?4
+"""
+
+NEXT_AVAILABLE_AT = """
+SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT')
+"""
+
+#: what a hand-out needs, for a JSON array of execution ids that are dispatchable now
+START_CANDIDATES = """
+SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload
+FROM executions AS e LEFT JOIN job_definitions AS d ON d.job_id = e.job_id
+WHERE e.execution_id IN (SELECT value FROM json_each(?1))
+  AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= ?2
+"""
+
+#: hand-out (invariant 4): epoch + 1 on every start. ?1 is a JSON array of
+#: [execution_id, worker_id, lease_until] triples, ?2 is now.
+START_EXECUTIONS = """
+UPDATE executions
+SET status = 'RUNNING', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+    worker_id = r.worker_id, lease_until = r.lease_until, started_at = COALESCE(started_at, ?2)
+FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id, value ->> 2 AS lease_until
+      FROM json_each(?1)) AS r
+WHERE executions.execution_id = r.execution_id
+  AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
+RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
+          lease_until
+"""
+
+HEARTBEAT = """
+UPDATE executions
+SET lease_until = MAX(lease_until, ?3 + COALESCE(
+        (SELECT CAST(round(d.lease_sec * 1000) AS INTEGER)
+         FROM job_definitions AS d WHERE d.job_id = executions.job_id), ?4))
+WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
+RETURNING lease_until
+"""
+
+EXECUTION_STATUS = "SELECT status FROM executions WHERE execution_id = ?"
+
+#: what a completion needs to decide, for a JSON array of execution ids
+COMPLETION_STATE = """
+SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id FROM executions
+WHERE execution_id IN (SELECT value FROM json_each(?1))
+"""
+
+#: retry policies, for a JSON array of job ids (read only for failed attempts)
+RETRY_POLICIES = """
+SELECT job_id, retry FROM job_definitions WHERE job_id IN (SELECT value FROM json_each(?1))
+"""
+
+#: a fenced completion: changes nothing unless RUNNING at exactly this lease_epoch
+COMPLETE_EXECUTION = """
+UPDATE executions
+SET status = ?3, finished_at = ?4, available_at = COALESCE(?5, available_at),
+    exit_code = ?6, error = ?7, output = ?8, reason = COALESCE(?9, reason)
+WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
+"""
+
+EXPIRED_LEASES = """
+SELECT execution_id, lease_epoch FROM executions
+WHERE status = 'RUNNING' AND lease_until < ?1
+ORDER BY lease_until, execution_id LIMIT ?2
+"""
+
+RUNNING_FOR_WORKER = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'RUNNING' AND worker_id = ?1 ORDER BY execution_id
+"""
+
+RUNNING_COUNT = "SELECT COUNT(*) FROM executions WHERE status = 'RUNNING'"
+
+# ---------------------------------------------------------------- executions: reads
+
+GET_EXECUTION = f"""
+SELECT {EXEC_COLUMNS} FROM executions WHERE execution_id = ?1 AND (?2 IS NULL OR tenant = ?2)
+"""
+
+LIST_EXECUTIONS = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE job_id = ?1 AND scheduled_at < ?2 AND (?4 IS NULL OR tenant = ?4)
+ORDER BY scheduled_at DESC LIMIT ?3
+"""
+
+#: per status, a WHERE clause that names the partial index covering it (when there is one)
+COUNT_EXECUTIONS_WHERE = {
+    "PENDING": "status IN ('PENDING', 'RETRY_WAIT') AND status = 'PENDING'",
+    "RETRY_WAIT": "status IN ('PENDING', 'RETRY_WAIT') AND status = 'RETRY_WAIT'",
+    "RUNNING": "status = 'RUNNING'",
+    "DEAD": "status = 'DEAD'",
+}
+COUNT_EXECUTIONS = "SELECT COUNT(*) FROM executions WHERE {where} AND (?1 IS NULL OR tenant = ?1)"
+
+# ---------------------------------------------------------------- effects
+
+EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = ? AND key = ?"
+EXECUTION_LEASE = "SELECT status, lease_epoch FROM executions WHERE execution_id = ?"
+INSERT_EFFECT = """
+INSERT INTO effects (execution_id, key, lease_epoch, recorded_at) VALUES (?, ?, ?, ?)
+"""
+LIST_EFFECTS = """
+SELECT key, lease_epoch, recorded_at FROM effects WHERE execution_id = ?
+ORDER BY recorded_at, key
+"""
+
+# ---------------------------------------------------------------- dead-letter queue
+
+LIST_DEAD = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'DEAD' AND execution_id > ?1 AND (?2 IS NULL OR tenant = ?2)
+ORDER BY execution_id LIMIT ?3
+"""
+
+GET_DEAD = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NULL OR tenant = ?2)
+"""
+
+REPLAY_DEAD = """
+UPDATE executions
+SET status = 'PENDING', attempt = 0, available_at = ?2, worker_id = NULL, lease_until = NULL,
+    finished_at = NULL, exit_code = NULL, error = NULL, output = NULL, reason = ?3
+WHERE execution_id = ?1 AND status = 'DEAD'
+"""
+
+PURGE_DEAD = """
+DELETE FROM executions WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NULL OR tenant = ?2)
+"""

@@ -1,0 +1,115 @@
+-- The expected full schema: every migration in migrations/ applied in order.
+-- tests/contract/test_sqlite_specific.py checks that the two agree; update both together.
+
+
+CREATE TABLE schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+);
+
+-- Tenants and their share of the ready queue (weighted fair queuing, concurrency quota).
+CREATE TABLE tenants (
+    name        TEXT PRIMARY KEY,
+    weight      INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
+    max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+    created_at  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
+
+-- The scheduling table: deliberately narrow (only what a claim reads), because the claim
+-- rewrites one row per due job and the cost of that follows the row width.
+CREATE TABLE jobs (
+    id           TEXT PRIMARY KEY,
+    bucket_id    INTEGER NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('ACTIVE', 'PAUSED', 'CANCELLED', 'COMPLETED')),
+    next_run_at  INTEGER,
+    schedule     TEXT,
+    timezone     TEXT NOT NULL,
+    misfire      TEXT NOT NULL CHECK (misfire IN ('run_once', 'skip', 'run_all')),
+    overlap      TEXT NOT NULL CHECK (overlap IN ('allow', 'forbid', 'replace')),
+    jitter_sec   INTEGER NOT NULL DEFAULT 0,
+    tenant       TEXT NOT NULL,
+    priority     INTEGER NOT NULL,
+    max_attempts INTEGER NOT NULL
+);
+
+-- The due slice of a set of buckets: the scheduler reads only this index.
+CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at);
+CREATE INDEX jobs_tenant ON jobs (tenant, id);
+
+-- What a job does (never read by the claim).
+CREATE TABLE job_definitions (
+    job_id      TEXT PRIMARY KEY REFERENCES jobs (id),
+    name        TEXT,
+    run_at      INTEGER,
+    target      TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    retry       TEXT NOT NULL,
+    timeout_sec REAL NOT NULL,
+    lease_sec   REAL NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+
+CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
+
+-- Submission idempotency, scoped per tenant.
+CREATE TABLE idempotency_keys (
+    tenant       TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    request_hash TEXT,
+    job_id       TEXT NOT NULL REFERENCES jobs (id),
+    next_run_at  INTEGER,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+
+-- One row per tick (invariant 2): execution_id is ids.execution_id(job_id, scheduled_at).
+CREATE TABLE executions (
+    execution_id  TEXT PRIMARY KEY CHECK (execution_id = job_id || ':' || scheduled_at),
+    job_id        TEXT NOT NULL REFERENCES jobs (id),
+    tenant        TEXT NOT NULL,
+    priority      INTEGER NOT NULL,
+    scheduled_at  INTEGER NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED')),
+    attempt       INTEGER NOT NULL DEFAULT 0,
+    lease_epoch   INTEGER NOT NULL DEFAULT 0,
+    worker_id     TEXT,
+    lease_until   INTEGER,
+    available_at  INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    started_at    INTEGER,
+    finished_at   INTEGER,
+    exit_code     INTEGER,
+    error         TEXT,
+    output        TEXT,
+    reason        TEXT,
+    max_attempts  INTEGER NOT NULL,
+    overlap_guard INTEGER NOT NULL DEFAULT 0
+);
+
+-- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
+CREATE UNIQUE INDEX executions_tick ON executions (job_id, scheduled_at);
+-- The ready queue: only dispatchable rows, in dispatch order.
+CREATE INDEX executions_ready ON executions (available_at, execution_id)
+    WHERE status IN ('PENDING', 'RETRY_WAIT');
+-- The reaper's view and the per-worker view of running executions.
+CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNNING';
+CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
+-- The dead-letter queue.
+CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
+-- Live executions of jobs whose overlap policy is not 'allow' (overlap_guard = 1): the claim
+-- asks this index only for such jobs, so the common 'allow' path pays nothing for it.
+CREATE INDEX executions_guarded ON executions (job_id)
+    WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT');
+
+-- Side effects recorded by executions (execution idempotency keys), fenced by lease_epoch.
+CREATE TABLE effects (
+    execution_id TEXT NOT NULL REFERENCES executions (execution_id) ON DELETE CASCADE,
+    key          TEXT NOT NULL,
+    lease_epoch  INTEGER NOT NULL,
+    recorded_at  INTEGER NOT NULL,
+    PRIMARY KEY (execution_id, key)
+) WITHOUT ROWID;

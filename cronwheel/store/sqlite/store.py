@@ -1,0 +1,543 @@
+"""The embedded store: one SQLite file through apsw, in WAL mode.
+
+Durability: ``synchronous=FULL``, so every COMMIT (and so every method that writes) is
+fsynced before it returns. Concurrency: any number of connections, in any number of
+processes, may open the same file; every write transaction starts with ``BEGIN IMMEDIATE``
+(it takes the write lock up front, so a read-then-write never has to be retried) and
+waits up to ``busy_timeout`` for another writer, then raises ``StoreUnavailable``.
+The schema is migrated on open (``migrate.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import apsw
+
+from cronwheel.core import schedule
+from cronwheel.core.ids import bucket_of, execution_id, stable_hash
+from cronwheel.core.model import (
+    DEFAULT_LEASE_SEC,
+    ExecStatus,
+    Execution,
+    Grant,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+)
+from cronwheel.store.base import (
+    ClaimResult,
+    Completion,
+    CompletionResult,
+    CreateOutcome,
+    CreateResult,
+    EffectVerdict,
+    HeartbeatResult,
+    NewJob,
+    Outcome,
+    StartRequest,
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
+from cronwheel.store.sqlite import claim as claiming
+from cronwheel.store.sqlite import leases
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.migrate import apply_migrations, current_version
+from cronwheel.store.sqlite.rows import (
+    PRIORITY,
+    dumps,
+    execution_from_row,
+    job_from_row,
+    retry_to_json,
+)
+
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+_MAX_MS = 2**63 - 1
+#: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.IOError,
+    apsw.FullError,
+    apsw.CantOpenError,
+    apsw.ProtocolError,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _translated(fn: Callable[Concatenate[SqliteStore, P], R]) -> Callable[Concatenate[SqliteStore, P], R]:
+    """apsw errors never leave the store: they become StoreUnavailable or StoreError."""
+
+    @functools.wraps(fn)
+    def wrapper(self: SqliteStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(self, *args, **kwargs)
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(f"sqlite store {self.path} unavailable: {exc}") from exc
+        except apsw.ConnectionClosedError as exc:
+            raise StoreError("the store is closed") from exc
+        except apsw.Error as exc:
+            raise StoreError(f"sqlite store {self.path}: {exc}") from exc
+
+    return wrapper
+
+
+@functools.lru_cache(maxsize=256)
+def _buckets_json(buckets: tuple[int, ...]) -> str:
+    return json.dumps([int(b) for b in buckets])
+
+
+def _enable_wal(conn: apsw.Connection, busy_timeout_ms: int) -> str:
+    """``PRAGMA journal_mode = WAL``, retried: switching a fresh file to WAL needs an exclusive
+    lock, and SQLite answers BUSY at once (no busy handler) while another connection opening
+    the same file holds a shared lock. Returns the journal mode in force."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.001
+    while True:
+        try:
+            row: Any = conn.execute("PRAGMA journal_mode = WAL").fetchall()[0]
+            return str(row[0])
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+def _count(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
+    row: Any = conn.execute(sql, args).fetchall()[0]
+    return int(row[0])
+
+
+class SqliteStore(Store):
+    """``Store`` on one SQLite file. Open it with :meth:`open`."""
+
+    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._closed = False
+        self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
+
+    @classmethod
+    def open(cls, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> SqliteStore:
+        """Open (creating if needed) and migrate the store at ``path``."""
+        path = Path(path)
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(
+                str(path),
+                flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE,
+                statementcachesize=256,
+            )
+            conn.set_busy_timeout(busy_timeout_ms)
+            mode = _enable_wal(conn, busy_timeout_ms)
+            if mode.lower() != "wal":
+                conn.close()
+                raise StoreError(f"{path}: cannot use WAL mode (journal_mode is {mode})")
+            conn.execute(q.PRAGMAS)
+            apply_migrations(conn, time.time_ns() // 1_000_000)
+        except apsw.CantOpenError as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        except _UNAVAILABLE as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreUnavailable(f"sqlite store {path} unavailable: {exc}") from exc
+        except (apsw.Error, RuntimeError) as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        return cls(conn, path)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[apsw.Connection]:
+        """One durable write transaction: BEGIN IMMEDIATE … COMMIT (fsynced), else ROLLBACK."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(apsw.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    @_translated
+    def schema_version(self) -> int:
+        return current_version(self._conn)
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "kind": "sqlite",
+            "path": str(self.path),
+            "version": None if self._closed else self.schema_version(),
+            "sqlite": apsw.sqlite_lib_version(),
+            "journalMode": "wal",
+            "synchronous": "full",
+        }
+
+    # ------------------------------------------------------------ jobs
+
+    @_translated
+    def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
+        if not jobs:
+            return []
+        results: list[CreateResult] = []
+        job_rows: list[tuple[Any, ...]] = []
+        def_rows: list[tuple[Any, ...]] = []
+        key_rows: list[tuple[Any, ...]] = []
+        tenants: set[str] = set()
+        batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+        with self._write() as conn:
+            for nj in jobs:
+                spec = nj.spec
+                tenant = spec.tenant
+                if nj.idempotency_key is not None:
+                    k = (tenant, nj.idempotency_key)
+                    seen = batch_keys.get(k)
+                    if seen is None:
+                        row = conn.execute(q.SELECT_IDEMPOTENCY_KEY, k).fetchone()
+                        seen = None if row is None else (row[0], row[1], row[2])
+                    if seen is not None:
+                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
+                        results.append(CreateResult(outcome, seen[1], seen[2]))
+                        continue
+                    batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
+                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
+                tenants.add(tenant)
+                retry = spec.retry
+                # StrEnum/IntEnum members bind as their text/integer values
+                job_rows.append((
+                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
+                    spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
+                    spec.priority, retry.max_attempts,
+                ))  # fmt: skip
+                def_rows.append((
+                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
+                ))  # fmt: skip
+                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
+            new_tenants = sorted(tenants - self._known_tenants)
+            if new_tenants:
+                conn.executemany(q.INSERT_TENANT, [(t, now_ms) for t in new_tenants])
+            if job_rows:
+                try:
+                    conn.executemany(q.INSERT_JOB, job_rows)
+                except apsw.ConstraintError as exc:
+                    raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
+                conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
+            if key_rows:
+                conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
+        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
+        return results
+
+    @_translated
+    def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        row = self._conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+        return None if row is None else job_from_row(row)
+
+    @_translated
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        return [job_from_row(r) for r in self._conn.execute(q.FIND_JOBS_BY_NAME, (name, tenant))]
+
+    @_translated
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]:
+        st = None if status is None else status.value
+        args: tuple[Any, ...] = (after_id or "", st, max(0, limit))
+        sql = q.LIST_JOBS if tenant is None else q.LIST_JOBS_OF_TENANT
+        if tenant is not None:
+            args += (tenant,)
+        return [job_from_row(r) for r in self._conn.execute(sql, args)]
+
+    @_translated
+    def count_jobs(self, tenant: str | None = None, status: JobStatus | None = None) -> int:
+        terms: list[str] = []
+        args: list[str] = []
+        if tenant is not None:
+            terms.append("tenant = ?")
+            args.append(tenant)
+        if status is not None:
+            terms.append("status = ?")
+            args.append(JobStatus(status).value)
+        sql = q.COUNT_JOBS.format(where=" AND ".join(terms) or "1")
+        return _count(self._conn, sql, tuple(args))
+
+    @_translated
+    def set_job_status(
+        self,
+        job_id: str,
+        expect: Sequence[JobStatus],
+        status: JobStatus,
+        now_ms: int,
+        next_run_at: int | None = None,
+        tenant: str | None = None,
+    ) -> Job | None:
+        expected = json.dumps([JobStatus(s).value for s in expect])
+        with self._write() as conn:
+            conn.execute(q.SET_JOB_STATUS, (job_id, status.value, next_run_at, expected, tenant))
+            if conn.changes() == 0:
+                return None
+            conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
+            row = conn.execute(q.GET_JOB, (job_id, None)).fetchone()
+        return job_from_row(row)
+
+    @_translated
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+            if row is None:
+                return None
+            job = job_from_row(row)
+            if job.status is JobStatus.CANCELLED:
+                return job, []
+            conn.execute(q.CANCEL_JOB, (job_id,))
+            conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
+            live: list[Any] = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, (job_id, job_id + ":", job_id + ";")).fetchall()
+            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, "job cancelled") for eid, _ in live])
+        job.status = JobStatus.CANCELLED
+        job.next_run_at = None
+        job.updated_at = now_ms
+        return job, sorted(eid for eid, status in live if status == "RUNNING")
+
+    # ------------------------------------------------------------ scheduling
+
+    @_translated
+    def due_jobs(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[str, int]]:
+        if not buckets or limit <= 0:
+            return []
+        rows = self._conn.execute(q.DUE_JOBS, (_buckets_json(tuple(buckets)), until_ms, limit))
+        return [(r[0], r[1]) for r in rows]
+
+    @_translated
+    def next_due_at(self, buckets: Sequence[int]) -> int | None:
+        if not buckets:
+            return None
+        row = self._conn.execute(q.NEXT_DUE_AT, (_buckets_json(tuple(buckets)),)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @_translated
+    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int) -> ClaimResult:
+        result = ClaimResult()
+        if not buckets or limit <= 0:
+            return result
+        with self._write() as conn:
+            claiming.claim(conn, _buckets_json(tuple(buckets)), now_ms, limit, result)
+        return result
+
+    @_translated
+    def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
+            if row is None or row[0] == JobStatus.CANCELLED.value:
+                return None
+            _, job_tenant, prio, max_att, overlap = row
+            tick = now_ms
+            page = 256
+            while True:  # the first millisecond from now on that has no execution yet
+                taken = [r[0] for r in conn.execute(q.TAKEN_TICKS_FROM, (job_id, tick, page))]
+                for t in taken:
+                    if t != tick:
+                        break
+                    tick += 1
+                else:
+                    if len(taken) == page:
+                        continue
+                break
+            guard = 0 if overlap == OverlapPolicy.ALLOW.value else 1
+            eid = execution_id(job_id, tick)
+            conn.execute(q.INSERT_EXECUTION, (
+                eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+            ))  # fmt: skip
+        return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
+                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att)
+
+    # ------------------------------------------------------------ the ready queue
+
+    @_translated
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        after_at, after_id = after if after is not None else (-_MAX_MS, "")
+        rows = self._conn.execute(q.READY_EXECUTIONS, (now_ms, after_at, after_id, limit))
+        return [execution_from_row(r) for r in rows]
+
+    @_translated
+    def next_available_at(self) -> int | None:
+        row = self._conn.execute(q.NEXT_AVAILABLE_AT).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @_translated
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        if not starts:
+            return []
+        workers: dict[str, str] = {}
+        for st in starts:
+            workers.setdefault(st.execution_id, st.worker_id)
+        loads = json.loads
+        with self._write() as conn:
+            cands: list[Any] = conn.execute(q.START_CANDIDATES, (dumps(list(workers)), now_ms)).fetchall()
+            if not cands:
+                return []
+            defs = {c[0]: c for c in cands}
+            triples = [
+                [eid, workers[eid], now_ms + round((DEFAULT_LEASE_SEC if ls is None else ls) * 1000)]
+                for eid, _job, ls, *_ in cands
+            ]
+            rows: list[Any] = conn.execute(q.START_EXECUTIONS, (dumps(triples), now_ms)).fetchall()
+        by_id = {r[0]: r for r in rows}
+        grants: list[Grant] = []
+        for eid in workers:
+            r = by_id.get(eid)
+            if r is None:
+                continue
+            _, _, lease_sec, timeout_sec, target, payload = defs[eid]
+            if target is None:  # no definition row (cannot happen with the foreign keys on)
+                lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
+            grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
+                                lease_sec, timeout_sec, loads(target), loads(payload)))  # fmt: skip
+        return grants
+
+    @_translated
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        with self._write() as conn:
+            return leases.heartbeat(conn, execution_id, lease_epoch, now_ms)
+
+    @_translated
+    def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
+        if not beats:
+            return []
+        with self._write() as conn:
+            return [leases.heartbeat(conn, eid, epoch, now_ms) for eid, _worker, epoch in beats]
+
+    @_translated
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        if not completions:
+            return []
+        with self._write() as conn:
+            return leases.complete(conn, completions, now_ms, rand01)
+
+    @_translated
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        if limit <= 0:
+            return []
+        with self._write() as conn:
+            rows: list[Any] = conn.execute(q.EXPIRED_LEASES, (now_ms, limit)).fetchall()
+            if not rows:
+                return []
+            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
+            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
+            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            return leases.complete(conn, comps, now_ms, rands)
+
+    @_translated
+    def running_for_worker(self, worker_id: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_FOR_WORKER, (worker_id,))]
+
+    @_translated
+    def running_count(self) -> int:
+        return _count(self._conn, q.RUNNING_COUNT)
+
+    # ------------------------------------------------------------ executions: reads
+
+    @_translated
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        row = self._conn.execute(q.GET_EXECUTION, (execution_id, tenant)).fetchone()
+        return None if row is None else execution_from_row(row)
+
+    @_translated
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = (job_id, _MAX_MS if before is None else before, limit, tenant)
+        return [execution_from_row(r) for r in self._conn.execute(q.LIST_EXECUTIONS, args)]
+
+    @_translated
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
+        if status is None:
+            where = "1"
+        else:
+            value = ExecStatus(status).value
+            where = q.COUNT_EXECUTIONS_WHERE.get(value, f"status = '{value}'")
+        sql = q.COUNT_EXECUTIONS.format(where=where)
+        return _count(self._conn, sql, (tenant,))
+
+    # ------------------------------------------------------------ side effects
+
+    @_translated
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        with self._write() as conn:
+            row = conn.execute(q.EXECUTION_LEASE, (execution_id,)).fetchone()
+            if row is None:
+                return EffectVerdict.NOT_FOUND
+            if conn.execute(q.EFFECT_EXISTS, (execution_id, key)).fetchone() is not None:
+                return EffectVerdict.DUPLICATE
+            if row[0] != "RUNNING" or row[1] != lease_epoch:
+                return EffectVerdict.FENCED
+            conn.execute(q.INSERT_EFFECT, (execution_id, key, lease_epoch, now_ms))
+        return EffectVerdict.RECORDED
+
+    @_translated
+    def list_effects(self, execution_id: str) -> list[tuple[str, int, int]]:
+        return [(r[0], r[1], r[2]) for r in self._conn.execute(q.LIST_EFFECTS, (execution_id,))]
+
+    # ------------------------------------------------------------ dead-letter queue
+
+    @_translated
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        rows = self._conn.execute(q.LIST_DEAD, (after or "", tenant, limit))
+        return [execution_from_row(r) for r in rows]
+
+    @_translated
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_DEAD, (execution_id, tenant)).fetchone()
+            if row is None:
+                return None
+            dead = execution_from_row(row)
+            history = f"replayed at {schedule.format_instant(now_ms)} after {dead.attempt} attempt(s)"
+            if dead.finished_at is not None:
+                history += f", dead since {schedule.format_instant(dead.finished_at)}"
+            if dead.exit_code is not None:
+                history += f", exit code {dead.exit_code}"
+            if dead.error:
+                history += f", last error: {leases.short(dead.error)}"
+            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            conn.execute(q.REPLAY_DEAD, (execution_id, now_ms, reason))
+            row = conn.execute(q.GET_EXECUTION, (execution_id, None)).fetchone()
+        return execution_from_row(row)
+
+    @_translated
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        with self._write() as conn:
+            conn.execute(q.PURGE_DEAD, (execution_id, tenant))
+            return conn.changes() > 0

@@ -1,0 +1,122 @@
+"""Contract: fenced side-effect records, and the dead-letter queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.store.base import Completion, EffectVerdict, LeaseVerdict, Outcome, Store
+from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
+
+
+def running(store: Store, **kw: Any) -> tuple[str, int]:
+    nj = one_off(T0, **kw)
+    create(store, nj)
+    [ex] = claim_all(store, T0).executions
+    g = start(store, ex.execution_id, T0)
+    return ex.execution_id, g.lease_epoch
+
+
+def dead(store: Store, tenant: str = "default", error: str = "boom") -> str:
+    eid, epoch = running(store, retry=RetryPolicy(max_attempts=1), tenant=tenant)
+    assert store.record_effect(eid, epoch, "effect", T0) is EffectVerdict.RECORDED
+    [res] = store.complete_executions(
+        [Completion(eid, "w1", epoch, Outcome.FAILED, exit_code=2, error=error, output="out")], T0 + SEC
+    )
+    assert res.status is ExecStatus.DEAD
+    return eid
+
+
+# ---------------------------------------------------------------- effects
+
+
+def test_effect_recorded_once_then_duplicate(store: Store) -> None:
+    eid, epoch = running(store)
+    assert store.record_effect(eid, epoch, "charge:42", T0 + 1) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, epoch, "charge:42", T0 + 2) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, epoch, "mail:1", T0 + 3) is EffectVerdict.RECORDED
+    assert store.list_effects(eid) == [("charge:42", epoch, T0 + 1), ("mail:1", epoch, T0 + 3)]
+
+
+def test_effect_with_a_stale_epoch_is_fenced(store: Store) -> None:
+    eid, epoch = running(store, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=0))
+    assert store.record_effect(eid, epoch, "a", T0) is EffectVerdict.RECORDED
+    store.expire_leases(T0 + HOUR, 10)  # the lease is lost; a new worker takes over
+    g2 = start(store, eid, T0 + HOUR)
+    # the zombie: a new key is fenced, an old key is still reported as a duplicate
+    assert store.record_effect(eid, epoch, "b", T0 + HOUR) is EffectVerdict.FENCED
+    assert store.record_effect(eid, epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
+    # the current holder records, and sees the zombie's effect as a duplicate
+    assert store.record_effect(eid, g2.lease_epoch, "b", T0 + HOUR) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
+    assert [(k, e) for k, e, _ in store.list_effects(eid)] == [("a", epoch), ("b", g2.lease_epoch)]
+
+
+def test_effect_when_not_running_or_absent(store: Store) -> None:
+    eid, epoch = running(store)
+    store.complete_executions([Completion(eid, "w1", epoch, Outcome.SUCCEEDED)], T0 + 1)
+    assert store.record_effect(eid, epoch, "late", T0 + 2) is EffectVerdict.FENCED
+    assert store.record_effect("nope:1", 1, "k", T0) is EffectVerdict.NOT_FOUND
+    assert store.list_effects(eid) == []
+    assert store.list_effects("nope:1") == []
+
+
+# ---------------------------------------------------------------- dead-letter queue
+
+
+def test_list_dead_orders_paginates_and_scopes(store: Store) -> None:
+    ids = sorted([dead(store, tenant="a") for _ in range(3)] + [dead(store, tenant="b")])
+    listed = store.list_dead()
+    assert [e.execution_id for e in listed] == ids
+    assert all(e.status is ExecStatus.DEAD for e in listed)
+    page = store.list_dead(limit=2)
+    rest = store.list_dead(limit=10, after=page[-1].execution_id)
+    assert [e.execution_id for e in page + rest] == ids
+    assert {e.tenant for e in store.list_dead(tenant="a")} == {"a"}
+    assert len(store.list_dead(tenant="b")) == 1
+    assert store.list_dead(limit=0) == []
+    assert store.count_executions(ExecStatus.DEAD) == 4
+    assert store.count_executions(ExecStatus.DEAD, tenant="a") == 3
+
+
+def test_replay_dead_starts_a_fresh_series_and_keeps_the_epoch_growing(store: Store) -> None:
+    eid = dead(store, error="disk full")
+    before = store.get_execution(eid)
+    assert before is not None
+    replayed = store.replay_dead(eid, T0 + HOUR)
+    assert replayed is not None
+    assert (replayed.status, replayed.attempt, replayed.available_at) == (ExecStatus.PENDING, 0, T0 + HOUR)
+    assert replayed.lease_epoch == before.lease_epoch
+    assert replayed.reason is not None and "disk full" in replayed.reason and "replayed" in replayed.reason
+    assert replayed.error is None and replayed.finished_at is None and replayed.worker_id is None
+    assert store.get_execution(eid) == replayed
+    assert store.list_dead() == []
+    assert [e.execution_id for e in store.ready_executions(T0 + HOUR, 10)] == [eid]
+    g = start(store, eid, T0 + HOUR)
+    assert (g.attempt, g.lease_epoch) == (1, before.lease_epoch + 1)
+    # the old epoch stays fenced
+    [old] = store.complete_executions([Completion(eid, "w1", before.lease_epoch, Outcome.SUCCEEDED)], T0 + HOUR)
+    assert old.verdict is LeaseVerdict.LEASE_LOST
+
+
+def test_replay_only_dead_and_own_tenant(store: Store) -> None:
+    eid = dead(store, tenant="a")
+    live, _ = running(store)
+    assert store.replay_dead(live, T0) is None
+    assert store.replay_dead("nope:1", T0) is None
+    assert store.replay_dead(eid, T0, tenant="b") is None
+    assert store.replay_dead(eid, T0, tenant="a") is not None
+    assert store.replay_dead(eid, T0 + MIN) is None  # no longer DEAD
+
+
+def test_purge_dead(store: Store) -> None:
+    eid = dead(store, tenant="a")
+    live, _ = running(store)
+    assert store.purge_dead(live) is False
+    assert store.purge_dead("nope:1") is False
+    assert store.purge_dead(eid, tenant="b") is False
+    assert store.purge_dead(eid, tenant="a") is True
+    assert store.get_execution(eid) is None
+    assert store.list_effects(eid) == []  # its effect records go with it
+    assert store.purge_dead(eid) is False
+    assert store.list_dead() == []

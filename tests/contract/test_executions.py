@@ -1,0 +1,351 @@
+"""Contract: the ready queue, hand-out with fencing, heartbeats, completions, the reaper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
+from cronwheel.core.retry import backoff_ms
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    LeaseVerdict,
+    Outcome,
+    StartRequest,
+    Store,
+)
+from tests.contract.conftest import (
+    HOUR,
+    MIN,
+    SEC,
+    T0,
+    claim_all,
+    create,
+    new_job,
+    one_off,
+    start,
+)
+
+RETRY = RetryPolicy(max_attempts=3, initial_backoff_sec=10, max_backoff_sec=100, multiplier=2, jitter=0.5)
+
+
+def pending(store: Store, **kw: Any) -> str:
+    """A job with one PENDING execution at T0; returns its execution id."""
+    nj = one_off(T0, **kw)
+    create(store, nj)
+    [ex] = claim_all(store, T0).executions
+    return ex.execution_id
+
+
+def fail(store: Store, eid: str, epoch: int, now: int, rand: float = 0.5, **kw: Any) -> CompletionResult:
+    [res] = store.complete_executions([Completion(eid, "w1", epoch, Outcome.FAILED, **kw)], now, [rand])
+    return res
+
+
+# ---------------------------------------------------------------- ready queue
+
+
+def test_ready_executions_order_availability_and_pagination(store: Store) -> None:
+    jobs = [one_off(T0 + i * SEC) for i in range(5)] + [one_off(T0 + 2 * SEC)]
+    create(store, *jobs)
+    claim_all(store, T0 + 10 * SEC)
+    ready = store.ready_executions(T0 + 10 * SEC, 100)
+    keys = [(e.available_at, e.execution_id) for e in ready]
+    assert keys == sorted(keys) and len(keys) == 6
+    assert [e.execution_id for e in store.ready_executions(T0 + 2 * SEC, 100)] == [e for _, e in keys[:4]]
+    page1 = store.ready_executions(T0 + 10 * SEC, 4)
+    page2 = store.ready_executions(T0 + 10 * SEC, 4, after=(page1[-1].available_at, page1[-1].execution_id))
+    assert [e.execution_id for e in page1 + page2] == [e for _, e in keys]
+    assert store.ready_executions(T0 + 10 * SEC, 0) == []
+    assert store.next_available_at() == T0
+
+
+def test_next_available_at_follows_retries(store: Store) -> None:
+    assert store.next_available_at() is None
+    eid = pending(store, retry=RETRY)
+    g = start(store, eid, T0)
+    assert store.next_available_at() is None  # nothing dispatchable while it runs
+    res = fail(store, eid, g.lease_epoch, T0 + SEC)
+    assert store.next_available_at() == res.available_at == T0 + SEC + 10 * SEC
+
+
+# ---------------------------------------------------------------- start
+
+
+def test_start_hands_out_with_a_new_epoch_and_a_lease(store: Store) -> None:
+    eid = pending(store, lease_sec=30, timeout_sec=99, payload={"p": 1}, target={"command": "x"}, tenant="acme",
+                  priority=Priority.BATCH)  # fmt: skip
+    [g] = store.start_executions([StartRequest(eid, "w7")], T0 + SEC)
+    assert (g.execution_id, g.attempt, g.lease_epoch) == (eid, 1, 1)
+    assert (g.lease_until, g.lease_sec, g.timeout_sec) == (T0 + SEC + 30 * SEC, 30, 99)
+    assert (g.target, g.payload, g.tenant, g.priority, g.scheduled_at) == (
+        {"command": "x"}, {"p": 1}, "acme", Priority.BATCH, T0,
+    )  # fmt: skip
+    ex = store.get_execution(eid)
+    assert ex is not None
+    assert (ex.status, ex.worker_id, ex.lease_until, ex.started_at) == (ExecStatus.RUNNING, "w7", g.lease_until, T0 + SEC)
+    assert store.running_count() == 1
+    assert [e.execution_id for e in store.running_for_worker("w7")] == [eid]
+    assert store.running_for_worker("w8") == []
+
+
+def test_start_refuses_what_is_not_dispatchable(store: Store) -> None:
+    eid = pending(store)
+    later = one_off(T0 + HOUR)
+    create(store, later)
+    assert store.start_executions([StartRequest("nope:1", "w1")], T0) == []
+    start(store, eid, T0)
+    # already running: a second start (another node racing) gets nothing
+    assert store.start_executions([StartRequest(eid, "w2")], T0) == []
+    # duplicates in one call are handed out once
+    other = pending(store)
+    grants = store.start_executions([StartRequest(other, "w1"), StartRequest(other, "w2")], T0)
+    assert [(g.execution_id, g.lease_epoch) for g in grants] == [(other, 1)]
+    # not yet available (retry backoff)
+    retry_eid = pending(store, retry=RETRY)
+    g = start(store, retry_eid, T0)
+    res = fail(store, retry_eid, g.lease_epoch, T0)
+    assert store.start_executions([StartRequest(retry_eid, "w1")], T0 + SEC) == []
+    again = start(store, retry_eid, res.available_at)
+    assert (again.attempt, again.lease_epoch) == (2, 2)
+
+
+def test_start_many_in_one_call_keeps_request_order(store: Store) -> None:
+    jobs = [one_off(T0) for _ in range(20)]
+    create(store, *jobs)
+    ids = [e.execution_id for e in claim_all(store, T0).executions]
+    ids.reverse()
+    grants = store.start_executions([StartRequest(i, f"w{n % 3}") for n, i in enumerate(ids)], T0)
+    assert [g.execution_id for g in grants] == ids
+    assert store.running_count() == 20
+    assert len(store.running_for_worker("w0")) == 7
+
+
+def test_started_at_is_the_first_start(store: Store) -> None:
+    eid = pending(store, retry=RETRY)
+    g = start(store, eid, T0 + 5)
+    res = fail(store, eid, g.lease_epoch, T0 + 10)
+    start(store, eid, res.available_at)
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.started_at == T0 + 5
+
+
+# ---------------------------------------------------------------- heartbeat
+
+
+def test_heartbeat_extends_only_the_current_epoch(store: Store) -> None:
+    eid = pending(store, lease_sec=20)
+    g = start(store, eid, T0)
+    hb = store.heartbeat(eid, "w1", g.lease_epoch, T0 + 15 * SEC)
+    assert (hb.verdict, hb.extend_until) == (LeaseVerdict.OK, T0 + 35 * SEC)
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.lease_until == T0 + 35 * SEC
+    stale = store.heartbeat(eid, "w1", g.lease_epoch - 1, T0 + 16 * SEC)
+    future = store.heartbeat(eid, "w1", g.lease_epoch + 1, T0 + 16 * SEC)
+    assert stale.verdict is future.verdict is LeaseVerdict.LEASE_LOST
+    assert stale.extend_until is None
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.lease_until == T0 + 35 * SEC  # unchanged
+    assert store.heartbeat("nope:1", "w1", 1, T0).verdict is LeaseVerdict.NOT_FOUND
+
+
+def test_heartbeat_after_completion_is_lease_lost(store: Store) -> None:
+    eid = pending(store)
+    g = start(store, eid, T0)
+    store.complete_executions([Completion(eid, "w1", g.lease_epoch, Outcome.SUCCEEDED)], T0 + 1)
+    assert store.heartbeat(eid, "w1", g.lease_epoch, T0 + 2).verdict is LeaseVerdict.LEASE_LOST
+
+
+def test_heartbeat_many(store: Store) -> None:
+    a, b = pending(store, lease_sec=10), pending(store, lease_sec=10)
+    ga, gb = start(store, a, T0), start(store, b, T0)
+    results = store.heartbeat_many([(a, "w1", ga.lease_epoch), (b, "w1", gb.lease_epoch + 5), ("x:1", "w1", 1)], T0 + SEC)
+    assert [r.verdict for r in results] == [LeaseVerdict.OK, LeaseVerdict.LEASE_LOST, LeaseVerdict.NOT_FOUND]
+    assert results[0].extend_until == T0 + 11 * SEC
+    assert store.heartbeat_many([], T0) == []
+
+
+# ---------------------------------------------------------------- complete
+
+
+def test_complete_success(store: Store) -> None:
+    eid = pending(store)
+    g = start(store, eid, T0)
+    [res] = store.complete_executions(
+        [Completion(eid, "w1", g.lease_epoch, Outcome.SUCCEEDED, exit_code=0, output="ok\n")], T0 + 5 * SEC
+    )
+    assert (res.execution_id, res.verdict, res.status, res.available_at) == (eid, LeaseVerdict.OK, ExecStatus.SUCCEEDED, None)
+    ex = store.get_execution(eid)
+    assert ex is not None
+    assert (ex.status, ex.finished_at, ex.exit_code, ex.output, ex.error) == (ExecStatus.SUCCEEDED, T0 + 5 * SEC, 0, "ok\n", None)
+    assert store.running_count() == 0
+    assert store.complete_executions([], T0) == []
+
+
+def test_failure_becomes_retry_wait_with_backoff(store: Store) -> None:
+    eid = pending(store, retry=RETRY)
+    g = start(store, eid, T0)
+    res = fail(store, eid, g.lease_epoch, T0 + SEC, rand=0.9, exit_code=3, error="exit 3", output="tail")
+    expected = T0 + SEC + backoff_ms(1, RETRY, 0.9)
+    assert (res.verdict, res.status, res.available_at) == (LeaseVerdict.OK, ExecStatus.RETRY_WAIT, expected)
+    ex = store.get_execution(eid)
+    assert ex is not None
+    assert (ex.status, ex.available_at, ex.exit_code, ex.error, ex.output) == (ExecStatus.RETRY_WAIT, expected, 3, "exit 3", "tail")
+    assert ex.finished_at is None and ex.reason is not None and "exit 3" in ex.reason
+    # the retry is dispatchable once its time has come, with attempt 2 and a new epoch
+    assert store.ready_executions(expected - 1, 10) == []
+    assert [e.execution_id for e in store.ready_executions(expected, 10)] == [eid]
+
+
+def test_default_rand_is_one_half(store: Store) -> None:
+    eid = pending(store, retry=RETRY)
+    g = start(store, eid, T0)
+    [res] = store.complete_executions([Completion(eid, "w1", g.lease_epoch, Outcome.TIMED_OUT)], T0)
+    assert res.available_at == T0 + backoff_ms(1, RETRY, 0.5)
+
+
+def test_dead_after_max_attempts(store: Store) -> None:
+    eid = pending(store, retry=RETRY)
+    now = T0
+    for attempt in (1, 2, 3):
+        g = start(store, eid, now)
+        assert (g.attempt, g.lease_epoch) == (attempt, attempt)
+        res = fail(store, eid, g.lease_epoch, now + 1, error=f"boom {attempt}")
+        now = res.available_at or now + 1
+    assert (res.verdict, res.status, res.available_at) == (LeaseVerdict.OK, ExecStatus.DEAD, None)
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.status is ExecStatus.DEAD and ex.error == "boom 3" and ex.attempt == 3
+    assert ex.finished_at is not None
+    assert store.ready_executions(T0 + HOUR, 10) == []
+    assert [e.execution_id for e in store.list_dead()] == [eid]
+
+
+def test_stale_epoch_completion_is_lease_lost_and_changes_nothing(store: Store) -> None:
+    eid = pending(store, retry=RETRY)
+    g1 = start(store, eid, T0)
+    r = fail(store, eid, g1.lease_epoch, T0)
+    g2 = start(store, eid, r.available_at)
+    before = store.get_execution(eid)
+    [res] = store.complete_executions([Completion(eid, "w-zombie", g1.lease_epoch, Outcome.SUCCEEDED)], T0 + HOUR)
+    assert (res.verdict, res.status) == (LeaseVerdict.LEASE_LOST, None)
+    assert store.get_execution(eid) == before
+    [ok] = store.complete_executions([Completion(eid, "w1", g2.lease_epoch, Outcome.SUCCEEDED)], T0 + HOUR)
+    assert ok.verdict is LeaseVerdict.OK
+
+
+def test_completion_batch_is_fenced_per_item(store: Store) -> None:
+    a, b = pending(store), pending(store)
+    ga, gb = start(store, a, T0), start(store, b, T0)
+    results = store.complete_executions(
+        [
+            Completion(a, "w1", ga.lease_epoch, Outcome.SUCCEEDED),
+            Completion(b, "w1", gb.lease_epoch + 1, Outcome.SUCCEEDED),
+            Completion("nope:5", "w1", 1, Outcome.SUCCEEDED),
+            Completion(a, "w1", ga.lease_epoch, Outcome.FAILED),  # the same lease twice: already done
+        ],
+        T0 + 1,
+    )
+    assert [r.verdict for r in results] == [LeaseVerdict.OK, LeaseVerdict.LEASE_LOST, LeaseVerdict.NOT_FOUND, LeaseVerdict.LEASE_LOST]
+    ea, eb = store.get_execution(a), store.get_execution(b)
+    assert ea is not None and ea.status is ExecStatus.SUCCEEDED
+    assert eb is not None and eb.status is ExecStatus.RUNNING
+
+
+def test_completion_of_a_pending_execution_is_lease_lost(store: Store) -> None:
+    eid = pending(store)
+    [res] = store.complete_executions([Completion(eid, "w1", 0, Outcome.SUCCEEDED)], T0)
+    assert res.verdict is LeaseVerdict.LEASE_LOST
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.status is ExecStatus.PENDING
+
+
+# ---------------------------------------------------------------- the reaper
+
+
+def test_expire_leases_retries_and_fences_the_old_epoch(store: Store) -> None:
+    eid = pending(store, retry=RETRY, lease_sec=10)
+    g = start(store, eid, T0)
+    assert store.expire_leases(T0 + 10 * SEC, 100) == []  # lease_until is not yet passed
+    [res] = store.expire_leases(T0 + 10 * SEC + 1, 100)
+    assert (res.execution_id, res.verdict, res.status) == (eid, LeaseVerdict.OK, ExecStatus.RETRY_WAIT)
+    assert res.available_at is not None
+    lo, hi = backoff_ms(1, RETRY, 0.0), backoff_ms(1, RETRY, 0.999999)
+    assert T0 + 10 * SEC + 1 + lo <= res.available_at <= T0 + 10 * SEC + 1 + hi
+    ex = store.get_execution(eid)
+    assert ex is not None and ex.error == "lease expired" and ex.status is ExecStatus.RETRY_WAIT
+    # the zombie worker is fenced everywhere
+    assert store.heartbeat(eid, "w1", g.lease_epoch, T0 + 11 * SEC).verdict is LeaseVerdict.LEASE_LOST
+    [late] = store.complete_executions([Completion(eid, "w1", g.lease_epoch, Outcome.SUCCEEDED)], T0 + 11 * SEC)
+    assert late.verdict is LeaseVerdict.LEASE_LOST
+    # the new hand-out gets epoch + 1 and the old one stays fenced
+    g2 = start(store, eid, res.available_at, worker="w2")
+    assert (g2.lease_epoch, g2.attempt) == (g.lease_epoch + 1, 2)
+    assert store.heartbeat(eid, "w1", g.lease_epoch, res.available_at).verdict is LeaseVerdict.LEASE_LOST
+    assert store.heartbeat(eid, "w2", g2.lease_epoch, res.available_at).verdict is LeaseVerdict.OK
+
+
+def test_expire_leases_sends_the_last_attempt_to_the_dlq(store: Store) -> None:
+    eid = pending(store, retry=RetryPolicy(max_attempts=1), lease_sec=5)
+    start(store, eid, T0)
+    [res] = store.expire_leases(T0 + HOUR, 10)
+    assert res.status is ExecStatus.DEAD
+    assert [e.execution_id for e in store.list_dead()] == [eid]
+
+
+def test_expire_leases_respects_limit_and_spares_live_leases(store: Store) -> None:
+    ids = [pending(store, lease_sec=10) for _ in range(5)]
+    for eid in ids:
+        start(store, eid, T0)
+    keep = pending(store, lease_sec=3600)
+    start(store, keep, T0)
+    first = store.expire_leases(T0 + MIN, 3)
+    rest = store.expire_leases(T0 + MIN, 100)
+    assert len(first) == 3 and len(rest) == 2
+    assert {r.execution_id for r in first + rest} == set(ids)
+    assert [e.execution_id for e in store.running_for_worker("w1")] == [keep]
+    assert store.expire_leases(T0 + MIN, 0) == []
+
+
+# ---------------------------------------------------------------- reads
+
+
+def test_list_and_count_executions(store: Store) -> None:
+    nj = new_job(tenant="acme")
+    create(store, nj)
+    for k in range(5):
+        claim_all(store, T0 + k * MIN)
+    history = store.list_executions(nj.job_id, limit=3)
+    assert [e.scheduled_at for e in history] == [T0 + 4 * MIN, T0 + 3 * MIN, T0 + 2 * MIN]
+    older = store.list_executions(nj.job_id, limit=3, before=history[-1].scheduled_at)
+    assert [e.scheduled_at for e in older] == [T0 + MIN, T0]
+    assert store.list_executions(nj.job_id, tenant="other") == []
+    assert store.list_executions("nope") == []
+    g = start(store, f"{nj.job_id}:{T0}", T0 + 5 * MIN)
+    fail(store, g.execution_id, g.lease_epoch, T0 + 5 * MIN)
+    start(store, f"{nj.job_id}:{T0 + MIN}", T0 + 5 * MIN)
+    assert store.count_executions() == 5
+    assert store.count_executions(ExecStatus.PENDING) == 3
+    assert store.count_executions(ExecStatus.RUNNING) == 1
+    assert store.count_executions(ExecStatus.RETRY_WAIT) == 1
+    assert store.count_executions(ExecStatus.SUCCEEDED) == 0
+    assert store.count_executions(ExecStatus.PENDING, tenant="acme") == 3
+    assert store.count_executions(tenant="other") == 0
+    assert store.get_execution(g.execution_id, tenant="acme") is not None
+    assert store.get_execution(g.execution_id, tenant="other") is None
+    assert store.get_execution("nope:1") is None
+
+
+def test_dispatch_loop_drains_everything_once(store: Store) -> None:
+    """End to end on the store alone: claim, start, complete; every tick runs exactly once."""
+    jobs = [new_job(schedule="*/30 * * * * *") for _ in range(40)]
+    create(store, *jobs)
+    done: list[str] = []
+    for now in range(T0, T0 + 5 * MIN + 1, 10 * SEC):
+        claim_all(store, now)
+        ready = store.ready_executions(now, 1000)
+        grants = store.start_executions([StartRequest(e.execution_id, "w") for e in ready], now)
+        results = store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, Outcome.SUCCEEDED) for g in grants], now)
+        assert all(r.verdict is LeaseVerdict.OK for r in results)
+        done += [g.execution_id for g in grants]
+    assert len(done) == len(set(done)) == 40 * 11
+    assert store.count_executions(ExecStatus.SUCCEEDED) == 40 * 11

@@ -1,0 +1,274 @@
+"""What only the SQLite backend has: migrations, PRAGMAs, WAL, locking, query plans."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from cronwheel.store import open_store
+from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.sqlite import SqliteStore
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.migrate import SCHEMA_FILE, migrations
+from tests.contract.conftest import ALL_BUCKETS, T0, claim_all, create, new_job
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open(tmp_path / "s.db")
+    yield s
+    s.close()
+
+
+def conn_of(store: SqliteStore) -> apsw.Connection:
+    return store._conn
+
+
+def pragma(conn: apsw.Connection, name: str) -> Any:
+    return conn.execute(f"PRAGMA {name}").fetchall()[0][0]
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def _normalise(sql: str | None) -> str:
+    if sql is None:
+        return ""
+    sql = re.sub(r"--[^\n]*", " ", sql)
+    sql = re.sub(r"\s+", " ", sql).strip()
+    return re.sub(r"\s*([(),])\s*", r"\1", sql).lower()
+
+
+def _schema(conn: apsw.Connection) -> dict[str, Any]:
+    master = {
+        (t, n): (tbl, _normalise(sql))
+        for t, n, tbl, sql in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+    }
+    tables = [n for (t, n) in master if t == "table" and not n.startswith("sqlite_")]
+    structure = {
+        n: (
+            conn.execute(f"PRAGMA table_xinfo('{n}')").fetchall(),
+            conn.execute(f"PRAGMA foreign_key_list('{n}')").fetchall(),
+            sorted(conn.execute(f"PRAGMA index_list('{n}')").fetchall()),
+        )
+        for n in tables
+    }
+    return {"master": master, "structure": structure}
+
+
+def test_schema_sql_equals_all_migrations_applied(tmp_path: Path) -> None:
+    migrated = SqliteStore.open(tmp_path / "migrated.db")
+    fresh = apsw.Connection(str(tmp_path / "fresh.db"))
+    fresh.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
+    try:
+        assert _schema(conn_of(migrated)) == _schema(fresh)
+        assert fresh.execute("SELECT * FROM tenants").fetchall() == conn_of(migrated).execute(
+            "SELECT * FROM tenants"
+        ).fetchall()
+    finally:
+        migrated.close()
+        fresh.close()
+
+
+def test_migrations_are_numbered_and_recorded(sqlite_store: SqliteStore) -> None:
+    found = migrations()
+    assert [m.version for m in found] == list(range(1, len(found) + 1))
+    conn = conn_of(sqlite_store)
+    assert sqlite_store.schema_version() == len(found) == pragma(conn, "user_version")
+    rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+    assert rows == [(m.version, m.name) for m in found]
+
+
+def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
+    path = tmp_path / "re.db"
+    SqliteStore.open(path).close()
+    s = SqliteStore.open(path)
+    try:
+        assert conn_of(s).execute("SELECT COUNT(*) FROM schema_migrations").fetchall()[0][0] == len(migrations())
+        assert conn_of(s).execute("SELECT name FROM tenants").fetchall() == [("default",)]
+    finally:
+        s.close()
+
+
+def test_concurrent_first_opens_migrate_once(tmp_path: Path) -> None:
+    path = tmp_path / "race.db"
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+    stores: list[SqliteStore] = []
+    lock = threading.Lock()
+
+    def opener() -> None:
+        barrier.wait()
+        try:
+            s = SqliteStore.open(path)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+            return
+        with lock:
+            stores.append(s)
+
+    threads = [threading.Thread(target=opener) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        count = conn_of(stores[0]).execute("SELECT COUNT(*) FROM schema_migrations").fetchall()[0][0]
+        assert count == len(migrations())
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SqliteStore.open(path).close()
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        SqliteStore.open(path)
+
+
+# ---------------------------------------------------------------- durability settings
+
+
+def test_pragmas_wal_full_sync_foreign_keys_busy_timeout(sqlite_store: SqliteStore) -> None:
+    conn = conn_of(sqlite_store)
+    assert pragma(conn, "journal_mode") == "wal"
+    assert pragma(conn, "synchronous") == 2  # FULL: every commit is fsynced
+    assert pragma(conn, "foreign_keys") == 1
+    assert pragma(conn, "busy_timeout") == 10_000
+    create(sqlite_store, new_job())
+    assert Path(conn.filename_wal).exists()
+    meta = sqlite_store.meta()
+    assert (meta["kind"], meta["journalMode"], meta["synchronous"]) == ("sqlite", "wal", "full")
+
+
+def test_writes_commit_before_returning(sqlite_store: SqliteStore, tmp_path: Path) -> None:
+    conn = conn_of(sqlite_store)
+    [jid] = create(sqlite_store, new_job())
+    assert not conn.in_transaction
+    other = apsw.Connection(str(tmp_path / "s.db"))  # another connection sees it at once
+    try:
+        assert other.execute("SELECT COUNT(*) FROM jobs WHERE id = ?", (jid,)).fetchall() == [(1,)]
+    finally:
+        other.close()
+
+
+def test_a_held_write_lock_makes_the_store_unavailable_not_broken(tmp_path: Path) -> None:
+    path = tmp_path / "busy.db"
+    s = SqliteStore.open(path, busy_timeout_ms=50)
+    blocker = apsw.Connection(str(path))
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreUnavailable):
+            s.create_jobs([new_job()], T0)
+        with pytest.raises(StoreUnavailable):
+            s.claim_due(ALL_BUCKETS, T0, 10)
+        assert s.count_jobs() == 0  # readers are not blocked in WAL mode
+        blocker.execute("ROLLBACK")
+        create(s, new_job())
+        assert s.count_jobs() == 1
+    finally:
+        blocker.close()
+        s.close()
+
+
+def test_using_a_closed_store_raises_store_error(tmp_path: Path) -> None:
+    s = SqliteStore.open(tmp_path / "c.db")
+    s.close()
+    with pytest.raises(StoreError):
+        s.count_jobs()
+
+
+def test_open_in_a_missing_directory_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError):
+        SqliteStore.open(tmp_path / "no" / "such" / "dir.db")
+
+
+# ---------------------------------------------------------------- open_store
+
+
+def test_open_store_accepts_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for target in (tmp_path / "a.db", str(tmp_path / "b.db"), f"sqlite:///{tmp_path / 'c.db'}"):
+        s = open_store(target)
+        try:
+            assert isinstance(s, SqliteStore)
+        finally:
+            s.close()
+    monkeypatch.chdir(tmp_path)
+    s = open_store("sqlite:///rel.db")
+    s.close()
+    assert (tmp_path / "rel.db").exists()
+    assert (tmp_path / "c.db").exists()
+
+
+@pytest.mark.parametrize("url", ["postgresql://localhost/x", "postgres://h/db", "mysql://x", "sqlite://x.db"])
+def test_open_store_refuses_what_it_cannot_open(url: str) -> None:
+    with pytest.raises(StoreError):
+        open_store(url)
+
+
+# ---------------------------------------------------------------- query plans of hot paths
+
+
+def _plan(conn: apsw.Connection, sql: str, args: tuple[Any, ...]) -> str:
+    return " | ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, args))
+
+
+def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
+    conn = conn_of(sqlite_store)
+    buckets = "[1,2,3]"
+    assert "COVERING INDEX jobs_due" in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10))
+    assert "COVERING INDEX jobs_due" in _plan(conn, q.DUE_JOBS, (buckets, T0, 10))
+    assert "INDEX jobs_due" in _plan(conn, q.NEXT_DUE_AT, (buckets,))
+    ready = _plan(conn, q.READY_EXECUTIONS, (T0, 0, "", 10))
+    assert "INDEX executions_ready" in ready and "TEMP B-TREE" not in ready
+    assert "INDEX executions_ready" in _plan(conn, q.NEXT_AVAILABLE_AT, ())
+    assert "INDEX executions_running" in _plan(conn, q.EXPIRED_LEASES, (T0, 10))
+    assert "INDEX executions_worker" in _plan(conn, q.RUNNING_FOR_WORKER, ("w",))
+    assert "INDEX executions_guarded" in _plan(conn, q.GUARDED_LIVE, ('["j"]',))
+    assert "INDEX executions_tick" in _plan(conn, q.LIST_EXECUTIONS, ("j", T0, 10, None))
+    assert "INDEX executions_dead" in _plan(conn, q.LIST_DEAD, ("", None, 10))
+    assert "SCAN jobs" not in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10))
+
+
+# ---------------------------------------------------------------- a stored schedule that broke
+
+
+def test_a_schedule_that_no_longer_parses_pauses_its_job(sqlite_store: SqliteStore) -> None:
+    good, bad = new_job(), new_job()
+    create(sqlite_store, good, bad)
+    conn_of(sqlite_store).execute("UPDATE jobs SET schedule = 'not a cron' WHERE id = ?", (bad.job_id,))
+    res = claim_all(sqlite_store, T0)
+    assert [e.job_id for e in res.executions] == [good.job_id]
+    [skip] = res.skipped
+    assert skip.job_id == bad.job_id and skip.reason is not None and skip.reason.startswith("schedule error")
+    job = sqlite_store.get_job(bad.job_id)
+    assert job is not None and job.status.value == "PAUSED"
+    assert claim_all(sqlite_store, T0 + 60_000).jobs_claimed == 1  # the good job goes on
+
+
+def test_tenants_table_has_the_default_and_learns_new_tenants(sqlite_store: SqliteStore) -> None:
+    conn = conn_of(sqlite_store)
+    assert conn.execute("SELECT name, weight FROM tenants").fetchall() == [("default", 1)]
+    create(sqlite_store, new_job(tenant="acme"), new_job(tenant="acme"), new_job())
+    create(sqlite_store, new_job(tenant="zeta"))
+    assert [r[0] for r in conn.execute("SELECT name FROM tenants ORDER BY name")] == ["acme", "default", "zeta"]
+
+
+def test_json_is_stored_compact(sqlite_store: SqliteStore) -> None:
+    nj = new_job(payload={"a": [1, 2], "b": "ü"})
+    create(sqlite_store, nj)
+    row = conn_of(sqlite_store).execute(
+        "SELECT payload, target FROM job_definitions WHERE job_id = ?", (nj.job_id,)
+    ).fetchall()
+    assert row == [('{"a":[1,2],"b":"ü"}', '{"command":"echo hi"}')]

@@ -1,0 +1,242 @@
+"""core.planning: what a claim runs, skips and leaves due. Fake schedules, no clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy
+from cronwheel.core.planning import MISSED_SCAN_LIMIT, ClaimPlan, plan_claim
+
+SEC = 1_000
+MIN = 60 * SEC
+HOUR = 60 * MIN
+DAY = 24 * HOUR
+YEAR = 365 * DAY
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a whole minute
+
+RUN_ONCE, SKIP, RUN_ALL = MisfirePolicy.RUN_ONCE, MisfirePolicy.SKIP, MisfirePolicy.RUN_ALL
+
+
+class Every:
+    """A fake schedule firing at ``T0 + k * period`` for every integer k, counting evaluations."""
+
+    def __init__(self, period: int, until: int | None = None) -> None:
+        self.period = period
+        self.until = until
+        self.calls = 0
+
+    def __call__(self, after: int) -> int | None:
+        self.calls += 1
+        nxt = T0 + ((after - T0) // self.period + 1) * self.period
+        return None if self.until is not None and nxt > self.until else nxt
+
+
+def never(_after: int) -> int | None:
+    return None
+
+
+def test_not_due_yet_plans_nothing() -> None:
+    plan = plan_claim(Every(MIN), T0 + MIN, T0, RUN_ONCE)
+    assert plan == ClaimPlan([], 0, None, None, T0 + MIN)
+
+
+@pytest.mark.parametrize("policy", list(MisfirePolicy))
+def test_on_time_tick_runs_and_advances(policy: MisfirePolicy) -> None:
+    fake = Every(MIN)
+    plan = plan_claim(fake, T0, T0 + 250, policy)
+    assert plan == ClaimPlan([T0], 0, None, None, T0 + MIN)
+    assert fake.calls == 1  # the common path costs one evaluation
+
+
+@pytest.mark.parametrize("policy", list(MisfirePolicy))
+def test_late_ticks_within_the_grace_always_run(policy: MisfirePolicy) -> None:
+    # every second, 30 s late: 31 recent ticks, none missed whatever the policy
+    plan = plan_claim(Every(SEC), T0, T0 + 30 * SEC, policy)
+    assert plan.run == [T0 + i * SEC for i in range(31)]
+    assert plan.skipped_count == 0
+    assert plan.next_run_at == T0 + 31 * SEC
+
+
+def test_the_grace_boundary_is_inclusive() -> None:
+    now = T0 + MISFIRE_GRACE_MS
+    assert plan_claim(Every(HOUR), T0, now, SKIP).run == [T0]  # exactly grace old: late, runs
+    plan = plan_claim(Every(HOUR), T0, now + 1, SKIP)  # one ms more: missed
+    assert plan.run == [] and plan.skipped_count == 1
+
+
+def test_worked_example_from_the_module_docstring() -> None:
+    now = T0 + 5 * MIN + 30 * SEC  # 10:05:30 with T0 = 10:00
+    missed = [T0 + i * MIN for i in range(5)]
+    for policy in (RUN_ONCE, SKIP):
+        plan = plan_claim(Every(MIN), T0, now, policy)
+        assert plan == ClaimPlan([T0 + 5 * MIN], 5, missed[0], missed[-1], T0 + 6 * MIN)
+    plan = plan_claim(Every(MIN), T0, now, RUN_ALL)
+    assert plan == ClaimPlan([*missed, T0 + 5 * MIN], 0, None, None, T0 + 6 * MIN)
+
+
+def test_run_once_runs_the_latest_missed_tick_when_no_recent_one() -> None:
+    now = T0 + 5 * HOUR + 30 * MIN  # hourly job, 5 ticks missed (T0 .. T0+5h), none recent
+    plan = plan_claim(Every(HOUR), T0, now, RUN_ONCE)
+    assert plan == ClaimPlan([T0 + 5 * HOUR], 5, T0, T0 + 4 * HOUR, T0 + 6 * HOUR)
+
+
+def test_run_once_with_a_single_missed_tick_runs_it() -> None:
+    plan = plan_claim(Every(HOUR), T0, T0 + 30 * MIN, RUN_ONCE)
+    assert plan == ClaimPlan([T0], 0, None, None, T0 + HOUR)
+
+
+def test_skip_skips_every_missed_tick() -> None:
+    plan = plan_claim(Every(HOUR), T0, T0 + 5 * HOUR + 30 * MIN, SKIP)
+    assert plan == ClaimPlan([], 6, T0, T0 + 5 * HOUR, T0 + 6 * HOUR)
+
+
+def test_run_all_runs_missed_ticks_up_to_the_cap_then_skips() -> None:
+    n = MISFIRE_RUN_ALL_CAP + 20
+    now = T0 + n * MIN - MIN // 2  # ticks T0 .. T0+(n-1)min missed, the last 30 s old... recent
+    plan = plan_claim(Every(MIN), T0, now, RUN_ALL)
+    assert plan.run == [T0 + i * MIN for i in range(MISFIRE_RUN_ALL_CAP)]
+    # the rest of the missed ticks are skipped; the recent tick waits for the next claim
+    recent = T0 + (n - 1) * MIN
+    assert plan.skipped_count == n - 1 - MISFIRE_RUN_ALL_CAP
+    assert plan.skipped_first == T0 + MISFIRE_RUN_ALL_CAP * MIN
+    assert plan.skipped_last == recent - MIN
+    assert plan.next_run_at == recent  # still due: the next claim runs it (lateness never skips)
+    follow_up = plan_claim(Every(MIN), recent, now, RUN_ALL)
+    assert follow_up == ClaimPlan([recent], 0, None, None, recent + MIN)
+
+
+def test_recent_ticks_beyond_the_cap_stay_due_instead_of_being_skipped() -> None:
+    period = 100  # 600 ticks inside the grace window
+    now = T0 + 59 * SEC
+    plan = plan_claim(Every(period), T0, now, SKIP)
+    assert len(plan.run) == MISFIRE_RUN_ALL_CAP and plan.skipped_count == 0
+    assert plan.next_run_at == T0 + MISFIRE_RUN_ALL_CAP * period <= now
+
+
+def test_a_year_down_on_an_every_second_schedule_costs_bounded_evaluations() -> None:
+    now = T0 + YEAR
+    recent_first = now - MISFIRE_GRACE_MS
+    recent = [recent_first + i * SEC for i in range(61)]  # the grace window, both ends included
+    for policy in MisfirePolicy:
+        fake = Every(SEC)
+        plan = plan_claim(fake, T0, now, policy)
+        assert fake.calls <= MISSED_SCAN_LIMIT + 2 * MISFIRE_RUN_ALL_CAP + 64, policy
+        assert not plan.skipped_count_exact
+        assert 0 < plan.skipped_count < YEAR // SEC  # a lower bound
+        assert plan.skipped_last == recent_first - SEC  # exact, found by bisection
+        if policy is RUN_ALL:
+            # the cap is spent on the oldest missed ticks; the recent ones stay due
+            assert plan.run == [T0 + i * SEC for i in range(MISFIRE_RUN_ALL_CAP)]
+            assert plan.skipped_first == T0 + MISFIRE_RUN_ALL_CAP * SEC
+            assert plan.next_run_at == recent_first
+            follow_up = plan_claim(Every(SEC), recent_first, now, policy)
+            assert follow_up == ClaimPlan(recent, 0, None, None, now + SEC)
+        else:
+            assert plan.run == recent
+            assert plan.skipped_first == T0
+            assert plan.next_run_at == now + SEC
+
+
+def test_run_once_after_a_long_outage_without_recent_tick_runs_the_exact_latest() -> None:
+    # every 5 minutes, down for a month: far more missed ticks than the scan limit, no tick in
+    # the last minute, so the latest missed tick must be found exactly
+    now = T0 + 30 * DAY + 3 * MIN
+    fake = Every(5 * MIN)
+    plan = plan_claim(fake, T0, now, RUN_ONCE)
+    assert plan.run == [T0 + 30 * DAY]
+    assert plan.skipped_first == T0
+    assert plan.skipped_last == T0 + 30 * DAY - 5 * MIN
+    assert plan.next_run_at == T0 + 30 * DAY + 5 * MIN
+    assert fake.calls < 3 * MISSED_SCAN_LIMIT
+    assert not plan.skipped_count_exact and plan.skipped_count >= MISSED_SCAN_LIMIT
+
+
+def test_skip_count_is_exact_when_the_scan_limit_is_not_reached() -> None:
+    plan = plan_claim(Every(MIN), T0, T0 + 150 * MIN + 30 * SEC, SKIP)
+    assert plan.skipped_count == 150 and plan.skipped_count_exact
+    assert plan.skipped_last == T0 + 149 * MIN and plan.run == [T0 + 150 * MIN]
+
+
+def test_skip_count_exact_when_the_jump_lands_on_the_last_missed_tick() -> None:
+    n = MISSED_SCAN_LIMIT + 1  # missed ticks: exactly one past the scan limit
+    now = T0 + (n + 1) * MIN
+    plan = plan_claim(Every(MIN), T0, now, SKIP)
+    assert plan.skipped_count == n and plan.skipped_count_exact
+    assert plan.skipped_last == T0 + (n - 1) * MIN
+    assert plan.run == [now - MIN, now]
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (RUN_ONCE, ClaimPlan([T0], 0, None, None, None)),
+        (RUN_ALL, ClaimPlan([T0], 0, None, None, None)),
+        (SKIP, ClaimPlan([], 1, T0, T0, None)),
+    ],
+)
+def test_one_off_missed_long_ago(policy: MisfirePolicy, expected: ClaimPlan) -> None:
+    assert plan_claim(never, T0, T0 + DAY, policy) == expected
+
+
+@pytest.mark.parametrize("policy", list(MisfirePolicy))
+def test_one_off_on_time_runs_once_and_never_again(policy: MisfirePolicy) -> None:
+    assert plan_claim(never, T0, T0 + 5, policy) == ClaimPlan([T0], 0, None, None, None)
+
+
+def test_a_schedule_that_ends_during_the_outage() -> None:
+    fake = Every(MIN, until=T0 + 3 * MIN)
+    plan = plan_claim(fake, T0, T0 + HOUR, SKIP)
+    assert plan == ClaimPlan([], 4, T0, T0 + 3 * MIN, None)
+    plan = plan_claim(Every(MIN, until=T0 + 3 * MIN), T0, T0 + HOUR, RUN_ONCE)
+    assert plan == ClaimPlan([T0 + 3 * MIN], 3, T0, T0 + 2 * MIN, None)
+
+
+@pytest.mark.parametrize("period", [SEC, 7 * SEC, MIN, 13 * MIN, HOUR])
+@pytest.mark.parametrize("down_for", [0, 59 * SEC, 61 * SEC, 10 * MIN, 3 * HOUR, 2 * DAY])
+@pytest.mark.parametrize("policy", list(MisfirePolicy))
+def test_against_brute_force(period: int, down_for: int, policy: MisfirePolicy) -> None:
+    """Whenever the scan limit is not hit, the plan equals the obvious enumeration."""
+    now = T0 + down_for + 17
+    ticks = list(range(T0, now + 1, period))
+    horizon = now - MISFIRE_GRACE_MS
+    missed = [t for t in ticks if t < horizon]
+    recent = [t for t in ticks if t >= horizon]
+    plan = plan_claim(Every(period), T0, now, policy)
+    planned_until = plan.run[-1] if plan.run else None
+    # invariants that hold always
+    assert plan.run == sorted(plan.run) and len(plan.run) <= MISFIRE_RUN_ALL_CAP
+    assert set(plan.run) <= set(ticks)
+    assert plan.next_run_at is not None
+    assert plan.next_run_at > now or len(plan.run) == MISFIRE_RUN_ALL_CAP
+    assert planned_until is None or plan.next_run_at > planned_until
+    if len(missed) > MISSED_SCAN_LIMIT or len(ticks) > MISFIRE_RUN_ALL_CAP:
+        return
+    if policy is RUN_ALL:
+        expected_run, expected_skipped = ticks, []
+    elif policy is SKIP or recent:
+        expected_run, expected_skipped = recent, missed
+    else:
+        expected_run, expected_skipped = missed[-1:], missed[:-1]
+    assert plan.run == expected_run
+    assert plan.skipped_count == len(expected_skipped)
+    assert plan.skipped_first == (expected_skipped[0] if expected_skipped else None)
+    assert plan.skipped_last == (expected_skipped[-1] if expected_skipped else None)
+    assert plan.next_run_at == ticks[-1] + period
+
+
+def test_bisection_finds_the_last_tick_of_an_irregular_schedule() -> None:
+    fires = sorted({T0 + k * k * SEC for k in range(2000)})  # ever sparser ticks
+
+    def next_tick(after: int) -> int | None:
+        for f in fires:
+            if f > after:
+                return f
+        return None
+
+    now = fires[-1] + 5 * MIN
+    plan: Callable[[], ClaimPlan] = lambda: plan_claim(next_tick, T0, now, RUN_ONCE)  # noqa: E731
+    result = plan()
+    assert result.run == [fires[-1]]
+    assert result.skipped_first == T0 and result.skipped_last == fires[-2]
