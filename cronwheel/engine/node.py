@@ -27,6 +27,7 @@ from cronwheel.store.base import (
     EffectVerdict,
     HeartbeatResult,
     NewJob,
+    Outcome,
     Store,
     StoreUnavailable,
 )
@@ -47,6 +48,7 @@ class NodeConfig:
     grace_sec: float = 30.0
     api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
     worker_env: dict[str, str] = field(default_factory=dict)
+    worker_cmd: list[str] | None = None  #: how to start a worker (default: this Python, -m)
 
 
 class Node:
@@ -104,14 +106,35 @@ class Node:
             env=env,
             log=lambda event, fields: self.events.emit(event, **fields),
             node_id=self.node_id,
+            worker_cmd=self.config.worker_cmd,
         )
         self._submissions.start()
         await self.pool.start()
+        self._tasks = self.dispatcher.start(self.pool)
+        await self._fail_previous_incarnation()
         recovered = await self.dispatcher.refill()
         if recovered:
             self.events.emit("dispatch.recovered", executions=recovered)
-        self._tasks = self.dispatcher.start(self.pool)
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
+
+    async def _fail_previous_incarnation(self) -> None:
+        """Executions that this node's local workers held when it last stopped (or crashed)
+        cannot still be running: those workers died with it. Fail them now (a retry, or the
+        DLQ) instead of leaving them until their leases expire. Fenced by epoch as always."""
+        assert self.pool is not None
+        mine = f"{self.node_id}-{self.pool.incarnation}-"
+        orphans = [
+            ex for ex in await self.reader.run(lambda s: s.running_with_worker_prefix(f"{self.node_id}-"))
+            if ex.worker_id is not None and not ex.worker_id.startswith(mine)
+        ]
+        if not orphans:
+            return
+        self.events.emit("node.recovered_leases", executions=len(orphans))
+        await self.dispatcher.finish([
+            Completion(ex.execution_id, ex.worker_id, ex.lease_epoch, Outcome.LOST,
+                       error=f"worker {ex.worker_id} died with its node")
+            for ex in orphans
+        ])
 
     async def wait_workers(self, timeout: float = 30) -> None:
         assert self.pool is not None

@@ -280,6 +280,11 @@ class Store(ABC):
         """RUNNING executions leased to ``worker_id`` (to fail them when the worker dies)."""
 
     @abstractmethod
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        """RUNNING executions whose worker_id starts with ``prefix``. A restarted node uses it
+        to find the leases its previous incarnation's local workers held (they died with it)."""
+
+    @abstractmethod
     def running_count(self) -> int: ...
 
     # ---- executions: reads

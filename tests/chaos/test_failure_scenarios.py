@@ -314,3 +314,21 @@ def test_overlap_policies(make_daemon, policy):
     else:
         replaced = [e for e in exs if e["status"] == "CANCELLED" and "replaced" in (e["reason"] or "")]
         assert replaced
+
+
+def test_restarted_node_fails_its_dead_workers_leases_at_once(make_daemon, tmp_path):
+    """After kill -9 of `serve`, the executions its workers held are retried on restart
+    without waiting out their (default, 60 s) lease."""
+    d: Daemon = make_daemon(args=("--grace-sec", "1"))
+    marker = tmp_path / "runs"
+    job = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": f"echo run >> {marker}; sleep 300",
+                     "retryPolicy": {"maxAttempts": 2, "initialBackoffSec": 0}})
+    first = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["status"] == "RUNNING"), None))
+    assert first["leaseEpoch"] == 1
+    d.kill()
+    d.start()
+    # the lease would last another ~60 s; the restarted node re-runs it well before that
+    again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2 and e["status"] == "RUNNING"), None),
+                     timeout=30, what="the orphaned execution re-run with epoch 2")
+    assert again["attempt"] == 2
+    assert d.event("node.recovered_leases", executions=1) is not None

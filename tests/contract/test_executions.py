@@ -349,3 +349,16 @@ def test_dispatch_loop_drains_everything_once(store: Store) -> None:
         done += [g.execution_id for g in grants]
     assert len(done) == len(set(done)) == 40 * 11
     assert store.count_executions(ExecStatus.SUCCEEDED) == 40 * 11
+
+
+def test_running_with_worker_prefix_finds_a_previous_incarnations_leases(store: Store) -> None:
+    a, b, c = pending(store), pending(store), pending(store)
+    store.start_executions(
+        [StartRequest(a, "node1-old-w0-0"), StartRequest(b, "node1-new-w0-0"), StartRequest(c, "node10-old-w0-0")],
+        T0 + SEC,
+    )
+    assert {e.execution_id for e in store.running_with_worker_prefix("node1-")} == {a, b}
+    assert [e.execution_id for e in store.running_with_worker_prefix("node1-old-")] == [a]
+    assert store.running_with_worker_prefix("node2-") == []
+    # a prefix with LIKE wildcards matches literally
+    assert store.running_with_worker_prefix("node_-") == []

@@ -270,6 +270,11 @@ SELECT {EXEC_COLUMNS} FROM executions
 WHERE status = 'RUNNING' AND worker_id = ?1 ORDER BY execution_id
 """
 
+RUNNING_WITH_WORKER_PREFIX = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'RUNNING' AND substr(worker_id, 1, length(?1)) = ?1 ORDER BY execution_id
+"""
+
 RUNNING_COUNT = "SELECT COUNT(*) FROM executions WHERE status = 'RUNNING'"
 
 # ---------------------------------------------------------------- executions: reads

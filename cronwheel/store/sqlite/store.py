@@ -460,6 +460,10 @@ class SqliteStore(Store):
         return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_FOR_WORKER, (worker_id,))]
 
     @_translated
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_WITH_WORKER_PREFIX, (prefix,))]
+
+    @_translated
     def running_count(self) -> int:
         return _count(self._conn, q.RUNNING_COUNT)
 
