@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint unit bench clean
+.PHONY: serve test lint unit bench clean dist
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,4 +31,15 @@ bench: $(STAMP)
 	$(PY) bench/run_quick.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info dist
+
+# A wheel and a single-file executable in $(DIST)/. dist/cronwheel.pyz runs anywhere with the
+# same Python minor version and platform (its C extensions are this machine's):
+#   python3 dist/cronwheel.pyz serve     (or install it as /usr/local/bin/cronwheel)
+DIST ?= dist
+SHIV ?= $(VENV)/bin/shiv
+dist: $(STAMP)
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
+	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel \
+		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl

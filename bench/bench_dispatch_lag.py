@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.daemon import Daemon
 
 
 def parse(ts: str) -> float:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.postgres import PostgresServer, session_server
 
 
 @pytest.fixture
@@ -29,3 +30,18 @@ def make_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
 @pytest.fixture
 def daemon(make_daemon: Callable[..., Daemon]) -> Daemon:
     return make_daemon()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL (tests/support/postgres.py): skipped loudly when there is
+    none, failed instead when CRONWHEEL_REQUIRE_POSTGRES=1. Started on first use only."""
+    with session_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database at the latest schema, for this test alone."""
+    with postgres_server.database() as dsn:
+        yield dsn

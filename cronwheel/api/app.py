@@ -5,12 +5,16 @@ This is the only module that knows HTTP (STYLE.md habit 5). Every error leaves a
 field?, reason?}``; an unexpected exception is logged with its traceback and answered with a
 bare 500 that carries an ``errorId`` to find it in the log, never the traceback itself.
 
-Tenancy has one seam: ``tenant_resolver(request) -> tenant | None`` (None = admin, sees every
-tenant). Until authentication lands every caller is admin and jobs go to the default tenant.
+Tenancy has one seam: ``tenant_resolver(request)``, answering a ``core.tenants.Principal``
+(or a tenant name, or None = admin, sees every tenant); without one every caller is admin and
+jobs go to the default tenant. The daemon's resolver is ``api.auth.Authenticator`` (bearer
+tokens over TCP, peer uid on the Unix socket). ``ACCESS`` says which roles may call each
+route; another tenant's objects answer 404, never 403, so ids do not leak.
 """
 
 from __future__ import annotations
 
+import enum
 import inspect
 import json
 import logging
@@ -22,8 +26,11 @@ from typing import Any
 
 from aiohttp import web
 
+from cronwheel.api import ops
+from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import CreateOutcome, EffectVerdict, LeaseVerdict, StoreUnavailable
@@ -34,7 +41,7 @@ MAX_BODY_BYTES = 1 << 20
 PROBLEM_JSON = "application/problem+json"
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 
-TenantResolver = Callable[[web.Request], "str | Awaitable[str | None] | None"]
+TenantResolver = Callable[[web.Request], "Principal | str | Awaitable[Principal | str | None] | None"]
 
 SERVICE = web.AppKey("cronwheel.service", SchedulerService)
 TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
@@ -50,6 +57,7 @@ _CODE_BY_STATUS = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "unprocessable",
+    429: "quota_exceeded",
     500: "internal_error",
     503: "unavailable",
 }
@@ -58,11 +66,12 @@ _CODE_BY_STATUS = {
 class Problem(Exception):
     """Raised by a handler to answer with a problem document."""
 
-    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+    def __init__(self, status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
+        self.headers = headers
         self.extra = extra
 
 
@@ -98,11 +107,11 @@ async def _problems(request: web.Request, handler: Callable[[web.Request], Await
             return _too_large(length)
         return await handler(request)
     except Problem as p:
-        return problem_response(p.status, p.code, p.detail, **p.extra)
+        return problem_response(p.status, p.code, p.detail, headers=p.headers, **p.extra)
     except v.ValidationError as e:
         return problem_response(e.status, e.code, e.detail, field=e.field)
     except ServiceError as e:
-        return problem_response(e.status, e.code, str(e), **e.extra)
+        return problem_response(e.status, e.code, str(e), headers=e.headers, **e.extra)
     except StoreUnavailable as e:
         return problem_response(503, "unavailable", f"the store is unavailable, retry in a moment: {e}", headers={"Retry-After": "1"})
     except web.HTTPException as e:
@@ -135,16 +144,41 @@ def _http_detail(request: web.Request, e: web.HTTPException) -> str:
 # ---------------------------------------------------------------- helpers
 
 
-async def _tenant(request: web.Request) -> str | None:
+_PRINCIPAL = web.RequestKey("cronwheel.principal", Principal)  # resolved once per request
+
+
+async def _principal(request: web.Request) -> Principal:
+    """Who is calling (resolved once per request; Unauthorized/Forbidden from the resolver)."""
+    cached = request.get(_PRINCIPAL)
+    if isinstance(cached, Principal):
+        return cached
     resolver = request.app[TENANT_RESOLVER]
-    if resolver is None:
-        return None
-    result = resolver(request)  # type: ignore[operator]
+    result: Any = None if resolver is None else resolver(request)  # type: ignore[operator]
     if inspect.isawaitable(result):
         result = await result
-    if result is not None and not isinstance(result, str):
-        raise TypeError(f"tenant_resolver returned {type(result).__name__}, not str | None")
-    return result
+    if result is None:
+        principal = ADMIN
+    elif isinstance(result, Principal):
+        principal = result
+    elif isinstance(result, str):
+        principal = Principal(Role.TENANT, result)
+    else:
+        raise TypeError(f"tenant_resolver returned {type(result).__name__}, not Principal | str | None")
+    request[_PRINCIPAL] = principal
+    return principal
+
+
+async def _tenant(request: web.Request) -> str | None:
+    """The tenant a request is scoped to; None for admins (every tenant)."""
+    principal = await _principal(request)
+    return None if principal.is_admin else principal.tenant
+
+
+async def _own_execution(request: web.Request, execution_id: str) -> None:
+    """A non-admin may only touch its own tenant's executions: another's reads as absent."""
+    tenant = await _tenant(request)
+    if tenant is not None and await _service(request).get_execution(execution_id, tenant) is None:
+        raise Problem(404, "not_found", f"no execution {execution_id!r}")
 
 
 def _reject_constant(name: str) -> Any:
@@ -209,6 +243,9 @@ async def create_job(request: web.Request) -> web.Response:
     body = await _body(request)
     service = _service(request)
     spec = v.parse_job_body(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
+    refusal = target_refusal(spec.target, await _principal(request))
+    if refusal is not None:
+        raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     result = await service.create_job(spec, key, v.request_hash(body) if key is not None else None)
     if result.outcome is CreateOutcome.CONFLICT:
         raise Problem(
@@ -291,6 +328,7 @@ async def get_execution(request: web.Request) -> web.Response:
 async def heartbeat(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
     worker_id, epoch = v.parse_heartbeat(await _body(request))
+    await _own_execution(request, execution_id)
     result = await _service(request).heartbeat(execution_id, worker_id, epoch)
     if result.verdict is not LeaseVerdict.OK:
         raise _lease_conflict(result.verdict, execution_id)
@@ -300,6 +338,7 @@ async def heartbeat(request: web.Request) -> web.Response:
 async def complete(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
     completion = v.parse_completion(execution_id, await _body(request))
+    await _own_execution(request, execution_id)
     result = await _service(request).complete(completion)
     if result.verdict is not LeaseVerdict.OK:
         raise _lease_conflict(result.verdict, execution_id)
@@ -313,6 +352,7 @@ async def complete(request: web.Request) -> web.Response:
 async def record_effect(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
     _worker_id, epoch, key = v.parse_effect(await _body(request))
+    await _own_execution(request, execution_id)
     verdict = await _service(request).record_effect(execution_id, epoch, key)
     if verdict is EffectVerdict.RECORDED:
         return _json({"recorded": True, "duplicate": False, "key": key}, 201)
@@ -365,6 +405,48 @@ async def openapi(request: web.Request) -> web.Response:
     return web.Response(body=request.app[OPENAPI_DOC], content_type="application/json")
 
 
+# ---------------------------------------------------------------- tenants and tokens (admin)
+
+
+async def list_tenants(request: web.Request) -> web.Response:
+    service = _service(request)
+    tenants = await service.list_tenants()
+    live = service.tenant_stats()
+    return _json({"tenants": [tv.tenant_to_json(t, live.get(t.name, {})) for t in tenants]})
+
+
+async def create_tenant(request: web.Request) -> web.Response:
+    tenant = await _service(request).create_tenant(tv.parse_tenant_body(await _body(request)))
+    return _json(tv.tenant_to_json(tenant), 201, {"Location": f"/v1/tenants/{tenant.name}"})
+
+
+async def update_tenant(request: web.Request) -> web.Response:
+    changes = tv.parse_tenant_patch(await _body(request))
+    tenant = await _service(request).update_tenant(request.match_info["name"], changes)
+    return _json(tv.tenant_to_json(tenant))
+
+
+async def create_token(request: web.Request) -> web.Response:
+    role, tenant, name = tv.parse_token_body(await _body(request))
+    token, secret = await _service(request).create_token(role, tenant, name)
+    return _json(tv.token_to_json(token, secret), 201, {"Cache-Control": "no-store"})
+
+
+async def list_tokens(request: web.Request) -> web.Response:
+    tenant = request.query.get("tenant") or None
+    if tenant is not None and len(tenant) > 64:
+        raise Problem(400, "invalid_query", "tenant must be a tenant name", field="tenant")
+    tokens = await _service(request).list_tokens(tenant)
+    return _json({"tokens": [tv.token_to_json(t) for t in tokens]})
+
+
+async def revoke_token(request: web.Request) -> web.Response:
+    token_id = request.match_info["tokenId"]
+    if not tv.valid_token_id(token_id):
+        raise Problem(404, "not_found", f"no token {token_id[:40]!r}")
+    return _json(tv.token_to_json(await _service(request).revoke_token(token_id)))
+
+
 #: (method, path, handler): the whole API; the OpenAPI document is tested against this table
 ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]], ...] = (
     ("POST", "/v1/jobs", create_job),
@@ -385,14 +467,79 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("GET", "/v1/status", status),
     ("GET", "/healthz", healthz),
     ("GET", "/v1/openapi.json", openapi),
+    ("GET", "/v1/events", ops.events),
+    ("GET", "/metrics", ops.metrics),
+    ("GET", "/v1/tenants", list_tenants),
+    ("POST", "/v1/tenants", create_tenant),
+    ("PATCH", "/v1/tenants/{name}", update_tenant),
+    ("POST", "/v1/tokens", create_token),
+    ("GET", "/v1/tokens", list_tokens),
+    ("DELETE", "/v1/tokens/{tokenId}", revoke_token),
 )
 
 
-def make_app(service: SchedulerService, *, tenant_resolver: TenantResolver | None = None) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_problems])
+class Access(enum.Enum):
+    """Who may call a route (see ``ACCESS``)."""
+
+    OPEN = "open"  #: anyone, no credentials (health checks)
+    ANY = "any"  #: any authenticated caller
+    WORK = "work"  #: worker calls: worker, tenant and admin tokens (own tenant's executions)
+    MANAGE = "manage"  #: jobs, executions, DLQ: tenant (its own) and admin tokens
+    ADMIN = "admin"  #: the whole node: admin only
+
+
+#: a route not listed here is admin-only (a remote workers' claim route belongs to WORK)
+ACCESS: dict[Callable[..., Any], Access] = {
+    healthz: Access.OPEN,
+    openapi: Access.ANY,
+    heartbeat: Access.WORK,
+    complete: Access.WORK,
+    record_effect: Access.WORK,
+    **dict.fromkeys(
+        (create_job, list_jobs, get_job, cancel_job, pause_job, resume_job, trigger_job,
+         list_executions, get_execution, list_dead, replay_dead, purge_dead),
+        Access.MANAGE,
+    ),
+}
+
+
+def _allowed(principal: Principal, access: Access) -> bool:
+    if access in (Access.OPEN, Access.ANY) or principal.is_admin:
+        return True
+    if access is Access.WORK:
+        return principal.may_work()
+    if access is Access.MANAGE:
+        return principal.may_manage()
+    return False
+
+
+@web.middleware
+async def _authorize(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Authenticate before any handler reads the body, then check the route's ``ACCESS``.
+    Unknown paths need credentials too (then 404/405), so probing learns nothing."""
+    info = request.match_info
+    access = Access.ANY if info.http_exception is not None else ACCESS.get(info.handler, Access.ADMIN)
+    if access is not Access.OPEN:
+        principal = await _principal(request)
+        if not _allowed(principal, access):
+            who = f"{principal.role.value} token" + (f" of tenant {principal.tenant!r}" if principal.tenant else "")
+            need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token"}.get(access, "an admin token")
+            raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}")
+    return await handler(request)
+
+
+def make_app(
+    service: SchedulerService,
+    *,
+    tenant_resolver: TenantResolver | None = None,
+    metrics: ops.NodeMetrics | None = None,
+    events: ops.EventLog | None = None,
+) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_problems, _authorize])
     app[SERVICE] = service
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
+    ops.install(app, metrics=metrics, events=events)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
     return app

@@ -427,7 +427,8 @@ def parse_idempotency_key(value: str | None) -> str | None:
 def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
     if value is None or value == "":
         return default
-    if not value.isdigit() or not 1 <= int(value) <= maximum:
+    # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused
+    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not 1 <= int(value) <= maximum:
         raise _bad("limit", f"limit must be an integer between 1 and {maximum}, not {value[:50]!r}", status=400, code="invalid_query")
     return int(value)
 
@@ -447,7 +448,9 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
     RFC 3339 instant."""
     if value is None or value == "":
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
+        if len(value) > 18:  # beyond any instant in ms, and beyond what the store binds (int64)
+            raise _bad(field, f"{field} is out of range: {value[:30]}…", status=400, code="invalid_query")
         return int(value)
     if _INSTANT_RE.match(value):
         try:

@@ -74,6 +74,20 @@ def _q(segment: str) -> str:
     return quote(segment, safe="")
 
 
+def _decode(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def _api_error(resp: http.client.HTTPResponse, decoded: Any) -> ApiError:
+    problem = decoded if isinstance(decoded, dict) else {"detail": str(decoded or resp.reason)[:500]}
+    return ApiError(resp.status, problem)
+
+
 class Client:
     def __init__(self, url: str, token: str | None = None, timeout: float = 30) -> None:
         self.url = url
@@ -136,31 +150,28 @@ class Client:
                 conn.request(method, target, body=data, headers=hdrs)
                 resp = conn.getresponse()
                 raw = resp.read()
-            except FileNotFoundError:
-                raise DaemonUnreachable(self.url, "no such socket (is the daemon running?)") from None
-            except ConnectionRefusedError:
-                raise DaemonUnreachable(self.url, "connection refused (is the daemon running?)") from None
-            except TimeoutError:
-                raise DaemonUnreachable(self.url, f"no answer within {self.timeout:g} s") from None
-            except PermissionError:
-                raise DaemonUnreachable(self.url, "permission denied on the socket") from None
-            except socket.gaierror as exc:
-                raise DaemonUnreachable(self.url, f"cannot resolve the host ({exc.strerror})") from None
-            except (ConnectionError, http.client.HTTPException, OSError) as exc:
-                raise DaemonUnreachable(self.url, f"{type(exc).__name__}: {exc}") from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._unreachable(exc) from None
         finally:
             conn.close()
         resp_headers = {k.lower(): val for k, val in resp.getheaders()}
-        decoded: Any = None
-        if raw:
-            try:
-                decoded = json.loads(raw)
-            except ValueError:
-                decoded = raw.decode("utf-8", "replace")
+        decoded = _decode(raw)
         if resp.status >= 400:
-            problem = decoded if isinstance(decoded, dict) else {"detail": str(decoded or resp.reason)[:500]}
-            raise ApiError(resp.status, problem)
+            raise _api_error(resp, decoded)
         return resp.status, resp_headers, decoded
+
+    def _unreachable(self, exc: BaseException) -> DaemonUnreachable:
+        if isinstance(exc, FileNotFoundError):
+            return DaemonUnreachable(self.url, "no such socket (is the daemon running?)")
+        if isinstance(exc, ConnectionRefusedError):
+            return DaemonUnreachable(self.url, "connection refused (is the daemon running?)")
+        if isinstance(exc, TimeoutError):
+            return DaemonUnreachable(self.url, f"no answer within {self.timeout:g} s")
+        if isinstance(exc, PermissionError):
+            return DaemonUnreachable(self.url, "permission denied on the socket")
+        if isinstance(exc, socket.gaierror):
+            return DaemonUnreachable(self.url, f"cannot resolve the host ({exc.strerror})")
+        return DaemonUnreachable(self.url, f"{type(exc).__name__}: {exc}")
 
     def _call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> dict[str, Any]:
         data = self.request(method, path, body, query=query)[2]
@@ -271,6 +282,28 @@ class Client:
     def purge_dead(self, execution_id: str) -> dict[str, Any]:
         return self._delete(f"/v1/dlq/{_q(execution_id)}")
 
+    # ---------------------------------------------------------------- tenants and tokens (admin)
+
+    def list_tenants(self) -> dict[str, Any]:
+        return self._get("/v1/tenants")
+
+    def create_tenant(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._post("/v1/tenants", body)
+
+    def update_tenant(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
+        return self._call("PATCH", f"/v1/tenants/{_q(name)}", changes)
+
+    def create_token(self, tenant: str | None, role: str = "tenant", name: str | None = None) -> dict[str, Any]:
+        """``{tokenId, token, role, tenant, name, createdAt}``: ``token`` is shown this once."""
+        body = {k: val for k, val in (("tenant", tenant), ("role", role), ("name", name)) if val is not None}
+        return self._post("/v1/tokens", body)
+
+    def list_tokens(self, tenant: str | None = None) -> dict[str, Any]:
+        return self._get("/v1/tokens", tenant=tenant)
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        return self._delete(f"/v1/tokens/{_q(token_id)}")
+
     # ---------------------------------------------------------------- the node
 
     def status(self) -> dict[str, Any]:
@@ -281,3 +314,38 @@ class Client:
 
     def openapi(self) -> dict[str, Any]:
         return self._get("/v1/openapi.json")
+
+    def events(
+        self,
+        *,
+        follow: bool = False,
+        job: str | None = None,
+        event: str | None = None,
+        since: str | None = None,
+        n: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The daemon's events (``GET /v1/events``), one dict each, oldest first. With
+        ``follow`` the iterator waits for new events until the daemon ends the stream."""
+        query = {k: val for k, val in (("job", job), ("event", event), ("since", since), ("n", n)) if val is not None}
+        if follow:
+            query["follow"] = "1"
+        target = self._prefix + "/v1/events" + ("?" + urlencode(query) if query else "")
+        hdrs = {"Accept": "application/x-ndjson", "User-Agent": "cronwheel-cli"}
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection()
+        try:
+            try:
+                conn.request("GET", target, headers=hdrs)
+                resp = conn.getresponse()
+                if resp.status >= 400:
+                    raise _api_error(resp, _decode(resp.read()))
+                if follow and conn.sock is not None:
+                    conn.sock.settimeout(None)  # idle is normal while following
+                for line in resp:
+                    if line.strip():
+                        yield json.loads(line)
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._unreachable(exc) from None
+        finally:
+            conn.close()

@@ -24,7 +24,9 @@ import click
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
+from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -65,11 +67,19 @@ class Cli:
         self.token = token
         self._client: Client | None = None
 
+    def _token(self) -> str | None:
+        """--token / CRONWHEEL_TOKEN, else (for a TCP URL) the daemon's ``<data-dir>/admin-token``
+        when this user can read it: a local operator never copies a token by hand. The Unix
+        socket needs none (it is admin by file permission)."""
+        if self.token or self.url.startswith("unix:"):
+            return self.token
+        return local_admin_token(self.data_dir, self.url)
+
     @property
     def client(self) -> Client:
         if self._client is None:
             try:
-                self._client = Client(self.url, self.token)
+                self._client = Client(self.url, self._token())
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--url' / CRONWHEEL_URL") from None
         return self._client
@@ -557,11 +567,68 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("execution")
-@click.option("--json", "as_json", is_flag=True, help="Print the execution (with its output) as JSON.")
+@click.argument("execution", required=False, metavar="[EXECUTION|JOB]")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing the daemon's events as they happen (Ctrl-C stops).")
+@click.option("--job", metavar="JOB", help="Only the events of this job (id or name) and its executions.")
+@click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")
+@click.option("--since", metavar="WHEN", help="Only events newer than this: a duration back (90s, 1h, 2d) or an RFC 3339 instant.")
+@click.option("-n", "--lines", "count", type=click.IntRange(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")
+@click.option("--json", "as_json", is_flag=True, help="Events: one JSON object per line. An execution: it (with its output) as JSON.")
 @pass_cli
-def logs(app: Cli, execution: str, as_json: bool) -> None:
-    """Print the output tail of an execution (or of a job's latest run, given a job)."""
+def logs(
+    app: Cli, execution: str | None, follow: bool, job: str | None, event: str | None, since: str | None,
+    count: int | None, as_json: bool,
+) -> None:
+    """The daemon's event log, or the output of an execution.
+
+    \b
+      cronwheel logs [-f] [--job JOB] [--since 1h] [-n N]   the daemon's events: the tail, or follow
+      cronwheel logs -f JOB                                 follow one job's events (as --job JOB)
+      cronwheel logs EXECUTION                              an execution's output (an id has a ':')
+      cronwheel logs JOB                                    the output of a job's latest run
+
+    Events are those the daemon logs as JSON lines (execution.started, lease.fenced, …),
+    kept in memory for the last 10,000; a client too slow to keep up sees a stream.dropped
+    line in place of what it missed.
+    """
+    streaming = follow or since is not None or count is not None or event is not None
+    if execution is not None and (job is not None or (streaming and ":" in execution)):
+        raise click.UsageError(
+            "give an EXECUTION (its output) or event options (-f, --job, --since, -n, --event), not both"
+        )
+    if execution is not None and not streaming:
+        _execution_output(app, execution, as_json)
+        return
+    if since is not None:
+        _since(since)
+    ref = job or execution
+    job_id = app.client.resolve_job(ref)["jobId"] if ref else None
+    n = count if count is not None else (10 if follow else 20)
+    try:
+        for record in app.client.events(follow=follow, job=job_id, event=event, since=since, n=n):
+            if as_json:
+                click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+            else:
+                click.echo(render.event_line(record))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if follow:
+        render.emit_note("the daemon closed the event stream (it is stopping)")
+
+
+def _since(text: str) -> None:
+    try:
+        sched.parse_duration(text)
+    except sched.ScheduleError:
+        try:
+            sched.parse_instant(text)
+        except sched.ScheduleError:
+            raise click.BadParameter(
+                f"{text!r} is neither a duration (90s, 10m, 1h, 2d) nor an RFC 3339 instant", param_hint="'--since'"
+            ) from None
+
+
+def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     data = None
     if ":" in execution:  # an execution id (job names may hold ':' too: fall back to those)
         try:
@@ -638,6 +705,132 @@ def dlq_purge(app: Cli, execution_id: str) -> None:
     click.echo(f"Purged execution {execution_id}")
 
 
+# ---------------------------------------------------------------- moving jobs in and out
+
+
+@cli.command("import-crontab", context_settings=CONTEXT)
+@click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
+@click.option("--dry-run", is_flag=True, help="Check the file and show the jobs it would create; create nothing.")
+@click.option("--tz", metavar="ZONE", help="Evaluate every line in this IANA time zone. [default UTC]")
+@click.option("--json", "as_json", is_flag=True, help="Print one {where, jobId, created} object per job as a JSON array.")
+@pass_cli
+def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: bool) -> None:
+    """Create a job for each line of a crontab file (FILE, or - for standard input).
+
+    FILE holds crontab(5) lines: five time fields and a command, or a macro (@hourly,
+    @daily, @weekly, @monthly, @yearly) and a command; comments and blank lines are
+    skipped. Environment lines (NAME=value), @reboot and an unescaped % (cron's standard
+    input) are refused with their line number, and then nothing is imported. A file
+    written by `cronwheel export --json` is accepted too.
+
+    Each job is created with an idempotency key derived from the file's path and the line's
+    content, so importing the same file again creates nothing new:
+
+    \b
+      crontab -l > my.crontab && cronwheel import-crontab --dry-run my.crontab
+      cronwheel import-crontab my.crontab
+    """
+    _zone(tz)
+    text = file.read()
+    name = getattr(file, "name", "-")
+    source = "-" if name in ("-", "<stdin>") else str(Path(name).resolve())
+    planned: list[tuple[str, dict[str, Any], str]] = []  # (where, body, idempotency key)
+    if crontab.looks_like_json(text):
+        try:
+            bodies = crontab.parse_json_requests(text)
+        except ValueError as exc:
+            render.emit_error(f"{name}: {exc}")
+            sys.exit(1)
+        planned = [(f"job {i + 1}", body, key) for i, (body, key) in enumerate(crontab.keyed_requests(bodies))]
+    else:
+        entries, errors = crontab.parse_crontab(text, tz or "UTC")
+        for err in errors:
+            render.emit_error(f"{name}:{err.line_no}: {err.message}")
+        if errors:
+            render.emit_note(f"{len(errors)} line(s) refused: nothing was imported")
+            sys.exit(1)
+        planned = [(f"line {e.line_no}", e.request(tz), key) for e, key in crontab.keyed(source, entries)]
+    if dry_run:
+        if as_json:
+            render.emit_json([{"where": where, "job": body, "idempotencyKey": key} for where, body, key in planned])
+            return
+        for where, body, _ in planned:
+            when = body.get("schedule") or body.get("runAt")
+            what = body.get("command") or render.target_summary({k: body[k] for k in ("http", "python", "queue") if k in body})
+            click.echo(f"{where}: {when}  {what}")
+        render.emit_note(f"{len(planned)} job(s) would be imported (dry run: nothing was created)")
+        return
+    results: list[dict[str, Any]] = []
+    failed = 0
+    for where, body, key in planned:
+        try:
+            created = app.client.create_job(body, key)
+        except ApiError as exc:
+            failed += 1
+            render.emit_error(f"{name}: {where}: {exc.detail}")
+            continue
+        job_id = created.body["jobId"]
+        results.append({"where": where, "jobId": job_id, "created": not created.replayed})
+        if not as_json:
+            verb = "already imported as" if created.replayed else "created"
+            click.echo(f"{where}: {verb} {job_id}")
+    if as_json:
+        render.emit_json(results)
+    new = sum(r["created"] for r in results)
+    render.emit_note(f"{new} job(s) created, {len(results) - new} already there" + (f", {failed} refused" if failed else ""))
+    if failed:
+        sys.exit(1)
+
+
+cli.add_command(import_crontab, "import")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Every active job, as a JSON array that import-crontab reads back.")
+@pass_cli
+def export(app: Cli, as_json: bool) -> None:
+    """Print the active jobs as crontab lines (or JSON).
+
+    Crontab lines keep a job's schedule and command only; jobs that a crontab cannot hold
+    (one-offs, @every, seconds, time zones, HTTP/Python/queue targets) are listed as
+    comments. --json keeps everything a job was created with, for `cronwheel import FILE`
+    on this or another daemon. Paused, cancelled and completed jobs are not exported.
+    """
+    jobs = list(app.client.iter_jobs("active"))
+    if as_json:
+        render.emit_json([crontab.job_request(j) for j in jobs])
+        return
+    skipped = 0
+    click.echo(f"# cronwheel export, {len(jobs)} active job(s); import with: cronwheel import-crontab FILE")
+    for job in jobs:
+        line, why = crontab.crontab_line(job)
+        if line is None:
+            skipped += 1
+            click.echo(f"# skipped {_job_label(job)}: {why} (use --json)")
+            continue
+        click.echo(f"# {_job_label(job)}")
+        click.echo(line)
+    if skipped:
+        render.emit_note(f"{skipped} job(s) have no crontab form: see the '# skipped' comments, or use --json")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL.
+
+    \b
+      bash:  eval "$(cronwheel completion bash)"     (in ~/.bashrc)
+      zsh:   eval "$(cronwheel completion zsh)"      (in ~/.zshrc)
+      fish:  cronwheel completion fish > ~/.config/fish/completions/cronwheel.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None
+    click.echo(cls(cli, {}, "cronwheel", "_CRONWHEEL_COMPLETE").source())
+
+
 # ---------------------------------------------------------------- the node
 
 
@@ -709,6 +902,10 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish.")
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
+@click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
+@click.option("--retention", metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
+@click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
+@click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
@@ -737,6 +934,10 @@ def worker(args: tuple[str, ...]) -> None:
     rc = worker_main(list(args))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
+
+
+cli.add_command(tenant)
+cli.add_command(token)
 
 
 def main() -> None:

@@ -118,6 +118,16 @@ def fmt_both(value: str | None, tz: tzinfo | None = None) -> str:
     return f"{fmt_local(value, tz)}  ({fmt_utc(value)})"
 
 
+def event_line(record: dict[str, Any]) -> str:
+    """One daemon event as a line: UTC time, name, then its fields as key=value."""
+    fields = " ".join(
+        f"{k}={v if isinstance(v, str | int | float) else json.dumps(v, default=str)}"
+        for k, v in record.items()
+        if k not in ("ts", "event", "node", "seq")
+    )
+    return f"{record.get('ts', '')}  {record.get('event', '?'):<26} {fields}".rstrip()
+
+
 def fmt_lag(ms: int | None) -> str:
     if ms is None:
         return "-"

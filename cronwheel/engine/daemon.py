@@ -5,21 +5,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
+import resource
+import shlex
 import signal
 import socket
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from cronwheel.api.app import make_app
+from cronwheel.api.auth import Authenticator
+from cronwheel.core.tenants import normalise_host
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.metrics import NodeMetrics
+from cronwheel.obs.systemd import Notifier
 from cronwheel.store import open_store
 
 DEFAULT_HTTP = "127.0.0.1:7878"
+#: READY=1 waits at most this long for the scheduler's first load of the wheel
+WHEEL_LOAD_TIMEOUT_SEC = 60.0
 
 
 class DaemonError(Exception):
@@ -40,6 +50,83 @@ def parse_hostport(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise DaemonError(f"--http must be HOST:PORT (e.g. {DEFAULT_HTTP}), not {text!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _worker_cmd() -> list[str] | None:
+    """Inside a zipapp (``make dist``'s shiv build) a fresh interpreter cannot import the
+    package: start workers through the zipapp itself (``cronwheel.pyz worker …``).
+    ``$CRONWHEEL_WORKER_CMD`` (shell words) replaces the command, e.g. to start workers under
+    ``nice``, ``setpriv`` or a sandbox; the pool appends ``--socket … --worker-id … --slots …``."""
+    custom = os.environ.get("CRONWHEEL_WORKER_CMD", "").strip()
+    if custom:
+        return shlex.split(custom)
+    app = sys.argv[0] if sys.argv else ""
+    if app and os.path.isfile(app) and zipfile.is_zipfile(app):
+        return [sys.executable, os.path.abspath(app), "worker"]
+    return None
+
+
+def parse_http_allow(text: str | None) -> tuple[str, ...]:
+    """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call (empty: any)."""
+    hosts: list[str] = []
+    for entry in (text or "").split(","):
+        if not entry.strip():
+            continue
+        try:
+            hosts.append(normalise_host(entry))
+        except ValueError as exc:
+            raise DaemonError(f"--http-allow: {exc}") from None
+    return tuple(dict.fromkeys(hosts))
+
+
+def _raise_fd_limit() -> None:
+    """Idle and slow clients each hold a descriptor: take the soft limit up to the hard one."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+class _HttpErrorEvents(logging.Handler):
+    """aiohttp logs a request it cannot parse (a header over the limit, garbage on the port)
+    with a traceback that quotes the offending bytes, which may be a token. Turn that into one
+    event that says who and what kind of error, and nothing of the content."""
+
+    def __init__(self, events: EventLog) -> None:
+        super().__init__(logging.DEBUG)
+        self.events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        peer = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        self.events.emit(
+            "http.bad_request", peer=str(peer) if peer is not None else None,
+            error=type(exc).__name__ if exc is not None else record.levelname.lower(),
+            status=getattr(exc, "code", None),
+        )
+
+
+def _http_logger(events: EventLog) -> logging.Logger:
+    logger = logging.getLogger("cronwheel.http")
+    logger.propagate = False
+    logger.handlers = [_HttpErrorEvents(events)]
+    logger.setLevel(logging.WARNING)
+    return logger
+
+
+def _retention_options(retention: str | None, keep_last: int | None) -> dict[str, int]:
+    from cronwheel.core.schedule import ScheduleError, parse_duration
+
+    out: dict[str, int] = {}
+    if retention is not None:
+        try:
+            out["retention_ms"] = round(parse_duration(retention) * 1000)
+        except ScheduleError as exc:
+            raise DaemonError(f"--retention: {exc}") from None
+    if keep_last is not None:
+        out["keep_last"] = keep_last
+    return out
 
 
 def _lock_data_dir(data_dir: Path) -> Any:
@@ -66,14 +153,22 @@ async def serve(
     grace_sec: float,
     reaper_interval_ms: int = 1_000,
     reserved_high_slots: int = 0,
+    claim_ahead_ms: int = 2_000,
+    http_allow: str | None = None,
+    retention: str | None = None,
+    keep_last: int | None = None,
     ready: asyncio.Event | None = None,
 ) -> None:
+    # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
+    notifier = Notifier.from_environ()
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     lock = _lock_data_dir(data_dir)
     node_id = node_id or socket.gethostname()
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
     host, port = parse_hostport(http)
+    allowed_hosts = parse_http_allow(http_allow)
+    _raise_fd_limit()
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
@@ -86,13 +181,20 @@ async def serve(
         grace_sec=grace_sec,
         reaper_interval_ms=reaper_interval_ms,
         reserved_high_slots=reserved_high_slots,
+        claim_ahead_ms=claim_ahead_ms,
+        **_retention_options(retention, keep_last),
         api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
+        worker_cmd=_worker_cmd(),
     )
     node = Node(config, writer_store, reader_store, events)
+    metrics = NodeMetrics(node, events)
     await node.start()
+    # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)
+    await node.ensure_admin_token(data_dir)
 
-    app = make_app(node)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    auth = Authenticator(node, http_allow=allowed_hosts)
+    app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, logger=_http_logger(events))
     await runner.setup()
     sock_path = data_dir / "api.sock"
     with contextlib.suppress(FileNotFoundError):
@@ -109,6 +211,10 @@ async def serve(
         raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = tcp_site._server.sockets[0].getsockname()[1] if tcp_site._server else port  # type: ignore[union-attr]
     (data_dir / "http.addr").write_text(f"http://{host}:{bound}\n")
+    runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+    if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
+        with contextlib.suppress(OSError):
+            Path(runtime_dir, "http.addr").write_text(f"http://{host}:{bound}\n")
     events.emit(
         "node.started", pid=os.getpid(), http=f"http://{host}:{bound}", socket=str(sock_path),
         store=writer_store.meta().get("kind", "?"), dataDir=str(data_dir.resolve()),
@@ -121,10 +227,20 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     if ready is not None:
         ready.set()
+    with contextlib.suppress(TimeoutError):  # a slow store: say READY anyway, the sweep catches up
+        await asyncio.wait_for(node.scheduler.loaded.wait(), WHEEL_LOAD_TIMEOUT_SEC)
+    notifier.ready(await metrics.status_line())
+    duties = loop.create_task(notifier.run(node.healthy, metrics.status_line), name="systemd-notify")
     await stop.wait()
+    duties.cancel()
+    await asyncio.gather(duties, return_exceptions=True)
+    running = len(node.pool.in_flight()) if node.pool else 0
+    notifier.stopping(f"stopping: draining {running} running executions (grace {grace_sec:g} s)")
     events.emit("node.stopping", graceSec=grace_sec)
     await runner.shutdown()
-    await node.stop()
+    # KillMode=mixed: systemd waits for us while we drain, as long as we keep asking
+    await notifier.extend_while(node.stop(), budget_sec=grace_sec + 30)
+    metrics.close()
     await runner.cleanup()
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()

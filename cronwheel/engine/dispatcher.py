@@ -10,6 +10,11 @@
   for its backoff in the wheel.
 * The reaper turns expired leases into retries (or dead letters) and aborts any zombie still
   holding one.
+* Tenants: the fair queue's weights are the tenants' weights, and a tenant's running quota is
+  applied at pop time (``may_take``). ``running_by_tenant`` counts this node's executions
+  from the pop that reserves a slot to the completion, loss or abort that frees it; a tenant
+  at its quota keeps its executions queued (PENDING in the store) and gets one
+  ``tenant.quota_wait`` event per episode.
 
 The durable PENDING/RETRY_WAIT rows are the truth: the in-memory queue can be thrown away and
 rebuilt from the store (``refill``), which is what happens at start-up.
@@ -20,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections import deque
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
 from traceback import format_exc
 
 from cronwheel.core.clock import Clock
@@ -46,13 +51,19 @@ class Dispatcher:
         reaper_interval_ms: int = 1_000,
         refill_interval_ms: int = 5_000,
         rng: random.Random | None = None,
+        tenant_weight: Callable[[str], float] | None = None,
+        tenant_max_running: Callable[[str], int | None] | None = None,
     ) -> None:
         self.clock = clock
         self.writer = writer
         self.reader = reader
         self.events = events
         self.pool: WorkerPool | None = None
-        self.queue: FairQueue[str] = FairQueue(tiers=len(Priority))
+        self.queue: FairQueue[str] = FairQueue(tiers=len(Priority), weight=tenant_weight)
+        self.tenant_max_running = tenant_max_running or (lambda _tenant: None)
+        self.running: dict[str, str] = {}  # execution id -> tenant, from reservation to release
+        self.running_by_tenant: Counter[str] = Counter()
+        self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
         self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
         self.delayed: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
         self.reserved_high_slots = reserved_high_slots
@@ -160,9 +171,10 @@ class Dispatcher:
                 # keep a share of slots for latency-sensitive work: lower tiers may only take
                 # slots beyond the reserve
                 may_take_low = free - len(batch) > self.reserved_high_slots
-                xid = self.queue.pop(max_tier=None if may_take_low else int(Priority.HIGH))
+                xid = self.queue.pop(max_tier=None if may_take_low else int(Priority.HIGH), may_take=self._may_take)
                 if xid is None:
                     break
+                self._reserve(xid, self.meta[xid][1])
                 batch.append(xid)
             if not batch:
                 return
@@ -195,6 +207,8 @@ class Dispatcher:
                     tenant=grant.tenant,
                     lagMs=lag,
                 )
+            granted = {g.execution_id for g in grants}
+            self.release(xid for _, xid in assignment if xid not in granted)
             for xid, _ in ((x, w) for w, x in assignment):
                 self.meta.pop(xid, None)  # started, or no longer dispatchable: either way done here
             for worker_id, worker_grants in by_worker.items():
@@ -203,9 +217,49 @@ class Dispatcher:
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
 
     def _requeue(self, execution_ids: list[str]) -> None:
+        self.release(execution_ids)
         for xid in execution_ids:
             tier, tenant, _ = self.meta[xid]
             self.queue.push(tier, tenant, xid)
+
+    # ---- per-tenant running counts and quotas
+    def _may_take(self, tenant: str) -> bool:
+        limit = self.tenant_max_running(tenant)
+        if limit is None or self.running_by_tenant[tenant] < limit:
+            if tenant in self.quota_waiting:
+                self.quota_waiting.discard(tenant)
+                self.events.emit("tenant.quota_resumed", tenant=tenant, running=self.running_by_tenant[tenant], maxRunning=limit)
+            return True
+        if tenant not in self.quota_waiting:  # once per episode, not once per pop
+            self.quota_waiting.add(tenant)
+            self.events.emit(
+                "tenant.quota_wait", tenant=tenant, running=self.running_by_tenant[tenant], maxRunning=limit,
+                queued=self.queue.depth_by_tenant().get(tenant, 0),
+            )
+        return False
+
+    def _reserve(self, execution_id: str, tenant: str) -> None:
+        if execution_id not in self.running:
+            self.running[execution_id] = tenant
+            self.running_by_tenant[tenant] += 1
+
+    def release(self, execution_ids: Iterable[str]) -> None:
+        """These executions no longer hold a slot of their tenant here (finished, lost,
+        aborted, or never started). Unknown ids are ignored; a tenant waiting on its quota is
+        looked at again."""
+        freed = False
+        for xid in execution_ids:
+            tenant = self.running.pop(xid, None)
+            if tenant is None:
+                continue
+            freed = True
+            left = self.running_by_tenant[tenant] - 1
+            if left > 0:
+                self.running_by_tenant[tenant] = left
+            else:
+                del self.running_by_tenant[tenant]
+        if freed and self.quota_waiting:
+            self._wake.set()
 
     async def _reaper_loop(self) -> None:
         while not self._stopping:
@@ -216,6 +270,7 @@ class Dispatcher:
             except Exception as exc:  # store hiccup: try again next round
                 self.events.emit("reaper.error", error=repr(exc), traceback=format_exc(limit=8))
                 continue
+            self.release(res.execution_id for res in results)
             for res in results:
                 self.events.emit("lease.expired", executionId=res.execution_id, status=res.status)
                 if self.pool is not None:
@@ -224,7 +279,10 @@ class Dispatcher:
 
     # ---- from the worker pool
     async def on_results(self, worker_id: str, results: list[Completion]) -> None:
-        await self.finish(results)
+        try:
+            await self.finish(results)
+        finally:  # the worker is done with them, whatever the store said
+            self.release(c.execution_id for c in results)
 
     async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
         now = self.clock.now_ms()
@@ -234,6 +292,7 @@ class Dispatcher:
         for (xid, epoch), res in zip(beats, results, strict=True):
             if res.verdict is not LeaseVerdict.OK:
                 lost.append((xid, res.verdict.value))
+                self.release((xid,))  # the pool forgets it: that worker no longer runs it
                 self.events.emit("lease.fenced", executionId=xid, leaseEpoch=epoch, worker=worker_id, via="heartbeat", reason=res.verdict.value)
         return lost
 
@@ -243,7 +302,10 @@ class Dispatcher:
             Completion(xid, worker_id, epoch, Outcome.LOST, error=f"worker {worker_id} lost")
             for xid, epoch in execution_ids
         ]
-        await self.finish(completions)
+        try:
+            await self.finish(completions)
+        finally:
+            self.release(xid for xid, _ in execution_ids)
 
     def on_capacity(self) -> None:
         self._wake.set()
@@ -256,9 +318,8 @@ class Dispatcher:
     async def finish(self, completions: Sequence[Completion]) -> list[CompletionResult]:
         """Apply completions (group-committed, fenced in the store), log each outcome, and put
         the ones that will be retried into the delay wheel."""
-        results: list[CompletionResult] = list(
-            await asyncio.gather(*(self._completions.submit(c) for c in completions))
-        )
+        results: list[CompletionResult] = await self._completions.submit_many(list(completions))
+        self.release(c.execution_id for c, r in zip(completions, results, strict=True) if r.verdict is LeaseVerdict.OK)
         for c, res in zip(completions, results, strict=True):
             if res.verdict is not LeaseVerdict.OK:
                 self.events.emit(

@@ -18,6 +18,7 @@ from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (
     Completion,
@@ -44,14 +45,21 @@ class NodeConfig:
     reaper_interval_ms: int = 1_000
     horizon_ms: int = 60_000
     claim_batch: int = 5_000
-    claim_ahead_ms: int = 0
+    #: claim ticks this far ahead of time (they wait in the delay wheel until due), so that the
+    #: claim of a top-of-hour herd is paid before 00:00, not after it
+    claim_ahead_ms: int = 2_000
     grace_sec: float = 30.0
+    #: history retention: finished executions older than this, beyond the newest
+    #: ``keep_last`` of each job, are pruned in the background (the DLQ never is)
+    retention_ms: int = 30 * 86_400_000
+    keep_last: int = 1_000
+    retention_interval_ms: int = 300_000
     api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
     worker_env: dict[str, str] = field(default_factory=dict)
     worker_cmd: list[str] | None = None  #: how to start a worker (default: this Python, -m)
 
 
-class Node:
+class Node(TenancyMixin):
     def __init__(
         self,
         config: NodeConfig,
@@ -67,6 +75,7 @@ class Node:
         self.writer = StoreRunner(writer_store, "writer")
         self.reader = StoreRunner(reader_store, "reader")
         self.started_monotonic = time.monotonic()
+        self._init_tenancy()  # tenant weights and running quotas feed the dispatcher's queue
         self.dispatcher = Dispatcher(
             self.clock,
             self.writer,
@@ -74,6 +83,8 @@ class Node:
             events,
             reserved_high_slots=config.reserved_high_slots,
             reaper_interval_ms=config.reaper_interval_ms,
+            tenant_weight=self.tenant_weight,
+            tenant_max_running=self.tenant_max_running,
         )
         self.scheduler = Scheduler(
             self.clock,
@@ -111,11 +122,14 @@ class Node:
         self._submissions.start()
         await self.pool.start()
         self._tasks = self.dispatcher.start(self.pool)
+        await self.load_tenants()
         await self._fail_previous_incarnation()
         recovered = await self.dispatcher.refill()
         if recovered:
             self.events.emit("dispatch.recovered", executions=recovered)
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
+        self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
+        self._tasks.append(asyncio.get_running_loop().create_task(self.tenant_refresh_loop(), name="tenants"))
 
     async def _fail_previous_incarnation(self) -> None:
         """Executions that this node's local workers held when it last stopped (or crashed)
@@ -135,6 +149,35 @@ class Node:
                        error=f"worker {ex.worker_id} died with its node")
             for ex in orphans
         ])
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.retention_interval_ms / 1000)
+            try:
+                await self.prune_history()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # retention must never take the node down
+                self.events.emit("retention.error", error=repr(exc))
+
+    async def prune_history(self) -> int:
+        """One pass over every job's history, in small transactions that let the hot path
+        (claims, starts, completions) in between, then a WAL checkpoint."""
+        cutoff = self.clock.now_ms() - self.config.retention_ms
+        keep = self.config.keep_last
+        total, cursor = 0, None
+        while True:
+            deleted, cursor = await self.writer.run(
+                lambda s, c=cursor: s.prune_executions(cutoff, keep, c, 200, 1000)
+            )
+            total += deleted
+            if cursor is None:
+                break
+            await asyncio.sleep(0.01)
+        await self.writer.run(lambda s: s.checkpoint())
+        if total:
+            self.events.emit("retention.pruned", executions=total)
+        return total
 
     async def wait_workers(self, timeout: float = 30) -> None:
         assert self.pool is not None
@@ -161,6 +204,7 @@ class Node:
         return now - self.scheduler.last_loop_ms < 10_000
 
     def _abort_all(self, execution_ids: list[str]) -> None:
+        self.dispatcher.release(execution_ids)  # cancelled: no result will come for them
         if self.pool is None:
             return
         for xid in execution_ids:
@@ -186,13 +230,16 @@ class Node:
         job_id = new_job_id()
         now = self.clock.now_ms()
         next_run_at = self._first_run(job_id, spec, now)
+        max_jobs = self.admit_submission(spec)  # 429 when the tenant's bucket is empty
         try:
             result = await self._submissions.submit(
-                NewJob(job_id, spec, next_run_at, idempotency_key, request_hash)
+                NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)
             )
         except StoreUnavailable as exc:
             raise Unavailable(str(exc)) from exc
         assert isinstance(result, CreateResult)
+        if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
+            raise self.jobs_quota_exceeded(spec.tenant)
         if result.outcome is CreateOutcome.CREATED:
             self.events.emit(
                 "job.created", jobId=job_id, tenant=spec.tenant, name=spec.name,

@@ -9,6 +9,7 @@ they never queue behind a long claim.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -44,7 +45,7 @@ class GroupCommitter:
         self._runner = runner
         self._apply = apply
         self._max_batch = max_batch
-        self._pending: list[tuple[object, asyncio.Future]] = []
+        self._pending: deque[tuple[list, asyncio.Future]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closed = False
@@ -53,10 +54,17 @@ class GroupCommitter:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="group-commit")
 
     async def submit(self, item: object) -> object:
+        (result,) = await self.submit_many([item])
+        return result
+
+    async def submit_many(self, items: list) -> list:
+        """Several items that commit in the same batch (one future for all of them)."""
         if self._closed:
             raise StoreUnavailable("shutting down")
+        if not items:
+            return []
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._pending.append((item, fut))
+        self._pending.append((items, fut))
         self._wake.set()
         return await fut
 
@@ -65,8 +73,14 @@ class GroupCommitter:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
-                batch, self._pending = self._pending[: self._max_batch], self._pending[self._max_batch :]
-                items = [item for item, _ in batch]
+                # take whole submissions until the batch is full (a submission is never split)
+                batch: list[tuple[list, asyncio.Future]] = []
+                size = 0
+                while self._pending and (not batch or size + len(self._pending[0][0]) <= self._max_batch):
+                    entry = self._pending.popleft()
+                    batch.append(entry)
+                    size += len(entry[0])
+                items = [item for group, _ in batch for item in group]
                 try:
                     results = await self._runner.run(lambda store, items=items: self._apply(store, items))
                 except Exception as exc:  # the whole batch failed: every caller hears it
@@ -74,9 +88,11 @@ class GroupCommitter:
                         if not fut.done():
                             fut.set_exception(exc)
                     continue
-                for (_, fut), result in zip(batch, results, strict=True):
+                offset = 0
+                for group, fut in batch:
                     if not fut.done():
-                        fut.set_result(result)
+                        fut.set_result(results[offset : offset + len(group)])
+                    offset += len(group)
             if self._closed:
                 return
 

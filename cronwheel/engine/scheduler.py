@@ -67,7 +67,9 @@ class Scheduler:
         self._next_reload = 0
         self._next_sweep = 0
         self._stopping = False
+        self._exact: set[str] = set()  # jobs re-armed at their exact tick (see _rearm_unclaimed)
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
+        self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
 
     # ---- notifications from the rest of the node
     def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:
@@ -104,14 +106,15 @@ class Scheduler:
         self.last_loop_ms = now
         if now >= self._next_reload:
             await self._reload(now)
-        if self.wheel.advance(now):
+        fired = self.wheel.advance(now)
+        if fired:
             self._claim_needed = True
         if now >= self._next_sweep:
             self._claim_needed = True
             self._next_sweep = now + self.sweep_ms
         if self._claim_needed:
             self._claim_needed = False
-            await self._claim(now)
+            await self._claim(now, fired)
             return  # claiming takes time: look at the wheel again before sleeping
         wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
         delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
@@ -127,11 +130,14 @@ class Scheduler:
         for job_id, next_run_at in due:
             self._add(job_id, next_run_at)
         self._next_reload = now + self.reload_ms
+        self.loaded.set()
 
-    async def _claim(self, now: int) -> None:
-        at = now + self.claim_ahead_ms
+    async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
+        claimed: set[str] = set()
         while not self._stopping:
-            result = await self.writer.run(lambda s: s.claim_due(self.buckets, at, self.claim_batch))
+            result = await self.writer.run(
+                lambda s: s.claim_due(self.buckets, now, self.claim_batch, self.claim_ahead_ms)
+            )
             if result.executions:
                 self.on_claimed(result.executions)
             if result.replaced:
@@ -146,5 +152,23 @@ class Scheduler:
                     self._add(job_id, next_run_at)
             if result.jobs_claimed:
                 self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
-            if result.jobs_claimed < self.claim_batch:
-                return
+            if self.claim_ahead_ms and fired:
+                claimed.update(ex.job_id for ex in result.executions)
+                claimed.update(ex.job_id for ex in result.skipped)
+                claimed.update(job_id for job_id, _ in result.next_runs)
+            if result.jobs_claimed == 0:
+                break  # (a batch can be short of the limit and still leave more behind it)
+        self._rearm_unclaimed(fired, claimed)
+
+    def _rearm_unclaimed(self, fired: list[tuple[int, str]], claimed: set[str]) -> None:
+        """The wheel fires ``claim_ahead_ms`` early, but overlap-guarded jobs are only claimed
+        at their tick: re-arm those at the tick itself, once. (A job fired at its exact tick
+        and still not claimed was paused, cancelled or claimed elsewhere: let it go; the
+        sweep and the reload cover anything else.)"""
+        if not self.claim_ahead_ms:
+            return
+        for deadline, job_id in fired:
+            if job_id in claimed or job_id in self.wheel or job_id in self._exact:
+                self._exact.discard(job_id)
+            elif self.wheel.add(job_id, deadline + self.claim_ahead_ms):
+                self._exact.add(job_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from cronwheel.core.model import Execution, Job, JobSpec, JobStatus
+from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -25,10 +26,14 @@ class ServiceError(Exception):
 
     status = 400
     code = "bad_request"
+    #: response headers the API adds (``Retry-After``, ``WWW-Authenticate``)
+    headers: dict[str, str] | None = None
 
-    def __init__(self, message: str, **extra: Any) -> None:
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.extra = extra
+        if headers is not None:
+            self.headers = headers
 
 
 class NotFound(ServiceError):
@@ -41,11 +46,33 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class Unauthorized(ServiceError):
+    """No credentials, or credentials nobody issued (or since revoked)."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(ServiceError):
+    """Known caller, not allowed to do this."""
+
+    status = 403
+    code = "forbidden"
+
+
+class TooManyRequests(ServiceError):
+    """A tenant quota (submissions per second, registered jobs) says not now."""
+
+    status = 429
+    code = "quota_exceeded"
+
+
 class Unavailable(ServiceError):
     """The store cannot be reached (e.g. PostgreSQL failing over): retry after a moment."""
 
     status = 503
     code = "unavailable"
+    headers = {"Retry-After": "1"}  # noqa: RUF012 - a class default, never mutated
 
 
 class SchedulerService(Protocol):
@@ -114,3 +141,31 @@ class SchedulerService(Protocol):
     async def status(self) -> dict[str, Any]:
         """Node health: node id, store, uptime, jobs by status, queue depth by tier, running,
         workers, wheel size, next run, dispatch lag percentiles."""
+
+    # ---- tenants and tokens (admin; the API checks who asks)
+    def tenant_config(self, name: str) -> Tenant:
+        """A tenant's configuration from the node's cache (defaults for an unknown name). Cheap:
+        no store access."""
+
+    async def list_tenants(self) -> list[Tenant]: ...
+
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        """Conflict when it exists."""
+
+    async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
+        """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound."""
+
+    async def create_token(self, role: Role, tenant: str | None, name: str | None = None) -> tuple[ApiToken, str]:
+        """A new token and its secret (the only time the secret exists outside the caller).
+        NotFound when the tenant does not exist."""
+
+    async def list_tokens(self, tenant: str | None = None) -> list[ApiToken]: ...
+
+    async def revoke_token(self, token_id: str) -> ApiToken:
+        """NotFound."""
+
+    async def lookup_token(self, secret: str) -> ApiToken | None:
+        """The active token with this secret, or None (unknown or revoked). Cached briefly."""
+
+    def tenant_stats(self) -> dict[str, dict[str, Any]]:
+        """Live, node-local numbers per tenant: running, queued, waiting on its quota."""

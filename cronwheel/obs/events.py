@@ -7,6 +7,8 @@ most recent ones are kept in a ring buffer that the API can stream (`cronwheel l
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -33,6 +35,7 @@ class EventLog:
         self.ring: deque[dict[str, Any]] = deque(maxlen=ring_size)
         self._seq = 0
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
+        self._flush_pending = False
         #: high-volume events counted and kept in the ring but not printed (e.g. heartbeats)
         self.quiet = quiet
 
@@ -61,9 +64,28 @@ class EventLog:
                     f"{k}={v}" for k, v in record.items() if k not in ("ts", "event", "node", "seq")
                 )
                 self.stream.write(f"{record['ts'][11:23]} {record['event']:<28} {extra}\n")
-            self.stream.flush()
         except (BrokenPipeError, ValueError):  # stdout gone (closed pipe): keep running
-            pass
+            return
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        """Flush once per event-loop turn rather than once per line: a burst of 100,000
+        executions writes its lines in a few system calls. Without a running loop (start-up,
+        tools), flush at once."""
+        if self._flush_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_pending = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_pending = False
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.stream.flush()
 
 
 def _iso_now() -> str:

@@ -12,10 +12,15 @@ __all__ = ["Store", "StoreError", "StoreUnavailable", "open_store"]
 def open_store(url_or_path: str | Path) -> Store:
     """Open a store from ``--store``: a file path or ``sqlite:///path`` (SQLAlchemy style:
     ``sqlite:///relative.db``, ``sqlite:////absolute.db``) opens the SQLite store;
-    ``postgresql://…`` is the cluster store (not available yet)."""
+    ``postgresql://…`` or ``postgres://…`` (any libpq URL, multi-host included) opens the
+    PostgreSQL cluster store."""
     text = str(url_or_path)
     if text.startswith(("postgresql://", "postgres://")):
-        raise StoreError("the PostgreSQL store is not yet supported")
+        try:  # the driver loads only when used (an optional dependency)
+            from cronwheel.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError(f"the PostgreSQL store needs psycopg: pip install 'cronwheel[postgres]' ({exc})") from exc
+        return PostgresStore.open(text)
     if text.startswith("sqlite:"):
         if not text.startswith("sqlite:///") or len(text) == len("sqlite:///"):
             raise StoreError(f"not a SQLite URL (want sqlite:///path): {text!r}")

@@ -16,6 +16,8 @@ Conventions that hold for every method:
   the ``lease_epoch`` it believes current, and changes nothing unless it is.
 * ``tenant=None`` in a read means "any tenant" (admin); a tenant name restricts the read
   to that tenant's rows, and another tenant's row reads as absent.
+* Tenants and API tokens (``core.tenants``) live in the store too, so every node of a cluster
+  sees the same ones. Tokens are stored as hashes only: the store never sees a secret.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus
+from cronwheel.core.tenants import ApiToken, Tenant
 
 
 class StoreError(Exception):
@@ -50,12 +53,16 @@ class NewJob:
     next_run_at: int | None
     idempotency_key: str | None = None
     request_hash: str | None = None  #: hash of the canonical request body, for key reuse checks
+    #: the tenant's registered-jobs quota (None: unlimited), checked inside the insert's
+    #: transaction so that concurrent submissions cannot overshoot it
+    max_jobs: int | None = None
 
 
 class CreateOutcome(StrEnum):
     CREATED = "created"  #: a new job row was committed
     REPLAYED = "replayed"  #: the key was seen with the same request: the original job is returned
     CONFLICT = "conflict"  #: the key was seen with a different request: nothing was created
+    QUOTA_EXCEEDED = "quota_exceeded"  #: the tenant has ``max_jobs`` registered jobs: nothing was created
 
 
 @dataclass(slots=True)
@@ -158,6 +165,12 @@ class Store(ABC):
         ``request_hash`` → REPLAYED with the original job id and next_run_at (nothing written);
         with a different hash → CONFLICT. Two submissions in the same batch with the same key
         behave as if sequential. When this returns, every CREATED row is committed and fsynced.
+
+        A job whose ``max_jobs`` is set is created only while its tenant has fewer than
+        ``max_jobs`` ACTIVE or PAUSED jobs, counting those created earlier in the same batch;
+        otherwise → QUOTA_EXCEEDED (job_id None, nothing written). A replay is answered before
+        the quota is looked at: resubmitting an acknowledged job is never refused.
+        Creating a job for a tenant that has no row yet creates the row with the defaults.
         """
 
     @abstractmethod
@@ -213,7 +226,7 @@ class Store(ABC):
         """The earliest next_run_at of ACTIVE jobs in ``buckets`` (None when there is none)."""
 
     @abstractmethod
-    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int) -> ClaimResult:
+    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
         """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
@@ -221,7 +234,13 @@ class Store(ABC):
         COMPLETED. Misfire (ticks more than MISFIRE_GRACE_MS old) and overlap policies are
         applied here (core.planning decides, the store records). Two claimers racing on the
         same rows produce each execution exactly once. An execution's ``available_at`` is
-        its tick plus the job's deterministic jitter."""
+        its tick plus the job's deterministic jitter.
+
+        ``ahead_ms`` claims early: jobs with overlap ``allow`` are claimed when next_run_at <=
+        now_ms + ahead_ms (their executions are not dispatchable before their available_at,
+        so nothing runs early). Jobs with overlap ``forbid``/``replace`` are claimed only
+        once due (next_run_at <= now_ms), because their overlap check must see what is
+        running at the tick, not before it."""
 
     @abstractmethod
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
@@ -324,6 +343,65 @@ class Store(ABC):
     @abstractmethod
     def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
         """Delete a DEAD execution. False if absent or not DEAD."""
+
+    # ---- tenants
+    @abstractmethod
+    def list_tenants(self) -> list[Tenant]:
+        """Every tenant, ordered by name (there is always ``default``)."""
+
+    @abstractmethod
+    def get_tenant(self, name: str) -> Tenant | None: ...
+
+    @abstractmethod
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        """Insert a tenant with the given settings (created_at = updated_at = now_ms, whatever
+        the argument says). None when a tenant of that name exists (nothing changes)."""
+
+    @abstractmethod
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        """Set the ``core.tenants.TENANT_SETTINGS`` fields named in ``changes`` (a value of
+        None clears a quota), updated_at = now_ms; other fields keep their values. Returns the
+        tenant as stored, or None when it does not exist. Unknown keys raise ValueError and
+        change nothing."""
+
+    # ---- API tokens (hashes only)
+    @abstractmethod
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        """Store a token (created_at = now_ms, revoked_at None). False, and nothing stored,
+        when its tenant does not exist. A tenant or worker token must name a tenant; an admin
+        token may not (ValueError). Token ids and hashes are unique (StoreError on reuse)."""
+
+    @abstractmethod
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        """The token with this hash, revoked or not (the caller checks ``revoked_at``)."""
+
+    @abstractmethod
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        """Tokens (revoked ones too) ordered by created_at, then token_id; ``tenant`` restricts
+        the list to that tenant's tokens."""
+
+    @abstractmethod
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
+        stored, or None when there is no such token."""
+
+    # ---- retention
+    @abstractmethod
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        """Delete finished history, a few jobs at a time: for up to ``jobs_per_call`` jobs
+        (ordered by id, starting after ``after_job``), delete up to ``limit`` executions in
+        all that are SUCCEEDED, CANCELLED or SKIPPED, finished before ``older_than_ms``, and
+        not among the job's ``keep_last`` newest executions (with their effects). DEAD
+        executions are the dead-letter queue and are never pruned; live ones never are.
+        Returns ``(deleted, cursor)``: pass the cursor back as ``after_job``; None when the
+        pass over all jobs is complete."""
+
+    def checkpoint(self) -> None:
+        """Give the backend a chance to bound its log (SQLite: checkpoint the WAL).
+        A no-op unless a backend has such a log."""
+        return None
 
     # ---- extra, for the engine
     def meta(self) -> dict[str, Any]:

@@ -60,6 +60,8 @@ from cronwheel.worker.protocol import (
 )
 
 HELLO_TIMEOUT_SEC = 10.0  #: a connection must say hello within this
+MAX_HELLO = 4096  #: a hello is tiny: an unknown peer cannot make us buffer a whole MAX_FRAME
+MAX_RELEASED = 4096  #: per worker: recently aborted (execution, epoch) whose late result is expected
 SPAWN_READY_SEC = 30.0  #: a spawned worker must be ready within this, or it is killed
 KILL_AFTER_SEC = 2.0  #: SIGTERM → SIGKILL for a worker we are getting rid of
 MAX_BACKLOG = 8 << 20  #: bytes written to a worker and not yet taken by it: above this it is hung
@@ -97,6 +99,8 @@ class _Worker:
     proc: asyncio.subprocess.Process | None = None
     writer: asyncio.StreamWriter | None = None
     inflight: dict[str, int] = field(default_factory=dict)  #: execution_id -> lease_epoch
+    #: (execution_id, lease_epoch) taken from it (abort, lost lease) whose result may still come
+    released: dict[tuple[str, int], None] = field(default_factory=dict)
     ready: bool = False  #: said hello, got welcome
     leaving: bool = False  #: bye sent or received: no new grants
     lost: bool = False  #: on_worker_lost done: nothing more is accepted from it
@@ -311,7 +315,7 @@ class WorkerPool:
             return False
         worker_id, epoch = owner
         w = self._workers.get(worker_id)
-        self._forget(execution_id, worker_id, epoch)
+        self._forget(execution_id, worker_id, epoch, released=True)
         if w is None or w.lost:
             return False
         self._write(w, encode_frame({"t": "abort", "execution_id": execution_id, "reason": reason[:1024]}))
@@ -364,13 +368,19 @@ class WorkerPool:
 
         asyncio.get_running_loop().call_soon(call)
 
-    def _forget(self, execution_id: str, worker_id: str, epoch: int) -> bool:
-        """Drop (execution, epoch) from a worker's in-flight set. True if it was there."""
+    def _forget(self, execution_id: str, worker_id: str, epoch: int, released: bool = False) -> bool:
+        """Drop (execution, epoch) from a worker's in-flight set. True if it was there.
+        ``released``: taken from a live worker, whose result for it may still arrive (and is
+        then dropped rather than treated as a protocol violation)."""
         w = self._workers.get(worker_id)
         was = w is not None and w.inflight.get(execution_id) == epoch
         if was:
             assert w is not None
             del w.inflight[execution_id]
+            if released:
+                w.released[(execution_id, epoch)] = None
+                if len(w.released) > MAX_RELEASED:
+                    del w.released[next(iter(w.released))]
         if self._inflight.get(execution_id) == (worker_id, epoch):
             del self._inflight[execution_id]
         return was
@@ -491,7 +501,7 @@ class WorkerPool:
         w: _Worker | None = None
         try:
             try:
-                hello = await asyncio.wait_for(read_frame(reader, accept={"hello"}), HELLO_TIMEOUT_SEC)
+                hello = await asyncio.wait_for(read_frame(reader, accept={"hello"}, max_size=MAX_HELLO), HELLO_TIMEOUT_SEC)
             except (ProtocolError, EOFError, TimeoutError, OSError) as exc:
                 self._log("pool.connection_refused", reason=f"{type(exc).__name__}: {exc}")
                 return
@@ -573,9 +583,15 @@ class WorkerPool:
 
     async def _on_results(self, w: _Worker, frames: list[dict[str, Any]]) -> None:
         results: list[Completion] = []
+        stranger: dict[str, Any] | None = None
         for f in frames:
             if not self._forget(f["execution_id"], w.worker_id, f["lease_epoch"]):
-                # aborted, superseded or never ours: the store would fence it anyway
+                key = (f["execution_id"], f["lease_epoch"])
+                if key not in w.released:
+                    stranger = f  # never granted to it at that epoch: a broken or hostile peer
+                    break
+                # aborted or superseded while it ran: expected, and the store would fence it
+                del w.released[key]
                 self._log("pool.result_dropped", worker=w.worker_id, executionId=f["execution_id"],
                           leaseEpoch=f["lease_epoch"])
                 continue
@@ -597,6 +613,10 @@ class WorkerPool:
                 self._log("pool.handler_error", worker=w.worker_id, call="on_results",
                           count=len(results), error=repr(exc))
             self._capacity()
+        if stranger is not None:
+            self._log("pool.protocol_error", worker=w.worker_id, error="result for an execution it does not hold",
+                      executionId=str(stranger["execution_id"])[:200], leaseEpoch=stranger["lease_epoch"])
+            self._lose(w, "protocol error")
 
     async def _on_beats(self, w: _Worker, beats: list[tuple[str, int]]) -> None:
         ours = [(x, e) for x, e in beats if w.inflight.get(x) == e]
@@ -610,7 +630,7 @@ class WorkerPool:
             epochs = dict(ours)
             for x, reason in answered:
                 if x in epochs:
-                    self._forget(x, w.worker_id, epochs[x])
+                    self._forget(x, w.worker_id, epochs[x], released=True)
                 lost.append((x, reason))
             if answered:
                 self._capacity()

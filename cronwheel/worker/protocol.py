@@ -253,9 +253,11 @@ class FrameDecoder:
         return frames
 
 
-async def read_frame(reader: asyncio.StreamReader, accept: Iterable[str] | None = None) -> dict[str, Any]:
-    """Read exactly one frame. Raises EOFError on a clean end of stream (no byte of a new
-    frame read), ProtocolError on a truncated or invalid frame."""
+async def read_frame(
+    reader: asyncio.StreamReader, accept: Iterable[str] | None = None, max_size: int = MAX_FRAME
+) -> dict[str, Any]:
+    """Read exactly one frame of at most ``max_size`` bytes. Raises EOFError on a clean end of
+    stream (no byte of a new frame read), ProtocolError on a truncated or invalid frame."""
     try:
         header = await reader.readexactly(HEADER_SIZE)
     except asyncio.IncompleteReadError as exc:
@@ -263,8 +265,8 @@ async def read_frame(reader: asyncio.StreamReader, accept: Iterable[str] | None 
             raise EOFError("connection closed") from None
         raise ProtocolError("connection closed inside a frame header") from None
     (n,) = _HEADER.unpack(header)
-    if n == 0 or n > MAX_FRAME:
-        raise ProtocolError(f"frame length {n} outside 1..{MAX_FRAME}")
+    if n == 0 or n > max_size:
+        raise ProtocolError(f"frame length {n} outside 1..{max_size}")
     try:
         body = await reader.readexactly(n)
     except asyncio.IncompleteReadError:

@@ -6,6 +6,7 @@ history: what clients were told, what the store holds, what the fenced ledger ap
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -146,10 +147,8 @@ def test_zombie_worker_is_fenced(make_daemon, tmp_path):
         wait_for(lambda: d.executions(job_id)[0]["status"] == "SUCCEEDED", timeout=30, what="epoch 2 finishes")
     finally:
         for pid in zombie_jobs:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
         os.kill(zombie, signal.SIGCONT)
     # the zombie wakes. Either the abort frame queued for it arrives first and it kills its
     # job before saying anything stale, or its stale heartbeat/result is refused (409) and it

@@ -1,6 +1,8 @@
 """The store contract suite: every test here talks to ``Store`` only, through the ``store``
 fixture, and runs against every backend in ``BACKENDS`` (like APScheduler 4's
-tests/conftest.py). Adding PostgreSQL is one more branch in ``open_backend``.
+tests/conftest.py): SQLite on a temporary file, PostgreSQL on a fresh database of the
+session's server (tests/support/postgres.py; skipped loudly when there is none, failed when
+CRONWHEEL_REQUIRE_POSTGRES=1).
 
 Time is a fake ``now_ms`` passed in; nothing sleeps.
 """
@@ -25,7 +27,7 @@ from cronwheel.core.model import (
 )
 from cronwheel.store.base import NewJob, StartRequest, Store
 
-BACKENDS = ["sqlite"]
+BACKENDS = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 SEC = 1_000
@@ -36,13 +38,18 @@ ALL_BUCKETS = list(range(64))
 StoreFactory = Callable[[], Store]
 
 
-def open_backend(backend: str, tmp_path: Path) -> StoreFactory:
+def open_backend(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreFactory:
     """A function that opens a new handle on one and the same store (reopen = durability)."""
     if backend == "sqlite":
         from cronwheel.store.sqlite import SqliteStore
 
         path = tmp_path / "cronwheel.db"
         return lambda: SqliteStore.open(path)
+    if backend == "postgres":
+        from cronwheel.store.postgres import PostgresStore
+
+        dsn = str(request.getfixturevalue("postgres_dsn"))  # the server starts on first use
+        return lambda: PostgresStore.open(dsn)
     raise AssertionError(f"unknown backend {backend!r}")
 
 
@@ -52,9 +59,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store_factory(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
+def store_factory(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
     opened: list[Store] = []
-    factory = open_backend(backend, tmp_path)
+    factory = open_backend(backend, tmp_path, request)
 
     def open_store() -> Store:
         s = factory()

@@ -376,3 +376,22 @@ def test_every_due_tick_is_claimed_exactly_once_over_time(store: Store, n_jobs: 
     expected = {f"{j.job_id}:{T0 + k * 20 * SEC}" for j in jobs for k in range(10)}
     assert len(seen) == len(set(seen))
     assert set(seen) == expected
+
+
+def test_claim_ahead_takes_allow_jobs_early_but_guarded_jobs_only_when_due(store: Store) -> None:
+    allow = new_job(next_run_at=T0 + 2 * SEC, schedule="* * * * * *")
+    forbid = new_job(next_run_at=T0 + 2 * SEC, schedule="* * * * * *", overlap=OverlapPolicy.FORBID)
+    replace = new_job(next_run_at=T0 + 2 * SEC, schedule="* * * * * *", overlap=OverlapPolicy.REPLACE)
+    create(store, allow, forbid, replace)
+    early = store.claim_due(ALL_BUCKETS, T0, 100, ahead_ms=3 * SEC)
+    # the allow job: its ticks within now + ahead are claimed, none of them dispatchable yet
+    assert {e.job_id for e in early.executions} == {allow.job_id}
+    assert [e.scheduled_at for e in early.executions] == [T0 + 2 * SEC, T0 + 3 * SEC]
+    assert store.ready_executions(T0, 100) == []
+    # the guarded jobs are untouched until their tick
+    for nj in (forbid, replace):
+        job = store.get_job(nj.job_id)
+        assert job is not None and job.next_run_at == T0 + 2 * SEC
+    due = store.claim_due(ALL_BUCKETS, T0 + 2 * SEC, 100, ahead_ms=3 * SEC)
+    by_job = {e.job_id: e.scheduled_at for e in due.executions}
+    assert by_job[forbid.job_id] == T0 + 2 * SEC and by_job[replace.job_id] == T0 + 2 * SEC

@@ -211,7 +211,7 @@ def test_open_store_accepts_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: p
     assert (tmp_path / "c.db").exists()
 
 
-@pytest.mark.parametrize("url", ["postgresql://localhost/x", "postgres://h/db", "mysql://x", "sqlite://x.db"])
+@pytest.mark.parametrize("url", ["mysql://x", "sqlite://x.db", "sqlite:///"])
 def test_open_store_refuses_what_it_cannot_open(url: str) -> None:
     with pytest.raises(StoreError):
         open_store(url)

@@ -374,7 +374,11 @@ def test_bad_content_type_is_415_and_malformed_json_is_400() -> None:
 
 def test_tenant_resolver_is_the_one_seam() -> None:
     async def t(client: TestClient, svc: FakeService) -> None:
-        resp = await client.post("/v1/jobs", json=JOB, headers={"X-Tenant": "acme"})
+        # a tenant's commands would run as the daemon's user: refused unless it has allowShell
+        body = await problem(await client.post("/v1/jobs", json=JOB, headers={"X-Tenant": "acme"}), 403)
+        assert body["field"] == "command" and "allowShell" in body["detail"]
+        web_job = {"schedule": "0 * * * *", "http": {"url": "https://example.com/hook"}}
+        resp = await client.post("/v1/jobs", json=web_job, headers={"X-Tenant": "acme"})
         job_id = (await resp.json())["jobId"]
         assert svc.created[0].tenant == "acme"
         assert (await client.get(f"/v1/jobs/{job_id}", headers={"X-Tenant": "acme"})).status == 200

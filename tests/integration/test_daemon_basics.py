@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def test_every_second_cron_job_runs_once_per_tick(daemon: Daemon, tmp_path: Path
     assert len(file_ticks) >= len(ok)
     # consecutive ticks are one second apart (no tick skipped while it ran)
     ms = sorted(int(e["executionId"].rsplit(":", 1)[1]) for e in ok)
-    assert all(b - a == 1000 for a, b in zip(ms, ms[1:], strict=False))
+    assert all(b - a == 1000 for a, b in itertools.pairwise(ms))
 
 
 def test_relative_one_off_runs_once_then_job_completes(daemon: Daemon, tmp_path: Path):

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from tests.support.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+#: ``Daemon.request(token=ADMIN)``: the daemon's own ``<data-dir>/admin-token`` (the default)
+ADMIN = "<admin>"
 
 
 class ApiResponse:
@@ -77,7 +79,7 @@ class Daemon:
             if not addr.exists():
                 return False
             self.url = addr.read_text().strip()
-            return self.get("/healthz").status == 200
+            return self.get("/healthz", token=None).status == 200
 
         wait_for(up, timeout, what="daemon to answer /healthz")
         wait_for(lambda: self.event("node.started"), timeout, what="node.started event")
@@ -110,10 +112,30 @@ class Daemon:
         return [int(x) for x in out.stdout.split()]
 
     # ---- HTTP
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None) -> ApiResponse:
+    @property
+    def admin_token(self) -> str:
+        """The admin token the daemon wrote to ``<data-dir>/admin-token`` on its first start."""
+        return (self.data_dir / "admin-token").read_text().strip()
+
+    def auth(self, token: str | None = ADMIN) -> dict[str, str]:
+        """The Authorization header for ``token`` (ADMIN: the daemon's admin token; None: none)."""
+        if token is None:
+            return {}
+        return {"Authorization": f"Bearer {self.admin_token if token == ADMIN else token}"}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        token: str | None = ADMIN,
+    ) -> ApiResponse:
+        """One HTTP call over TCP, as admin unless ``token`` says otherwise (None: no token)."""
         parts = urlsplit(self.url)
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        hdrs = {"Content-Type": "application/json", **self.auth(token), **(headers or {})}
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         try:
             conn.request(method, path, body=data, headers=hdrs)
@@ -122,8 +144,8 @@ class Daemon:
         finally:
             conn.close()
 
-    def get(self, path: str) -> ApiResponse:
-        return self.request("GET", path)
+    def get(self, path: str, **kw: Any) -> ApiResponse:
+        return self.request("GET", path, **kw)
 
     def post(self, path: str, body: Any = None, **kw: Any) -> ApiResponse:
         return self.request("POST", path, body if body is not None else {}, **kw)
@@ -144,7 +166,9 @@ class Daemon:
 
     # ---- CLI
     def cli(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": self.url}
+        # over TCP the CLI finds the admin token in the data dir, as a local operator's would
+        env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": self.url, "CRONWHEEL_DATA_DIR": str(self.data_dir)}
+        env.pop("CRONWHEEL_TOKEN", None)
         return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, input=input, timeout=timeout)
 
     # ---- the event log

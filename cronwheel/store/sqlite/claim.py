@@ -69,9 +69,12 @@ def misfire_reason(plan: ClaimPlan) -> str:
 
 
 def claim(
-    conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult
+    conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult, ahead_ms: int = 0
 ) -> None:
-    rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms, limit)).fetchall()
+    rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms + ahead_ms, limit)).fetchall()
+    if ahead_ms:
+        # overlap-guarded jobs are claimed at their tick only (see Store.claim_due)
+        rows = [r for r in rows if r[6] == "allow" or r[2] <= now_ms]
     if not rows:
         return
 
@@ -101,7 +104,7 @@ def claim(
             def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
                 return next_fire(_s, _j, _z, t)
         try:
-            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire])
+            plan = plan_claim(next_tick, due_at, now_ms + ahead_ms if overlap == "allow" else now_ms, MISFIRE[misfire])
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken.append((rid, due_at))
             broken_execs.append([(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,

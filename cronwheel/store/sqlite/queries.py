@@ -13,7 +13,10 @@ PRAGMA foreign_keys = ON;
 PRAGMA temp_store = MEMORY;
 PRAGMA cache_size = -262144;
 PRAGMA wal_autocheckpoint = 10000;
+PRAGMA journal_size_limit = 67108864;
 """
+#: journal_size_limit: after a checkpoint resets the WAL, truncate it back to 64 MiB, so one
+#: burst (a herd, a bulk import) does not leave a huge WAL file behind for good.
 #: cache_size: up to 256 MiB of page cache, allocated only as the database grows; it holds
 #: the jobs table and its due index of a million jobs, which every claim batch rewrites.
 #: wal_autocheckpoint: 10,000 pages (~40 MiB). A claim batch of 5000 jobs dirties about as
@@ -332,4 +335,76 @@ WHERE execution_id = ?1 AND status = 'DEAD'
 
 PURGE_DEAD = """
 DELETE FROM executions WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NULL OR tenant = ?2)
+"""
+
+# ---------------------------------------------------------------- tenants and API tokens
+
+#: column order of ``rows.tenant_from_row``
+TENANT_COLUMNS = """
+    name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
+    created_at, updated_at
+"""
+
+LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
+
+GET_TENANT = f"SELECT {TENANT_COLUMNS} FROM tenants WHERE name = ?"
+
+CREATE_TENANT = """
+INSERT INTO tenants (name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell,
+                     http_allow, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (name) DO NOTHING
+"""
+
+UPDATE_TENANT = """
+UPDATE tenants SET weight = ?2, max_running = ?3, max_jobs = ?4, submit_rate = ?5,
+                   submit_burst = ?6, allow_shell = ?7, http_allow = ?8, updated_at = ?9
+WHERE name = ?1
+"""
+
+#: registered jobs of a tenant, for its max_jobs quota (jobs_tenant index, then the row)
+COUNT_REGISTERED_JOBS = """
+SELECT COUNT(*) FROM jobs WHERE tenant = ? AND status IN ('ACTIVE', 'PAUSED')
+"""
+
+#: column order of ``rows.token_from_row``
+TOKEN_COLUMNS = "token_id, token_hash, role, tenant, name, created_at, revoked_at"
+
+INSERT_TOKEN = """
+INSERT INTO api_tokens (token_id, token_hash, role, tenant, name, created_at, revoked_at)
+VALUES (?, ?, ?, ?, ?, ?, NULL)
+"""
+
+TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = ?"
+
+GET_TOKEN_BY_HASH = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?"
+
+GET_TOKEN = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_id = ?"
+
+LIST_TOKENS = f"""
+SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE ?1 IS NULL OR tenant = ?1
+ORDER BY created_at, token_id
+"""
+
+REVOKE_TOKEN = """
+UPDATE api_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL
+"""
+
+# ---------------------------------------------------------------- retention
+
+PRUNE_JOBS_PAGE = "SELECT id FROM jobs WHERE id > ?1 ORDER BY id LIMIT ?2"
+
+#: one job's prunable history: finished, old enough, and older than its keep_last newest
+#: (the OFFSET subquery finds the keep_last-th newest tick on the (job_id, scheduled_at) index)
+PRUNE_JOB_EXECUTIONS = """
+DELETE FROM executions WHERE rowid IN (
+    SELECT rowid FROM executions
+    WHERE job_id = ?1
+      AND status IN ('SUCCEEDED', 'CANCELLED', 'SKIPPED')
+      AND finished_at < ?2
+      AND scheduled_at < coalesce(
+          (SELECT scheduled_at FROM executions WHERE job_id = ?1
+           ORDER BY scheduled_at DESC LIMIT 1 OFFSET ?3 - 1), -1)
+    ORDER BY scheduled_at
+    LIMIT ?4)
 """

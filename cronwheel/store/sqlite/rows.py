@@ -17,6 +17,7 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
+from cronwheel.core.tenants import ApiToken, Role, Tenant
 
 PRIORITY: dict[int, Priority] = {p.value: p for p in Priority}
 EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
@@ -74,3 +75,26 @@ def job_from_row(r: Any) -> Job:
 def execution_from_row(r: Any) -> Execution:
     """A row of ``queries.EXEC_COLUMNS`` (the field order of ``Execution``)."""
     return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:19])
+
+
+def tenant_from_row(r: Any) -> Tenant:
+    """A row of ``queries.TENANT_COLUMNS``."""
+    return Tenant(
+        name=r[0],
+        weight=r[1],
+        max_running=r[2],
+        max_jobs=r[3],
+        submit_rate=r[4],
+        submit_burst=r[5],
+        allow_shell=bool(r[6]),
+        http_allow=tuple(json.loads(r[7] or "[]")),
+        created_at=r[8],
+        updated_at=r[9],
+    )
+
+
+def token_from_row(r: Any) -> ApiToken:
+    """A row of ``queries.TOKEN_COLUMNS``."""
+    return ApiToken(
+        token_id=r[0], token_hash=r[1], role=Role(r[2]), tenant=r[3], name=r[4], created_at=r[5], revoked_at=r[6]
+    )

@@ -13,7 +13,13 @@ CREATE TABLE tenants (
     name        TEXT PRIMARY KEY,
     weight      INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
     max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
-    created_at  INTEGER NOT NULL DEFAULT 0
+    created_at  INTEGER NOT NULL DEFAULT 0,
+    max_jobs     INTEGER CHECK (max_jobs IS NULL OR max_jobs >= 0),
+    submit_rate  REAL CHECK (submit_rate IS NULL OR submit_rate > 0),
+    submit_burst INTEGER CHECK (submit_burst IS NULL OR submit_burst >= 1),
+    allow_shell  INTEGER NOT NULL DEFAULT 0 CHECK (allow_shell IN (0, 1)),
+    http_allow   TEXT NOT NULL DEFAULT '[]',  -- JSON array of host names
+    updated_at   INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
@@ -113,3 +119,17 @@ CREATE TABLE effects (
     recorded_at  INTEGER NOT NULL,
     PRIMARY KEY (execution_id, key)
 ) WITHOUT ROWID;
+
+-- Bearer tokens, by the SHA-256 of the secret (the secret itself is never stored).
+CREATE TABLE api_tokens (
+    token_id   TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    role       TEXT NOT NULL CHECK (role IN ('admin', 'tenant', 'worker')),
+    tenant     TEXT REFERENCES tenants (name),
+    name       TEXT,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER,
+    CHECK ((role = 'admin') = (tenant IS NULL))
+) WITHOUT ROWID;
+
+CREATE INDEX api_tokens_tenant ON api_tokens (tenant, created_at);

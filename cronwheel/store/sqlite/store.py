@@ -31,6 +31,7 @@ from cronwheel.core.model import (
     JobStatus,
     OverlapPolicy,
 )
+from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
 from cronwheel.store.base import (
     ClaimResult,
     Completion,
@@ -56,6 +57,8 @@ from cronwheel.store.sqlite.rows import (
     execution_from_row,
     job_from_row,
     retry_to_json,
+    tenant_from_row,
+    token_from_row,
 )
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
@@ -206,10 +209,13 @@ class SqliteStore(Store):
         key_rows: list[tuple[Any, ...]] = []
         tenants: set[str] = set()
         batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
+        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
         with self._write() as conn:
             for nj in jobs:
                 spec = nj.spec
                 tenant = spec.tenant
+                k = None
                 if nj.idempotency_key is not None:
                     k = (tenant, nj.idempotency_key)
                     seen = batch_keys.get(k)
@@ -220,6 +226,14 @@ class SqliteStore(Store):
                         outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
                         results.append(CreateResult(outcome, seen[1], seen[2]))
                         continue
+                if nj.max_jobs is not None:
+                    if tenant not in registered:
+                        registered[tenant] = _count(conn, q.COUNT_REGISTERED_JOBS, (tenant,))
+                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
+                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
+                        continue
+                created[tenant] = created.get(tenant, 0) + 1
+                if k is not None:
                     batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
                     key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
                 tenants.add(tenant)
@@ -340,12 +354,12 @@ class SqliteStore(Store):
         return None if row is None or row[0] is None else int(row[0])
 
     @_translated
-    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int) -> ClaimResult:
+    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
         result = ClaimResult()
         if not buckets or limit <= 0:
             return result
         with self._write() as conn:
-            claiming.claim(conn, _buckets_json(tuple(buckets)), now_ms, limit, result)
+            claiming.claim(conn, _buckets_json(tuple(buckets)), now_ms, limit, result, ahead_ms)
         return result
 
     @_translated
@@ -545,3 +559,105 @@ class SqliteStore(Store):
         with self._write() as conn:
             conn.execute(q.PURGE_DEAD, (execution_id, tenant))
             return conn.changes() > 0
+
+    # ------------------------------------------------------------ retention
+
+    @_translated
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        jobs = [r[0] for r in self._conn.execute(q.PRUNE_JOBS_PAGE, (after_job or "", jobs_per_call))]
+        if not jobs:
+            return 0, None
+        deleted = 0
+        with self._write() as conn:
+            for job_id in jobs:
+                conn.execute(q.PRUNE_JOB_EXECUTIONS, (job_id, older_than_ms, max(1, keep_last), limit - deleted))
+                deleted += conn.changes()
+                if deleted >= limit:
+                    # this job may have more: come back to it (the cursor is the job before it)
+                    index = jobs.index(job_id)
+                    return deleted, (jobs[index - 1] if index else after_job) or ""
+        return deleted, jobs[-1] if len(jobs) == jobs_per_call else None
+
+    def checkpoint(self) -> None:
+        # PASSIVE never waits on readers; the WAL is reset once no reader holds an old snapshot,
+        # and journal_size_limit then truncates the file
+        with contextlib.suppress(apsw.Error):
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    # ------------------------------------------------------------ tenants
+
+    @_translated
+    def list_tenants(self) -> list[Tenant]:
+        return [tenant_from_row(r) for r in self._conn.execute(q.LIST_TENANTS)]
+
+    @_translated
+    def get_tenant(self, name: str) -> Tenant | None:
+        row = self._conn.execute(q.GET_TENANT, (name,)).fetchone()
+        return None if row is None else tenant_from_row(row)
+
+    @_translated
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        t = tenant
+        with self._write() as conn:
+            conn.execute(q.CREATE_TENANT, (
+                t.name, t.weight, t.max_running, t.max_jobs, t.submit_rate, t.submit_burst,
+                int(t.allow_shell), dumps(list(t.http_allow)), now_ms, now_ms,
+            ))  # fmt: skip
+            if conn.changes() == 0:
+                return None
+            row = conn.execute(q.GET_TENANT, (t.name,)).fetchone()
+        self._known_tenants.add(t.name)
+        return tenant_from_row(row)
+
+    @_translated
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        unknown = set(changes) - set(TENANT_SETTINGS)
+        if unknown:
+            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        with self._write() as conn:
+            row = conn.execute(q.GET_TENANT, (name,)).fetchone()
+            if row is None:
+                return None
+            cur = tenant_from_row(row)
+            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            conn.execute(q.UPDATE_TENANT, (
+                name, new["weight"], new["max_running"], new["max_jobs"], new["submit_rate"],
+                new["submit_burst"], int(bool(new["allow_shell"])), dumps(list(new["http_allow"] or ())), now_ms,
+            ))  # fmt: skip
+            row = conn.execute(q.GET_TENANT, (name,)).fetchone()
+        return tenant_from_row(row)
+
+    # ------------------------------------------------------------ API tokens
+
+    @_translated
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        if (token.role is Role.ADMIN) != (token.tenant is None):
+            raise ValueError("admin tokens name no tenant; tenant and worker tokens name one")
+        with self._write() as conn:
+            if token.tenant is not None and conn.execute(q.TENANT_EXISTS, (token.tenant,)).fetchone() is None:
+                return False
+            try:
+                conn.execute(q.INSERT_TOKEN, (
+                    token.token_id, token.token_hash, token.role.value, token.tenant, token.name, now_ms,
+                ))  # fmt: skip
+            except apsw.ConstraintError as exc:
+                raise StoreError(f"cannot store the token (id or hash reused?): {exc}") from exc
+        return True
+
+    @_translated
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        row = self._conn.execute(q.GET_TOKEN_BY_HASH, (token_hash,)).fetchone()
+        return None if row is None else token_from_row(row)
+
+    @_translated
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        return [token_from_row(r) for r in self._conn.execute(q.LIST_TOKENS, (tenant,))]
+
+    @_translated
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        with self._write() as conn:
+            conn.execute(q.REVOKE_TOKEN, (token_id, now_ms))
+            row = conn.execute(q.GET_TOKEN, (token_id,)).fetchone()
+        return None if row is None else token_from_row(row)

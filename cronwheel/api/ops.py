@@ -1,0 +1,221 @@
+"""Operations endpoints: ``GET /metrics`` (Prometheus) and ``GET /v1/events`` (the event log,
+optionally followed, as newline-delimited JSON; ``cronwheel logs -f``).
+
+Both read objects that the daemon hands to ``make_app`` (the node's ``NodeMetrics`` and
+``EventLog``); an app built without them (tests with a fake service) answers 404.
+
+A follower gets the matching tail of the ring buffer, then every new matching event. Each
+follower has a bounded queue: a client that reads slower than events arrive loses events,
+never the daemon's memory, and is told so by a ``stream.dropped`` line carrying the count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from cronwheel.api.validation import ValidationError
+from cronwheel.core import schedule as sched
+from cronwheel.obs.events import EventLog, iso_ms
+from cronwheel.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from cronwheel.obs.metrics import NodeMetrics
+
+NDJSON = "application/x-ndjson"
+MAX_TAIL = 10_000
+FOLLOW_QUEUE = 1_000  #: events buffered per follower before its stream drops some
+IDLE_CHECK_SEC = 1.0  #: how often an idle follower checks that its client is still there
+
+METRICS = web.AppKey("cronwheel.metrics", object)
+EVENTS = web.AppKey("cronwheel.events", object)
+_FOLLOWERS = web.AppKey("cronwheel.followers", set)
+
+
+def install(app: web.Application, *, metrics: NodeMetrics | None, events: EventLog | None) -> None:
+    """Give the app what the ops routes read, and end followers when the server shuts down."""
+    app[METRICS] = metrics
+    app[EVENTS] = events
+    app[_FOLLOWERS] = set()
+    app.on_shutdown.append(_end_followers)
+
+
+async def _end_followers(app: web.Application) -> None:
+    for closing in list(app[_FOLLOWERS]):
+        closing.set()
+
+
+# ---------------------------------------------------------------- /metrics
+
+
+async def metrics(request: web.Request) -> web.Response:
+    m = request.app.get(METRICS)
+    if not isinstance(m, NodeMetrics):
+        raise web.HTTPNotFound()
+    body = await m.render()
+    return web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+# ---------------------------------------------------------------- /v1/events
+
+
+def _query_error(field: str, detail: str) -> ValidationError:
+    return ValidationError(field, detail, status=400, code="invalid_query")
+
+
+def parse_since(text: str | None, now_ms: int) -> int | None:
+    """``since``: a duration back from now (``90s``, ``1h``, ``2d``) or an RFC 3339 instant."""
+    if text is None or text == "":
+        return None
+    try:
+        return now_ms - round(sched.parse_duration(text) * 1000)
+    except ValueError:
+        pass
+    try:
+        return sched.parse_instant(text, now_ms)
+    except ValueError:
+        raise _query_error("since", f"since must be a duration (90s, 10m, 1h, 2d) or an RFC 3339 instant, not {text[:50]!r}") from None
+
+
+def _flag(name: str, text: str | None) -> bool:
+    if text is None or text.lower() in ("", "0", "false", "no"):
+        return False
+    if text.lower() in ("1", "true", "yes"):
+        return True
+    raise _query_error(name, f"{name} must be 1 or 0, not {text[:20]!r}")
+
+
+def event_filter(job: str | None, event: str | None, since_ms: int | None) -> Callable[[dict[str, Any]], bool]:
+    """``job``: events naming the job or one of its executions (``jobId:…``); ``event``: a
+    name or a prefix ending in '.' (``execution.``); ``since_ms``: not older than this."""
+    cutoff = iso_ms(since_ms) if since_ms is not None else None
+    prefix = job + ":" if job else None
+
+    def keep(rec: dict[str, Any]) -> bool:
+        if cutoff is not None and rec.get("ts", "") < cutoff:  # same fixed-width UTC format
+            return False
+        if event and not (rec.get("event") == event or (event.endswith(".") and str(rec.get("event", "")).startswith(event))):
+            return False
+        if job is not None and rec.get("jobId") != job:
+            xid = rec.get("executionId")
+            if not (isinstance(xid, str) and prefix and xid.startswith(prefix)):
+                return False
+        return True
+
+    return keep
+
+
+def _line(rec: dict[str, Any]) -> bytes:
+    return (json.dumps(rec, default=str, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    log = request.app.get(EVENTS)
+    if not isinstance(log, EventLog):
+        raise web.HTTPNotFound()
+    from cronwheel.api.app import _tenant  # here: app.py imports this module
+
+    if await _tenant(request) is not None:  # events carry every tenant's ids and errors
+        raise web.HTTPForbidden(text="the event stream covers every tenant: it is for admins only")
+    q = request.query
+    follow = _flag("follow", q.get("follow"))
+    n_text = q.get("n")
+    if n_text in (None, ""):
+        n = 10 if follow else 100
+    elif n_text.isascii() and n_text.isdigit() and len(n_text) <= 6 and 0 <= int(n_text) <= MAX_TAIL:
+        n = int(n_text)
+    else:
+        raise _query_error("n", f"n must be an integer between 0 and {MAX_TAIL}, not {n_text[:20]!r}")
+    keep = event_filter(q.get("job") or None, q.get("event") or None, parse_since(q.get("since"), time.time_ns() // 1_000_000))
+
+    if not follow:
+        tail = [r for r in log.ring if keep(r)][-n:] if n else []
+        return web.Response(body=b"".join(_line(r) for r in tail), headers={"Content-Type": NDJSON})
+
+    follower = _Follower(asyncio.get_running_loop(), keep)
+    unsubscribe = log.subscribe(follower.offer)  # before reading the ring: no gap between them
+    closing = asyncio.Event()
+    request.app[_FOLLOWERS].add(closing)
+    try:
+        ring = list(log.ring)
+        tail = [r for r in ring if keep(r)][-n:] if n else []
+        last_seq = ring[-1]["seq"] if ring else 0  # queued events up to here are in the snapshot
+        resp = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        await resp.prepare(request)
+        if tail:
+            await resp.write(b"".join(_line(r) for r in tail))
+        await follower.pump(resp, request, closing, after_seq=last_seq)
+        with contextlib.suppress(ConnectionError):
+            await resp.write_eof()
+        return resp
+    finally:
+        unsubscribe()
+        request.app[_FOLLOWERS].discard(closing)
+
+
+class _Follower:
+    """One client's bounded queue between ``EventLog.emit`` and its HTTP stream."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, keep: Callable[[dict[str, Any]], bool]) -> None:
+        self.loop = loop
+        self.loop_thread = threading.get_ident()
+        self.keep = keep
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=FOLLOW_QUEUE)
+        self.dropped = 0
+
+    def offer(self, rec: dict[str, Any]) -> None:
+        if threading.get_ident() != self.loop_thread:  # an event from a store thread
+            self.loop.call_soon_threadsafe(self.offer, rec)
+            return
+        try:
+            if not self.keep(rec):
+                return
+        except Exception:  # a record the filter cannot read: not for this follower
+            return
+        if self.dropped:
+            if self.queue.maxsize - self.queue.qsize() < 2:
+                self.dropped += 1
+                return
+            self.queue.put_nowait({"ts": rec.get("ts"), "event": "stream.dropped", "dropped": self.dropped, "seq": rec.get("seq")})
+            self.dropped = 0
+        if self.queue.full():
+            self.dropped += 1
+            return
+        self.queue.put_nowait(rec)
+
+    async def pump(self, resp: web.StreamResponse, request: web.Request, closing: asyncio.Event, after_seq: int) -> None:
+        """Write queued events until the client goes away or the server shuts down (then
+        flush what is queued)."""
+        while True:
+            if closing.is_set():
+                batch = self._drain()
+                if batch:
+                    with contextlib.suppress(ConnectionError):
+                        await resp.write(b"".join(_line(r) for r in batch if r.get("seq", after_seq + 1) > after_seq))
+                return
+            try:
+                first = await asyncio.wait_for(self.queue.get(), IDLE_CHECK_SEC)
+            except TimeoutError:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    return
+                continue
+            batch = [first, *self._drain()]
+            data = b"".join(_line(r) for r in batch if r.get("seq", after_seq + 1) > after_seq)
+            if not data:
+                continue
+            try:
+                await resp.write(data)
+            except ConnectionError:
+                return
+
+    def _drain(self) -> list[dict[str, Any]]:
+        out = []
+        while not self.queue.empty():
+            out.append(self.queue.get_nowait())
+        return out

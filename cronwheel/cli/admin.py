@@ -1,0 +1,247 @@
+"""``cronwheel tenant …`` and ``cronwheel token …``: the admin's commands for tenants (weights,
+quotas, permissions) and their bearer tokens. Run them as the daemon's user (the Unix socket,
+or TCP with ``<data-dir>/admin-token``) or with an admin token."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+
+from cronwheel.cli import render
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def local_admin_token(data_dir: Path, url: str) -> str | None:
+    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon: a loopback
+    address equal to the one it wrote to ``<data-dir>/http.addr``, while the process whose pid
+    is in ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
+    sent to another machine, nor to whoever squats on the port of a daemon that is down."""
+    try:
+        token_file = data_dir / "admin-token"
+        token = token_file.read_text(encoding="ascii").strip()
+        written = urlsplit((data_dir / "http.addr").read_text(encoding="ascii").strip())
+        pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
+        target = urlsplit(url)
+        host = target.hostname or ""
+        if not token or target.port != written.port:
+            return None
+        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+            return None
+        if written.hostname not in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
+            return None
+        if Path("/proc").is_dir() and os.stat(f"/proc/{pid}").st_uid != token_file.stat().st_uid:
+            return None
+        return token
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+_CLEAR = ("none", "unlimited", "off")
+
+
+class _Limit(click.ParamType):
+    """A non-negative number, or none/unlimited (sent as null: no quota)."""
+
+    def __init__(self, kind: type, low: float) -> None:
+        self.kind = kind
+        self.low = low
+        self.name = "N|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.strip().lower() in _CLEAR:
+            return _UNSET_QUOTA
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number or 'none'", param, ctx)
+        if number < self.low or number != number:
+            self.fail(f"{value!r} must be at least {self.low:g} (or 'none' for unlimited)", param, ctx)
+        return number
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "none"
+
+
+_UNSET_QUOTA = _Unset()
+
+
+def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+              allow_shell: bool | None, http_allow: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    for key, value in (("weight", weight), ("maxRunning", max_running), ("maxJobs", max_jobs),
+                       ("submitRate", rate), ("submitBurst", burst), ("allowShell", allow_shell)):
+        if value is _UNSET_QUOTA:
+            body[key] = None
+        elif value is not None:
+            body[key] = value
+    if http_allow is not None:
+        body["httpAllow"] = [h.strip() for h in http_allow.split(",") if h.strip()]
+    return body
+
+
+def _tenant_options(fn: Any) -> Any:
+    options = [
+        click.option("--weight", type=click.IntRange(1, 1000), help="Share of the ready queue against other tenants. [default 1]"),
+        click.option("--max-running", type=_Limit(int, 0), help="Executions running at once (per node); beyond it they wait. 'none': unlimited."),
+        click.option("--max-jobs", type=_Limit(int, 0), help="Registered (active or paused) jobs; beyond it submissions get 429. 'none': unlimited."),
+        click.option("--rate", type=_Limit(float, 0.001), help="Job submissions per second (per node); beyond it 429 + Retry-After. 'none': unlimited."),
+        click.option("--burst", type=_Limit(int, 1), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
+        click.option("--allow-shell/--no-allow-shell", default=None,
+                     help="May create command and python targets (they run as the daemon's user). [default no]"),
+        click.option("--http-allow", metavar="HOST,...", help="Hosts its HTTP targets may call ('' : the daemon's --http-allow)."),
+        click.option("--json", "as_json", is_flag=True, help="Print the tenant as JSON."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _fmt_quota(value: Any) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _show_tenant(t: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        render.emit_json(t)
+        return
+    render.emit_kv([
+        ("name", t["name"]), ("weight", t["weight"]), ("max running", _fmt_quota(t.get("maxRunning"))),
+        ("max jobs", _fmt_quota(t.get("maxJobs"))), ("submissions/s", _fmt_quota(t.get("submitRate"))),
+        ("burst", _fmt_quota(t.get("submitBurst"))), ("allow shell", "yes" if t.get("allowShell") else "no"),
+        ("http allow", ", ".join(t.get("httpAllow") or []) or "(the daemon's list)"),
+    ])
+
+
+# ---------------------------------------------------------------- tenant
+
+
+@click.group(context_settings=CONTEXT)
+def tenant() -> None:
+    """Tenants: fair-share weight, quotas, and what their jobs may run (admin)."""
+
+
+@tenant.command("add", context_settings=CONTEXT)
+@click.argument("name")
+@_tenant_options
+@click.pass_obj
+def tenant_add(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+               allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
+    """Create tenant NAME.
+
+    \b
+    Example:
+      cronwheel tenant add acme --weight 2 --max-running 10 --rate 5 --http-allow api.acme.com
+      cronwheel token create --tenant acme          # its first token
+    """
+    body = {"name": name, **_settings(weight, max_running, max_jobs, rate, burst, allow_shell, http_allow)}
+    _show_tenant(app.client.create_tenant(body), as_json)
+
+
+@tenant.command("set", context_settings=CONTEXT)
+@click.argument("name")
+@_tenant_options
+@click.pass_obj
+def tenant_set(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+               allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
+    """Change tenant NAME (only the options given; 'none' lifts a quota).
+
+    \b
+    Example:
+      cronwheel tenant set acme --max-running 2 --rate none
+    """
+    changes = _settings(weight, max_running, max_jobs, rate, burst, allow_shell, http_allow)
+    if not changes:
+        raise click.UsageError("nothing to change: give at least one option (see --help)")
+    _show_tenant(app.client.update_tenant(name, changes), as_json)
+
+
+@tenant.command("ls", context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tenants.")
+@click.pass_obj
+def tenant_ls(app: Any, as_json: bool) -> None:
+    """List tenants with their settings and this node's running and queued executions."""
+    tenants = app.client.list_tenants()["tenants"]
+    if as_json:
+        render.emit_json(tenants)
+        return
+    rows = [
+        [t["name"], str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
+         + (" (waiting)" if t.get("quotaWaiting") else ""),
+         str(t.get("queued", 0)), _fmt_quota(t.get("maxJobs")), _fmt_quota(t.get("submitRate")),
+         "yes" if t.get("allowShell") else "no", ", ".join(t.get("httpAllow") or []) or "-"]
+        for t in tenants
+    ]
+    render.emit_table(["TENANT", "WEIGHT", "RUNNING/MAX", "QUEUED", "MAX JOBS", "RATE/S", "SHELL", "HTTP ALLOW"], rows)
+
+
+# ---------------------------------------------------------------- token
+
+
+@click.group(context_settings=CONTEXT)
+def token() -> None:
+    """Bearer tokens for the TCP API: create (shown once), list, revoke (admin)."""
+
+
+@token.command("create", context_settings=CONTEXT)
+@click.option("--tenant", "tenant_name", metavar="NAME", help="The tenant it acts for (not for --role admin).")
+@click.option("--role", type=click.Choice(["tenant", "worker", "admin"]), default="tenant", show_default=True,
+              help="tenant: manage its jobs; worker: heartbeat/complete/effects only; admin: everything.")
+@click.option("--name", metavar="LABEL", help="A label for `token ls` (where it is used).")
+@click.option("--json", "as_json", is_flag=True, help="Print {tokenId, token, role, tenant, ...} as JSON.")
+@click.pass_obj
+def token_create(app: Any, tenant_name: str | None, role: str, name: str | None, as_json: bool) -> None:
+    """Create a token. It is printed once, on stdout: keep it, only its hash is stored.
+
+    \b
+    Example:
+      TOKEN=$(cronwheel token create --tenant acme --name ci)
+      curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7878/v1/jobs
+    """
+    if role != "admin" and not tenant_name:
+        raise click.UsageError(f"a {role} token needs --tenant NAME")
+    if role == "admin" and tenant_name:
+        raise click.UsageError("admin tokens belong to no tenant: leave out --tenant")
+    created = app.client.create_token(tenant_name, role, name)
+    if as_json:
+        render.emit_json(created)
+        return
+    click.echo(created["token"])
+    who = "admin" if role == "admin" else f"{role} of tenant {created['tenant']}"
+    render.emit_note(f"token {created['tokenId']} ({who}) created; this is the only time it is shown")
+
+
+@token.command("ls", context_settings=CONTEXT)
+@click.option("--tenant", "tenant_name", metavar="NAME", help="Only this tenant's tokens.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tokens (never their secrets).")
+@click.pass_obj
+def token_ls(app: Any, tenant_name: str | None, as_json: bool) -> None:
+    """List tokens (ids, roles, tenants; never the secrets)."""
+    tokens = app.client.list_tokens(tenant_name)["tokens"]
+    if as_json:
+        render.emit_json(tokens)
+        return
+    rows = [
+        [t["tokenId"], t["role"], t.get("tenant") or "-", t.get("name") or "-", render.fmt_utc(t.get("createdAt")),
+         render.fmt_utc(t["revokedAt"]) if t.get("revokedAt") else "active"]
+        for t in tokens
+    ]
+    render.emit_table(["TOKEN ID", "ROLE", "TENANT", "NAME", "CREATED", "REVOKED"], rows, empty="no tokens")
+
+
+@token.command("revoke", context_settings=CONTEXT)
+@click.argument("token_id", metavar="TOKEN_ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the revoked token as JSON.")
+@click.pass_obj
+def token_revoke(app: Any, token_id: str, as_json: bool) -> None:
+    """Revoke a token: it stops working at once on this node (within seconds on others)."""
+    revoked = app.client.revoke_token(token_id)
+    if as_json:
+        render.emit_json(revoked)
+        return
+    render.emit_note(f"token {revoked['tokenId']} revoked")

@@ -1,0 +1,241 @@
+"""Tenants, API tokens and who may run what. Pure: no I/O, no clock, no HTTP.
+
+A **tenant** owns jobs, executions and dead letters; it has a fair-share ``weight`` in the
+ready queue and optional quotas (running executions, registered jobs, submissions per
+second). A **token** is a bearer credential with a role:
+
+* ``admin``  everything, every tenant (the local CLI holds one, see docs/security.md);
+* ``tenant`` manage and inspect one tenant's jobs, executions and dead letters;
+* ``worker`` heartbeat, complete and record effects for one tenant's executions, nothing else.
+
+Tokens are 256 random bits, shown once, and stored only as their SHA-256 (a slow password
+hash buys nothing for a high-entropy secret, and the lookup stays one indexed read).
+
+Targets that run code as the daemon's user (``command``, ``python``) are for admins and for
+tenants granted ``allow_shell``; HTTP targets can be limited to an allow-list of hosts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import re
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+TOKEN_PREFIX = "cw_"
+TOKEN_BYTES = 32  #: 256 bits of randomness per token
+MAX_TOKEN_CHARS = 200  #: longer Authorization values are refused before hashing
+TENANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}$")
+_HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.?$")
+MAX_HTTP_ALLOW = 100
+MAX_WEIGHT = 1000
+#: target kinds that run arbitrary code as the daemon's user
+CODE_TARGETS = ("command", "python")
+
+
+class Role(StrEnum):
+    ADMIN = "admin"  #: everything, every tenant
+    TENANT = "tenant"  #: one tenant's jobs, executions and dead letters
+    WORKER = "worker"  #: heartbeat / complete / effects for one tenant's executions
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A tenant's configuration. ``None`` quotas mean unlimited."""
+
+    name: str
+    weight: int = 1  #: share of the ready queue against other tenants (1..1000)
+    max_running: int | None = None  #: executions RUNNING at once (per node)
+    max_jobs: int | None = None  #: registered (ACTIVE or PAUSED) jobs
+    submit_rate: float | None = None  #: job submissions per second (token bucket refill)
+    submit_burst: int | None = None  #: bucket capacity; None: max(1, ceil(submit_rate))
+    allow_shell: bool = False  #: may create command and python targets
+    http_allow: tuple[str, ...] = ()  #: hosts HTTP targets may call; empty: the daemon's list
+    created_at: int = 0
+    updated_at: int = 0
+
+
+#: the fields of ``Tenant`` that an update may change
+TENANT_SETTINGS = ("weight", "max_running", "max_jobs", "submit_rate", "submit_burst", "allow_shell", "http_allow")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiToken:
+    """A stored token: never the secret itself, only its hash."""
+
+    token_id: str  #: public id, for listing and revoking (``tk_`` + 16 hex digits)
+    token_hash: str  #: hex SHA-256 of the secret
+    role: Role
+    tenant: str | None  #: None only for admin tokens
+    name: str | None = None  #: a label chosen by whoever created it
+    created_at: int = 0
+    revoked_at: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling, as far as the API's permission checks go."""
+
+    role: Role
+    tenant: str | None = None  #: None for admins (they see every tenant)
+    token_id: str | None = None  #: None for the local socket
+    allow_shell: bool = False
+    http_allow: tuple[str, ...] = ()  #: the effective allow-list (tenant's, else the daemon's)
+    via: str = "token"  #: "token" or "socket"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is Role.ADMIN
+
+    def may_manage(self) -> bool:
+        """Create, change and read jobs, executions and dead letters (of its tenant)."""
+        return self.role in (Role.ADMIN, Role.TENANT)
+
+    def may_work(self) -> bool:
+        """Heartbeat, complete and record effects (for its tenant's executions)."""
+        return self.role in (Role.ADMIN, Role.TENANT, Role.WORKER)
+
+
+ADMIN = Principal(Role.ADMIN, via="socket")
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def new_token_secret() -> str:
+    """A fresh bearer token: ``cw_`` + 43 url-safe base64 characters (256 bits)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def new_token_id() -> str:
+    return "tk_" + secrets.token_hex(8)
+
+
+def hash_token(secret: str) -> str:
+    """The stored form of a token. SHA-256 is enough for 256-bit random secrets: there is
+    nothing to brute-force, and a fast hash keeps every request's check to one lookup."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header; None when the header is
+    absent. Raises ValueError when it is present but not a well-formed bearer token."""
+    if header is None:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        raise ValueError("the Authorization header must be 'Bearer <token>'")
+    value = value.strip()
+    if not value or len(value) > MAX_TOKEN_CHARS or not value.isascii() or not value.isprintable() or " " in value:
+        raise ValueError("malformed bearer token")
+    return value
+
+
+def default_burst(rate: float) -> int:
+    return max(1, int(-(-rate // 1)))
+
+
+# ---------------------------------------------------------------- who may run what
+
+
+def valid_tenant_name(name: str) -> bool:
+    return TENANT_NAME_RE.fullmatch(name) is not None
+
+
+def normalise_host(entry: str) -> str:
+    """An allow-list entry: a host name (``api.example.com``), a wildcard for its subdomains
+    (``*.example.com``) or an IP address. Raises ValueError for anything else."""
+    text = entry.strip().lower().rstrip(".")
+    if not text or len(text) > 253:
+        raise ValueError(f"{entry!r} is not a host name")
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        pass
+    if _HOST_RE.fullmatch(text) is None:
+        raise ValueError(f"{entry!r} is not a host name, *.domain or IP address")
+    return text
+
+
+def host_allowed(host: str, allow: tuple[str, ...]) -> bool:
+    """Whether ``host`` matches the allow-list (empty: every host)."""
+    if not allow:
+        return True
+    h = host.strip("[]").lower().rstrip(".")
+    with contextlib.suppress(ValueError):
+        h = str(ipaddress.ip_address(h))
+    for entry in allow:
+        if entry.startswith("*."):
+            if h.endswith(entry[1:]) and len(h) > len(entry) - 1:
+                return True
+        elif h == entry:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    field: str
+    detail: str
+    code: str = "forbidden_target"
+
+
+def target_refusal(target: dict[str, Any], principal: Principal) -> Refusal | None:
+    """Why ``principal`` may not create a job with ``target`` (None: it may)."""
+    if principal.is_admin:
+        return None
+    kind = next(iter(target), "")
+    if kind in CODE_TARGETS and not principal.allow_shell:
+        return Refusal(
+            kind,
+            f"{kind} targets run code as the daemon's user: only admins may create them, "
+            f"or tenants granted allowShell (tenant {principal.tenant!r} is not); use an http or queue target",
+        )
+    if kind == "http":
+        url = str((target.get("http") or {}).get("url", ""))
+        host = urlsplit(url).hostname or ""
+        if not host_allowed(host, principal.http_allow):
+            return Refusal(
+                "http.url",
+                f"HTTP targets of tenant {principal.tenant!r} may call only {', '.join(principal.http_allow)}; not {host!r}",
+            )
+    return None
+
+
+def effective_http_allow(tenant: Tenant | None, daemon_allow: tuple[str, ...]) -> tuple[str, ...]:
+    """A tenant's own list when it has one, else the daemon's ``--http-allow``."""
+    if tenant is not None and tenant.http_allow:
+        return tenant.http_allow
+    return daemon_allow
+
+
+__all__ = [
+    "ADMIN",
+    "CODE_TARGETS",
+    "TENANT_SETTINGS",
+    "ApiToken",
+    "Principal",
+    "Refusal",
+    "Role",
+    "Tenant",
+    "default_burst",
+    "effective_http_allow",
+    "hash_token",
+    "host_allowed",
+    "new_token_id",
+    "new_token_secret",
+    "normalise_host",
+    "parse_bearer",
+    "target_refusal",
+    "valid_tenant_name",
+]

@@ -1,0 +1,249 @@
+"""The node's side of tenancy: tenant configuration, API tokens and submission quotas.
+
+``TenancyMixin`` is mixed into ``Node`` (it uses the node's store runners, clock, events and
+dispatcher). What it keeps in memory:
+
+* **Tenant configuration**, read by the engine on every pop of the ready queue (weights,
+  running quotas) and every submission (rate, jobs quota): a dict, loaded at start, replaced
+  whenever a change goes through this node, and re-read from the store every
+  ``TENANT_REFRESH_SEC`` so that changes made through another node of a cluster arrive too.
+* **Token lookups**: an active token found by its hash is trusted for ``TOKEN_CACHE_SEC``
+  (a revocation through this node takes effect at once, through another node within that
+  time). Unknown tokens are not cached: each costs one indexed read.
+* **Submission buckets** (``core.quota``), one per rate-limited tenant, per node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from cronwheel.core.clock import Clock
+from cronwheel.core.model import JobSpec
+from cronwheel.core.quota import RateLimiter, retry_after_header
+from cronwheel.core.tenants import (
+    ApiToken,
+    Role,
+    Tenant,
+    hash_token,
+    new_token_id,
+    new_token_secret,
+)
+from cronwheel.engine.service import Conflict, NotFound, TooManyRequests
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import Store
+
+TENANT_REFRESH_SEC = 2.0
+TOKEN_CACHE_SEC = 5.0
+TOKEN_CACHE_MAX = 10_000
+ADMIN_TOKEN_FILE = "admin-token"
+JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most this often
+
+
+class TenancyMixin:
+    # provided by Node
+    clock: Clock
+    events: EventLog
+    node_id: str
+    dispatcher: Any
+    _read: Callable[[Callable[[Store], Any]], Awaitable[Any]]
+    _write: Callable[[Callable[[Store], Any]], Awaitable[Any]]
+
+    def _init_tenancy(self) -> None:
+        self._tenants: dict[str, Tenant] = {}
+        self._rates = RateLimiter()
+        self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
+        self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
+        self._token_cache: dict[str, tuple[float, ApiToken]] = {}  # hash -> (trusted until, token)
+
+    # ---- configuration the engine reads (cheap: no store access)
+    def tenant_config(self, name: str) -> Tenant:
+        t = self._tenants.get(name)
+        return t if t is not None else Tenant(name)
+
+    def tenant_weight(self, name: str) -> float:
+        t = self._tenants.get(name)
+        return 1.0 if t is None else float(t.weight)
+
+    def tenant_max_running(self, name: str) -> int | None:
+        t = self._tenants.get(name)
+        return None if t is None else t.max_running
+
+    def tenant_stats(self) -> dict[str, dict[str, Any]]:
+        running = self.dispatcher.running_by_tenant
+        queued = self.dispatcher.queue.depth_by_tenant()
+        waiting = self.dispatcher.quota_waiting
+        names = set(self._tenants) | set(running) | set(queued)
+        return {
+            n: {"running": running.get(n, 0), "queued": queued.get(n, 0), "quotaWaiting": n in waiting}
+            for n in sorted(names)
+        }
+
+    async def load_tenants(self) -> None:
+        tenants: list[Tenant] = await self._read(lambda s: s.list_tenants())
+        self._set_tenants(tenants)
+
+    def _set_tenants(self, tenants: list[Tenant]) -> None:
+        old = self._tenants
+        self._tenants = {t.name: t for t in tenants}
+        if any(old.get(t.name) != t for t in tenants):
+            self.dispatcher.wake()  # a raised quota or a new weight counts from the next pop
+
+    def _put_tenant(self, tenant: Tenant) -> None:
+        self._tenants = {**self._tenants, tenant.name: tenant}
+        self.dispatcher.wake()
+
+    async def tenant_refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TENANT_REFRESH_SEC)
+            try:
+                await self.load_tenants()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is failing over: keep the last known settings
+                self.events.emit("tenants.refresh_failed", error=repr(exc))
+
+    # ---- quotas at submission
+    def admit_submission(self, spec: JobSpec) -> int | None:
+        """Take a submission token for the job's tenant (TooManyRequests with Retry-After when
+        its bucket is empty) and return its registered-jobs quota, which the store checks."""
+        t = self._tenants.get(spec.tenant)
+        if t is None:
+            return None
+        wait = self._rates.take(t.name, t.submit_rate, t.submit_burst, self.clock.now_ms())
+        if wait > 0:
+            if t.name not in self._rate_limited:  # one event per episode, not per refusal
+                self._rate_limited.add(t.name)
+                self.events.emit("tenant.rate_limited", tenant=t.name, submitRate=t.submit_rate, submitBurst=t.submit_burst)
+            raise TooManyRequests(
+                f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} jobs per second; retry in {wait:.2f} s",
+                headers={"Retry-After": retry_after_header(wait)},
+                quota="submitRate", retryAfterSec=round(wait, 3),
+            )
+        self._rate_limited.discard(t.name)
+        return t.max_jobs
+
+    def jobs_quota_exceeded(self, tenant: str) -> TooManyRequests:
+        limit = self.tenant_config(tenant).max_jobs
+        now = time.monotonic()
+        if now - self._jobs_capped.get(tenant, -1e9) >= JOBS_QUOTA_LOG_SEC:  # not one line per refusal
+            self._jobs_capped[tenant] = now
+            self.events.emit("tenant.jobs_quota", tenant=tenant, maxJobs=limit)
+        return TooManyRequests(
+            f"tenant {tenant!r} has {limit} registered jobs, its maxJobs quota: cancel some, or ask an admin to raise it",
+            quota="maxJobs",
+        )
+
+    # ---- tenant administration
+    async def list_tenants(self) -> list[Tenant]:
+        tenants: list[Tenant] = await self._read(lambda s: s.list_tenants())
+        self._set_tenants(tenants)
+        return tenants
+
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        now = self.clock.now_ms()
+        created: Tenant | None = await self._write(lambda s: s.create_tenant(tenant, now))
+        if created is None:
+            raise Conflict(f"tenant {tenant.name!r} exists already (change it with PATCH /v1/tenants/{tenant.name})")
+        self._put_tenant(created)
+        self.events.emit("tenant.created", tenant=created.name)
+        return created
+
+    async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
+        now = self.clock.now_ms()
+        updated: Tenant | None = await self._write(lambda s: s.update_tenant(name, changes, now))
+        if updated is None:
+            raise NotFound(f"no tenant {name!r}")
+        self._put_tenant(updated)
+        self.events.emit("tenant.updated", tenant=name, changed=sorted(changes))
+        return updated
+
+    # ---- tokens
+    async def create_token(self, role: Role, tenant: str | None, name: str | None = None) -> tuple[ApiToken, str]:
+        secret = new_token_secret()
+        now = self.clock.now_ms()
+        token = ApiToken(new_token_id(), hash_token(secret), role, None if role is Role.ADMIN else tenant, name, now)
+        if not await self._write(lambda s: s.create_token(token, now)):
+            raise NotFound(f"no tenant {tenant!r} (create it first: cronwheel tenant add {tenant})")
+        # the secret is returned to the caller once and never logged
+        self.events.emit("token.created", tokenId=token.token_id, role=role.value, tenant=token.tenant, name=name)
+        return token, secret
+
+    async def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        tokens: list[ApiToken] = await self._read(lambda s: s.list_tokens(tenant))
+        return tokens
+
+    async def revoke_token(self, token_id: str) -> ApiToken:
+        now = self.clock.now_ms()
+        token: ApiToken | None = await self._write(lambda s: s.revoke_token(token_id, now))
+        if token is None:
+            raise NotFound(f"no token {token_id!r}")
+        self._token_cache.pop(token.token_hash, None)
+        self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant)
+        return token
+
+    async def lookup_token(self, secret: str) -> ApiToken | None:
+        digest = hash_token(secret)
+        cached = self._token_cache.get(digest)
+        now = time.monotonic()
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        token: ApiToken | None = await self._read(lambda s: s.get_token_by_hash(digest))
+        if token is None or not token.active:
+            self._token_cache.pop(digest, None)
+            return None
+        if len(self._token_cache) >= TOKEN_CACHE_MAX:
+            self._token_cache = {h: v for h, v in self._token_cache.items() if v[0] > now}
+            if len(self._token_cache) >= TOKEN_CACHE_MAX:
+                self._token_cache.clear()
+        self._token_cache[digest] = (now + TOKEN_CACHE_SEC, token)
+        return token
+
+    # ---- the local operator's first credential
+    async def ensure_admin_token(self, data_dir: Path) -> bool:
+        """Make sure ``<data_dir>/admin-token`` holds an active admin token (Jupyter and Vault
+        do the same for their first credential). A missing, unreadable or no longer valid file
+        is replaced by a new token; returns True when one was minted. The file is written
+        mode 0600 under a temporary name opened with O_EXCL, fsynced, then renamed into place,
+        so a reader never sees a partial token."""
+        path = data_dir / ADMIN_TOKEN_FILE
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            current = path.read_text(encoding="ascii").strip()
+            if current:
+                token = await self.lookup_token(current)
+                if token is not None and token.role is Role.ADMIN:
+                    return False
+        token, secret = await self.create_token(Role.ADMIN, None, f"admin-token ({self.node_id})")
+        write_secret_file(path, secret)
+        self.events.emit("auth.admin_token_created", path=str(path.resolve()), tokenId=token.token_id)
+        return True
+
+
+def write_secret_file(path: Path, secret: str) -> None:
+    """Write ``secret`` to ``path`` atomically, readable by the owner only."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # a leftover of a crash, ours by name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask said
+        os.write(fd, (secret + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    dirfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dirfd)
+    finally:
+        os.close(dirfd)

@@ -1,0 +1,349 @@
+"""Prometheus metrics for one node (``GET /metrics``), with a registry of its own (no global
+registry: two nodes in one process, or a test, never share counters).
+
+Two sources:
+
+* **Events.** ``NodeMetrics`` subscribes to the node's EventLog, so every counter and
+  histogram moves exactly when the event that operators grep for is logged (STYLE.md habit 4).
+  Labels are bounded sets (outcome, reason, via, tier, status, event name): never a job,
+  execution or worker id.
+* **State at scrape time.** A collector reads queue depths, running executions, worker slots
+  and owned buckets straight from the node's memory (cheap). Store-wide counts (jobs by
+  status, DLQ size, next run) come from a cache that ``refresh()`` renews at most every
+  ``store_ttl_sec``: a scrape never costs more than a few COUNT queries every few seconds.
+
+Every metric name is listed in ``METRIC_NAMES`` and used by docs/operations.md's alert rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from cronwheel import __version__
+from cronwheel.core.model import ExecStatus, JobStatus, Priority
+
+if TYPE_CHECKING:
+    from cronwheel.engine.node import Node
+    from cronwheel.obs.events import EventLog
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+#: dispatch lag is milliseconds when healthy, minutes when the fleet is saturated
+LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+#: jobs run from a fraction of a second to hours
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
+SKIP_REASONS = ("overlap", "misfire")
+FENCED_VIA = ("heartbeat", "completion", "effect")
+#: at most this many executions are timed at once (a bound, not an expected load)
+MAX_TIMED = 100_000
+
+METRIC_NAMES = (
+    "cronwheel_dispatch_lag_seconds",
+    "cronwheel_execution_duration_seconds",
+    "cronwheel_executions_started_total",
+    "cronwheel_executions_finished_total",
+    "cronwheel_executions_running",
+    "cronwheel_queue_depth",
+    "cronwheel_delayed_executions",
+    "cronwheel_dlq_size",
+    "cronwheel_dead_lettered_total",
+    "cronwheel_lease_expirations_total",
+    "cronwheel_fenced_rejections_total",
+    "cronwheel_retries_total",
+    "cronwheel_skipped_ticks_total",
+    "cronwheel_jobs",
+    "cronwheel_workers",
+    "cronwheel_worker_slots",
+    "cronwheel_worker_slots_free",
+    "cronwheel_workers_lost_total",
+    "cronwheel_buckets_owned",
+    "cronwheel_wheel_jobs",
+    "cronwheel_next_run_timestamp_seconds",
+    "cronwheel_scheduler_last_turn_age_seconds",
+    "cronwheel_healthy",
+    "cronwheel_events_total",
+    "cronwheel_store_stats_age_seconds",
+    "cronwheel_build_info",
+)
+
+_TICKS = re.compile(r"(\d+) ticks skipped")
+
+
+def skip_reason(text: str | None) -> str:
+    """A SKIPPED execution's free-text reason cut to a bounded label."""
+    head = (text or "").split(":", 1)[0].strip().lower()
+    return head if head in SKIP_REASONS else "other"
+
+
+def skipped_ticks(text: str | None) -> int:
+    """How many ticks one SKIPPED record stands for (a misfire record may cover several)."""
+    m = _TICKS.search(text or "")
+    return int(m.group(1)) if m else 1
+
+
+@dataclass
+class StoreStats:
+    """Store-wide numbers, read at most every ``store_ttl_sec``."""
+
+    jobs: dict[str, int] = field(default_factory=dict)  #: by JobStatus value
+    dead: int = 0
+    next_run_at_ms: int | None = None
+    read_at: float = 0.0  #: time.monotonic() of the read; 0 = never
+
+
+class NodeMetrics:
+    def __init__(self, node: Node, events: EventLog | None = None, *, store_ttl_sec: float = 5.0) -> None:
+        self.node = node
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.store_ttl_sec = store_ttl_sec
+        self.stats = StoreStats()
+        self._refreshing: asyncio.Lock | None = None
+        self._retry_at = 0.0  #: after a failed read, not before this
+        self.dropped_events = 0  #: events whose fields could not be counted (a bug, never fatal)
+        self._started: OrderedDict[str, tuple[int, float]] = OrderedDict()  #: id -> (epoch, t0)
+        r = self.registry
+        self.lag = Histogram(
+            "cronwheel_dispatch_lag_seconds",
+            "Start of an execution's first attempt minus its scheduled time (startedAt - scheduledAt).",
+            buckets=LAG_BUCKETS, registry=r,
+        )
+        self.duration = Histogram(
+            "cronwheel_execution_duration_seconds",
+            "Wall time of one attempt, from its grant to its result, as the daemon saw it.",
+            ["outcome"], buckets=DURATION_BUCKETS, registry=r,
+        )
+        self.started = Counter("cronwheel_executions_started", "Attempts handed to a worker (first runs and retries).", registry=r)
+        self.finished = Counter(
+            "cronwheel_executions_finished",
+            "Attempts that ended, by outcome (succeeded, failed, timed_out, lost; reaped leases count as lost).",
+            ["outcome"], registry=r,
+        )
+        self.dead_lettered = Counter("cronwheel_dead_lettered", "Executions moved to the dead-letter queue.", registry=r)
+        self.lease_expirations = Counter("cronwheel_lease_expirations", "Running executions whose lease expired and were reaped.", registry=r)
+        self.fenced = Counter(
+            "cronwheel_fenced_rejections",
+            "Calls refused because their leaseEpoch was stale (409), by the call that carried it.",
+            ["via"], registry=r,
+        )
+        self.retries = Counter("cronwheel_retries", "Failed attempts scheduled to run again (RETRY_WAIT).", registry=r)
+        self.skipped = Counter(
+            "cronwheel_skipped_ticks", "Ticks recorded SKIPPED instead of run, by reason (overlap, misfire).",
+            ["reason"], registry=r,
+        )
+        self.workers_lost = Counter("cronwheel_workers_lost", "Worker processes lost with executions in flight.", registry=r)
+        for via in FENCED_VIA:
+            self.fenced.labels(via)
+        for reason in SKIP_REASONS:
+            self.skipped.labels(reason)
+        for outcome in ("succeeded", "failed", "timed_out", "lost"):
+            self.finished.labels(outcome)
+        r.register(_StateCollector(self))
+        self._unsubscribe = (events or node.events).subscribe(self._on_event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    # ---- events
+    def _on_event(self, record: dict[str, Any]) -> None:
+        # called inside EventLog.emit, i.e. inside the dispatcher and the scheduler: counting
+        # must never be able to break what it counts
+        try:
+            name = record["event"]
+            handler = _HANDLERS.get(name)
+            if handler is not None:
+                handler(self, record)
+            elif name == "effect.fenced":
+                self.fenced.labels("effect").inc()
+        except Exception:
+            self.dropped_events += 1
+
+    def _started_event(self, rec: dict[str, Any]) -> None:
+        self.started.inc()
+        if rec.get("attempt") == 1 and isinstance(rec.get("lagMs"), int):
+            self.lag.observe(max(0, rec["lagMs"]) / 1000)
+        xid = str(rec.get("executionId"))
+        self._started.pop(xid, None)
+        self._started[xid] = (int(rec.get("leaseEpoch") or 0), time.monotonic())
+        while len(self._started) > MAX_TIMED:
+            self._started.popitem(last=False)
+
+    def _finished_event(self, rec: dict[str, Any]) -> None:
+        outcome = str(rec.get("outcome") or "failed")
+        if outcome not in ("succeeded", "failed", "timed_out", "lost"):
+            outcome = "failed"
+        self.finished.labels(outcome).inc()
+        t0 = self._stop_timer(rec)
+        if t0 is not None:
+            self.duration.labels(outcome).observe(time.monotonic() - t0)
+        status = rec.get("status")
+        if status == ExecStatus.RETRY_WAIT:
+            self.retries.inc()
+        elif status == ExecStatus.DEAD:
+            self.dead_lettered.inc()
+
+    def _lease_expired(self, rec: dict[str, Any]) -> None:
+        self.lease_expirations.inc()
+        self.finished.labels("lost").inc()
+        self._started.pop(str(rec.get("executionId")), None)
+        status = rec.get("status")
+        if status == ExecStatus.RETRY_WAIT:
+            self.retries.inc()
+        elif status == ExecStatus.DEAD:
+            self.dead_lettered.inc()
+
+    def _fenced_event(self, rec: dict[str, Any]) -> None:
+        via = rec.get("via")
+        self.fenced.labels(via if via in FENCED_VIA else "completion").inc()
+        self._stop_timer(rec)
+
+    def _stop_timer(self, rec: dict[str, Any]) -> float | None:
+        """The start time of this attempt (same execution, same leaseEpoch), forgotten now."""
+        xid = str(rec.get("executionId"))
+        timer = self._started.get(xid)
+        if timer is None or timer[0] != int(rec.get("leaseEpoch") or 0):
+            return None  # a stale epoch (zombie) does not stop the current attempt's timer
+        del self._started[xid]
+        return timer[1]
+
+    def _skipped_event(self, rec: dict[str, Any]) -> None:
+        reason = rec.get("reason")
+        self.skipped.labels(skip_reason(reason)).inc(skipped_ticks(reason))
+
+    def _worker_lost(self, rec: dict[str, Any]) -> None:
+        self.workers_lost.inc()
+
+    # ---- store-wide numbers (cached)
+    async def refresh(self, max_age_sec: float | None = None) -> StoreStats:
+        """Renew the store counts if they are older than ``max_age_sec`` (default the TTL).
+        Concurrent callers share one read. A store error keeps the old numbers."""
+        ttl = self.store_ttl_sec if max_age_sec is None else max_age_sec
+        if self._refreshing is None:
+            self._refreshing = asyncio.Lock()
+        if not self._due(ttl):
+            return self.stats
+        async with self._refreshing:
+            if not self._due(ttl):
+                return self.stats
+            buckets = list(self.node.scheduler.buckets)
+
+            def read(s: Any) -> StoreStats:
+                return StoreStats(
+                    jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
+                    dead=s.count_executions(status=ExecStatus.DEAD),
+                    next_run_at_ms=s.next_due_at(buckets),
+                    read_at=time.monotonic(),
+                )
+
+            try:
+                self.stats = await self.node.reader.run(read)
+            except Exception:  # the store is failing over: serve the last numbers a while longer
+                self._retry_at = time.monotonic() + ttl / 2
+        return self.stats
+
+    def _due(self, ttl: float) -> bool:
+        now = time.monotonic()
+        return now - self.stats.read_at >= ttl and now >= self._retry_at
+
+    async def render(self) -> bytes:
+        """The Prometheus text exposition of this node."""
+        await self.refresh()
+        return generate_latest(self.registry)
+
+    def lag_p99_ms(self) -> int | None:
+        lags = sorted(self.node.dispatcher.lags_ms)
+        return lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else None
+
+    async def status_line(self) -> str:
+        """One line for systemd's STATUS=: jobs, next run, lag, running."""
+        from cronwheel.obs.events import iso_ms  # local: keeps the import graph one-way
+
+        stats = await self.refresh()
+        node = self.node
+        running = len(node.pool.in_flight()) if node.pool else 0
+        queued = sum(node.dispatcher.queue.depth_by_tier())
+        p99 = self.lag_p99_ms()
+        nxt = iso_ms(stats.next_run_at_ms) if stats.next_run_at_ms is not None else "none"
+        return (
+            f"{stats.jobs.get('ACTIVE', 0)} active jobs, next run {nxt}, "
+            f"dispatch lag p99 {'-' if p99 is None else f'{p99} ms'}, {running} running, {queued} queued"
+            + (f", {stats.dead} dead-lettered" if stats.dead else "")
+        )
+
+
+_HANDLERS = {
+    "execution.started": NodeMetrics._started_event,
+    "execution.succeeded": NodeMetrics._finished_event,
+    "execution.retry_scheduled": NodeMetrics._finished_event,
+    "execution.dead_lettered": NodeMetrics._finished_event,
+    "execution.finished": NodeMetrics._finished_event,
+    "execution.skipped": NodeMetrics._skipped_event,
+    "lease.expired": NodeMetrics._lease_expired,
+    "lease.fenced": NodeMetrics._fenced_event,
+    "worker.lost": NodeMetrics._worker_lost,
+}
+
+
+class _StateCollector(Collector):
+    """Gauges read from the node at scrape time (memory only, plus the cached store stats)."""
+
+    def __init__(self, metrics: NodeMetrics) -> None:
+        self.m = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # collected dynamically; no names to reserve
+
+    def collect(self) -> Iterable[Metric]:
+        node = self.m.node
+        pool = node.pool
+        stats = self.m.stats
+        now_mono = time.monotonic()
+
+        def gauge(name: str, doc: str, value: float, labels: list[str] | None = None) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(name, doc, labels=labels)
+            if labels is None:
+                g.add_metric([], value)
+            return g
+
+        yield gauge("cronwheel_executions_running", "Executions running on this node's workers.", len(pool.in_flight()) if pool else 0)
+        depth = GaugeMetricFamily("cronwheel_queue_depth", "Executions waiting in this node's ready queue, by priority tier.", labels=["tier"])
+        for i, d in enumerate(node.dispatcher.queue.depth_by_tier()):
+            depth.add_metric([Priority(i).label], d)
+        yield depth
+        yield gauge("cronwheel_delayed_executions", "Executions waiting for their backoff or jitter before they queue.", len(node.dispatcher.delayed))
+        yield gauge("cronwheel_workers", "Live local worker processes.", len(pool.worker_pids()) if pool else 0)
+        yield gauge("cronwheel_worker_slots", "Configured execution slots (workers x slots).", node.config.workers * node.config.slots)
+        yield gauge("cronwheel_worker_slots_free", "Free slots on ready workers.", pool.free_slots() if pool else 0)
+        yield gauge("cronwheel_buckets_owned", "Time buckets this node schedules.", len(node.scheduler.buckets))
+        yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon, held in the timing wheel.", len(node.scheduler.wheel))
+        age = max(0.0, (node.clock.now_ms() - node.scheduler.last_loop_ms) / 1000)
+        yield gauge("cronwheel_scheduler_last_turn_age_seconds", "Seconds since the scheduler loop last turned.", age)
+        yield gauge("cronwheel_healthy", "1 while the scheduler loop turns (what the systemd watchdog checks).", 1 if node.healthy() else 0)
+
+        if stats.read_at:
+            jobs = GaugeMetricFamily("cronwheel_jobs", "Jobs in the store, by status (cached for a few seconds).", labels=["status"])
+            for st in JobStatus:
+                jobs.add_metric([st.value.lower()], stats.jobs.get(st.value, 0))
+            yield jobs
+            yield gauge("cronwheel_dlq_size", "Executions in the dead-letter queue (cached for a few seconds).", stats.dead)
+            if stats.next_run_at_ms is not None:
+                yield gauge("cronwheel_next_run_timestamp_seconds", "When the next due job of the owned buckets runs.", stats.next_run_at_ms / 1000)
+            yield gauge("cronwheel_store_stats_age_seconds", "Age of the cached store counts (grows while the store cannot be read).", now_mono - stats.read_at)
+
+        events = CounterMetricFamily("cronwheel_events", "Events logged by this node, by event name.", labels=["event"])
+        for name, count in sorted(node.events.counts.items()):
+            events.add_metric([name], count)
+        yield events
+        info = GaugeMetricFamily("cronwheel_build_info", "The running version (always 1).", labels=["version", "node"])
+        info.add_metric([__version__, node.node_id], 1)
+        yield info

@@ -1,0 +1,189 @@
+"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the PostgreSQL store.
+
+Runs inside the caller's transaction, in five statements whatever the batch size:
+
+1. ``CLAIM_SELECT``: up to ``limit`` due jobs of the buckets, ``FOR NO KEY UPDATE SKIP
+   LOCKED``: two schedulers (threads, processes, nodes) claiming at once take disjoint rows
+   and never wait for each other;
+2. ``GUARDED_LIVE`` (only when a due job has overlap forbid/replace): their live executions;
+3. ``core.planning`` decides per job, in Python;
+4. ``CLAIM_ADVANCE``: the compare-and-set of every job's next_run_at from the value read, as
+   one ``UPDATE … FROM unnest(…)``; only the jobs it moved get executions;
+5. ``INSERT_EXECUTIONS``: every new tick as one ``INSERT … SELECT unnest(…) ON CONFLICT DO
+   NOTHING RETURNING``, so a tick that already exists (a trigger at the same millisecond)
+   stays one execution and is not reported as new.
+
+The row locks make the compare-and-set succeed in practice; the compare-and-set and the
+unique execution id are what make the claim correct whatever the locking (the same
+guarantees the SQLite store relies on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from cronwheel.core import schedule
+from cronwheel.core.ids import execution_id
+from cronwheel.core.model import ExecStatus, Execution
+from cronwheel.core.planning import ClaimPlan, plan_claim
+from cronwheel.core.schedule import ScheduleError
+from cronwheel.store.base import ClaimResult
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.rows import EXEC_STATUS, MISFIRE, PRIORITY
+
+_PENDING = "PENDING"
+_SKIPPED = "SKIPPED"
+#: the columns of ``INSERT_EXECUTIONS``, in the order of the tuples built below
+_EXEC_FIELDS = ("execution_id", "job_id", "tenant", "priority", "scheduled_at", "status",
+                "available_at", "created_at", "finished_at", "reason", "max_attempts",
+                "overlap_guard")  # fmt: skip
+
+
+def _never(_after: int) -> int | None:
+    return None
+
+
+def misfire_reason(plan: ClaimPlan) -> str:
+    """The reason of a misfire's SKIPPED row (the same words as the SQLite store's)."""
+    assert plan.skipped_first is not None and plan.skipped_last is not None
+    first = schedule.format_instant(plan.skipped_first)
+    if plan.skipped_count == 1:
+        return f"misfire: 1 tick skipped at {first}"
+    bound = "" if plan.skipped_count_exact else "at least "
+    last = schedule.format_instant(plan.skipped_last)
+    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
+
+
+def columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Row tuples to one list per column: the arrays an ``unnest(…)`` statement binds."""
+    if not rows:
+        return {name: [] for name in names}
+    return dict(zip(names, (list(col) for col in zip(*rows, strict=True)), strict=True))
+
+
+def insert_executions(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> set[str]:
+    """Insert execution rows (``_EXEC_FIELDS`` order); returns the ids actually inserted."""
+    if not rows:
+        return set()
+    return {r[0] for r in conn.execute(q.INSERT_EXECUTIONS, columns(rows, _EXEC_FIELDS))}
+
+
+def claim(
+    conn: psycopg.Connection[Any], buckets: list[int], now_ms: int, limit: int, result: ClaimResult,
+    ahead_ms: int = 0,
+) -> None:
+    """``ahead_ms``: jobs with overlap ``allow`` are claimed up to ``now_ms + ahead_ms``
+    (their executions become dispatchable at their tick); guarded jobs only once due."""
+    until = now_ms + max(0, ahead_ms)
+    rows = conn.execute(q.CLAIM_SELECT, {"buckets": buckets, "now": now_ms, "until": until, "limit": limit}).fetchall()
+    if not rows:
+        return
+
+    guarded = [r[0] for r in rows if r[5] != "allow"]
+    #: per guarded job, its live executions: running first, then the newest tick first
+    live: dict[str, list[tuple[str, str]]] = {}
+    if guarded:
+        found = conn.execute(q.GUARDED_LIVE, {"ids": guarded}).fetchall()
+        found.sort(key=lambda r: (r[0], r[2] != "RUNNING", -r[3]))
+        for job_id, eid, status, _ in found:
+            live.setdefault(job_id, []).append((eid, status))
+
+    next_fire = schedule.next_fire
+    jitter_offset = schedule.jitter_offset_ms
+    advance_ids: list[str] = []
+    advance_new: list[int | None] = []
+    advance_old: list[int] = []
+    #: per job id (advanced or broken), its execution rows in ``_EXEC_FIELDS`` order
+    per_job: dict[str, list[tuple[Any, ...]]] = {}
+    #: per advanced job, the live executions overlap=replace cancels: (eid, was running)
+    per_job_cancels: dict[str, list[tuple[str, bool]]] = {}
+    broken_ids: list[str] = []
+    broken_old: list[int] = []
+
+    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att in rows:
+        next_tick: Callable[[int], int | None]
+        if text is None:
+            next_tick = _never
+        else:
+            def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
+                return next_fire(_s, _j, _z, t)
+        try:
+            plan_at = until if overlap == "allow" else now_ms
+            plan = plan_claim(next_tick, due_at, plan_at, MISFIRE[misfire])
+        except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
+            broken_ids.append(job_id)
+            broken_old.append(due_at)
+            per_job[job_id] = [(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
+                                due_at, now_ms, now_ms, f"schedule error, job paused: {exc}",
+                                max_att, False)]  # fmt: skip
+            continue
+        advance_ids.append(job_id)
+        advance_new.append(plan.next_run_at)
+        advance_old.append(due_at)
+        guard = overlap != "allow"
+        execs: list[tuple[Any, ...]] = []
+        run = plan.run
+        skipped_run: list[tuple[int, str]] = []
+        if guard and run:
+            if overlap == "forbid":
+                job_live = live.get(job_id)
+                blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
+                keep = run[1:] if not job_live else run
+                skipped_run = [(t, f"overlap: {blocker} still running") for t in keep]
+                run = [] if job_live else run[:1]
+            else:  # replace: the newest tick runs, everything live before it is cancelled
+                newest = execution_id(job_id, run[-1])
+                skipped_run = [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
+                run = run[-1:]
+                per_job_cancels[job_id] = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
+        if plan.skipped_count:
+            first = plan.skipped_first
+            assert first is not None
+            execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
+                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard))  # fmt: skip
+        for tick in run:
+            avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
+            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
+                          avail, now_ms, None, None, max_att, guard))  # fmt: skip
+        for tick, reason in skipped_run:
+            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
+                          tick, now_ms, now_ms, reason, max_att, guard))  # fmt: skip
+        per_job[job_id] = execs
+
+    # Compare-and-set first: only jobs whose next_run_at we moved get executions.
+    moved: set[str] = set()
+    if advance_ids:
+        args = {"ids": advance_ids, "next": advance_new, "old": advance_old}
+        moved = {r[0] for r in conn.execute(q.CLAIM_ADVANCE, args)}
+    if broken_ids:
+        moved |= {r[0] for r in conn.execute(q.CLAIM_PAUSE_BROKEN, {"ids": broken_ids, "old": broken_old})}
+    for job_id, next_run_at in zip(advance_ids, advance_new, strict=True):
+        if job_id in moved:
+            result.jobs_claimed += 1
+            if next_run_at is not None:
+                result.next_runs.append((job_id, next_run_at))
+
+    cancel_ids: list[str] = []
+    cancel_reasons: list[str] = []
+    for job_id, cancels in per_job_cancels.items():
+        if cancels and job_id in moved:
+            newest = next(row[0] for row in per_job[job_id] if row[5] == _PENDING)
+            cancel_ids += [eid for eid, _ in cancels]
+            cancel_reasons += [f"replaced by {newest}"] * len(cancels)
+            result.replaced.extend(eid for eid, running in cancels if running)
+    if cancel_ids:
+        conn.execute(q.CANCEL_EXECUTIONS, {"ids": cancel_ids, "reasons": cancel_reasons, "now": now_ms})
+
+    # rows in claim order (earliest due job first), each job's rows in tick order
+    inserts = [row for job_id, _, *_ in rows if job_id in moved for row in per_job.get(job_id, ())]
+    inserted = insert_executions(conn, inserts)
+    for row in inserts:
+        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
+        if eid not in inserted:
+            continue  # that tick already had its execution
+        ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
+                       None, avail, created, None, finished, None, None, None, reason, max_att)  # fmt: skip
+        (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)

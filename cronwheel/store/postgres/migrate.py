@@ -1,0 +1,92 @@
+"""Versioned schema migrations for the PostgreSQL store.
+
+``migrations/NNNN_name.sql`` are applied in order on open. All pending migrations run in ONE
+transaction that first takes ``pg_advisory_xact_lock(MIGRATION_LOCK)``: when several nodes
+start at once, one migrates and the others wait for its commit, then find nothing left to do
+(the version is re-read under the lock). PostgreSQL's DDL is transactional, so a failed
+migration leaves the database at the version it had. ``schema_migrations`` (created by 0001)
+is the source of truth for the version and the log of what was applied when.
+
+A future migration that cannot run in a transaction (``CREATE INDEX CONCURRENTLY``) needs its
+own step; none does yet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+MIGRATIONS_TABLE_EXISTS = """
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class
+               WHERE relname = 'schema_migrations' AND relnamespace = current_schema()::regnamespace)
+"""
+#: the advisory lock (its one-bigint key space) that serialises migrations: b"cronwh" + 1
+MIGRATION_LOCK = 0x63726F6E7768_0001
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """Every migration shipped, in version order (versions are 1, 2, 3, … without gaps)."""
+    found: list[Migration] = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if m is None:
+            raise RuntimeError(f"badly named migration {path.name!r} (want NNNN_name.sql)")
+        found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
+    for expected, mig in enumerate(found, start=1):
+        if mig.version != expected:
+            raise RuntimeError(f"migration versions must be 1..n without gaps, found {mig.version}")
+    return found
+
+
+def latest_version() -> int:
+    return len(migrations())
+
+
+def current_version(conn: psycopg.Connection[Any]) -> int:
+    """The version the database is at: 0 when it has no cronwheel schema yet."""
+    # An MVCC read of pg_class, not to_regclass(): to_regclass looks names up in the session's
+    # catalog cache, whose "no such table" entry from before the lock was taken can outlive
+    # the other node's commit of the table (seen: six concurrent openers, five failures).
+    row = conn.execute(MIGRATIONS_TABLE_EXISTS).fetchone()
+    if row is None or not row[0]:
+        return 0
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def apply_migrations(conn: psycopg.Connection[Any], now_ms: int) -> int:
+    """Bring the database up to the latest version; returns the version reached.
+    ``conn`` is in autocommit mode (no transaction open)."""
+    found = migrations()
+    version = current_version(conn)  # cheap check without the lock: the usual case
+    if version < len(found):
+        with conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = 0")  # wait for another node's migration, however long
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            version = current_version(conn)  # re-read under the lock: another node may be done
+            for mig in found[version:]:
+                conn.execute(mig.sql.encode())  # without parameters, several statements at once
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (mig.version, mig.name, now_ms),
+                )
+            version = current_version(conn)
+    if version > len(found):
+        raise RuntimeError(
+            f"database schema version {version} is newer than this cronwheel knows ({len(found)})"
+        )
+    return version

@@ -1,0 +1,120 @@
+-- cronwheel PostgreSQL schema, version 1: the same tables as the SQLite store, in PostgreSQL types.
+-- Times are BIGINT milliseconds since the epoch (UTC); the contract's clock is the caller's
+-- now_ms, never now(). JSON columns are `json` (not jsonb) so that a payload comes back exactly
+-- as it was submitted (key order, number spelling), as it does from SQLite.
+-- Identifiers and keys use COLLATE "C": ordering and keyset pagination by id are by code point,
+-- as in SQLite and Python, whatever the database's default collation.
+-- Applied by cronwheel/store/postgres/migrate.py in one transaction holding an advisory lock,
+-- which then records the migration in schema_migrations.
+
+CREATE TABLE schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at BIGINT NOT NULL
+);
+
+-- Tenants and their share of the ready queue (weighted fair queuing, concurrency quota).
+CREATE TABLE tenants (
+    name        TEXT COLLATE "C" PRIMARY KEY,
+    weight      INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
+    max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+    created_at  BIGINT NOT NULL DEFAULT 0
+);
+
+INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
+
+-- The scheduling table: deliberately narrow (only what a claim reads), because the claim
+-- rewrites one row per due job and the cost of that (a new row version) follows the row width.
+CREATE TABLE jobs (
+    id           TEXT COLLATE "C" PRIMARY KEY,
+    bucket_id    INTEGER NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('ACTIVE', 'PAUSED', 'CANCELLED', 'COMPLETED')),
+    next_run_at  BIGINT,
+    schedule     TEXT,
+    timezone     TEXT NOT NULL,
+    misfire      TEXT NOT NULL CHECK (misfire IN ('run_once', 'skip', 'run_all')),
+    overlap      TEXT NOT NULL CHECK (overlap IN ('allow', 'forbid', 'replace')),
+    jitter_sec   INTEGER NOT NULL DEFAULT 0,
+    tenant       TEXT COLLATE "C" NOT NULL,
+    priority     SMALLINT NOT NULL,
+    max_attempts INTEGER NOT NULL
+);
+
+-- The due slice of a set of buckets: the scheduler reads only this index.
+CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at);
+CREATE INDEX jobs_tenant ON jobs (tenant, id);
+
+-- What a job does (never read by the claim).
+CREATE TABLE job_definitions (
+    job_id      TEXT COLLATE "C" PRIMARY KEY REFERENCES jobs (id),
+    name        TEXT COLLATE "C",
+    run_at      BIGINT,
+    target      JSON NOT NULL,
+    payload     JSON NOT NULL,
+    retry       JSON NOT NULL,
+    timeout_sec DOUBLE PRECISION NOT NULL,
+    lease_sec   DOUBLE PRECISION NOT NULL,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL
+);
+
+CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
+
+-- Submission idempotency, scoped per tenant.
+CREATE TABLE idempotency_keys (
+    tenant       TEXT COLLATE "C" NOT NULL,
+    key          TEXT COLLATE "C" NOT NULL,
+    request_hash TEXT,
+    job_id       TEXT COLLATE "C" NOT NULL REFERENCES jobs (id),
+    next_run_at  BIGINT,
+    created_at   BIGINT NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+
+-- One row per tick (invariant 2): execution_id is ids.execution_id(job_id, scheduled_at).
+CREATE TABLE executions (
+    execution_id  TEXT COLLATE "C" PRIMARY KEY CHECK (execution_id = job_id || ':' || scheduled_at),
+    job_id        TEXT COLLATE "C" NOT NULL REFERENCES jobs (id),
+    tenant        TEXT COLLATE "C" NOT NULL,
+    priority      SMALLINT NOT NULL,
+    scheduled_at  BIGINT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED')),
+    attempt       INTEGER NOT NULL DEFAULT 0,
+    lease_epoch   BIGINT NOT NULL DEFAULT 0,
+    worker_id     TEXT COLLATE "C",
+    lease_until   BIGINT,
+    available_at  BIGINT NOT NULL,
+    created_at    BIGINT NOT NULL,
+    started_at    BIGINT,
+    finished_at   BIGINT,
+    exit_code     INTEGER,
+    error         TEXT,
+    output        TEXT,
+    reason        TEXT,
+    max_attempts  INTEGER NOT NULL,
+    overlap_guard BOOLEAN NOT NULL DEFAULT FALSE
+);
+
+-- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
+CREATE UNIQUE INDEX executions_tick ON executions (job_id, scheduled_at);
+-- The ready queue: only dispatchable rows, in dispatch order.
+CREATE INDEX executions_ready ON executions (available_at, execution_id)
+    WHERE status IN ('PENDING', 'RETRY_WAIT');
+-- The reaper's view and the per-worker view of running executions.
+CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNNING';
+CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
+-- The dead-letter queue.
+CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
+-- Live executions of jobs whose overlap policy is not 'allow': the claim asks this index
+-- only for such jobs, so the common 'allow' path pays nothing for it.
+CREATE INDEX executions_guarded ON executions (job_id)
+    WHERE overlap_guard AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT');
+
+-- Side effects recorded by executions (execution idempotency keys), fenced by lease_epoch.
+CREATE TABLE effects (
+    execution_id TEXT COLLATE "C" NOT NULL REFERENCES executions (execution_id) ON DELETE CASCADE,
+    key          TEXT COLLATE "C" NOT NULL,
+    lease_epoch  BIGINT NOT NULL,
+    recorded_at  BIGINT NOT NULL,
+    PRIMARY KEY (execution_id, key)
+);

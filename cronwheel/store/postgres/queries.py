@@ -1,0 +1,507 @@
+"""Every SQL statement the PostgreSQL store runs, by name. The schema is in ``migrations/``.
+
+Lists of values (buckets, ids, whole batches of rows) are bound as typed arrays and read with
+``= ANY(…)`` or ``unnest(…)``, so that a statement's text, and so its server-side prepared
+form (psycopg prepares a statement after a few executions), does not depend on how many
+values there are, and a batch of a thousand rows is one statement and one round trip.
+
+Parameters are named (``%(name)s``) and cast where PostgreSQL cannot infer their type
+(``%(tenant)s::text IS NULL``). ``now`` is always the caller's clock (``now_ms``): nothing
+here reads ``now()``; the database clock is reserved for bucket leases between nodes.
+
+Lock order, which keeps concurrent transactions from deadlocking: a job row before its
+executions, and several execution rows in ``execution_id`` order.
+"""
+
+# ---------------------------------------------------------------- columns
+
+#: column order of ``rows.job_from_row``; json columns arrive parsed, except ``retry``
+#: (kept as text: ``rows.retry_from_json`` caches policies by their text)
+JOB_COLUMNS = """
+    j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
+    j.jitter_sec, j.tenant, j.priority, j.max_attempts,
+    d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
+    d.created_at, d.updated_at
+"""
+JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
+
+#: column order of ``model.Execution`` (``rows.execution_from_row``)
+EXEC_COLUMNS = """
+    execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
+    worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
+    error, output, reason, max_attempts
+"""
+
+#: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
+_TENANT = "(%(tenant)s::text IS NULL OR {col} = %(tenant)s::text)"
+
+# ---------------------------------------------------------------- connection
+
+#: the session settings the store checks on connect (see ``PostgresStore._connection``)
+SESSION_SETTINGS = "SELECT current_setting('synchronous_commit'), current_setting('lock_timeout')"
+SET_SYNCHRONOUS_COMMIT_ON = "SET synchronous_commit = on"
+SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %(value)s, false)"
+
+# ---------------------------------------------------------------- jobs
+
+#: transaction-scoped advisory locks ``(space, k)`` for each k, in the order given (sorted by
+#: the caller, so that two transactions never wait for each other in a cycle). Submissions
+#: take one per idempotency key, so that two submissions of the same key serialise instead of
+#: both inserting, then one per tenant whose registered-jobs quota they check, so that two
+#: cannot both take its last place. The two-int4 key space does not overlap the one-bigint
+#: space of the migration lock.
+ADVISORY_XACT_LOCKS = """
+SELECT pg_advisory_xact_lock(%(space)s::int4, k) FROM unnest(%(hashes)s::int4[]) AS k
+"""
+
+SELECT_IDEMPOTENCY_KEYS = """
+SELECT k.tenant, k.key, k.request_hash, k.job_id, k.next_run_at
+FROM idempotency_keys AS k
+JOIN unnest(%(tenants)s::text[], %(keys)s::text[]) AS w (tenant, key)
+  ON k.tenant = w.tenant AND k.key = w.key
+"""
+
+INSERT_TENANTS = """
+INSERT INTO tenants (name, weight, max_running, created_at)
+SELECT t, 1, NULL, %(now)s FROM unnest(%(names)s::text[]) AS t
+ON CONFLICT (name) DO NOTHING
+"""
+
+INSERT_JOBS = """
+INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
+                  jitter_sec, tenant, priority, max_attempts)
+SELECT * FROM unnest(
+    %(id)s::text[], %(bucket_id)s::int4[], %(status)s::text[], %(next_run_at)s::int8[],
+    %(schedule)s::text[], %(timezone)s::text[], %(misfire)s::text[], %(overlap)s::text[],
+    %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[])
+"""
+
+INSERT_JOB_DEFINITIONS = """
+INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
+                             lease_sec, created_at, updated_at)
+SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
+       u.timeout_sec, u.lease_sec, %(now)s, %(now)s
+FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
+            %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
+            %(lease_sec)s::float8[])
+     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec)
+"""
+
+INSERT_IDEMPOTENCY_KEYS = """
+INSERT INTO idempotency_keys (tenant, key, request_hash, job_id, next_run_at, created_at)
+SELECT u.tenant, u.key, u.request_hash, u.job_id, u.next_run_at, %(now)s
+FROM unnest(%(tenant)s::text[], %(key)s::text[], %(request_hash)s::text[], %(job_id)s::text[],
+            %(next_run_at)s::int8[]) AS u (tenant, key, request_hash, job_id, next_run_at)
+"""
+
+GET_JOB = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.id = %(id)s AND {_TENANT.format(col="j.tenant")}
+"""
+
+FIND_JOBS_BY_NAME = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE d.name = %(name)s AND {_TENANT.format(col="j.tenant")}
+ORDER BY j.id
+"""
+
+LIST_JOBS = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.id > %(after)s AND (%(status)s::text IS NULL OR j.status = %(status)s::text)
+ORDER BY j.id LIMIT %(limit)s
+"""
+
+LIST_JOBS_OF_TENANT = f"""
+SELECT {JOB_COLUMNS} FROM {JOB_FROM}
+WHERE j.tenant = %(tenant)s AND j.id > %(after)s
+  AND (%(status)s::text IS NULL OR j.status = %(status)s::text)
+ORDER BY j.id LIMIT %(limit)s
+"""
+
+#: ``{where}`` is TRUE or "tenant = %(tenant)s" and/or "status = %(status)s", so that each
+#: variant has its own plan (the jobs_tenant index for a tenant's count)
+COUNT_JOBS = "SELECT count(*) FROM jobs WHERE {where}"
+
+#: the compare-and-set of a job's status
+SET_JOB_STATUS = f"""
+UPDATE jobs SET status = %(status)s, next_run_at = COALESCE(%(next_run_at)s::int8, next_run_at)
+WHERE id = %(id)s AND status = ANY(%(expect)s::text[]) AND {_TENANT.format(col="tenant")}
+RETURNING id
+"""
+
+TOUCH_JOB_DEFINITION = "UPDATE job_definitions SET updated_at = %(now)s WHERE job_id = %(id)s"
+
+#: the job row, locked for a status change (waits for a claim that holds it)
+LOCK_JOB = f"""
+SELECT status FROM jobs WHERE id = %(id)s AND {_TENANT.format(col="tenant")}
+FOR NO KEY UPDATE
+"""
+
+CANCEL_JOB = "UPDATE jobs SET status = 'CANCELLED', next_run_at = NULL WHERE id = %(id)s"
+
+#: a job's live executions, locked; the job row is locked first (LOCK_JOB), so no claim adds
+#: one meanwhile
+LIVE_EXECUTIONS_OF_JOB = """
+SELECT execution_id, status FROM executions
+WHERE job_id = %(id)s AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
+ORDER BY execution_id
+FOR UPDATE
+"""
+
+#: cancel executions, each with its own reason (appended to any reason it has)
+CANCEL_EXECUTIONS = """
+UPDATE executions AS e
+SET status = 'CANCELLED', finished_at = %(now)s,
+    reason = CASE WHEN e.reason IS NULL THEN c.reason ELSE e.reason || '; ' || c.reason END
+FROM unnest(%(ids)s::text[], %(reasons)s::text[]) AS c (execution_id, reason)
+WHERE e.execution_id = c.execution_id AND e.status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
+"""
+
+# ---------------------------------------------------------------- scheduling
+
+#: due jobs of some buckets, earliest first; reads the (bucket_id, status, next_run_at) index
+DUE_JOBS = """
+SELECT id, next_run_at FROM jobs
+WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
+ORDER BY next_run_at, id LIMIT %(limit)s
+"""
+
+#: one index seek per bucket, whatever the number of jobs (a plain MIN over ``= ANY`` would
+#: read every ACTIVE entry of those buckets)
+NEXT_DUE_AT = """
+SELECT min(first.next_run_at)
+FROM unnest(%(buckets)s::int4[]) AS b (bucket_id)
+CROSS JOIN LATERAL (
+    SELECT next_run_at FROM jobs
+    WHERE bucket_id = b.bucket_id AND status = 'ACTIVE' AND next_run_at IS NOT NULL
+    ORDER BY next_run_at LIMIT 1
+) AS first
+"""
+
+#: the claim's read: due rows, locked (``until`` is now + ahead_ms; overlap-guarded jobs are
+#: taken only once due, see ``Store.claim_due``). SKIP LOCKED: a row another claimer holds is that
+#: claimer's to advance (it stays due if that claimer rolls back, and the next claim takes
+#: it). NO KEY UPDATE is the lock the UPDATE below takes anyway; unlike FOR UPDATE it does
+#: not conflict with the KEY SHARE locks of foreign-key checks (an execution being inserted
+#: for the job), so those never make a due job look busy.
+CLAIM_SELECT = """
+SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
+       max_attempts
+FROM jobs
+WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
+  AND (next_run_at <= %(now)s OR overlap = 'allow')
+ORDER BY next_run_at, id LIMIT %(limit)s
+FOR NO KEY UPDATE SKIP LOCKED
+"""
+
+#: the compare-and-set of invariant 3: advance next_run_at only from the value we read;
+#: a job with no further tick is COMPLETED. Returns the ids that moved.
+CLAIM_ADVANCE = """
+UPDATE jobs AS j
+SET next_run_at = v.next_run_at,
+    status = CASE WHEN v.next_run_at IS NULL THEN 'COMPLETED' ELSE j.status END
+FROM unnest(%(ids)s::text[], %(next)s::int8[], %(old)s::int8[]) AS v (id, next_run_at, old)
+WHERE j.id = v.id AND j.next_run_at = v.old AND j.status = 'ACTIVE'
+RETURNING j.id
+"""
+
+#: on a stored schedule that no longer evaluates: stop scheduling the job, keep it
+CLAIM_PAUSE_BROKEN = """
+UPDATE jobs AS j SET status = 'PAUSED'
+FROM unnest(%(ids)s::text[], %(old)s::int8[]) AS v (id, old)
+WHERE j.id = v.id AND j.next_run_at = v.old AND j.status = 'ACTIVE'
+RETURNING j.id
+"""
+
+#: new ticks; a tick that already exists (e.g. a manual trigger at the same millisecond) is
+#: left alone: one execution per tick. Returns the ids actually inserted.
+INSERT_EXECUTIONS = """
+INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
+                        available_at, created_at, finished_at, reason, max_attempts,
+                        overlap_guard)
+SELECT * FROM unnest(
+    %(execution_id)s::text[], %(job_id)s::text[], %(tenant)s::text[], %(priority)s::int2[],
+    %(scheduled_at)s::int8[], %(status)s::text[], %(available_at)s::int8[],
+    %(created_at)s::int8[], %(finished_at)s::int8[], %(reason)s::text[],
+    %(max_attempts)s::int4[], %(overlap_guard)s::bool[])
+ON CONFLICT DO NOTHING
+RETURNING execution_id
+"""
+
+#: live executions of the given guarded jobs (overlap=forbid/replace), locked so that the
+#: claim sees their status as it cancels them (a start cannot slip in between)
+GUARDED_LIVE = """
+SELECT job_id, execution_id, status, scheduled_at FROM executions
+WHERE overlap_guard AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
+  AND job_id = ANY(%(ids)s::text[])
+ORDER BY execution_id
+FOR UPDATE
+"""
+
+#: the job a manual trigger runs; FOR SHARE makes a concurrent cancel wait for the trigger
+#: (and then cancel its execution) instead of missing it
+TRIGGER_SELECT_JOB = f"""
+SELECT status, tenant, priority, max_attempts, overlap FROM jobs
+WHERE id = %(id)s AND {_TENANT.format(col="tenant")}
+FOR SHARE
+"""
+
+#: the first millisecond from now on that has no execution of the job yet
+FIRST_FREE_TICK = """
+SELECT min(c.t) FROM (
+    SELECT %(now)s::int8 AS t
+    UNION ALL
+    SELECT scheduled_at + 1 FROM executions WHERE job_id = %(id)s AND scheduled_at >= %(now)s
+) AS c
+WHERE NOT EXISTS (SELECT 1 FROM executions AS e WHERE e.job_id = %(id)s AND e.scheduled_at = c.t)
+"""
+
+# ---------------------------------------------------------------- the ready queue
+
+READY_EXECUTIONS = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
+  AND (available_at, execution_id) > (%(after_at)s::int8, %(after_id)s::text)
+ORDER BY available_at, execution_id LIMIT %(limit)s
+"""
+
+NEXT_AVAILABLE_AT = """
+SELECT min(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT')
+"""
+
+#: what a hand-out needs, for the requested executions that are dispatchable now, locked.
+#: SKIP LOCKED: an execution another node is starting (or cancelling) right now is not ours.
+START_CANDIDATES = """
+SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload
+FROM executions AS e LEFT JOIN job_definitions AS d ON d.job_id = e.job_id
+WHERE e.execution_id = ANY(%(ids)s::text[])
+  AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= %(now)s
+ORDER BY e.execution_id
+FOR UPDATE OF e SKIP LOCKED
+"""
+
+#: hand-out (invariant 4): epoch + 1 on every start
+START_EXECUTIONS = """
+UPDATE executions AS e
+SET status = 'RUNNING', attempt = e.attempt + 1, lease_epoch = e.lease_epoch + 1,
+    worker_id = r.worker_id, lease_until = r.lease_until,
+    started_at = COALESCE(e.started_at, %(now)s)
+FROM unnest(%(ids)s::text[], %(workers)s::text[], %(until)s::int8[])
+     AS r (execution_id, worker_id, lease_until)
+WHERE e.execution_id = r.execution_id
+  AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= %(now)s
+RETURNING e.execution_id, e.job_id, e.tenant, e.priority, e.scheduled_at, e.attempt,
+          e.lease_epoch, e.lease_until
+"""
+
+#: fenced lease extension for a batch of (execution_id, lease_epoch)
+HEARTBEAT = """
+UPDATE executions AS e
+SET lease_until = GREATEST(e.lease_until, %(now)s::int8 + COALESCE(
+        (SELECT round(d.lease_sec * 1000)::int8 FROM job_definitions AS d
+         WHERE d.job_id = e.job_id), %(default_ms)s::int8))
+FROM unnest(%(ids)s::text[], %(epochs)s::int8[]) AS b (execution_id, lease_epoch)
+WHERE e.execution_id = b.execution_id AND e.status = 'RUNNING' AND e.lease_epoch = b.lease_epoch
+RETURNING e.execution_id, e.lease_epoch, e.lease_until
+"""
+
+EXECUTION_STATUSES = """
+SELECT execution_id, status FROM executions WHERE execution_id = ANY(%(ids)s::text[])
+"""
+
+#: what a completion needs to decide, locked (the fenced UPDATE then cannot miss)
+COMPLETION_STATE = """
+SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id FROM executions
+WHERE execution_id = ANY(%(ids)s::text[])
+ORDER BY execution_id
+FOR UPDATE
+"""
+
+#: retry policies (read only for failed attempts)
+RETRY_POLICIES = """
+SELECT job_id, retry::text FROM job_definitions WHERE job_id = ANY(%(ids)s::text[])
+"""
+
+#: fenced completions: a row changes only if RUNNING at exactly its lease_epoch
+COMPLETE_EXECUTIONS = """
+UPDATE executions AS e
+SET status = u.status, finished_at = u.finished_at,
+    available_at = COALESCE(u.available_at, e.available_at), exit_code = u.exit_code,
+    error = u.error, output = u.output, reason = COALESCE(u.reason, e.reason)
+FROM unnest(%(ids)s::text[], %(epochs)s::int8[], %(statuses)s::text[], %(finished)s::int8[],
+            %(available)s::int8[], %(exit_codes)s::int4[], %(errors)s::text[],
+            %(outputs)s::text[], %(reasons)s::text[])
+     AS u (execution_id, lease_epoch, status, finished_at, available_at, exit_code, error,
+           output, reason)
+WHERE e.execution_id = u.execution_id AND e.status = 'RUNNING' AND e.lease_epoch = u.lease_epoch
+"""
+
+#: the reaper's pick, locked; SKIP LOCKED: a lease being completed right now is not expired
+EXPIRED_LEASES = """
+SELECT execution_id, lease_epoch FROM executions
+WHERE status = 'RUNNING' AND lease_until < %(now)s
+ORDER BY lease_until, execution_id LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+"""
+
+RUNNING_FOR_WORKER = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'RUNNING' AND worker_id = %(worker)s ORDER BY execution_id
+"""
+
+#: starts_with, not LIKE: a prefix with % or _ matches literally
+RUNNING_WITH_WORKER_PREFIX = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'RUNNING' AND starts_with(worker_id, %(prefix)s::text) ORDER BY execution_id
+"""
+
+RUNNING_COUNT = "SELECT count(*) FROM executions WHERE status = 'RUNNING'"
+
+# ---------------------------------------------------------------- executions: reads
+
+GET_EXECUTION = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE execution_id = %(id)s AND {_TENANT.format(col="tenant")}
+"""
+
+LIST_EXECUTIONS = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE job_id = %(job_id)s AND scheduled_at < %(before)s AND {_TENANT.format(col="tenant")}
+ORDER BY scheduled_at DESC LIMIT %(limit)s
+"""
+
+#: ``{where}`` names the status as a literal, so that a partial index covering it matches
+COUNT_EXECUTIONS = f"""
+SELECT count(*) FROM executions WHERE {{where}} AND {_TENANT.format(col="tenant")}
+"""
+
+# ---------------------------------------------------------------- effects
+
+#: the lease an effect is recorded under; FOR SHARE holds off a completion (which updates the
+#: row) until the effect is committed, so an effect is never recorded after its lease ended
+EXECUTION_LEASE = """
+SELECT status, lease_epoch FROM executions WHERE execution_id = %(id)s FOR SHARE
+"""
+EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = %(id)s AND key = %(key)s"
+INSERT_EFFECT = """
+INSERT INTO effects (execution_id, key, lease_epoch, recorded_at)
+VALUES (%(id)s, %(key)s, %(epoch)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING 1
+"""
+LIST_EFFECTS = """
+SELECT key, lease_epoch, recorded_at FROM effects WHERE execution_id = %(id)s
+ORDER BY recorded_at, key
+"""
+
+# ---------------------------------------------------------------- dead-letter queue
+
+LIST_DEAD = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE status = 'DEAD' AND execution_id > %(after)s AND {_TENANT.format(col="tenant")}
+ORDER BY execution_id LIMIT %(limit)s
+"""
+
+GET_DEAD = f"""
+SELECT {EXEC_COLUMNS} FROM executions
+WHERE execution_id = %(id)s AND status = 'DEAD' AND {_TENANT.format(col="tenant")}
+FOR UPDATE
+"""
+
+REPLAY_DEAD = f"""
+UPDATE executions
+SET status = 'PENDING', attempt = 0, available_at = %(now)s, worker_id = NULL,
+    lease_until = NULL, finished_at = NULL, exit_code = NULL, error = NULL, output = NULL,
+    reason = %(reason)s
+WHERE execution_id = %(id)s AND status = 'DEAD'
+RETURNING {EXEC_COLUMNS}
+"""
+
+PURGE_DEAD = f"""
+DELETE FROM executions
+WHERE execution_id = %(id)s AND status = 'DEAD' AND {_TENANT.format(col="tenant")}
+"""
+
+# ---------------------------------------------------------------- retention
+
+PRUNE_JOBS_PAGE = "SELECT id FROM jobs WHERE id > %(after)s ORDER BY id LIMIT %(n)s"
+
+#: one job's prunable history: finished, old enough, and older than its keep_last newest
+#: (the OFFSET subquery finds the keep_last-th newest tick on the (job_id, scheduled_at)
+#: index); effects go with their execution (ON DELETE CASCADE). SKIP LOCKED: a row another
+#: transaction holds is left for the next pass.
+PRUNE_JOB_EXECUTIONS = """
+DELETE FROM executions WHERE execution_id IN (
+    SELECT execution_id FROM executions
+    WHERE job_id = %(job_id)s
+      AND status IN ('SUCCEEDED', 'CANCELLED', 'SKIPPED')
+      AND finished_at < %(older_than)s
+      AND scheduled_at < COALESCE(
+          (SELECT scheduled_at FROM executions WHERE job_id = %(job_id)s
+           ORDER BY scheduled_at DESC LIMIT 1 OFFSET %(skip)s), -1)
+    ORDER BY scheduled_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED)
+"""
+
+# ---------------------------------------------------------------- tenants and API tokens
+
+#: column order of ``rows.tenant_from_row``
+TENANT_COLUMNS = """
+    name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
+    created_at, updated_at
+"""
+
+LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
+
+GET_TENANT = f"SELECT {TENANT_COLUMNS} FROM tenants WHERE name = %(name)s"
+
+LOCK_TENANT = f"SELECT {TENANT_COLUMNS} FROM tenants WHERE name = %(name)s FOR NO KEY UPDATE"
+
+CREATE_TENANT = f"""
+INSERT INTO tenants (name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell,
+                     http_allow, created_at, updated_at)
+VALUES (%(name)s, %(weight)s, %(max_running)s, %(max_jobs)s, %(submit_rate)s, %(submit_burst)s,
+        %(allow_shell)s, %(http_allow)s::text[], %(now)s, %(now)s)
+ON CONFLICT (name) DO NOTHING
+RETURNING {TENANT_COLUMNS}
+"""
+
+UPDATE_TENANT = f"""
+UPDATE tenants
+SET weight = %(weight)s, max_running = %(max_running)s, max_jobs = %(max_jobs)s,
+    submit_rate = %(submit_rate)s, submit_burst = %(submit_burst)s, allow_shell = %(allow_shell)s,
+    http_allow = %(http_allow)s::text[], updated_at = %(now)s
+WHERE name = %(name)s
+RETURNING {TENANT_COLUMNS}
+"""
+
+#: registered jobs of a tenant, for its max_jobs quota (the jobs_tenant index, then the row)
+COUNT_REGISTERED_JOBS = """
+SELECT count(*) FROM jobs WHERE tenant = %(tenant)s AND status IN ('ACTIVE', 'PAUSED')
+"""
+
+#: column order of ``rows.token_from_row``
+TOKEN_COLUMNS = "token_id, token_hash, role, tenant, name, created_at, revoked_at"
+
+INSERT_TOKEN = """
+INSERT INTO api_tokens (token_id, token_hash, role, tenant, name, created_at, revoked_at)
+VALUES (%(token_id)s, %(token_hash)s, %(role)s, %(tenant)s, %(name)s, %(now)s, NULL)
+"""
+
+TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = %(name)s"
+
+GET_TOKEN_BY_HASH = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = %(hash)s"
+
+GET_TOKEN = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_id = %(id)s"
+
+LIST_TOKENS = f"""
+SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE %(tenant)s::text IS NULL OR tenant = %(tenant)s::text
+ORDER BY created_at, token_id
+"""
+
+#: revoking twice keeps the first time
+REVOKE_TOKEN = f"""
+UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE token_id = %(id)s
+RETURNING {TOKEN_COLUMNS}
+"""

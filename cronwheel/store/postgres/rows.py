@@ -1,0 +1,112 @@
+"""Rows to model objects and back, for the PostgreSQL store.
+
+psycopg returns BIGINT as int, DOUBLE PRECISION as float and ``json`` columns parsed; the
+retry policy is read as text (policies are cached by their text).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from cronwheel.core.model import (
+    ExecStatus,
+    Execution,
+    Job,
+    JobSpec,
+    JobStatus,
+    MisfirePolicy,
+    OverlapPolicy,
+    Priority,
+    RetryPolicy,
+)
+from cronwheel.core.tenants import ApiToken, Role, Tenant
+
+PRIORITY: dict[int, Priority] = {p.value: p for p in Priority}
+EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
+JOB_STATUS: dict[str, JobStatus] = {s.value: s for s in JobStatus}
+MISFIRE: dict[str, MisfirePolicy] = {m.value: m for m in MisfirePolicy}
+OVERLAP: dict[str, OverlapPolicy] = {o.value: o for o in OverlapPolicy}
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as stored (the same text the SQLite store keeps)."""
+    return "null" if value is None else _dumps(value)
+
+
+@lru_cache(maxsize=4096)
+def retry_to_json(policy: RetryPolicy) -> str:
+    return _dumps(policy.to_json())
+
+
+@lru_cache(maxsize=4096)
+def retry_from_json(text: str | None) -> RetryPolicy:
+    return RetryPolicy() if text is None else RetryPolicy.from_json(json.loads(text))
+
+
+def text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL characters (SQLite can): a worker's output or error
+    that contains one is stored with U+FFFD in its place rather than refused."""
+    if value is None or "\x00" not in value:
+        return value
+    return value.replace("\x00", "\ufffd")
+
+
+def job_from_row(r: Any) -> Job:
+    """A row of ``queries.JOB_COLUMNS``."""
+    spec = JobSpec(
+        target=r[14],
+        schedule=r[4],
+        run_at=r[13],
+        timezone=r[5],
+        name=r[12],
+        tenant=r[9],
+        payload=r[15],
+        retry=retry_from_json(r[16]),
+        timeout_sec=r[17],
+        lease_sec=r[18],
+        priority=PRIORITY[r[10]],
+        overlap=OVERLAP[r[7]],
+        misfire=MISFIRE[r[6]],
+        jitter_sec=r[8],
+    )
+    return Job(
+        id=r[0],
+        bucket_id=r[1],
+        status=JOB_STATUS[r[2]],
+        next_run_at=r[3],
+        created_at=r[19],
+        updated_at=r[20],
+        spec=spec,
+    )
+
+
+def execution_from_row(r: Any) -> Execution:
+    """A row of ``queries.EXEC_COLUMNS`` (the field order of ``Execution``)."""
+    return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:19])
+
+
+def tenant_from_row(r: Any) -> Tenant:
+    """A row of ``queries.TENANT_COLUMNS``."""
+    return Tenant(
+        name=r[0],
+        weight=r[1],
+        max_running=r[2],
+        max_jobs=r[3],
+        submit_rate=r[4],
+        submit_burst=r[5],
+        allow_shell=bool(r[6]),
+        http_allow=tuple(r[7] or ()),
+        created_at=r[8],
+        updated_at=r[9],
+    )
+
+
+def token_from_row(r: Any) -> ApiToken:
+    """A row of ``queries.TOKEN_COLUMNS``."""
+    return ApiToken(
+        token_id=r[0], token_hash=r[1], role=Role(r[2]), tenant=r[3], name=r[4], created_at=r[5], revoked_at=r[6]
+    )

@@ -1,0 +1,742 @@
+"""The cluster store: PostgreSQL through psycopg 3.
+
+Why psycopg 3 and not asyncpg: the ``Store`` contract is synchronous and each store object
+is called from one thread at a time (the engine gives it a dedicated thread), so an async
+driver would buy nothing and cost an event loop per store. psycopg 3 is the maintained
+successor of psycopg2, speaks libpq, so it takes any libpq conninfo, including multi-host
+URLs with ``target_session_attrs=read-write`` (``postgresql://h1:5432,h2:5433/db?…``) that
+find the primary after a failover; it has a maintained connection pool (``psycopg_pool``)
+for when the engine grows several threads per store, server-side prepared statements, and
+binary COPY and pipelined ``executemany`` for bulk work.
+
+Connections: one per store object, in autocommit mode; a method that writes runs in one
+explicit transaction (``BEGIN … COMMIT``) at READ COMMITTED. Row locks do the concurrency
+control (``FOR NO KEY UPDATE SKIP LOCKED`` in the claim, ``FOR UPDATE`` on the rows a fenced
+write changes, in a fixed order; see ``queries.py``), so nothing needs a retry loop on
+serialisation failures, though a deadlock or serialisation failure, should one happen, is
+retried a few times from the start of the method. A statement that waits longer than
+``lock_timeout`` (10 s unless the server or role sets one) fails with StoreUnavailable, as
+the SQLite store's busy timeout does. Why one connection rather than a pool: a store object
+is used by one thread at a time, so a pool of one would add a thread and hand-offs for
+nothing; the engine opens one store per thread (writer, reader).
+
+Failures: any connection-level error (refused, reset, server shut down, failover, the
+primary turned read-only) raises ``StoreUnavailable`` (the API answers 503 + Retry-After)
+and drops the connection; the next call connects again, through the whole host list.
+A read, or a write whose ``BEGIN`` failed (so nothing was sent), on a connection that had
+gone stale while idle is retried once on a new connection, so one restart of the server
+costs no error at all to a store that was idle meanwhile.
+
+Durability: every write commits before it returns, with ``synchronous_commit`` at least
+``on`` (a server or role configured with ``off`` is raised to ``on`` for our sessions;
+``remote_write``/``remote_apply`` are kept), so an acknowledged write is flushed to the
+primary's WAL, and to a synchronous standby when the operator runs one.
+
+Time: everything the contract pins uses the ``now_ms`` the caller passes; the database
+clock is reserved for bucket leases between nodes (cluster mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import psycopg
+from psycopg import errors as pgerr
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
+
+from cronwheel.core import schedule
+from cronwheel.core.ids import bucket_of, execution_id, stable_hash
+from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
+from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
+from cronwheel.store.base import (
+    ClaimResult,
+    Completion,
+    CompletionResult,
+    CreateOutcome,
+    CreateResult,
+    EffectVerdict,
+    HeartbeatResult,
+    NewJob,
+    Outcome,
+    StartRequest,
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
+from cronwheel.store.postgres import claim as claiming
+from cronwheel.store.postgres import leases
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.migrate import apply_migrations, current_version
+from cronwheel.store.postgres.rows import (
+    PRIORITY,
+    dumps,
+    execution_from_row,
+    job_from_row,
+    retry_to_json,
+    tenant_from_row,
+    token_from_row,
+)
+
+_MAX_MS = 2**63 - 1
+#: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout
+DEFAULT_LOCK_TIMEOUT_MS = 10_000
+#: libpq settings added to the conninfo unless it names them: fail fast on an unreachable
+#: host (then try the next one), and notice a silently dead peer within about a minute
+CONNINFO_DEFAULTS = {
+    "connect_timeout": "5",
+    "application_name": "cronwheel",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+}
+#: advisory-lock key spaces (the first int4 of the two-int4 form): idempotency keys, and
+#: tenants whose registered-jobs quota a submission checks
+IDEMPOTENCY_LOCK_SPACE = 0x63770001
+QUOTA_LOCK_SPACE = 0x63770002
+#: transient conflicts worth running the method again for (the transaction rolled back)
+_RETRY_CONFLICTS: tuple[type[BaseException], ...] = (pgerr.DeadlockDetected, pgerr.SerializationFailure)
+_CONFLICT_ATTEMPTS = 4
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def normalise_conninfo(conninfo: str) -> str:
+    """A libpq conninfo (URL or key=value) with ``CONNINFO_DEFAULTS`` filled in."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        raise StoreError(f"not a PostgreSQL conninfo: {exc}") from None
+    for key, value in CONNINFO_DEFAULTS.items():
+        params.setdefault(key, value)
+    return make_conninfo("", **params)
+
+
+def redacted(conninfo: str) -> dict[str, Any]:
+    """Where a conninfo points, without secrets (for ``meta`` and error messages)."""
+    params = conninfo_to_dict(conninfo)
+    return {k: params[k] for k in ("host", "hostaddr", "port", "dbname", "user", "target_session_attrs") if k in params}
+
+
+def _translated(fn: Callable[Concatenate[PostgresStore, P], R]) -> Callable[Concatenate[PostgresStore, P], R]:
+    """psycopg errors never leave the store: they become StoreUnavailable or StoreError."""
+
+    @functools.wraps(fn)
+    def wrapper(self: PostgresStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return fn(self, *args, **kwargs)
+            except _RETRY_CONFLICTS as exc:
+                if attempt < _CONFLICT_ATTEMPTS:
+                    time.sleep(0.005 * attempt)  # the other transaction is finishing
+                    continue
+                raise StoreUnavailable(f"{self.where}: {exc}") from exc
+            except StoreError:
+                raise
+            except (psycopg.OperationalError, pgerr.ReadOnlySqlTransaction) as exc:
+                # refused, reset, shut down, timed out, or a demoted primary: reconnect next time
+                self._discard()
+                raise StoreUnavailable(f"{self.where} unavailable: {_first_line(exc)}") from exc
+            except psycopg.InterfaceError as exc:
+                self._discard()
+                if self._closed:
+                    raise StoreError("the store is closed") from exc
+                raise StoreUnavailable(f"{self.where} unavailable: {_first_line(exc)}") from exc
+            except psycopg.Error as exc:
+                raise StoreError(f"{self.where}: {_first_line(exc)}") from exc
+
+    return wrapper
+
+
+def _lock_keys(texts: set[str]) -> list[int]:
+    """int4 advisory-lock keys for some strings, sorted (the lock order)."""
+    return sorted({stable_hash(t) % 2**32 - 2**31 for t in texts})
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _stale(exc: BaseException, conn: psycopg.Connection[Any]) -> bool:
+    """Did ``exc`` come from a connection that is dead (so a new one may succeed)?"""
+    return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
+
+
+class PostgresStore(Store):
+    """``Store`` on a PostgreSQL database. Open it with :meth:`open`."""
+
+    def __init__(self, conninfo: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> None:
+        self._conninfo = normalise_conninfo(conninfo)
+        self._lock_timeout_ms = lock_timeout_ms
+        self._target = redacted(self._conninfo)
+        self.where = "postgresql store " + " ".join(f"{k}={v}" for k, v in self._target.items())
+        self._conn: psycopg.Connection[Any] | None = None
+        self._closed = False
+        self._synchronous_commit = "?"
+        self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
+
+    @classmethod
+    def open(cls, conninfo: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> PostgresStore:
+        """Connect and migrate. ``conninfo`` is any libpq conninfo: ``postgresql://`` or
+        ``postgres://`` URL (several ``host:port`` pairs separated by commas for failover)
+        or ``key=value`` pairs. ``lock_timeout_ms``: how long a statement may wait for a row
+        lock before the call fails with StoreUnavailable (when the server or role sets no
+        lock_timeout of its own), like the SQLite store's busy timeout."""
+        store = cls(conninfo, lock_timeout_ms=lock_timeout_ms)
+        try:
+            store._migrate()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @_translated
+    def _migrate(self) -> None:
+        conn, _ = self._connection()
+        try:
+            apply_migrations(conn, time.time_ns() // 1_000_000)
+        except RuntimeError as exc:
+            raise StoreError(f"{self.where}: {exc}") from exc
+
+    # ------------------------------------------------------------ the connection
+
+    def _connection(self) -> tuple[psycopg.Connection[Any], bool]:
+        """The connection, opened if need be; True when it is new."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn, False
+        self._discard()
+        conn = psycopg.connect(self._conninfo, autocommit=True)
+        try:
+            row = conn.execute(q.SESSION_SETTINGS).fetchone()
+            current, lock_timeout = (str(row[0]), str(row[1])) if row else ("off", "0")
+            if current == "off":  # acknowledged means durable: never below "on"
+                conn.execute(q.SET_SYNCHRONOUS_COMMIT_ON)
+                current = "on"
+            if lock_timeout == "0" and self._lock_timeout_ms > 0:
+                conn.execute(q.SET_LOCK_TIMEOUT, {"value": f"{self._lock_timeout_ms}ms"})
+        except BaseException:
+            conn.close()
+            raise
+        self._synchronous_commit = current
+        self._conn = conn
+        return conn, True
+
+    def _discard(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _read(self, fn: Callable[[psycopg.Connection[Any]], R]) -> R:
+        """Run a read (autocommit statements); once more on a new connection if the one we
+        had turned out to be dead (reads are safe to repeat)."""
+        conn, fresh = self._connection()
+        try:
+            return fn(conn)
+        except psycopg.OperationalError as exc:
+            if fresh or not _stale(exc, conn):
+                raise
+        self._discard()
+        conn, _ = self._connection()
+        return fn(conn)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[psycopg.Connection[Any]]:
+        """One durable write transaction: BEGIN … COMMIT, else ROLLBACK."""
+        conn, fresh = self._connection()
+        try:
+            conn.execute("BEGIN")
+        except psycopg.OperationalError as exc:
+            if fresh or not _stale(exc, conn):
+                raise
+            self._discard()  # nothing was sent: safe to start over on a new connection
+            conn, _ = self._connection()
+            conn.execute("BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _scalar(self, sql: str, args: dict[str, Any] | None = None) -> Any:
+        def run(conn: psycopg.Connection[Any]) -> Any:
+            row = conn.execute(sql, args).fetchone()
+            return None if row is None else row[0]
+
+        return self._read(run)
+
+    def _rows(self, sql: str, args: dict[str, Any] | None = None) -> list[Any]:
+        return self._read(lambda conn: conn.execute(sql, args).fetchall())
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._discard()
+
+    @_translated
+    def schema_version(self) -> int:
+        return self._read(current_version)
+
+    def meta(self) -> dict[str, Any]:
+        version: int | None = None
+        server: str | None = None
+        if not self._closed:
+            with contextlib.suppress(StoreError):
+                version = self.schema_version()
+            if self._conn is not None and not self._conn.closed:
+                server = self._conn.info.parameter_status("server_version")
+        return {
+            "kind": "postgresql",
+            **self._target,
+            "version": version,
+            "server": server,
+            "synchronousCommit": self._synchronous_commit,
+        }
+
+    # ------------------------------------------------------------ jobs
+
+    @_translated
+    def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
+        if not jobs:
+            return []
+        results: list[CreateResult] = []
+        job_rows: list[tuple[Any, ...]] = []
+        def_rows: list[tuple[Any, ...]] = []
+        key_rows: list[tuple[Any, ...]] = []
+        tenants: set[str] = set()
+        keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
+        capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
+        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
+        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
+        with self._write() as conn:
+            known: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+            if keyed:
+                # Serialise with concurrent submissions of the same keys, then read them.
+                hashes = _lock_keys({f"{t}\n{k}" for t, k in keyed})
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": IDEMPOTENCY_LOCK_SPACE, "hashes": hashes})
+                args = {"tenants": [t for t, _ in keyed], "keys": [k for _, k in keyed]}
+                for t, k, request_hash, job_id, next_run_at in conn.execute(q.SELECT_IDEMPOTENCY_KEYS, args):
+                    known[(t, k)] = (request_hash, job_id, next_run_at)
+            if capped:
+                # Serialise with concurrent submissions for the same tenants: counts stay exact.
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": QUOTA_LOCK_SPACE, "hashes": _lock_keys(capped)})
+            for nj in jobs:
+                spec = nj.spec
+                tenant = spec.tenant
+                key = None
+                if nj.idempotency_key is not None:
+                    key = (tenant, nj.idempotency_key)
+                    seen = known.get(key)
+                    if seen is not None:
+                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
+                        results.append(CreateResult(outcome, seen[1], seen[2]))
+                        continue
+                if nj.max_jobs is not None:
+                    if tenant not in registered:
+                        count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
+                        registered[tenant] = int(count[0]) if count else 0
+                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
+                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
+                        continue
+                created[tenant] = created.get(tenant, 0) + 1
+                if key is not None:
+                    known[key] = (nj.request_hash, nj.job_id, nj.next_run_at)  # later ones in this batch
+                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at))
+                tenants.add(tenant)
+                retry = spec.retry
+                job_rows.append((
+                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
+                    spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
+                    int(spec.priority), retry.max_attempts,
+                ))  # fmt: skip
+                def_rows.append((
+                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                ))  # fmt: skip
+                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
+            new_tenants = sorted(tenants - self._known_tenants)
+            if new_tenants:
+                conn.execute(q.INSERT_TENANTS, {"names": new_tenants, "now": now_ms})
+            if job_rows:
+                try:
+                    conn.execute(q.INSERT_JOBS, claiming.columns(job_rows, _JOB_FIELDS))
+                except pgerr.UniqueViolation as exc:
+                    raise StoreError(f"cannot create jobs (duplicate job id?): {_first_line(exc)}") from exc
+                conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
+            if key_rows:
+                conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
+        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
+        return results
+
+    @_translated
+    def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        rows = self._rows(q.GET_JOB, {"id": job_id, "tenant": tenant})
+        return job_from_row(rows[0]) if rows else None
+
+    @_translated
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        return [job_from_row(r) for r in self._rows(q.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant})]
+
+    @_translated
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]:
+        args = {"after": after_id or "", "status": None if status is None else JobStatus(status).value,
+                "limit": max(0, limit), "tenant": tenant}  # fmt: skip
+        sql = q.LIST_JOBS if tenant is None else q.LIST_JOBS_OF_TENANT
+        return [job_from_row(r) for r in self._rows(sql, args)]
+
+    @_translated
+    def count_jobs(self, tenant: str | None = None, status: JobStatus | None = None) -> int:
+        terms: list[str] = []
+        if tenant is not None:
+            terms.append("tenant = %(tenant)s")
+        if status is not None:
+            terms.append("status = %(status)s")
+        sql = q.COUNT_JOBS.format(where=" AND ".join(terms) or "TRUE")
+        args = {"tenant": tenant, "status": None if status is None else JobStatus(status).value}
+        return int(self._scalar(sql, args))
+
+    @_translated
+    def set_job_status(
+        self,
+        job_id: str,
+        expect: Sequence[JobStatus],
+        status: JobStatus,
+        now_ms: int,
+        next_run_at: int | None = None,
+        tenant: str | None = None,
+    ) -> Job | None:
+        args = {"id": job_id, "status": JobStatus(status).value, "next_run_at": next_run_at,
+                "expect": [JobStatus(s).value for s in expect], "tenant": tenant, "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            if conn.execute(q.SET_JOB_STATUS, args).fetchone() is None:
+                return None
+            conn.execute(q.TOUCH_JOB_DEFINITION, args)
+            row = conn.execute(q.GET_JOB, {"id": job_id, "tenant": None}).fetchone()
+        return job_from_row(row)
+
+    @_translated
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+        args = {"id": job_id, "tenant": tenant, "now": now_ms}
+        with self._write() as conn:
+            locked = conn.execute(q.LOCK_JOB, args).fetchone()
+            if locked is None:
+                return None
+            if locked[0] == JobStatus.CANCELLED.value:
+                row = conn.execute(q.GET_JOB, args).fetchone()
+                return job_from_row(row), []
+            conn.execute(q.CANCEL_JOB, args)
+            conn.execute(q.TOUCH_JOB_DEFINITION, args)
+            live = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, args).fetchall()
+            if live:
+                ids = [eid for eid, _ in live]
+                conn.execute(q.CANCEL_EXECUTIONS, {"ids": ids, "reasons": ["job cancelled"] * len(ids), "now": now_ms})
+            row = conn.execute(q.GET_JOB, args).fetchone()
+        return job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING")
+
+    # ------------------------------------------------------------ scheduling
+
+    @_translated
+    def due_jobs(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[str, int]]:
+        if not buckets or limit <= 0:
+            return []
+        rows = self._rows(q.DUE_JOBS, {"buckets": [int(b) for b in buckets], "until": until_ms, "limit": limit})
+        return [(r[0], r[1]) for r in rows]
+
+    @_translated
+    def next_due_at(self, buckets: Sequence[int]) -> int | None:
+        if not buckets:
+            return None
+        value = self._scalar(q.NEXT_DUE_AT, {"buckets": sorted({int(b) for b in buckets})})
+        return None if value is None else int(value)
+
+    @_translated
+    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
+        result = ClaimResult()
+        if not buckets or limit <= 0:
+            return result
+        with self._write() as conn:
+            claiming.claim(conn, [int(b) for b in buckets], now_ms, limit, result, ahead_ms)
+        return result
+
+    @_translated
+    def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.TRIGGER_SELECT_JOB, {"id": job_id, "tenant": tenant}).fetchone()
+            if row is None or row[0] == JobStatus.CANCELLED.value:
+                return None
+            _, job_tenant, prio, max_att, overlap = row
+            guard = overlap != OverlapPolicy.ALLOW.value
+            while True:  # the first free millisecond; a concurrent trigger may take it first
+                tick = int(conn.execute(q.FIRST_FREE_TICK, {"id": job_id, "now": now_ms}).fetchone()[0])  # type: ignore[index]
+                eid = execution_id(job_id, tick)
+                new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard)
+                if claiming.insert_executions(conn, [new]):
+                    break
+        return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
+                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att)  # fmt: skip
+
+    # ------------------------------------------------------------ the ready queue
+
+    @_translated
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        after_at, after_id = after if after is not None else (-_MAX_MS, "")
+        args = {"now": now_ms, "after_at": after_at, "after_id": after_id, "limit": limit}
+        return [execution_from_row(r) for r in self._rows(q.READY_EXECUTIONS, args)]
+
+    @_translated
+    def next_available_at(self) -> int | None:
+        value = self._scalar(q.NEXT_AVAILABLE_AT)
+        return None if value is None else int(value)
+
+    @_translated
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        if not starts:
+            return []
+        with self._write() as conn:
+            return leases.start(conn, starts, now_ms)
+
+    @_translated
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        with self._write() as conn:
+            return leases.heartbeat(conn, [(execution_id, lease_epoch)], now_ms)[0]
+
+    @_translated
+    def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
+        if not beats:
+            return []
+        with self._write() as conn:
+            return leases.heartbeat(conn, [(eid, epoch) for eid, _worker, epoch in beats], now_ms)
+
+    @_translated
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        if not completions:
+            return []
+        with self._write() as conn:
+            return leases.complete(conn, completions, now_ms, rand01)
+
+    @_translated
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        if limit <= 0:
+            return []
+        with self._write() as conn:
+            rows = conn.execute(q.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
+            if not rows:
+                return []
+            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
+            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
+            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            return leases.complete(conn, comps, now_ms, rands)
+
+    @_translated
+    def running_for_worker(self, worker_id: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._rows(q.RUNNING_FOR_WORKER, {"worker": worker_id})]
+
+    @_translated
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._rows(q.RUNNING_WITH_WORKER_PREFIX, {"prefix": prefix})]
+
+    @_translated
+    def running_count(self) -> int:
+        return int(self._scalar(q.RUNNING_COUNT))
+
+    # ------------------------------------------------------------ executions: reads
+
+    @_translated
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        rows = self._rows(q.GET_EXECUTION, {"id": execution_id, "tenant": tenant})
+        return execution_from_row(rows[0]) if rows else None
+
+    @_translated
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = {"job_id": job_id, "before": _MAX_MS if before is None else before, "limit": limit, "tenant": tenant}
+        return [execution_from_row(r) for r in self._rows(q.LIST_EXECUTIONS, args)]
+
+    @_translated
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
+        where = "TRUE" if status is None else f"status = '{ExecStatus(status).value}'"
+        return int(self._scalar(q.COUNT_EXECUTIONS.format(where=where), {"tenant": tenant}))
+
+    # ------------------------------------------------------------ side effects
+
+    @_translated
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        args = {"id": execution_id, "key": key, "epoch": lease_epoch, "now": now_ms}
+        with self._write() as conn:
+            row = conn.execute(q.EXECUTION_LEASE, args).fetchone()
+            if row is None:
+                return EffectVerdict.NOT_FOUND
+            if conn.execute(q.EFFECT_EXISTS, args).fetchone() is not None:
+                return EffectVerdict.DUPLICATE
+            if row[0] != "RUNNING" or row[1] != lease_epoch:
+                return EffectVerdict.FENCED
+            if conn.execute(q.INSERT_EFFECT, args).fetchone() is None:
+                return EffectVerdict.DUPLICATE  # recorded by a concurrent call a moment ago
+        return EffectVerdict.RECORDED
+
+    @_translated
+    def list_effects(self, execution_id: str) -> list[tuple[str, int, int]]:
+        return [(r[0], r[1], r[2]) for r in self._rows(q.LIST_EFFECTS, {"id": execution_id})]
+
+    # ------------------------------------------------------------ dead-letter queue
+
+    @_translated
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = {"after": after or "", "tenant": tenant, "limit": limit}
+        return [execution_from_row(r) for r in self._rows(q.LIST_DEAD, args)]
+
+    @_translated
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_DEAD, {"id": execution_id, "tenant": tenant}).fetchone()
+            if row is None:
+                return None
+            dead = execution_from_row(row)
+            history = f"replayed at {schedule.format_instant(now_ms)} after {dead.attempt} attempt(s)"
+            if dead.finished_at is not None:
+                history += f", dead since {schedule.format_instant(dead.finished_at)}"
+            if dead.exit_code is not None:
+                history += f", exit code {dead.exit_code}"
+            if dead.error:
+                history += f", last error: {leases.short(dead.error)}"
+            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            row = conn.execute(q.REPLAY_DEAD, {"id": execution_id, "now": now_ms, "reason": reason}).fetchone()
+        return execution_from_row(row)
+
+    @_translated
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        with self._write() as conn:
+            return conn.execute(q.PURGE_DEAD, {"id": execution_id, "tenant": tenant}).rowcount > 0
+
+    # ------------------------------------------------------------ retention
+
+    @_translated
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        jobs = [r[0] for r in self._rows(q.PRUNE_JOBS_PAGE, {"after": after_job or "", "n": jobs_per_call})]
+        if not jobs:
+            return 0, None
+        deleted = 0
+        with self._write() as conn:
+            for index, job_id in enumerate(jobs):
+                args = {"job_id": job_id, "older_than": older_than_ms, "skip": max(1, keep_last) - 1,
+                        "limit": limit - deleted}  # fmt: skip
+                deleted += conn.execute(q.PRUNE_JOB_EXECUTIONS, args).rowcount
+                if deleted >= limit:
+                    # this job may have more: come back to it (the cursor is the job before it)
+                    return deleted, (jobs[index - 1] if index else after_job) or ""
+        return deleted, jobs[-1] if len(jobs) == jobs_per_call else None
+
+    def checkpoint(self) -> None:
+        """Nothing to do: the server bounds its own WAL (checkpoints, max_wal_size)."""
+
+    # ------------------------------------------------------------ tenants
+
+    @_translated
+    def list_tenants(self) -> list[Tenant]:
+        return [tenant_from_row(r) for r in self._rows(q.LIST_TENANTS)]
+
+    @_translated
+    def get_tenant(self, name: str) -> Tenant | None:
+        rows = self._rows(q.GET_TENANT, {"name": name})
+        return tenant_from_row(rows[0]) if rows else None
+
+    @_translated
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        t = tenant
+        args = {"name": t.name, "weight": t.weight, "max_running": t.max_running, "max_jobs": t.max_jobs,
+                "submit_rate": t.submit_rate, "submit_burst": t.submit_burst, "allow_shell": bool(t.allow_shell),
+                "http_allow": list(t.http_allow), "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            row = conn.execute(q.CREATE_TENANT, args).fetchone()
+        if row is None:
+            return None
+        self._known_tenants.add(t.name)
+        return tenant_from_row(row)
+
+    @_translated
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        unknown = set(changes) - set(TENANT_SETTINGS)
+        if unknown:
+            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        with self._write() as conn:
+            row = conn.execute(q.LOCK_TENANT, {"name": name}).fetchone()
+            if row is None:
+                return None
+            cur = tenant_from_row(row)
+            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            new["allow_shell"] = bool(new["allow_shell"])
+            new["http_allow"] = list(new["http_allow"] or ())
+            row = conn.execute(q.UPDATE_TENANT, {**new, "name": name, "now": now_ms}).fetchone()
+        return tenant_from_row(row)
+
+    # ------------------------------------------------------------ API tokens
+
+    @_translated
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        if (token.role is Role.ADMIN) != (token.tenant is None):
+            raise ValueError("admin tokens name no tenant; tenant and worker tokens name one")
+        args = {"token_id": token.token_id, "token_hash": token.token_hash, "role": token.role.value,
+                "tenant": token.tenant, "name": token.name, "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            if token.tenant is not None and conn.execute(q.TENANT_EXISTS, {"name": token.tenant}).fetchone() is None:
+                return False
+            try:
+                conn.execute(q.INSERT_TOKEN, args)
+            except pgerr.UniqueViolation as exc:
+                raise StoreError(f"cannot store the token (id or hash reused?): {_first_line(exc)}") from exc
+        return True
+
+    @_translated
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        rows = self._rows(q.GET_TOKEN_BY_HASH, {"hash": token_hash})
+        return token_from_row(rows[0]) if rows else None
+
+    @_translated
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        return [token_from_row(r) for r in self._rows(q.LIST_TOKENS, {"tenant": tenant})]
+
+    @_translated
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        with self._write() as conn:
+            row = conn.execute(q.REVOKE_TOKEN, {"id": token_id, "now": now_ms}).fetchone()
+        return None if row is None else token_from_row(row)
+
+
+_JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
+               "jitter_sec", "tenant", "priority", "max_attempts")  # fmt: skip
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
+_KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")

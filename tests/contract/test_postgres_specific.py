@@ -1,0 +1,527 @@
+"""What only the PostgreSQL backend has: migrations under an advisory lock, conninfo and
+failover URLs, the durability setting, row-lock concurrency between processes and
+connections, and StoreUnavailable when the server goes away."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from cronwheel.core import schedule
+from cronwheel.core.model import JobSpec, MisfirePolicy
+from cronwheel.store import open_store
+from cronwheel.store.base import (
+    Completion,
+    CreateOutcome,
+    NewJob,
+    Outcome,
+    StoreError,
+    StoreUnavailable,
+)
+from cronwheel.store.postgres import PostgresStore
+from cronwheel.store.postgres import migrate as pg_migrate
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
+from cronwheel.store.postgres.store import normalise_conninfo
+from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
+from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
+
+pytestmark = pytest.mark.postgres
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def pg_store(postgres_dsn: str) -> Iterator[PostgresStore]:
+    s = PostgresStore.open(postgres_dsn)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def empty_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """A database with no cronwheel schema at all."""
+    with postgres_server.database(migrated=False) as dsn:
+        yield dsn
+
+
+def sql(dsn: str, query: str, args: Any = None) -> list[Any]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, args)
+        return cur.fetchall() if cur.description else []
+
+
+def run_threads(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run ``fn(i)`` in n threads released together; results (or exceptions) in order."""
+    barrier = threading.Barrier(n)
+    out: list[Any] = [None] * n
+
+    def body(i: int) -> None:
+        barrier.wait()
+        try:
+            out[i] = fn(i)
+        except BaseException as exc:  # reported by the caller
+            out[i] = exc
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def catalog(dsn: str) -> dict[str, Any]:
+    """Everything a schema is made of, from pg_catalog/information_schema, normalised."""
+    return {
+        "columns": sql(dsn, """
+            SELECT table_name, ordinal_position, column_name, data_type, udt_name, is_nullable,
+                   column_default, collation_name
+            FROM information_schema.columns WHERE table_schema = current_schema()
+            ORDER BY table_name, ordinal_position"""),
+        "constraints": sql(dsn, """
+            SELECT conrelid::regclass::text, conname, contype, pg_get_constraintdef(oid)
+            FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+            ORDER BY 1, 2"""),
+        "indexes": sql(dsn, """
+            SELECT tablename, indexname, indexdef FROM pg_indexes
+            WHERE schemaname = current_schema() ORDER BY 1, 2"""),
+        "relations": sql(dsn, """
+            SELECT relname, relkind, reloptions FROM pg_class
+            WHERE relnamespace = current_schema()::regnamespace ORDER BY 1"""),
+        "functions": sql(dsn, """
+            SELECT proname, pg_get_function_identity_arguments(oid) FROM pg_proc
+            WHERE pronamespace = current_schema()::regnamespace ORDER BY 1, 2"""),
+        "triggers": sql(dsn, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1"),
+        "tenants": sql(dsn, "SELECT * FROM tenants ORDER BY name"),
+    }
+
+
+def test_schema_sql_equals_all_migrations_applied(postgres_server: PostgresServer) -> None:
+    with postgres_server.database(migrated=False) as migrated, postgres_server.database(migrated=False) as fresh:
+        PostgresStore.open(migrated).close()
+        sql(fresh, SCHEMA_FILE.read_text(encoding="utf-8"))
+        a, b = catalog(migrated), catalog(fresh)
+        for part in a:
+            assert a[part] == b[part], part
+        assert {r[0] for r in a["relations"]} >= {"jobs", "executions", "schema_migrations", "api_tokens"}
+
+
+def test_migrations_are_numbered_recorded_and_on_par_with_sqlite(pg_store: PostgresStore, postgres_dsn: str) -> None:
+    from cronwheel.store.sqlite import migrate as sqlite_migrate
+
+    found = migrations()
+    assert [m.version for m in found] == list(range(1, len(found) + 1))
+    # one schema version for both stores: a migration in one needs its twin in the other
+    assert [m.name for m in found] == [m.name for m in sqlite_migrate.migrations()]
+    assert pg_store.schema_version() == len(found)
+    rows = sql(postgres_dsn, "SELECT version, name FROM schema_migrations ORDER BY version")
+    assert rows == [(m.version, m.name) for m in found]
+
+
+def test_reopening_applies_nothing_twice(empty_dsn: str) -> None:
+    PostgresStore.open(empty_dsn).close()
+    PostgresStore.open(empty_dsn).close()
+    assert sql(empty_dsn, "SELECT count(*) FROM schema_migrations") == [(len(migrations()),)]
+    assert sql(empty_dsn, "SELECT name FROM tenants") == [("default",)]
+
+
+def test_concurrent_first_opens_migrate_once(empty_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every opener sees an empty database before it takes the lock: the re-check under the
+    # lock is what keeps the others from applying the migrations again
+    applied: list[int] = []
+    real_execute = psycopg.Connection.execute
+
+    def spy(self: psycopg.Connection[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        if isinstance(query, bytes) and b"CREATE TABLE schema_migrations" in query:
+            applied.append(1)
+        return real_execute(self, query, *args, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    stores = run_threads(6, lambda _: PostgresStore.open(empty_dsn))
+    try:
+        assert [s for s in stores if not isinstance(s, PostgresStore)] == []
+        assert len(applied) == 1
+        assert sql(empty_dsn, "SELECT count(*) FROM schema_migrations") == [(len(migrations()),)]
+        assert all(s.schema_version() == len(migrations()) for s in stores)
+    finally:
+        for s in stores:
+            if isinstance(s, PostgresStore):
+                s.close()
+
+
+def test_a_newer_schema_is_refused(postgres_dsn: str) -> None:
+    sql(postgres_dsn, "INSERT INTO schema_migrations VALUES (999, 'future', 0)")
+    with pytest.raises(StoreError, match="newer"):
+        PostgresStore.open(postgres_dsn)
+
+
+def test_a_failed_migration_changes_nothing(empty_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = [*migrations(), pg_migrate.Migration(len(migrations()) + 1, "broken", "CREATE TABLE x (;")]
+    monkeypatch.setattr(pg_migrate, "migrations", lambda: broken)
+    with pytest.raises(StoreError):
+        PostgresStore.open(empty_dsn)
+    # one transaction for all pending migrations: not even 0001 is left behind
+    assert sql(empty_dsn, "SELECT to_regclass('schema_migrations') IS NULL") == [(True,)]
+
+
+# ---------------------------------------------------------------- connection, durability
+
+
+def test_synchronous_commit_is_at_least_on(pg_store: PostgresStore) -> None:
+    # the test server runs with synchronous_commit=off; the store raises it for its sessions
+    conn, _ = pg_store._connection()
+    assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    assert conn.execute("SHOW lock_timeout").fetchone() == ("10s",)  # the server sets none
+    meta = pg_store.meta()
+    assert (meta["kind"], meta["synchronousCommit"], meta["version"]) == ("postgresql", "on", len(migrations()))
+    assert "password" not in json.dumps(meta)
+
+
+def test_writes_commit_before_returning(pg_store: PostgresStore, postgres_dsn: str) -> None:
+    [jid] = create(pg_store, new_job())
+    conn, _ = pg_store._connection()
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert sql(postgres_dsn, "SELECT count(*) FROM jobs WHERE id = %s", (jid,)) == [(1,)]
+    claim_all(pg_store, T0)
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert sql(postgres_dsn, "SELECT count(*) FROM executions") == [(1,)]
+
+
+def test_conninfo_defaults_do_not_override_the_callers() -> None:
+    text = normalise_conninfo("postgresql://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write&connect_timeout=2")
+    params = psycopg.conninfo.conninfo_to_dict(text)
+    assert (params["host"], params["port"], params["dbname"]) == ("h1,h2", "5432,5433", "db")
+    assert (params["target_session_attrs"], params["connect_timeout"]) == ("read-write", "2")
+    assert params["application_name"] == "cronwheel" and params["keepalives"] == "1"
+    with pytest.raises(StoreError):
+        normalise_conninfo("postgresql://h/db?no_such_option=1")
+
+
+def test_open_store_takes_postgres_urls_and_multi_host_failover(postgres_dsn: str) -> None:
+    params = psycopg.conninfo.conninfo_to_dict(postgres_dsn)
+    host, port, db, user = params["host"], params["port"], params["dbname"], params["user"]
+    dead = free_port()  # nothing listens there: the first host is "down"
+    urls = [
+        f"postgresql://{user}@{host}:{port}/{db}",
+        f"postgres://{user}@{host}:{port}/{db}",
+        f"postgresql://{user}@{host}:{dead},{host}:{port}/{db}?target_session_attrs=read-write",
+    ]
+    for url in urls:
+        s = open_store(url)
+        try:
+            assert isinstance(s, PostgresStore)
+            assert s.count_jobs() == 0
+            assert s.meta()["dbname"] == db
+        finally:
+            s.close()
+
+
+def test_a_closed_store_raises_store_error(postgres_dsn: str) -> None:
+    s = PostgresStore.open(postgres_dsn)
+    s.close()
+    s.close()
+    with pytest.raises(StoreError) as info:
+        s.count_jobs()
+    assert not isinstance(info.value, StoreUnavailable)
+
+
+def test_a_killed_session_costs_one_error_at_most(pg_store: PostgresStore, postgres_dsn: str) -> None:
+    create(pg_store, new_job())
+    pid = pg_store._connection()[0].info.backend_pid
+    sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", (pid,))
+    # a read on the dead (idle) connection is retried once on a new one: no error at all
+    assert pg_store.count_jobs() == 1
+    pid = pg_store._connection()[0].info.backend_pid
+    sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", (pid,))
+    # so is a write whose BEGIN found the connection dead (nothing was sent)
+    create(pg_store, new_job())
+    assert pg_store.count_jobs() == 2
+
+
+def test_store_unavailable_while_the_server_is_down_then_back() -> None:
+    with dedicated_cluster() as cluster:
+        dsn = cluster.dsn()
+        s = PostgresStore.open(dsn)
+        try:
+            [jid] = create(s, new_job())
+            cluster.stop("fast")
+            began = time.monotonic()
+            with pytest.raises(StoreUnavailable):
+                s.count_jobs()
+            with pytest.raises(StoreUnavailable):
+                s.create_jobs([new_job()], T0)
+            with pytest.raises(StoreUnavailable):
+                s.claim_due(ALL_BUCKETS, T0, 10)
+            with pytest.raises(StoreUnavailable):
+                PostgresStore.open(dsn)
+            assert time.monotonic() - began < 5, "a refused connection must fail fast"
+            cluster.start()  # same port: the store reconnects on its next call
+            assert s.get_job(jid) is not None
+            assert [e.job_id for e in claim_all(s, T0).executions] == [jid]
+        finally:
+            s.close()
+
+
+# ---------------------------------------------------------------- concurrency between connections
+
+
+def test_concurrent_submissions_of_one_key_create_one_job(postgres_dsn: str) -> None:
+    stores = [PostgresStore.open(postgres_dsn) for _ in range(4)]
+    try:
+        out = run_threads(4, lambda i: stores[i].create_jobs([new_job(key="k", request_hash="h")], T0)[0])
+        assert not [r for r in out if isinstance(r, BaseException)], out
+        assert sorted(r.outcome for r in out) == sorted([CreateOutcome.CREATED] + [CreateOutcome.REPLAYED] * 3)
+        assert len({r.job_id for r in out}) == 1
+        assert stores[0].count_jobs() == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_submissions_never_overshoot_the_quota(postgres_dsn: str) -> None:
+    stores = [PostgresStore.open(postgres_dsn) for _ in range(4)]
+
+    def submit(i: int) -> list[CreateOutcome]:
+        jobs = [new_job(tenant="acme") for _ in range(3)]
+        for nj in jobs:
+            nj.max_jobs = 5
+        return [r.outcome for r in stores[i].create_jobs(jobs, T0)]
+
+    try:
+        out = run_threads(4, submit)
+        assert not [r for r in out if isinstance(r, BaseException)], out
+        outcomes = [o for batch in out for o in batch]
+        assert outcomes.count(CreateOutcome.CREATED) == 5
+        assert stores[0].count_jobs(tenant="acme") == 5
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_two_connections_claim_disjoint_rows_without_waiting(postgres_dsn: str) -> None:
+    a, b = PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
+    try:
+        create(a, *(new_job() for _ in range(10)))
+        # a claim transaction held open on connection A: B skips its rows instead of waiting
+        conn, _ = a._connection()
+        conn.execute("BEGIN")
+        held = conn.execute(q.CLAIM_SELECT, {"buckets": ALL_BUCKETS, "now": T0, "until": T0, "limit": 4}).fetchall()
+        began = time.monotonic()
+        res_b = claim_all(b, T0)
+        assert time.monotonic() - began < 2
+        assert res_b.jobs_claimed == 6
+        assert not {e.job_id for e in res_b.executions} & {r[0] for r in held}
+        conn.execute("ROLLBACK")
+        assert claim_all(b, T0).jobs_claimed == 4  # rolled back: still due, nothing lost
+        assert b.count_executions() == 10
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_completion_waits_for_an_effect_being_recorded(postgres_dsn: str) -> None:
+    """record_effect holds the execution row (FOR SHARE) until it commits, so an effect is
+    never recorded under a lease that a concurrent completion has already ended."""
+    a, b = PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
+    try:
+        nj = one_off(T0)
+        create(a, nj)
+        [ex] = claim_all(a, T0).executions
+        g = start(a, ex.execution_id, T0)
+        conn, _ = a._connection()
+        conn.execute("BEGIN")
+        conn.execute(q.EXECUTION_LEASE, {"id": g.execution_id})
+        done: list[Any] = []
+        t = threading.Thread(target=lambda: done.append(
+            b.complete_executions([Completion(g.execution_id, "w1", g.lease_epoch, Outcome.SUCCEEDED)], T0 + 1)))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive() and done == []  # waiting for the row
+        conn.execute("COMMIT")
+        t.join(10)
+        assert done and done[0][0].status.value == "SUCCEEDED"
+    finally:
+        a.close()
+        b.close()
+
+
+# ---------------------------------------------------------------- stored data
+
+
+def test_json_comes_back_as_submitted(pg_store: PostgresStore) -> None:
+    nj = new_job(payload={"z": 1, "a": [1.5, None, "ü"], "m": {"y": True, "b": 2}})
+    create(pg_store, nj)
+    job = pg_store.get_job(nj.job_id)
+    assert job is not None and json.dumps(job.spec.payload) == json.dumps(nj.spec.payload)  # key order too
+
+
+def test_nul_characters_in_output_are_stored_not_refused(pg_store: PostgresStore) -> None:
+    nj = one_off(T0)
+    create(pg_store, nj)
+    [ex] = claim_all(pg_store, T0).executions
+    g = start(pg_store, ex.execution_id, T0)
+    [res] = pg_store.complete_executions(
+        [Completion(g.execution_id, "w1", g.lease_epoch, Outcome.FAILED, error="bad\x00byte", output="a\x00b")], T0 + 1
+    )
+    assert res.verdict.value == "ok"
+    stored = pg_store.get_execution(g.execution_id)
+    assert stored is not None and stored.output == "a\ufffdb" and stored.error == "bad\ufffdbyte"
+
+
+def test_a_schedule_that_no_longer_parses_pauses_its_job(pg_store: PostgresStore, postgres_dsn: str) -> None:
+    good, bad = new_job(), new_job()
+    create(pg_store, good, bad)
+    sql(postgres_dsn, "UPDATE jobs SET schedule = 'not a cron' WHERE id = %s", (bad.job_id,))
+    res = claim_all(pg_store, T0)
+    assert [e.job_id for e in res.executions] == [good.job_id]
+    [skip] = res.skipped
+    assert skip.job_id == bad.job_id and skip.reason is not None and skip.reason.startswith("schedule error")
+    job = pg_store.get_job(bad.job_id)
+    assert job is not None and job.status.value == "PAUSED"
+    assert claim_all(pg_store, T0 + MIN).jobs_claimed == 1
+
+
+def test_hot_queries_use_their_indexes(pg_store: PostgresStore) -> None:
+    conn, _ = pg_store._connection()
+
+    def plan(query: str, args: dict[str, Any]) -> str:
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SET LOCAL enable_seqscan = off")  # tiny tables: ask which index it would use
+            return " ".join(r[0] for r in conn.execute("EXPLAIN " + query, args))
+        finally:
+            conn.execute("ROLLBACK")
+
+    b = {"buckets": [1, 2, 3]}
+    assert "jobs_due" in plan(q.CLAIM_SELECT, {**b, "now": T0, "until": T0, "limit": 10})
+    assert "jobs_due" in plan(q.DUE_JOBS, {**b, "until": T0, "limit": 10})
+    assert "jobs_due" in plan(q.NEXT_DUE_AT, b)
+    assert "executions_ready" in plan(q.READY_EXECUTIONS, {"now": T0, "after_at": 0, "after_id": "", "limit": 10})
+    assert "executions_ready" in plan(q.NEXT_AVAILABLE_AT, {})
+    assert "executions_running" in plan(q.EXPIRED_LEASES, {"now": T0, "limit": 10})
+    assert "executions_worker" in plan(q.RUNNING_FOR_WORKER, {"worker": "w"})
+    assert "executions_guarded" in plan(q.GUARDED_LIVE, {"ids": ["j"]})
+    assert "executions_tick" in plan(q.LIST_EXECUTIONS, {"job_id": "j", "before": T0, "limit": 10, "tenant": None})
+    assert "executions_dead" in plan(q.LIST_DEAD, {"after": "", "tenant": None, "limit": 10})
+
+
+# ---------------------------------------------------------------- two processes racing
+
+
+RACE_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from cronwheel.store.postgres import PostgresStore
+
+    dsn, out, t0, step, steps, limit = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7])
+    store = PostgresStore.open(dsn)
+    print("ready", flush=True)
+    assert sys.stdin.readline().strip() == "go"
+    claimed, skipped, transactions = [], [], 0
+    for i in range(steps):
+        now = t0 + i * step
+        while True:
+            res = store.claim_due(range(64), now, limit)
+            transactions += 1
+            claimed += [e.execution_id for e in res.executions]
+            skipped += [e.execution_id for e in res.skipped]
+            if res.jobs_claimed < limit:
+                break
+    store.close()
+    with open(out, "w") as f:
+        json.dump({"claimed": claimed, "skipped": skipped, "transactions": transactions}, f)
+    """
+)
+
+
+def test_two_processes_claim_every_tick_exactly_once(postgres_dsn: str, tmp_path: Path) -> None:
+    """Like tests/integration/test_sqlite_claim_race.py, on PostgreSQL: two OS processes claim
+    the same buckets at once through FOR NO KEY UPDATE SKIP LOCKED. No tick twice, none lost."""
+    step, steps, n_jobs, limit = 1_000, 20, 150, 16
+    text = "* * * * * *"
+    jobs = [NewJob(f"race{i:04d}", JobSpec(target={"command": "true"}, schedule=text, misfire=MisfirePolicy.RUN_ALL),
+                   T0 + (i % 5) * step) for i in range(n_jobs)]  # fmt: skip
+    s = PostgresStore.open(postgres_dsn)
+    s.create_jobs(jobs, T0 - 60_000)
+    s.close()
+
+    outs = [tmp_path / f"out{k}.json" for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE_WORKER, postgres_dsn, str(out), str(T0), str(step), str(steps), str(limit)],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        for out in outs
+    ]  # fmt: skip
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in procs:
+            p.communicate(timeout=90)
+            assert p.returncode == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    results = [json.loads(out.read_text()) for out in outs]
+    end = T0 + (steps - 1) * step
+    expected = set()
+    for job in jobs:
+        tick: int | None = job.next_run_at
+        while tick is not None and tick <= end:
+            expected.add(f"{job.job_id}:{tick}")
+            tick = schedule.next_fire(text, job.job_id, "UTC", tick)
+    a, b = (set(r["claimed"]) for r in results)
+    assert len(a) == len(results[0]["claimed"]) and len(b) == len(results[1]["claimed"])
+    assert not a & b, f"{len(a & b)} ticks claimed twice, e.g. {sorted(a & b)[:3]}"
+    assert a | b == expected, f"lost: {sorted(expected - (a | b))[:3]}, extra: {sorted((a | b) - expected)[:3]}"
+    assert results[0]["skipped"] == results[1]["skipped"] == []
+    assert a and b, (len(a), len(b))  # both really took part
+
+    s = PostgresStore.open(postgres_dsn)
+    try:
+        assert s.count_executions() == len(expected)
+        assert {j.next_run_at for j in s.list_jobs(limit=1000)} == {end + step}
+    finally:
+        s.close()
+
+
+
+def test_a_held_row_lock_makes_the_store_unavailable_not_stuck(postgres_dsn: str) -> None:
+    s = PostgresStore.open(postgres_dsn, lock_timeout_ms=200)
+    blocker = psycopg.connect(postgres_dsn, autocommit=True)
+    try:
+        [jid] = create(s, new_job())
+        blocker.execute("BEGIN")
+        blocker.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (jid,))
+        began = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            s.cancel_job(jid, T0)
+        assert time.monotonic() - began < 5
+        assert s.count_jobs() == 1  # readers are not blocked
+        assert claim_all(s, T0).jobs_claimed == 0  # the claim skips the locked row, it does not wait
+        blocker.execute("ROLLBACK")
+        assert s.cancel_job(jid, T0) is not None  # the same store goes on
+    finally:
+        blocker.close()
+        s.close()

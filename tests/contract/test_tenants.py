@@ -1,0 +1,212 @@
+"""The store contract for tenants, API tokens and the registered-jobs quota.
+
+Written against ``Store`` only: every backend in ``BACKENDS`` runs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from cronwheel.core.model import JobStatus
+from cronwheel.core.tenants import (
+    ApiToken,
+    Role,
+    Tenant,
+    hash_token,
+    new_token_id,
+    new_token_secret,
+)
+from cronwheel.store.base import CreateOutcome, NewJob, Store, StoreError
+from tests.contract.conftest import MIN, T0, create, new_job
+
+
+def capped(max_jobs: int, **kw) -> NewJob:
+    nj = new_job(**kw)
+    nj.max_jobs = max_jobs
+    return nj
+
+
+def token(role: Role = Role.TENANT, tenant: str | None = "acme", name: str | None = None) -> tuple[str, ApiToken]:
+    secret = new_token_secret()
+    return secret, ApiToken(new_token_id(), hash_token(secret), role, tenant, name)
+
+
+# ---------------------------------------------------------------- tenants
+
+
+def test_there_is_always_a_default_tenant(store: Store) -> None:
+    (default,) = store.list_tenants()
+    assert default.name == "default" and default.weight == 1
+    assert default.max_running is None and default.max_jobs is None and default.submit_rate is None
+    assert default.allow_shell is False and default.http_allow == ()
+    assert store.get_tenant("default") == default
+    assert store.get_tenant("nobody") is None
+
+
+def test_create_tenant_stores_every_setting(store: Store) -> None:
+    t = Tenant(
+        "acme", weight=3, max_running=2, max_jobs=10, submit_rate=2.5, submit_burst=5,
+        allow_shell=True, http_allow=("api.example.com", "*.acme.test"), created_at=1, updated_at=2,
+    )
+    created = store.create_tenant(t, T0)
+    assert created == Tenant(
+        "acme", 3, 2, 10, 2.5, 5, True, ("api.example.com", "*.acme.test"), created_at=T0, updated_at=T0
+    )
+    assert store.get_tenant("acme") == created
+    assert [x.name for x in store.list_tenants()] == ["acme", "default"]
+
+
+def test_create_tenant_twice_changes_nothing(store: Store) -> None:
+    first = store.create_tenant(Tenant("acme", weight=2), T0)
+    assert store.create_tenant(Tenant("acme", weight=9), T0 + MIN) is None
+    assert store.get_tenant("acme") == first
+
+
+def test_update_tenant_changes_only_what_is_named(store: Store) -> None:
+    store.create_tenant(Tenant("acme", weight=2, max_running=5, submit_rate=1.0), T0)
+    updated = store.update_tenant("acme", {"max_running": 1, "http_allow": ("a.example",)}, T0 + MIN)
+    assert updated is not None
+    assert (updated.weight, updated.max_running, updated.submit_rate, updated.http_allow) == (2, 1, 1.0, ("a.example",))
+    assert (updated.created_at, updated.updated_at) == (T0, T0 + MIN)
+    cleared = store.update_tenant("acme", {"max_running": None, "submit_rate": None, "allow_shell": True}, T0 + 2 * MIN)
+    assert cleared is not None
+    assert cleared.max_running is None and cleared.submit_rate is None and cleared.allow_shell is True
+    assert store.get_tenant("acme") == cleared
+    assert store.update_tenant("nobody", {"weight": 2}, T0) is None
+    with pytest.raises(ValueError):
+        store.update_tenant("acme", {"name": "evil"}, T0)
+    assert store.get_tenant("acme") == cleared
+
+
+def test_the_default_tenant_can_be_configured_too(store: Store) -> None:
+    updated = store.update_tenant("default", {"weight": 4}, T0)
+    assert updated is not None and updated.weight == 4
+
+
+def test_submitting_for_an_unknown_tenant_creates_it_with_defaults(store: Store) -> None:
+    create(store, new_job(tenant="fresh"))
+    fresh = store.get_tenant("fresh")
+    assert fresh is not None and fresh.weight == 1 and fresh.max_jobs is None
+    # and an explicit create afterwards does not overwrite it
+    assert store.create_tenant(Tenant("fresh", weight=7), T0) is None
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def test_tokens_are_found_by_hash_and_listed(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    s1, t1 = token(name="ci")
+    s2, t2 = token(Role.WORKER)
+    s3, t3 = token(Role.ADMIN, None)
+    assert store.create_token(t1, T0)
+    assert store.create_token(t2, T0 + 1)
+    assert store.create_token(t3, T0 + 2)
+    found = store.get_token_by_hash(hash_token(s1))
+    assert found is not None
+    assert (found.token_id, found.role, found.tenant, found.name, found.created_at, found.revoked_at) == (
+        t1.token_id, Role.TENANT, "acme", "ci", T0, None,
+    )
+    assert store.get_token_by_hash(hash_token(s3)).role is Role.ADMIN  # type: ignore[union-attr]
+    assert store.get_token_by_hash(hash_token(new_token_secret())) is None
+    assert [t.token_id for t in store.list_tokens()] == [t1.token_id, t2.token_id, t3.token_id]
+    assert [t.token_id for t in store.list_tokens("acme")] == [t1.token_id, t2.token_id]
+    assert store.list_tokens("nobody") == []
+    assert all(t.token_hash not in (s1, s2, s3) for t in store.list_tokens())
+
+
+def test_a_token_needs_an_existing_tenant(store: Store) -> None:
+    _, t = token(tenant="ghost")
+    assert store.create_token(t, T0) is False
+    assert store.list_tokens() == []
+
+
+def test_roles_and_tenants_must_agree(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    with pytest.raises(ValueError):
+        store.create_token(token(Role.ADMIN, "acme")[1], T0)
+    with pytest.raises(ValueError):
+        store.create_token(token(Role.TENANT, None)[1], T0)
+    assert store.list_tokens() == []
+
+
+def test_token_ids_and_hashes_are_unique(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    _, t = token()
+    assert store.create_token(t, T0)
+    with pytest.raises(StoreError):
+        store.create_token(ApiToken(t.token_id, hash_token("other"), Role.TENANT, "acme"), T0)
+    with pytest.raises(StoreError):
+        store.create_token(ApiToken(new_token_id(), t.token_hash, Role.TENANT, "acme"), T0)
+    assert len(store.list_tokens()) == 1
+
+
+def test_revoke_keeps_the_first_time_and_the_row(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    secret, t = token()
+    store.create_token(t, T0)
+    revoked = store.revoke_token(t.token_id, T0 + MIN)
+    assert revoked is not None and revoked.revoked_at == T0 + MIN and not revoked.active
+    again = store.revoke_token(t.token_id, T0 + 2 * MIN)
+    assert again is not None and again.revoked_at == T0 + MIN
+    found = store.get_token_by_hash(hash_token(secret))
+    assert found is not None and found.revoked_at == T0 + MIN
+    assert store.revoke_token("tk_0000000000000000", T0) is None
+
+
+def test_tokens_survive_reopening(store_factory) -> None:
+    s = store_factory()
+    s.create_tenant(Tenant("acme", max_running=3), T0)
+    secret, t = token()
+    s.create_token(t, T0)
+    s.close()
+    again = store_factory()
+    assert again.get_token_by_hash(hash_token(secret)) is not None
+    assert again.get_tenant("acme").max_running == 3  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- the registered-jobs quota
+
+
+def test_max_jobs_refuses_beyond_the_quota_in_one_batch(store: Store) -> None:
+    jobs = [capped(2, tenant="acme") for _ in range(3)]
+    results = store.create_jobs(jobs, T0)
+    assert [r.outcome for r in results] == [CreateOutcome.CREATED, CreateOutcome.CREATED, CreateOutcome.QUOTA_EXCEEDED]
+    assert results[2].job_id is None
+    assert store.count_jobs(tenant="acme") == 2
+    assert store.get_job(jobs[2].job_id) is None
+
+
+def test_max_jobs_counts_committed_and_in_batch_jobs_of_that_tenant_only(store: Store) -> None:
+    create(store, new_job(tenant="acme"), new_job(tenant="other"), new_job(tenant="other"))
+    plain = new_job(tenant="acme")  # no quota on this one, but it counts for the next
+    results = store.create_jobs([plain, capped(2, tenant="acme")], T0)
+    assert [r.outcome for r in results] == [CreateOutcome.CREATED, CreateOutcome.QUOTA_EXCEEDED]
+    assert store.create_jobs([capped(3, tenant="other")], T0)[0].outcome is CreateOutcome.CREATED
+
+
+def test_cancelled_and_completed_jobs_do_not_count(store: Store) -> None:
+    (a, b) = create(store, new_job(tenant="acme"), new_job(tenant="acme"))
+    store.cancel_job(a, T0)
+    store.set_job_status(b, [JobStatus.ACTIVE], JobStatus.PAUSED, T0)
+    assert store.create_jobs([capped(2, tenant="acme")], T0)[0].outcome is CreateOutcome.CREATED  # b (paused) + this
+    assert store.create_jobs([capped(2, tenant="acme")], T0)[0].outcome is CreateOutcome.QUOTA_EXCEEDED
+
+
+def test_a_replay_is_answered_even_at_the_quota(store: Store) -> None:
+    (created,) = store.create_jobs([capped(1, tenant="acme", key="k1", request_hash="h1")], T0)
+    assert created.outcome is CreateOutcome.CREATED
+    (again,) = store.create_jobs([capped(1, tenant="acme", key="k1", request_hash="h1")], T0)
+    assert again.outcome is CreateOutcome.REPLAYED and again.job_id == created.job_id
+    assert store.create_jobs([capped(1, tenant="acme", key="k2", request_hash="h2")], T0)[0].outcome is CreateOutcome.QUOTA_EXCEEDED
+    # a refused key was not recorded: once there is room, the same key creates the job
+    store.cancel_job(str(created.job_id), T0)
+    assert store.create_jobs([capped(1, tenant="acme", key="k2", request_hash="h2")], T0)[0].outcome is CreateOutcome.CREATED
+
+
+def test_idempotency_keys_are_scoped_per_tenant(store: Store) -> None:
+    a = new_job(tenant="acme", key="same", request_hash="ha")
+    b = new_job(tenant="beta", key="same", request_hash="hb")
+    ra, rb = store.create_jobs([a, b], T0)
+    assert ra.outcome is rb.outcome is CreateOutcome.CREATED
+    assert ra.job_id != rb.job_id
+    assert store.get_job(str(ra.job_id), tenant="beta") is None

@@ -1,0 +1,89 @@
+"""A real ``cronwheel serve --store postgresql://…``: the product on the cluster store, one
+node (several nodes sharing buckets are cluster mode, tested with it)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.postgres
+
+
+def succeeded(daemon: Daemon, job_id: str) -> list[dict]:
+    return [e for e in daemon.executions(job_id) if e["status"] == "SUCCEEDED"]
+
+
+@pytest.fixture
+def pg_daemon(make_daemon: Callable[..., Daemon], postgres_dsn: str) -> Daemon:
+    return make_daemon(args=("--store", postgres_dsn))
+
+
+def test_serve_on_postgres_runs_cron_and_one_off_jobs(pg_daemon: Daemon, tmp_path: Path) -> None:
+    d = pg_daemon
+    assert d.event("node.started")["store"] == "postgresql"  # type: ignore[index]
+    store = d.status()["store"]
+    assert store["kind"] == "postgresql" and store["synchronousCommit"] == "on"
+
+    out = tmp_path / "ticks.txt"
+    job = d.add_job({"schedule": "* * * * * *", "command": f'echo "$CRONWHEEL_SCHEDULED_AT $CRONWHEEL_LEASE_EPOCH" >> {out}'})
+    once = tmp_path / "once.txt"
+    res = d.cli("add", "--json", "+2s", "--", "sh", "-c", f"echo once >> {once}")
+    assert res.returncode == 0, res.stderr
+    one_off = json.loads(res.stdout)["jobId"]
+
+    wait_for(lambda: len(succeeded(d, job["jobId"])) >= 3, timeout=30, what="3 successful ticks")
+    wait_for(lambda: succeeded(d, one_off), timeout=20, what="the one-off to run")
+    wait_for(lambda: d.get(f"/v1/jobs/{one_off}").json()["status"] == "COMPLETED", timeout=10)
+    assert d.request("DELETE", f"/v1/jobs/{job['jobId']}").status == 200
+
+    executions = d.executions(job["jobId"])
+    ok = [e for e in executions if e["status"] == "SUCCEEDED"]
+    ids = [e["executionId"] for e in executions]
+    assert len(ids) == len(set(ids)), "one execution per tick"
+    assert all(e["leaseEpoch"] == 1 and e["attempt"] == 1 for e in ok)
+    ms = sorted(int(e["executionId"].rsplit(":", 1)[1]) for e in ok)
+    assert all(b - a == 1000 for a, b in itertools.pairwise(ms)), "no tick skipped"
+    file_ticks = [line.split()[0] for line in out.read_text().splitlines()]
+    assert len(file_ticks) == len(set(file_ticks)) >= len(ok)
+
+    assert once.read_text() == "once\n"
+    assert len(d.executions(one_off)) == 1
+
+
+def test_idempotent_submission_on_postgres(pg_daemon: Daemon) -> None:
+    body = {"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"}
+    first = pg_daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "k-1"})
+    again = pg_daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "k-1"})
+    assert first.status == again.status == 201 and first.json() == again.json()
+    other = pg_daemon.post("/v1/jobs", {**body, "command": "false"}, headers={"Idempotency-Key": "k-1"})
+    assert other.status == 422
+
+
+def test_a_stopped_server_is_a_503_with_retry_after_then_service_resumes(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn()))
+        before = d.add_job({"schedule": "0 0 1 1 *", "command": "true"})
+        cluster.stop("fast")
+        r = d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "command": "true"})
+        assert r.status == 503, r
+        retry_after = r.headers.get("Retry-After")
+        assert d.get(f"/v1/jobs/{before['jobId']}").status == 503
+        cluster.start()
+        # the stores reconnect on their next call: no restart of the daemon
+        after = wait_for(lambda: (r := d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "command": "true"})).status == 201 and r,
+                         timeout=20, what="the API to accept jobs again")
+        assert after.json()["jobId"] != before["jobId"]
+        assert d.get(f"/v1/jobs/{before['jobId']}").status == 200
+        d.stop()
+    assert retry_after == "1"

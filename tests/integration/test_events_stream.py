@@ -1,0 +1,180 @@
+"""GET /v1/events and `cronwheel logs [-f]` against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
+
+
+def ndjson(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in body.decode().splitlines() if line.strip()]
+
+
+def ran(d: Daemon, job_id: str) -> bool:
+    return any(e["status"] == "SUCCEEDED" for e in d.executions(job_id))
+
+
+class Lines:
+    """Lines of a pipe, read by a thread, so the test can wait on them with a deadline."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self.closed = False
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+        self.closed = True
+
+    def having(self, text: str) -> list[str]:
+        return [line for line in list(self.lines) if text in line]
+
+
+@pytest.fixture
+def follow(daemon: Daemon) -> Iterator[Callable[..., tuple[subprocess.Popen[str], Lines]]]:
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> tuple[subprocess.Popen[str], Lines]:
+        # as Daemon.cli: over TCP the CLI reads the admin token from the data dir
+        env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": daemon.url, "CRONWHEEL_DATA_DIR": str(daemon.data_dir)}
+        env.pop("CRONWHEEL_TOKEN", None)
+        p = subprocess.Popen([sys.executable, "-m", "cronwheel", "logs", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        procs.append(p)
+        assert p.stdout is not None
+        return p, Lines(p.stdout)
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+        for stream in (p.stdout, p.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_tail_filters_by_job_event_since_and_n(daemon: Daemon) -> None:
+    a = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true"})
+    b = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true"})
+    wait_for(lambda: ran(daemon, a["jobId"]) and ran(daemon, b["jobId"]), 20)
+
+    r = daemon.get("/v1/events")
+    assert r.status == 200 and r.headers["Content-Type"].startswith("application/x-ndjson")
+    events = ndjson(r.body)
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(seqs) and {"node.started", "execution.started"} <= {e["event"] for e in events}
+
+    only_a = ndjson(daemon.get(f"/v1/events?job={a['jobId']}").body)
+    assert [e["event"] for e in only_a if e["event"].startswith("execution.")] == ["execution.started", "execution.succeeded"]
+    assert all(e.get("jobId") == a["jobId"] or e["executionId"].startswith(a["jobId"] + ":") for e in only_a)
+    assert {e["event"] for e in ndjson(daemon.get("/v1/events?event=execution.").body)} == {"execution.started", "execution.succeeded"}
+    assert len(ndjson(daemon.get("/v1/events?n=2").body)) == 2
+    assert ndjson(daemon.get("/v1/events?n=0").body) == []
+    assert ndjson(daemon.get("/v1/events?since=2099-01-01T00:00:00Z").body) == []
+    everything = {e["seq"] for e in ndjson(daemon.get("/v1/events?n=10000").body)}
+    assert everything <= {e["seq"] for e in ndjson(daemon.get("/v1/events?since=1h&n=10000").body)}
+    for bad in ("since=yesterday", "n=-1", "n=99999", "follow=maybe"):
+        r = daemon.get(f"/v1/events?{bad}")
+        assert r.status == 400 and r.json()["code"] == "invalid_query", (bad, r)
+
+
+def test_follow_streams_new_events_then_ends_when_the_daemon_stops(daemon: Daemon) -> None:
+    parts = urlsplit(daemon.url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=20)
+    auth = f"Authorization: Bearer {daemon.admin_token}\r\n".encode()
+    sock.sendall(b"GET /v1/events?follow=1&n=1 HTTP/1.1\r\nHost: x\r\n" + auth + b"Connection: close\r\n\r\n")
+    reader = sock.makefile("rb")
+    status = reader.readline()
+    assert b" 200 " in status
+    while reader.readline() not in (b"\r\n", b""):
+        pass  # headers
+    received: list[dict[str, Any]] = []
+
+    def read_chunks() -> None:  # chunked transfer encoding: size line, data, CRLF
+        buf = b""
+        while True:
+            size_line = reader.readline()
+            if not size_line or int(size_line.strip(), 16) == 0:
+                return
+            buf += reader.read(int(size_line.strip(), 16))
+            reader.readline()
+            *complete, buf = buf.split(b"\n")
+            received.extend(json.loads(x) for x in complete if x.strip())
+
+    t = threading.Thread(target=read_chunks, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: len(received) >= 1, 10, what="the one past event")
+        job = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true"})
+        wait_for(lambda: any(e["event"] == "execution.succeeded" for e in received), 20, what="live events")
+        assert any(e["event"] == "job.created" and e["jobId"] == job["jobId"] for e in received)
+        seqs = [e["seq"] for e in received]
+        assert seqs == sorted(set(seqs)), "no duplicates between the tail and the live events"
+        assert daemon.stop(timeout=30) == 0  # an open follower does not hold the shutdown up
+        t.join(10)
+        assert not t.is_alive(), "the stream ended with the daemon"
+        assert any(e["event"] == "node.stopping" for e in received)
+    finally:
+        reader.close()
+        sock.close()
+
+
+def test_cli_logs_tail_follow_and_execution_output(daemon: Daemon, follow) -> None:  # type: ignore[no-untyped-def]
+    job = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "echo hello-from-job", "name": "hello"})
+    wait_for(lambda: ran(daemon, job["jobId"]), 20)
+    xid = daemon.executions(job["jobId"])[0]["executionId"]
+
+    res = daemon.cli("logs", "-n", "5")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 5 and all(line[:4].isdigit() and line[23] == "Z" for line in lines)
+    res = daemon.cli("logs", "--job", "hello", "--json")
+    assert res.returncode == 0, res.stderr
+    events = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["job.created", "execution.started", "execution.succeeded"]
+    # an execution id (it has a ':') still shows the execution's output
+    res = daemon.cli("logs", xid)
+    assert res.returncode == 0 and res.stdout == "hello-from-job\n", res
+    res = daemon.cli("logs", "hello")  # a job without event options: its latest run's output
+    assert res.stdout == "hello-from-job\n"
+    res = daemon.cli("logs", xid, "-f")
+    assert res.returncode == 2 and "not both" in res.stderr
+    res = daemon.cli("logs", "--since", "yesterday")
+    assert res.returncode == 2 and "--since" in res.stderr
+
+    p, out = follow("-f", "--job", "hello", "-n", "1")
+    q, every = follow("-f", "--json")
+    # each has printed its tail, so each is subscribed: nothing from here on can be missed
+    def tails() -> bool:
+        for proc in (p, q):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else proc.returncode
+        return bool(out.lines and every.lines)
+
+    wait_for(tails, 20, what="both followers' tails")
+    assert len(out.lines) == 1 and "execution.succeeded" in out.lines[0]
+    out.lines.clear()
+    other = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true", "name": "other"})
+    wait_for(lambda: any(other["jobId"] in line and "execution.succeeded" in line for line in every.lines), 20, what="live events in -f --json")
+    assert all(json.loads(line)["event"] for line in every.lines)
+    assert daemon.post(f"/v1/jobs/{job['jobId']}/trigger").status == 202  # hello runs again
+    wait_for(lambda: out.having("execution.succeeded"), 20, what="the --job follower to see its run")
+    assert out.having("job.triggered") and out.having("execution.started")
+    assert not any(other["jobId"] in line for line in out.lines), "the --job follower sees only its job"
+    daemon.stop()
+    wait_for(lambda: p.poll() is not None and q.poll() is not None, 20, what="followers to end with the daemon")
+    assert p.returncode == 0 and q.returncode == 0

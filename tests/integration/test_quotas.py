@@ -1,0 +1,114 @@
+"""Tenant quotas against a real daemon: a tenant at its running quota waits (PENDING, one
+``tenant.quota_wait`` event, never dropped) while others run; registered-jobs and
+submissions-per-second quotas answer 429 (the latter with Retry-After); nothing acknowledged
+is lost."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+
+def make_tenant(d: Daemon, name: str, **settings: Any) -> str:
+    r = d.post("/v1/tenants", {"name": name, **settings})
+    assert r.status == 201, r
+    r = d.post("/v1/tokens", {"tenant": name})
+    assert r.status == 201, r
+    return str(r.json()["token"])
+
+
+def statuses(d: Daemon, token: str, job_ids: list[str]) -> list[str]:
+    out = []
+    for job_id in job_ids:
+        out += [e["status"] for e in d.get(f"/v1/jobs/{job_id}/executions", token=token).json()["executions"]]
+    return out
+
+
+def test_a_tenant_at_its_running_quota_waits_while_others_run(make_daemon: Any, tmp_path: Path) -> None:
+    d: Daemon = make_daemon(workers=2, slots=4)
+    capped = make_tenant(d, "capped", maxRunning=1, allowShell=True)
+    other = make_tenant(d, "other", allowShell=True)
+    gate = tmp_path / "gate"
+    hold = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    jobs = [d.post("/v1/jobs", {"runAt": "2000-01-01T00:00:00Z", "command": hold}, token=capped).json()["jobId"] for _ in range(3)]
+    wait_for(lambda: statuses(d, capped, jobs).count("RUNNING") == 1, 20, what="one of capped's jobs to run")
+    wait_for(lambda: d.event("tenant.quota_wait", tenant="capped"), 20, what="the quota_wait event")
+
+    # the others wait, durably PENDING, while another tenant's job runs at once
+    done = tmp_path / "other-ran"
+    d.post("/v1/jobs", {"runAt": "2000-01-01T00:00:00Z", "command": f"touch {done}"}, token=other)
+    wait_for(done.exists, 20, what="the other tenant's job to run while capped waits")
+    assert sorted(statuses(d, capped, jobs)) == ["PENDING", "PENDING", "RUNNING"]
+    (row,) = [t for t in d.get("/v1/tenants").json()["tenants"] if t["name"] == "capped"]
+    assert (row["running"], row["queued"], row["quotaWaiting"]) == (1, 2, True)
+    wait = d.event("tenant.quota_wait", tenant="capped")
+    assert wait is not None and (wait["running"], wait["maxRunning"]) == (1, 1)
+    assert len(d.events("tenant.quota_wait")) == 1, "one event per episode, not one per look"
+
+    # raising the quota lets the waiting ones start at once; the gate lets all finish
+    assert d.request("PATCH", "/v1/tenants/capped", {"maxRunning": 3}).status == 200
+    wait_for(lambda: statuses(d, capped, jobs).count("RUNNING") == 3, 20, what="the raised quota to apply")
+    gate.touch()
+    wait_for(lambda: statuses(d, capped, jobs) == ["SUCCEEDED"] * 3, 30, what="all three to succeed")
+    assert all(e["attempt"] == 1 for j in jobs for e in d.executions(j)), "waiting was not a failure"
+
+
+def test_the_running_quota_holds_under_a_burst(make_daemon: Any, tmp_path: Path) -> None:
+    d: Daemon = make_daemon(workers=2, slots=8)
+    tok = make_tenant(d, "bursty", maxRunning=2, allowShell=True)
+    log = tmp_path / "concurrency.log"
+    # each run records how many runs of this tenant were running when it started
+    cmd = (f"echo start >> {log}; n=$(grep -c start {log}); e=$(grep -c end {log} || true); "
+           f"echo \"$((n - e))\" >> {tmp_path / 'seen'}; sleep 0.2; echo end >> {log}")
+    jobs = [d.post("/v1/jobs", {"runAt": "2000-01-01T00:00:00Z", "command": cmd}, token=tok).json()["jobId"] for _ in range(8)]
+    wait_for(lambda: statuses(d, tok, jobs) == ["SUCCEEDED"] * 8, 60, what="the burst to drain")
+    seen = [int(x) for x in (tmp_path / "seen").read_text().split()]
+    assert len(seen) == 8 and max(seen) <= 2, seen
+
+
+def test_max_jobs_is_a_429_and_a_replay_still_answers(daemon: Daemon) -> None:
+    tok = make_tenant(daemon, "small", maxJobs=2)
+    body = {"schedule": "0 0 1 1 *", "http": {"url": "https://example.org/"}}
+    first = daemon.post("/v1/jobs", body, token=tok, headers={"Idempotency-Key": "a"})
+    second = daemon.post("/v1/jobs", {**body, "schedule": "0 0 2 1 *"}, token=tok)
+    assert first.status == second.status == 201
+    third = daemon.post("/v1/jobs", {**body, "schedule": "0 0 3 1 *"}, token=tok)
+    assert third.status == 429, third
+    problem = third.json()
+    assert problem["code"] == "quota_exceeded" and problem["quota"] == "maxJobs" and "maxJobs" in problem["detail"]
+    replay = daemon.post("/v1/jobs", body, token=tok, headers={"Idempotency-Key": "a"})
+    assert replay.status == 201 and replay.json() == first.json(), "an acknowledged job is never refused"
+    assert daemon.request("DELETE", f"/v1/jobs/{second.json()['jobId']}", token=tok).status == 200
+    assert daemon.post("/v1/jobs", {**body, "schedule": "0 0 3 1 *"}, token=tok).status == 201
+    assert len(daemon.get("/v1/jobs", token=tok).json()["jobs"]) == 3  # two active + the cancelled one
+
+
+def test_submissions_per_second_are_a_429_with_retry_after(daemon: Daemon) -> None:
+    tok = make_tenant(daemon, "chatty", submitRate=1, submitBurst=2)
+    body = {"schedule": "0 0 1 1 *", "http": {"url": "https://example.org/"}}
+    accepted: list[str] = []
+    refused = None
+    for _ in range(3):
+        r = daemon.post("/v1/jobs", body, token=tok)
+        if r.status == 201:
+            accepted.append(r.json()["jobId"])
+        else:
+            refused = r
+    assert len(accepted) == 2 and refused is not None and refused.status == 429, refused
+    assert refused.headers["Retry-After"] == "1"
+    assert refused.json()["quota"] == "submitRate" and 0 < refused.json()["retryAfterSec"] <= 1
+    assert daemon.event("tenant.rate_limited", tenant="chatty")
+    # other tenants are not limited by it
+    assert daemon.post("/v1/jobs", body).status == 201
+    # within Retry-After the tenant may submit again (a refusal takes no token)
+    t0 = time.monotonic()
+    again = wait_for(lambda: (r := daemon.post("/v1/jobs", body, token=tok)).status == 201 and r, 5, interval=0.1)
+    assert time.monotonic() - t0 <= int(refused.headers["Retry-After"]) + 0.5
+    accepted.append(again.json()["jobId"])
+    # everything acknowledged is there
+    listed = {j["jobId"] for j in daemon.get("/v1/jobs", token=tok).json()["jobs"]}
+    assert listed == set(accepted)

@@ -1,0 +1,41 @@
+"""When the CLI sends the local admin token on its own: only to the daemon that wrote it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cronwheel.cli.admin import local_admin_token
+
+
+def data_dir(tmp_path: Path, addr: str = "http://127.0.0.1:7878", pid: int | None = None) -> Path:
+    d = tmp_path / "dd"
+    d.mkdir()
+    (d / "admin-token").write_text("cw_secret\n")
+    (d / "http.addr").write_text(addr + "\n")
+    (d / "lock").write_text(f"{pid or os.getpid()}\n")
+    return d
+
+
+def test_the_daemon_that_wrote_it_gets_it(tmp_path: Path) -> None:
+    assert local_admin_token(data_dir(tmp_path), "http://127.0.0.1:7878") == "cw_secret"
+
+
+def test_another_host_or_port_never_does(tmp_path: Path) -> None:
+    d = data_dir(tmp_path)
+    assert local_admin_token(d, "http://127.0.0.1:7879") is None
+    assert local_admin_token(d, "http://example.com:7878") is None
+    assert local_admin_token(d, "http://10.1.2.3:7878") is None
+
+
+def test_a_wildcard_bind_serves_loopback(tmp_path: Path) -> None:
+    d = data_dir(tmp_path, "http://0.0.0.0:7878")
+    assert local_admin_token(d, "http://localhost:7878") == "cw_secret"
+    assert local_admin_token(d, "http://192.168.1.5:7878") is None
+
+
+def test_nothing_when_the_daemon_is_gone(tmp_path: Path) -> None:
+    d = data_dir(tmp_path, pid=2**22 + 12345)  # no such process: the port may be anyone's now
+    assert local_admin_token(d, "http://127.0.0.1:7878") is None
+    (d / "lock").unlink()
+    assert local_admin_token(d, "http://127.0.0.1:7878") is None

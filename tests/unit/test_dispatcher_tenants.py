@@ -1,0 +1,180 @@
+"""The dispatcher's tenant accounting with a fake pool and a fake store: weights from tenant
+settings, the running quota applied at pop time (waiting, never dropping), one
+``tenant.quota_wait`` event per episode, and every way a slot is freed."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+from cronwheel.core.clock import FakeClock
+from cronwheel.core.model import ExecStatus, Execution, Grant, Priority
+from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    HeartbeatResult,
+    LeaseVerdict,
+    Outcome,
+    StartRequest,
+)
+
+T0 = 1_767_225_600_000
+
+
+class FakeStore:
+    def start_executions(self, starts: list[StartRequest], now_ms: int) -> list[Grant]:
+        return [
+            Grant(s.execution_id, s.execution_id.split(":")[0], "x", Priority.DEFAULT, T0, 1, 1, now_ms + 60_000,
+                  60.0, 60.0, {"command": "true"}, None)
+            for s in starts
+        ]
+
+    def complete_executions(self, completions: list[Completion], now_ms: int, rand01: Any = None) -> list[CompletionResult]:
+        return [CompletionResult(c.execution_id, LeaseVerdict.OK, ExecStatus.SUCCEEDED) for c in completions]
+
+    def heartbeat_many(self, beats: list[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
+        return [HeartbeatResult(LeaseVerdict.CANCELLED) for _ in beats]
+
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        return []
+
+
+class FakeRunner:
+    def __init__(self) -> None:
+        self.store = FakeStore()
+
+    async def run(self, fn: Callable[[Any], Any]) -> Any:
+        return fn(self.store)
+
+
+class FakePool:
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.granted: list[str] = []
+
+    def free_slots(self) -> int:
+        return self.slots - len(self.granted)
+
+    def assign(self, n: int) -> list[tuple[str, int]]:
+        return [("w1", min(n, self.free_slots()))] if n and self.free_slots() else []
+
+    def send_grants(self, worker_id: str, grants: list[Grant]) -> None:
+        self.granted += [g.execution_id for g in grants]
+
+    def in_flight(self) -> dict[str, Any]:
+        return {}
+
+    def abort(self, execution_id: str, reason: str) -> bool:
+        return False
+
+
+def make(weights: dict[str, int], quotas: dict[str, int | None], slots: int = 100) -> tuple[Dispatcher, FakePool, io.StringIO]:
+    out = io.StringIO()
+    runner = FakeRunner()
+    d = Dispatcher(
+        FakeClock(T0), runner, runner, EventLog("n", stream=out, fmt="json"),  # type: ignore[arg-type]
+        tenant_weight=lambda t: float(weights.get(t, 1)),
+        tenant_max_running=lambda t: quotas.get(t),
+    )
+    pool = FakePool(slots)
+    d.pool = pool  # type: ignore[assignment]
+    d._completions.start()  # group commit of results (needs the running loop)
+    return d, pool, out
+
+
+def ex(tenant: str, i: int) -> Execution:
+    return Execution(f"j{tenant}{i}:{T0}", f"j{tenant}{i}", tenant, Priority.DEFAULT, T0, ExecStatus.PENDING, available_at=T0)
+
+
+def events(out: io.StringIO, name: str) -> list[dict[str, Any]]:
+    return [r for r in map(json.loads, out.getvalue().splitlines()) if r["event"] == name]
+
+
+def test_a_tenant_at_its_quota_waits_and_others_go_on() -> None:
+    async def main() -> None:
+        d, pool, out = make({}, {"capped": 2})
+        d.add([ex("capped", i) for i in range(5)] + [ex("free", i) for i in range(5)])
+        await d._dispatch(T0)
+        started = [x for x in pool.granted if x.startswith("jcapped")]
+        assert len(started) == 2, "the quota holds"
+        assert len([x for x in pool.granted if x.startswith("jfree")]) == 5, "others are not held up"
+        assert d.running_by_tenant == {"capped": 2, "free": 5}
+        assert len(d.queue) == 3, "the rest wait in the queue, nothing dropped"
+        (wait,) = events(out, "tenant.quota_wait")
+        assert (wait["tenant"], wait["running"], wait["maxRunning"], wait["queued"]) == ("capped", 2, 2, 3)
+        await d._dispatch(T0)  # a second look changes nothing and says nothing new
+        assert len(events(out, "tenant.quota_wait")) == 1
+
+        # one finishes: exactly one more starts, and the episode goes on (still at quota)
+        pool.granted.remove(started[0])
+        await d.on_results("w1", [Completion(started[0], "w1", 1, Outcome.SUCCEEDED)])
+        await d._dispatch(T0)
+        assert d.running_by_tenant["capped"] == 2
+        assert len(d.queue) == 2
+        assert len(events(out, "tenant.quota_resumed")) == 1
+        assert len(events(out, "tenant.quota_wait")) == 2  # a new episode began at once
+
+    asyncio.run(main())
+
+
+def test_every_way_out_frees_the_slot() -> None:
+    async def main() -> None:
+        d, pool, _ = make({}, {"t": 10})
+        d.add([ex("t", i) for i in range(4)])
+        await d._dispatch(T0)
+        a, b, c, e = pool.granted
+        assert d.running_by_tenant["t"] == 4
+        await d.on_results("w1", [Completion(a, "w1", 1, Outcome.FAILED)])  # a result
+        await d.on_worker_lost("w1", [(b, 1)])  # a lost worker
+        assert await d.on_heartbeats("w1", [(c, 1)]) == [(c, "cancelled")]  # a lost lease
+        d.release([e])  # an abort (cancel)
+        d.release([e, "unknown:1"])  # twice, or unknown: no effect
+        assert d.running_by_tenant == {} and d.running == {}
+
+    asyncio.run(main())
+
+
+def test_a_fenced_completion_from_elsewhere_does_not_free_a_slot() -> None:
+    class Fenced(FakeStore):
+        def complete_executions(self, completions: list[Completion], now_ms: int, rand01: Any = None) -> list[CompletionResult]:
+            return [CompletionResult(c.execution_id, LeaseVerdict.LEASE_LOST) for c in completions]
+
+    async def main() -> None:
+        d, pool, _ = make({}, {"t": 1})
+        d.add([ex("t", 0)])
+        await d._dispatch(T0)
+        d.writer.store = Fenced()  # type: ignore[attr-defined]
+        await d.finish([Completion(pool.granted[0], "remote", 7, Outcome.SUCCEEDED)])  # e.g. the HTTP API
+        assert d.running_by_tenant["t"] == 1
+
+    asyncio.run(main())
+
+
+def test_weights_come_from_the_tenant_settings() -> None:
+    async def main() -> None:
+        d, pool, _ = make({"gold": 3}, {}, slots=40)
+        d.add([ex("gold", i) for i in range(100)] + [ex("bronze", i) for i in range(100)])
+        await d._dispatch(T0)
+        gold = sum(1 for x in pool.granted if x.startswith("jgold"))
+        assert gold == 30 and len(pool.granted) == 40
+
+    asyncio.run(main())
+
+
+def test_a_quota_of_zero_holds_everything_and_nothing_is_lost() -> None:
+    async def main() -> None:
+        quotas: dict[str, int | None] = {"t": 0}
+        d, pool, _ = make({}, quotas)
+        d.add([ex("t", i) for i in range(3)])
+        await d._dispatch(T0)
+        assert pool.granted == [] and len(d.queue) == 3
+        quotas["t"] = None  # lifted
+        await d._dispatch(T0)
+        assert len(pool.granted) == 3
+
+    asyncio.run(main())

@@ -1,0 +1,100 @@
+"""NodeMetrics as an EventLog subscriber: which event moves which series (no daemon)."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+from cronwheel.obs.events import EventLog
+from cronwheel.obs.metrics import NodeMetrics
+
+
+def fake_node(log: EventLog) -> SimpleNamespace:
+    """What the scrape-time collector reads from a Node."""
+    return SimpleNamespace(
+        node_id="n1", events=log, pool=None, config=SimpleNamespace(workers=2, slots=4),
+        dispatcher=SimpleNamespace(queue=SimpleNamespace(depth_by_tier=lambda: [1, 2, 3]), delayed=[]),
+        scheduler=SimpleNamespace(buckets=range(64), wheel=[], last_loop_ms=1_000),
+        clock=SimpleNamespace(now_ms=lambda: 1_500), healthy=lambda: True,
+    )
+
+
+def setup() -> tuple[EventLog, NodeMetrics]:
+    log = EventLog("n1", stream=io.StringIO(), fmt="json")
+    return log, NodeMetrics(fake_node(log), log)  # type: ignore[arg-type]
+
+
+def sample(m: NodeMetrics, name: str, **labels: str) -> float:
+    return m.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_an_attempt_is_timed_from_grant_to_result_of_the_same_epoch() -> None:
+    log, m = setup()
+    log.emit("execution.started", executionId="j:1", leaseEpoch=1, attempt=1, lagMs=250)
+    log.emit("execution.retry_scheduled", executionId="j:1", leaseEpoch=1, outcome="failed", status="RETRY_WAIT")
+    log.emit("execution.started", executionId="j:1", leaseEpoch=2, attempt=2, lagMs=90_000)  # backoff: no lag sample
+    log.emit("execution.succeeded", executionId="j:1", leaseEpoch=1, outcome="succeeded", status="SUCCEEDED")  # stale
+    log.emit("lease.fenced", executionId="j:1", leaseEpoch=1, via="completion")  # a zombie: the timer stays
+    log.emit("execution.dead_lettered", executionId="j:1", leaseEpoch=2, outcome="timed_out", status="DEAD")
+    assert sample(m, "cronwheel_executions_started_total") == 2
+    assert sample(m, "cronwheel_dispatch_lag_seconds_count") == 1
+    assert sample(m, "cronwheel_dispatch_lag_seconds_sum") == 0.25
+    assert sample(m, "cronwheel_dispatch_lag_seconds_bucket", le="0.25") == 1
+    assert sample(m, "cronwheel_execution_duration_seconds_count", outcome="failed") == 1
+    assert sample(m, "cronwheel_execution_duration_seconds_count", outcome="timed_out") == 1
+    assert sample(m, "cronwheel_execution_duration_seconds_count", outcome="succeeded") == 0
+    assert sample(m, "cronwheel_retries_total") == 1
+    assert sample(m, "cronwheel_dead_lettered_total") == 1
+    assert sample(m, "cronwheel_fenced_rejections_total", via="completion") == 1
+    assert m._started == {}
+
+
+def test_reaped_leases_skips_fencing_and_lost_workers() -> None:
+    log, m = setup()
+    log.emit("execution.started", executionId="j:2", leaseEpoch=1, attempt=1, lagMs=3)
+    log.emit("lease.expired", executionId="j:2", status="RETRY_WAIT")
+    log.emit("lease.expired", executionId="j:3", status="DEAD")
+    log.emit("execution.skipped", jobId="j", executionId="j:4", reason="overlap: j:2 still running")
+    log.emit("execution.skipped", jobId="j", executionId="j:5", reason="misfire: 12 ticks skipped from a to b")
+    log.emit("lease.fenced", executionId="j:6", leaseEpoch=1, via="heartbeat", reason="lease_lost")
+    log.emit("effect.fenced", executionId="j:6", leaseEpoch=1, key="k")
+    log.emit("worker.lost", worker="w", inFlight=3)
+    assert sample(m, "cronwheel_lease_expirations_total") == 2
+    assert sample(m, "cronwheel_executions_finished_total", outcome="lost") == 2
+    assert sample(m, "cronwheel_retries_total") == 1 and sample(m, "cronwheel_dead_lettered_total") == 1
+    assert sample(m, "cronwheel_skipped_ticks_total", reason="overlap") == 1
+    assert sample(m, "cronwheel_skipped_ticks_total", reason="misfire") == 12
+    assert sample(m, "cronwheel_fenced_rejections_total", via="heartbeat") == 1
+    assert sample(m, "cronwheel_fenced_rejections_total", via="effect") == 1
+    assert sample(m, "cronwheel_workers_lost_total") == 1
+    assert m._started == {}
+
+
+def test_a_malformed_event_never_breaks_the_emitter() -> None:
+    log, m = setup()
+    log.emit("execution.started", executionId="j:1", leaseEpoch="not-a-number")
+    log.emit("execution.succeeded", executionId="j:1", leaseEpoch=object())
+    assert m.dropped_events == 1  # the second found no timer to stop: nothing to misread
+    before = sample(m, "cronwheel_executions_started_total")
+    m.close()
+    log.emit("execution.started", executionId="j:9", leaseEpoch=1, attempt=1, lagMs=1)
+    assert sample(m, "cronwheel_executions_started_total") == before  # unsubscribed
+
+
+def test_registries_are_per_node() -> None:
+    log_a, a = setup()
+    _, b = setup()
+    log_a.emit("execution.started", executionId="j:1", leaseEpoch=1, attempt=1, lagMs=1)
+    assert sample(a, "cronwheel_executions_started_total") == 1
+    assert sample(b, "cronwheel_executions_started_total") == 0
+
+
+def test_scrape_time_gauges_read_the_node() -> None:
+    _, m = setup()
+    assert sample(m, "cronwheel_queue_depth", tier="high") == 1
+    assert sample(m, "cronwheel_queue_depth", tier="batch") == 3
+    assert sample(m, "cronwheel_worker_slots") == 8
+    assert sample(m, "cronwheel_buckets_owned") == 64
+    assert sample(m, "cronwheel_scheduler_last_turn_age_seconds") == 0.5
+    assert sample(m, "cronwheel_healthy") == 1
+    assert m.registry.get_sample_value("cronwheel_dlq_size") is None  # store counts: not read yet

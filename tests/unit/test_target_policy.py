@@ -1,0 +1,91 @@
+"""Who may run what, pure: bearer parsing, token hashing, host allow-lists, target policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from cronwheel.core.tenants import (
+    ADMIN,
+    Principal,
+    Role,
+    Tenant,
+    effective_http_allow,
+    hash_token,
+    host_allowed,
+    new_token_id,
+    new_token_secret,
+    normalise_host,
+    parse_bearer,
+    target_refusal,
+    valid_tenant_name,
+)
+
+
+def test_tokens_are_long_random_and_stored_as_sha256() -> None:
+    secrets = {new_token_secret() for _ in range(100)}
+    assert len(secrets) == 100
+    assert all(s.startswith("cw_") and len(s) == 3 + 43 for s in secrets)  # 256 bits, url-safe base64
+    s = next(iter(secrets))
+    assert hash_token(s) == hash_token(s) and len(hash_token(s)) == 64 and s not in hash_token(s)
+    assert new_token_id().startswith("tk_") and len(new_token_id()) == 19
+
+
+@pytest.mark.parametrize(("header", "token"), [(None, None), ("Bearer abc", "abc"), ("bearer  abc ", "abc")])
+def test_parse_bearer(header: str | None, token: str | None) -> None:
+    assert parse_bearer(header) == token
+
+
+@pytest.mark.parametrize("header", ["Basic dXNlcg==", "Bearer", "Bearer a b", "Bearer " + "x" * 201, "Bearer caf\u00e9", "Token abc"])
+def test_parse_bearer_refuses_malformed(header: str) -> None:
+    with pytest.raises(ValueError):
+        parse_bearer(header)
+
+
+@pytest.mark.parametrize(("entry", "norm"), [("API.Example.com.", "api.example.com"), ("*.acme.test", "*.acme.test"),
+                                             ("10.0.0.1", "10.0.0.1"), ("[::1]", "::1"), ("localhost", "localhost")])
+def test_normalise_host(entry: str, norm: str) -> None:
+    assert normalise_host(entry) == norm
+
+
+@pytest.mark.parametrize("entry", ["", "a b", "http://x.com", "x.com/path", "*.", "*", "a..b", "-x.com", "x" * 300])
+def test_normalise_host_refuses(entry: str) -> None:
+    with pytest.raises(ValueError):
+        normalise_host(entry)
+
+
+def test_host_allowed() -> None:
+    allow = ("api.example.com", "*.acme.test", "10.0.0.1", "::1")
+    assert host_allowed("anything.at.all", ())
+    assert host_allowed("API.example.com", allow)
+    assert host_allowed("a.acme.test", allow) and host_allowed("a.b.acme.test", allow)
+    assert not host_allowed("acme.test", allow), "*.domain is for subdomains"
+    assert not host_allowed("evilacme.test", allow) and not host_allowed("acme.test.evil.com", allow)
+    assert host_allowed("10.0.0.1", allow) and host_allowed("[::1]", allow)
+    assert not host_allowed("10.0.0.2", allow) and not host_allowed("example.com", allow)
+
+
+def test_target_policy() -> None:
+    tenant = Principal(Role.TENANT, "acme")
+    shell = Principal(Role.TENANT, "acme", allow_shell=True, http_allow=("*.acme.test",))
+    for target in ({"command": "id"}, {"python": "os:getcwd"}):
+        refusal = target_refusal(target, tenant)
+        assert refusal is not None and refusal.field in ("command", "python")
+        assert target_refusal(target, shell) is None
+        assert target_refusal(target, ADMIN) is None
+    assert target_refusal({"queue": "q"}, tenant) is None
+    assert target_refusal({"http": {"url": "https://x.acme.test/a"}}, shell) is None
+    refusal = target_refusal({"http": {"url": "https://169.254.169.254/"}}, shell)
+    assert refusal is not None and refusal.field == "http.url"
+    assert target_refusal({"http": {"url": "https://169.254.169.254/"}}, ADMIN) is None
+
+
+def test_a_tenants_own_list_wins_over_the_daemons() -> None:
+    assert effective_http_allow(Tenant("a", http_allow=("x.test",)), ("y.test",)) == ("x.test",)
+    assert effective_http_allow(Tenant("a"), ("y.test",)) == ("y.test",)
+    assert effective_http_allow(None, ()) == ()
+
+
+@pytest.mark.parametrize(("name", "ok"), [("acme", True), ("a.b-c_d", True), ("A1", True), ("", False), ("-x", False),
+                                          ("a b", False), ("x" * 65, False), ("caf\u00e9", False), ("acme\n", False)])
+def test_tenant_names(name: str, ok: bool) -> None:
+    assert valid_tenant_name(name) is ok
