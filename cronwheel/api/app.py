@@ -325,6 +325,18 @@ async def get_execution(request: web.Request) -> web.Response:
     return _json(v.execution_to_json(ex, with_output=True))
 
 
+async def claim(request: web.Request) -> web.Response:
+    """A remote worker's long poll for executions of queue targets (tenant-scoped for non-admins)."""
+    worker_id, queues, n, wait_sec = v.parse_claim(await _body(request))
+
+    def alive() -> bool:  # the worker hung up (or died): stop taking leases for it
+        transport = request.transport
+        return transport is not None and not transport.is_closing()
+
+    grants = await _service(request).claim_for_worker(queues, worker_id, n, wait_sec, await _tenant(request), alive)
+    return _json({"executions": [v.grant_to_json(g) for g in grants]})
+
+
 async def heartbeat(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
     worker_id, epoch = v.parse_heartbeat(await _body(request))
@@ -397,6 +409,22 @@ async def status(request: web.Request) -> web.Response:
     return _json(await _service(request).status())
 
 
+async def herd(request: web.Request) -> web.Response:
+    """The coming window's ticks per second (admin: every tenant's jobs; a tenant: its own)."""
+    q = request.query
+    window = _int_query(q.get("window"), "window", 3600, 60, 86_400)
+    top = _int_query(q.get("top"), "top", 10, 1, 100)
+    return _json(await _service(request).herd(await _tenant(request), window, top))
+
+
+def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> int:
+    if value is None or value == "":
+        return default
+    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
+        raise Problem(400, "invalid_query", f"{name} must be an integer between {lo} and {hi}, not {value[:50]!r}", field=name)
+    return int(value)
+
+
 async def healthz(request: web.Request) -> web.Response:
     return _json({"status": "ok"})
 
@@ -458,6 +486,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
     ("GET", "/v1/executions/{executionId}", get_execution),
+    ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
     ("POST", "/v1/executions/{executionId}/complete", complete),
     ("POST", "/v1/executions/{executionId}/effects", record_effect),
@@ -465,6 +494,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/dlq/{executionId}/replay", replay_dead),
     ("DELETE", "/v1/dlq/{executionId}", purge_dead),
     ("GET", "/v1/status", status),
+    ("GET", "/v1/herd", herd),
     ("GET", "/healthz", healthz),
     ("GET", "/v1/openapi.json", openapi),
     ("GET", "/v1/events", ops.events),
@@ -492,12 +522,13 @@ class Access(enum.Enum):
 ACCESS: dict[Callable[..., Any], Access] = {
     healthz: Access.OPEN,
     openapi: Access.ANY,
+    claim: Access.WORK,
     heartbeat: Access.WORK,
     complete: Access.WORK,
     record_effect: Access.WORK,
     **dict.fromkeys(
         (create_job, list_jobs, get_job, cancel_job, pause_job, resume_job, trigger_job,
-         list_executions, get_execution, list_dead, replay_dead, purge_dead),
+         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd),
         Access.MANAGE,
     ),
 }

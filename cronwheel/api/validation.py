@@ -21,6 +21,7 @@ from cronwheel.core.model import (
     DEFAULT_TENANT,
     DEFAULT_TIMEOUT_SEC,
     Execution,
+    Grant,
     Job,
     JobSpec,
     JobStatus,
@@ -65,7 +66,10 @@ RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier
 _INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
-_QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
+_QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+#: the target of a body that names none (the seed's ``{ schedule, payload, retryPolicy,
+#: timeoutSec }``): its executions wait in this queue for remote workers
+DEFAULT_QUEUE = "default"
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
@@ -265,6 +269,8 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
 
 def _parse_target(data: dict[str, Any]) -> dict[str, Any]:
     given = [k for k in (*TARGET_KINDS, "target") if k in data]
+    if not given:
+        return {"queue": DEFAULT_QUEUE}
     if len(given) != 1:
         what = f"got {', '.join(given)}" if given else "none was given"
         raise _bad(given[1] if len(given) > 1 else None, f"give exactly one target: command, http, python, queue or target; {what}", code="invalid_target")
@@ -299,7 +305,7 @@ def _parse_target_value(field: str, kind: str, value: Any) -> Any:
     if kind == "queue":
         name = _string(field, value)
         if not _QUEUE_RE.match(name):
-            raise _bad(field, f"{field} must be 1 to 200 characters of letters, digits and _ . : - (starting with a letter or digit)")
+            raise _bad(field, f"{field} must be 1 to 100 characters of letters, digits and _ . - (starting with a letter or digit)")
         return name
     return _parse_http(field, value)
 
@@ -380,6 +386,48 @@ def parse_heartbeat(body: Any) -> tuple[str, int]:
     """``{workerId, leaseEpoch}`` → ``(worker_id, lease_epoch)``."""
     _, worker_id, epoch = _worker_fields(body, ("workerId", "leaseEpoch"))
     return worker_id, epoch
+
+
+MAX_CLAIM = 100  #: executions one claim may take
+MAX_CLAIM_WAIT_SEC = 30  #: the longest long poll
+
+
+def parse_claim(body: Any) -> tuple[str, list[str], int, float]:
+    """``{workerId, queues, max?, waitSec?}`` → ``(worker_id, queues, max, wait_sec)``."""
+    if not isinstance(body, dict):
+        raise _bad(None, f"the request body must be a JSON object, not {_type_name(body)}", status=400, code="invalid_body")
+    _reject_unknown(None, body, ("workerId", "queues", "max", "waitSec"))
+    if body.get("workerId") is None:
+        raise _bad("workerId", "workerId is required")
+    worker_id = _string("workerId", body["workerId"])
+    if not worker_id or len(worker_id) > MAX_WORKER_ID_CHARS:
+        raise _bad("workerId", f"workerId must be 1 to {MAX_WORKER_ID_CHARS} characters")
+    queues = body.get("queues")
+    if not isinstance(queues, list) or not 1 <= len(queues) <= 100:
+        raise _bad("queues", "queues must be a list of 1 to 100 queue names")
+    names: list[str] = []
+    for i, name in enumerate(queues):
+        names.append(_parse_target_value(f"queues[{i}]", "queue", name))
+    n = 1 if body.get("max") is None else _integer("max", body["max"], 1, MAX_CLAIM)
+    wait = 0.0 if body.get("waitSec") is None else _number("waitSec", body["waitSec"], 0, MAX_CLAIM_WAIT_SEC, " seconds")
+    return worker_id, list(dict.fromkeys(names)), n, wait
+
+
+def grant_to_json(g: Grant) -> dict[str, Any]:
+    """What a remote worker needs to run and fence an execution it claimed."""
+    return {
+        "executionId": g.execution_id,
+        "jobId": g.job_id,
+        "tenant": g.tenant,
+        "queue": g.queue,
+        "leaseEpoch": g.lease_epoch,
+        "attempt": g.attempt,
+        "scheduledAt": iso_ms(g.scheduled_at),
+        "leaseUntil": iso_ms(g.lease_until),
+        "leaseSec": g.lease_sec,
+        "timeoutSec": g.timeout_sec,
+        "payload": g.payload,
+    }
 
 
 #: the outcomes a worker may report; ``lost`` is the daemon's own verdict
@@ -511,6 +559,7 @@ def execution_to_json(execution: Execution, with_output: bool = False) -> dict[s
         "exitCode": e.exit_code,
         "error": e.error,
         "reason": e.reason,
+        "queue": e.queue,
     }
     if with_output:
         data["output"] = e.output

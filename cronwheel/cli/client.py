@@ -309,6 +309,9 @@ class Client:
     def status(self) -> dict[str, Any]:
         return self._get("/v1/status")
 
+    def herd(self, window: int = 3600, top: int = 10) -> dict[str, Any]:
+        return self._get("/v1/herd", window=window, top=top)
+
     def health(self) -> dict[str, Any]:
         return self._get("/healthz")
 

@@ -26,7 +26,7 @@ from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
-from cronwheel.core import crontab
+from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -847,6 +847,97 @@ def status(app: Cli, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
+@click.argument("schedule", required=False)
+@click.option("--window", default="1h", show_default=True, metavar="DURATION", help="How far ahead to look (1m to 1d).")
+@click.option("--top", type=click.IntRange(1, 100), default=10, show_default=True, metavar="N", help="How many of the busiest seconds to show.")
+@click.option("--threshold", type=click.IntRange(1), default=100, show_default=True, metavar="N", help="Hint when one second holds more than N ticks.")
+@click.option("--tz", metavar="ZONE", help="With SCHEDULE: evaluate it in this IANA zone. [default UTC]")
+@click.option("--json", "as_json", is_flag=True, help="Print the herd summary (or SCHEDULE's check) as JSON.")
+@pass_cli
+def lint(app: Cli, schedule: str | None, window: str, top: int, threshold: int, tz: str | None, as_json: bool) -> None:
+    """Preview the coming hour's herd, or check one SCHEDULE.
+
+    Without SCHEDULE: asks the daemon how many ticks of the active jobs fall in each second
+    of the coming hour (--window), and shows the busiest seconds and a per-minute bar chart,
+    with a hint when one second holds more than --threshold ticks.
+
+    With SCHEDULE (no daemon needed): validates it, shows its next 5 runs, and suggests an
+    H form for a top-of-hour expression such as '0 * * * *'.
+    """
+    if schedule is not None:
+        _lint_schedule(schedule, tz, as_json)
+        return
+    secs = _duration(window, "'--window'") or 0
+    if not 60 <= secs <= 86_400:
+        raise click.BadParameter("must be between 1m and 1d", param_hint="'--window'")
+    data = app.client.herd(int(secs), top)
+    hint = _herd_hint(data, threshold)
+    if as_json:
+        render.emit_json({**data, "threshold": threshold, "hint": hint})
+        return
+    render.emit_herd(data)
+    if hint:
+        render.emit_note(hint)
+
+
+def _herd_hint(data: dict[str, Any], threshold: int) -> str | None:
+    busiest = data.get("busiest") or []
+    if not busiest or busiest[0]["count"] <= threshold:
+        return None
+    first = busiest[0]
+    pinned = [s["schedule"] for s in first.get("schedules", []) if herd.top_of_hour_suggestion(s["schedule"])]
+    advice = "; ".join(f"{s!r} -> {herd.top_of_hour_suggestion(s)!r}" for s in pinned[:3])
+    return (
+        f"hint: {first['count']} ticks fall in the second {first['at']} (more than {threshold}): "
+        "spread them with H in the schedule (the job id picks a stable minute/second)"
+        + (f", e.g. {advice}" if advice else "")
+        + ", or give the jobs a jitter window (jitterSec, `cronwheel add --jitter 30s`)"
+    )
+
+
+def _lint_schedule(text: str, tz: str | None, as_json: bool) -> None:
+    _zone(tz)
+    try:
+        parsed = sched.parse_schedule(text, _EXAMPLE_JOB_ID, tz or "UTC")
+    except sched.ScheduleError as exc:
+        if as_json:
+            render.emit_json({"schedule": text, "valid": False, "error": _schedule_error(text, exc)})
+            sys.exit(1)
+        render.emit_error(f"invalid schedule {text!r}: {_schedule_error(text, exc)}")
+        sys.exit(1)
+    fires: list[int] = []
+    t = _local_now_ms()
+    for _ in range(5):
+        nxt = parsed.next_after(t)
+        if nxt is None:
+            break
+        fires.append(nxt)
+        t = nxt
+    suggestion = herd.top_of_hour_suggestion(text)
+    hashed = parsed.kind == "every" or bool(_HASHED.search(text))
+    if as_json:
+        render.emit_json({
+            "schedule": text, "valid": True, "timezone": tz or "UTC", "expression": parsed.expression,
+            "next": [iso_ms(f) for f in fires], "hashed": hashed, "suggestion": suggestion,
+        })
+        return
+    click.echo(f"ok: {text!r} is valid ({parsed.expression}, {tz or 'UTC'})")
+    zone = _zone(tz)
+    for f in fires:
+        dt = render.ms_to_dt(f)
+        click.echo(f"  {render.fmt_local(dt, zone)}  {render.fmt_utc(dt)}")
+    if not fires:
+        click.echo("  never fires again")
+    if hashed:
+        render.emit_note("note: H and @every offsets hash the job id; these times are for an example id")
+    if suggestion:
+        render.emit_note(
+            f"hint: {text!r} fires at the top of the hour with everybody else's; "
+            f"{suggestion!r} runs as often at a stable, per-job minute (see `cronwheel lint` for the herd)"
+        )
+
+
+@cli.command(context_settings=CONTEXT)
 @click.argument("key")
 @click.option("--execution-id", envvar="CRONWHEEL_EXECUTION_ID", metavar="ID", help="[env CRONWHEEL_EXECUTION_ID]")
 @click.option("--lease-epoch", envvar="CRONWHEEL_LEASE_EPOCH", type=click.IntRange(0), metavar="N", help="[env CRONWHEEL_LEASE_EPOCH]")
@@ -906,6 +997,8 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--retention", metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
 @click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
+@click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
+@click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
@@ -926,7 +1019,11 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def worker(args: tuple[str, ...]) -> None:
-    """Run a worker process (started by `cronwheel serve`; rarely by hand)."""
+    """Run a worker process (started by `cronwheel serve`; rarely by hand).
+
+    With --url, a remote worker instead: `cronwheel worker --url URL --queue NAME
+    --handler module:function [--concurrency N] [--token T]` claims the executions of queue
+    targets over the HTTP API and runs them with the handler."""
     try:
         from cronwheel.worker.process import main as worker_main
     except ImportError as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import click
@@ -247,3 +247,40 @@ def dlq_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
          " ".join(str(e.get("error") or e.get("reason") or "-").split())[:60]]
         for e in executions
     ]
+
+
+def emit_herd(data: dict[str, Any], width: int = 40) -> None:
+    """The herd preview: the busiest seconds, then ticks per minute as a bar chart (rich on a
+    terminal, ``#`` bars otherwise)."""
+    window = int(data.get("windowSec") or 0)
+    click.echo(
+        f"{data.get('ticks', 0)} ticks of {data.get('jobs', 0)} active jobs in the {window // 60} min from "
+        f"{fmt_utc(data.get('windowStart'))}: max {data.get('maxPerSecond', 0)}/s, p99 {data.get('p99PerSecond', 0)}/s"
+        + (f" ({data['skipped']} jobs skipped: bad schedule)" if data.get("skipped") else "")
+    )
+    rows = [
+        [fmt_utc(b["at"]), str(b["count"]), ", ".join(f"{s['jobs']}x {s['schedule']}" for s in b.get("schedules", []))]
+        for b in data.get("busiest") or []
+    ]
+    click.echo("")
+    emit_table(["SECOND", "TICKS", "SCHEDULES"], rows, empty="no ticks in the window")
+    per_minute = data.get("perMinute") or []
+    if not per_minute or not any(per_minute):
+        return
+    start = parse_iso(data.get("windowStart"))
+    peak = max(per_minute)
+    click.echo("")
+    click.echo("ticks per minute:")
+    tty = is_tty()
+    if tty:
+        from rich.console import Console
+
+        console = Console(highlight=False)
+    for i, n in enumerate(per_minute):
+        when = f"+{i:>4}m" if start is None else (start.astimezone(UTC) + timedelta(minutes=i)).strftime("%H:%M:%SZ")
+        bar = round(width * n / peak) if peak else 0
+        if tty:
+            style = "red" if n == peak else "cyan"
+            console.print(f"{when} [{style}]{'█' * bar}[/{style}] {n}")
+        else:
+            click.echo(" ".join(x for x in (when, "#" * bar, str(n)) if x))

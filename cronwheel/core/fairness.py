@@ -80,8 +80,8 @@ class FairQueue(Generic[T]):
         # the smallest weight to reach one credit, and one full pass of refusals ends the search.
         refused = 0
         visits = 0
-        limit = len(t.active) * (1 + int(1 / max(min(self._weight(x) for x in t.active), 1e-3)))
-        while t.active and visits <= limit:
+        limit: int | None = None  # computed only if a round passes without a pop (rare)
+        while t.active and (limit is None or visits <= limit):
             tenant = t.active[0]
             if may_take is not None and not may_take(tenant):
                 refused += 1
@@ -106,4 +106,7 @@ class FairQueue(Generic[T]):
             t.active.rotate(-1)
             t.fresh = True
             visits += 1
+            if limit is None:
+                lightest = min(self._weight(x) for x in t.active)
+                limit = len(t.active) * (1 + int(1 / max(lightest, 1e-3)))
         return None

@@ -194,6 +194,9 @@ class Execution:
     output: str | None = None  #: bounded tail of stdout/stderr
     reason: str | None = None  #: why SKIPPED / CANCELLED / DEAD / retried
     max_attempts: int = 3
+    #: a queue target's name: the execution waits for a remote worker (``claim_for_worker``),
+    #: local dispatch never takes it
+    queue: str | None = None
 
 
 @dataclass(slots=True)
@@ -212,3 +215,4 @@ class Grant:
     timeout_sec: float
     target: dict[str, Any]
     payload: Any
+    queue: str | None = None  #: set for executions claimed by remote workers

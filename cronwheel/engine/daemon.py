@@ -25,7 +25,7 @@ from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
 from cronwheel.obs.systemd import Notifier
-from cronwheel.store import open_store
+from cronwheel.store import StoreError, open_store
 
 DEFAULT_HTTP = "127.0.0.1:7878"
 #: READY=1 waits at most this long for the scheduler's first load of the wheel
@@ -158,6 +158,8 @@ async def serve(
     retention: str | None = None,
     keep_last: int | None = None,
     ready: asyncio.Event | None = None,
+    cluster: bool | None = None,
+    bucket_lease_ms: int | None = None,
 ) -> None:
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
@@ -173,6 +175,9 @@ async def serve(
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
     reader_store = open_store(url)
+    if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
+        cluster = writer_store.meta().get("kind") == "postgresql"
+    cluster_store = open_store(url) if cluster else None
     config = NodeConfig(
         data_dir=data_dir,
         node_id=node_id,
@@ -185,8 +190,10 @@ async def serve(
         **_retention_options(retention, keep_last),
         api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
         worker_cmd=_worker_cmd(),
+        address=f"{socket.gethostname()}:{port}",
+        **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
     )
-    node = Node(config, writer_store, reader_store, events)
+    node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store)
     metrics = NodeMetrics(node, events)
     await node.start()
     # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)
@@ -211,6 +218,8 @@ async def serve(
         raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = tcp_site._server.sockets[0].getsockname()[1] if tcp_site._server else port  # type: ignore[union-attr]
     (data_dir / "http.addr").write_text(f"http://{host}:{bound}\n")
+    if node.cluster is not None:  # what other nodes see in `status` (registered at the next turn)
+        node.cluster.address = f"{socket.gethostname()}:{bound}"
     runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
@@ -277,6 +286,9 @@ def run_from_cli(
             )
         )
     except DaemonError as exc:
+        print(f"cronwheel serve: {exc}", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # cannot open or migrate the store: say so in one line
         print(f"cronwheel serve: {exc}", file=sys.stderr)
         return 1
     return 0

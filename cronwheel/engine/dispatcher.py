@@ -76,17 +76,26 @@ class Dispatcher:
         self._accepting = True
         self._completions = GroupCommitter(writer, self._apply_completions, max_batch=2000)
         self.last_loop_ms = clock.now_ms()
+        #: told about queue-target executions that became dispatchable here (claimed, triggered,
+        #: retried, replayed), to wake remote workers' long polls; set by the node
+        self.on_queued: Callable[[Sequence[Execution]], None] | None = None
 
     # ---- input
     def add(self, executions: Sequence[Execution]) -> None:
         now = self.clock.now_ms()
+        remote: list[Execution] = []
         for ex in executions:
+            if ex.queue is not None:  # a queue target: remote workers claim it, never local ones
+                remote.append(ex)
+                continue
             if ex.execution_id in self.meta:
                 continue
             self.meta[ex.execution_id] = (int(ex.priority), ex.tenant, ex.scheduled_at)
             if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
                 continue
             self.queue.push(int(ex.priority), ex.tenant, ex.execution_id)
+        if remote and self.on_queued is not None:
+            self.on_queued(remote)
         self._wake.set()
 
     def _retry_at(self, execution_id: str, tier: int, tenant: str, scheduled_at: int, at: int) -> None:
@@ -110,7 +119,8 @@ class Dispatcher:
         after: tuple[int, str] | None = None
         while True:
             page = await self.reader.run(lambda s, a=after: s.ready_executions(now, 5000, a))
-            fresh = [ex for ex in page if ex.execution_id not in self.meta and not self._in_flight(ex.execution_id)]
+            fresh = [ex for ex in page if ex.queue is None and ex.execution_id not in self.meta
+                     and not self._in_flight(ex.execution_id)]  # fmt: skip
             self.add(fresh)
             added += len(fresh)
             if len(page) < 5000:
@@ -345,5 +355,7 @@ class Dispatcher:
             return
         rows = await self.reader.run(lambda s: [s.get_execution(r.execution_id) for r in need])
         for ex in rows:
-            if ex is not None and ex.status is ExecStatus.RETRY_WAIT:
+            if ex is not None and ex.status is ExecStatus.RETRY_WAIT and ex.queue is not None:
+                self.add([ex])  # remote workers' business: only wakes their long polls
+            elif ex is not None and ex.status is ExecStatus.RETRY_WAIT:
                 self._retry_at(ex.execution_id, int(ex.priority), ex.tenant, ex.scheduled_at, ex.available_at)

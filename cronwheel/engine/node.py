@@ -4,16 +4,20 @@ HTTP API calls, over one store. ``cronwheel serve`` builds one of these (engine/
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cronwheel.core import herd
 from cronwheel.core import schedule as sched
 from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_job_id
-from cronwheel.core.model import ExecStatus, Execution, Job, JobSpec, JobStatus, Priority
+from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
+from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
@@ -33,6 +37,9 @@ from cronwheel.store.base import (
     StoreUnavailable,
 )
 from cronwheel.worker.pool import WorkerPool
+
+#: cluster mode: look for other nodes' dispatchable executions while fewer are queued here
+SHARED_REFILL_BELOW = 100
 
 
 @dataclass
@@ -57,6 +64,9 @@ class NodeConfig:
     api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
     worker_env: dict[str, str] = field(default_factory=dict)
     worker_cmd: list[str] | None = None  #: how to start a worker (default: this Python, -m)
+    #: cluster mode (engine/cluster.py): bucket lease TTL, and the address other nodes see
+    bucket_lease_ms: int = DEFAULT_LEASE_TTL_MS
+    address: str = ""
 
 
 class Node(TenancyMixin):
@@ -67,7 +77,10 @@ class Node(TenancyMixin):
         reader_store: Store,
         events: EventLog,
         clock: Clock | None = None,
+        cluster_store: Store | None = None,
     ) -> None:
+        """``cluster_store``: a third handle on a shared store turns cluster mode on (its own
+        thread, so heartbeats and lease renewals never queue behind a long claim)."""
         self.config = config
         self.node_id = config.node_id
         self.clock = clock or SystemClock()
@@ -97,9 +110,22 @@ class Node(TenancyMixin):
             claim_batch=config.claim_batch,
             claim_ahead_ms=config.claim_ahead_ms,
         )
+        self.cluster: ClusterMember | None = None
+        if cluster_store is not None:
+            self.cluster = ClusterMember(
+                self.node_id, config.address, StoreRunner(cluster_store, "cluster"), self.clock, events,
+                ttl_ms=config.bucket_lease_ms, on_change=self.scheduler.buckets_changed,
+                refill=self._shared_refill,
+            )
+            self.scheduler.ownership = self.cluster.owned
+            self.scheduler.buckets = []
         self._submissions = GroupCommitter(self.writer, lambda s, jobs: s.create_jobs(jobs, self.clock.now_ms()))
         self.pool: WorkerPool | None = None
         self._tasks: list[asyncio.Task] = []
+        #: remote workers' long polls waiting per queue name (``claim_for_worker``)
+        self._queue_waiters: dict[str, set[asyncio.Event]] = {}
+        self._claims_open = True
+        self.dispatcher.on_queued = self._on_queued
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -127,9 +153,23 @@ class Node(TenancyMixin):
         recovered = await self.dispatcher.refill()
         if recovered:
             self.events.emit("dispatch.recovered", executions=recovered)
+        if self.cluster is not None:
+            self._tasks.append(asyncio.get_running_loop().create_task(self.cluster.run(), name="cluster"))
+            with contextlib.suppress(TimeoutError):  # the first leases, before the first claim
+                await asyncio.wait_for(self.cluster.first_turn.wait(), self.config.bucket_lease_ms / 1000)
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
         self._tasks.append(asyncio.get_running_loop().create_task(self.tenant_refresh_loop(), name="tenants"))
+
+    async def _shared_refill(self) -> None:
+        """Cluster mode: the ready queue is shared. When this node has room, take in the
+        dispatchable executions of any bucket (another node's burst, or what a dead node had
+        claimed); starting one is a conditional write, so two nodes never start it twice."""
+        if self.pool is None or self.pool.free_slots() <= 0 or len(self.dispatcher.queue) >= SHARED_REFILL_BELOW:
+            return
+        added = await self.dispatcher.refill()
+        if added:
+            self.events.emit("dispatch.shared", executions=added)
 
     async def _fail_previous_incarnation(self) -> None:
         """Executions that this node's local workers held when it last stopped (or crashed)
@@ -185,9 +225,16 @@ class Node(TenancyMixin):
 
     async def stop(self) -> None:
         """Stop taking new work, let running executions finish up to the grace period, then kill
-        what is left. Nothing acknowledged is lost: queued executions stay PENDING in the store."""
+        what is left. Nothing acknowledged is lost: queued executions stay PENDING in the store.
+        In a cluster, the buckets are handed off first, so other nodes schedule them at once."""
         self.scheduler.stop()
+        if self.cluster is not None:
+            await self.cluster.leave()
         self.dispatcher.stop_accepting()
+        self._claims_open = False  # remote workers' long polls answer at once
+        for waiters in self._queue_waiters.values():
+            for ev in waiters:
+                ev.set()
         if self.pool is not None:
             await self.pool.stop(self.config.grace_sec)
         await self.dispatcher.stop()
@@ -197,6 +244,8 @@ class Node(TenancyMixin):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.writer.close()
         self.reader.close()
+        if self.cluster is not None:
+            self.cluster.runner.close()
 
     def healthy(self) -> bool:
         """The loops have turned recently (for the systemd watchdog)."""
@@ -343,6 +392,53 @@ class Node(TenancyMixin):
     async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
         return await self._read(lambda s: s.get_execution(execution_id, tenant))
 
+    # ---- remote workers
+    def _on_queued(self, executions: list[Execution]) -> None:
+        """Queue executions became dispatchable on this node: wake the long polls of their queues."""
+        for ex in executions:
+            for ev in self._queue_waiters.get(ex.queue or "", ()):
+                ev.set()
+
+    async def claim_for_worker(
+        self, queues: list[str], worker_id: str, max: int, wait_sec: float = 0, tenant: str | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> list[Grant]:
+        """Up to ``max`` executions of ``queues`` for a remote worker. With nothing to take, wait
+        up to ``wait_sec``: woken at once when this node claims, triggers, retries or replays
+        an execution of one of the queues, and re-polling the store every second for what
+        other nodes (or time, for retries and jitter) made dispatchable. ``alive``: whether the
+        caller still waits (its connection is open): a dead worker's long poll must not go on
+        taking leases that nobody will run."""
+        deadline = time.monotonic() + wait_sec
+        wake = asyncio.Event()
+        for name in queues:
+            self._queue_waiters.setdefault(name, set()).add(wake)
+        try:
+            while True:
+                wake.clear()  # a wake-up during the claim below makes the next poll immediate
+                if alive is not None and not alive():
+                    return []
+                now = self.clock.now_ms()
+                grants = await self._write(lambda s, now=now: s.claim_for_worker(queues, worker_id, max, now, tenant))
+                for g in grants:
+                    self.events.emit(
+                        "execution.started", jobId=g.job_id, executionId=g.execution_id,
+                        leaseEpoch=g.lease_epoch, attempt=g.attempt, worker=worker_id,
+                        tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at,
+                    )
+                left = deadline - time.monotonic()
+                if grants or left <= 0 or not self._claims_open:
+                    return grants
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=min(1.0, left))
+        finally:
+            for name in queues:
+                waiters = self._queue_waiters.get(name)
+                if waiters is not None:
+                    waiters.discard(wake)
+                    if not waiters:
+                        del self._queue_waiters[name]
+
     async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult:
         now = self.clock.now_ms()
         return await self._write(lambda s: s.heartbeat(execution_id, worker_id, lease_epoch, now))
@@ -376,6 +472,25 @@ class Node(TenancyMixin):
         self.events.emit("dlq.purged", executionId=execution_id)
 
     # ---- the node
+    async def herd(self, tenant: str | None = None, window_s: int = 3600, top: int = 10) -> dict[str, Any]:
+        """How many ticks of the ACTIVE jobs (a tenant's, or all) fall in each second of the
+        coming ``window_s`` (core/herd.py). Pages through the reader store, yielding between
+        pages, and counts in a thread so the loop stays responsive."""
+        page_size = 1_000
+        jobs: list[herd.HerdJob] = []
+        after: str | None = None
+        while True:
+            page = await self._read(lambda s, cursor=after: s.list_jobs(tenant, JobStatus.ACTIVE, page_size, cursor))
+            jobs.extend(herd.HerdJob(j.id, j.spec.schedule, j.spec.timezone, j.next_run_at) for j in page)
+            if len(page) < page_size:
+                break
+            after = page[-1].id
+            await asyncio.sleep(0)
+        start = self.clock.now_ms()
+        summary = await asyncio.to_thread(herd.herd_summary, jobs, start, window_s, top)
+        summary["tenant"] = tenant
+        return summary
+
     async def status(self) -> dict[str, Any]:
         def counts(s: Store) -> dict[str, Any]:
             return {
@@ -405,4 +520,9 @@ class Node(TenancyMixin):
             },
             dispatchLagMs={"p50": pct(0.5), "p99": pct(0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
         )
+        if self.cluster is not None:
+            try:
+                data["cluster"] = await self.cluster.status()
+            except StoreUnavailable as exc:
+                raise Unavailable(str(exc)) from exc
         return data

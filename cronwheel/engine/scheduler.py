@@ -28,6 +28,10 @@ from cronwheel.obs.events import EventLog
 
 if TYPE_CHECKING:
     from cronwheel.core.model import Execution
+    from cronwheel.store.base import Fence
+
+#: in cluster mode: the buckets this node may schedule right now, and the claim's fence
+Ownership = Callable[[], "tuple[list[int], Fence | None]"]
 
 
 class Scheduler:
@@ -46,6 +50,7 @@ class Scheduler:
         sweep_ms: int = 1_000,
         claim_batch: int = 5_000,
         claim_ahead_ms: int = 0,
+        ownership: Ownership | None = None,
     ) -> None:
         self.clock = clock
         self.writer = writer
@@ -54,6 +59,9 @@ class Scheduler:
         self.on_claimed = on_claimed
         self.on_replaced = on_replaced
         self.buckets = list(buckets)
+        #: cluster mode (engine/cluster.py): asked before every read and claim, so a bucket is
+        #: scheduled only inside its lease's trust window, and every claim is fenced
+        self.ownership = ownership
         self.horizon_ms = horizon_ms
         self.reload_ms = reload_ms
         self.sweep_ms = sweep_ms
@@ -83,6 +91,19 @@ class Scheduler:
 
     def stop(self) -> None:
         self._stopping = True
+        self._poke.set()
+
+    def owned(self) -> tuple[list[int], Fence | None]:
+        if self.ownership is None:
+            return self.buckets, None
+        buckets, fence = self.ownership()
+        self.buckets = buckets
+        return buckets, fence
+
+    def buckets_changed(self) -> None:
+        """Cluster mode: buckets were acquired or lost: reload the horizon and claim now."""
+        self._next_reload = 0
+        self._claim_needed = True
         self._poke.set()
 
     def _add(self, job_id: str, next_run_at: int) -> None:
@@ -124,8 +145,9 @@ class Scheduler:
         self._poke.clear()
 
     async def _reload(self, now: int) -> None:
+        buckets, _ = self.owned()
         due = await self.reader.run(
-            lambda s: s.due_jobs(self.buckets, now + self.horizon_ms, limit=1_000_000)
+            lambda s: s.due_jobs(buckets, now + self.horizon_ms, limit=1_000_000)
         )
         for job_id, next_run_at in due:
             self._add(job_id, next_run_at)
@@ -135,8 +157,11 @@ class Scheduler:
     async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
         claimed: set[str] = set()
         while not self._stopping:
+            buckets, fence = self.owned()
+            if not buckets:
+                break
             result = await self.writer.run(
-                lambda s: s.claim_due(self.buckets, now, self.claim_batch, self.claim_ahead_ms)
+                lambda s, b=buckets, f=fence: s.claim_due(b, now, self.claim_batch, self.claim_ahead_ms, fence=f)
             )
             if result.executions:
                 self.on_claimed(result.executions)

@@ -8,9 +8,10 @@ tenant's objects behave as absent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from cronwheel.core.model import Execution, Job, JobSpec, JobStatus
+from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.store.base import (
     Completion,
@@ -122,6 +123,13 @@ class SchedulerService(Protocol):
     async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
 
     # ---- remote workers (fenced by lease_epoch)
+    async def claim_for_worker(
+        self, queues: list[str], worker_id: str, max: int, wait_sec: float = 0, tenant: str | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> list[Grant]:
+        """Long poll: up to ``max`` executions of ``queues``, waiting up to ``wait_sec`` for one
+        while ``alive()`` (the caller's connection is open)."""
+
     async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult: ...
 
     async def complete(self, completion: Completion) -> CompletionResult: ...
@@ -138,6 +146,10 @@ class SchedulerService(Protocol):
         """NotFound when absent or not DEAD."""
 
     # ---- the node
+    async def herd(self, tenant: str | None = None, window_s: int = 3600, top: int = 10) -> dict[str, Any]:
+        """The herd preview: ticks per second of the ACTIVE jobs (a tenant's, or all) over the
+        coming ``window_s`` seconds, summarised by ``core.herd.herd_summary``."""
+
     async def status(self) -> dict[str, Any]:
         """Node health: node id, store, uptime, jobs by status, queue depth by tier, running,
         workers, wheel size, next run, dispatch lag percentiles."""

@@ -11,7 +11,12 @@ Conventions that hold for every method:
   A ``Store`` object is used by one thread at a time.
 * Every method that writes commits before it returns, and that commit is durable
   (SQLite ``synchronous=FULL``): whatever a method reported as done survives ``kill -9``
-  and power loss.
+  and power loss. The exceptions are the hot, self-healing writes: ``heartbeat``,
+  ``heartbeat_many``, ``complete_executions`` and ``expire_leases`` survive any crash of the
+  process, but a power cut may forget the last of them; the execution then looks RUNNING
+  with its old epoch, its lease expires, and it runs again (at-least-once). Submissions and
+  hand-outs (``start_executions``: the epoch) are always fsynced, so an epoch is never
+  handed out twice.
 * Fencing lives in conditional writes: every write that concerns a running execution names
   the ``lease_epoch`` it believes current, and changes nothing unless it is.
 * ``tenant=None`` in a read means "any tenant" (admin); a tenant name restricts the read
@@ -143,6 +148,42 @@ class EffectVerdict(StrEnum):
     NOT_FOUND = "not_found"
 
 
+# ---------------------------------------------------------------- cluster membership
+
+
+#: ``(node_id, {bucket_id: epoch})``: the bucket leases a claim is fenced by (invariant 7)
+Fence = tuple[str, dict[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: str
+    address: str
+    started_at: int  #: first registration of this row
+    last_seen: int  #: the last heartbeat (the store's clock, see ``register_node``)
+
+
+@dataclass(frozen=True, slots=True)
+class BucketLease:
+    """A bucket lease row: ``(bucket_id, epoch)`` is the term's identity. ``owner`` None:
+    released (free); a lease is live while ``lease_until`` > the store's now."""
+
+    bucket_id: int
+    owner: str | None
+    epoch: int
+    lease_until: int
+
+
+@dataclass(slots=True)
+class BucketGrants:
+    """What ``acquire_buckets`` granted: ``(bucket_id, epoch, lease_until)`` per bucket held
+    now, and the store's clock (ms) when it decided, so a node can relate ``lease_until`` to
+    its own monotonic clock (its trust window) without trusting its wall clock."""
+
+    granted: list[tuple[int, int, int]] = field(default_factory=list)
+    store_now: int = 0
+
+
 # ---------------------------------------------------------------- the interface
 
 
@@ -226,7 +267,9 @@ class Store(ABC):
         """The earliest next_run_at of ACTIVE jobs in ``buckets`` (None when there is none)."""
 
     @abstractmethod
-    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
+    def claim_due(
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+    ) -> ClaimResult:
         """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
@@ -240,7 +283,13 @@ class Store(ABC):
         now_ms + ahead_ms (their executions are not dispatchable before their available_at,
         so nothing runs early). Jobs with overlap ``forbid``/``replace`` are claimed only
         once due (next_run_at <= now_ms), because their overlap check must see what is
-        running at the tick, not before it."""
+        running at the tick, not before it.
+
+        ``fence`` ``(node_id, {bucket_id: epoch})`` (invariant 7): inside the SAME transaction,
+        only the buckets that ``node_id`` still holds at exactly that epoch with an unexpired
+        lease (the store's clock, as in ``acquire_buckets``) are claimed from; the others are
+        left alone. A bucket missing from the dict is not claimed. PostgreSQL also locks the
+        lease rows it checked (``FOR SHARE``) so that a takeover waits for the claim to commit."""
 
     @abstractmethod
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
@@ -251,8 +300,10 @@ class Store(ABC):
     # ---- the ready queue
     @abstractmethod
     def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
-        """Dispatchable executions: PENDING, or RETRY_WAIT, with available_at <= now_ms,
-        ordered by (available_at, execution_id), keyset-paginated by ``after``."""
+        """Dispatchable executions for LOCAL workers: PENDING, or RETRY_WAIT, with
+        available_at <= now_ms, and no ``queue`` (queue targets' executions are left to
+        ``claim_for_worker``), ordered by (available_at, execution_id), keyset-paginated by
+        ``after``."""
 
     @abstractmethod
     def next_available_at(self) -> int | None:
@@ -305,6 +356,17 @@ class Store(ABC):
 
     @abstractmethod
     def running_count(self) -> int: ...
+
+    @abstractmethod
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        """A remote worker's pull, in ONE transaction: up to ``max`` dispatchable executions
+        (PENDING, or RETRY_WAIT with available_at <= now_ms) whose ``queue`` is one of
+        ``queues`` (and of ``tenant``, when given), oldest available first, started exactly as
+        ``start_executions`` starts them (RUNNING, attempt + 1, lease_epoch + 1, lease_until,
+        worker_id). Two concurrent claimers never get the same execution (PostgreSQL:
+        ``FOR UPDATE SKIP LOCKED``). Grants carry their ``queue``."""
 
     # ---- executions: reads
     @abstractmethod
@@ -384,6 +446,39 @@ class Store(ABC):
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
         stored, or None when there is no such token."""
+
+    # ---- cluster membership (DESIGN.md "Buckets across nodes")
+    # Whose clock: PostgreSQL uses the DATABASE clock for ``last_seen``, ``lease_until`` and
+    # every comparison with them, and ignores ``now_ms``; SQLite (one node) uses ``now_ms``.
+    @abstractmethod
+    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
+        """Insert or refresh (heartbeat) the node's row: address and last_seen = the store's
+        now. Returns the store's now (ms)."""
+
+    @abstractmethod
+    def deregister_node(self, node_id: str) -> None:
+        """Remove a node's row (graceful leave). Its bucket leases are not touched."""
+
+    @abstractmethod
+    def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
+        """Nodes whose last_seen > the store's now − ttl_ms, ordered by node_id."""
+
+    @abstractmethod
+    def acquire_buckets(self, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
+        """Compare-and-set per bucket, in ONE transaction: the lease is granted (lease_until =
+        the store's now + ttl_ms) only when it is free (never leased, or released), expired
+        (lease_until <= now), or ours and live. Renewing our live lease keeps its epoch;
+        anything else starts a new term: epoch + 1 (the first lease of a bucket has epoch 1).
+        Buckets held live by another node are left out of the result."""
+
+    @abstractmethod
+    def release_buckets(self, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
+        """Free the named leases that ``node_id`` owns (owner None, expired; the epoch stays,
+        so the next term gets a higher one). Returns the bucket ids released."""
+
+    @abstractmethod
+    def bucket_leases(self) -> list[BucketLease]:
+        """Every bucket lease row, ordered by bucket_id (buckets never leased have none)."""
 
     # ---- retention
     @abstractmethod

@@ -650,6 +650,12 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a == "--url" or a.startswith("--url=") for a in argv):
+        # a remote worker: pulls queue targets' executions over the HTTP API
+        from cronwheel.worker.remote import main as remote_main
+
+        return remote_main(argv)
     ap = argparse.ArgumentParser(prog="cronwheel worker", description="Run executions granted by a cronwheel daemon.")
     ap.add_argument("--socket", required=True, help="the daemon's worker socket")
     ap.add_argument("--worker-id", required=True)

@@ -92,3 +92,45 @@ def test_bad_schedule_is_a_400_naming_the_problem(daemon: Daemon):
     res = daemon.cli("add", "0 0 30 2 *", "true")
     assert res.returncode != 0 and "never" in (res.stderr + res.stdout)
     assert "Traceback" not in res.stderr
+
+
+def test_cronwheel_effect_inside_a_job_records_once_then_duplicate_then_fenced(daemon: Daemon, tmp_path: Path):
+    import sys
+
+    codes = tmp_path / "codes"
+    env_dump = tmp_path / "env"
+    effect = f"{sys.executable} -m cronwheel effect charge-42"
+    job = daemon.add_job({
+        "runAt": "2000-01-01T00:00:00Z",
+        "command": f"{effect}; echo $? >> {codes}; {effect}; echo $? >> {codes}; env | grep ^CRONWHEEL_ > {env_dump}",
+    })
+    wait_for(lambda: succeeded(daemon, job["jobId"]), timeout=30, what="the job to finish")
+    assert codes.read_text().split() == ["0", "3"]  # recorded, then a duplicate
+    # the same call after the lease has ended (the execution SUCCEEDED): fenced, exit 4
+    job_env = dict(line.split("=", 1) for line in env_dump.read_text().splitlines())
+    import os
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "effect", "charge-43"], env={**os.environ, **job_env},
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 4, (res.stdout, res.stderr)
+    (ex,) = daemon.executions(job["jobId"])
+    assert ex["leaseEpoch"] == int(job_env["CRONWHEEL_LEASE_EPOCH"])
+
+
+def test_serve_on_an_unusable_store_says_why_in_one_line(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.daemon import REPO
+
+    not_a_db = tmp_path / "garbage.db"
+    not_a_db.write_bytes(b"this is not a SQLite database, not even close" * 100)
+    res = subprocess.run(
+        [sys.executable, "-m", "cronwheel", "serve", "--data-dir", str(tmp_path / "d"), "--store", str(not_a_db), "--http", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr
+    assert res.stderr.startswith("cronwheel serve:") and str(not_a_db) in res.stderr

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from typing import Any
 
 
 def crash_worker(**_: Any) -> None:
     """A poison pill that takes its worker process down with it, every time."""
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, scheduled_at: int, payload: Any) -> dict[str, Any]:
+    """A remote worker's handler: returns what it was called with. With a payload
+    ``{"hangOnEpoch": n}``, the run at lease epoch ``n`` hangs (until its worker is killed)."""
+    if isinstance(payload, dict) and payload.get("hangOnEpoch") == lease_epoch:
+        threading.Event().wait()
+    return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "attempt": attempt,
+            "scheduledAt": scheduled_at, "payload": payload}

@@ -103,7 +103,8 @@ def claim(
     broken_ids: list[str] = []
     broken_old: list[int] = []
 
-    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att in rows:
+    queues = {r[0]: r[10] for r in rows if r[10] is not None}  # queue targets' jobs
+    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
@@ -180,10 +181,15 @@ def claim(
     # rows in claim order (earliest due job first), each job's rows in tick order
     inserts = [row for job_id, _, *_ in rows if job_id in moved for row in per_job.get(job_id, ())]
     inserted = insert_executions(conn, inserts)
+    if queues:
+        queued = [(row[0], queues[row[1]]) for row in inserts if row[1] in queues and row[0] in inserted]
+        if queued:
+            conn.execute(q.SET_EXECUTIONS_QUEUE, {"ids": [x for x, _ in queued], "queues": [n for _, n in queued]})
     for row in inserts:
         eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
         if eid not in inserted:
             continue  # that tick already had its execution
         ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
-                       None, avail, created, None, finished, None, None, None, reason, max_att)  # fmt: skip
+                       None, avail, created, None, finished, None, None, None, reason, max_att,
+                       queues.get(job_id) if queues else None)  # fmt: skip
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)

@@ -68,8 +68,21 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                            lease_sec, timeout_sec, target, payload))  # fmt: skip
+                            lease_sec, timeout_sec, target, payload, r[8]))  # fmt: skip
     return grants
+
+
+def claim_for_worker(
+    conn: psycopg.Connection[Any], queues: Sequence[str], worker_id: str, max: int, now_ms: int,
+    tenant: str | None,
+) -> list[Grant]:
+    """Store.claim_for_worker inside the caller's transaction: lock up to ``max`` queued rows
+    (SKIP LOCKED: another claimer's rows are passed over), then start them."""
+    args = {"queues": list(queues), "now": now_ms, "tenant": tenant, "limit": max}
+    ids = [r[0] for r in conn.execute(q.QUEUE_READY, args)]
+    if not ids:
+        return []
+    return start(conn, [StartRequest(eid, worker_id) for eid in ids], now_ms)
 
 
 def heartbeat(

@@ -29,7 +29,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts
+    error, output, reason, max_attempts, queue
 """
 
 #: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
@@ -69,11 +69,12 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOBS = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts)
+                  jitter_sec, tenant, priority, max_attempts, queue)
 SELECT * FROM unnest(
     %(id)s::text[], %(bucket_id)s::int4[], %(status)s::text[], %(next_run_at)s::int8[],
     %(schedule)s::text[], %(timezone)s::text[], %(misfire)s::text[], %(overlap)s::text[],
-    %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[])
+    %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[],
+    %(queue)s::text[])
 """
 
 INSERT_JOB_DEFINITIONS = """
@@ -186,7 +187,7 @@ CROSS JOIN LATERAL (
 #: for the job), so those never make a due job look busy.
 CLAIM_SELECT = """
 SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
-       max_attempts
+       max_attempts, queue
 FROM jobs
 WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
   AND (next_run_at <= %(now)s OR overlap = 'allow')
@@ -228,6 +229,13 @@ ON CONFLICT DO NOTHING
 RETURNING execution_id
 """
 
+#: a queue target's executions carry its name (only those rows pay for this statement)
+SET_EXECUTIONS_QUEUE = """
+UPDATE executions AS e SET queue = v.queue
+FROM unnest(%(ids)s::text[], %(queues)s::text[]) AS v (execution_id, queue)
+WHERE e.execution_id = v.execution_id
+"""
+
 #: live executions of the given guarded jobs (overlap=forbid/replace), locked so that the
 #: claim sees their status as it cancels them (a start cannot slip in between)
 GUARDED_LIVE = """
@@ -241,7 +249,7 @@ FOR UPDATE
 #: the job a manual trigger runs; FOR SHARE makes a concurrent cancel wait for the trigger
 #: (and then cancel its execution) instead of missing it
 TRIGGER_SELECT_JOB = f"""
-SELECT status, tenant, priority, max_attempts, overlap FROM jobs
+SELECT status, tenant, priority, max_attempts, overlap, queue FROM jobs
 WHERE id = %(id)s AND {_TENANT.format(col="tenant")}
 FOR SHARE
 """
@@ -260,7 +268,7 @@ WHERE NOT EXISTS (SELECT 1 FROM executions AS e WHERE e.job_id = %(id)s AND e.sc
 
 READY_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
-WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s AND queue IS NULL
   AND (available_at, execution_id) > (%(after_at)s::int8, %(after_id)s::text)
 ORDER BY available_at, execution_id LIMIT %(limit)s
 """
@@ -271,6 +279,17 @@ SELECT min(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 
 #: what a hand-out needs, for the requested executions that are dispatchable now, locked.
 #: SKIP LOCKED: an execution another node is starting (or cancelling) right now is not ours.
+#: a remote worker's pull: dispatchable executions of its queues, oldest first, locked so that
+#: concurrent claimers skip each other's rows
+QUEUE_READY = f"""
+SELECT execution_id FROM executions
+WHERE queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
+  AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
+  AND {_TENANT.format(col="tenant")}
+ORDER BY available_at, execution_id LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+"""
+
 START_CANDIDATES = """
 SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload
 FROM executions AS e LEFT JOIN job_definitions AS d ON d.job_id = e.job_id
@@ -291,7 +310,7 @@ FROM unnest(%(ids)s::text[], %(workers)s::text[], %(until)s::int8[])
 WHERE e.execution_id = r.execution_id
   AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= %(now)s
 RETURNING e.execution_id, e.job_id, e.tenant, e.priority, e.scheduled_at, e.attempt,
-          e.lease_epoch, e.lease_until
+          e.lease_epoch, e.lease_until, e.queue
 """
 
 #: fenced lease extension for a batch of (execution_id, lease_epoch)

@@ -86,7 +86,7 @@ def job_from_row(r: Any) -> Job:
 
 def execution_from_row(r: Any) -> Execution:
     """A row of ``queries.EXEC_COLUMNS`` (the field order of ``Execution``)."""
-    return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:19])
+    return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20])
 
 
 def tenant_from_row(r: Any) -> Tenant:

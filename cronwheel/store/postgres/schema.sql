@@ -39,7 +39,8 @@ CREATE TABLE jobs (
     jitter_sec   INTEGER NOT NULL DEFAULT 0,
     tenant       TEXT COLLATE "C" NOT NULL,
     priority     SMALLINT NOT NULL,
-    max_attempts INTEGER NOT NULL
+    max_attempts INTEGER NOT NULL,
+    queue        TEXT COLLATE "C"  -- a queue target's name (remote workers), else NULL
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -94,7 +95,8 @@ CREATE TABLE executions (
     output        TEXT,
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
-    overlap_guard BOOLEAN NOT NULL DEFAULT FALSE
+    overlap_guard BOOLEAN NOT NULL DEFAULT FALSE,
+    queue         TEXT COLLATE "C"  -- copied from jobs.queue: remote workers claim it, local ones never
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
@@ -107,6 +109,9 @@ CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNN
 CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
 -- The dead-letter queue.
 CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
+-- A remote worker's pull: dispatchable executions of its queues, oldest available first.
+CREATE INDEX executions_queue_ready ON executions (queue, available_at, execution_id)
+    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 -- Live executions of jobs whose overlap policy is not 'allow': the claim asks this index
 -- only for such jobs, so the common 'allow' path pays nothing for it.
 CREATE INDEX executions_guarded ON executions (job_id)
@@ -134,3 +139,19 @@ CREATE TABLE api_tokens (
 );
 
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant, created_at);
+
+-- Nodes heartbeat here; desired bucket ownership is rendezvous hashing over the live ones.
+CREATE TABLE cluster_nodes (
+    node_id    TEXT COLLATE "C" PRIMARY KEY,
+    address    TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    last_seen  BIGINT NOT NULL
+);
+
+-- One lease per time bucket: (bucket_id, epoch) is a term; owner NULL when released.
+CREATE TABLE bucket_leases (
+    bucket_id   INTEGER PRIMARY KEY CHECK (bucket_id >= 0),
+    owner       TEXT COLLATE "C",
+    epoch       BIGINT NOT NULL CHECK (epoch >= 1),
+    lease_until BIGINT NOT NULL
+);

@@ -54,14 +54,18 @@ from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
 from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
 from cronwheel.store.base import (
+    BucketGrants,
+    BucketLease,
     ClaimResult,
     Completion,
     CompletionResult,
     CreateOutcome,
     CreateResult,
     EffectVerdict,
+    Fence,
     HeartbeatResult,
     NewJob,
+    NodeInfo,
     Outcome,
     StartRequest,
     Store,
@@ -69,7 +73,7 @@ from cronwheel.store.base import (
     StoreUnavailable,
 )
 from cronwheel.store.postgres import claim as claiming
-from cronwheel.store.postgres import leases
+from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (
@@ -364,7 +368,7 @@ class PostgresStore(Store):
                 job_rows.append((
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
-                    int(spec.priority), retry.max_attempts,
+                    int(spec.priority), retry.max_attempts, spec.target.get("queue"),
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -473,13 +477,56 @@ class PostgresStore(Store):
         return None if value is None else int(value)
 
     @_translated
-    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
+    def claim_due(
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+    ) -> ClaimResult:
         result = ClaimResult()
         if not buckets or limit <= 0:
             return result
         with self._write() as conn:
-            claiming.claim(conn, [int(b) for b in buckets], now_ms, limit, result, ahead_ms)
+            if fence is not None:
+                # the fence holds the lease rows FOR SHARE: a node paused mid-claim must not
+                # keep a takeover waiting for longer than this
+                conn.execute(cluster.FENCED_CLAIM_IDLE_TIMEOUT)
+            owned = [int(b) for b in buckets] if fence is None else cluster.fenced_buckets(conn, buckets, fence)
+            if owned:
+                claiming.claim(conn, owned, now_ms, limit, result, ahead_ms)
         return result
+
+    # ------------------------------------------------------------ cluster membership
+    # The database's clock decides (``now_ms`` is ignored), see ``cluster.py``.
+
+    @_translated
+    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
+        with self._write() as conn:
+            return cluster.register(conn, node_id, address)
+
+    @_translated
+    def deregister_node(self, node_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM cluster_nodes WHERE node_id = %s", (node_id,))
+
+    @_translated
+    def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
+        return self._read(lambda conn: cluster.live(conn, ttl_ms))
+
+    @_translated
+    def acquire_buckets(self, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
+        with self._write() as conn:
+            if not bucket_ids:
+                return BucketGrants([], cluster.db_now(conn))
+            return cluster.acquire(conn, node_id, bucket_ids, ttl_ms)
+
+    @_translated
+    def release_buckets(self, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
+        if not bucket_ids:
+            return []
+        with self._write() as conn:
+            return cluster.release(conn, node_id, bucket_ids)
+
+    @_translated
+    def bucket_leases(self) -> list[BucketLease]:
+        return self._read(cluster.leases)
 
     @_translated
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
@@ -487,7 +534,7 @@ class PostgresStore(Store):
             row = conn.execute(q.TRIGGER_SELECT_JOB, {"id": job_id, "tenant": tenant}).fetchone()
             if row is None or row[0] == JobStatus.CANCELLED.value:
                 return None
-            _, job_tenant, prio, max_att, overlap = row
+            _, job_tenant, prio, max_att, overlap, queue = row
             guard = overlap != OverlapPolicy.ALLOW.value
             while True:  # the first free millisecond; a concurrent trigger may take it first
                 tick = int(conn.execute(q.FIRST_FREE_TICK, {"id": job_id, "now": now_ms}).fetchone()[0])  # type: ignore[index]
@@ -495,8 +542,11 @@ class PostgresStore(Store):
                 new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard)
                 if claiming.insert_executions(conn, [new]):
                     break
+            if queue is not None:
+                conn.execute(q.SET_EXECUTIONS_QUEUE, {"ids": [eid], "queues": [queue]})
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
-                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att)  # fmt: skip
+                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
+                         queue=queue)  # fmt: skip
 
     # ------------------------------------------------------------ the ready queue
 
@@ -519,6 +569,15 @@ class PostgresStore(Store):
             return []
         with self._write() as conn:
             return leases.start(conn, starts, now_ms)
+
+    @_translated
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        if max <= 0 or not queues:
+            return []
+        with self._write() as conn:
+            return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant)
 
     @_translated
     def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
@@ -737,6 +796,6 @@ class PostgresStore(Store):
 
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
-               "jitter_sec", "tenant", "priority", "max_attempts")  # fmt: skip
+               "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")

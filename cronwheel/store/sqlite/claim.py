@@ -96,7 +96,8 @@ def claim(
     per_job_cancels: list[list[tuple[str, bool]]] = []  # parallel to advances
     broken: list[tuple[int, int]] = []
 
-    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att in rows:
+    queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
+    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
@@ -162,11 +163,14 @@ def claim(
             conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, f"replaced by {newest}") for eid, _ in cancels])
             result.replaced.extend(eid for eid, running in cancels if running)
     inserted = executemany_each(conn, q.INSERT_EXECUTION, inserts)
+    if queues:
+        conn.executemany(q.SET_EXECUTION_QUEUE, [(row[0], queues[row[1]]) for row in inserts if row[1] in queues])
     for i, row in enumerate(inserts):
         if inserted is not None and not inserted[i]:
             continue  # that tick already had its execution
         eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
         ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
-                       None, avail, created, None, finished, None, None, None, reason, max_att)
+                       None, avail, created, None, finished, None, None, None, reason, max_att,
+                       queues.get(job_id) if queues else None)
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
 

@@ -38,7 +38,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts
+    error, output, reason, max_attempts, queue
 """
 
 # ---------------------------------------------------------------- jobs
@@ -50,8 +50,8 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOB = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  jitter_sec, tenant, priority, max_attempts, queue)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 INSERT_JOB_DEFINITION = """
@@ -152,7 +152,7 @@ WITH due AS (
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
-       j.jitter_sec, j.tenant, j.priority, j.max_attempts
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
@@ -179,6 +179,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 
+#: a queue target's executions carry its name (only those rows pay for this statement)
+SET_EXECUTION_QUEUE = "UPDATE executions SET queue = ?2 WHERE execution_id = ?1"
+
 #: live executions of the given (JSON array) guarded jobs, for overlap=forbid/replace
 GUARDED_LIVE = """
 SELECT job_id, execution_id, status FROM executions INDEXED BY executions_guarded
@@ -188,7 +191,7 @@ ORDER BY job_id, status = 'RUNNING' DESC, scheduled_at DESC
 """
 
 TRIGGER_SELECT_JOB = """
-SELECT status, tenant, priority, max_attempts, overlap FROM jobs
+SELECT status, tenant, priority, max_attempts, overlap, queue FROM jobs
 WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)
 """
 
@@ -201,13 +204,21 @@ ORDER BY scheduled_at LIMIT ?3
 
 READY_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
-WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?1
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?1 AND queue IS NULL
   AND (available_at, execution_id) > (?2, ?3)
 ORDER BY available_at, execution_id LIMIT ?4
 """
 
 NEXT_AVAILABLE_AT = """
 SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT')
+"""
+
+#: a remote worker's pull: dispatchable executions of a JSON array of queues, oldest first
+QUEUE_READY = """
+SELECT execution_id FROM executions
+WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
+  AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2 AND (?3 IS NULL OR tenant = ?3)
+ORDER BY available_at, execution_id LIMIT ?4
 """
 
 #: what a hand-out needs, for a JSON array of execution ids that are dispatchable now
@@ -229,7 +240,7 @@ FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id, value ->> 2 
 WHERE executions.execution_id = r.execution_id
   AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
 RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
-          lease_until
+          lease_until, queue
 """
 
 HEARTBEAT = """

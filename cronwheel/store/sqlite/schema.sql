@@ -38,7 +38,8 @@ CREATE TABLE jobs (
     jitter_sec   INTEGER NOT NULL DEFAULT 0,
     tenant       TEXT NOT NULL,
     priority     INTEGER NOT NULL,
-    max_attempts INTEGER NOT NULL
+    max_attempts INTEGER NOT NULL,
+    queue        TEXT  -- a queue target's name (remote workers), else NULL
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -93,7 +94,8 @@ CREATE TABLE executions (
     output        TEXT,
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
-    overlap_guard INTEGER NOT NULL DEFAULT 0
+    overlap_guard INTEGER NOT NULL DEFAULT 0,
+    queue         TEXT  -- copied from jobs.queue: remote workers claim it, local ones never
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
@@ -110,6 +112,9 @@ CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
 -- asks this index only for such jobs, so the common 'allow' path pays nothing for it.
 CREATE INDEX executions_guarded ON executions (job_id)
     WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT');
+-- A remote worker's pull: dispatchable executions of its queues, oldest available first.
+CREATE INDEX executions_queue_ready ON executions (queue, available_at, execution_id)
+    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 
 -- Side effects recorded by executions (execution idempotency keys), fenced by lease_epoch.
 CREATE TABLE effects (
@@ -133,3 +138,17 @@ CREATE TABLE api_tokens (
 ) WITHOUT ROWID;
 
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant, created_at);
+
+CREATE TABLE cluster_nodes (
+    node_id    TEXT PRIMARY KEY,
+    address    TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    last_seen  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE bucket_leases (
+    bucket_id   INTEGER PRIMARY KEY CHECK (bucket_id >= 0),
+    owner       TEXT,
+    epoch       INTEGER NOT NULL CHECK (epoch >= 1),
+    lease_until INTEGER NOT NULL
+);

@@ -33,14 +33,18 @@ from cronwheel.core.model import (
 )
 from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
 from cronwheel.store.base import (
+    BucketGrants,
+    BucketLease,
     ClaimResult,
     Completion,
     CompletionResult,
     CreateOutcome,
     CreateResult,
     EffectVerdict,
+    Fence,
     HeartbeatResult,
     NewJob,
+    NodeInfo,
     Outcome,
     StartRequest,
     Store,
@@ -48,7 +52,7 @@ from cronwheel.store.base import (
     StoreUnavailable,
 )
 from cronwheel.store.sqlite import claim as claiming
-from cronwheel.store.sqlite import leases
+from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (
@@ -163,18 +167,29 @@ class SqliteStore(Store):
         return cls(conn, path)
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[apsw.Connection]:
-        """One durable write transaction: BEGIN IMMEDIATE … COMMIT (fsynced), else ROLLBACK."""
+    def _write(self, fsync: bool = True) -> Iterator[apsw.Connection]:
+        """One write transaction: BEGIN IMMEDIATE … COMMIT, else ROLLBACK.
+
+        ``fsync=True`` (the default) commits with ``synchronous=FULL``: what it wrote survives
+        power loss. ``fsync=False`` commits with ``synchronous=NORMAL`` (WAL): it survives any
+        crash of the process, and a power cut may lose it (see Store: completions and
+        heartbeats only; the next FULL commit makes it durable too)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        if not fsync:
+            conn.execute("PRAGMA synchronous = NORMAL")
         try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(apsw.Error):
-                    conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(apsw.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        finally:
+            if not fsync:
+                conn.execute("PRAGMA synchronous = FULL")
 
     # ------------------------------------------------------------ lifecycle
 
@@ -242,7 +257,7 @@ class SqliteStore(Store):
                 job_rows.append((
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
-                    spec.priority, retry.max_attempts,
+                    spec.priority, retry.max_attempts, spec.target.get("queue"),
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -354,13 +369,49 @@ class SqliteStore(Store):
         return None if row is None or row[0] is None else int(row[0])
 
     @_translated
-    def claim_due(self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0) -> ClaimResult:
+    def claim_due(
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+    ) -> ClaimResult:
         result = ClaimResult()
         if not buckets or limit <= 0:
             return result
         with self._write() as conn:
-            claiming.claim(conn, _buckets_json(tuple(buckets)), now_ms, limit, result, ahead_ms)
+            owned = list(buckets) if fence is None else cluster.fenced_buckets(conn, buckets, fence, now_ms)
+            if owned:
+                claiming.claim(conn, _buckets_json(tuple(owned)), now_ms, limit, result, ahead_ms)
         return result
+
+    # ------------------------------------------------------------ cluster membership
+
+    @_translated
+    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
+        with self._write() as conn:
+            return cluster.register(conn, node_id, address, now_ms)
+
+    @_translated
+    def deregister_node(self, node_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM cluster_nodes WHERE node_id = ?", (node_id,))
+
+    @_translated
+    def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
+        return cluster.live(self._conn, ttl_ms, now_ms)
+
+    @_translated
+    def acquire_buckets(self, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
+        with self._write() as conn:
+            return cluster.acquire(conn, node_id, bucket_ids, ttl_ms, now_ms)
+
+    @_translated
+    def release_buckets(self, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
+        if not bucket_ids:
+            return []
+        with self._write() as conn:
+            return cluster.release(conn, node_id, bucket_ids)
+
+    @_translated
+    def bucket_leases(self) -> list[BucketLease]:
+        return cluster.leases(self._conn)
 
     @_translated
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
@@ -368,7 +419,7 @@ class SqliteStore(Store):
             row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
             if row is None or row[0] == JobStatus.CANCELLED.value:
                 return None
-            _, job_tenant, prio, max_att, overlap = row
+            _, job_tenant, prio, max_att, overlap, queue = row
             tick = now_ms
             page = 256
             while True:  # the first millisecond from now on that has no execution yet
@@ -386,8 +437,11 @@ class SqliteStore(Store):
             conn.execute(q.INSERT_EXECUTION, (
                 eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
             ))  # fmt: skip
+            if queue is not None:
+                conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
-                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att)
+                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
+                         queue=queue)
 
     # ------------------------------------------------------------ the ready queue
 
@@ -411,17 +465,34 @@ class SqliteStore(Store):
         workers: dict[str, str] = {}
         for st in starts:
             workers.setdefault(st.execution_id, st.worker_id)
-        loads = json.loads
         with self._write() as conn:
-            cands: list[Any] = conn.execute(q.START_CANDIDATES, (dumps(list(workers)), now_ms)).fetchall()
-            if not cands:
+            return self._start_in(conn, workers, now_ms)
+
+    @_translated
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        if max <= 0 or not queues:
+            return []
+        with self._write() as conn:  # BEGIN IMMEDIATE: claimers on one file are serialised
+            ids = [r[0] for r in conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, tenant, max))]
+            if not ids:
                 return []
-            defs = {c[0]: c for c in cands}
-            triples = [
-                [eid, workers[eid], now_ms + round((DEFAULT_LEASE_SEC if ls is None else ls) * 1000)]
-                for eid, _job, ls, *_ in cands
-            ]
-            rows: list[Any] = conn.execute(q.START_EXECUTIONS, (dumps(triples), now_ms)).fetchall()
+            grants = self._start_in(conn, dict.fromkeys(ids, worker_id), now_ms)
+        return grants
+
+    def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
+        """start_executions' work inside the caller's write transaction."""
+        loads = json.loads
+        cands: list[Any] = conn.execute(q.START_CANDIDATES, (dumps(list(workers)), now_ms)).fetchall()
+        if not cands:
+            return []
+        defs = {c[0]: c for c in cands}
+        triples = [
+            [eid, workers[eid], now_ms + round((DEFAULT_LEASE_SEC if ls is None else ls) * 1000)]
+            for eid, _job, ls, *_ in cands
+        ]
+        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (dumps(triples), now_ms)).fetchall()
         by_id = {r[0]: r for r in rows}
         grants: list[Grant] = []
         for eid in workers:
@@ -432,19 +503,19 @@ class SqliteStore(Store):
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, loads(target), loads(payload)))  # fmt: skip
+                                lease_sec, timeout_sec, loads(target), loads(payload), r[8]))  # fmt: skip
         return grants
 
     @_translated
     def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
-        with self._write() as conn:
+        with self._write(fsync=False) as conn:
             return leases.heartbeat(conn, execution_id, lease_epoch, now_ms)
 
     @_translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         if not beats:
             return []
-        with self._write() as conn:
+        with self._write(fsync=False) as conn:
             return [leases.heartbeat(conn, eid, epoch, now_ms) for eid, _worker, epoch in beats]
 
     @_translated
@@ -453,14 +524,14 @@ class SqliteStore(Store):
     ) -> list[CompletionResult]:
         if not completions:
             return []
-        with self._write() as conn:
+        with self._write(fsync=False) as conn:
             return leases.complete(conn, completions, now_ms, rand01)
 
     @_translated
     def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
         if limit <= 0:
             return []
-        with self._write() as conn:
+        with self._write(fsync=False) as conn:
             rows: list[Any] = conn.execute(q.EXPIRED_LEASES, (now_ms, limit)).fetchall()
             if not rows:
                 return []

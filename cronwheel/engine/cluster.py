@@ -1,0 +1,217 @@
+"""Cluster membership: which time buckets this node schedules (DESIGN.md "Buckets across
+nodes", invariant 7).
+
+Every ``ttl/3`` the membership loop heartbeats the node's row, computes the buckets it should
+own (``core.rendezvous`` over the live nodes), releases the ones it should not (hand-off: the
+new owner may take them at once) and acquires or renews the ones it should (free, expired, or
+already ours: the store's compare-and-set on the database clock decides).
+
+A lease is a term ``(bucket, epoch)`` with a local trust window, as in River's leadership:
+``trusted_until = t0 + ttl − margin`` on this node's monotonic clock, where ``t0`` is read
+*before* the acquire was sent, so the window always closes before the database's
+``lease_until``. The scheduler asks ``Holdings.owned(now)`` before every claim: a bucket
+whose window closed is not scheduled, even while the database cannot be reached (step down
+when in doubt). And every claim carries the epochs as a fence that the store re-checks in the
+claim's own transaction, so a node that was paused past its lease claims nothing.
+
+``Holdings`` is pure (time is an argument); ``ClusterMember`` is the asyncio shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from traceback import format_exc
+from typing import Any
+
+from cronwheel.core.clock import Clock
+from cronwheel.core.ids import N_BUCKETS
+from cronwheel.core.rendezvous import buckets_of
+from cronwheel.engine.runner import StoreRunner
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import Fence
+
+DEFAULT_LEASE_TTL_MS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    bucket: int
+    epoch: int
+    trusted_until: float  #: monotonic seconds
+
+
+class Holdings:
+    """The bucket terms this node holds, each with its local trust window."""
+
+    def __init__(self, node_id: str, ttl_ms: int, margin_ms: int | None = None) -> None:
+        self.node_id = node_id
+        self.ttl_ms = ttl_ms
+        #: what the window gives up against the database's lease_until: clock-rate drift,
+        #: scheduling delays between reading the window and the claim reaching the database
+        self.margin_ms = margin_ms if margin_ms is not None else max(100, ttl_ms // 5)
+        self.terms: dict[int, Term] = {}
+
+    def granted(self, t0: float, grants: Iterable[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
+        """Record ``(bucket, epoch, lease_until)`` grants of an acquire sent at monotonic
+        ``t0``. Returns (buckets newly held, buckets whose term changed under us)."""
+        window = (self.ttl_ms - self.margin_ms) / 1000
+        new, changed = [], []
+        for bucket, epoch, _until in grants:
+            old = self.terms.get(bucket)
+            if old is None:
+                new.append(bucket)
+            elif old.epoch != epoch:
+                changed.append(bucket)
+            self.terms[bucket] = Term(bucket, epoch, t0 + window)
+        return new, changed
+
+    def drop(self, buckets: Iterable[int]) -> list[int]:
+        return [b for b in buckets if self.terms.pop(b, None) is not None]
+
+    def expired(self, now: float) -> list[int]:
+        """Terms whose trust window closed (forgotten here: they are lost)."""
+        gone = [b for b, t in self.terms.items() if now >= t.trusted_until]
+        return self.drop(gone)
+
+    def owned(self, now: float) -> tuple[list[int], Fence]:
+        """The buckets to schedule now and the fence for the claim."""
+        live = {b: t.epoch for b, t in self.terms.items() if now < t.trusted_until}
+        return sorted(live), (self.node_id, live)
+
+
+class ClusterMember:
+    def __init__(
+        self,
+        node_id: str,
+        address: str,
+        runner: StoreRunner,
+        clock: Clock,
+        events: EventLog,
+        *,
+        ttl_ms: int = DEFAULT_LEASE_TTL_MS,
+        margin_ms: int | None = None,
+        on_change: Callable[[], None] = lambda: None,
+        refill: Callable[[], Any] | None = None,
+        n_buckets: int = N_BUCKETS,
+    ) -> None:
+        self.node_id = node_id
+        self.address = address
+        self.runner = runner
+        self.clock = clock
+        self.events = events
+        self.ttl_ms = ttl_ms
+        self.holdings = Holdings(node_id, ttl_ms, margin_ms)
+        self.on_change = on_change
+        self.refill = refill
+        self.n_buckets = n_buckets
+        self.interval = ttl_ms / 3000
+        self.live_nodes: list[str] = [node_id]
+        self._stopping = False
+        self._wake = asyncio.Event()
+        self.turns = 0
+        self.first_turn = asyncio.Event()
+        #: the store's clock at our last acquire, and our monotonic clock then (for status)
+        self._store_now: tuple[int, float] | None = None
+
+    # ---- for the scheduler
+    def owned(self) -> tuple[list[int], Fence]:
+        now = self.clock.monotonic()
+        for bucket in self.holdings.expired(now):
+            self.events.emit("bucket.lost", bucket=bucket, reason="trust window closed")
+            self._wake.set()
+        return self.holdings.owned(now)
+
+    # ---- the loop
+    async def run(self) -> None:
+        while not self._stopping:
+            started = self.clock.monotonic()
+            try:
+                await self.turn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is down or slow: the trust windows step us down
+                self.events.emit("cluster.error", error=repr(exc), traceback=format_exc(limit=6))
+                self.owned()
+            self.first_turn.set()
+            if self.refill is not None:
+                with contextlib.suppress(Exception):  # the shared ready queue: other nodes' work
+                    await self.refill()
+            delay = max(0.0, self.interval - (self.clock.monotonic() - started))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            self._wake.clear()
+
+    async def turn(self) -> None:
+        ttl = self.ttl_ms
+        now_ms = self.clock.now_ms()
+        live = await self.runner.run(lambda s: (s.register_node(self.node_id, self.address, now_ms),
+                                                s.live_nodes(ttl, now_ms))[1])
+        self.live_nodes = [n.node_id for n in live] or [self.node_id]
+        desired = set(buckets_of(self.node_id, self.live_nodes, self.n_buckets))
+        unwanted = sorted(set(self.holdings.terms) - desired)
+        if unwanted:
+            # stop scheduling them first, then hand them off
+            self.holdings.drop(unwanted)
+            self.on_change()
+            released = await self.runner.run(lambda s: s.release_buckets(self.node_id, unwanted))
+            for bucket in released:
+                self.events.emit("bucket.released", bucket=bucket)
+        t0 = self.clock.monotonic()  # before the request: the window closes before lease_until
+        want = sorted(desired)
+        grants = await self.runner.run(lambda s: s.acquire_buckets(self.node_id, want, ttl, now_ms))
+        self._store_now = (grants.store_now, self.clock.monotonic())
+        got = {b for b, _, _ in grants.granted}
+        lost = self.holdings.drop([b for b in list(self.holdings.terms) if b not in got])
+        for bucket in lost:
+            self.events.emit("bucket.lost", bucket=bucket, reason="held by another node")
+        new, changed = self.holdings.granted(t0, grants.granted)
+        for bucket, epoch, _ in grants.granted:
+            if bucket in new or bucket in changed:
+                self.events.emit("bucket.acquired", bucket=bucket, epoch=epoch)
+        if new or changed or lost:
+            self.on_change()
+        self.turns += 1
+
+    async def leave(self) -> None:
+        """Graceful leave: stop scheduling, hand every bucket off, remove the node's row."""
+        self._stopping = True
+        self._wake.set()
+        held = sorted(self.holdings.terms)
+        self.holdings.drop(held)
+        self.on_change()
+        try:
+            released = await self.runner.run(lambda s: s.release_buckets(self.node_id, list(range(self.n_buckets))))
+            await self.runner.run(lambda s: s.deregister_node(self.node_id))
+        except Exception as exc:  # the leases expire on their own
+            self.events.emit("cluster.error", error=repr(exc))
+            return
+        for bucket in released:
+            self.events.emit("bucket.released", bucket=bucket)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def status(self) -> dict[str, Any]:
+        def read(s: Any) -> tuple[Any, Any]:
+            return s.live_nodes(self.ttl_ms, self.clock.now_ms()), s.bucket_leases()
+
+        nodes, leases = await self.runner.run(read)
+        # live leases only, by an estimate of the store's clock (its reading at our last
+        # acquire, moved on by our monotonic clock): a dead node's expired leases are not shown
+        now = 0 if self._store_now is None else self._store_now[0] + int(
+            (self.clock.monotonic() - self._store_now[1]) * 1000
+        )
+        counts: dict[str, int] = {}
+        for lease in leases:
+            if lease.owner is not None and lease.lease_until > now:
+                counts[lease.owner] = counts.get(lease.owner, 0) + 1
+        return {
+            "leaseTtlMs": self.ttl_ms,
+            "nodes": [{"nodeId": n.node_id, "address": n.address, "lastSeen": n.last_seen} for n in nodes],
+            "buckets": counts,
+            "owned": len(self.holdings.terms),
+        }

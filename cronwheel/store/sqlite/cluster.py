@@ -1,0 +1,79 @@
+"""Cluster membership and bucket leases for the SQLite store. One node owns an SQLite file,
+so it trivially holds every lease; the same compare-and-set rules as PostgreSQL's apply
+(so the one contract suite passes), with the caller's ``now_ms`` as the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from cronwheel.store.base import BucketGrants, BucketLease, Fence, NodeInfo
+
+REGISTER_NODE = """
+INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen = excluded.last_seen
+"""
+LIVE_NODES = """
+SELECT node_id, address, started_at, last_seen FROM cluster_nodes
+WHERE last_seen > ?1 - ?2 ORDER BY node_id
+"""
+ACQUIRE = """
+INSERT INTO bucket_leases AS l (bucket_id, owner, epoch, lease_until) VALUES (?1, ?2, 1, ?3)
+ON CONFLICT (bucket_id) DO UPDATE SET
+    owner = excluded.owner,
+    epoch = CASE WHEN l.owner = excluded.owner AND l.lease_until > ?4 THEN l.epoch ELSE l.epoch + 1 END,
+    lease_until = excluded.lease_until
+WHERE l.owner IS NULL OR l.owner = excluded.owner OR l.lease_until <= ?4
+RETURNING bucket_id, epoch, lease_until
+"""
+RELEASE = """
+UPDATE bucket_leases SET owner = NULL, lease_until = 0
+WHERE owner = ?1 AND bucket_id IN (SELECT value FROM json_each(?2))
+RETURNING bucket_id
+"""
+BUCKET_LEASES = "SELECT bucket_id, owner, epoch, lease_until FROM bucket_leases ORDER BY bucket_id"
+FENCE_CHECK = """
+SELECT bucket_id, epoch FROM bucket_leases
+WHERE owner = ?1 AND bucket_id IN (SELECT value FROM json_each(?2)) AND lease_until > ?3
+"""
+
+
+def _json(buckets: Sequence[int]) -> str:
+    return "[" + ",".join(str(int(b)) for b in sorted(set(buckets))) + "]"
+
+
+def register(conn: apsw.Connection, node_id: str, address: str, now_ms: int) -> int:
+    conn.execute(REGISTER_NODE, (node_id, address, now_ms))
+    return now_ms
+
+
+def live(conn: apsw.Connection, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
+    return [NodeInfo(*r) for r in conn.execute(LIVE_NODES, (now_ms, ttl_ms)).fetchall()]
+
+
+def acquire(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
+    granted: list[tuple[int, int, int]] = []
+    for b in sorted({int(b) for b in bucket_ids}):
+        row: Any = conn.execute(ACQUIRE, (b, node_id, now_ms + ttl_ms, now_ms)).fetchone()
+        if row is not None:
+            granted.append((int(row[0]), int(row[1]), int(row[2])))
+    return BucketGrants(granted, now_ms)
+
+
+def release(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
+    return sorted(int(r[0]) for r in conn.execute(RELEASE, (node_id, _json(bucket_ids))).fetchall())
+
+
+def leases(conn: apsw.Connection) -> list[BucketLease]:
+    return [BucketLease(int(b), o, int(e), int(u)) for b, o, e, u in conn.execute(BUCKET_LEASES).fetchall()]
+
+
+def fenced_buckets(conn: apsw.Connection, buckets: Sequence[int], fence: Fence, now_ms: int) -> list[int]:
+    node_id, epochs = fence
+    wanted = [int(b) for b in buckets if int(b) in epochs]
+    if not wanted:
+        return []
+    rows = conn.execute(FENCE_CHECK, (node_id, _json(wanted), now_ms)).fetchall()
+    return sorted(int(b) for b, epoch in rows if epochs.get(int(b)) == int(epoch))

@@ -1,0 +1,267 @@
+"""The Python remote worker: pulls executions of queue targets over the HTTP API.
+
+    cronwheel worker --url URL --queue NAME [--queue NAME …] --handler module:function
+                     [--concurrency N] [--token T] [--worker-id ID] [--grace SEC]
+
+It speaks only the public API, as a worker in any other language would (DESIGN.md "Workers"):
+
+* ``POST /v1/workers/claim {workerId, queues, max, waitSec}`` long-polls for up to as many
+  executions as it has free slots;
+* the handler is called like a local ``{"python": …}`` target, with the keyword arguments it
+  accepts out of execution_id, job_id, lease_epoch, attempt, scheduled_at (ms) and payload;
+  coroutines are awaited, plain functions run in a pool of ``concurrency`` threads, and the
+  grant's ``timeoutSec`` bounds the call;
+* ``POST /v1/executions/{id}/heartbeat`` every ``leaseSec / 4``; a 409 (lease lost or
+  cancelled) aborts the run at once and no result is sent (a coroutine is cancelled; a plain
+  function's thread cannot be killed, its result is dropped);
+* ``POST /v1/executions/{id}/complete`` with outcome succeeded / failed / timed_out.
+
+SIGTERM/SIGINT: stop claiming, let running executions finish for up to ``--grace`` seconds,
+then report what is left as failed (so it is retried at once rather than when its lease
+expires) and exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import inspect
+import os
+import signal
+import socket
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import aiohttp
+
+from cronwheel.core.schedule import parse_instant
+from cronwheel.worker.process import _error_text, _load_callable, _log, _PythonTarget, _return_text
+
+CLAIM_WAIT_SEC = 20  #: the long poll's waitSec
+RETRY_PAUSE_SEC = 1.0  #: after a failed claim (daemon down, 5xx), before the next one
+HTTP_TIMEOUT_SEC = 30  #: any call but the claim's long poll
+
+
+class _Fenced(Exception):
+    """The daemon answered 409: this lease is gone."""
+
+
+class RemoteWorker:
+    def __init__(
+        self,
+        url: str,
+        queues: list[str],
+        handler: str,
+        *,
+        concurrency: int = 4,
+        token: str | None = None,
+        worker_id: str | None = None,
+        grace_sec: float = 30.0,
+        wait_sec: float = CLAIM_WAIT_SEC,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.queues = list(dict.fromkeys(queues))
+        self.handler = handler
+        self.concurrency = concurrency
+        self.token = token
+        self.worker_id = worker_id or f"remote-{socket.gethostname()}-{os.getpid()}"
+        self.grace_sec = grace_sec
+        self.wait_sec = wait_sec
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._stopping = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="handler")
+        self._target: _PythonTarget | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    # ---- lifecycle
+    async def run(self) -> int:
+        self._target = await asyncio.to_thread(_load_callable, self.handler)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stopping.set)
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        self._session = aiohttp.ClientSession(headers=headers)
+        _log("remote_worker.started", worker=self.worker_id, url=self.url, queues=self.queues,
+             handler=self.handler, concurrency=self.concurrency)  # fmt: skip
+        try:
+            await self._claim_loop()
+            await self._drain()
+        finally:
+            await self._session.close()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        _log("remote_worker.stopped", worker=self.worker_id)
+        return 0
+
+    async def _claim_loop(self) -> None:
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            while not self._stopping.is_set():
+                free = self.concurrency - len(self._running)
+                if free <= 0:
+                    self._slot_free.clear()
+                    slot = asyncio.ensure_future(self._slot_free.wait())
+                    await asyncio.wait({slot, stop}, return_when=asyncio.FIRST_COMPLETED)
+                    slot.cancel()
+                    continue
+                claim = asyncio.ensure_future(self._claim(free))
+                await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not claim.done():  # stopping: give up the long poll (nothing was granted yet,
+                    claim.cancel()  # or, if it was, the leases expire and the reaper retries)
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await claim
+                    return
+                try:
+                    grants = claim.result()
+                except Exception as exc:  # daemon down or refusing: log, pause, try again
+                    _log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), RETRY_PAUSE_SEC)
+                    continue
+                for g in grants:
+                    xid = str(g["executionId"])
+                    task = asyncio.get_running_loop().create_task(self._execute(g), name=f"run {xid}")
+                    self._running[xid] = task
+                    task.add_done_callback(lambda _t, xid=xid: self._done(xid))
+        finally:
+            stop.cancel()
+
+    def _done(self, xid: str) -> None:
+        self._running.pop(xid, None)
+        self._slot_free.set()
+
+    async def _drain(self) -> None:
+        if not self._running:
+            return
+        _log("remote_worker.draining", worker=self.worker_id, running=len(self._running), graceSec=self.grace_sec)
+        tasks = list(self._running.values())
+        _done, pending = await asyncio.wait(tasks, timeout=self.grace_sec)
+        for task in pending:
+            task.cancel()  # _execute reports it failed
+        if pending:
+            await asyncio.wait(pending, timeout=HTTP_TIMEOUT_SEC)
+
+    # ---- HTTP
+    async def _post(self, path: str, body: dict[str, Any], timeout: float = HTTP_TIMEOUT_SEC) -> Any:
+        assert self._session is not None
+        async with self._session.post(
+            self.url + path, json=body, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as resp:
+            if resp.status == 409:
+                raise _Fenced(await resp.text())
+            if resp.status >= 300:
+                raise RuntimeError(f"POST {path}: HTTP {resp.status}: {(await resp.text())[:500]}")
+            return await resp.json()
+
+    async def _claim(self, n: int) -> list[dict[str, Any]]:
+        body = {"workerId": self.worker_id, "queues": self.queues, "max": min(n, 100), "waitSec": self.wait_sec}
+        data = await self._post("/v1/workers/claim", body, timeout=self.wait_sec + HTTP_TIMEOUT_SEC)
+        return list(data.get("executions") or [])
+
+    # ---- one execution
+    async def _execute(self, g: dict[str, Any]) -> None:
+        xid, epoch = str(g["executionId"]), int(g["leaseEpoch"])
+        _log("remote_worker.run", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, attempt=g.get("attempt"))
+        call = asyncio.ensure_future(self._call(g))
+        beat = asyncio.ensure_future(self._heartbeat_loop(g, call))
+        try:
+            outcome, error, output = await call
+        except asyncio.CancelledError:
+            if call.cancelled() and beat.done() and not beat.cancelled() and beat.result() is not None:
+                _log("remote_worker.aborted", worker=self.worker_id, executionId=xid, leaseEpoch=epoch,
+                     reason=beat.result())  # fmt: skip
+                return  # fenced: the daemon knows; no result
+            outcome, error, output = "failed", "worker stopped before the run finished", None
+            call.cancel()
+        finally:
+            beat.cancel()
+        body = {"workerId": self.worker_id, "leaseEpoch": epoch, "outcome": outcome, "error": error, "output": output}
+        try:
+            await self._post(f"/v1/executions/{xid}/complete", body)
+        except _Fenced as exc:
+            _log("remote_worker.fenced", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, via="complete", detail=str(exc)[:300])
+        except Exception as exc:  # the lease expires and the reaper retries it
+            _log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+        else:
+            _log("remote_worker.completed", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, outcome=outcome)
+
+    async def _heartbeat_loop(self, g: dict[str, Any], call: asyncio.Future[Any]) -> str | None:
+        """Beat every leaseSec / 4; on 409, cancel the run and return why."""
+        xid, epoch = str(g["executionId"]), int(g["leaseEpoch"])
+        every = max(0.05, float(g.get("leaseSec") or 60) / 4)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self._post(f"/v1/executions/{xid}/heartbeat", {"workerId": self.worker_id, "leaseEpoch": epoch},
+                                 timeout=max(1.0, every))  # fmt: skip
+            except _Fenced as exc:
+                call.cancel()
+                return str(exc)[:300] or "lease lost"
+            except Exception as exc:  # a missed beat: the next one may get through
+                _log("remote_worker.heartbeat_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+
+    async def _call(self, g: dict[str, Any]) -> tuple[str, str | None, str | None]:
+        """Run the handler as process.py runs a python target: (outcome, error, output)."""
+        target = self._target
+        assert target is not None
+        scheduled = g.get("scheduledAt")
+        kwargs = {
+            "execution_id": g["executionId"],
+            "job_id": g["jobId"],
+            "lease_epoch": g["leaseEpoch"],
+            "attempt": g["attempt"],
+            "scheduled_at": parse_instant(scheduled) if isinstance(scheduled, str) else scheduled,
+            "payload": g.get("payload"),
+        }
+        if target.params is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in target.params}
+        timeout = float(g.get("timeoutSec") or 3600)
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                if target.is_async:
+                    value = await target.fn(**kwargs)
+                else:
+                    value = await loop.run_in_executor(self._executor, functools.partial(target.fn, **kwargs))
+                if inspect.isawaitable(value):
+                    value = await value
+        except TimeoutError:
+            return "timed_out", f"timed out after {timeout:g}s", None
+        except Exception as exc:
+            return "failed", _error_text(exc), None
+        return "succeeded", None, _return_text(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="cronwheel worker", description="A remote worker: run executions of queue targets claimed over the HTTP API.")
+    ap.add_argument("--url", required=True, help="the daemon's HTTP API, e.g. http://10.0.0.5:8080")
+    ap.add_argument("--queue", action="append", required=True, metavar="NAME", help="a queue to serve (repeatable)")
+    ap.add_argument("--handler", required=True, metavar="MODULE:FUNCTION", help="the Python callable that runs each execution")
+    ap.add_argument("--concurrency", type=int, default=4, help="executions run at once")
+    ap.add_argument("--token", default=os.environ.get("CRONWHEEL_TOKEN"), help="bearer token (default: $CRONWHEEL_TOKEN)")
+    ap.add_argument("--worker-id", default=os.environ.get("CRONWHEEL_WORKER_ID"), help="default: remote-HOST-PID")
+    ap.add_argument("--grace", type=float, default=30.0, metavar="SEC", help="on SIGTERM, how long running executions may finish")
+    ap.add_argument("--wait", type=float, default=CLAIM_WAIT_SEC, metavar="SEC", help="the claim's long poll (0..30)")
+    args = ap.parse_args(argv)
+    if args.concurrency < 1:
+        ap.error("--concurrency must be at least 1")
+    if not 0 <= args.wait <= 30:
+        ap.error("--wait must be between 0 and 30")
+    worker = RemoteWorker(
+        args.url, args.queue, args.handler, concurrency=args.concurrency, token=args.token,
+        worker_id=args.worker_id, grace_sec=args.grace, wait_sec=args.wait,
+    )
+    code = asyncio.run(worker.run())
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # a handler thread that never returns must not keep us alive
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Contract: queue targets and ``claim_for_worker`` (remote workers pull over the HTTP API)."""
+
+from __future__ import annotations
+
+import threading
+
+from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.store.base import Completion, Outcome, Store
+from tests.contract.conftest import (
+    MIN,
+    SEC,
+    T0,
+    StoreFactory,
+    claim_all,
+    create,
+    one_off,
+)
+
+
+def queued(store: Store, n: int, queue: str = "q1", at: int = T0, **kw) -> list[str]:
+    """``n`` one-off jobs of a queue target, claimed: their PENDING execution ids, oldest first."""
+    jobs = [one_off(at + i, target={"queue": queue}, **kw) for i in range(n)]
+    create(store, *jobs)
+    res = claim_all(store, at + n)
+    return [ex.execution_id for ex in sorted(res.executions, key=lambda e: (e.available_at, e.execution_id))]
+
+
+def test_claim_copies_the_queue_and_local_reads_see_it(store: Store) -> None:
+    jobs = [one_off(T0, target={"queue": "q1"}), one_off(T0, target={"command": "true"})]
+    create(store, *jobs)
+    res = claim_all(store, T0)
+    by_job = {ex.job_id: ex for ex in res.executions}
+    assert by_job[jobs[0].job_id].queue == "q1"
+    assert by_job[jobs[1].job_id].queue is None
+    # the local ready queue never sees a queue target's execution
+    ready = {ex.job_id: ex.queue for ex in store.ready_executions(T0, 100)}
+    assert ready == {jobs[1].job_id: None}
+    ex = store.get_execution(by_job[jobs[0].job_id].execution_id)
+    assert ex is not None and ex.queue == "q1"
+    trig = store.trigger_job(jobs[0].job_id, T0 + SEC)
+    assert trig is not None and trig.queue == "q1"
+    got = store.get_execution(trig.execution_id)
+    assert got is not None and got.queue == "q1"
+
+
+def test_claim_for_worker_starts_oldest_first_with_fencing(store: Store) -> None:
+    ids = queued(store, 3)
+    queued(store, 2, queue="other")
+    create(store, one_off(T0, target={"command": "true"}))
+    claim_all(store, T0 + 10)
+    grants = store.claim_for_worker(["q1"], "remote-1", 2, T0 + SEC)
+    assert [g.execution_id for g in grants] == ids[:2]
+    for g in grants:
+        assert (g.queue, g.attempt, g.lease_epoch) == ("q1", 1, 1)
+        assert g.lease_until == T0 + SEC + round(g.lease_sec * 1000)
+        assert g.target == {"queue": "q1"}
+        ex = store.get_execution(g.execution_id)
+        assert ex is not None and ex.status is ExecStatus.RUNNING and ex.worker_id == "remote-1"
+    [g3] = store.claim_for_worker(["q1", "nope"], "remote-2", 10, T0 + SEC)
+    assert g3.execution_id == ids[2]
+    assert store.claim_for_worker(["q1"], "remote-2", 10, T0 + SEC) == []
+    assert len(store.claim_for_worker(["other"], "remote-2", 10, T0 + SEC)) == 2
+    assert store.claim_for_worker([], "remote-2", 10, T0 + SEC) == []
+    assert store.claim_for_worker(["q1"], "remote-2", 0, T0 + SEC) == []
+
+
+def test_claim_for_worker_respects_availability_and_tenant(store: Store) -> None:
+    [a] = queued(store, 1, tenant="acme")
+    [b] = queued(store, 1, at=T0 + MIN)  # available only from T0 + MIN
+    assert store.claim_for_worker(["q1"], "w", 10, T0 + 5, tenant="other") == []
+    [g] = store.claim_for_worker(["q1"], "w", 10, T0 + 5, tenant="acme")
+    assert g.execution_id == a and g.tenant == "acme"
+    assert store.claim_for_worker(["q1"], "w", 10, T0 + 5) == []
+    [g2] = store.claim_for_worker(["q1"], "w", 10, T0 + MIN + 5)
+    assert g2.execution_id == b
+
+
+def test_retry_and_lease_expiry_are_claimed_again_with_a_new_epoch(store: Store) -> None:
+    [eid] = queued(store, 1, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=1, jitter=0))
+    [g] = store.claim_for_worker(["q1"], "w1", 1, T0 + SEC)
+    [res] = store.complete_executions([Completion(eid, "w1", g.lease_epoch, Outcome.FAILED)], T0 + SEC, [0.5])
+    assert res.status is ExecStatus.RETRY_WAIT and res.available_at is not None
+    assert store.claim_for_worker(["q1"], "w2", 1, res.available_at - 1) == []
+    [g2] = store.claim_for_worker(["q1"], "w2", 1, res.available_at)
+    assert (g2.execution_id, g2.lease_epoch, g2.attempt) == (eid, 2, 2)
+    expired = store.expire_leases(g2.lease_until + 1, 100)
+    assert [r.execution_id for r in expired] == [eid]
+    [g3] = store.claim_for_worker(["q1"], "w3", 1, g2.lease_until + 10_000)
+    assert (g3.execution_id, g3.lease_epoch) == (eid, 3)
+    # the stale epoch is fenced
+    [stale] = store.complete_executions([Completion(eid, "w2", 2, Outcome.SUCCEEDED)], g2.lease_until + 20_000)
+    assert stale.verdict.value == "lease_lost"
+
+
+def test_two_claimers_get_disjoint_sets(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    ids = queued(first, 60)
+    stores = [first, store_factory()]
+    got: list[list[str]] = [[], []]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def claimer(i: int) -> None:
+        try:
+            barrier.wait()
+            while True:
+                grants = stores[i].claim_for_worker(["q1"], f"w{i}", 3, T0 + MIN)
+                if not grants:
+                    return
+                got[i].extend(g.execution_id for g in grants)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert not set(got[0]) & set(got[1])
+    assert sorted(got[0] + got[1]) == sorted(ids)

@@ -1,0 +1,157 @@
+"""Remote workers against a real daemon: queue targets, `cronwheel worker --url`, fencing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
+
+HANDLER = "tests.support.callables:remote_echo"
+
+
+@pytest.fixture
+def remote_worker(daemon: Daemon, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(worker_id: str, *queues: str, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        args = [arg for q in queues for arg in ("--queue", q)]
+        log = open(tmp_path / f"{worker_id}.log", "ab")  # noqa: SIM115 - the child keeps it
+        p = subprocess.Popen(
+            [sys.executable, "-m", "cronwheel", "worker", "--url", daemon.url, *args, "--handler", HANDLER,
+             "--token", daemon.admin_token, "--worker-id", worker_id, "--concurrency", "2", "--wait", "2", *extra],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        log.close()
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+def only_execution(d: Daemon, job_id: str) -> dict[str, Any] | None:
+    execs = d.executions(job_id)
+    return execs[0] if len(execs) == 1 else None
+
+
+def test_queue_target_is_left_to_remote_workers(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    queued = daemon.add_job({"schedule": "+0s", "queue": "q1", "payload": {"n": 1}})
+    local = daemon.add_job({"schedule": "+0s", "command": "true"})
+    wait_for(lambda: any(e["status"] == "SUCCEEDED" for e in daemon.executions(local["jobId"])), 20, what="local job ran")
+    ex = wait_for(lambda: only_execution(daemon, queued["jobId"]), 20, what="queued execution claimed")
+    assert ex["status"] == "PENDING" and ex["queue"] == "q1" and ex["leaseEpoch"] == 0
+
+    worker = remote_worker("rw-1", "q1")
+    done = wait_for(lambda: (e := only_execution(daemon, queued["jobId"])) and e["status"] == "SUCCEEDED" and e,
+                    30, what="remote worker ran the queued job")  # fmt: skip
+    assert done["workerId"] == "rw-1" and done["leaseEpoch"] == 1
+    full = daemon.get(f"/v1/executions/{done['executionId']}").json()
+    assert '"payload": {"n": 1}' in full["output"] and '"leaseEpoch": 1' in full["output"]
+
+    # SIGTERM: the worker stops claiming and exits
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(15) == 0
+
+
+def test_seed_shaped_body_lands_in_the_default_queue(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    body = {"schedule": "+0s", "payload": {"seed": True}, "retryPolicy": {"maxAttempts": 2}, "timeoutSec": 30}
+    r = daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "seed-1"})
+    assert r.status == 201, r
+    job_id = r.json()["jobId"]
+    assert daemon.get(f"/v1/jobs/{job_id}").json()["target"] == {"queue": "default"}
+    remote_worker("rw-default", "default")
+    done = wait_for(lambda: (e := only_execution(daemon, job_id)) and e["status"] == "SUCCEEDED" and e,
+                    30, what="the default queue's job ran")  # fmt: skip
+    assert done["queue"] == "default" and done["workerId"] == "rw-default"
+
+
+def test_claim_long_poll_answers_empty_then_wakes_on_a_new_execution(daemon: Daemon) -> None:
+    r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["idle"], "max": 5, "waitSec": 0})
+    assert r.status == 200 and r.json() == {"executions": []}
+    r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["idle"], "max": 101})
+    assert r.status == 422
+    job = daemon.add_job({"schedule": "+0s", "queue": "poll", "payload": [1], "leaseSec": 5})
+    r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["poll"], "max": 5, "waitSec": 10})
+    assert r.status == 200
+    [g] = r.json()["executions"]
+    assert g["jobId"] == job["jobId"] and g["leaseEpoch"] == 1 and g["attempt"] == 1
+    assert g["queue"] == "poll" and g["payload"] == [1] and g["leaseSec"] == 5
+    done = daemon.post(f"/v1/executions/{g['executionId']}/complete",
+                       {"workerId": "w", "leaseEpoch": 1, "outcome": "succeeded"})  # fmt: skip
+    assert done.status == 200 and done.json()["status"] == "SUCCEEDED"
+
+
+def test_killed_remote_worker_loses_its_lease_to_another(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    job = daemon.add_job({"schedule": "+0s", "queue": "q1", "payload": {"hangOnEpoch": 1}, "leaseSec": 1,
+                          "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 0}})  # fmt: skip
+    first = remote_worker("rw-a", "q1")
+    running = wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "RUNNING" and e,
+                       30, what="worker A running the job")  # fmt: skip
+    assert running["workerId"] == "rw-a" and running["leaseEpoch"] == 1
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+
+    # the lease (1 s) expires: the reaper retries it, and another worker takes it at epoch 2
+    remote_worker("rw-b", "q1")
+    done = wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "SUCCEEDED" and e,
+                    30, what="worker B finished the job")  # fmt: skip
+    assert done["workerId"] == "rw-b" and done["leaseEpoch"] >= 2  # > 2 only if a 1 s lease lapsed under load
+    second = wait_for(lambda: daemon.event("execution.started", executionId=done["executionId"], leaseEpoch=2),
+                      10, what="the epoch-2 start event")  # fmt: skip
+    assert second["worker"] == "rw-b" and second["attempt"] == 2
+
+    # the zombie's stale epoch is fenced
+    stale = daemon.post(f"/v1/executions/{done['executionId']}/complete",
+                        {"workerId": "rw-a", "leaseEpoch": 1, "outcome": "succeeded"})  # fmt: skip
+    assert stale.status == 409
+    beat = daemon.post(f"/v1/executions/{done['executionId']}/heartbeat", {"workerId": "rw-a", "leaseEpoch": 1})
+    assert beat.status == 409
+
+
+def test_worker_tokens_claim_their_tenants_executions_only(daemon: Daemon) -> None:
+    tokens = {}
+    for tenant in ("acme", "globex"):
+        assert daemon.post("/v1/tenants", {"name": tenant}).status == 201
+        r = daemon.post("/v1/tokens", {"tenant": tenant, "role": "worker"})
+        assert r.status == 201, r
+        tokens[tenant] = r.json()["token"]
+    refused = daemon.post("/v1/jobs", {"schedule": "+0s", "queue": "shared"}, token=tokens["acme"])
+    assert refused.status == 403  # a worker token may not submit jobs
+    submitter = daemon.post("/v1/tokens", {"tenant": "acme", "role": "tenant"}).json()["token"]
+    r = daemon.post("/v1/jobs", {"schedule": "+0s", "queue": "shared"}, token=submitter)
+    assert r.status == 201, r
+    job = r.json()
+    wait_for(lambda: only_execution(daemon, job["jobId"]), 20, what="the execution claimed by the scheduler")
+    body = {"workerId": "w", "queues": ["shared"], "max": 5, "waitSec": 0}
+    assert daemon.post("/v1/workers/claim", body, token=tokens["globex"]).json() == {"executions": []}
+    [g] = daemon.post("/v1/workers/claim", body, token=tokens["acme"]).json()["executions"]
+    assert g["jobId"] == job["jobId"] and g["tenant"] == "acme"
+
+
+def test_sigterm_lets_runs_finish_up_to_the_grace_then_fails_the_rest(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    job = daemon.add_job({"schedule": "+0s", "queue": "q1", "payload": {"hangOnEpoch": 1}, "leaseSec": 30,
+                          "retryPolicy": {"maxAttempts": 1}})  # fmt: skip
+    worker = remote_worker("rw-term", "q1", extra=("--grace", "0.5"))
+    wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "RUNNING", 30, what="running")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(20) == 0
+    ex = wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "DEAD" and e, 10,
+                  what="the unfinished run reported failed")  # fmt: skip
+    assert ex["workerId"] == "rw-term" and "worker stopped" in ex["error"]
