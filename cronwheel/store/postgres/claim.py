@@ -31,8 +31,8 @@ from cronwheel.core.model import ExecStatus, Execution
 from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres.rows import EXEC_STATUS, MISFIRE, PRIORITY
 
 _PENDING = "PENDING"
 _SKIPPED = "SKIPPED"

@@ -6,45 +6,22 @@ retry policy is read as text (policies are cached by their text).
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Any
 
 from cronwheel.core.model import (
-    ExecStatus,
     Execution,
     Job,
     JobSpec,
-    JobStatus,
-    MisfirePolicy,
-    OverlapPolicy,
-    Priority,
-    RetryPolicy,
 )
 from cronwheel.core.tenants import ApiToken, Role, Tenant
-
-PRIORITY: dict[int, Priority] = {p.value: p for p in Priority}
-EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
-JOB_STATUS: dict[str, JobStatus] = {s.value: s for s in JobStatus}
-MISFIRE: dict[str, MisfirePolicy] = {m.value: m for m in MisfirePolicy}
-OVERLAP: dict[str, OverlapPolicy] = {o.value: o for o in OverlapPolicy}
-
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, as stored (the same text the SQLite store keeps)."""
-    return "null" if value is None else _dumps(value)
-
-
-@lru_cache(maxsize=4096)
-def retry_to_json(policy: RetryPolicy) -> str:
-    return _dumps(policy.to_json())
-
-
-@lru_cache(maxsize=4096)
-def retry_from_json(text: str | None) -> RetryPolicy:
-    return RetryPolicy() if text is None else RetryPolicy.from_json(json.loads(text))
+from cronwheel.store.common import (
+    EXEC_STATUS,
+    JOB_STATUS,
+    MISFIRE,
+    OVERLAP,
+    PRIORITY,
+    retry_from_json,
+)
 
 
 def text(value: str | None) -> str | None:

@@ -72,16 +72,14 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
+from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (
-    PRIORITY,
-    dumps,
     execution_from_row,
     job_from_row,
-    retry_to_json,
     tenant_from_row,
     token_from_row,
 )
@@ -689,7 +687,7 @@ class PostgresStore(Store):
             if dead.exit_code is not None:
                 history += f", exit code {dead.exit_code}"
             if dead.error:
-                history += f", last error: {leases.short(dead.error)}"
+                history += f", last error: {short(dead.error)}"
             reason = history if not dead.reason else f"{dead.reason}; {history}"
             row = conn.execute(q.REPLAY_DEAD, {"id": execution_id, "now": now_ms, "reason": reason}).fetchone()
         return execution_from_row(row)

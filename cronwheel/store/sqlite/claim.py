@@ -21,8 +21,8 @@ from cronwheel.core.model import ExecStatus, Execution
 from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, dumps
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.rows import EXEC_STATUS, MISFIRE, PRIORITY, dumps
 
 _PENDING = "PENDING"
 _SKIPPED = "SKIPPED"

@@ -51,16 +51,14 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
+from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (
-    PRIORITY,
-    dumps,
     execution_from_row,
     job_from_row,
-    retry_to_json,
     tenant_from_row,
     token_from_row,
 )
@@ -619,7 +617,7 @@ class SqliteStore(Store):
             if dead.exit_code is not None:
                 history += f", exit code {dead.exit_code}"
             if dead.error:
-                history += f", last error: {leases.short(dead.error)}"
+                history += f", last error: {short(dead.error)}"
             reason = history if not dead.reason else f"{dead.reason}; {history}"
             conn.execute(q.REPLAY_DEAD, (execution_id, now_ms, reason))
             row = conn.execute(q.GET_EXECUTION, (execution_id, None)).fetchone()
