@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ def d(make_daemon: Callable[..., Daemon]) -> Daemon:
 def test_examples_readme_indexes_every_example() -> None:
     index = (EXAMPLES / "README.md").read_text()
     for path in EXAMPLES.iterdir():
-        if path.name != "README.md":
+        if path.name != "README.md" and not path.name.startswith(("__", ".")):  # __pycache__
             assert path.name in index, path.name
     readme = (REPO / "README.md").read_text()
     for doc in ("man/cronwheel.1", "man/cronwheel.5", "docs/operations.md", "docs/guarantees.md",
@@ -167,3 +168,62 @@ def test_tenant_setup_script(d: Daemon) -> None:
     [tenant] = [t for t in d.get("/v1/tenants").json()["tenants"] if t["name"] == "globex"]
     assert tenant["weight"] == 2 and tenant["maxRunning"] == 4 and tenant["maxJobs"] == 1000
     assert "tenant token (shown once): " in res.stderr
+
+
+def test_remote_worker_example_runs_a_queue_job(d: Daemon, tmp_path: Path) -> None:
+    job = d.add_job({"runAt": "2000-01-01T00:00:00Z", "queue": "thumbnails", "payload": {"image": "cat.png"}})
+    env = {**os.environ, "PATH": PATH, "PYTHONPATH": str(REPO), "CRONWHEEL_TOKEN": d.admin_token,
+           "REMOTE_EXAMPLE_OUT": str(tmp_path / "out")}
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        worker = subprocess.Popen([sys.executable, str(EXAMPLES / "remote_worker.py"), d.url, "thumbnails"], env=env,
+                                  stdout=out, stderr=subprocess.STDOUT)
+    try:
+        done = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["status"] == "SUCCEEDED"), None),
+                        timeout=30, what="the remote worker to run the queue job")
+        thumb = json.loads((tmp_path / "out" / "cat.png.thumb.json").read_text())
+        assert thumb == {"image": "cat.png", "executionId": done["executionId"], "leaseEpoch": done["leaseEpoch"]}
+        assert done["workerId"] not in d.status()["workers"]  # not a local worker
+    finally:
+        worker.terminate()
+        assert worker.wait(30) == 0, log.read_text()
+
+
+@pytest.mark.postgres
+def test_three_node_cluster_example_shares_the_buckets(postgres_dsn: str, tmp_path: Path) -> None:
+    base = tmp_path / "cluster"
+    env = {**os.environ, "PATH": PATH, "PYTHONPATH": str(REPO), "PORT_BASE": "0",
+           "CRONWHEEL": f"{sys.executable} -m cronwheel"}
+    res = subprocess.run([str(EXAMPLES / "cluster-3-nodes.sh"), postgres_dsn, str(base)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    pids = [int((base / f"node{i}.pid").read_text()) for i in (1, 2, 3)]
+    try:
+        def cluster() -> dict[str, Any] | None:
+            out = subprocess.run([sys.executable, "-m", "cronwheel", "--data-dir", str(base / "node1"), "status", "--json"],
+                                 env=env, capture_output=True, text=True, timeout=30)
+            if out.returncode != 0:
+                return None
+            info = json.loads(out.stdout).get("cluster") or {}
+            owners = info.get("buckets") or {}
+            return info if len(owners) == 3 and sum(owners.values()) == 64 else None
+
+        info = wait_for(cluster, timeout=60, what="three nodes sharing the 64 buckets")
+        assert sorted(info["buckets"]) == ["node1", "node2", "node3"]
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 15)
+        for pid in pids:
+            wait_for(lambda pid=pid: not _alive(pid), timeout=40, what=f"node pid {pid} to stop")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
