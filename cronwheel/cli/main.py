@@ -996,6 +996,7 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
 @click.option("--retention", metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
+@click.option("--retention-interval-ms", type=click.IntRange(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")

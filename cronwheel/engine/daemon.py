@@ -115,7 +115,7 @@ def _http_logger(events: EventLog) -> logging.Logger:
     return logger
 
 
-def _retention_options(retention: str | None, keep_last: int | None) -> dict[str, int]:
+def _retention_options(retention: str | None, keep_last: int | None, interval_ms: int | None = None) -> dict[str, int]:
     from cronwheel.core.schedule import ScheduleError, parse_duration
 
     out: dict[str, int] = {}
@@ -126,6 +126,8 @@ def _retention_options(retention: str | None, keep_last: int | None) -> dict[str
             raise DaemonError(f"--retention: {exc}") from None
     if keep_last is not None:
         out["keep_last"] = keep_last
+    if interval_ms is not None:
+        out["retention_interval_ms"] = interval_ms
     return out
 
 
@@ -157,6 +159,7 @@ async def serve(
     http_allow: str | None = None,
     retention: str | None = None,
     keep_last: int | None = None,
+    retention_interval_ms: int | None = None,
     ready: asyncio.Event | None = None,
     cluster: bool | None = None,
     bucket_lease_ms: int | None = None,
@@ -187,7 +190,7 @@ async def serve(
         reaper_interval_ms=reaper_interval_ms,
         reserved_high_slots=reserved_high_slots,
         claim_ahead_ms=claim_ahead_ms,
-        **_retention_options(retention, keep_last),
+        **_retention_options(retention, keep_last, retention_interval_ms),
         api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
         worker_cmd=_worker_cmd(),
         address=f"{socket.gethostname()}:{port}",

@@ -134,3 +134,15 @@ def test_serve_on_an_unusable_store_says_why_in_one_line(tmp_path: Path):
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     assert res.stderr.startswith("cronwheel serve:") and str(not_a_db) in res.stderr
+
+
+def test_the_daemon_prunes_old_history_in_the_background(make_daemon):
+    d = make_daemon(args=("--retention", "1s", "--keep-last", "2", "--retention-interval-ms", "300"))
+    job = d.add_job({"schedule": "* * * * * *", "command": "true"})
+    first = wait_for(lambda: sorted(e["executionId"] for e in succeeded(d, job["jobId"]))[:1], timeout=30)[0]
+    # the earliest run is pruned once newer ones exist and it is older than the retention
+    wait_for(lambda: first not in {e["executionId"] for e in d.executions(job["jobId"])}, timeout=30,
+             what="the oldest execution pruned")
+    assert d.event("retention.pruned") is not None
+    # and the newest runs are kept
+    assert len(succeeded(d, job["jobId"])) >= 1
