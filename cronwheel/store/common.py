@@ -17,6 +17,9 @@ from typing import Any
 from cronwheel.core import schedule
 from cronwheel.core.model import (
     ExecStatus,
+    Execution,
+    Job,
+    JobSpec,
     JobStatus,
     MisfirePolicy,
     OverlapPolicy,
@@ -24,6 +27,7 @@ from cronwheel.core.model import (
     RetryPolicy,
 )
 from cronwheel.core.retry import after_failure
+from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome
 
 #: stored output is cut to its last this many characters (the worker bounds it already)
@@ -116,3 +120,59 @@ def decide_completions(
         updates.append((eid, epoch, new_status, finished, available_at, c.exit_code, c.error, output, reason))
         results.append(CompletionResult(eid, LeaseVerdict.OK, EXEC_STATUS[new_status], available_at))
     return results, updates
+
+
+class RowReader:
+    """Rows of the stores' shared column lists (``queries.JOB_COLUMNS``, ``EXEC_COLUMNS``,
+    ``TENANT_COLUMNS``, ``TOKEN_COLUMNS``, the same order in every backend) to model objects.
+
+    ``decode`` turns a stored JSON column into its value: SQLite hands back the text
+    (``json.loads``), psycopg hands back ``json`` columns already parsed (identity).
+    """
+
+    def __init__(self, decode: Callable[[Any], Any]) -> None:
+        self.decode = decode
+
+    def job(self, r: Any) -> Job:
+        spec = JobSpec(
+            target=self.decode(r[14]),
+            schedule=r[4],
+            run_at=r[13],
+            timezone=r[5],
+            name=r[12],
+            tenant=r[9],
+            payload=self.decode(r[15]),
+            retry=retry_from_json(r[16]),
+            timeout_sec=r[17],
+            lease_sec=r[18],
+            priority=PRIORITY[r[10]],
+            overlap=OVERLAP[r[7]],
+            misfire=MISFIRE[r[6]],
+            jitter_sec=r[8],
+        )
+        return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
+                   created_at=r[19], updated_at=r[20], spec=spec)  # fmt: skip
+
+    @staticmethod
+    def execution(r: Any) -> Execution:
+        """The field order of ``Execution``."""
+        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20])
+
+    def tenant(self, r: Any) -> Tenant:
+        return Tenant(
+            name=r[0],
+            weight=r[1],
+            max_running=r[2],
+            max_jobs=r[3],
+            submit_rate=r[4],
+            submit_burst=r[5],
+            allow_shell=bool(r[6]),
+            http_allow=tuple(self.decode(r[7])) if r[7] else (),
+            created_at=r[8],
+            updated_at=r[9],
+        )
+
+    @staticmethod
+    def token(r: Any) -> ApiToken:
+        return ApiToken(token_id=r[0], token_hash=r[1], role=Role(r[2]), tenant=r[3], name=r[4],
+                        created_at=r[5], revoked_at=r[6])  # fmt: skip
