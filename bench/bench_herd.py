@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.proc_stats import tree_cpu
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec, Priority, RetryPolicy
 from cronwheel.store.base import NewJob
@@ -80,6 +81,8 @@ def main() -> int:
             remaining = max(0.0, t_due / 1000 - time.time())
             print(f"daemon up; T in {remaining:.1f} s")
             db = sqlite3.connect(data / "cronwheel.db", timeout=30)
+            assert d.proc is not None
+            cpu_before = tree_cpu(d.proc.pid)
             deadline = time.time() + remaining + 600
             while time.time() < deadline:
                 done = db.execute(
@@ -88,6 +91,7 @@ def main() -> int:
                 if done >= total:
                     break
                 time.sleep(0.5)  # a benchmark polls a long process; tests never do this
+            cpu_after = tree_cpu(d.proc.pid)
             rows = db.execute("SELECT tenant, priority, started_at - scheduled_at, finished_at FROM executions").fetchall()
             db.close()
         finally:
@@ -100,6 +104,9 @@ def main() -> int:
     print(f"all started within   {lags[-1] / 1000:.2f} s of T (last finished {(last_finish - t_due) / 1000:.2f} s after T)")
     print(f"dispatch lag         p50 {pct(lags, .5):.0f} ms  p99 {pct(lags, .99):.0f} ms  max {lags[-1]:.0f} ms")
     print(f"high tier ({len(high)})      p50 {pct(high, .5):.0f} ms  p99 {pct(high, .99):.0f} ms  max {high[-1] if high else float('nan'):.0f} ms")
+    daemon_cpu, worker_cpu = (a - b for a, b in zip(cpu_after, cpu_before, strict=True))
+    print(f"CPU                  daemon {daemon_cpu:.1f} s, workers {worker_cpu:.1f} s "
+          f"({(daemon_cpu + worker_cpu) / len(rows) * 1e6:.0f} µs per execution)")
     if args.noisy:
         print(f"tenants B-E ({len(small)})  p50 {pct(small, .5):.0f} ms  p99 {pct(small, .99):.0f} ms  max {small[-1]:.0f} ms")
     return 0

@@ -80,7 +80,7 @@ class FairQueue(Generic[T]):
         # the smallest weight to reach one credit, and one full pass of refusals ends the search.
         refused = 0
         visits = 0
-        limit: int | None = None  # computed only if a round passes without a pop (rare)
+        limit: int | None = None  # set only once a whole round passes without a pop (rare)
         while t.active and (limit is None or visits <= limit):
             tenant = t.active[0]
             if may_take is not None and not may_take(tenant):
@@ -106,7 +106,9 @@ class FairQueue(Generic[T]):
             t.active.rotate(-1)
             t.fresh = True
             visits += 1
-            if limit is None:
+            if limit is None and visits > len(t.active):
+                # a whole round without a pop (weights below 1): bound the search. Computed
+                # only then, because it is O(tenants) and a herd pops 100,000 times.
                 lightest = min(self._weight(x) for x in t.active)
-                limit = len(t.active) * (1 + int(1 / max(lightest, 1e-3)))
+                limit = visits + len(t.active) * (1 + int(1 / max(lightest, 1e-3)))
         return None

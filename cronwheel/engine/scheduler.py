@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from traceback import format_exc
 from typing import TYPE_CHECKING
 
+from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.wheel import TimingWheel
@@ -69,6 +70,10 @@ class Scheduler:
         #: claim a little before the tick so that the claim's own latency does not become
         #: dispatch lag; executions still wait for their scheduled time before starting
         self.claim_ahead_ms = claim_ahead_ms
+        #: herds (a second with more ticks than one lead's worth of claiming) are claimed
+        #: earlier still, so that the whole herd is claimed before it is due
+        self.lead = ClaimLead(claim_ahead_ms, cap_ms=horizon_ms // 2)
+        self._herd_tick: dict[str, int] = {}  # wheel entries armed with a herd lead -> their tick
         self.wheel: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
         self._poke = asyncio.Event()
         self._claim_needed = True
@@ -84,8 +89,10 @@ class Scheduler:
         """A job was created/resumed with this next run (or paused/cancelled: None)."""
         if next_run_at is None:
             self.wheel.cancel(job_id)
+            self._herd_tick.pop(job_id, None)
             return
         if next_run_at - self.clock.now_ms() <= self.horizon_ms:
+            self.lead.add(next_run_at)
             self._add(job_id, next_run_at)
             self._poke.set()
 
@@ -107,7 +114,12 @@ class Scheduler:
         self._poke.set()
 
     def _add(self, job_id: str, next_run_at: int) -> None:
-        if not self.wheel.add(job_id, next_run_at - self.claim_ahead_ms):
+        lead = self.lead.lead_for(next_run_at)
+        if lead != self.claim_ahead_ms:
+            self._herd_tick[job_id] = next_run_at
+        else:
+            self._herd_tick.pop(job_id, None)
+        if not self.wheel.add(job_id, next_run_at - lead):
             self._claim_needed = True  # already due: claim on this turn
 
     # ---- the loop
@@ -149,6 +161,8 @@ class Scheduler:
         due = await self.reader.run(
             lambda s: s.due_jobs(buckets, now + self.horizon_ms, limit=1_000_000)
         )
+        self.lead.reset([next_run_at for _, next_run_at in due])
+        self._herd_tick = {k: v for k, v in self._herd_tick.items() if v >= now}
         for job_id, next_run_at in due:
             self._add(job_id, next_run_at)
         self._next_reload = now + self.reload_ms
@@ -160,9 +174,12 @@ class Scheduler:
             buckets, fence = self.owned()
             if not buckets:
                 break
+            ahead = self.lead.ahead_at(now)
+            started = self.clock.monotonic()
             result = await self.writer.run(
-                lambda s, b=buckets, f=fence: s.claim_due(b, now, self.claim_batch, self.claim_ahead_ms, fence=f)
+                lambda s, b=buckets, f=fence, a=ahead: s.claim_due(b, now, self.claim_batch, a, fence=f)
             )
+            self.lead.measured(result.jobs_claimed, self.clock.monotonic() - started)
             if result.executions:
                 self.on_claimed(result.executions)
             if result.replaced:
@@ -174,6 +191,7 @@ class Scheduler:
             horizon_end = self.clock.now_ms() + self.horizon_ms
             for job_id, next_run_at in result.next_runs:
                 if next_run_at <= horizon_end:
+                    self.lead.add(next_run_at)
                     self._add(job_id, next_run_at)
             if result.jobs_claimed:
                 self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
@@ -193,7 +211,8 @@ class Scheduler:
         if not self.claim_ahead_ms:
             return
         for deadline, job_id in fired:
+            tick = self._herd_tick.pop(job_id, deadline + self.claim_ahead_ms)
             if job_id in claimed or job_id in self.wheel or job_id in self._exact:
                 self._exact.discard(job_id)
-            elif self.wheel.add(job_id, deadline + self.claim_ahead_ms):
+            elif self.wheel.add(job_id, tick):
                 self._exact.add(job_id)

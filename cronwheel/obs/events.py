@@ -42,7 +42,9 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         self._seq += 1
         record = {"ts": _iso_now(), "event": event, "node": self.node_id, "seq": self._seq}
-        record.update((k, v) for k, v in fields.items() if v is not None)
+        for k, v in fields.items():
+            if v is not None:
+                record[k] = v
         self.counts[event] += 1
         self.ring.append(record)
         if event not in self.quiet:
@@ -58,7 +60,7 @@ class EventLog:
     def _write(self, record: dict[str, Any]) -> None:
         try:
             if self.fmt == "json":
-                self.stream.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
+                self.stream.write(_ENCODE(record) + "\n")
             else:
                 extra = " ".join(
                     f"{k}={v}" for k, v in record.items() if k not in ("ts", "event", "node", "seq")
@@ -88,10 +90,17 @@ class EventLog:
             self.stream.flush()
 
 
+#: one encoder for every line (json.dumps with arguments builds a new one per call)
+_ENCODE = json.JSONEncoder(default=str, separators=(",", ":")).encode
+_second_text: tuple[int, str] = (-1, "")  # the last second formatted: a burst shares one
+
+
 def _iso_now() -> str:
-    ns = time.time_ns()
-    secs, rem = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rem // 1_000_000:03d}Z"
+    global _second_text
+    secs, rem = divmod(time.time_ns(), 1_000_000_000)
+    if _second_text[0] != secs:
+        _second_text = (secs, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)))
+    return f"{_second_text[1]}.{rem // 1_000_000:03d}Z"
 
 
 def iso_ms(ms: int | None) -> str | None:

@@ -57,6 +57,25 @@ def retry_from_json(text: str | None) -> RetryPolicy:
     return RetryPolicy() if text is None else RetryPolicy.from_json(json.loads(text))
 
 
+class JsonMemo:
+    """``json.loads`` for one batch of rows, parsing each distinct text once: in a herd many
+    executions share a target or a payload text (a ``null`` payload above all). The values
+    are shared between the rows of the batch, so they must be treated as read-only (grants
+    are)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        try:
+            return self._seen[text]
+        except KeyError:
+            value = self._seen[text] = json.loads(text)
+            return value
+
+
 def short(value: str | None, limit: int = 200) -> str:
     if not value:
         return ""

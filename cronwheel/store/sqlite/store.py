@@ -51,7 +51,7 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, JsonMemo, dumps, retry_to_json, short
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
@@ -481,7 +481,6 @@ class SqliteStore(Store):
 
     def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
         """start_executions' work inside the caller's write transaction."""
-        loads = json.loads
         cands: list[Any] = conn.execute(q.START_CANDIDATES, (dumps(list(workers)), now_ms)).fetchall()
         if not cands:
             return []
@@ -493,6 +492,7 @@ class SqliteStore(Store):
         rows: list[Any] = conn.execute(q.START_EXECUTIONS, (dumps(triples), now_ms)).fetchall()
         by_id = {r[0]: r for r in rows}
         grants: list[Grant] = []
+        parsed = JsonMemo()
         for eid in workers:
             r = by_id.get(eid)
             if r is None:
@@ -501,7 +501,7 @@ class SqliteStore(Store):
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, loads(target), loads(payload), r[8]))  # fmt: skip
+                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8]))  # fmt: skip
         return grants
 
     @_translated
