@@ -843,7 +843,7 @@ def status(app: Cli, as_json: bool) -> None:
     if as_json:
         render.emit_json(data)
         return
-    render.emit_kv(render.flatten(data))
+    render.emit_status(data)
 
 
 @cli.command(context_settings=CONTEXT)

@@ -64,6 +64,20 @@ def emit_kv(pairs: Sequence[tuple[str, Any]]) -> None:
         click.echo(f"{(key + ':').ljust(width + 1)}  {'-' if value is None or value == '' else value}")
 
 
+def emit_status(data: dict[str, Any]) -> None:
+    """``cronwheel status``: a STALE line first when the node could not read the store (a
+    failover, a restart) and answered with its last read; then every field."""
+    if data.get("stale"):
+        age = data.get("staleForMs")
+        ago = f", {fmt_lag(int(age))} ago" if isinstance(age, int | float) else ""
+        click.echo(
+            f"STALE: the store is unreachable ({data.get('storeError') or 'no detail'}); job and "
+            f"execution counts and cluster figures are as of {fmt_utc(data.get('asOf'))}{ago}; "
+            "queue, workers and lag are live"
+        )
+    emit_kv(flatten(data))
+
+
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """Nested dicts as ``a.b: value`` pairs (for ``status``)."""
     if isinstance(data, dict) and data:

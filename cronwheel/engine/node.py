@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,10 @@ from cronwheel.worker.pool import WorkerPool
 
 #: cluster mode: look for other nodes' dispatchable executions while fewer are queued here
 SHARED_REFILL_BELOW = 100
+#: a submission that finds the store unreachable (a restart, a failover) is tried again, with
+#: backoff from the first delay up to the longest, until this budget is spent; then 503
+SUBMIT_RETRY_MS = 3_000
+SUBMIT_RETRY_DELAYS = (0.05, 1.0)
 
 
 @dataclass
@@ -67,6 +71,7 @@ class NodeConfig:
     #: cluster mode (engine/cluster.py): bucket lease TTL, and the address other nodes see
     bucket_lease_ms: int = DEFAULT_LEASE_TTL_MS
     address: str = ""
+    submit_retry_ms: int = SUBMIT_RETRY_MS
 
 
 class Node(TenancyMixin):
@@ -126,6 +131,8 @@ class Node(TenancyMixin):
         self._queue_waiters: dict[str, set[asyncio.Event]] = {}
         self._claims_open = True
         self.dispatcher.on_queued = self._on_queued
+        #: status parts last read from the store, with when: answered (stale) while it is down
+        self._status_cache: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -280,13 +287,7 @@ class Node(TenancyMixin):
         now = self.clock.now_ms()
         next_run_at = self._first_run(job_id, spec, now)
         max_jobs = self.admit_submission(spec)  # 429 when the tenant's bucket is empty
-        try:
-            result = await self._submissions.submit(
-                NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)
-            )
-        except StoreUnavailable as exc:
-            raise Unavailable(str(exc)) from exc
-        assert isinstance(result, CreateResult)
+        result = await self._submit(NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs))
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
             raise self.jobs_quota_exceeded(spec.tenant)
         if result.outcome is CreateOutcome.CREATED:
@@ -296,6 +297,31 @@ class Node(TenancyMixin):
             )
             self.scheduler.job_scheduled(job_id, next_run_at)
         return result
+
+    async def _submit(self, new: NewJob) -> CreateResult:
+        """Group-commit one submission. While the store cannot be reached, try again with
+        backoff for up to ``submit_retry_ms``, then Unavailable (503 + Retry-After): a
+        submission is acknowledged only by a commit. A commit whose answer was lost (the
+        connection died during COMMIT) may have happened: before each new try the job's id is
+        looked up, so the retry acknowledges that job instead of writing it twice."""
+        deadline = time.monotonic() + self.config.submit_retry_ms / 1000
+        delay, longest = SUBMIT_RETRY_DELAYS
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if attempt > 1 and await self.reader.run(lambda s: s.get_job(new.job_id)) is not None:
+                    return CreateResult(CreateOutcome.CREATED, new.job_id, new.next_run_at)
+                result = await self._submissions.submit(new)
+                assert isinstance(result, CreateResult)
+                return result
+            except StoreUnavailable as exc:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._claims_open:  # out of time, or the node is stopping
+                    raise Unavailable(str(exc)) from exc
+                self.events.emit("job.submit_retry", jobId=new.job_id, attempt=attempt, error=str(exc))
+                await asyncio.sleep(min(delay, left))
+                delay = min(delay * 2, longest)
 
     def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int:
         if spec.schedule is None:
@@ -500,7 +526,8 @@ class Node(TenancyMixin):
                 "store": s.meta(),
             }
 
-        data = await self._read(counts)
+        data, as_of, error = await self._status_part("store", lambda: self.reader.run(counts))
+        data = dict(data)
         lags = sorted(self.dispatcher.lags_ms)
 
         def pct(p: float) -> int | None:
@@ -521,8 +548,27 @@ class Node(TenancyMixin):
             dispatchLagMs={"p50": pct(0.5), "p99": pct(0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
         )
         if self.cluster is not None:
-            try:
-                data["cluster"] = await self.cluster.status()
-            except StoreUnavailable as exc:
-                raise Unavailable(str(exc)) from exc
+            cluster, cluster_as_of, cluster_error = await self._status_part("cluster", self.cluster.status)
+            data["cluster"] = {**cluster, "owned": len(self.cluster.holdings.terms)}  # live, not cached
+            as_of, error = min(as_of, cluster_as_of), error or cluster_error
+        data.update(stale=error is not None, asOf=iso_ms(as_of))
+        if error is not None:
+            data.update(staleForMs=self.clock.now_ms() - as_of, storeError=error)
         return data
+
+    async def _status_part(
+        self, part: str, read: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> tuple[dict[str, Any], int, str | None]:
+        """A part of the status read from the store, remembered with the time of the read;
+        while the store cannot be reached (a failover), the last one read and the error, so
+        that status keeps answering (marked stale). Unavailable if it was never read."""
+        now = self.clock.now_ms()
+        try:
+            value = await read()
+        except StoreUnavailable as exc:
+            cached = self._status_cache.get(part)
+            if cached is None:
+                raise Unavailable(str(exc)) from exc
+            return cached[1], cached[0], str(exc)
+        self._status_cache[part] = (now, value)
+        return value, now, None

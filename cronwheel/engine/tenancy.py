@@ -9,7 +9,10 @@ dispatcher). What it keeps in memory:
   ``TENANT_REFRESH_SEC`` so that changes made through another node of a cluster arrive too.
 * **Token lookups**: an active token found by its hash is trusted for ``TOKEN_CACHE_SEC``
   (a revocation through this node takes effect at once, through another node within that
-  time). Unknown tokens are not cached: each costs one indexed read.
+  time). Unknown tokens are not cached: each costs one indexed read. While the store cannot
+  be reached (a failover), a token this node verified within ``TOKEN_STALE_GRACE_SEC`` still
+  stands, so that what needs no store (``status``, from its cache) keeps answering; a
+  revocation made meanwhile through another node takes effect here once the store answers.
 * **Submission buckets** (``core.quota``), one per rate-limited tenant, per node.
 """
 
@@ -34,12 +37,13 @@ from cronwheel.core.tenants import (
     new_token_id,
     new_token_secret,
 )
-from cronwheel.engine.service import Conflict, NotFound, TooManyRequests
+from cronwheel.engine.service import Conflict, NotFound, TooManyRequests, Unavailable
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Store
 
 TENANT_REFRESH_SEC = 2.0
 TOKEN_CACHE_SEC = 5.0
+TOKEN_STALE_GRACE_SEC = 300.0
 TOKEN_CACHE_MAX = 10_000
 ADMIN_TOKEN_FILE = "admin-token"
 JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most this often
@@ -193,7 +197,12 @@ class TenancyMixin:
         now = time.monotonic()
         if cached is not None and cached[0] > now:
             return cached[1]
-        token: ApiToken | None = await self._read(lambda s: s.get_token_by_hash(digest))
+        try:
+            token: ApiToken | None = await self._read(lambda s: s.get_token_by_hash(digest))
+        except Unavailable:
+            if cached is not None and now < cached[0] - TOKEN_CACHE_SEC + TOKEN_STALE_GRACE_SEC:
+                return cached[1]  # verified a little while ago, and the store is down
+            raise
         if token is None or not token.active:
             self._token_cache.pop(digest, None)
             return None

@@ -87,3 +87,61 @@ def test_a_stopped_server_is_a_503_with_retry_after_then_service_resumes(
         assert d.get(f"/v1/jobs/{before['jobId']}").status == 200
         d.stop()
     assert retry_after == "1"
+
+
+def test_status_answers_from_its_last_read_marked_stale_while_the_store_is_down(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn()))
+        d.add_job({"schedule": "0 0 1 1 *", "command": "true"})
+        fresh = d.get("/v1/status").json()
+        assert fresh["stale"] is False and fresh["jobs"]["ACTIVE"] == 1
+        assert "storeError" not in fresh and "staleForMs" not in fresh
+        cluster.stop("immediate")  # as a crash (or a failover) would
+
+        r = d.get("/v1/status")
+        assert r.status == 200, r
+        stale = r.json()
+        assert stale["stale"] is True and "unavailable" in stale["storeError"]
+        # the store-read parts are the last read's, and say when that was; the rest is live
+        assert stale["jobs"] == fresh["jobs"] and stale["store"]["kind"] == "postgresql"
+        assert stale["asOf"] >= fresh["asOf"] and stale["staleForMs"] >= 0
+        assert stale["workers"]["count"] == 2 and stale["nodeId"] == fresh["nodeId"]
+        out = d.cli("status")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("STALE: the store is unreachable"), out.stdout
+        assert "stale:" in out.stdout and "storeError:" in out.stdout
+        out = d.cli("status", "--json")
+        assert out.returncode == 0 and json.loads(out.stdout)["stale"] is True
+
+        cluster.start()
+        wait_for(lambda: d.status().get("stale") is False, timeout=20, what="a fresh status once the store is back")
+        assert not d.cli("status").stdout.startswith("STALE")
+        d.stop()
+
+
+def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon]) -> None:
+    """The node retries a submission while the store is unreachable (for a few seconds,
+    with backoff), so a restart or a failover shorter than that costs the client nothing;
+    the answer is 201 only once the job is committed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn()))
+        cluster.stop("immediate")
+        body = {"schedule": "0 0 1 1 *", "command": "true", "name": "ride-out"}
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.post, "/v1/jobs", body, headers={"Idempotency-Key": "ride-out"})
+            wait_for(lambda: d.event("job.submit_retry"), timeout=10, what="the node retrying the submission")
+            cluster.start()
+            r = pending.result(timeout=30)
+        assert r.status == 201, r
+        assert d.get(f"/v1/jobs/{r.json()['jobId']}").status == 200
+        again = d.post("/v1/jobs", body, headers={"Idempotency-Key": "ride-out"})
+        assert again.status == 201 and again.json()["jobId"] == r.json()["jobId"]
+        d.stop()

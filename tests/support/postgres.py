@@ -18,6 +18,11 @@ Where the server comes from, in order:
 
 Databases: the first request makes a template database migrated to the latest schema; each
 test then gets ``CREATE DATABASE t_<n> TEMPLATE <it>`` (about 20 ms), dropped after the test.
+
+Failover tests get a pair of their own (``replicated_pair``): a primary and a synchronous
+streaming standby (``pg_basebackup -R -X stream``), so a commit the primary acknowledged is
+flushed on the standby too, and the test can ``stop_immediate()`` the one and ``promote()``
+the other.
 """
 
 from __future__ import annotations
@@ -84,6 +89,17 @@ def find_bindir() -> Path | None:
     return None
 
 
+def pg_tool(bindir: Path, name: str) -> Path | None:
+    """Another PostgreSQL program of the same installation: in ``bindir``, next to the file
+    ``bindir/initdb`` links to (``/usr/local/bin/initdb -> /usr/lib/postgresql/15/bin/…``),
+    or on PATH."""
+    for candidate in (bindir / name, (bindir / "initdb").resolve().parent / name):
+        if candidate.is_file():
+            return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
 def scratch_dir() -> str | None:
     """Where test clusters live: ``CRONWHEEL_TEST_PG_DIR``, else /dev/shm when it is a roomy
     tmpfs (CREATE DATABASE writes the whole template: on a busy disk that is 300 ms per test
@@ -145,18 +161,25 @@ class Cluster:
                 "su", OS_USER, "-s", "/bin/sh", "-c", " ".join(f"'{a}'" for a in argv)]  # fmt: skip
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
-    @classmethod
-    def create(cls, bindir: Path) -> Cluster:
-        if cls._as_root():
+    @staticmethod
+    def _new_root() -> Path:
+        """A private temporary directory, owned by the OS user that runs the server."""
+        user = None
+        if Cluster._as_root():
             try:
                 user = pwd.getpwnam(OS_USER)
             except KeyError:
                 unavailable(f"running as root and there is no {OS_USER!r} OS user to run initdb as")
         root = Path(tempfile.mkdtemp(prefix="cronwheel-pg-", dir=scratch_dir()))
         os.chmod(root, 0o700)
-        if cls._as_root():
+        if user is not None:
             os.chown(root, user.pw_uid, user.pw_gid)
-        cluster = cls(bindir, root)
+        return root
+
+    @classmethod
+    def create(cls, bindir: Path, settings: dict[str, str] | None = None) -> Cluster:
+        """initdb a new cluster; ``settings`` override ``TEST_SETTINGS``."""
+        cluster = cls(bindir, cls._new_root())
         out = cluster._run(
             str(bindir / "initdb"), "-D", str(cluster.data), "-U", "postgres", "--auth=trust",
             "--no-sync", "--encoding=UTF8", "--locale=C",
@@ -164,11 +187,16 @@ class Cluster:
         if out.returncode != 0:
             cluster.destroy()
             unavailable(f"initdb failed: {(out.stderr or out.stdout).strip()[-500:]}")
-        settings = {**TEST_SETTINGS, "unix_socket_directories": f"'{root}'"}
-        with open(cluster.data / "postgresql.conf", "a", encoding="utf-8") as conf:
+        cluster.configure({**TEST_SETTINGS, **(settings or {})})
+        return cluster
+
+    def configure(self, settings: dict[str, str], file: str = "postgresql.conf") -> None:
+        """Append settings to a configuration file (a later line wins over an earlier one;
+        ``postgresql.auto.conf`` wins over ``postgresql.conf``)."""
+        settings = {**settings, "unix_socket_directories": f"'{self.root}'"} if file == "postgresql.conf" else settings
+        with open(self.data / file, "a", encoding="utf-8") as conf:
             conf.write("\n# cronwheel test cluster\n")
             conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
-        return cluster
 
     def start(self) -> None:
         """Start on ``self.port`` (a free port the first time; the same one after a stop)."""
@@ -187,6 +215,26 @@ class Cluster:
     def stop(self, mode: str = "immediate") -> None:
         if self.data.exists():
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def stop_immediate(self) -> None:
+        """Stop as a crash would (``pg_ctl -m immediate``: no shutdown checkpoint, every
+        session cut at once)."""
+        out = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        if out.returncode != 0:
+            raise RuntimeError(f"pg_ctl stop -m immediate failed: {out.stderr.strip()}\n{self.log_tail()}")
+
+    def promote(self) -> None:
+        """A standby becomes a primary (``pg_ctl promote -w``: returns once it accepts writes)."""
+        out = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "30", "promote")
+        if out.returncode != 0:
+            raise RuntimeError(f"pg_ctl promote failed: {out.stderr.strip()}\n{self.log_tail()}")
+
+    def sql(self, query: str, args: Any = None, dbname: str = "postgres") -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(self.dsn(dbname), autocommit=True, connect_timeout=5) as conn:
+            cur = conn.execute(query, args)
+            return cur.fetchall() if cur.description is not None else []
 
     def destroy(self) -> None:
         with contextlib.suppress(Exception):
@@ -318,3 +366,93 @@ def dedicated_cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.destroy()
+
+
+#: a primary that waits for its standby before it acknowledges a commit: with these, what a
+#: client was told is committed survives the primary's loss (full_page_writes back on: a
+#: base backup and crash recovery want it; fsync stays off, a process crash keeps the page
+#: cache)
+PRIMARY_SETTINGS = {
+    "wal_level": "replica",
+    "max_wal_senders": "5",
+    "wal_keep_size": "'256MB'",
+    "synchronous_commit": "on",
+    "synchronous_standby_names": "'standby1'",
+    "full_page_writes": "on",
+}
+
+
+class ReplicatedPair:
+    """A primary and its synchronous streaming standby (``application_name=standby1``)."""
+
+    def __init__(self, primary: Cluster, standby: Cluster) -> None:
+        self.primary = primary
+        self.standby = standby
+
+    @classmethod
+    def create(cls, bindir: Path) -> ReplicatedPair:
+        primary = Cluster.create(bindir, PRIMARY_SETTINGS)
+        try:
+            # replication connections from loopback (initdb's default file has this line too)
+            with open(primary.data / "pg_hba.conf", "a", encoding="utf-8") as hba:
+                hba.write("host replication postgres 127.0.0.1/32 trust\n")
+            primary.start()
+            standby = Cluster(bindir, Cluster._new_root())
+        except BaseException:
+            primary.destroy()
+            raise
+        pair = cls(primary, standby)
+        try:
+            out = standby._run(
+                str(pg_tool(bindir, "pg_basebackup")), "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast",
+                "--no-sync", "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres", timeout=120,
+            )
+            if out.returncode != 0:
+                raise RuntimeError(f"pg_basebackup failed: {(out.stderr or out.stdout).strip()[-500:]}")
+            # its own socket directory; and once promoted it must not wait for a standby of
+            # its own that nobody started (an HA manager would reconfigure that, we do it now)
+            standby.configure({"synchronous_standby_names": "''", "hot_standby": "on"})
+            conninfo = f"host=127.0.0.1 port={primary.port} user=postgres application_name=standby1"
+            standby.configure({"primary_conninfo": f"'{conninfo}'"}, file="postgresql.auto.conf")
+            standby.start()
+        except BaseException:
+            pair.destroy()
+            raise
+        return pair
+
+    def sync_state(self) -> str | None:
+        rows = self.primary.sql("SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'")
+        return str(rows[0][0]) if rows else None
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        """The multi-host URL a cronwheel node is given: primary first, then the standby; only
+        a server that accepts writes is taken (``target_session_attrs=read-write``)."""
+        hosts = ",".join("127.0.0.1" for _ in (self.primary, self.standby))
+        ports = f"{self.primary.port},{self.standby.port}"
+        return url_of({"host": hosts, "port": ports, "user": "postgres", "dbname": dbname,
+                       "target_session_attrs": "read-write"})
+
+    def destroy(self) -> None:
+        self.primary.destroy()
+        self.standby.destroy()
+
+
+@contextlib.contextmanager
+def replicated_pair(sync_timeout: float = 30) -> Iterator[ReplicatedPair]:
+    """A primary and a standby that is ``sync`` in ``pg_stat_replication``, for one test."""
+    from tests.support.wait import wait_for
+
+    bindir = find_bindir()
+    if bindir is None:
+        if os.environ.get(ENV_DSN):
+            pytest.skip(f"a failover test needs a local PostgreSQL (initdb/pg_ctl); {ENV_DSN} is an external one")
+        unavailable("no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin")
+    if pg_tool(bindir, "pg_basebackup") is None:
+        unavailable(f"no pg_basebackup next to {bindir / 'initdb'} or on PATH")
+    pair = ReplicatedPair.create(bindir)
+    try:
+        wait_for(lambda: pair.sync_state() == "sync", sync_timeout, interval=0.1,
+                 what="the standby to be a synchronous standby of the primary")
+        yield pair
+    finally:
+        pair.destroy()
