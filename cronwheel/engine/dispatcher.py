@@ -35,7 +35,14 @@ from cronwheel.core.model import ExecStatus, Execution, Priority
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome, StartRequest
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    LeaseVerdict,
+    Outcome,
+    StartRequest,
+    StoreUnavailable,
+)
 from cronwheel.worker.pool import WorkerPool
 
 
@@ -53,6 +60,7 @@ class Dispatcher:
         rng: random.Random | None = None,
         tenant_weight: Callable[[str], float] | None = None,
         tenant_max_running: Callable[[str], int | None] | None = None,
+        completion_retry_ms: tuple[int, int] = (200, 5_000),
     ) -> None:
         self.clock = clock
         self.writer = writer
@@ -69,6 +77,11 @@ class Dispatcher:
         self.reserved_high_slots = reserved_high_slots
         self.reaper_interval_ms = reaper_interval_ms
         self.refill_interval_ms = refill_interval_ms
+        #: a local worker's result that the store could not take (a restart, a failover) is
+        #: kept and tried again, first and longest delay: the job already ran, and dropping
+        #: the result would run it again once its lease expired
+        self.completion_retry_ms = completion_retry_ms
+        self._deferred: set[asyncio.Task] = set()
         self.rng = rng or random.Random()
         self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status
         self._wake = asyncio.Event()
@@ -143,6 +156,8 @@ class Dispatcher:
     async def stop(self) -> None:
         self._stopping = True
         self._wake.set()
+        for task in list(self._deferred):
+            task.cancel()
         await self._completions.close()
 
     async def _dispatch_loop(self) -> None:
@@ -290,9 +305,36 @@ class Dispatcher:
     # ---- from the worker pool
     async def on_results(self, worker_id: str, results: list[Completion]) -> None:
         try:
-            await self.finish(results)
+            await self._finish_or_defer(results)
         finally:  # the worker is done with them, whatever the store said
             self.release(c.execution_id for c in results)
+
+    async def _finish_or_defer(self, completions: list[Completion]) -> None:
+        try:
+            await self.finish(completions)
+        except StoreUnavailable as exc:
+            self.events.emit("completion.deferred", count=len(completions), error=str(exc))
+            task = asyncio.get_running_loop().create_task(self._finish_later(completions), name="completion-retry")
+            self._deferred.add(task)
+            task.add_done_callback(self._deferred.discard)
+
+    async def _finish_later(self, completions: list[Completion]) -> None:
+        """Try deferred results again until the store takes them (fenced as ever: if the
+        reaper got there first, they are refused and change nothing). Given up only when the
+        node stops; then the leases expire and the executions run again (at least once)."""
+        delay, longest = (ms / 1000 for ms in self.completion_retry_ms)
+        while not self._stopping:
+            await asyncio.sleep(delay)
+            try:
+                await self.finish(completions)
+            except StoreUnavailable:
+                delay = min(delay * 2, longest)
+                continue
+            except Exception as exc:  # never lose the loop's error silently
+                self.events.emit("completion.error", count=len(completions), error=repr(exc))
+                return
+            self.events.emit("completion.recovered", count=len(completions))
+            return
 
     async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
         now = self.clock.now_ms()
@@ -313,7 +355,7 @@ class Dispatcher:
             for xid, epoch in execution_ids
         ]
         try:
-            await self.finish(completions)
+            await self._finish_or_defer(completions)
         finally:
             self.release(xid for xid, _ in execution_ids)
 
