@@ -23,12 +23,12 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from traceback import format_exc
 from typing import Any
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.rendezvous import buckets_of
+from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Fence
@@ -102,6 +102,7 @@ class ClusterMember:
         self.runner = runner
         self.clock = clock
         self.events = events
+        self.health = LoopHealth(events, clock, "cluster")
         self.ttl_ms = ttl_ms
         self.holdings = Holdings(node_id, ttl_ms, margin_ms)
         self.on_change = on_change
@@ -133,8 +134,10 @@ class ClusterMember:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store is down or slow: the trust windows step us down
-                self.events.emit("cluster.error", error=repr(exc), traceback=format_exc(limit=6))
+                self.health.failed(exc, traceback_limit=6)
                 self.owned()
+            else:
+                self.health.ok()
             self.first_turn.set()
             if self.refill is not None:
                 with contextlib.suppress(Exception):  # the shared ready queue: other nodes' work

@@ -27,12 +27,12 @@ import contextlib
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
-from traceback import format_exc
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import ExecStatus, Execution, Priority
 from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import (
@@ -82,6 +82,8 @@ class Dispatcher:
         #: the result would run it again once its lease expired
         self.completion_retry_ms = completion_retry_ms
         self._deferred: set[asyncio.Task] = set()
+        self.health = LoopHealth(events, clock, "dispatch")
+        self.reaper_health = LoopHealth(events, clock, "reaper")
         self.rng = rng or random.Random()
         self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status
         self._wake = asyncio.Event()
@@ -167,8 +169,10 @@ class Dispatcher:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # never let dispatch die: log, back off, go on
-                self.events.emit("dispatch.error", error=repr(exc), traceback=format_exc(limit=8))
+                self.health.failed(exc)
                 await asyncio.sleep(0.5)
+            else:
+                self.health.ok()
 
     async def _dispatch_turn(self) -> None:
         now = self.clock.now_ms()
@@ -293,8 +297,9 @@ class Dispatcher:
                 now = self.clock.now_ms()
                 results = await self.writer.run(lambda s, now=now: s.expire_leases(now, 1000))
             except Exception as exc:  # store hiccup: try again next round
-                self.events.emit("reaper.error", error=repr(exc), traceback=format_exc(limit=8))
+                self.reaper_health.failed(exc)
                 continue
+            self.reaper_health.ok()
             self.release(res.execution_id for res in results)
             for res in results:
                 self.events.emit("lease.expired", executionId=res.execution_id, status=res.status)

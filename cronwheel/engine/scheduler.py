@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from traceback import format_exc
 from typing import TYPE_CHECKING
 
 from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
 
@@ -83,6 +83,7 @@ class Scheduler:
         self._exact: set[str] = set()  # jobs re-armed at their exact tick (see _rearm_unclaimed)
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
+        self.health = LoopHealth(events, clock, "scheduler")
 
     # ---- notifications from the rest of the node
     def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:
@@ -130,9 +131,11 @@ class Scheduler:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # never let the scheduler die: log, back off, go on
-                self.events.emit("scheduler.error", error=repr(exc), traceback=format_exc(limit=8))
+                self.health.failed(exc)
                 self._claim_needed = True
                 await asyncio.sleep(0.5)
+            else:
+                self.health.ok()
 
     async def _turn(self) -> None:
         now = self.clock.now_ms()

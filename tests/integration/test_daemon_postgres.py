@@ -117,9 +117,20 @@ def test_status_answers_from_its_last_read_marked_stale_while_the_store_is_down(
         out = d.cli("status", "--json")
         assert out.returncode == 0 and json.loads(out.stdout)["stale"] is True
 
+        # the outage is one event per loop, not a traceback every half second
+        wait_for(lambda: any(e["loop"] == "scheduler" for e in d.events("store.unavailable")), timeout=20,
+                 what="the scheduler to report the store unavailable")
+
         cluster.start()
         wait_for(lambda: d.status().get("stale") is False, timeout=20, what="a fresh status once the store is back")
         assert not d.cli("status").stdout.startswith("STALE")
+        wait_for(lambda: any(e["loop"] == "scheduler" for e in d.events("store.available")), timeout=20,
+                 what="the scheduler to report the store back")
+        down = [e for e in d.events("store.unavailable") if e["loop"] == "scheduler"]
+        assert len(down) == 1, down
+        (back,) = [e for e in d.events("store.available") if e["loop"] == "scheduler"]
+        assert back["downMs"] > 0
+        assert not [e for e in d.events("scheduler.error") if "navailable" in e["error"]]
         d.stop()
 
 

@@ -1,0 +1,41 @@
+"""One event when a loop loses the store, one when it has it back.
+
+Every engine loop survives its own exceptions (it logs them and goes on). For a bug that is
+right: each one is worth its traceback. For a store outage (a restart, a failover) it is
+noise: every loop would log a traceback every half second for as long as it lasts. A loop
+reports its errors through ``LoopHealth``: ``StoreUnavailable`` gives one
+``store.unavailable`` per outage and loop, and the first good turn after it one
+``store.available`` with how long it lasted; any other error is logged as before.
+"""
+
+from __future__ import annotations
+
+from traceback import format_exc
+
+from cronwheel.core.clock import Clock
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import StoreUnavailable
+
+
+class LoopHealth:
+    def __init__(self, events: EventLog, clock: Clock, loop: str) -> None:
+        self.events = events
+        self.clock = clock
+        self.loop = loop
+        self._down_since: float | None = None  # monotonic seconds, while the store is down
+
+    def failed(self, exc: Exception, traceback_limit: int = 8) -> None:
+        """Report an exception caught by the loop (call it inside the ``except`` block)."""
+        if isinstance(exc, StoreUnavailable):
+            if self._down_since is None:
+                self._down_since = self.clock.monotonic()
+                self.events.emit("store.unavailable", loop=self.loop, error=str(exc))
+            return
+        self.events.emit(f"{self.loop}.error", error=repr(exc), traceback=format_exc(limit=traceback_limit))
+
+    def ok(self) -> None:
+        """The loop's turn went through (cheap: call it after every turn)."""
+        if self._down_since is not None:
+            down_ms = round((self.clock.monotonic() - self._down_since) * 1000)
+            self._down_since = None
+            self.events.emit("store.available", loop=self.loop, downMs=down_ms)
