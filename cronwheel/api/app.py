@@ -516,11 +516,13 @@ class Access(enum.Enum):
     WORK = "work"  #: worker calls: worker, tenant and admin tokens (own tenant's executions)
     MANAGE = "manage"  #: jobs, executions, DLQ: tenant (its own) and admin tokens
     ADMIN = "admin"  #: the whole node: admin only
+    METRICS = "metrics"  #: the Prometheus metrics: admin and metrics tokens
 
 
 #: a route not listed here is admin-only (a remote workers' claim route belongs to WORK)
 ACCESS: dict[Callable[..., Any], Access] = {
     healthz: Access.OPEN,
+    ops.metrics: Access.METRICS,
     openapi: Access.ANY,
     claim: Access.WORK,
     heartbeat: Access.WORK,
@@ -541,6 +543,8 @@ def _allowed(principal: Principal, access: Access) -> bool:
         return principal.may_work()
     if access is Access.MANAGE:
         return principal.may_manage()
+    if access is Access.METRICS:
+        return principal.may_scrape()
     return False
 
 
@@ -554,7 +558,8 @@ async def _authorize(request: web.Request, handler: Callable[[web.Request], Awai
         principal = await _principal(request)
         if not _allowed(principal, access):
             who = f"{principal.role.value} token" + (f" of tenant {principal.tenant!r}" if principal.tenant else "")
-            need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token"}.get(access, "an admin token")
+            need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token",
+                    Access.METRICS: "a metrics or admin token"}.get(access, "an admin token")
             raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}")
     return await handler(request)
 

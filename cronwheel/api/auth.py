@@ -22,9 +22,9 @@ from aiohttp import web
 
 from cronwheel.core.tenants import (
     ADMIN,
+    TENANTLESS_ROLES,
     ApiToken,
     Principal,
-    Role,
     Tenant,
     effective_http_allow,
     parse_bearer,
@@ -86,8 +86,8 @@ class Authenticator:
         token = await self.service.lookup_token(secret)
         if token is None:
             raise Unauthorized("unknown or revoked token", headers={"WWW-Authenticate": CHALLENGE_INVALID})
-        if token.role is Role.ADMIN:
-            return Principal(Role.ADMIN, None, token.token_id)
+        if token.role in TENANTLESS_ROLES:
+            return Principal(token.role, None, token.token_id)
         assert token.tenant is not None
         tenant = self.service.tenant_config(token.tenant)
         return Principal(

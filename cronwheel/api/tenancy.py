@@ -123,7 +123,7 @@ def parse_tenant_patch(body: Any) -> dict[str, Any]:
 
 
 def parse_token_body(body: Any) -> tuple[Role, str | None, str | None]:
-    """``POST /v1/tokens``: ``{tenant?, role? (tenant|worker|admin, default tenant), name?}``."""
+    """``POST /v1/tokens``: ``{tenant?, role? (tenant|worker|admin|metrics, default tenant), name?}``."""
     data = _object(body)
     _reject_unknown(data, ("tenant", "role", "name"))
     role_text = data.get("role", "tenant")
@@ -134,6 +134,9 @@ def parse_token_body(body: Any) -> tuple[Role, str | None, str | None]:
     if role is Role.ADMIN:
         if tenant is not None:
             raise _bad("tenant", "admin tokens belong to no tenant (they see every tenant): leave tenant out")
+    elif role is Role.METRICS:
+        if tenant is not None:
+            raise _bad("tenant", "metrics tokens belong to no tenant (they read the node's /metrics only): leave tenant out")
     elif not isinstance(tenant, str) or not valid_tenant_name(tenant):
         raise _bad("tenant", f"a {role.value} token needs the name of an existing tenant")
     name = data.get("name")

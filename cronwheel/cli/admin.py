@@ -189,9 +189,10 @@ def token() -> None:
 
 
 @token.command("create", context_settings=CONTEXT)
-@click.option("--tenant", "tenant_name", metavar="NAME", help="The tenant it acts for (not for --role admin).")
-@click.option("--role", type=click.Choice(["tenant", "worker", "admin"]), default="tenant", show_default=True,
-              help="tenant: manage its jobs; worker: heartbeat/complete/effects only; admin: everything.")
+@click.option("--tenant", "tenant_name", metavar="NAME", help="The tenant it acts for (not for --role admin or metrics).")
+@click.option("--role", type=click.Choice(["tenant", "worker", "admin", "metrics"]), default="tenant", show_default=True,
+              help="tenant: manage its jobs; worker: heartbeat/complete/effects only; admin: everything; "
+                   "metrics: read /metrics only (for Prometheus).")
 @click.option("--name", metavar="LABEL", help="A label for `token ls` (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help="Print {tokenId, token, role, tenant, ...} as JSON.")
 @click.pass_obj
@@ -203,16 +204,17 @@ def token_create(app: Any, tenant_name: str | None, role: str, name: str | None,
       TOKEN=$(cronwheel token create --tenant acme --name ci)
       curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7878/v1/jobs
     """
-    if role != "admin" and not tenant_name:
+    tenantless = role in ("admin", "metrics")
+    if not tenantless and not tenant_name:
         raise click.UsageError(f"a {role} token needs --tenant NAME")
-    if role == "admin" and tenant_name:
-        raise click.UsageError("admin tokens belong to no tenant: leave out --tenant")
+    if tenantless and tenant_name:
+        raise click.UsageError(f"{role} tokens belong to no tenant: leave out --tenant")
     created = app.client.create_token(tenant_name, role, name)
     if as_json:
         render.emit_json(created)
         return
     click.echo(created["token"])
-    who = "admin" if role == "admin" else f"{role} of tenant {created['tenant']}"
+    who = role if tenantless else f"{role} of tenant {created['tenant']}"
     render.emit_note(f"token {created['tokenId']} ({who}) created; this is the only time it is shown")
 
 

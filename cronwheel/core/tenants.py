@@ -43,6 +43,11 @@ class Role(StrEnum):
     ADMIN = "admin"  #: everything, every tenant
     TENANT = "tenant"  #: one tenant's jobs, executions and dead letters
     WORKER = "worker"  #: heartbeat / complete / effects for one tenant's executions
+    METRICS = "metrics"  #: read /metrics only (a Prometheus scraper); no tenant
+
+
+#: roles whose tokens belong to no tenant
+TENANTLESS_ROLES = frozenset({Role.ADMIN, Role.METRICS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,10 @@ class Principal:
     def may_work(self) -> bool:
         """Heartbeat, complete and record effects (for its tenant's executions)."""
         return self.role in (Role.ADMIN, Role.TENANT, Role.WORKER)
+
+    def may_scrape(self) -> bool:
+        """Read the node's Prometheus metrics."""
+        return self.role in (Role.ADMIN, Role.METRICS)
 
 
 ADMIN = Principal(Role.ADMIN, via="socket")

@@ -30,6 +30,7 @@ from cronwheel.core.clock import Clock
 from cronwheel.core.model import JobSpec
 from cronwheel.core.quota import RateLimiter, retry_after_header
 from cronwheel.core.tenants import (
+    TENANTLESS_ROLES,
     ApiToken,
     Role,
     Tenant,
@@ -171,7 +172,7 @@ class TenancyMixin:
     async def create_token(self, role: Role, tenant: str | None, name: str | None = None) -> tuple[ApiToken, str]:
         secret = new_token_secret()
         now = self.clock.now_ms()
-        token = ApiToken(new_token_id(), hash_token(secret), role, None if role is Role.ADMIN else tenant, name, now)
+        token = ApiToken(new_token_id(), hash_token(secret), role, None if role in TENANTLESS_ROLES else tenant, name, now)
         if not await self._write(lambda s: s.create_token(token, now)):
             raise NotFound(f"no tenant {tenant!r} (create it first: cronwheel tenant add {tenant})")
         # the secret is returned to the caller once and never logged

@@ -76,6 +76,33 @@ def test_schema_sql_equals_all_migrations_applied(tmp_path: Path) -> None:
         fresh.close()
 
 
+def test_the_token_table_rebuild_keeps_every_token(tmp_path: Path) -> None:
+    """Migration 5 rebuilds api_tokens (SQLite cannot change a CHECK in place): tokens of a
+    version-4 file keep their ids, hashes and roles, and metrics tokens become possible."""
+    path = tmp_path / "v4.db"
+    conn = apsw.Connection(str(path))
+    for mig in migrations()[:4]:
+        conn.execute(mig.sql)
+        conn.execute(f"PRAGMA user_version = {mig.version:d}")
+        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", (mig.version, mig.name))
+    conn.execute("INSERT INTO tenants (name, weight, created_at, updated_at) VALUES ('acme', 1, 0, 0)")
+    rows = [("tk_a", "h1", "admin", None, "root", 1, None), ("tk_t", "h2", "tenant", "acme", None, 2, 5)]
+    conn.executemany("INSERT INTO api_tokens VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.close()
+
+    store = SqliteStore.open(path)
+    try:
+        migrated = conn_of(store)
+        assert pragma(migrated, "user_version") == len(migrations()) >= 5
+        assert sorted(migrated.execute("SELECT * FROM api_tokens").fetchall()) == rows
+        assert migrated.execute("SELECT count(*) FROM sqlite_master WHERE name = 'api_tokens_v4'").fetchall() == [(0,)]
+        migrated.execute("INSERT INTO api_tokens VALUES ('tk_m', 'h3', 'metrics', NULL, 'prometheus', 3, NULL)")
+        with pytest.raises(apsw.ConstraintError):
+            migrated.execute("INSERT INTO api_tokens VALUES ('tk_x', 'h4', 'metrics', 'acme', NULL, 4, NULL)")
+    finally:
+        store.close()
+
+
 def test_migrations_are_numbered_and_recorded(sqlite_store: SqliteStore) -> None:
     found = migrations()
     assert [m.version for m in found] == list(range(1, len(found) + 1))

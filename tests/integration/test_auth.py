@@ -234,6 +234,26 @@ def test_roles_worker_tokens_only_work_and_only_admins_administer(daemon: Daemon
     assert r.status == 409, r
 
 
+def test_a_metrics_token_reads_metrics_and_nothing_else(daemon: Daemon) -> None:
+    """What a Prometheus scraper should hold: /metrics, and no jobs, status or events."""
+    problem(daemon.post("/v1/tokens", {"role": "metrics", "tenant": "default"}), 422)
+    created = daemon.post("/v1/tokens", {"role": "metrics", "name": "prometheus"})
+    assert created.status == 201, created
+    assert created.json()["role"] == "metrics" and created.json().get("tenant") is None
+    m = str(created.json()["token"])
+    r = daemon.get("/metrics", token=m)
+    assert r.status == 200 and b"cronwheel_executions_started" in r.body
+    for path in ("/v1/jobs", "/v1/dlq", "/v1/status", "/v1/events", "/v1/tenants", "/v1/tokens", "/v1/herd"):
+        assert "a metrics or admin token" not in problem(daemon.get(path, token=m), 403)["detail"]
+    problem(daemon.post("/v1/jobs", WEB, token=m), 403)
+    problem(daemon.post("/v1/tokens", {"role": "admin"}, token=m), 403)
+    assert daemon.get("/healthz").status == 200
+    t = tenant_token(daemon, "beta")
+    assert "a metrics or admin token" in problem(daemon.get("/metrics", token=t), 403)["detail"]
+    out = daemon.cli("token", "create", "--role", "metrics", "--name", "scraper")
+    assert out.returncode == 0, out.stderr
+
+
 def test_code_targets_need_admin_or_allow_shell(daemon: Daemon, tmp_path: Path) -> None:
     plain = tenant_token(daemon, "plain")
     for target in ({"command": "id"}, {"python": "os:getcwd"}):

@@ -8,7 +8,13 @@ import asyncio
 from typing import Any
 
 from cronwheel.core.model import ExecStatus
-from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome, StoreUnavailable
+from cronwheel.store.base import (
+    Completion,
+    CompletionResult,
+    LeaseVerdict,
+    Outcome,
+    StoreUnavailable,
+)
 from tests.unit.test_dispatcher_tenants import events, ex, make
 
 
@@ -57,7 +63,7 @@ def test_a_result_the_store_cannot_take_is_committed_once_it_is_back() -> None:
 
 def test_deferred_results_are_given_up_when_the_node_stops() -> None:
     async def main() -> None:
-        d, pool, out = make({}, {})
+        d, pool, _ = make({}, {})
         d.completion_retry_ms = (10, 40)
         flaky = FlakyCompletions(outages=10**9)
         d.writer.store.complete_executions = flaky  # type: ignore[attr-defined]

@@ -130,12 +130,12 @@ CREATE TABLE effects (
 CREATE TABLE api_tokens (
     token_id   TEXT COLLATE "C" PRIMARY KEY,
     token_hash TEXT COLLATE "C" NOT NULL UNIQUE,
-    role       TEXT NOT NULL CHECK (role IN ('admin', 'tenant', 'worker')),
+    role       TEXT NOT NULL CHECK (role IN ('admin', 'tenant', 'worker', 'metrics')),
     tenant     TEXT COLLATE "C" REFERENCES tenants (name),
     name       TEXT,
     created_at BIGINT NOT NULL,
     revoked_at BIGINT,
-    CHECK ((role = 'admin') = (tenant IS NULL))
+    CHECK ((role IN ('admin', 'metrics')) = (tenant IS NULL))
 );
 
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant, created_at);

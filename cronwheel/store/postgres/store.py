@@ -52,7 +52,7 @@ from psycopg.pq import TransactionStatus
 from cronwheel.core import schedule
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
-from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
     BucketGrants,
     BucketLease,
@@ -764,8 +764,8 @@ class PostgresStore(Store):
 
     @_translated
     def create_token(self, token: ApiToken, now_ms: int) -> bool:
-        if (token.role is Role.ADMIN) != (token.tenant is None):
-            raise ValueError("admin tokens name no tenant; tenant and worker tokens name one")
+        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
+            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
         args = {"token_id": token.token_id, "token_hash": token.token_hash, "role": token.role.value,
                 "tenant": token.tenant, "name": token.name, "now": now_ms}  # fmt: skip
         with self._write() as conn:

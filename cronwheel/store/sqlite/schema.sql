@@ -129,12 +129,12 @@ CREATE TABLE effects (
 CREATE TABLE api_tokens (
     token_id   TEXT PRIMARY KEY,
     token_hash TEXT NOT NULL UNIQUE,
-    role       TEXT NOT NULL CHECK (role IN ('admin', 'tenant', 'worker')),
+    role       TEXT NOT NULL CHECK (role IN ('admin', 'tenant', 'worker', 'metrics')),
     tenant     TEXT REFERENCES tenants (name),
     name       TEXT,
     created_at INTEGER NOT NULL,
     revoked_at INTEGER,
-    CHECK ((role = 'admin') = (tenant IS NULL))
+    CHECK ((role IN ('admin', 'metrics')) = (tenant IS NULL))
 ) WITHOUT ROWID;
 
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant, created_at);

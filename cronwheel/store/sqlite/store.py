@@ -31,7 +31,7 @@ from cronwheel.core.model import (
     JobStatus,
     OverlapPolicy,
 )
-from cronwheel.core.tenants import TENANT_SETTINGS, ApiToken, Role, Tenant
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
     BucketGrants,
     BucketLease,
@@ -702,8 +702,8 @@ class SqliteStore(Store):
 
     @_translated
     def create_token(self, token: ApiToken, now_ms: int) -> bool:
-        if (token.role is Role.ADMIN) != (token.tenant is None):
-            raise ValueError("admin tokens name no tenant; tenant and worker tokens name one")
+        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
+            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
         with self._write() as conn:
             if token.tenant is not None and conn.execute(q.TENANT_EXISTS, (token.tenant,)).fetchone() is None:
                 return False
