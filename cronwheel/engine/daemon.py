@@ -260,7 +260,15 @@ async def serve(
     lock.close()
 
 
+#: how long a thread may hold the GIL while another waits for it (CPython's default is 5 ms).
+#: The store's writer thread releases the GIL around SQLite work and must win it back from the
+#: busy event loop each time: at 5 ms a 5,000-row batch took 4-5x longer next to a busy loop,
+#: at 1 ms 1-2x (bench/bench_gil.py).
+GIL_SWITCH_INTERVAL_S = 0.001
+
+
 def _run(coro: Any) -> None:
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
