@@ -221,26 +221,26 @@ WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
 ORDER BY available_at, execution_id LIMIT ?4
 """
 
-#: what a hand-out needs, for a JSON array of execution ids that are dispatchable now
-START_CANDIDATES = """
-SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload
-FROM executions AS e LEFT JOIN job_definitions AS d ON d.job_id = e.job_id
-WHERE e.execution_id IN (SELECT value FROM json_each(?1))
-  AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= ?2
-"""
-
 #: hand-out (invariant 4): epoch + 1 on every start. ?1 is a JSON array of
-#: [execution_id, worker_id, lease_until] triples, ?2 is now.
+#: [execution_id, worker_id] pairs, ?2 is now, ?3 the default lease (ms). One statement
+#: starts the batch and returns what the grants carry: the job's definition comes from
+#: correlated lookups in RETURNING rather than a separate read of the same rows.
 START_EXECUTIONS = """
 UPDATE executions
 SET status = 'RUNNING', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
-    worker_id = r.worker_id, lease_until = r.lease_until, started_at = COALESCE(started_at, ?2)
-FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id, value ->> 2 AS lease_until
-      FROM json_each(?1)) AS r
+    worker_id = r.worker_id, started_at = COALESCE(started_at, ?2),
+    lease_until = ?2 + COALESCE(
+        (SELECT CAST(round(d.lease_sec * 1000) AS INTEGER)
+         FROM job_definitions AS d WHERE d.job_id = executions.job_id), ?3)
+FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id FROM json_each(?1)) AS r
 WHERE executions.execution_id = r.execution_id
   AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
 RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
-          lease_until, queue
+          lease_until, queue,
+          (SELECT d.lease_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
+          (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
+          (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
+          (SELECT d.payload FROM job_definitions AS d WHERE d.job_id = executions.job_id)
 """
 
 HEARTBEAT = """

@@ -65,6 +65,7 @@ from cronwheel.store.sqlite.rows import (
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 _MAX_MS = 2**63 - 1
+_DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 #: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
     apsw.BusyError,
@@ -481,23 +482,16 @@ class SqliteStore(Store):
 
     def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
         """start_executions' work inside the caller's write transaction."""
-        cands: list[Any] = conn.execute(q.START_CANDIDATES, (dumps(list(workers)), now_ms)).fetchall()
-        if not cands:
-            return []
-        defs = {c[0]: c for c in cands}
-        triples = [
-            [eid, workers[eid], now_ms + round((DEFAULT_LEASE_SEC if ls is None else ls) * 1000)]
-            for eid, _job, ls, *_ in cands
-        ]
-        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (dumps(triples), now_ms)).fetchall()
+        pairs = dumps([[eid, wid] for eid, wid in workers.items()])
+        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (pairs, now_ms, _DEFAULT_LEASE_MS)).fetchall()
         by_id = {r[0]: r for r in rows}
         grants: list[Grant] = []
         parsed = JsonMemo()
-        for eid in workers:
+        for eid in workers:  # in the order asked
             r = by_id.get(eid)
             if r is None:
                 continue
-            _, _, lease_sec, timeout_sec, target, payload = defs[eid]
+            lease_sec, timeout_sec, target, payload = r[9:13]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
