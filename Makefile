@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint unit bench clean dist
+.PHONY: serve test lint unit bench clean dist browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,8 +17,22 @@ serve: $(STAMP)
 	$(VENV)/bin/cronwheel serve
 
 # Lint, type-check the pure core, then the whole test suite.
-test: $(STAMP) lint
+test: $(STAMP) lint browser
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The dashboard's browser tests (tests/browser) drive Debian's chromium through chromium-driver.
+# As root with apt-get, install them when missing; otherwise warn loudly and go on: those tests
+# are then skipped, or fail where CRONWHEEL_REQUIRE_BROWSER=1 (CI sets it).
+BROWSER_WARNING := !!! WARNING: no /usr/bin/chromium + /usr/bin/chromedriver: the dashboard's browser tests will be SKIPPED (or fail under CRONWHEEL_REQUIRE_BROWSER=1) !!!
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium and chromium-driver for the dashboard's browser tests (apt-get, log in /tmp/cronwheel-apt-chromium.log)"; \
+	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; } \
+	      >/tmp/cronwheel-apt-chromium.log 2>&1; then \
+	    tail -n 5 /tmp/cronwheel-apt-chromium.log; echo "$(BROWSER_WARNING)"; \
+	  fi; \
+	else echo "$(BROWSER_WARNING) (not root with apt-get: install chromium and chromium-driver yourself)"; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cronwheel tests bench
@@ -27,7 +41,9 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
+# The peers (APScheduler 3.x, Procrastinate) live in the bench extra, never in the product's deps.
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	$(PY) bench/run_quick.py
 
 clean:

@@ -23,10 +23,11 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from cronwheel.api import ops
+from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.model import DEFAULT_TENANT
@@ -495,6 +496,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("DELETE", "/v1/dlq/{executionId}", purge_dead),
     ("GET", "/v1/status", status),
     ("GET", "/v1/herd", herd),
+    ("GET", "/v1/status/activity", ops.activity),
     ("GET", "/healthz", healthz),
     ("GET", "/v1/openapi.json", openapi),
     ("GET", "/v1/events", ops.events),
@@ -505,13 +507,15 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/tokens", create_token),
     ("GET", "/v1/tokens", list_tokens),
     ("DELETE", "/v1/tokens/{tokenId}", revoke_token),
+    ("GET", "/", dashboard.index),
+    ("GET", "/ui/{asset}", dashboard.asset),
 )
 
 
 class Access(enum.Enum):
     """Who may call a route (see ``ACCESS``)."""
 
-    OPEN = "open"  #: anyone, no credentials (health checks)
+    OPEN = "open"  #: anyone, no credentials (health checks, the dashboard's static files)
     ANY = "any"  #: any authenticated caller
     WORK = "work"  #: worker calls: worker, tenant and admin tokens (own tenant's executions)
     MANAGE = "manage"  #: jobs, executions, DLQ: tenant (its own) and admin tokens
@@ -523,6 +527,9 @@ class Access(enum.Enum):
 ACCESS: dict[Callable[..., Any], Access] = {
     healthz: Access.OPEN,
     ops.metrics: Access.METRICS,
+    # the dashboard's page and assets hold no data; its API calls are authenticated as usual
+    dashboard.index: Access.OPEN,
+    dashboard.asset: Access.OPEN,
     openapi: Access.ANY,
     claim: Access.WORK,
     heartbeat: Access.WORK,
@@ -548,10 +555,26 @@ def _allowed(principal: Principal, access: Access) -> bool:
     return False
 
 
+def _refuse_cross_site_writes(request: web.Request) -> None:
+    """A browser sends ``Origin`` with every POST/PATCH/DELETE; one from another site is
+    refused. Bearer tokens are never sent by a browser on its own, so over TCP this is defence
+    in depth; it matters where every caller is admin without a token (the Unix socket, if
+    someone forwards it to a TCP port): a web page must not pause or replay through it."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return  # not a browser (curl, the CLI, workers)
+    if origin == "null" or urlsplit(origin).netloc.lower() != request.host.lower():
+        raise Problem(403, "cross_origin", f"a {request.method} from the web origin {origin[:100]!r} is refused: "
+                      "the API takes writes from its own dashboard and from non-browser clients only")
+
+
 @web.middleware
 async def _authorize(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     """Authenticate before any handler reads the body, then check the route's ``ACCESS``.
     Unknown paths need credentials too (then 404/405), so probing learns nothing."""
+    _refuse_cross_site_writes(request)
     info = request.match_info
     access = Access.ANY if info.http_exception is not None else ACCESS.get(info.handler, Access.ADMIN)
     if access is not Access.OPEN:

@@ -1,7 +1,9 @@
-"""Operations endpoints: ``GET /metrics`` (Prometheus) and ``GET /v1/events`` (the event log,
-optionally followed, as newline-delimited JSON; ``cronwheel logs -f``).
+"""Operations endpoints: ``GET /metrics`` (Prometheus), ``GET /v1/status/activity`` (the last
+hour's dispatch lag per minute and the running executions, for the dashboard) and
+``GET /v1/events`` (the event log, optionally followed, as newline-delimited JSON;
+``cronwheel logs -f``).
 
-Both read objects that the daemon hands to ``make_app`` (the node's ``NodeMetrics`` and
+They read objects that the daemon hands to ``make_app`` (the node's ``NodeMetrics`` and
 ``EventLog``); an app built without them (tests with a fake service) answers 404.
 
 A follower gets the matching tail of the ring buffer, then every new matching event. Each
@@ -23,6 +25,7 @@ from aiohttp import web
 
 from cronwheel.api.validation import ValidationError
 from cronwheel.core import schedule as sched
+from cronwheel.core.lagstats import MINUTE_MS
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from cronwheel.obs.metrics import NodeMetrics
@@ -59,6 +62,32 @@ async def metrics(request: web.Request) -> web.Response:
         raise web.HTTPNotFound()
     body = await m.render()
     return web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+# ---------------------------------------------------------------- /v1/status/activity
+
+
+async def activity(request: web.Request) -> web.Response:
+    """The last hour of dispatch lag, minute by minute, and what this node's workers run now
+    (the dashboard's overview; admin only, like ``/v1/status``)."""
+    m = request.app.get(METRICS)
+    if not isinstance(m, NodeMetrics):
+        raise web.HTTPNotFound()
+    now = m.node.clock.now_ms()
+    total, running = m.running(limit=100)
+    return web.json_response({
+        "nodeId": m.node.node_id,
+        "at": iso_ms(now),
+        "lagHistory": {
+            "minuteSec": MINUTE_MS // 1000,
+            "minutes": [
+                {"at": iso_ms(x.start_ms), "count": x.count, "p50": x.p50, "p99": x.p99, "max": x.max}
+                for x in m.lag_history.snapshot(now)
+            ],
+        },
+        "running": running,
+        "runningTotal": total,
+    })
 
 
 # ---------------------------------------------------------------- /v1/events

@@ -31,6 +31,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from cronwheel import __version__
+from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class NodeMetrics:
         self._retry_at = 0.0  #: after a failed read, not before this
         self.dropped_events = 0  #: events whose fields could not be counted (a bug, never fatal)
         self._started: OrderedDict[str, tuple[int, float]] = OrderedDict()  #: id -> (epoch, t0)
+        #: first attempts' dispatch lag per minute over the last hour (the dashboard's chart)
+        self.lag_history = LagHistory(minutes=60)
         r = self.registry
         self.lag = Histogram(
             "cronwheel_dispatch_lag_seconds",
@@ -146,8 +149,10 @@ class NodeMetrics:
             self.fenced.labels(via)
         for reason in SKIP_REASONS:
             self.skipped.labels(reason)
-        for outcome in ("succeeded", "failed", "timed_out", "lost"):
-            self.finished.labels(outcome)
+        # labelled children looked up once: .labels() takes a lock and builds a key per call,
+        # and these are counted twice per execution
+        self._finished_by = {o: self.finished.labels(o) for o in ("succeeded", "failed", "timed_out", "lost")}
+        self._duration_by = {o: self.duration.labels(o) for o in self._finished_by}
         r.register(_StateCollector(self))
         self._unsubscribe = (events or node.events).subscribe(self._on_event)
 
@@ -172,6 +177,7 @@ class NodeMetrics:
         self.started.inc()
         if rec.get("attempt") == 1 and isinstance(rec.get("lagMs"), int):
             self.lag.observe(max(0, rec["lagMs"]) / 1000)
+            self.lag_history.record(rec["lagMs"], self.node.clock.now_ms())
         xid = str(rec.get("executionId"))
         self._started.pop(xid, None)
         self._started[xid] = (int(rec.get("leaseEpoch") or 0), time.monotonic())
@@ -182,10 +188,10 @@ class NodeMetrics:
         outcome = str(rec.get("outcome") or "failed")
         if outcome not in ("succeeded", "failed", "timed_out", "lost"):
             outcome = "failed"
-        self.finished.labels(outcome).inc()
+        self._finished_by[outcome].inc()
         t0 = self._stop_timer(rec)
         if t0 is not None:
-            self.duration.labels(outcome).observe(time.monotonic() - t0)
+            self._duration_by[outcome].observe(time.monotonic() - t0)
         status = rec.get("status")
         if status == ExecStatus.RETRY_WAIT:
             self.retries.inc()
@@ -194,7 +200,7 @@ class NodeMetrics:
 
     def _lease_expired(self, rec: dict[str, Any]) -> None:
         self.lease_expirations.inc()
-        self.finished.labels("lost").inc()
+        self._finished_by["lost"].inc()
         self._started.pop(str(rec.get("executionId")), None)
         status = rec.get("status")
         if status == ExecStatus.RETRY_WAIT:
@@ -259,6 +265,24 @@ class NodeMetrics:
         """The Prometheus text exposition of this node."""
         await self.refresh()
         return generate_latest(self.registry)
+
+    def running(self, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
+        """The executions in this node's local workers, longest-running first (at most
+        ``limit``), and how many there are. Remote workers' leases are counted by the store
+        (``GET /v1/status``), not here. ``runningSec`` is None for an attempt whose start this
+        object did not see (started before a restart of the metrics)."""
+        pool = self.node.pool
+        if pool is None:
+            return 0, []
+        now = time.monotonic()
+        rows: list[dict[str, Any]] = []
+        for xid, (worker, epoch) in list(pool.in_flight().items()):
+            timer = self._started.get(xid)
+            age = round(now - timer[1], 1) if timer is not None and timer[0] == epoch else None
+            rows.append({"executionId": xid, "jobId": xid.rpartition(":")[0] or xid, "workerId": worker,
+                         "leaseEpoch": epoch, "runningSec": age})
+        rows.sort(key=lambda r: -1.0 if r["runningSec"] is None else r["runningSec"], reverse=True)
+        return len(rows), rows[:limit]
 
     def lag_p99_ms(self) -> int | None:
         lags = sorted(self.node.dispatcher.lags_ms)

@@ -93,6 +93,9 @@ def test_make_dist_builds_a_wheel_and_a_zipapp_that_serves(tmp_path: Path) -> No
                 return any(e["status"] == "SUCCEEDED" for e in json.loads(resp.read())["executions"])
 
         wait_for(succeeded, 30, what="a job to run under the zipapp")
+        # the dashboard's static files are package data: the wheel (hence the zipapp) has them
+        for path in ("/", "/ui/app.js", "/ui/api.js", "/ui/dom.js", "/ui/overview.js", "/ui/style.css", "/ui/favicon.svg"):
+            assert get(url + path) == 200, path
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:

@@ -98,3 +98,30 @@ def test_scrape_time_gauges_read_the_node() -> None:
     assert sample(m, "cronwheel_scheduler_last_turn_age_seconds") == 0.5
     assert sample(m, "cronwheel_healthy") == 1
     assert m.registry.get_sample_value("cronwheel_dlq_size") is None  # store counts: not read yet
+
+
+def test_first_attempts_feed_the_per_minute_lag_history() -> None:
+    log, m = setup()  # the fake node's clock says 1,500 ms: minute 0
+    log.emit("execution.started", executionId="j:1", leaseEpoch=1, attempt=1, lagMs=40)
+    log.emit("execution.started", executionId="j:2", leaseEpoch=1, attempt=1, lagMs=900)
+    log.emit("execution.started", executionId="j:1", leaseEpoch=2, attempt=2, lagMs=90_000)  # a retry: not lag
+    minutes = m.lag_history.snapshot(1_500)
+    assert len(minutes) == 60 and minutes[-1].start_ms == 0
+    assert (minutes[-1].count, minutes[-1].max) == (2, 900)
+    assert sum(x.count for x in minutes) == 2
+
+
+def test_running_lists_the_local_workers_executions_longest_first() -> None:
+    log, m = setup()
+    assert m.running() == (0, [])  # no pool yet (starting up)
+    log.emit("execution.started", executionId="ja:100", leaseEpoch=1, attempt=1, lagMs=1)
+    log.emit("execution.started", executionId="jb:200", leaseEpoch=3, attempt=3, lagMs=1)
+    inflight = {"jb:200": ("w1", 3), "ja:100": ("w0", 1), "jc:300": ("w0", 1)}  # jc: started before us
+    m.node.pool = SimpleNamespace(in_flight=lambda: inflight)
+    m._started["ja:100"] = (1, m._started["ja:100"][1] - 10)  # ja has run 10 s longer
+    total, rows = m.running(limit=2)
+    assert total == 3 and [r["executionId"] for r in rows] == ["ja:100", "jb:200"]
+    assert rows[0] == {"executionId": "ja:100", "jobId": "ja", "workerId": "w0", "leaseEpoch": 1, "runningSec": rows[0]["runningSec"]}
+    assert rows[0]["runningSec"] >= 10 and rows[1]["runningSec"] is not None
+    _, everything = m.running()
+    assert everything[-1]["executionId"] == "jc:300" and everything[-1]["runningSec"] is None

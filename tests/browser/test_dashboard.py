@@ -1,0 +1,313 @@
+"""The dashboard in a real headless Chromium against a real daemon: sign in, the overview's
+charts, hostile job names, pause/resume and DLQ replay/purge by clicking, and the keyboard.
+
+Every wait has a deadline (WebDriverWait, tests/support/wait.py), never a bare sleep.
+Screenshots go to test-artifacts/browser/ (gitignored), kept as the run's artifacts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.browser import require_selenium, screenshot
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+require_selenium()  # before importing it: a loud skip (or a failure in CI), not an ImportError
+
+from selenium.common.exceptions import (  # noqa: E402
+    NoAlertPresentException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+NOOP = "cronwheel.worker.noop:noop"
+HOSTILE_NAME = "<script>alert(1)</script>"
+HOSTILE_ATTR = '"><svg onload=alert(3)>'
+HOSTILE_OUTPUT = "<img src=x onerror=alert(2)><b>bold</b>"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def until(driver: Any, condition: Any, timeout: float = 20, what: str = "") -> Any:
+    """WebDriverWait that shrugs off elements replaced by a live refresh meanwhile."""
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    ).until(condition, message=what)
+
+
+def css(driver: Any, selector: str) -> Any:
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def text_of(driver: Any, selector: str) -> str:
+    return str(css(driver, selector).text)
+
+
+def open_dashboard(driver: Any, daemon: Daemon, fragment: str = "#/") -> None:
+    """Load the page over TCP and sign in as a person would: the first API call answers 401,
+    the page asks for a token, we type the admin token and press Enter."""
+    driver.get(f"{daemon.url}/{fragment}")
+    token = until(driver, lambda d: (el := css(d, "#token")).is_displayed() and el, what="the sign-in dialog")
+    token.send_keys(daemon.admin_token, Keys.ENTER)
+    until(driver, lambda d: not css(d, "#login").is_displayed(), what="the sign-in dialog to close")
+    until(driver, lambda d: css(d, ".view-body").get_attribute("aria-busy") == "false", what="the view to load")
+
+
+def problems(driver: Any) -> list[str]:
+    """Console errors and warnings (uncaught exceptions, CSP violations), except the 401s that
+    precede signing in."""
+    out = []
+    for entry in driver.get_log("browser"):
+        msg = str(entry.get("message"))
+        if entry.get("source") == "network" and "status of 401" in msg:
+            continue
+        if entry.get("level") in ("SEVERE", "WARNING"):
+            out.append(msg)
+    return out
+
+
+def assert_no_dialog(driver: Any) -> None:
+    assert driver.execute_script("return window.__dialogs") == []
+    with pytest.raises(NoAlertPresentException):
+        _ = driver.switch_to.alert.text
+
+
+def job_status(daemon: Daemon, job_id: str) -> str:
+    r = daemon.get(f"/v1/jobs/{job_id}")
+    assert r.status == 200, r
+    return str(r.json()["status"])
+
+
+def dead(daemon: Daemon) -> list[dict[str, Any]]:
+    r = daemon.get("/v1/dlq")
+    assert r.status == 200, r
+    return list(r.json()["executions"])
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_overview_draws_lag_tiers_running_and_herd(daemon: Daemon, browser: Any) -> None:
+    for _ in range(3):
+        daemon.add_job({"schedule": "* * * * * *", "python": NOOP})
+    for _ in range(20):
+        daemon.add_job({"schedule": "0 * * * *", "python": NOOP})
+    long_runner = daemon.add_job({"runAt": "+0s", "command": "sleep 60", "name": "long-runner"})["jobId"]
+
+    def activity_ready() -> bool:
+        doc = daemon.get("/v1/status/activity").json()
+        return sum(m["count"] for m in doc["lagHistory"]["minutes"]) >= 3 and doc["runningTotal"] >= 1
+
+    wait_for(activity_ready, 30, what="dispatch lag samples and a running execution")
+
+    open_dashboard(browser, daemon)
+    until(browser, lambda d: css(d, "#lag-chart path.line.s-p50").get_attribute("d").startswith("M"), what="the p50 lag line")
+    assert css(browser, "#lag-chart path.line.s-p99").get_attribute("d").startswith("M")
+    assert "Dispatch lag" in css(browser, "#lag-chart title").get_attribute("textContent")
+    tiers = browser.find_elements(By.CSS_SELECTOR, "#tier-depths g.tier")
+    assert [t.find_element(By.TAG_NAME, "text").text for t in tiers] == ["high", "default", "batch"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#herd-chart rect.bar")) == 60
+    first = browser.find_elements(By.CSS_SELECTOR, "table.busiest tbody tr")[0].find_elements(By.TAG_NAME, "td")
+    assert int(first[1].text.replace(",", "")) >= 23  # 20 top-of-hour jobs + 3 every-second ones
+    assert "0 * * * *" in first[2].text
+    running = until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "table.running tbody tr"), what="the running executions")
+    assert long_runner in running[0].text, "the sleeping job is listed as running"
+    until(browser, lambda d: text_of(d, "#live") == "Live", what="the event stream to connect")
+    assert text_of(browser, "#node-stats").count("\n") > 5
+    screenshot(browser, "overview")
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
+def test_hostile_names_commands_and_output_stay_text(daemon: Daemon, browser: Any) -> None:
+    command = f"printf '%s\\n' '{HOSTILE_OUTPUT}'"
+    job_id = daemon.add_job({"schedule": "0 0 1 1 *", "command": command, "name": HOSTILE_NAME})["jobId"]
+    other = daemon.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": HOSTILE_ATTR})["jobId"]
+    assert daemon.post(f"/v1/jobs/{job_id}/trigger").status == 202
+    wait_for(lambda: any(e["status"] == "SUCCEEDED" for e in daemon.executions(job_id)), 30, what="the hostile job to run")
+
+    open_dashboard(browser, daemon, "#/jobs")
+    link = until(browser, lambda d: css(d, f'tr[data-job="{job_id}"] a.job-name'), what="the hostile job's row")
+    assert link.text == HOSTILE_NAME
+    assert css(browser, f'tr[data-job="{other}"] a.job-name').text == HOSTILE_ATTR
+    assert css(browser, f'tr[data-job="{other}"] button[data-key="pause:{other}"]').get_attribute("aria-label") == f"Pause {HOSTILE_ATTR}"
+    assert css(browser, f'tr[data-job="{job_id}"] td.target').text == command
+    counts = browser.execute_script(
+        "return [document.scripts.length, document.querySelectorAll('main img, main b, main svg').length]"
+    )
+    assert counts == [1, 0], "no script, image, bold or svg element was injected"
+    screenshot(browser, "hostile-jobs")
+
+    link.click()
+    until(browser, lambda d: text_of(d, "h1.job-title") == HOSTILE_NAME, what="the job's page")
+    css(browser, "table.history button[data-key^='out:']").click()
+    output = until(browser, lambda d: (el := css(d, "pre.output")).text.strip() and el, what="the output tail")
+    assert output.text.strip() == HOSTILE_OUTPUT
+    assert browser.execute_script("return document.querySelectorAll('main img, main b').length") == 0
+    screenshot(browser, "hostile-output")
+    assert problems(browser) == [], "no CSP violation: nothing tried to run"
+    assert_no_dialog(browser)
+
+
+def test_pause_and_resume_a_job_by_clicking(daemon: Daemon, browser: Any) -> None:
+    job_id = daemon.add_job({"schedule": "*/5 * * * *", "python": NOOP, "name": "nightly-report"})["jobId"]
+    daemon.add_job({"schedule": "*/7 * * * *", "python": NOOP, "name": "bystander"})
+    open_dashboard(browser, daemon, "#/jobs")
+    row = f'tr[data-job="{job_id}"]'
+    until(browser, lambda d: css(d, f"{row} button[data-key='pause:{job_id}']"), what="the Pause button").click()
+    wait_for(lambda: job_status(daemon, job_id) == "PAUSED", 10, what="the job to be paused")
+    until(browser, lambda d: css(d, f"{row} .badge").text == "PAUSED", what="the row to show PAUSED")
+    until(browser, lambda d: "Paused nightly-report" in css(d, "#notice").get_attribute("textContent"), what="the announcement")
+    screenshot(browser, "paused")
+
+    css(browser, f"{row} button[data-key='resume:{job_id}']").click()
+    wait_for(lambda: job_status(daemon, job_id) == "ACTIVE", 10, what="the job to be resumed")
+    until(browser, lambda d: css(d, f"{row} .badge").text == "ACTIVE", what="the row to show ACTIVE")
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
+def test_replay_and_purge_dead_letters_by_clicking(daemon: Daemon, browser: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "second-try"
+    # fails the first time (into the DLQ: one attempt allowed), succeeds once replayed
+    flaky = daemon.add_job({
+        "runAt": "+0s", "name": "flaky",
+        "command": f"if [ -e {marker} ]; then echo recovered; else touch {marker}; exit 3; fi",
+        "retryPolicy": {"maxAttempts": 1},
+    })["jobId"]
+    doomed = daemon.add_job({"runAt": "+0s", "name": "doomed", "command": "exit 7", "retryPolicy": {"maxAttempts": 1}})["jobId"]
+    entries = wait_for(lambda: len(d := dead(daemon)) == 2 and d, 30, what="two dead letters")
+    by_job = {e["jobId"]: e for e in entries}
+    replay_id, purge_id = by_job[flaky]["executionId"], by_job[doomed]["executionId"]
+    epoch_before = by_job[flaky]["leaseEpoch"]
+
+    open_dashboard(browser, daemon, "#/dlq")
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "table.dlq tbody tr")) == 2, what="two DLQ rows")
+    doomed_row = text_of(browser, f'tr[data-execution="{purge_id}"]')
+    assert "doomed" in doomed_row and "exit code 7" in doomed_row, doomed_row
+    screenshot(browser, "dlq")
+
+    css(browser, f'tr[data-execution="{replay_id}"] button[data-key="replay:{replay_id}"]').click()
+
+    def replayed() -> dict[str, Any] | None:
+        ex = daemon.get(f"/v1/executions/{replay_id}").json()
+        return ex if ex["status"] == "SUCCEEDED" else None
+
+    ex = wait_for(replayed, 30, what="the replayed execution to succeed")
+    assert ex["leaseEpoch"] > epoch_before and ex["attempt"] == 1 and "recovered" in ex["output"]
+    assert daemon.event("dlq.replayed", executionId=replay_id)
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f'tr[data-execution="{replay_id}"]'), what="the replayed row to go")
+
+    css(browser, f'tr[data-execution="{purge_id}"] button[data-key="purge:{purge_id}"]').click()
+    until(browser, lambda d: css(d, "#confirm").is_displayed(), what="the confirmation dialog")
+    assert purge_id in text_of(browser, "#confirm-text")
+    css(browser, "#confirm-yes").click()
+    wait_for(lambda: dead(daemon) == [], 10, what="the DLQ to be empty")
+    until(browser, lambda d: "dead-letter queue is empty" in text_of(d, ".view-body"), what="the empty DLQ")
+    assert daemon.get(f"/v1/executions/{purge_id}").status == 404
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
+def test_keyboard_alone_pauses_and_resumes(daemon: Daemon, browser: Any) -> None:
+    job_id = daemon.add_job({"schedule": "*/5 * * * *", "python": NOOP, "name": "by-keyboard"})["jobId"]
+    open_dashboard(browser, daemon, "#/jobs")
+    until(browser, lambda d: css(d, f"button[data-key='pause:{job_id}']"), what="the job's row")
+    keys = ActionChains(browser)
+
+    def focused() -> Any:
+        return browser.switch_to.active_element
+
+    # after signing in, the focus is on the view (<main>): Tab walks the filters, then the rows
+    assert focused().get_attribute("id") == "main"
+    seen = []
+    for _ in range(30):
+        keys.send_keys(Keys.TAB).perform()
+        el = focused()
+        seen.append(el.get_attribute("data-key") or el.get_attribute("id") or el.text)
+        if el.get_attribute("data-key") == f"pause:{job_id}":
+            break
+    else:
+        raise AssertionError(f"tabbing never reached the Pause button: {seen}")
+    assert seen[:3] == ["job-search", "job-tenant", "job-status"], seen
+    keys.send_keys(Keys.ENTER).perform()
+    wait_for(lambda: job_status(daemon, job_id) == "PAUSED", 10, what="Enter on Pause to pause the job")
+    # the focus moves to the Resume button that replaced Pause, so Enter again resumes
+    until(browser, lambda d: focused().get_attribute("data-key") == f"resume:{job_id}", what="focus on Resume")
+    keys.send_keys(Keys.ENTER).perform()
+    wait_for(lambda: job_status(daemon, job_id) == "ACTIVE", 10, what="Enter on Resume to resume the job")
+    until(browser, lambda d: focused().get_attribute("data-key") == f"pause:{job_id}", what="focus back on Pause")
+    screenshot(browser, "keyboard", full_page=False)
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
+def test_search_tenant_and_status_filters_and_a_tenant_token(daemon: Daemon, browser: Any) -> None:
+    assert daemon.post("/v1/tenants", {"name": "acme"}).status == 201
+    acme = daemon.post("/v1/tokens", {"tenant": "acme", "role": "tenant"}).json()["token"]
+    r = daemon.post("/v1/jobs", {"schedule": "0 3 * * *", "queue": "billing", "name": "acme-billing"}, token=acme)
+    assert r.status == 201, r
+    billing = r.json()["jobId"]
+    mine = daemon.add_job({"schedule": "0 4 * * *", "python": NOOP, "name": "default-cleanup"})["jobId"]
+    paused = daemon.add_job({"schedule": "0 5 * * *", "python": NOOP, "name": "default-paused"})["jobId"]
+    assert daemon.post(f"/v1/jobs/{paused}/pause").status == 200
+
+    def rows(d: Any) -> set[str]:
+        return {el.get_attribute("data-job") for el in d.find_elements(By.CSS_SELECTOR, "table.jobs tbody tr")}
+
+    open_dashboard(browser, daemon, "#/jobs")
+    until(browser, lambda d: rows(d) == {billing, mine, paused}, what="all three jobs")
+    tenant = css(browser, "#job-tenant")
+    until(browser, lambda d: "acme" in [o.get_attribute("value") for o in tenant.find_elements(By.TAG_NAME, "option")], what="the tenant list")
+    tenant.find_element(By.CSS_SELECTOR, "option[value='acme']").click()
+    until(browser, lambda d: rows(d) == {billing}, what="the acme filter")
+    assert "tenant=acme" in browser.current_url  # the filter is in the URL: a link keeps it
+    css(browser, "#job-tenant option[value='']").click()
+    css(browser, "#job-status option[value='PAUSED']").click()
+    until(browser, lambda d: rows(d) == {paused}, what="the status filter")
+    css(browser, "#job-status option[value='']").click()
+    css(browser, "#job-search").send_keys("CLEAN")
+    until(browser, lambda d: rows(d) == {mine}, what="the search")
+    assert text_of(browser, "#jobs-summary").startswith("1 of 3 jobs")
+    screenshot(browser, "jobs-filtered")
+
+    # a tenant's token: its own jobs only, no node-wide numbers, no event stream (polling)
+    css(browser, "#signout").click()
+    token = until(browser, lambda d: (el := css(d, "#token")).is_displayed() and el, what="the sign-in dialog again")
+    token.send_keys(acme, Keys.ENTER)
+    css(browser, "nav a[data-view='overview']").click()
+    until(browser, lambda d: "numbers need an admin token" in text_of(d, ".view-body"), what="the tenant's overview")
+    assert browser.find_elements(By.CSS_SELECTOR, "#herd-chart"), "a tenant sees its own herd"
+    until(browser, lambda d: text_of(d, "#live").startswith("Polling"), what="the polling fallback")
+    browser.get(f"{daemon.url}/#/jobs")
+    until(browser, lambda d: rows(d) == {billing}, what="the tenant's jobs")
+    assert_no_dialog(browser)
+    assert [p for p in problems(browser) if "status of 403" not in p] == []
+
+
+def test_a_dismissed_sign_in_can_be_reopened_and_a_bad_token_is_refused(daemon: Daemon, browser: Any) -> None:
+    browser.get(f"{daemon.url}/#/dlq")
+    token = until(browser, lambda d: (el := css(d, "#token")).is_displayed() and el, what="the sign-in dialog")
+    token.send_keys(Keys.ESCAPE)
+    until(browser, lambda d: "no token given" in text_of(d, "#alert"), what="the error after dismissing")
+    sign_in = next(b for b in css(browser, "#alert").find_elements(By.TAG_NAME, "button") if b.text == "Sign in")
+    sign_in.click()
+    token = until(browser, lambda d: (el := css(d, "#token")).is_displayed() and el, what="the sign-in dialog again")
+    token.send_keys("cw_" + "x" * 43, Keys.ENTER)  # well-formed, never issued
+    until(browser, lambda d: "refused" in text_of(d, "#login-error"), what="the refusal")
+    token = css(browser, "#token")
+    token.send_keys(daemon.admin_token, Keys.ENTER)
+    until(browser, lambda d: "dead-letter queue is empty" in text_of(d, ".view-body"), what="the DLQ view")
+    until(browser, lambda d: not css(d, "#alert").is_displayed(), what="the error to clear")
+    assert_no_dialog(browser)
