@@ -157,7 +157,8 @@ def herd_summary(
     jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, top: int = 10
 ) -> dict[str, Any]:
     """The JSON summary of the window: the ``top`` busiest seconds (with the schedules that
-    fill them), total ticks, max and p99 ticks per second, and ticks per minute."""
+    fill them), total ticks, max and p99 ticks per second, ticks per minute, and the busiest
+    second's ticks in each minute."""
     counts, groups, stats = count_ticks(jobs, start_ms, window_s)
     start_s = -(-start_ms // 1000)
     busiest = sorted((k for k, c in enumerate(counts) if c), key=lambda k: (-counts[k], k))[: max(0, top)]
@@ -181,6 +182,9 @@ def herd_summary(
     ordered = sorted(counts)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0
     per_minute = [sum(counts[i : i + 60]) for i in range(0, window_s, 60)]
+    # the busiest second of each minute: a herd shows as a spike here, whereas a minute's
+    # total looks the same whether its ticks share one second or are spread over sixty
+    peak_per_minute = [max(counts[i : i + 60], default=0) for i in range(0, window_s, 60)]
     return {
         "windowStart": _iso(start_s),
         "windowSec": window_s,
@@ -191,6 +195,7 @@ def herd_summary(
         "p99PerSecond": p99,
         "busiest": top_rows,
         "perMinute": per_minute,
+        "peakPerMinute": peak_per_minute,
     }
 
 

@@ -118,6 +118,10 @@ def test_overview_draws_lag_tiers_running_and_herd(daemon: Daemon, browser: Any)
     tiers = browser.find_elements(By.CSS_SELECTOR, "#tier-depths g.tier")
     assert [t.find_element(By.TAG_NAME, "text").text for t in tiers] == ["high", "default", "batch"]
     assert len(browser.find_elements(By.CSS_SELECTOR, "#herd-chart rect.bar")) == 60
+    herd = daemon.get("/v1/herd?window=3600&top=5").json()
+    peak = max(herd["peakPerMinute"])
+    assert peak == herd["maxPerSecond"] >= 23  # the chart is per second: its tallest bar is the herd
+    assert str(peak) in css(browser, "#herd-chart").get_attribute("textContent")
     first = browser.find_elements(By.CSS_SELECTOR, "table.busiest tbody tr")[0].find_elements(By.TAG_NAME, "td")
     assert int(first[1].text.replace(",", "")) >= 23  # 20 top-of-hour jobs + 3 every-second ones
     assert "0 * * * *" in first[2].text

@@ -33,8 +33,10 @@ def test_top_of_hour_jobs_pile_on_one_second() -> None:
         "schedules": [{"schedule": "0 * * * *", "jobs": 200}, {"schedule": "* * * * * *", "jobs": 10}],
     }
     assert [b["count"] for b in s["busiest"]] == [210, 10, 10]
-    assert len(s["perMinute"]) == 60
+    assert len(s["perMinute"]) == 60 and len(s["peakPerMinute"]) == 60
     assert s["perMinute"][30] == 200 + 600 and s["perMinute"][0] == 600
+    # per second, the herd minute stands out 21x; per minute only 1.3x
+    assert s["peakPerMinute"][30] == 210 and s["peakPerMinute"][0] == 10
 
 
 def test_hashed_jobs_spread_and_are_counted_per_job() -> None:

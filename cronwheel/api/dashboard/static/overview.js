@@ -61,9 +61,9 @@ function herdSection(herd) {
   const p99 = d.p99PerSecond;
   const chart = barChart({
     id: "herd-chart",
-    title: "Ticks due per minute in the coming hour",
+    title: "Jobs due per second in the coming hour (the busiest second of each minute)",
     desc: `${count(d.ticks)} ticks of ${count(d.jobs)} active jobs; the busiest second has ${count(d.maxPerSecond)} due.`,
-    values: d.perMinute,
+    values: d.peakPerMinute || d.perMinute,
     labels: {
       ticks: [{ at: 0, text: "now" }, { at: 15, text: "+15 min" }, { at: 30, text: "+30 min" }, { at: 45, text: "+45 min" }],
       full: (i) => when(new Date(start + i * 60000).toISOString()),
