@@ -31,7 +31,7 @@ from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.model import DEFAULT_TENANT
-from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal
+from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import CreateOutcome, EffectVerdict, LeaseVerdict, StoreUnavailable
@@ -265,7 +265,13 @@ async def list_jobs(request: web.Request) -> web.Response:
     status = v.parse_job_status(q.get("status"))
     limit = v.parse_limit(q.get("limit"), 100)
     after = q.get("after") or None
-    jobs = await _service(request).list_jobs(await _tenant(request), status, limit + 1, after)
+    scope = await _tenant(request)
+    wanted = q.get("tenant") or None
+    if wanted is not None and not valid_tenant_name(wanted):
+        raise Problem(400, "invalid_query", f"tenant must be a tenant name, not {wanted[:70]!r}", field="tenant")
+    if wanted is not None and scope is not None and wanted != scope:
+        return _json({"jobs": [], "next": None})  # another tenant's jobs read as absent
+    jobs = await _service(request).list_jobs(scope or wanted, status, limit + 1, after)
     page, nxt = _page(jobs, limit, lambda j: j.id)
     return _json({"jobs": [v.job_to_json(j) for j in page], "next": nxt})
 

@@ -199,6 +199,13 @@ def test_a_tenant_sees_and_touches_only_its_own_jobs(daemon: Daemon) -> None:
     assert daemon.get(f"/v1/jobs/{later}", token=a).json()["status"] == "ACTIVE", "beta changed nothing"
     assert daemon.get(f"/v1/executions/{xid}").status == 200  # admin sees everything
     assert {j["tenant"] for j in daemon.get("/v1/jobs").json()["jobs"]} == {"alpha"}
+    # ?tenant= narrows an admin's list; for a tenant token another tenant's list is empty
+    assert daemon.post("/v1/jobs", WEB, token=b).status == 201
+    assert {j["tenant"] for j in daemon.get("/v1/jobs?tenant=beta").json()["jobs"]} == {"beta"}
+    assert {j["jobId"] for j in daemon.get("/v1/jobs?tenant=alpha&limit=1000").json()["jobs"]} == {job, later}
+    assert daemon.get("/v1/jobs?tenant=alpha", token=b).json()["jobs"] == []
+    assert len(daemon.get("/v1/jobs?tenant=alpha", token=a).json()["jobs"]) == 2
+    assert problem(daemon.get("/v1/jobs?tenant=%3Cscript%3E"), 400)["field"] == "tenant"
     # alpha can manage its own
     assert daemon.post(f"/v1/dlq/{xid}/replay", token=a).status == 200
     assert daemon.request("DELETE", f"/v1/jobs/{later}", token=a).status == 200

@@ -289,11 +289,12 @@ function jobActions(job) {
 
 // ---------------------------------------------------------------- jobs
 
-async function allJobs(status) {
+// status and tenant are filtered by the server; the search box over what was loaded
+async function allJobs(status, tenant) {
   const jobs = [];
   let after = null;
   for (let page = 0; page < JOB_PAGES; page++) {
-    const r = await api.get(`/v1/jobs${api.query({ limit: 500, status, after })}`);
+    const r = await api.get(`/v1/jobs${api.query({ limit: 500, status, tenant, after })}`);
     jobs.push(...r.jobs);
     after = r.next;
     if (!after) break;
@@ -378,7 +379,7 @@ const jobsView = {
   },
   async load(route) {
     const p = route.params;
-    const { jobs, more } = await allJobs(p.get("status") || "");
+    const { jobs, more } = await allJobs(p.get("status") || "", p.get("tenant") || "");
     const tenants = [...new Set(jobs.map((j) => j.tenant))].sort();
     const filtered = jobs.filter((j) => matches(j, p.get("q") || "", p.get("tenant") || ""));
     const visible = filtered.slice(0, app.shown);
