@@ -197,8 +197,10 @@ class Client:
             raise ClientError(f"POST /v1/jobs: unexpected answer {str(data)[:200]!r}")
         return Created(data, hdrs.get("idempotent-replayed") == "true")
 
-    def list_jobs(self, status: str | None = None, limit: int = 100, after: str | None = None) -> dict[str, Any]:
-        return self._get("/v1/jobs", status=status, limit=limit, after=after)
+    def list_jobs(
+        self, status: str | None = None, limit: int = 100, after: str | None = None, tenant: str | None = None
+    ) -> dict[str, Any]:
+        return self._get("/v1/jobs", status=status, limit=limit, after=after, tenant=tenant)
 
     def iter_jobs(self, status: str | None = None, page_size: int = 500) -> Iterator[dict[str, Any]]:
         after = None

@@ -321,15 +321,16 @@ def add(
 
 @cli.command("ls", context_settings=CONTEXT)
 @click.option("--status", type=click.Choice(JOB_STATUSES, case_sensitive=False), help="Only jobs in this status.")
+@click.option("--tenant", "tenant_name", metavar="NAME", help="Only this tenant's jobs (admin).")
 @click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=100, show_default=True, help="At most N jobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of jobs.")
 @pass_cli
-def ls(app: Cli, status: str | None, limit: int, as_json: bool) -> None:
+def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_json: bool) -> None:
     """List jobs, ordered by id."""
     jobs: list[dict[str, Any]] = []
     after = None
     while len(jobs) < limit:
-        page = app.client.list_jobs(status, min(1000, limit - len(jobs)), after)
+        page = app.client.list_jobs(status, min(1000, limit - len(jobs)), after, tenant_name)
         jobs.extend(page["jobs"])
         after = page.get("next")
         if not after:

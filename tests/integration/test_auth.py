@@ -206,6 +206,8 @@ def test_a_tenant_sees_and_touches_only_its_own_jobs(daemon: Daemon) -> None:
     assert daemon.get("/v1/jobs?tenant=alpha", token=b).json()["jobs"] == []
     assert len(daemon.get("/v1/jobs?tenant=alpha", token=a).json()["jobs"]) == 2
     assert problem(daemon.get("/v1/jobs?tenant=%3Cscript%3E"), 400)["field"] == "tenant"
+    out = daemon.cli("ls", "--tenant", "beta", "--json")
+    assert out.returncode == 0 and {j["tenant"] for j in json.loads(out.stdout)} == {"beta"}, out.stderr
     # alpha can manage its own
     assert daemon.post(f"/v1/dlq/{xid}/replay", token=a).status == 200
     assert daemon.request("DELETE", f"/v1/jobs/{later}", token=a).status == 200
