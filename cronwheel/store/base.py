@@ -363,7 +363,8 @@ class Store(ABC):
     ) -> list[Grant]:
         """A remote worker's pull, in ONE transaction: up to ``max`` dispatchable executions
         (PENDING, or RETRY_WAIT with available_at <= now_ms) whose ``queue`` is one of
-        ``queues`` (and of ``tenant``, when given), oldest available first, started exactly as
+        ``queues`` (and of ``tenant``, when given), the most urgent tier first (``priority``:
+        high, default, batch) and the oldest available first within a tier, started exactly as
         ``start_executions`` starts them (RUNNING, attempt + 1, lease_epoch + 1, lease_until,
         worker_id). Two concurrent claimers never get the same execution (PostgreSQL:
         ``FOR UPDATE SKIP LOCKED``). Grants carry their ``queue``."""

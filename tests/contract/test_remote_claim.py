@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
 from cronwheel.store.base import Completion, Outcome, Store
 from tests.contract.conftest import (
     MIN,
@@ -62,6 +62,20 @@ def test_claim_for_worker_starts_oldest_first_with_fencing(store: Store) -> None
     assert len(store.claim_for_worker(["other"], "remote-2", 10, T0 + SEC)) == 2
     assert store.claim_for_worker([], "remote-2", 10, T0 + SEC) == []
     assert store.claim_for_worker(["q1"], "remote-2", 0, T0 + SEC) == []
+
+
+def test_claim_for_worker_takes_the_most_urgent_tier_first(store: Store) -> None:
+    """A backlog of batch work does not hold up a high job that became available later."""
+    batch = [one_off(T0 + i, target={"queue": "q1"}, priority=Priority.BATCH) for i in range(5)]
+    normal = one_off(T0 + 20, target={"queue": "q1"})
+    high = one_off(T0 + 30, target={"queue": "q1"}, priority=Priority.HIGH)
+    create(store, *batch, normal, high)
+    claim_all(store, T0 + 30)
+    grants = store.claim_for_worker(["q1"], "remote-1", 3, T0 + SEC)
+    assert [g.job_id for g in grants] == [high.job_id, normal.job_id, batch[0].job_id]
+    assert [g.priority for g in grants] == [Priority.HIGH, Priority.DEFAULT, Priority.BATCH]
+    rest = store.claim_for_worker(["q1"], "remote-1", 10, T0 + SEC)
+    assert [g.job_id for g in rest] == [b.job_id for b in batch[1:]]  # oldest first within a tier
 
 
 def test_claim_for_worker_respects_availability_and_tenant(store: Store) -> None:

@@ -286,7 +286,7 @@ SELECT execution_id FROM executions
 WHERE queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
   AND {_TENANT.format(col="tenant")}
-ORDER BY available_at, execution_id LIMIT %(limit)s
+ORDER BY priority, available_at, execution_id LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 """
 

@@ -109,8 +109,8 @@ CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNN
 CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
 -- The dead-letter queue.
 CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
--- A remote worker's pull: dispatchable executions of its queues, oldest available first.
-CREATE INDEX executions_queue_ready ON executions (queue, available_at, execution_id)
+-- A remote worker's pull: dispatchable executions of its queues, most urgent tier first.
+CREATE INDEX executions_queue_ready ON executions (queue, priority, available_at, execution_id)
     WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 -- Live executions of jobs whose overlap policy is not 'allow': the claim asks this index
 -- only for such jobs, so the common 'allow' path pays nothing for it.

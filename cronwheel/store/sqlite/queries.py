@@ -218,7 +218,7 @@ QUEUE_READY = """
 SELECT execution_id FROM executions
 WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2 AND (?3 IS NULL OR tenant = ?3)
-ORDER BY available_at, execution_id LIMIT ?4
+ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 
 #: hand-out (invariant 4): epoch + 1 on every start. ?1 is a JSON array of

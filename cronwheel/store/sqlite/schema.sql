@@ -112,8 +112,8 @@ CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
 -- asks this index only for such jobs, so the common 'allow' path pays nothing for it.
 CREATE INDEX executions_guarded ON executions (job_id)
     WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT');
--- A remote worker's pull: dispatchable executions of its queues, oldest available first.
-CREATE INDEX executions_queue_ready ON executions (queue, available_at, execution_id)
+-- A remote worker's pull: dispatchable executions of its queues, most urgent tier first.
+CREATE INDEX executions_queue_ready ON executions (queue, priority, available_at, execution_id)
     WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 
 -- Side effects recorded by executions (execution idempotency keys), fenced by lease_epoch.
