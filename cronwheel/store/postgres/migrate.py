@@ -13,16 +13,15 @@ own step; none does yet.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from cronwheel.store.migrations import Migration, discover
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 MIGRATIONS_TABLE_EXISTS = """
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class
                WHERE relname = 'schema_migrations' AND relnamespace = current_schema()::regnamespace)
@@ -31,25 +30,9 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class
 MIGRATION_LOCK = 0x63726F6E7768_0001
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
-
-
 def migrations() -> list[Migration]:
-    """Every migration shipped, in version order (versions are 1, 2, 3, … without gaps)."""
-    found: list[Migration] = []
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        m = _NAME.match(path.name)
-        if m is None:
-            raise RuntimeError(f"badly named migration {path.name!r} (want NNNN_name.sql)")
-        found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
-    for expected, mig in enumerate(found, start=1):
-        if mig.version != expected:
-            raise RuntimeError(f"migration versions must be 1..n without gaps, found {mig.version}")
-    return found
+    """Every migration shipped, in version order."""
+    return discover(MIGRATIONS_DIR)
 
 
 def latest_version() -> int:

@@ -9,37 +9,20 @@ up-to-date file changes nothing.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
 
+from cronwheel.store.migrations import Migration, discover
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
 
 
 def migrations() -> list[Migration]:
-    """Every migration shipped, in version order (versions are 1, 2, 3, … without gaps)."""
-    found: list[Migration] = []
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        m = _NAME.match(path.name)
-        if m is None:
-            raise RuntimeError(f"badly named migration {path.name!r} (want NNNN_name.sql)")
-        found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
-    for expected, mig in enumerate(found, start=1):
-        if mig.version != expected:
-            raise RuntimeError(f"migration versions must be 1..n without gaps, found {mig.version}")
-    return found
+    """Every migration shipped, in version order."""
+    return discover(MIGRATIONS_DIR)
 
 
 def latest_version() -> int:
