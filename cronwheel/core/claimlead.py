@@ -37,7 +37,8 @@ class ClaimLead:
         self._per_second: Counter[int] = Counter()  # second (ms // 1000) -> ticks due in it
 
     def reset(self, due_ms: list[int]) -> None:
-        """The horizon was reloaded: these are all the due ticks in it."""
+        """The horizon was reloaded: these are all the due ticks in it (seconds that have
+        passed drop out here, every reload)."""
         self._per_second = Counter(t // 1000 for t in due_ms)
 
     def add(self, due_ms: int) -> None:
@@ -74,9 +75,3 @@ class ClaimLead:
             if start - self.lead_for(start) <= now_ms:
                 ahead = max(ahead, start + 999 - now_ms)
         return ahead
-
-    def forget_before(self, now_ms: int) -> None:
-        """Drop the seconds that are past (keeps the table to the horizon)."""
-        now_s = now_ms // 1000
-        for second in [s for s in self._per_second if s < now_s]:
-            del self._per_second[second]
