@@ -30,6 +30,8 @@ from cronwheel.store import StoreError, open_store
 DEFAULT_HTTP = "127.0.0.1:7878"
 #: READY=1 waits at most this long for the scheduler's first load of the wheel
 WHEEL_LOAD_TIMEOUT_SEC = 60.0
+#: the API reader connection's SQLite page cache (the writer keeps the store's default)
+READER_CACHE_MIB = 16
 
 
 class DaemonError(Exception):
@@ -177,7 +179,9 @@ async def serve(
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
-    reader_store = open_store(url)
+    # API reads (lists, counts for status and metrics) need no 256 MiB cache: with a million
+    # jobs, counting them filled it and the daemon's RSS grew with the registered jobs
+    reader_store = open_store(url, sqlite_cache_mib=READER_CACHE_MIB)
     if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
         cluster = writer_store.meta().get("kind") == "postgresql"
     cluster_store = open_store(url) if cluster else None

@@ -9,11 +9,12 @@ from cronwheel.store.base import Store, StoreError, StoreUnavailable
 __all__ = ["Store", "StoreError", "StoreUnavailable", "open_store"]
 
 
-def open_store(url_or_path: str | Path) -> Store:
+def open_store(url_or_path: str | Path, *, sqlite_cache_mib: int | None = None) -> Store:
     """Open a store from ``--store``: a file path or ``sqlite:///path`` (SQLAlchemy style:
     ``sqlite:///relative.db``, ``sqlite:////absolute.db``) opens the SQLite store;
     ``postgresql://…`` or ``postgres://…`` (any libpq URL, multi-host included) opens the
-    PostgreSQL cluster store."""
+    PostgreSQL cluster store. ``sqlite_cache_mib`` caps that connection's SQLite page cache
+    (the store's default otherwise; PostgreSQL ignores it)."""
     text = str(url_or_path)
     if text.startswith(("postgresql://", "postgres://")):
         try:  # the driver loads only when used (an optional dependency)
@@ -29,4 +30,6 @@ def open_store(url_or_path: str | Path) -> Store:
         raise StoreError(f"unknown store URL scheme: {text.split('://', 1)[0]!r}")
     from cronwheel.store.sqlite import SqliteStore  # the driver loads only when used
 
-    return SqliteStore.open(text)
+    if sqlite_cache_mib is None:
+        return SqliteStore.open(text)
+    return SqliteStore.open(text, cache_mib=sqlite_cache_mib)

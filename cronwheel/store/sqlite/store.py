@@ -64,6 +64,9 @@ from cronwheel.store.sqlite.rows import (
 )
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
+#: the writer's page cache holds the jobs table and its due index of a million jobs, which
+#: every claim batch rewrites (see queries.PRAGMAS); readers get less (engine/daemon.py)
+DEFAULT_CACHE_MIB = 256
 _MAX_MS = 2**63 - 1
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 #: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
@@ -134,8 +137,11 @@ class SqliteStore(Store):
         self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
 
     @classmethod
-    def open(cls, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> SqliteStore:
-        """Open (creating if needed) and migrate the store at ``path``."""
+    def open(
+        cls, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, cache_mib: int = DEFAULT_CACHE_MIB
+    ) -> SqliteStore:
+        """Open (creating if needed) and migrate the store at ``path``. ``cache_mib`` caps this
+        connection's page cache (allocated only as pages are read)."""
         path = Path(path)
         conn: apsw.Connection | None = None
         try:
@@ -150,6 +156,7 @@ class SqliteStore(Store):
                 conn.close()
                 raise StoreError(f"{path}: cannot use WAL mode (journal_mode is {mode})")
             conn.execute(q.PRAGMAS)
+            conn.execute(f"PRAGMA cache_size = {-1024 * max(1, int(cache_mib)):d}")
             apply_migrations(conn, time.time_ns() // 1_000_000)
         except apsw.CantOpenError as exc:
             if conn is not None:
