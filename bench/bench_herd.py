@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.proc_stats import tree_cpu
+from _common import tree_cpu
+
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec, Priority, RetryPolicy
 from cronwheel.store.base import NewJob
