@@ -34,7 +34,13 @@ from cronwheel.core.model import DEFAULT_TENANT
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import iso_ms
-from cronwheel.store.base import CreateOutcome, EffectVerdict, LeaseVerdict, StoreUnavailable
+from cronwheel.store.base import (
+    CreateOutcome,
+    CreateResult,
+    EffectVerdict,
+    LeaseVerdict,
+    StoreUnavailable,
+)
 
 log = logging.getLogger("cronwheel.api")
 
@@ -258,6 +264,36 @@ async def create_job(request: web.Request) -> web.Response:
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
     return _json({"jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}, 201, headers)
+
+
+async def create_jobs(request: web.Request) -> web.Response:
+    """``POST /v1/jobs/batch``: up to MAX_BATCH_JOBS jobs in one request and one commit.
+    Validated all or nothing (the first bad job refuses the batch, named by its index); then
+    one result per job, in order, each with the status a single ``POST /v1/jobs`` would have
+    answered (201 created, 200 replayed, 422 key reused, 429 over maxJobs)."""
+    tenant = await _tenant(request)
+    body = await _body(request)
+    service = _service(request)
+    items = v.parse_job_batch(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
+    principal = await _principal(request)
+    for i, (spec, _, _) in enumerate(items):
+        refusal = target_refusal(spec.target, principal)
+        if refusal is not None:
+            raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
+    results = await service.create_jobs(items)
+    return _json({"results": [_batch_result(i, r) for i, r in enumerate(results)]})
+
+
+def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
+    if result.outcome is CreateOutcome.CREATED:
+        return {"index": index, "status": 201, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}
+    if result.outcome is CreateOutcome.REPLAYED:
+        return {"index": index, "status": 200, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at), "replayed": True}
+    if result.outcome is CreateOutcome.CONFLICT:
+        return {"index": index, "status": 422, "code": "idempotency_key_reused", "jobId": result.job_id,
+                "detail": "this idempotencyKey was already used with a different job; use a new key for a new job"}
+    return {"index": index, "status": 429, "code": "quota_exceeded",
+            "detail": "the tenant has as many registered jobs as its maxJobs allows"}
 
 
 async def list_jobs(request: web.Request) -> web.Response:
@@ -485,6 +521,7 @@ async def revoke_token(request: web.Request) -> web.Response:
 #: (method, path, handler): the whole API; the OpenAPI document is tested against this table
 ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]], ...] = (
     ("POST", "/v1/jobs", create_job),
+    ("POST", "/v1/jobs/batch", create_jobs),
     ("GET", "/v1/jobs", list_jobs),
     ("GET", "/v1/jobs/{jobId}", get_job),
     ("DELETE", "/v1/jobs/{jobId}", cancel_job),
@@ -542,7 +579,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     complete: Access.WORK,
     record_effect: Access.WORK,
     **dict.fromkeys(
-        (create_job, list_jobs, get_job, cancel_job, pause_job, resume_job, trigger_job,
+        (create_job, create_jobs, list_jobs, get_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, list_dead, replay_dead, purge_dead, herd),
         Access.MANAGE,
     ),

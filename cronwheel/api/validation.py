@@ -48,6 +48,8 @@ TIMEOUT_SEC_RANGE = (1.0, 7 * 86_400.0)
 LEASE_SEC_RANGE = (0.2, 3600.0)
 JITTER_SEC_RANGE = (0, 3600)
 MAX_IDEMPOTENCY_KEY_CHARS = 200
+#: ``POST /v1/jobs/batch``: jobs per request (and the request stays under MAX_BODY_BYTES)
+MAX_BATCH_JOBS = 1000
 MAX_WORKER_ID_CHARS = 200
 MAX_EFFECT_KEY_CHARS = 1024
 MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
@@ -462,6 +464,45 @@ def parse_effect(body: Any) -> tuple[str, int, str]:
 
 
 # ---------------------------------------------------------------- headers and query strings
+
+
+def parse_job_batch(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> list[tuple[JobSpec, str | None, str | None]]:
+    """Validate a ``POST /v1/jobs/batch`` body ``{"jobs": [job, ...]}`` into (spec,
+    idempotency key, request hash) triples. Each job is a ``POST /v1/jobs`` body, plus an
+    optional ``idempotencyKey`` (the header's role, one per job). All or nothing: the first
+    invalid job refuses the batch, its error naming it (``jobs[3].schedule``)."""
+    if not isinstance(body, dict):
+        raise _bad(None, f"the request body must be a JSON object, not {_type_name(body)}", status=400, code="invalid_body")
+    _reject_unknown(None, body, ("jobs",))
+    jobs = body.get("jobs")
+    if not isinstance(jobs, list) or not 1 <= len(jobs) <= MAX_BATCH_JOBS:
+        got = f"{len(jobs)} jobs" if isinstance(jobs, list) else _type_name(jobs)
+        raise _bad("jobs", f"jobs must be an array of 1 to {MAX_BATCH_JOBS} job objects, not {got}")
+    out: list[tuple[JobSpec, str | None, str | None]] = []
+    keys: set[str] = set()
+    for i, item in enumerate(jobs):
+        where = f"jobs[{i}]"
+        if not isinstance(item, dict):
+            raise _bad(where, f"{where} must be a job object, not {_type_name(item)}")
+        item = dict(item)
+        key = item.pop("idempotencyKey", None)
+        if key is not None and not (
+            isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS and key.isprintable() and key.isascii()
+        ):
+            raise _bad(f"{where}.idempotencyKey", f"{where}.idempotencyKey must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters")
+        try:
+            spec = parse_job_body(item, now_ms=now_ms, tenant=tenant)
+        except ValidationError as exc:
+            field = f"{where}.{exc.field}" if exc.field else where
+            raise ValidationError(field, f"{where}: {exc.detail}", status=exc.status, code=exc.code) from None
+        if key is not None:
+            if key in keys:
+                raise _bad(f"{where}.idempotencyKey", f"{where}: idempotencyKey {key!r} appears twice in this batch")
+            keys.add(key)
+        # hashed without its key, as the single endpoint hashes a body: the same job sent
+        # either way with the same key is one job
+        out.append((spec, key, request_hash(item) if key is not None else None))
+    return out
 
 
 def parse_idempotency_key(value: str | None) -> str | None:

@@ -197,6 +197,15 @@ class Client:
             raise ClientError(f"POST /v1/jobs: unexpected answer {str(data)[:200]!r}")
         return Created(data, hdrs.get("idempotent-replayed") == "true")
 
+    def create_jobs(self, items: list[tuple[dict[str, Any], str | None]]) -> list[dict[str, Any]]:
+        """``POST /v1/jobs/batch``: (body, idempotency key) pairs, one commit; one result per
+        job, in order (``status`` 201 created, 200 replayed, 422 or 429 refused)."""
+        jobs = [{**body, "idempotencyKey": key} if key else body for body, key in items]
+        _status, _hdrs, data = self.request("POST", "/v1/jobs/batch", {"jobs": jobs})
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list) or len(data["results"]) != len(jobs):
+            raise ClientError(f"POST /v1/jobs/batch: unexpected answer {str(data)[:200]!r}")
+        return list(data["results"])
+
     def list_jobs(
         self, status: str | None = None, limit: int = 100, after: str | None = None, tenant: str | None = None
     ) -> dict[str, Any]:

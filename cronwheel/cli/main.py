@@ -42,6 +42,8 @@ _CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
 _HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: `cronwheel import` sends this many jobs per POST /v1/jobs/batch (the API takes up to 1,000)
+IMPORT_BATCH = 500
 
 
 # ---------------------------------------------------------------- context
@@ -763,18 +765,34 @@ def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: 
         return
     results: list[dict[str, Any]] = []
     failed = 0
-    for where, body, key in planned:
-        try:
-            created = app.client.create_job(body, key)
-        except ApiError as exc:
-            failed += 1
-            render.emit_error(f"{name}: {where}: {exc.detail}")
-            continue
-        job_id = created.body["jobId"]
-        results.append({"where": where, "jobId": job_id, "created": not created.replayed})
+
+    def report(where: str, job_id: str, replayed: bool) -> None:
+        results.append({"where": where, "jobId": job_id, "created": not replayed})
         if not as_json:
-            verb = "already imported as" if created.replayed else "created"
-            click.echo(f"{where}: {verb} {job_id}")
+            click.echo(f"{where}: {'already imported as' if replayed else 'created'} {job_id}")
+
+    for start in range(0, len(planned), IMPORT_BATCH):
+        chunk = planned[start : start + IMPORT_BATCH]
+        try:  # one request and one commit per chunk
+            answers = app.client.create_jobs([(body, key) for _, body, key in chunk])
+        except ApiError:  # one line refused (a target the token may not use, a quota): go line by line
+            answers = None
+        if answers is not None:
+            for (where, _, _), res in zip(chunk, answers, strict=True):
+                if res.get("status") in (200, 201):
+                    report(where, str(res["jobId"]), res["status"] == 200)
+                else:
+                    failed += 1
+                    render.emit_error(f"{name}: {where}: {res.get('detail') or res.get('code')}")
+            continue
+        for where, body, key in chunk:
+            try:
+                created = app.client.create_job(body, key)
+            except ApiError as exc:
+                failed += 1
+                render.emit_error(f"{name}: {where}: {exc.detail}")
+                continue
+            report(where, created.body["jobId"], created.replayed)
     if as_json:
         render.emit_json(results)
     new = sum(r["created"] for r in results)

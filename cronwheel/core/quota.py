@@ -69,9 +69,10 @@ class RateLimiter:
     def __len__(self) -> int:
         return len(self._buckets)
 
-    def take(self, key: str, rate: float | None, burst: float | None, now_ms: int) -> float:
-        """0.0 when a submission for ``key`` may go ahead now, else seconds to wait.
-        ``rate`` None means unlimited (and forgets any bucket)."""
+    def take(self, key: str, rate: float | None, burst: float | None, now_ms: int, n: int = 1) -> float:
+        """0.0 when ``n`` submissions for ``key`` may go ahead now, else seconds to wait
+        (``inf`` when ``n`` exceeds the bucket: it never holds that many). ``rate`` None means
+        unlimited (and forgets any bucket)."""
         if rate is None:
             self._buckets.pop(key, None)
             return 0.0
@@ -83,7 +84,9 @@ class RateLimiter:
             bucket = self._buckets[key] = TokenBucket.full(rate, cap, now_ms)
         elif bucket.rate != rate or bucket.burst != cap:
             bucket.reconfigure(rate, cap, now_ms)
-        return bucket.take(now_ms)
+        if n > cap:
+            return math.inf
+        return bucket.take(now_ms, n)
 
     def prune(self, now_ms: int) -> None:
         """Forget full buckets: a new one would be created full anyway."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -287,41 +288,74 @@ class Node(TenancyMixin):
         now = self.clock.now_ms()
         next_run_at = self._first_run(job_id, spec, now)
         max_jobs = self.admit_submission(spec)  # 429 when the tenant's bucket is empty
-        result = await self._submit(NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs))
+        (result,) = await self._submit([NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)])
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
             raise self.jobs_quota_exceeded(spec.tenant)
-        if result.outcome is CreateOutcome.CREATED:
-            self.events.emit(
-                "job.created", jobId=job_id, tenant=spec.tenant, name=spec.name,
-                schedule=spec.schedule, nextRunAt=iso_ms(next_run_at),
-            )
-            self.scheduler.job_scheduled(job_id, next_run_at)
         return result
 
-    async def _submit(self, new: NewJob) -> CreateResult:
-        """Group-commit one submission. While the store cannot be reached, try again with
-        backoff for up to ``submit_retry_ms``, then Unavailable (503 + Retry-After): a
-        submission is acknowledged only by a commit. A commit whose answer was lost (the
-        connection died during COMMIT) may have happened: before each new try the job's id is
-        looked up, so the retry acknowledges that job instead of writing it twice."""
+    async def create_jobs(self, items: list[tuple[JobSpec, str | None, str | None]]) -> list[CreateResult]:
+        """A batch of one tenant's jobs, committed together: ``(spec, idempotency key,
+        request hash)`` each. The tenant's submission rate is charged for all of them at
+        once (429 for the whole batch); a job over its tenant's ``maxJobs`` comes back
+        QUOTA_EXCEEDED while the others are created."""
+        if not items:
+            return []
+        now = self.clock.now_ms()
+        planned: list[NewJob] = []
+        for i, (spec, key, digest) in enumerate(items):
+            job_id = new_job_id()
+            try:
+                next_run_at = self._first_run(job_id, spec, now)
+            except ServiceError as exc:
+                raise ServiceError(f"jobs[{i}]: {exc}", field=f"jobs[{i}].schedule") from exc
+            planned.append(NewJob(job_id, spec, next_run_at, key, digest))
+        max_jobs = self.admit_submission(items[0][0], len(items))
+        if max_jobs is not None:
+            planned = [dataclasses.replace(new, max_jobs=max_jobs) for new in planned]
+        results = await self._submit(planned)
+        if any(r.outcome is CreateOutcome.QUOTA_EXCEEDED for r in results):
+            self.jobs_quota_exceeded(items[0][0].tenant)  # logs the refusal (once a while)
+        return results
+
+    async def _submit(self, news: list[NewJob]) -> list[CreateResult]:
+        """Group-commit submissions (one transaction for the list). While the store cannot be
+        reached, try again with backoff for up to ``submit_retry_ms``, then Unavailable (503 +
+        Retry-After): a submission is acknowledged only by a commit. A commit whose answer was
+        lost (the connection died during COMMIT) may have happened: before each new try the
+        jobs' ids are looked up, so the retry acknowledges those jobs instead of writing them
+        twice. Created jobs are logged and scheduled here."""
         deadline = time.monotonic() + self.config.submit_retry_ms / 1000
         delay, longest = SUBMIT_RETRY_DELAYS
         attempt = 0
         while True:
             attempt += 1
             try:
-                if attempt > 1 and await self.reader.run(lambda s: s.get_job(new.job_id)) is not None:
-                    return CreateResult(CreateOutcome.CREATED, new.job_id, new.next_run_at)
-                result = await self._submissions.submit(new)
-                assert isinstance(result, CreateResult)
-                return result
+                if attempt > 1:
+                    ids = [new.job_id for new in news]
+                    found = await self.reader.run(lambda s, ids=ids: [s.get_job(i) is not None for i in ids])
+                    if all(found):
+                        results = [CreateResult(CreateOutcome.CREATED, n.job_id, n.next_run_at) for n in news]
+                        break
+                    if any(found):  # cannot happen: one transaction commits all or none
+                        raise Unavailable("a batch of submissions was committed in part; retry it")
+                results = await self._submissions.submit_many(list(news))
+                break
             except StoreUnavailable as exc:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._claims_open:  # out of time, or the node is stopping
                     raise Unavailable(str(exc)) from exc
-                self.events.emit("job.submit_retry", jobId=new.job_id, attempt=attempt, error=str(exc))
+                self.events.emit("job.submit_retry", jobId=news[0].job_id, jobs=len(news), attempt=attempt, error=str(exc))
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, longest)
+        for new, result in zip(news, results, strict=True):
+            if result.outcome is CreateOutcome.CREATED:
+                spec = new.spec
+                self.events.emit(
+                    "job.created", jobId=new.job_id, tenant=spec.tenant, name=spec.name,
+                    schedule=spec.schedule, nextRunAt=iso_ms(new.next_run_at),
+                )
+                self.scheduler.job_scheduled(new.job_id, new.next_run_at)
+        return results
 
     def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int:
         if spec.schedule is None:

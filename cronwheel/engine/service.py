@@ -89,6 +89,12 @@ class SchedulerService(Protocol):
         Returns once the row is fsynced. CreateResult.outcome CONFLICT: key reused with another
         body. Raises ServiceError for a schedule that never fires."""
 
+    async def create_jobs(self, items: list[tuple[JobSpec, str | None, str | None]]) -> list[CreateResult]:
+        """A batch of one tenant's jobs, ``(spec, idempotency key, request hash)`` each,
+        committed in one transaction; one CreateResult per job, in order (QUOTA_EXCEEDED for
+        a job over its tenant's maxJobs, the others created)."""
+        raise NotImplementedError
+
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
 
     async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -114,13 +115,20 @@ class TenancyMixin:
                 self.events.emit("tenants.refresh_failed", error=repr(exc))
 
     # ---- quotas at submission
-    def admit_submission(self, spec: JobSpec) -> int | None:
-        """Take a submission token for the job's tenant (TooManyRequests with Retry-After when
-        its bucket is empty) and return its registered-jobs quota, which the store checks."""
+    def admit_submission(self, spec: JobSpec, count: int = 1) -> int | None:
+        """Take ``count`` submission tokens for the job's tenant (TooManyRequests with
+        Retry-After when its bucket is short) and return its registered-jobs quota, which the
+        store checks."""
         t = self._tenants.get(spec.tenant)
         if t is None:
             return None
-        wait = self._rates.take(t.name, t.submit_rate, t.submit_burst, self.clock.now_ms())
+        wait = self._rates.take(t.name, t.submit_rate, t.submit_burst, self.clock.now_ms(), count)
+        if math.isinf(wait):
+            raise TooManyRequests(
+                f"a batch of {count} jobs is more than tenant {t.name!r} may ever submit at once "
+                f"(submitBurst {t.submit_burst or max(1, math.ceil(t.submit_rate or 1))}): send smaller batches",
+                quota="submitBurst",
+            )
         if wait > 0:
             if t.name not in self._rate_limited:  # one event per episode, not per refusal
                 self._rate_limited.add(t.name)
