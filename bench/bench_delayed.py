@@ -3,14 +3,16 @@
 * cronwheel, on SQLite (a data dir on local disk) and on PostgreSQL (its own database on the
   same throwaway server as Procrastinate): a real ``cronwheel serve`` (WORKERS × SLOTS)
   runs, then N jobs ``{"runAt": <now>, "python": "cronwheel.worker.noop:noop"}`` are
-  submitted with ``POST /v1/jobs`` over CONNECTIONS concurrent keep-alive HTTP connections
-  (the API has no bulk submission; the daemon group-commits concurrent submissions).
+  submitted with ``POST /v1/jobs/batch``, BATCH jobs per request (default 1,000, like
+  Procrastinate's batch), over CONNECTIONS concurrent keep-alive HTTP connections;
+  ``--batch 0`` sends one ``POST /v1/jobs`` per job instead (the daemon group-commits
+  concurrent submissions).
   Time: from the first submission until the last execution has finished.
 * Procrastinate (``procrastinate>=3``) on the same PostgreSQL server, another database: PROCS
   worker processes with ``--concurrency`` async slots each start first, then N jobs of an
   ``async def`` no-op task are deferred with ``batch_defer_async`` in batches of 1,000 (its
   fastest path; ``--single`` adds a run with one ``defer_async`` per job over CONNECTIONS
-  connections, the shape of cronwheel's HTTP path). Same clock: first defer → last job
+  connections, the shape of cronwheel's ``--batch 0`` path). Same clock: first defer → last job
   ``succeeded``.
 
 The PostgreSQL server is a throwaway cluster started like the tests' (tests/support/postgres.py,
@@ -58,19 +60,31 @@ PEER = str(Path(__file__).with_name("peer_procrastinate.py"))
 DURABLE = "\n# bench: durable, like production\nfsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
 
 
-async def submit_http(url: str, token: str, n: int, connections: int) -> float:
-    """POST n one-off jobs over ``connections`` keep-alive connections; seconds taken."""
+async def submit_http(url: str, token: str, n: int, connections: int, batch: int = 0) -> float:
+    """POST n one-off jobs over ``connections`` keep-alive connections, one per request
+    (``batch`` 0) or ``batch`` per ``POST /v1/jobs/batch``; seconds taken."""
     import aiohttp
 
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     failures: list[str] = []
-    next_i = iter(range(n))
+    size = max(1, batch)
+    next_chunk = iter(range(0, n, size))
+
+    def job() -> dict[str, Any]:
+        return {"runAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "python": "cronwheel.worker.noop:noop", "retryPolicy": {"maxAttempts": 1}}
 
     async def lane(session: aiohttp.ClientSession) -> None:
-        for _ in next_i:
-            body = {"runAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                    "python": "cronwheel.worker.noop:noop", "retryPolicy": {"maxAttempts": 1}}
-            async with session.post(f"{url}/v1/jobs", json=body, headers=headers) as resp:
+        for start in next_chunk:
+            count = min(size, n - start)
+            if batch:
+                async with session.post(f"{url}/v1/jobs/batch", json={"jobs": [job() for _ in range(count)]}, headers=headers) as resp:
+                    answer = await resp.json() if resp.status == 200 else None
+                    if answer is None or any(r["status"] != 201 for r in answer["results"]):
+                        failures.append(f"{resp.status} {str(answer)[:300] if answer else await resp.text()}")
+                        return
+                continue
+            async with session.post(f"{url}/v1/jobs", json=job(), headers=headers) as resp:
                 if resp.status != 201:
                     failures.append(f"{resp.status} {await resp.text()}")
                     return
@@ -86,7 +100,7 @@ async def submit_http(url: str, token: str, n: int, connections: int) -> float:
 
 
 def cronwheel_run(n: int, workers: int, slots: int, connections: int, store_url: str | None,
-                  count_pg: str | None, timeout: float) -> dict[str, Any]:
+                  count_pg: str | None, timeout: float, batch: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cw-delayed-") as tmp:
         data = Path(tmp) / "node"
         args = ("--grace-sec", "5") + (("--store", store_url) if store_url else ())
@@ -107,7 +121,7 @@ def cronwheel_run(n: int, workers: int, slots: int, connections: int, store_url:
                     return count_done_sqlite(db)
 
             t0 = time.perf_counter()
-            submit_s = asyncio.run(submit_http(d.url, d.admin_token, n, connections))
+            submit_s = asyncio.run(submit_http(d.url, d.admin_token, n, connections, batch))
             done = wait_until(count, n, timeout, every=0.1)
             total_s = time.perf_counter() - t0
             if count_pg:
@@ -117,7 +131,8 @@ def cronwheel_run(n: int, workers: int, slots: int, connections: int, store_url:
         finally:
             d.stop(timeout=60)
     return {"n": n, "submit_s": submit_s, "submit_rate": n / submit_s, "total_s": total_s, "rate": n / total_s,
-            "path": f"POST /v1/jobs over {connections} connections"}
+            "path": f"POST /v1/jobs/batch of {batch} over {connections} connections" if batch
+            else f"POST /v1/jobs over {connections} connections"}
 
 
 def procrastinate_run(dsn: str, n: int, procs: int, concurrency: int, single: bool, connections: int,
@@ -170,11 +185,16 @@ def main() -> int:
     ap.add_argument("--pg-dir", default=None, help="where the PostgreSQL cluster lives (default: the temp dir)")
     ap.add_argument("--skip-postgres", action="store_true", help="cronwheel on SQLite only")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--batch", type=int, default=1000,
+                    help="cronwheel jobs per POST /v1/jobs/batch (0: one POST /v1/jobs per job, as before the batch API)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if not 0 <= args.batch <= 1000:
+        raise BenchError("--batch must be between 0 and 1000 (the API takes up to 1,000 jobs per request)")
 
     results: dict[str, Any] = {"row": "delayed", "n": args.n, "machine": machine_line()}
-    results["cronwheel_sqlite"] = cronwheel_run(args.n, args.workers, args.slots, args.connections, None, None, args.timeout)
+    results["cronwheel_sqlite"] = cronwheel_run(args.n, args.workers, args.slots, args.connections, None, None,
+                                                args.timeout, args.batch)
     if not args.skip_postgres:
         import psycopg
 
@@ -194,7 +214,7 @@ def main() -> int:
                     admin.execute(f"CREATE DATABASE {db}")
             cw_dsn = url_of({"host": "127.0.0.1", "port": cluster.port, "user": "postgres", "dbname": "cronwheel"})
             results["cronwheel_postgres"] = cronwheel_run(args.n, args.workers, args.slots, args.connections,
-                                                          cw_dsn, cw_dsn, args.timeout)
+                                                          cw_dsn, cw_dsn, args.timeout, args.batch)
             pr_dsn = cluster.dsn("procrastinate")
             run_json([sys.executable, PEER, "schema", "--dsn", pr_dsn], timeout=120)
             results["procrastinate"] = procrastinate_run(pr_dsn, args.n, args.procs, args.concurrency, False,
