@@ -185,6 +185,10 @@ async def serve(
     if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
         cluster = writer_store.meta().get("kind") == "postgresql"
     cluster_store = open_store(url) if cluster else None
+    shared = writer_store.meta().get("kind") == "postgresql"
+    # PostgreSQL takes concurrent writers: results and claims get connections of their own
+    completion_store = open_store(url) if shared else None
+    claim_store = open_store(url) if shared else None
     config = NodeConfig(
         data_dir=data_dir,
         node_id=node_id,
@@ -200,7 +204,8 @@ async def serve(
         address=f"{socket.gethostname()}:{port}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
     )
-    node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store)
+    node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
+                completion_store=completion_store, claim_store=claim_store)
     metrics = NodeMetrics(node, events)
     await node.start()
     # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)

@@ -61,6 +61,7 @@ class Dispatcher:
         tenant_weight: Callable[[str], float] | None = None,
         tenant_max_running: Callable[[str], int | None] | None = None,
         completion_retry_ms: tuple[int, int] = (200, 5_000),
+        completer: StoreRunner | None = None,
     ) -> None:
         self.clock = clock
         self.writer = writer
@@ -89,7 +90,9 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._stopping = False
         self._accepting = True
-        self._completions = GroupCommitter(writer, self._apply_completions, max_batch=2000)
+        # results commit on their own connection where the store allows two writers at once
+        # (PostgreSQL): a start batch and a result batch then wait for their commits together
+        self._completions = GroupCommitter(completer or writer, self._apply_completions, max_batch=2000)
         self.last_loop_ms = clock.now_ms()
         #: told about queue-target executions that became dispatchable here (claimed, triggered,
         #: retried, replayed), to wake remote workers' long polls; set by the node

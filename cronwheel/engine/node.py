@@ -84,15 +84,23 @@ class Node(TenancyMixin):
         events: EventLog,
         clock: Clock | None = None,
         cluster_store: Store | None = None,
+        completion_store: Store | None = None,
+        claim_store: Store | None = None,
     ) -> None:
         """``cluster_store``: a third handle on a shared store turns cluster mode on (its own
-        thread, so heartbeats and lease renewals never queue behind a long claim)."""
+        thread, so heartbeats and lease renewals never queue behind a long claim).
+        ``completion_store`` and ``claim_store``: handles for committing results and claims on
+        threads of their own, next to the writer's starts (PostgreSQL: its row locks let them
+        commit at once, so a 5,000-job claim no longer holds up the starts queued behind it;
+        SQLite has one writer, so there all three share it)."""
         self.config = config
         self.node_id = config.node_id
         self.clock = clock or SystemClock()
         self.events = events
         self.writer = StoreRunner(writer_store, "writer")
         self.reader = StoreRunner(reader_store, "reader")
+        self.completer = StoreRunner(completion_store, "completer") if completion_store is not None else None
+        self.claimer = StoreRunner(claim_store, "claimer") if claim_store is not None else None
         self.started_monotonic = time.monotonic()
         self._init_tenancy()  # tenant weights and running quotas feed the dispatcher's queue
         self.dispatcher = Dispatcher(
@@ -104,10 +112,11 @@ class Node(TenancyMixin):
             reaper_interval_ms=config.reaper_interval_ms,
             tenant_weight=self.tenant_weight,
             tenant_max_running=self.tenant_max_running,
+            completer=self.completer,
         )
         self.scheduler = Scheduler(
             self.clock,
-            self.writer,
+            self.claimer or self.writer,
             self.reader,
             events,
             on_claimed=self.dispatcher.add,
@@ -252,6 +261,9 @@ class Node(TenancyMixin):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.writer.close()
         self.reader.close()
+        for extra in (self.completer, self.claimer):
+            if extra is not None:
+                extra.close()
         if self.cluster is not None:
             self.cluster.runner.close()
 

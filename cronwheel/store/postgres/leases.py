@@ -38,7 +38,7 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
     workers: dict[str, str] = {}
     for st in starts:
         workers.setdefault(st.execution_id, st.worker_id)
-    cands = conn.execute(q.START_CANDIDATES, {"ids": list(workers), "now": now_ms}).fetchall()
+    cands = conn.execute(q.START_CANDIDATES, {"ids": sorted(workers), "now": now_ms}).fetchall()
     if not cands:
         return []
     defs = {c[0]: c for c in cands}
