@@ -339,18 +339,20 @@ class Node(TenancyMixin):
         deadline = time.monotonic() + self.config.submit_retry_ms / 1000
         delay, longest = SUBMIT_RETRY_DELAYS
         attempt = 0
+        done: dict[str, CreateResult] = {}  # job id -> its result, from a commit whose answer was lost
         while True:
             attempt += 1
             try:
                 if attempt > 1:
-                    ids = [new.job_id for new in news]
-                    found = await self.reader.run(lambda s, ids=ids: [s.get_job(i) is not None for i in ids])
-                    if all(found):
-                        results = [CreateResult(CreateOutcome.CREATED, n.job_id, n.next_run_at) for n in news]
-                        break
-                    if any(found):  # cannot happen: one transaction commits all or none
-                        raise Unavailable("a batch of submissions was committed in part; retry it")
-                results = await self._submissions.submit_many(list(news))
+                    ids = [new.job_id for new in news if new.job_id not in done]
+                    found = set(await self.reader.run(lambda s, ids=ids: [i for i in ids if s.get_job(i) is not None]))
+                    done.update((n.job_id, CreateResult(CreateOutcome.CREATED, n.job_id, n.next_run_at))
+                                for n in news if n.job_id in found)
+                # the rest go (again): an idempotent replay or a job over its quota answers the
+                # same the second time, and nothing else of a committed batch can be missing
+                rest = [new for new in news if new.job_id not in done]
+                answers = iter(await self._submissions.submit_many(rest) if rest else [])
+                results = [done[n.job_id] if n.job_id in done else next(answers) for n in news]
                 break
             except StoreUnavailable as exc:
                 left = deadline - time.monotonic()

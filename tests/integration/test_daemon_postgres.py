@@ -155,4 +155,20 @@ def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon
         assert d.get(f"/v1/jobs/{r.json()['jobId']}").status == 200
         again = d.post("/v1/jobs", body, headers={"Idempotency-Key": "ride-out"})
         assert again.status == 201 and again.json()["jobId"] == r.json()["jobId"]
+
+        # a batch rides out an outage the same way, each job answered as it would have been
+        cluster.stop("immediate")
+        batch = {"jobs": [{**body, "idempotencyKey": "ride-out"}, {**body, "name": "b1", "idempotencyKey": "b1"},
+                          {**body, "name": "b2"}]}
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.post, "/v1/jobs/batch", batch)
+            wait_for(lambda: any(e.get("jobs") == 3 for e in d.events("job.submit_retry")), timeout=10,
+                     what="the node retrying the batch")
+            cluster.start()
+            rb = pending.result(timeout=30)
+        assert rb.status == 200, rb
+        results = rb.json()["results"]
+        assert [x["status"] for x in results] == [200, 201, 201]
+        assert results[0]["jobId"] == r.json()["jobId"]
+        assert all(d.get(f"/v1/jobs/{x['jobId']}").status == 200 for x in results)
         d.stop()
