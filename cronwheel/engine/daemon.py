@@ -182,10 +182,10 @@ async def serve(
     # API reads (lists, counts for status and metrics) need no 256 MiB cache: with a million
     # jobs, counting them filled it and the daemon's RSS grew with the registered jobs
     reader_store = open_store(url, sqlite_cache_mib=READER_CACHE_MIB)
-    if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
-        cluster = writer_store.meta().get("kind") == "postgresql"
-    cluster_store = open_store(url) if cluster else None
     shared = writer_store.meta().get("kind") == "postgresql"
+    if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
+        cluster = shared
+    cluster_store = open_store(url) if cluster else None
     # PostgreSQL takes concurrent writers: results and claims get connections of their own
     completion_store = open_store(url) if shared else None
     claim_store = open_store(url) if shared else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -313,20 +312,20 @@ class Node(TenancyMixin):
         if not items:
             return []
         now = self.clock.now_ms()
-        planned: list[NewJob] = []
-        for i, (spec, key, digest) in enumerate(items):
+        firsts: list[tuple[str, int]] = []  # (job id, first run): every job checked before any is charged
+        for i, (spec, _, _) in enumerate(items):
             job_id = new_job_id()
             try:
-                next_run_at = self._first_run(job_id, spec, now)
+                firsts.append((job_id, self._first_run(job_id, spec, now)))
             except ServiceError as exc:
                 raise ServiceError(f"jobs[{i}]: {exc}", field=f"jobs[{i}].schedule") from exc
-            planned.append(NewJob(job_id, spec, next_run_at, key, digest))
         max_jobs = self.admit_submission(items[0][0], len(items))
-        if max_jobs is not None:
-            planned = [dataclasses.replace(new, max_jobs=max_jobs) for new in planned]
-        results = await self._submit(planned)
+        results = await self._submit([
+            NewJob(job_id, spec, next_run_at, key, digest, max_jobs)
+            for (job_id, next_run_at), (spec, key, digest) in zip(firsts, items, strict=True)
+        ])
         if any(r.outcome is CreateOutcome.QUOTA_EXCEEDED for r in results):
-            self.jobs_quota_exceeded(items[0][0].tenant)  # logs the refusal (once a while)
+            self.note_jobs_quota(items[0][0].tenant)
         return results
 
     async def _submit(self, news: list[NewJob]) -> list[CreateResult]:

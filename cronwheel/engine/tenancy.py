@@ -141,12 +141,17 @@ class TenancyMixin:
         self._rate_limited.discard(t.name)
         return t.max_jobs
 
-    def jobs_quota_exceeded(self, tenant: str) -> TooManyRequests:
-        limit = self.tenant_config(tenant).max_jobs
+    def note_jobs_quota(self, tenant: str) -> None:
+        """A submission of ``tenant`` was refused for its maxJobs: logged at most every
+        JOBS_QUOTA_LOG_SEC, not once per refusal."""
         now = time.monotonic()
-        if now - self._jobs_capped.get(tenant, -1e9) >= JOBS_QUOTA_LOG_SEC:  # not one line per refusal
+        if now - self._jobs_capped.get(tenant, -1e9) >= JOBS_QUOTA_LOG_SEC:
             self._jobs_capped[tenant] = now
-            self.events.emit("tenant.jobs_quota", tenant=tenant, maxJobs=limit)
+            self.events.emit("tenant.jobs_quota", tenant=tenant, maxJobs=self.tenant_config(tenant).max_jobs)
+
+    def jobs_quota_exceeded(self, tenant: str) -> TooManyRequests:
+        self.note_jobs_quota(tenant)
+        limit = self.tenant_config(tenant).max_jobs
         return TooManyRequests(
             f"tenant {tenant!r} has {limit} registered jobs, its maxJobs quota: cancel some, or ask an admin to raise it",
             quota="maxJobs",
