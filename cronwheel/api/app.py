@@ -30,6 +30,7 @@ from aiohttp import web
 from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
+from cronwheel.core.limits import MAX_BODY_BYTES, json_problem, text_problem
 from cronwheel.core.model import DEFAULT_TENANT
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
@@ -44,7 +45,6 @@ from cronwheel.store.base import (
 
 log = logging.getLogger("cronwheel.api")
 
-MAX_BODY_BYTES = 1 << 20
 PROBLEM_JSON = "application/problem+json"
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 
@@ -112,6 +112,7 @@ async def _problems(request: web.Request, handler: Callable[[web.Request], Await
         length = request.content_length
         if length is not None and length > MAX_BODY_BYTES:
             return _too_large(length)
+        _check_request_text(request)
         return await handler(request)
     except Problem as p:
         return problem_response(p.status, p.code, p.detail, headers=p.headers, **p.extra)
@@ -133,6 +134,28 @@ async def _problems(request: web.Request, handler: Callable[[web.Request], Await
         error_id = secrets.token_hex(6)
         log.exception("api.unhandled_error errorId=%s method=%s path=%s", error_id, request.method, request.path)
         return problem_response(500, "internal_error", f"internal error (errorId {error_id}, see the daemon log)", errorId=error_id)
+
+
+def _check_request_text(request: web.Request) -> None:
+    """The boundary for what is not a body: the path, query parameters and header values are
+    valid Unicode without NUL (aiohttp decodes undecodable bytes to lone surrogates), whatever
+    the route does with them."""
+    why = text_problem(request.path)
+    if why is not None:
+        raise Problem(400, "invalid_path", f"the request path contains {why}")
+    for name, value in request.query.items():
+        why = text_problem(name) or text_problem(value)
+        if why is not None:
+            raise Problem(400, "invalid_query", f"the query parameter {_printable(name)!r} contains {why}", field=_printable(name))
+    for name, value in request.headers.items():
+        why = text_problem(value)
+        if why is not None:
+            raise Problem(400, "invalid_header", f"the {_printable(name)} header contains {why}", field=_printable(name))
+
+
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates written as escapes, fit for a log line or a JSON answer."""
+    return text[:100].encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 def _too_large(length: int | None) -> web.Response:
@@ -212,13 +235,20 @@ async def _body(request: web.Request, *, optional: bool = False) -> Any:
     except UnicodeDecodeError as exc:
         raise Problem(400, "malformed_json", f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise Problem(400, "malformed_json", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
         raise Problem(400, "malformed_json", f"malformed JSON: {exc}") from None
     except RecursionError:
         raise Problem(400, "malformed_json", "the JSON body is nested too deeply") from None
+    # the boundary for bodies: nothing past here meets a lone surrogate, a NUL, a NaN, an
+    # integer no store can hold, or nesting a worker frame would refuse
+    bad = json_problem(value)
+    if bad is not None:
+        status, code = (400, "invalid_value") if bad.malformed else (422, "out_of_range")
+        raise Problem(status, code, f"{bad.path or 'the body'} {bad.why}", field=bad.path or None)
+    return value
 
 
 def _service(request: web.Request) -> SchedulerService:

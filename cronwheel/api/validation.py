@@ -16,6 +16,27 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core import schedule as sched
+from cronwheel.core.limits import (
+    JITTER_SEC_RANGE,
+    LEASE_SEC_RANGE,
+    MAX_BATCH_JOBS,
+    MAX_COMMAND_BYTES,
+    MAX_EFFECT_KEY_CHARS,
+    MAX_ERROR_CHARS,
+    MAX_HEADER_NAME_CHARS,
+    MAX_HEADER_VALUE_CHARS,
+    MAX_HEADERS,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_INSTANT_MS,
+    MAX_NAME_CHARS,
+    MAX_OUTPUT_CHARS,
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULE_CHARS,
+    MAX_TIMEZONE_CHARS,
+    MAX_URL_CHARS,
+    MAX_WORKER_ID_CHARS,
+    TIMEOUT_SEC_RANGE,
+)
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     DEFAULT_TENANT,
@@ -33,27 +54,8 @@ from cronwheel.core.model import (
 from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import Completion, Outcome
 
-# ---------------------------------------------------------------- limits
+# ---------------------------------------------------------------- limits (one table: core/limits.py)
 
-MAX_NAME_CHARS = 200
-MAX_SCHEDULE_CHARS = 1000
-MAX_COMMAND_BYTES = 16 * 1024
-MAX_PAYLOAD_BYTES = 64 * 1024
-MAX_URL_CHARS = 8 * 1024
-MAX_HEADERS = 50
-MAX_HEADER_NAME_CHARS = 256
-MAX_HEADER_VALUE_CHARS = 8 * 1024
-MAX_TIMEZONE_CHARS = 64
-TIMEOUT_SEC_RANGE = (1.0, 7 * 86_400.0)
-LEASE_SEC_RANGE = (0.2, 3600.0)
-JITTER_SEC_RANGE = (0, 3600)
-MAX_IDEMPOTENCY_KEY_CHARS = 200
-#: ``POST /v1/jobs/batch``: jobs per request (and the request stays under MAX_BODY_BYTES)
-MAX_BATCH_JOBS = 1000
-MAX_WORKER_ID_CHARS = 200
-MAX_EFFECT_KEY_CHARS = 1024
-MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
-MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TARGET_KINDS = ("command", "http", "python", "queue")
 
@@ -76,7 +78,6 @@ _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
-_MAX_INSTANT_MS = 253_402_300_800_000 - 100 * 365 * 86_400_000  # ~ year 9900
 
 
 class ValidationError(ValueError):
@@ -252,7 +253,7 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
             at = sched.parse_instant(text.strip(), now_ms)
         except ValueError as exc:
             raise _bad(field, f"{field}: {exc}", status=400, code="invalid_schedule") from None
-        if not 0 <= at < _MAX_INSTANT_MS:
+        if not 0 <= at < MAX_INSTANT_MS:
             raise _bad(field, f"{field}: {text.strip()!r} is outside 1970..9899", status=400, code="invalid_schedule")
         return None, at
     try:
@@ -265,7 +266,7 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
             raise _bad("schedule", f"schedule: {text!r} never fires", status=400, code="invalid_schedule")
         return None, once_at
     if parsed.next_after(now_ms) is None:
-        raise _bad("schedule", f"schedule: {text!r} never fires after now", status=400, code="invalid_schedule")
+        raise _bad("schedule", f"schedule: {text!r} never fires after now, or not before the year 9900 (the latest instant allowed)", status=400, code="invalid_schedule")
     return text, None
 
 

@@ -49,6 +49,7 @@ from cronsim import CronSim
 
 from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse_template
 from cronwheel.core.ids import stable_hash
+from cronwheel.core.limits import MAX_INSTANT_MS
 
 __all__ = [
     "Schedule",
@@ -68,7 +69,7 @@ __all__ = [
 _SEC = timedelta(seconds=1)
 #: evaluations are answered for instants in [year 2, year 9900); beyond, "never again"
 _MIN_S = int(datetime(2, 1, 1, tzinfo=UTC).timestamp())
-_MAX_S = int(datetime(9900, 1, 1, tzinfo=UTC).timestamp())
+_MAX_S = MAX_INSTANT_MS // 1000
 #: the longest fall-back overlap we look ahead for (real ones are 30 min to 2 h)
 _OVERLAP_LOOKAHEAD_S = 3 * 3600
 
@@ -100,7 +101,9 @@ class Schedule:
             return None if fire_s is None else fire_s * 1000
         if self.kind == "every":
             k = (after_ms - self.anchor_ms) // self.interval_ms + 1
-            return self.anchor_ms + k * self.interval_ms
+            fire = self.anchor_ms + k * self.interval_ms
+            # past the year 9899 nothing fires: no store column or RFC 3339 text would hold it
+            return fire if fire < MAX_INSTANT_MS else None
         return self.run_at_ms if after_ms < self.run_at_ms else None
 
 

@@ -156,8 +156,9 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     ):
         resp = raw_exchange(daemon, head)
         assert resp == b"" or status_of(resp) in (400, 404, 414, 431, 505), resp[:200]
-    for path in ("/v1/jobs/%00", "/v1/jobs/" + quote("\u2603" * 100), "/v1/executions/a:b:c", "/v1/jobs/%2e%2e%2f"):
+    for path in ("/v1/jobs/" + quote("\u2603" * 100), "/v1/executions/a:b:c", "/v1/jobs/%2e%2e%2f"):
         problem(daemon.get(path), 404)
+    problem(daemon.get("/v1/jobs/%00"), 400)  # NUL is refused at the boundary, whatever the route
     problem(daemon.request("DELETE", "/v1/dlq/%2e%2e%2f"), 404)
     alive(daemon)
     assert daemon.get(f"/v1/jobs/{job}").status == 200, "what was acknowledged is still there"

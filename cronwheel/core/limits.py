@@ -1,0 +1,162 @@
+"""Every bound that the input boundary enforces, in one table.
+
+Whatever enters the daemon (HTTP bodies, headers, paths, query strings, worker frames) is
+checked against these before it can reach shared state: a value that fits here fits every
+store and every wire format past the boundary (SQLite's and PostgreSQL's 64-bit integers and
+text, msgpack frames, RFC 3339 years of four digits). New fields take their bounds from here,
+and ``LIMITS`` is the table that docs/security.md prints (a test keeps the two equal).
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# ---------------------------------------------------------------- instants and numbers
+
+#: the first instant past every schedule and ``runAt``: 9900-01-01T00:00:00Z (a year of four
+#: digits with room to spare); a computed next run at or past it means "never again"
+MAX_INSTANT_MS = 250_246_627_200_000
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+# ---------------------------------------------------------------- the HTTP request
+
+MAX_BODY_BYTES = 1 << 20
+#: nesting of arrays and objects in a JSON body (the worker frame that carries a payload adds
+#: a few levels of its own and allows 32)
+MAX_JSON_DEPTH = 24
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+
+# ---------------------------------------------------------------- a job
+
+MAX_NAME_CHARS = 200
+MAX_SCHEDULE_CHARS = 1000
+MAX_COMMAND_BYTES = 16 * 1024
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_URL_CHARS = 8 * 1024
+MAX_HEADERS = 50
+MAX_HEADER_NAME_CHARS = 256
+MAX_HEADER_VALUE_CHARS = 8 * 1024
+MAX_TIMEZONE_CHARS = 64
+TIMEOUT_SEC_RANGE = (1.0, 7 * 86_400.0)
+LEASE_SEC_RANGE = (0.2, 3600.0)
+JITTER_SEC_RANGE = (0, 3600)
+#: ``POST /v1/jobs/batch``: jobs per request (and the request stays under MAX_BODY_BYTES)
+MAX_BATCH_JOBS = 1000
+
+# ---------------------------------------------------------------- worker calls
+
+MAX_WORKER_ID_CHARS = 200
+MAX_EFFECT_KEY_CHARS = 1024
+MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
+MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    value: str
+    applies_to: str
+
+
+#: the table of docs/security.md, "Limits" (name, value as documented, what it bounds)
+LIMITS: tuple[Limit, ...] = (
+    Limit("request body", f"{MAX_BODY_BYTES} bytes", "every request (413 from Content-Length, or mid-stream)"),
+    Limit("JSON nesting", f"{MAX_JSON_DEPTH} levels", "every JSON body"),
+    Limit("strings", "valid Unicode, no NUL", "every string in a body, path, query or header (no lone surrogates)"),
+    Limit("numbers", "finite, integers within 64 bits", "every number in a body (no NaN, Infinity, 1e400)"),
+    Limit("instants", "1970-01-01 .. 9899-12-31", "runAt, and the next run a schedule computes"),
+    Limit("Idempotency-Key", f"{MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII", "header, and a batch's idempotencyKey"),
+    Limit("name", f"{MAX_NAME_CHARS} characters", "a job's name (printable)"),
+    Limit("schedule / runAt", f"{MAX_SCHEDULE_CHARS} characters", "the text given"),
+    Limit("command", f"{MAX_COMMAND_BYTES} bytes", "a command target"),
+    Limit("payload", f"{MAX_PAYLOAD_BYTES} bytes of JSON", "a job's payload"),
+    Limit("http.url", f"{MAX_URL_CHARS} characters", "an HTTP target"),
+    Limit("http.headers", f"{MAX_HEADERS} headers, names {MAX_HEADER_NAME_CHARS}, values {MAX_HEADER_VALUE_CHARS}", "an HTTP target"),
+    Limit("timezone", f"{MAX_TIMEZONE_CHARS} characters", "an IANA name"),
+    Limit("timeoutSec", f"{TIMEOUT_SEC_RANGE[0]:g} .. {TIMEOUT_SEC_RANGE[1]:g}", "seconds"),
+    Limit("leaseSec", f"{LEASE_SEC_RANGE[0]:g} .. {LEASE_SEC_RANGE[1]:g}", "seconds"),
+    Limit("jitterSec", f"{JITTER_SEC_RANGE[0]} .. {JITTER_SEC_RANGE[1]}", "seconds"),
+    Limit("batch", f"{MAX_BATCH_JOBS} jobs", "POST /v1/jobs/batch"),
+    Limit("workerId", f"{MAX_WORKER_ID_CHARS} characters", "claim, heartbeat, complete, effects"),
+    Limit("effect key", f"{MAX_EFFECT_KEY_CHARS} characters", "POST /v1/executions/{id}/effects"),
+    Limit("error / output", f"{MAX_ERROR_CHARS} / {MAX_OUTPUT_CHARS} characters", "a completion (the tail is kept)"),
+)
+
+
+# ---------------------------------------------------------------- text and JSON values
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` may not enter (a lone surrogate, a NUL), or None when it may.
+
+    A lone surrogate (``"\\udc00"`` in JSON, undecodable bytes in a header) is not Unicode:
+    no store can encode it. PostgreSQL's text cannot hold NUL at all."""
+    if text.isascii():
+        return "a NUL character" if "\x00" in text else None
+    if "\x00" in text:
+        return "a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}"
+    return None
+
+
+def number_problem(value: int | float) -> str | None:
+    """Why a JSON number may not enter (non-finite, an integer beyond 64 bits), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value!r}, not a finite number"
+    if not INT64_MIN <= value <= INT64_MAX:
+        return "an integer beyond 64 bits"
+    return None
+
+
+@dataclass(frozen=True)
+class JsonRefusal:
+    """Why part of a JSON value may not enter: ``path`` like ``payload.items[3]`` (empty for
+    the value itself), ``why`` a phrase (``contains a NUL character``), ``malformed`` for text
+    and nesting (a 400) rather than a number out of range (a 422)."""
+
+    path: str
+    why: str
+    malformed: bool
+
+
+def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> JsonRefusal | None:
+    """The first thing in a decoded JSON value that may not enter, or None when all of it may.
+    Iterative, so a deeply nested value costs no recursion."""
+    for path, depth, item in _walk(value):
+        if depth > max_depth:
+            return JsonRefusal(path, f"is nested deeper than {max_depth} levels", True)
+        if isinstance(item, str):
+            why = text_problem(item)
+            if why is not None:
+                return JsonRefusal(path, f"contains {why}", True)
+        elif isinstance(item, int | float):
+            why = number_problem(item)
+            if why is not None:
+                return JsonRefusal(path, f"is {why}", False)
+    return None
+
+
+def _walk(value: Any) -> Iterator[tuple[str, int, Any]]:
+    stack: list[tuple[str, int, Any]] = [("", 0, value)]
+    while stack:
+        path, depth, item = stack.pop()
+        yield path, depth, item
+        if isinstance(item, dict):
+            for key, child in item.items():
+                shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")  # a path fit to print
+                key_path = f"{path}.{shown}" if path else shown
+                yield key_path, depth + 1, key  # a key is text too
+                stack.append((key_path, depth + 1, child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", depth + 1, child) for i, child in enumerate(item))
