@@ -322,6 +322,9 @@ def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
     if result.outcome is CreateOutcome.CONFLICT:
         return {"index": index, "status": 422, "code": "idempotency_key_reused", "jobId": result.job_id,
                 "detail": "this idempotencyKey was already used with a different job; use a new key for a new job"}
+    if result.outcome is CreateOutcome.FAILED:
+        return {"index": index, "status": 500, "code": "internal_error", "errorId": result.error_id,
+                "detail": f"this job could not be stored, the others were (errorId {result.error_id}, see the daemon log)"}
     return {"index": index, "status": 429, "code": "quota_exceeded",
             "detail": "the tenant has as many registered jobs as its maxJobs allows"}
 

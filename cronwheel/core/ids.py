@@ -14,6 +14,12 @@ def new_job_id() -> str:
     return "j" + base64.b32encode(secrets.token_bytes(10)).decode().lower()
 
 
+def new_error_id() -> str:
+    """The id of one internal error, given to the caller and written in the one log line
+    about it, so that the two can be matched (12 hex characters)."""
+    return secrets.token_hex(6)
+
+
 def execution_id(job_id: str, scheduled_at_ms: int) -> str:
     """The execution id of one tick: deterministic, so a tick can only exist once."""
     return f"{job_id}:{scheduled_at_ms}"

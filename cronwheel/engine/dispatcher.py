@@ -38,6 +38,7 @@ from cronwheel.obs.events import EventLog
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
+    HeartbeatResult,
     LeaseVerdict,
     Outcome,
     StartRequest,
@@ -92,7 +93,9 @@ class Dispatcher:
         self._accepting = True
         # results commit on their own connection where the store allows two writers at once
         # (PostgreSQL): a start batch and a result batch then wait for their commits together
-        self._completions = GroupCommitter(completer or writer, self._apply_completions, max_batch=2000)
+        self._completions = GroupCommitter(
+            completer or writer, self._apply_completions, max_batch=2000, on_isolated=self._completion_failed,
+        )
         self.last_loop_ms = clock.now_ms()
         #: told about queue-target executions that became dispatchable here (claimed, triggered,
         #: retried, replayed), to wake remote workers' long polls; set by the node
@@ -319,12 +322,15 @@ class Dispatcher:
 
     async def _finish_or_defer(self, completions: list[Completion]) -> None:
         try:
-            await self.finish(completions)
+            await self._finish_each(completions)  # one failing alone is logged, the others applied
         except StoreUnavailable as exc:
-            self.events.emit("completion.deferred", count=len(completions), error=str(exc))
-            task = asyncio.get_running_loop().create_task(self._finish_later(completions), name="completion-retry")
-            self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
+            self._defer(completions, exc)
+
+    def _defer(self, completions: list[Completion], exc: StoreUnavailable) -> None:
+        self.events.emit("completion.deferred", count=len(completions), error=str(exc))
+        task = asyncio.get_running_loop().create_task(self._finish_later(completions), name="completion-retry")
+        self._deferred.add(task)
+        task.add_done_callback(self._deferred.discard)
 
     async def _finish_later(self, completions: list[Completion]) -> None:
         """Try deferred results again until the store takes them (fenced as ever: if the
@@ -334,7 +340,7 @@ class Dispatcher:
         while not self._stopping:
             await asyncio.sleep(delay)
             try:
-                await self.finish(completions)
+                await self._finish_each(completions)
             except StoreUnavailable:
                 delay = min(delay * 2, longest)
                 continue
@@ -347,14 +353,34 @@ class Dispatcher:
     async def on_heartbeats(self, worker_id: str, beats: list[tuple[str, int]]) -> list[tuple[str, str]]:
         now = self.clock.now_ms()
         triples = [(xid, worker_id, epoch) for xid, epoch in beats]
-        results = await self.writer.run(lambda s: s.heartbeat_many(triples, now))
+        try:
+            results = await self.writer.run(lambda s: s.heartbeat_many(triples, now))
+        except StoreUnavailable:
+            raise
+        except Exception:
+            # one worker's beats cover several tenants' executions: a failing one must not
+            # cost the others their leases, so each is renewed on its own
+            results = [await self._heartbeat_alone(t, now) for t in triples]
         lost = []
         for (xid, epoch), res in zip(beats, results, strict=True):
+            if res is None:
+                continue  # its renewal failed alone (logged); the lease runs on until it expires
             if res.verdict is not LeaseVerdict.OK:
                 lost.append((xid, res.verdict.value))
                 self.release((xid,))  # the pool forgets it: that worker no longer runs it
                 self.events.emit("lease.fenced", executionId=xid, leaseEpoch=epoch, worker=worker_id, via="heartbeat", reason=res.verdict.value)
         return lost
+
+    async def _heartbeat_alone(self, triple: tuple[str, str, int], now: int) -> HeartbeatResult | None:
+        try:
+            (result,) = await self.writer.run(lambda s: s.heartbeat_many([triple], now))
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            self.events.emit("heartbeat.error", executionId=triple[0], leaseEpoch=triple[2], error=type(exc).__name__,
+                             detail=str(exc)[:300])
+            return None
+        return result
 
     async def on_worker_lost(self, worker_id: str, execution_ids: list[tuple[str, int]]) -> None:
         self.events.emit("worker.lost", worker=worker_id, inFlight=len(execution_ids))
@@ -371,16 +397,35 @@ class Dispatcher:
         self._wake.set()
 
     # ---- completions (group-committed)
+    def _completion_failed(self, exc: BaseException, completion: Completion) -> None:
+        self.events.emit(
+            "completion.error", executionId=completion.execution_id, leaseEpoch=completion.lease_epoch,
+            worker=completion.worker_id, error=type(exc).__name__, detail=str(exc)[:300],
+        )
+
     def _apply_completions(self, store, completions: list[Completion]) -> list[CompletionResult]:
         rands = [self.rng.random() for _ in completions]
         return store.complete_executions(completions, self.clock.now_ms(), rands)
 
     async def finish(self, completions: Sequence[Completion]) -> list[CompletionResult]:
         """Apply completions (group-committed, fenced in the store), log each outcome, and put
-        the ones that will be retried into the delay wheel."""
-        results: list[CompletionResult] = await self._completions.submit_many(list(completions))
-        self.release(c.execution_id for c, r in zip(completions, results, strict=True) if r.verdict is LeaseVerdict.OK)
-        for c, res in zip(completions, results, strict=True):
+        the ones that will be retried into the delay wheel. A completion whose write failed
+        alone raises its error, after the others were applied."""
+        outcomes = await self._finish_each(completions)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        return outcomes  # type: ignore[return-value]
+
+    async def _finish_each(self, completions: Sequence[Completion]) -> list[CompletionResult | Exception]:
+        """``finish``, with the error of a completion that failed alone in its place (logged
+        once as ``completion.error``; its execution stays RUNNING and its lease expires, so it
+        is retried like any lost run). StoreUnavailable for all of them is raised."""
+        outcomes = await self._completions.submit_many(list(completions), item_errors=True)
+        pairs = [(c, r) for c, r in zip(completions, outcomes, strict=True) if not isinstance(r, Exception)]
+        results = [r for _, r in pairs]
+        self.release(c.execution_id for c, r in pairs if r.verdict is LeaseVerdict.OK)
+        for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
                 self.events.emit(
                     "lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
@@ -397,7 +442,7 @@ class Dispatcher:
                 exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at,
             )
         await self._after_completions(results)
-        return results
+        return outcomes
 
     async def _after_completions(self, results: Sequence[CompletionResult]) -> None:
         need = [r for r in results if r.verdict is LeaseVerdict.OK and r.status is ExecStatus.RETRY_WAIT]

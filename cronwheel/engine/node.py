@@ -15,13 +15,13 @@ from typing import Any
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
 from cronwheel.core.clock import Clock, SystemClock
-from cronwheel.core.ids import new_job_id
+from cronwheel.core.ids import new_error_id, new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
-from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from cronwheel.engine.service import Conflict, InternalError, NotFound, ServiceError, Unavailable
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (
@@ -302,6 +302,8 @@ class Node(TenancyMixin):
         (result,) = await self._submit([NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)])
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
             raise self.jobs_quota_exceeded(spec.tenant)
+        if result.outcome is CreateOutcome.FAILED:
+            raise InternalError(f"the job could not be stored (errorId {result.error_id}, see the daemon log)", errorId=result.error_id)
         return result
 
     async def create_jobs(self, items: list[tuple[JobSpec, str | None, str | None]]) -> list[CreateResult]:
@@ -350,8 +352,8 @@ class Node(TenancyMixin):
                 # the rest go (again): an idempotent replay or a job over its quota answers the
                 # same the second time, and nothing else of a committed batch can be missing
                 rest = [new for new in news if new.job_id not in done]
-                answers = iter(await self._submissions.submit_many(rest) if rest else [])
-                results = [done[n.job_id] if n.job_id in done else next(answers) for n in news]
+                answers = iter(await self._submissions.submit_many(rest, item_errors=True) if rest else [])
+                results = [done[n.job_id] if n.job_id in done else self._answer(n, next(answers)) for n in news]
                 break
             except StoreUnavailable as exc:
                 left = deadline - time.monotonic()
@@ -369,6 +371,16 @@ class Node(TenancyMixin):
                 )
                 self.scheduler.job_scheduled(new.job_id, new.next_run_at)
         return results
+
+    def _answer(self, new: NewJob, answer: CreateResult | Exception) -> CreateResult:
+        """A submission's result; one whose write failed alone (its neighbours committed) is
+        logged once, with the id its caller is given."""
+        if not isinstance(answer, Exception):
+            return answer
+        error_id = new_error_id()
+        self.events.emit("job.submit_failed", jobId=new.job_id, tenant=new.spec.tenant, errorId=error_id,
+                         error=type(answer).__name__, detail=str(answer)[:300])
+        return CreateResult(CreateOutcome.FAILED, new.job_id, None, error_id)
 
     def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int:
         if spec.schedule is None:

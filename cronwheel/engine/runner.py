@@ -39,12 +39,27 @@ class GroupCommitter:
     ``submit(item)`` resolves once the batch holding ``item`` committed. While one batch is
     being written, new items pile up and go together in the next one, so under load the cost
     of the fsync is shared, and when idle a single item commits at once (no timer to wait on).
+
+    A bad neighbour costs a retry, never an error: when a batch fails for any reason but an
+    unreachable store, it is split in halves and each half tried again, down to single items,
+    so that only the items that make a transaction fail get an error and every other item
+    commits. Submissions are split only along their own edges first (a batch submission stays
+    one transaction unless it holds the failing item itself). ``StoreUnavailable`` is a fault
+    of the store, not of an item: every caller not yet committed hears it and may retry.
+    ``on_isolated(error, items)`` hears of each item that failed alone (for the log).
     """
 
-    def __init__(self, runner: StoreRunner, apply: Callable[[Store, list], list], max_batch: int = 1000):
+    def __init__(
+        self,
+        runner: StoreRunner,
+        apply: Callable[[Store, list], list],
+        max_batch: int = 1000,
+        on_isolated: Callable[[BaseException, object], None] | None = None,
+    ):
         self._runner = runner
         self._apply = apply
         self._max_batch = max_batch
+        self._on_isolated = on_isolated
         self._pending: deque[tuple[list, asyncio.Future]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -57,8 +72,10 @@ class GroupCommitter:
         (result,) = await self.submit_many([item])
         return result
 
-    async def submit_many(self, items: list) -> list:
-        """Several items that commit in the same batch (one future for all of them)."""
+    async def submit_many(self, items: list, item_errors: bool = False) -> list:
+        """Several items that commit in the same batch (one future for all of them).
+        ``item_errors``: an item that failed alone comes back as its exception, in its place,
+        while the others' results stand; otherwise the first such error is raised."""
         if self._closed:
             raise StoreUnavailable("shutting down")
         if not items:
@@ -66,7 +83,12 @@ class GroupCommitter:
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending.append((items, fut))
         self._wake.set()
-        return await fut
+        results: list = await fut
+        if not item_errors:
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+        return results
 
     async def _loop(self) -> None:
         while True:
@@ -80,21 +102,60 @@ class GroupCommitter:
                     entry = self._pending.popleft()
                     batch.append(entry)
                     size += len(entry[0])
-                items = [item for group, _ in batch for item in group]
-                try:
-                    results = await self._runner.run(lambda store, items=items: self._apply(store, items))
-                except Exception as exc:  # the whole batch failed: every caller hears it
-                    for _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                offset = 0
-                for group, fut in batch:
-                    if not fut.done():
-                        fut.set_result(results[offset : offset + len(group)])
-                    offset += len(group)
+                outcomes = await self._commit_groups([group for group, _ in batch])
+                for (_, fut), outcome in zip(batch, outcomes, strict=True):
+                    if fut.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        fut.set_exception(outcome)
+                    else:
+                        fut.set_result(outcome)
             if self._closed:
                 return
+
+    async def _run(self, items: list) -> list:
+        return await self._runner.run(lambda store: self._apply(store, items))
+
+    async def _commit_groups(self, groups: list[list]) -> list[list | BaseException]:
+        """Each group's results (a list, holding the exception of any item that failed alone)
+        or the StoreUnavailable that stopped it."""
+        try:
+            results = await self._run([item for group in groups for item in group])
+        except StoreUnavailable as exc:
+            return [exc] * len(groups)
+        except Exception as exc:
+            if len(groups) > 1:
+                mid = len(groups) // 2
+                return await self._commit_groups(groups[:mid]) + await self._commit_groups(groups[mid:])
+            if len(groups[0]) == 1:  # the item alone failed: it is the one
+                return [[self._isolated(exc, groups[0][0])]]
+            try:
+                return [await self._isolate(groups[0])]
+            except StoreUnavailable as exc:
+                return [exc]
+        out: list[list | BaseException] = []
+        offset = 0
+        for group in groups:
+            out.append(results[offset : offset + len(group)])
+            offset += len(group)
+        return out
+
+    async def _isolate(self, items: list) -> list:
+        """Results of ``items``, halving on failure; a single failing item yields its error."""
+        try:
+            return await self._run(items)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if len(items) == 1:
+                return [self._isolated(exc, items[0])]
+            mid = len(items) // 2
+            return await self._isolate(items[:mid]) + await self._isolate(items[mid:])
+
+    def _isolated(self, exc: Exception, item: object) -> Exception:
+        if self._on_isolated is not None:
+            self._on_isolated(exc, item)
+        return exc
 
     async def close(self) -> None:
         self._closed = True

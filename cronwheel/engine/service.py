@@ -76,6 +76,13 @@ class Unavailable(ServiceError):
     headers = {"Retry-After": "1"}  # noqa: RUF012 - a class default, never mutated
 
 
+class InternalError(ServiceError):
+    """Something failed that no input should make fail; ``errorId`` names its log line."""
+
+    status = 500
+    code = "internal_error"
+
+
 class SchedulerService(Protocol):
     node_id: str
 

@@ -68,6 +68,9 @@ class CreateOutcome(StrEnum):
     REPLAYED = "replayed"  #: the key was seen with the same request: the original job is returned
     CONFLICT = "conflict"  #: the key was seen with a different request: nothing was created
     QUOTA_EXCEEDED = "quota_exceeded"  #: the tenant has ``max_jobs`` registered jobs: nothing was created
+    #: the write failed for this job alone (its neighbours in the group commit committed):
+    #: nothing was created; ``error_id`` names the log line that says why
+    FAILED = "failed"
 
 
 @dataclass(slots=True)
@@ -75,6 +78,7 @@ class CreateResult:
     outcome: CreateOutcome
     job_id: str | None
     next_run_at: int | None
+    error_id: str | None = None
 
 
 # ---------------------------------------------------------------- scheduling
