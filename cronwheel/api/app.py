@@ -14,11 +14,13 @@ route; another tenant's objects answer 404, never 403, so ids do not leak.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import json
 import logging
-import secrets
+import time
+import traceback
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
@@ -30,11 +32,13 @@ from aiohttp import web
 from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
-from cronwheel.core.limits import MAX_BODY_BYTES, json_problem, text_problem
+from cronwheel.core.ids import new_error_id
+from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
 from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
-from cronwheel.obs.events import iso_ms
+from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (
     CreateOutcome,
     CreateResult,
@@ -60,6 +64,7 @@ _CODE_BY_STATUS = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
@@ -130,10 +135,36 @@ async def _problems(request: web.Request, handler: Callable[[web.Request], Await
         headers = {"Allow": e.headers["Allow"]} if "Allow" in e.headers else None
         detail = _http_detail(request, e)
         return problem_response(e.status, _CODE_BY_STATUS.get(e.status, "http_error"), detail, headers=headers)
-    except Exception:
-        error_id = secrets.token_hex(6)
-        log.exception("api.unhandled_error errorId=%s method=%s path=%s", error_id, request.method, request.path)
+    except Exception as exc:
+        error_id = new_error_id()
+        _report_internal_error(request, error_id, exc)
         return problem_response(500, "internal_error", f"internal error (errorId {error_id}, see the daemon log)", errorId=error_id)
+
+
+#: a traceback per kind of internal error (exception type and where it was raised) at most
+#: this often; the other occurrences log their one line without it
+TRACEBACK_EVERY_SEC = 60.0
+_tracebacks = OncePer(TRACEBACK_EVERY_SEC)
+
+
+def _report_internal_error(request: web.Request, error_id: str, exc: Exception) -> None:
+    """One structured line per internal error, carrying the id its caller was given; the
+    traceback only for the first of its kind in a while (a flood stays one line each)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+    with_traceback = _tracebacks.allow((type(exc).__name__, where), time.monotonic())
+    fields: dict[str, Any] = {
+        "errorId": error_id, "method": request.method, "path": _printable(request.path),
+        "error": type(exc).__name__, "detail": _printable(str(exc))[:300], "where": where,
+    }
+    if with_traceback:
+        fields["traceback"] = "".join(traceback.format_exception(exc))[-4000:]
+        fields["sameErrorsWithoutTraceback"] = _tracebacks.suppressed or None
+    events = request.app.get(ops.EVENTS)
+    if isinstance(events, EventLog):
+        events.emit("api.internal_error", **fields)
+    else:  # an app built without an event log (tests with a fake service)
+        log.error("api.internal_error %s", json.dumps(fields, default=str))
 
 
 def _check_request_text(request: web.Request) -> None:
@@ -222,7 +253,11 @@ async def _body(request: web.Request, *, optional: bool = False) -> Any:
             return None
         raise Problem(400, "missing_body", "this request needs a JSON body (Content-Type: application/json)")
     ctype = request.content_type
-    raw = await request.read()
+    try:
+        raw = await asyncio.wait_for(request.read(), BODY_TIMEOUT_SEC)
+    except TimeoutError:
+        raise Problem(408, "request_timeout", f"the request body did not arrive within {BODY_TIMEOUT_SEC:g} seconds",
+                      headers={"Connection": "close"}) from None
     if optional and not raw.strip():
         return None
     if ctype != "application/json" and not ctype.endswith("+json"):

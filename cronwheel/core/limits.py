@@ -32,6 +32,21 @@ MAX_BODY_BYTES = 1 << 20
 MAX_JSON_DEPTH = 24
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
+# ---------------------------------------------------------------- connections (api/server.py)
+
+#: TCP connections open at once, all clients together; beyond, new ones are closed at once
+MAX_CONNECTIONS = 4096
+#: TCP connections open at once from one client address
+MAX_CONNECTIONS_PER_CLIENT = 256
+#: connections on the local Unix socket (a budget of its own: the admin can always get in)
+MAX_LOCAL_CONNECTIONS = 256
+#: a new connection must have sent its first request's headers within this
+HEADER_TIMEOUT_SEC = 10.0
+#: a request's body must have arrived within this once its headers did
+BODY_TIMEOUT_SEC = 30.0
+#: a kept-alive connection idle this long between requests is closed
+IDLE_TIMEOUT_SEC = 15.0
+
 # ---------------------------------------------------------------- a job
 
 MAX_NAME_CHARS = 200
@@ -71,6 +86,11 @@ LIMITS: tuple[Limit, ...] = (
     Limit("strings", "valid Unicode, no NUL", "every string in a body, path, query or header (no lone surrogates)"),
     Limit("numbers", "finite, integers within 64 bits", "every number in a body (no NaN, Infinity, 1e400)"),
     Limit("instants", "1970-01-01 .. 9899-12-31", "runAt, and the next run a schedule computes"),
+    Limit("connections", f"{MAX_CONNECTIONS} in all, {MAX_CONNECTIONS_PER_CLIENT} per client address", "the TCP API (beyond: closed at once)"),
+    Limit("local connections", f"{MAX_LOCAL_CONNECTIONS}", "the Unix socket, a budget of its own"),
+    Limit("header timeout", f"{HEADER_TIMEOUT_SEC:g} s", "a new connection's first request headers"),
+    Limit("body timeout", f"{BODY_TIMEOUT_SEC:g} s", "a request's body, once its headers arrived (408)"),
+    Limit("idle timeout", f"{IDLE_TIMEOUT_SEC:g} s", "a kept-alive connection between requests"),
     Limit("Idempotency-Key", f"{MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII", "header, and a batch's idempotencyKey"),
     Limit("name", f"{MAX_NAME_CHARS} characters", "a job's name (printable)"),
     Limit("schedule / runAt", f"{MAX_SCHEDULE_CHARS} characters", "the text given"),

@@ -20,6 +20,8 @@ from aiohttp import web
 
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
+from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
+from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
 from cronwheel.core.tenants import normalise_host
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
@@ -81,13 +83,29 @@ def parse_http_allow(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(hosts))
 
 
-def _raise_fd_limit() -> None:
-    """Idle and slow clients each hold a descriptor: take the soft limit up to the hard one."""
+def _raise_fd_limit() -> int:
+    """Idle and slow clients each hold a descriptor: take the soft limit up to the hard one.
+    Returns the soft limit in force."""
     with contextlib.suppress(ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
         if soft != resource.RLIM_INFINITY and soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+#: descriptors kept out of the connection budgets: store files, worker sockets, listeners
+FD_RESERVE = 256
+
+
+def connection_budgets(fd_limit: int) -> dict[str, int]:
+    """The API's connection budgets within a file limit: the local socket's first (the
+    operator's way in), the TCP connections' from what is left after ``FD_RESERVE``."""
+    spare = max(32, fd_limit - FD_RESERVE)
+    local = min(MAX_LOCAL_CONNECTIONS, max(16, spare // 4))
+    total = min(MAX_CONNECTIONS, max(16, spare - local))
+    return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total), "max_local": local}
 
 
 class _HttpErrorEvents(logging.Handler):
@@ -175,7 +193,7 @@ async def serve(
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
-    _raise_fd_limit()
+    fd_limit = _raise_fd_limit()
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
@@ -213,7 +231,9 @@ async def serve(
 
     auth = Authenticator(node, http_allow=allowed_hosts)
     app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, logger=_http_logger(events))
+    guard = ConnectionGuard(events, **connection_budgets(fd_limit))
+    metrics.http_guard = guard
+    runner = GuardedAppRunner(app, guard, access_log=None, handle_signals=False, logger=_http_logger(events))
     await runner.setup()
     sock_path = data_dir / "api.sock"
     with contextlib.suppress(FileNotFoundError):
@@ -239,7 +259,8 @@ async def serve(
     events.emit(
         "node.started", pid=os.getpid(), http=f"http://{host}:{bound}", socket=str(sock_path),
         store=writer_store.meta().get("kind", "?"), dataDir=str(data_dir.resolve()),
-        workers=workers, slots=slots,
+        workers=workers, slots=slots, fileLimit=fd_limit, maxConnections=guard.tcp.total,
+        maxConnectionsPerClient=guard.tcp.per_client, maxLocalConnections=guard.local.total,
     )
 
     stop = asyncio.Event()

@@ -76,6 +76,9 @@ METRIC_NAMES = (
     "cronwheel_events_total",
     "cronwheel_store_stats_age_seconds",
     "cronwheel_build_info",
+    "cronwheel_http_connections",
+    "cronwheel_http_connections_limited_total",
+    "cronwheel_http_header_timeouts_total",
 )
 
 _TICKS = re.compile(r"(\d+) ticks skipped")
@@ -112,6 +115,9 @@ class NodeMetrics:
         self._refreshing: asyncio.Lock | None = None
         self._retry_at = 0.0  #: after a failed read, not before this
         self.dropped_events = 0  #: events whose fields could not be counted (a bug, never fatal)
+        #: the API's connection budgets (``tcp``, ``local``: core.connections.Budget, and
+        #: ``header_timeouts``), set by the daemon; None in tests without a server
+        self.http_guard: Any = None
         self._started: OrderedDict[str, tuple[int, float]] = OrderedDict()  #: id -> (epoch, t0)
         #: first attempts' dispatch lag per minute over the last hour (the dashboard's chart)
         self.lag_history = LagHistory(minutes=60)
@@ -327,6 +333,25 @@ class _StateCollector(Collector):
     def describe(self) -> Iterable[Metric]:
         return []  # collected dynamically; no names to reserve
 
+    def _http(self) -> Iterable[Metric]:
+        guard = self.m.http_guard
+        if guard is None:
+            return
+        conns = GaugeMetricFamily("cronwheel_http_connections", "Open API connections, by listener.", labels=["listener"])
+        limited = CounterMetricFamily(
+            "cronwheel_http_connections_limited", "API connections closed at once because a budget was spent, by listener and reason.",
+            labels=["listener", "reason"],
+        )
+        for listener, budget in (("tcp", guard.tcp), ("unix", guard.local)):
+            conns.add_metric([listener], budget.open)
+            for reason in ("total", "per_client"):
+                limited.add_metric([listener, reason], budget.refused[reason])
+        yield conns
+        yield limited
+        timeouts = CounterMetricFamily("cronwheel_http_header_timeouts", "Connections closed for not sending their request headers in time.")
+        timeouts.add_metric([], guard.header_timeouts)
+        yield timeouts
+
     def collect(self) -> Iterable[Metric]:
         node = self.m.node
         pool = node.pool
@@ -363,6 +388,8 @@ class _StateCollector(Collector):
             if stats.next_run_at_ms is not None:
                 yield gauge("cronwheel_next_run_timestamp_seconds", "When the next due job of the owned buckets runs.", stats.next_run_at_ms / 1000)
             yield gauge("cronwheel_store_stats_age_seconds", "Age of the cached store counts (grows while the store cannot be read).", now_mono - stats.read_at)
+
+        yield from self._http()
 
         events = CounterMetricFamily("cronwheel_events", "Events logged by this node, by event name.", labels=["event"])
         for name, count in sorted(node.events.counts.items()):

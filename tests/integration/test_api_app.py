@@ -553,16 +553,26 @@ def test_status_health_and_service_errors() -> None:
     run(t)
 
 
+class _Boom(RuntimeError):
+    """An error of this test's own kind: tracebacks are rate-limited per kind."""
+
+
 def test_unexpected_exception_is_a_500_problem_without_traceback(caplog: pytest.LogCaptureFixture) -> None:
     async def t(client: TestClient, svc: FakeService) -> None:
-        svc.fail_status = RuntimeError("secret internals at /srv/app.py")
-        resp = await client.get("/v1/status")
-        text = await resp.text()
-        body = await problem(resp, 500)
-        assert "Traceback" not in text and "secret internals" not in text and "RuntimeError" not in text
-        assert body["errorId"] in body["detail"]
-        logged = [r for r in caplog.records if r.name == "cronwheel.api" and r.exc_info]
-        assert logged and body["errorId"] in logged[0].getMessage()
+        ids = []
+        for _ in range(3):
+            svc.fail_status = _Boom("secret internals at /srv/app.py")
+            resp = await client.get("/v1/status")
+            text = await resp.text()
+            body = await problem(resp, 500)
+            assert "Traceback" not in text and "secret internals" not in text and "Boom" not in text
+            assert body["errorId"] in body["detail"]
+            ids.append(body["errorId"])
+        # one structured line per error, carrying its id; the traceback only with the first
+        lines = [json.loads(r.getMessage().split(" ", 1)[1]) for r in caplog.records if r.name == "cronwheel.api"]
+        assert [x["errorId"] for x in lines] == ids
+        assert all(x["error"] == "_Boom" and x["path"] == "/v1/status" for x in lines)
+        assert "Traceback" in lines[0]["traceback"] and "traceback" not in lines[1] and "traceback" not in lines[2]
 
     with caplog.at_level(logging.ERROR, logger="cronwheel.api"):
         run(t)

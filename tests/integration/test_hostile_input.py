@@ -60,6 +60,18 @@ def test_each_finding_of_the_issue_is_a_4xx_naming_the_field(daemon: Daemon) -> 
     ):
         resp = raw_exchange(daemon, head)
         assert status_of(resp) in (200, 400, 401, 404), resp[:300]  # 200: a percent escape kept as text
+        if status_of(resp) >= 400:  # the parser's refusals too: a problem document
+            assert b"application/problem+json" in resp, resp[:300]
+    # what the HTTP parser refuses (too long, too many headers, smuggling) is a problem too
+    for head in (
+        b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n",
+        b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(5000)) + b"\r\n",
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"GET / HTTP/9.9\r\n\r\n",
+    ):
+        resp = raw_exchange(daemon, head)
+        assert 400 <= status_of(resp) < 500 and b"application/problem+json" in resp, resp[:300]
+        assert b'"code": "bad_request"' in resp and b"a" * 100 not in resp
     # nothing was stored, and every listing still renders for the admin
     assert daemon.get("/v1/jobs").json()["jobs"] == []
     for args in (("ls",), ("ls", "--json"), ("status",)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -43,12 +44,15 @@ class Daemon:
         slots: int = 4,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        nofile: int | None = None,
     ) -> None:
+        """``nofile``: start the daemon with this file limit (soft and hard)."""
         self.data_dir = data_dir
         self.workers = workers
         self.slots = slots
         self.args = args
         self.env = env or {}
+        self.nofile = nofile
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.url = ""
@@ -68,7 +72,14 @@ class Daemon:
             "--log-format", "json", *self.args,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir.parent, start_new_session=True)
+        limit = self.nofile
+
+        def low_file_limit() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir.parent,
+                                     start_new_session=True, preexec_fn=low_file_limit if limit is not None else None)
         log.close()
 
         def up() -> bool:

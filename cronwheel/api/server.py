@@ -1,0 +1,193 @@
+"""The API's HTTP connections: budgets, timeouts, and problem documents for requests the
+parser refuses.
+
+aiohttp answers what it cannot parse (a line too long, too many headers, a smuggling
+attempt) in plain text, holds a connection that never finishes its headers for as long as
+its keep-alive timeout, and accepts connections until the file limit. Here:
+
+* every new connection is counted against its listener's ``Budget`` (TCP: in all and per
+  client address; the Unix socket: its own) and closed at once beyond it, with an
+  ``http.connections_limited`` event at most every ``LIMITED_EVENT_SEC`` (the count refused
+  since the last one) and the counts in ``/metrics``;
+* a connection that has not sent its first request's headers within ``HEADER_TIMEOUT_SEC``
+  is closed; between requests, ``IDLE_TIMEOUT_SEC`` (aiohttp's keep-alive timeout, which
+  also ends a request whose headers stall);
+* what the parser refuses is answered as ``application/problem+json``, like every other
+  4xx, and logged as one ``http.bad_request`` line (at most one per second per error kind,
+  with the count of the others), never with the bytes received (they may hold a token).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+from cronwheel.core.connections import Budget
+from cronwheel.core.ids import new_error_id
+from cronwheel.core.limits import (
+    HEADER_TIMEOUT_SEC,
+    IDLE_TIMEOUT_SEC,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CLIENT,
+    MAX_LOCAL_CONNECTIONS,
+)
+from cronwheel.core.ratelimit import OncePer
+from cronwheel.obs.events import EventLog
+
+#: where the parser's message starts quoting the bytes it got (``...: b'GET /x\\xed...'``)
+_QUOTED_BYTES = re.compile(r"""[:,]?\s*b['"]""")
+LIMITED_EVENT_SEC = 10.0
+BAD_REQUEST_EVENT_SEC = 1.0
+PROBLEM_JSON = "application/problem+json"
+
+
+class ConnectionGuard:
+    """The budgets of a daemon's listeners and what it says when they are spent."""
+
+    def __init__(
+        self,
+        events: EventLog | None,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_client: int = MAX_CONNECTIONS_PER_CLIENT,
+        max_local: int = MAX_LOCAL_CONNECTIONS,
+        header_timeout_sec: float = HEADER_TIMEOUT_SEC,
+    ) -> None:
+        self.events = events
+        self.tcp = Budget(max_connections, max_per_client)
+        self.local = Budget(max_local)
+        self.header_timeouts = 0
+        self.header_timeout_sec = header_timeout_sec
+        self._limited_log = OncePer(LIMITED_EVENT_SEC)
+        self._bad_request_log = OncePer(BAD_REQUEST_EVENT_SEC)
+
+    def budget(self, local: bool) -> Budget:
+        return self.local if local else self.tcp
+
+    def limited(self, local: bool, reason: str, client: str | None) -> None:
+        listener = "unix" if local else "tcp"
+        if self.events is not None and self._limited_log.allow(listener, time.monotonic()):
+            budget = self.budget(local)
+            self.events.emit(
+                "http.connections_limited", listener=listener, reason=reason, client=client,
+                open=budget.open, limit=budget.total, perClient=budget.per_client,
+                refusedSinceLast=self._limited_log.suppressed + 1,
+            )
+
+    def bad_request(self, client: str | None, error: str, status: int | None) -> None:
+        if self.events is not None and self._bad_request_log.allow(error, time.monotonic()):
+            self.events.emit("http.bad_request", peer=client, error=error, status=status,
+                             suppressed=self._bad_request_log.suppressed or None)
+
+
+class GuardedRequestHandler(RequestHandler):
+    """aiohttp's connection protocol, with the budget, the header timeout, and problem
+    documents for the parser's refusals."""
+
+    def __init__(self, manager: web.Server, *, guard: ConnectionGuard, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._guard = guard
+        self._admitted = False
+        self._local = False
+        self._client: str | None = None
+        self._header_timer: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        sock = transport.get_extra_info("socket")
+        self._local = sock is not None and sock.family == socket.AF_UNIX
+        if not self._local:
+            peer = transport.get_extra_info("peername")
+            self._client = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        refusal = self._guard.budget(self._local).admit(self._client)
+        if refusal is not None:  # closed at once, never handed to aiohttp
+            self._guard.limited(self._local, refusal, self._client)
+            transport.abort()
+            return
+        self._admitted = True
+        super().connection_made(transport)
+        self._header_timer = self._loop.call_later(self._guard.header_timeout_sec, self._headers_overdue)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._header_timer is not None and self._request_count:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_overdue(self) -> None:
+        self._header_timer = None
+        if not self._request_count:
+            self._guard.header_timeouts += 1
+            self.force_close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if not self._admitted:
+            return
+        self._admitted = False
+        self._guard.budget(self._local).release(self._client)
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def handle_error(
+        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
+        """aiohttp's last word on a request (the parser refused it, or a handler raised past
+        the app's middleware): a problem document, and one rate-limited line."""
+        self._guard.bad_request(self._client, type(exc).__name__ if exc is not None else "error", status)
+        if request.writer.output_size > 0:
+            raise ConnectionError("the response was already started: the connection is closed")
+        body: dict[str, Any] = {
+            "type": "urn:cronwheel:problem:" + ("internal_error" if status >= 500 else "bad_request"),
+            "title": HTTPStatus(status).phrase,
+            "status": status,
+            "code": "internal_error" if status >= 500 else "bad_request",
+        }
+        if status >= 500:
+            body["errorId"] = new_error_id()
+            body["detail"] = f"internal error (errorId {body['errorId']}, see the daemon log)"
+        else:
+            # the parser's own words name the problem ("Got more than 8190 bytes when reading
+            # Header value"); the bytes it quotes are left out (they may hold a token)
+            text = str(getattr(exc, "message", "") or message or HTTPStatus(status).description)
+            text = _QUOTED_BYTES.split(text.strip().splitlines()[0] if text.strip() else "", maxsplit=1)[0]
+            body["detail"] = "the request could not be parsed: " + (text[:200] or HTTPStatus(status).phrase)
+        resp = web.Response(status=status, text=json.dumps(body), content_type=PROBLEM_JSON)
+        resp.force_close()
+        return resp
+
+
+class _GuardedServer:
+    """aiohttp's ``Server`` (it tracks connections and shuts them down) whose protocol
+    factory makes ``GuardedRequestHandler``s."""
+
+    def __init__(self, inner: web.Server, guard: ConnectionGuard) -> None:
+        self._inner = inner
+        self._guard = guard
+
+    def __call__(self) -> GuardedRequestHandler:
+        # the inner server's loop and handler settings, as its own factory would pass them
+        return GuardedRequestHandler(self._inner, guard=self._guard, loop=self._inner._loop, **self._inner._kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class GuardedAppRunner(web.AppRunner):
+    """``web.AppRunner`` whose connections are guarded; keep-alive idles out after
+    ``IDLE_TIMEOUT_SEC``."""
+
+    def __init__(self, app: web.Application, guard: ConnectionGuard, **kwargs: Any) -> None:
+        kwargs.setdefault("keepalive_timeout", IDLE_TIMEOUT_SEC)
+        super().__init__(app, **kwargs)
+        self.guard = guard
+
+    async def _make_server(self) -> Any:
+        return _GuardedServer(await super()._make_server(), self.guard)
