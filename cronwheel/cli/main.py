@@ -181,7 +181,7 @@ def _schedule_error(text: str, exc: Exception) -> str:
 
 
 def _job_label(job: dict[str, Any]) -> str:
-    return f"{job['jobId']} ({job['name']})" if job.get("name") else job["jobId"]
+    return render.safe(f"{job['jobId']} ({job['name']})" if job.get("name") else job["jobId"], newlines=False)
 
 
 # ---------------------------------------------------------------- add
@@ -527,7 +527,7 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
     if as_json:
         render.emit_json(execution)
     elif execution.get("output"):
-        click.echo(execution["output"], nl=not execution["output"].endswith("\n"))
+        render.emit_output(execution["output"])
     status, code = execution.get("status"), execution.get("exitCode")
     detail = f"exit {code}" if code is not None else (execution.get("error") or execution.get("reason") or "")
     render.emit_note(f"execution {eid}: {status}" + (f" ({detail})" if detail else ""))
@@ -651,7 +651,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
         return
     output = data.get("output")
     if output:
-        click.echo(output, nl=not output.endswith("\n"))
+        render.emit_output(output)
     code = data.get("exitCode")
     tail = f", exit {code}" if code is not None else ""
     err = f": {data['error']}" if data.get("error") else ""

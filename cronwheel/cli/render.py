@@ -1,10 +1,18 @@
 """How the CLI shows things: rich tables on a terminal, plain aligned text otherwise, JSON
 on request. Times arrive from the API as RFC 3339 UTC strings and are shown in the local
-zone (or a given one) next to UTC."""
+zone (or a given one) next to UTC.
+
+Names, commands, payloads, outputs and errors are written by tenants: shown as text they
+never reach the terminal as control sequences (``safe``: ESC, C0 but newline and tab, DEL and
+C1 are written as visible escapes such as ``\x1b``), and a stored value that does not parse
+(a time past the year 9999) is shown as it is rather than crashing the listing. ``--json``
+stays exact: JSON escapes control characters itself.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -20,17 +28,44 @@ def is_tty() -> bool:
         return False
 
 
+#: what a terminal would act on: C0 controls but tab and newline, DEL, and C1 controls
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group()
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c) or f"\\x{ord(c):02x}"
+
+
+def safe(value: Any, *, newlines: bool = True) -> str:
+    """``value`` as text fit for a terminal: control characters written as visible escapes
+    (``\x1b``, ``\x07``); with ``newlines=False`` (a table cell, a key: value line) newline
+    and tab too."""
+    text = value if isinstance(value, str) else str(value)
+    return (_CONTROL if newlines else _CONTROL_OR_NEWLINE).sub(_escape, text)
+
+
+def emit_output(text: str) -> None:
+    """An execution's output (or error): on a terminal made safe, into a pipe or a file as
+    it is (byte for byte what the job wrote, as far as the store kept it)."""
+    shown = safe(text) if is_tty() else text
+    # color=True: click would strip what looks like ANSI styling from a pipe, and the pipe
+    # is where the output must arrive exact
+    click.echo(shown, nl=not shown.endswith("\n"), color=True)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def emit_error(message: str) -> None:
     prefix = click.style("error:", fg="red", bold=True) if sys.stderr.isatty() else "error:"
-    click.echo(f"{prefix} {message}", err=True)
+    click.echo(f"{prefix} {safe(message)}", err=True)
 
 
 def emit_note(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(safe(message), err=True)
 
 
 def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "nothing to show") -> None:
@@ -43,15 +78,16 @@ def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: 
         from rich import box
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for col in columns:
             table.add_column(col, overflow="fold")
-        for row in rows:
-            table.add_row(*(str(c) for c in row))
+        for row in rows:  # Text: a cell is never read as rich markup ("[red]" stays text)
+            table.add_row(*(Text(safe(c, newlines=False)) for c in row))
         Console(highlight=False).print(table)
         return
-    cells = [list(columns), *([str(c) for c in row] for row in rows)]
+    cells = [list(columns), *([safe(c, newlines=False) for c in row] for row in rows)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     for r in cells:
         line = "  ".join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r))
@@ -61,7 +97,8 @@ def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: 
 def emit_kv(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max((len(k) for k, _ in pairs), default=0)
     for key, value in pairs:
-        click.echo(f"{(key + ':').ljust(width + 1)}  {'-' if value is None or value == '' else value}")
+        shown = "-" if value is None or value == "" else safe(value, newlines=False)
+        click.echo(f"{(key + ':').ljust(width + 1)}  {shown}")
 
 
 def emit_status(data: dict[str, Any]) -> None:
@@ -94,9 +131,13 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def parse_iso(text: str | None) -> datetime | None:
+    """An RFC 3339 time from the API; None when absent or beyond what datetime holds."""
     if not text:
         return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except (ValueError, TypeError):
+        return None
 
 
 def ms_to_dt(ms: int) -> datetime:
@@ -107,8 +148,11 @@ def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
     """``2026-11-30 00:00:00 CET`` in ``tz`` (default: this machine's zone)."""
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
-        return "-"
-    local = dt.astimezone(tz) if tz is not None else dt.astimezone()
+        return safe(value, newlines=False) if value else "-"  # shown as stored, never a crash
+    try:
+        local = dt.astimezone(tz) if tz is not None else dt.astimezone()
+    except (OverflowError, ValueError):  # the edge of datetime's range
+        return fmt_utc(dt)
     text = local.strftime("%Y-%m-%d %H:%M:%S")
     if local.microsecond // 1000:
         text += f".{local.microsecond // 1000:03d}"
@@ -118,7 +162,7 @@ def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
 def fmt_utc(value: str | datetime | None) -> str:
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
-        return "-"
+        return safe(value, newlines=False) if value else "-"
     dt = dt.astimezone(UTC)
     text = dt.strftime("%Y-%m-%dT%H:%M:%S")
     if dt.microsecond // 1000:
@@ -139,7 +183,7 @@ def event_line(record: dict[str, Any]) -> str:
         for k, v in record.items()
         if k not in ("ts", "event", "node", "seq")
     )
-    return f"{record.get('ts', '')}  {record.get('event', '?'):<26} {fields}".rstrip()
+    return safe(f"{record.get('ts', '')}  {record.get('event', '?'):<26} {fields}".rstrip(), newlines=False)
 
 
 def fmt_lag(ms: int | None) -> str:

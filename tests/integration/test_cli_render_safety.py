@@ -1,0 +1,83 @@
+"""Tenant-controlled text never drives the operator's terminal: on a TTY the CLI writes
+control characters of outputs, errors and commands as visible escapes; into a pipe an
+execution's output stays as the job wrote it; ``--json`` stays exact. And no stored value
+can crash a listing (a next run past the year 9999, left by an older version)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+
+import apsw
+
+from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
+
+# clear the screen, set the window title, write the clipboard, ring the bell
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07\x9b31m"
+PRINTF = r"printf '\033[2J\033]0;pwned\007\033]52;c;aGk=\007\302\23331m'"
+
+
+def cli_on_a_tty(d: Daemon, *args: str) -> str:
+    """Run the CLI with its stdout (and stderr) on a pseudo-terminal; what it wrote there."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": d.url, "CRONWHEEL_DATA_DIR": str(d.data_dir),
+           "COLUMNS": "200", "TERM": "xterm"}
+    env.pop("CRONWHEEL_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "cronwheel", *args], stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    out = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert proc.wait(timeout=30) == 0, out
+    return out.decode("utf-8", "replace")
+
+
+def test_terminal_escapes_in_output_and_commands_are_shown_not_obeyed(daemon: Daemon) -> None:
+    job = daemon.add_job({"runAt": "+0s", "command": PRINTF + "; echo line2 >&2; exit 3", "name": "hostile",
+                          "retryPolicy": {"maxAttempts": 1}})["jobId"]
+    wait_for(lambda: [e["status"] for e in daemon.executions(job)] == ["DEAD"], 20, what="the run to end")
+    (ex,) = daemon.executions(job)
+    xid = ex["executionId"]
+
+    shown = cli_on_a_tty(daemon, "logs", xid)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown, repr(shown)
+    assert "\\x1b[2J" in shown and "\\x1b]52;c;aGk=\\x07" in shown and "\\x9b31m" in shown, repr(shown)
+    for args in (("ls",), ("show", job), ("history", job), ("dlq", "ls")):
+        listing = cli_on_a_tty(daemon, *args)
+        assert "\x1b]" not in listing and "\x07" not in listing and "\x1b[2J" not in listing, (args, repr(listing))
+
+    # into a pipe: the output as the job wrote it; --json: exact
+    piped = daemon.cli("logs", xid)
+    assert piped.returncode == 0 and piped.stdout.startswith(HOSTILE), repr(piped.stdout)
+    as_json = daemon.cli("logs", "--json", xid)
+    assert json.loads(as_json.stdout)["output"].startswith(HOSTILE)
+
+
+def test_a_stored_time_past_year_9999_does_not_crash_a_listing(daemon: Daemon) -> None:
+    """A job accepted by an older version with ``@every 100000000d`` (next run in the year
+    200946) still lists, shows and previews."""
+    job = daemon.add_job({"schedule": "@every 1d", "queue": "q", "name": "far"})["jobId"]
+    conn = apsw.Connection(str(daemon.data_dir / "cronwheel.db"))
+    conn.setbusytimeout(10_000)
+    conn.execute("UPDATE jobs SET next_run_at = ? WHERE id = ?", (6_279_000_000_000_000, job))
+    conn.close()
+    assert daemon.get(f"/v1/jobs/{job}").json()["nextRunAt"].startswith("200")
+    for args in (("ls",), ("show", job), ("next", job), ("ls", "--json")):
+        r = daemon.cli(*args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr[-400:])
+    assert "far" in daemon.cli("ls").stdout
