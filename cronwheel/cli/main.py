@@ -1019,6 +1019,7 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
+@click.option("--disk-low", metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node)."""

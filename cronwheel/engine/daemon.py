@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import resource
 import shlex
 import signal
@@ -151,6 +152,19 @@ def _retention_options(retention: str | None, keep_last: int | None, interval_ms
     return out
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
+               "t": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """``256M``, ``1G``, ``512MiB`` or plain bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS:
+        raise DaemonError(f"{flag} must be a size like 256M, 1G or 1048576, not {text!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
 def _lock_data_dir(data_dir: Path) -> Any:
     lock = open(data_dir / "lock", "a+")  # noqa: SIM115 - held for the daemon's lifetime
     try:
@@ -183,6 +197,7 @@ async def serve(
     ready: asyncio.Event | None = None,
     cluster: bool | None = None,
     bucket_lease_ms: int | None = None,
+    disk_low: str | None = None,
 ) -> None:
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
@@ -192,6 +207,7 @@ async def serve(
     node_id = node_id or socket.gethostname()
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
     host, port = parse_hostport(http)
+    disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
     allowed_hosts = parse_http_allow(http_allow)
     fd_limit = _raise_fd_limit()
 
@@ -221,6 +237,7 @@ async def serve(
         worker_cmd=_worker_cmd(),
         address=f"{socket.gethostname()}:{port}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
+        **({"disk_low_bytes": disk_low_bytes} if disk_low_bytes is not None else {}),
     )
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
                 completion_store=completion_store, claim_store=claim_store)

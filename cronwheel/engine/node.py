@@ -18,6 +18,7 @@ from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_error_id, new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
+from cronwheel.engine.disk import DISK_LOW_BYTES, DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
@@ -72,6 +73,8 @@ class NodeConfig:
     bucket_lease_ms: int = DEFAULT_LEASE_TTL_MS
     address: str = ""
     submit_retry_ms: int = SUBMIT_RETRY_MS
+    #: under this much free space in the data directory: ``store.disk_low`` (engine/disk.py)
+    disk_low_bytes: int = DISK_LOW_BYTES
 
 
 class Node(TenancyMixin):
@@ -140,6 +143,7 @@ class Node(TenancyMixin):
         self._queue_waiters: dict[str, set[asyncio.Event]] = {}
         self._claims_open = True
         self.dispatcher.on_queued = self._on_queued
+        self.disk = DiskWatch(config.data_dir, self.writer, events, config.disk_low_bytes)
         #: status parts last read from the store, with when: answered (stale) while it is down
         self._status_cache: dict[str, tuple[int, dict[str, Any]]] = {}
 
@@ -175,6 +179,7 @@ class Node(TenancyMixin):
                 await asyncio.wait_for(self.cluster.first_turn.wait(), self.config.bucket_lease_ms / 1000)
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
+        self._tasks.append(asyncio.get_running_loop().create_task(self.disk.run(), name="disk"))
         self._tasks.append(asyncio.get_running_loop().create_task(self.tenant_refresh_loop(), name="tenants"))
 
     async def _shared_refill(self) -> None:
@@ -605,6 +610,7 @@ class Node(TenancyMixin):
                 "running": len(self.pool.in_flight()) if self.pool else 0,
             },
             dispatchLagMs={"p50": pct(0.5), "p99": pct(0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
+            disk=self._disk_status(),
         )
         if self.cluster is not None:
             cluster, cluster_as_of, cluster_error = await self._status_part("cluster", self.cluster.status)
@@ -614,6 +620,10 @@ class Node(TenancyMixin):
         if error is not None:
             data.update(staleForMs=self.clock.now_ms() - as_of, storeError=error)
         return data
+
+    def _disk_status(self) -> dict[str, Any]:
+        self.disk.read_free()  # live: it is one statvfs
+        return self.disk.state.to_json(self.disk.low_bytes)
 
     async def _status_part(
         self, part: str, read: Callable[[], Awaitable[dict[str, Any]]]

@@ -79,6 +79,8 @@ METRIC_NAMES = (
     "cronwheel_http_connections",
     "cronwheel_http_connections_limited_total",
     "cronwheel_http_header_timeouts_total",
+    "cronwheel_store_disk_free_bytes",
+    "cronwheel_store_wal_bytes",
 )
 
 _TICKS = re.compile(r"(\d+) ticks skipped")
@@ -390,6 +392,11 @@ class _StateCollector(Collector):
             yield gauge("cronwheel_store_stats_age_seconds", "Age of the cached store counts (grows while the store cannot be read).", now_mono - stats.read_at)
 
         yield from self._http()
+        disk = node.disk.state if hasattr(node, "disk") else None
+        if disk is not None and disk.free_bytes is not None:
+            yield gauge("cronwheel_store_disk_free_bytes", "Free space of the data directory's file system (as of the last disk check).", disk.free_bytes)
+        if disk is not None and disk.log_bytes is not None:
+            yield gauge("cronwheel_store_wal_bytes", "Size of the SQLite write-ahead log (as of the last disk check).", disk.log_bytes)
 
         events = CounterMetricFamily("cronwheel_events", "Events logged by this node, by event name.", labels=["event"])
         for name, count in sorted(node.events.counts.items()):

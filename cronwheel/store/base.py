@@ -503,6 +503,13 @@ class Store(ABC):
         A no-op unless a backend has such a log."""
         return None
 
+    def maintain_log(self, disk_low: bool) -> int | None:
+        """Keep the store's own log small, from the daemon's disk watch (every few seconds):
+        SQLite checkpoints its WAL once it is over 16 MiB (``WAL_TARGET_BYTES``), and while
+        the disk is low checkpoints at 4 MiB and truncates the file. Returns the log's size
+        in bytes, or None for a backend whose log is not ours (PostgreSQL bounds its own)."""
+        return None
+
     # ---- extra, for the engine
     def meta(self) -> dict[str, Any]:
         """Backend description for `status` (kind, path, version)."""

@@ -12,9 +12,9 @@ PRAGMA synchronous = FULL;
 PRAGMA foreign_keys = ON;
 PRAGMA temp_store = MEMORY;
 PRAGMA wal_autocheckpoint = 10000;
-PRAGMA journal_size_limit = 67108864;
+PRAGMA journal_size_limit = 16777216;
 """
-#: journal_size_limit: after a checkpoint resets the WAL, truncate it back to 64 MiB, so one
+#: journal_size_limit: after a checkpoint resets the WAL, truncate it back to 16 MiB, so one
 #: burst (a herd, a bulk import) does not leave a huge WAL file behind for good.
 #: cache_size is set per connection by SqliteStore.open (DEFAULT_CACHE_MIB for the writer).
 #: wal_autocheckpoint: 10,000 pages (~40 MiB). A claim batch of 5000 jobs dirties about as

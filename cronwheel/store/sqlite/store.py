@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -127,6 +128,27 @@ def _count(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
     return int(row[0])
 
 
+#: the WAL policy (see ``SqliteStore.maintain_log``)
+WAL_PAGES = 10_000
+WAL_PAGES_LOW_DISK = 1_000
+WAL_TARGET_BYTES = 16 * 1024 * 1024
+WAL_TARGET_LOW_DISK_BYTES = 4 * 1024 * 1024
+
+
+def _private_files(path: Path) -> None:
+    """The store, its WAL and shared-memory file readable by the daemon's user only (0600):
+    the database file is created 0600 before SQLite opens it (SQLite gives its -wal and -shm
+    the database's mode), and a store from an older version is tightened."""
+    if str(path) == ":memory:" or str(path).startswith("file:"):
+        return
+    with contextlib.suppress(FileExistsError, FileNotFoundError, PermissionError):  # apsw says why
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+
+
 class SqliteStore(Store):
     """``Store`` on one SQLite file. Open it with :meth:`open`."""
 
@@ -145,6 +167,7 @@ class SqliteStore(Store):
         path = Path(path)
         conn: apsw.Connection | None = None
         try:
+            _private_files(path)
             conn = apsw.Connection(
                 str(path),
                 flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE,
@@ -655,6 +678,21 @@ class SqliteStore(Store):
         # and journal_size_limit then truncates the file
         with contextlib.suppress(apsw.Error):
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def maintain_log(self, disk_low: bool) -> int | None:
+        """The WAL policy (docs/operations.md): normally checkpointed by SQLite every 10,000
+        pages (~40 MiB, what a herd's claim batches need) and by this call once it is over
+        WAL_TARGET_BYTES, then truncated to that size (journal_size_limit) when it is reset;
+        while the disk is low, every 1,000 pages (~4 MiB), and truncated to nothing here."""
+        wal = Path(f"{self.path}-wal")
+        size = wal.stat().st_size if wal.exists() else 0
+        with contextlib.suppress(apsw.Error):
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_LOW_DISK if disk_low else WAL_PAGES}")
+            if disk_low and size > WAL_TARGET_LOW_DISK_BYTES:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            elif size > WAL_TARGET_BYTES:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return wal.stat().st_size if wal.exists() else 0
 
     # ------------------------------------------------------------ tenants
 
