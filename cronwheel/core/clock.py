@@ -44,3 +44,23 @@ class FakeClock:
     def set(self, now_ms: int) -> None:
         """Jump the wall clock (either way); the monotonic clock is unaffected."""
         self._now = now_ms
+
+
+class StepDetector:
+    """Notices the wall clock stepping (an NTP step, a VM resumed, an operator's ``date -s``):
+    between two observations the wall clock moved by more or less than the monotonic clock.
+
+    ``observe(wall_ms, mono_s)`` returns the step in ms (positive: the wall clock jumped
+    forward; negative: back) when it exceeds ``tolerance_ms``, else 0. A loop that observes
+    every turn sees each step once, on the turn after it happened."""
+
+    def __init__(self, tolerance_ms: int = 2_000) -> None:
+        self.tolerance_ms = tolerance_ms
+        self._last: tuple[int, float] | None = None
+
+    def observe(self, wall_ms: int, mono_s: float) -> int:
+        last, self._last = self._last, (wall_ms, mono_s)
+        if last is None:
+            return 0
+        step = (wall_ms - last[0]) - round((mono_s - last[1]) * 1000)
+        return step if abs(step) > self.tolerance_ms else 0

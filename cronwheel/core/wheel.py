@@ -154,6 +154,10 @@ class TimingWheel(Generic[K]):
         bucket = self._loc.get(key)
         return None if bucket is None else bucket[key][0]
 
+    def entries(self) -> list[tuple[K, int]]:
+        """Every ``(key, deadline_ms)`` held, in no particular order (to rebuild a wheel)."""
+        return [(key, bucket[key][0]) for key, bucket in self._loc.items()]
+
     def __repr__(self) -> str:
         return (
             f"TimingWheel(current_ms={self.current_ms}, tick_ms={self._tick}, "

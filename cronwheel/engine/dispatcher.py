@@ -28,7 +28,7 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
-from cronwheel.core.clock import Clock
+from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import ExecStatus, Execution, Priority
 from cronwheel.core.wheel import TimingWheel
@@ -45,6 +45,11 @@ from cronwheel.store.base import (
     StoreUnavailable,
 )
 from cronwheel.worker.pool import WorkerPool
+
+#: after the wall clock steps forward, leases are not reaped for this long: every execution
+#: that heartbeats at least this often (leaseSec / 3 <= 60 s: leaseSec up to 180 s) renews its
+#: lease by the new clock first and is not run again
+STEP_REAP_PAUSE_SEC = 60.0
 
 
 class Dispatcher:
@@ -76,6 +81,8 @@ class Dispatcher:
         self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
         self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
         self.delayed: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        self._steps = StepDetector()
+        self._reap_after = 0.0  #: monotonic: no reaping before this (after a forward clock step)
         self.reserved_high_slots = reserved_high_slots
         self.reaper_interval_ms = reaper_interval_ms
         self.refill_interval_ms = refill_interval_ms
@@ -180,8 +187,28 @@ class Dispatcher:
             else:
                 self.health.ok()
 
+    def check_clock(self, now: int) -> int:
+        """A wall-clock step since the last turn (ms, 0 if none). Backoffs and claimed-ahead
+        starts wait for instants of the wall clock: after a step back the delay wheel is
+        rebuilt at the new time (a wheel cannot move back, and it would take every new entry
+        for due), each entry keeping its instant. After a step forward the reaper waits
+        ``STEP_REAP_PAUSE_SEC`` before expiring leases, so live executions renew theirs by
+        the new clock first."""
+        step = self._steps.observe(now, self.clock.monotonic())
+        if step < 0:
+            entries = self.delayed.entries()
+            self.delayed = TimingWheel(now, tick_ms=5, wheel_size=256)
+            for execution_id, at in entries:
+                if not self.delayed.add(execution_id, at):
+                    tier, tenant, _ = self.meta[execution_id]
+                    self.queue.push(tier, tenant, execution_id)
+        elif step > 0:
+            self._reap_after = self.clock.monotonic() + STEP_REAP_PAUSE_SEC
+        return step
+
     async def _dispatch_turn(self) -> None:
         now = self.clock.now_ms()
+        self.check_clock(now)
         self.last_loop_ms = now
         for _, execution_id in self.delayed.advance(now):
             tier, tenant, _ = self.meta[execution_id]
@@ -299,6 +326,8 @@ class Dispatcher:
     async def _reaper_loop(self) -> None:
         while not self._stopping:
             await asyncio.sleep(self.reaper_interval_ms / 1000)
+            if self.clock.monotonic() < self._reap_after:
+                continue  # the wall clock just stepped forward: let live leases renew first
             try:
                 now = self.clock.now_ms()
                 results = await self.writer.run(lambda s, now=now: s.expire_leases(now, 1000))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cronwheel.core.claimlead import ClaimLead
-from cronwheel.core.clock import Clock
+from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
@@ -84,6 +84,7 @@ class Scheduler:
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
         self.health = LoopHealth(events, clock, "scheduler")
+        self._steps = StepDetector()
 
     # ---- notifications from the rest of the node
     def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:
@@ -137,8 +138,11 @@ class Scheduler:
             else:
                 self.health.ok()
 
-    async def _turn(self) -> None:
-        now = self.clock.now_ms()
+    async def work(self, now: int) -> bool:
+        """One turn's work at ``now``, without the wait that follows it: reload the horizon
+        when due, advance the wheel, claim what fired (and everything due, every sweep).
+        True if it claimed."""
+        self.check_clock(now)
         self.last_loop_ms = now
         if now >= self._next_reload:
             await self._reload(now)
@@ -151,6 +155,29 @@ class Scheduler:
         if self._claim_needed:
             self._claim_needed = False
             await self._claim(now, fired)
+            return True
+        return False
+
+    def check_clock(self, now: int) -> int:
+        """A wall-clock step since the last turn (ms, 0 if none). The wheel is a cache of when
+        to wake up, keyed on the wall clock: after a step it is thrown away and rebuilt from
+        the store at once. Forward, the ticks now in the past are claimed under their
+        misfire policy; back, nothing runs twice (a tick is an execution id the store holds
+        once, and every job's next run is still where the last claim put it), and what is
+        scheduled from now on fires by the new clock."""
+        step = self._steps.observe(now, self.clock.monotonic())
+        if step:
+            self.events.emit("clock.stepped", stepMs=step, at=now)
+            self.wheel = TimingWheel(now, tick_ms=5, wheel_size=256)
+            self._herd_tick.clear()
+            self._exact.clear()
+            self._next_reload = 0
+            self._next_sweep = 0
+            self._claim_needed = True
+        return step
+
+    async def _turn(self) -> None:
+        if await self.work(self.clock.now_ms()):
             return  # claiming takes time: look at the wheel again before sleeping
         wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
         delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
