@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+import apsw
+import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
@@ -56,3 +60,55 @@ def test_a_bad_disk_low_is_one_line(tmp_path: Path) -> None:
     d = Daemon(tmp_path / "bad", args=("--disk-low", "lots"))
     r = d.cli("serve", "--data-dir", str(tmp_path / "bad"), "--http", "127.0.0.1:0", "--disk-low", "lots")
     assert r.returncode == 1 and "--disk-low must be a size" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_full_disk_is_a_clean_503_and_recovers(tmp_path: Path) -> None:
+    """The data directory on a small tmpfs, filled up: the daemon warned first
+    (store.disk_low), submissions answer 503 (never 500) while it is full, and once there is
+    room again they succeed; everything acknowledged is there and the store is intact."""
+    mount = tmp_path / "node"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    d = Daemon(mount, args=("--disk-low", "24M"))
+    try:
+        d.start()
+        acked = [d.add_job({"schedule": "0 0 1 1 *", "queue": "q"})["jobId"]]
+        filler = mount / "filler"
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * (1 << 20))
+                    f.flush()
+            except OSError:
+                pass
+        wait_for(lambda: d.event("store.disk_low"), 20, what="store.disk_low")
+        payload = {"blob": "x" * 60_000}
+        statuses = []
+        for _ in range(40):
+            r = d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q", "payload": payload})
+            statuses.append(r.status)
+            assert r.status in (201, 503), r
+            if r.status == 201:
+                acked.append(r.json()["jobId"])
+            else:
+                assert r.headers.get("Retry-After") and r.json()["code"] == "unavailable"
+                break
+        assert 503 in statuses, "the full disk was reached"
+        assert d.get("/v1/status").status == 200
+        filler.unlink()
+        r = wait_for(lambda: (x := d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q"})).status == 201 and x, 30,
+                     interval=0.5, what="submissions to succeed again")
+        acked.append(r.json()["jobId"])
+        for job in acked:
+            assert d.get(f"/v1/jobs/{job}").status == 200, job
+        assert "Traceback" not in d.log_path.read_text()
+        d.stop()
+        conn = apsw.Connection(str(mount / "cronwheel.db"))
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conn.close()
+    finally:
+        if d.proc is not None and d.proc.poll() is None:
+            d.kill()
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)

@@ -6,8 +6,10 @@ reaches a shared write)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +24,15 @@ def post_text(d: Daemon, path: str, text: str, token: str | None = None) -> Any:
     return d.request("POST", path, raw=text.encode(), token=token or d.admin_token)
 
 
-def test_each_finding_of_the_issue_is_a_4xx_naming_the_field(daemon: Daemon) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_store_daemon(request: pytest.FixtureRequest, make_daemon: Callable[..., Daemon]) -> Daemon:
+    if request.param == "sqlite":
+        return make_daemon()
+    return make_daemon(args=("--store", request.getfixturevalue("postgres_dsn")))
+
+
+def test_each_finding_of_the_issue_is_a_4xx_naming_the_field(any_store_daemon: Daemon) -> None:
+    daemon = any_store_daemon
     cases = [
         ("/v1/jobs", '{"schedule": "@every 99999999999999d", "queue": "q"}', "schedule"),
         ("/v1/jobs", '{"schedule": "@every 100000000d", "queue": "q"}', "schedule"),
