@@ -44,8 +44,10 @@ MAX_LOCAL_CONNECTIONS = 256
 HEADER_TIMEOUT_SEC = 10.0
 #: a request's body must have arrived within this once its headers did
 BODY_TIMEOUT_SEC = 30.0
-#: a kept-alive connection idle this long between requests is closed
-IDLE_TIMEOUT_SEC = 15.0
+#: a kept-alive connection idle this long between requests is closed (longer than the
+#: clients' own idle close, aiohttp's 15 s, so that a client never reuses a connection the
+#: server is closing at that moment; nginx's default)
+IDLE_TIMEOUT_SEC = 75.0
 
 # ---------------------------------------------------------------- a job
 

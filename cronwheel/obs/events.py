@@ -66,7 +66,7 @@ class EventLog:
                     f"{k}={v}" for k, v in record.items() if k not in ("ts", "event", "node", "seq")
                 )
                 self.stream.write(f"{record['ts'][11:23]} {record['event']:<28} {extra}\n")
-        except (BrokenPipeError, ValueError):  # stdout gone (closed pipe): keep running
+        except (OSError, ValueError):  # stdout gone (closed pipe) or its disk full: keep running
             return
         self._schedule_flush()
 
@@ -86,7 +86,7 @@ class EventLog:
 
     def flush(self) -> None:
         self._flush_pending = False
-        with contextlib.suppress(BrokenPipeError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
             self.stream.flush()
 
 
