@@ -110,7 +110,7 @@ def test_unknown_or_sneaky_asset_names_are_404(daemon: Daemon) -> None:
     for path in ("/ui/nope.js", "/ui/..%2Fopenapi.json", "/ui/%2E%2E%2F__init__.py", "/ui/__init__.py",
                  "/ui/.hidden.js", "/ui/index.html.bak", "/ui/app.js%00.css"):
         r = daemon.get(path, token=None)
-        assert r.status == 404, (path, r)
+        assert r.status == (400 if "%00" in path else 404), (path, r)  # NUL: refused at the boundary
         assert r.headers["Content-Type"].startswith("application/problem+json")
     assert daemon.request("POST", "/", token=None).status in (401, 405)  # GET only
 
