@@ -91,13 +91,17 @@ def test_poisoned_submissions_fail_alone(node: tuple[Daemon, Callable[[Poison], 
     a, b = tenant_token(d, "acme"), tenant_token(d, "globex")
     poison(("job_definitions", "BEFORE INSERT", "NEW.name = 'poison'"))
     bad = {"schedule": "0 0 1 1 *", "queue": "q", "name": "poison"}
-    good = {"schedule": "0 0 1 1 *", "queue": "q", "name": "fine"}
+    numbers = itertools.count()
+
+    def good() -> dict[str, Any]:  # names are unique per tenant
+        return {"schedule": "0 0 1 1 *", "queue": "q", "name": f"fine-{next(numbers)}"}
+
     answers = hammer(
         25,
         lambda i: d.post("/v1/jobs", bad, token=a),
-        lambda i: d.post("/v1/jobs", good, token=b),
-        lambda i: d.post("/v1/jobs/batch", {"jobs": [good, bad, good]}, token=a),
-        lambda i: d.post("/v1/jobs/batch", {"jobs": [good] * 3}, token=b),
+        lambda i: d.post("/v1/jobs", good(), token=b),
+        lambda i: d.post("/v1/jobs/batch", {"jobs": [good(), bad, good()]}, token=a),
+        lambda i: d.post("/v1/jobs/batch", {"jobs": [good(), good(), good()]}, token=b),
     )
     singles_a, singles_b, batches_a, batches_b = answers[0:4], answers[4:8], answers[8:12], answers[12:16]
     for r in itertools.chain.from_iterable(singles_a):
