@@ -12,6 +12,7 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,18 @@ def text_problem(text: str) -> str | None:
     except UnicodeEncodeError as exc:
         return f"a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}"
     return None
+
+
+_UNFIT = re.compile("[\x00\ud800-\udfff]")
+
+
+def scrub_text(text: str) -> str:
+    """``text`` made fit to enter: NUL and lone surrogates replaced by U+FFFD. For what a
+    worker reports about a run it finished (output, error): refused, the run could not be
+    reported at all; scrubbed, it is reported with the bytes no store can hold marked."""
+    if text_problem(text) is None:
+        return text
+    return _UNFIT.sub("\ufffd", text)
 
 
 def number_problem(value: int | float) -> str | None:

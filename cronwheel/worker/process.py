@@ -49,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from cronwheel.core.limits import scrub_text
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
     PROTOCOL_VERSION,
@@ -114,7 +115,8 @@ def _bounded_tail(text: str, limit: int = MAX_ERROR) -> str:
 
 def _error_text(exc: BaseException) -> str:
     lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-    return _bounded_tail("\n".join(lines[-ERROR_LINES:]))
+    # a callable's text may hold lone surrogates (os.fsdecode): msgpack and the stores refuse them
+    return scrub_text(_bounded_tail("\n".join(lines[-ERROR_LINES:])))
 
 
 def _return_text(value: Any) -> str | None:
@@ -124,6 +126,7 @@ def _return_text(value: Any) -> str | None:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
+    text = scrub_text(text)
     return text if len(text) <= MAX_RETURN_TEXT else text[: MAX_RETURN_TEXT - 1] + "…"
 
 

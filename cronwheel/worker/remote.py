@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from cronwheel.core.limits import scrub_text
 from cronwheel.core.schedule import parse_instant
 from cronwheel.worker.process import _error_text, _load_callable, _log, _PythonTarget, _return_text
 
@@ -179,7 +180,9 @@ class RemoteWorker:
             call.cancel()
         finally:
             beat.cancel()
-        body = {"workerId": self.worker_id, "leaseEpoch": epoch, "outcome": outcome, "error": error, "output": output}
+        # the API refuses NUL and lone surrogates (a handler's text may hold them): report the run anyway
+        body = {"workerId": self.worker_id, "leaseEpoch": epoch, "outcome": outcome,
+                "error": None if error is None else scrub_text(error), "output": None if output is None else scrub_text(output)}
         try:
             await self._post(f"/v1/executions/{xid}/complete", body)
         except _Fenced as exc:

@@ -155,3 +155,18 @@ def test_sigterm_lets_runs_finish_up_to_the_grace_then_fails_the_rest(daemon: Da
     ex = wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "DEAD" and e, 10,
                   what="the unfinished run reported failed")  # fmt: skip
     assert ex["workerId"] == "rw-term" and "worker stopped" in ex["error"]
+
+
+def test_a_result_with_unfit_text_is_reported_scrubbed(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    """The API refuses lone surrogates and NUL; a handler's result holding them is still
+    reported (they become U+FFFD), by a remote worker and by a local one, so the run is not
+    lost and retried."""
+    queued = daemon.add_job({"runAt": "+0s", "queue": "q1"})["jobId"]
+    local = daemon.add_job({"runAt": "+0s", "python": "tests.support.callables:unfit_text"})["jobId"]
+    remote_worker("rw-1", "q1", extra=("--handler", "tests.support.callables:unfit_text"))
+    for job in (queued, local):
+        done = wait_for(lambda job=job: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED" and e,
+                        30, what="the run to be reported")  # fmt: skip
+        assert done["attempt"] == 1
+        # the return value as JSON text: the surrogate replaced, the NUL written as JSON writes it
+        assert daemon.get(f"/v1/executions/{done['executionId']}").json()["output"] == '"out\ufffd\\u0000end"'

@@ -20,3 +20,9 @@ def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, 
         threading.Event().wait()
     return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "attempt": attempt,
             "scheduledAt": scheduled_at, "payload": payload}
+
+
+def unfit_text(**_: Any) -> str:
+    """Returns text no store can hold as it is: a lone surrogate (as os.fsdecode makes of a
+    file name that is not UTF-8) and a NUL."""
+    return "out\udc80\x00end"

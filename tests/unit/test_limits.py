@@ -98,3 +98,11 @@ def test_a_budget_in_all_and_per_client() -> None:
     budget.release("10.0.0.1")
     assert budget.admit("10.0.0.3") is None and budget.open == 3 and budget.clients() == 3
     assert dict(budget.refused) == {"per_client": 1, "total": 1}
+
+
+def test_scrubbed_text_may_enter() -> None:
+    from cronwheel.core.limits import scrub_text
+
+    assert scrub_text("fine ☃") == "fine ☃"
+    assert scrub_text("a\x00b\udc80c") == "a\ufffdb\ufffdc"
+    assert text_problem(scrub_text("\udfff\x00\ud800")) is None
