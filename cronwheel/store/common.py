@@ -14,7 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from cronwheel.core import chains as chains_core
 from cronwheel.core import schedule
+from cronwheel.core.calendar import Calendar, Exclusions, calendar_from_json
+from cronwheel.core.ids import execution_id, parse_execution_id
 from cronwheel.core.model import (
     ExecStatus,
     Execution,
@@ -141,6 +144,102 @@ def decide_completions(
     return results, updates
 
 
+class CalendarBook:
+    """The calendars one claim batch needs, read once: ``load(needs, fetch, decode)`` with
+    ``needs`` the ``(tenant, calendars column)`` of the due jobs that observe calendars and
+    ``fetch(pairs)`` the rows ``(tenant, name, spec, created_at, updated_at)`` of those names."""
+
+    __slots__ = ("_by_key", "_decode")
+
+    def __init__(self, by_key: dict[tuple[str, str], Calendar], decode: Callable[[Any], Any]) -> None:
+        self._by_key = by_key
+        self._decode = decode
+
+    @classmethod
+    def load(
+        cls,
+        needs: Sequence[tuple[str, Any]],
+        fetch: Callable[[list[list[str]]], Sequence[Any]],
+        decode: Callable[[Any], Any],
+    ) -> CalendarBook:
+        if not needs:
+            return cls({}, decode)
+        pairs = sorted({(tenant, name) for tenant, names in needs for name in decode(names)})
+        by_key = {(r[0], r[1]): calendar_row(r, decode) for r in fetch([list(p) for p in pairs])}
+        return cls(by_key, decode)
+
+    def exclusions(self, tenant: str, timezone: str, names: Any) -> Exclusions | None:
+        """What excludes a job's ticks (None: nothing). A calendar deleted since is ignored."""
+        if names is None:
+            return None
+        found = [self._by_key[(tenant, n)] for n in self._decode(names) if (tenant, n) in self._by_key]
+        return Exclusions(timezone, tuple(found)) if found else None
+
+
+def calendar_row(r: Any, decode: Callable[[Any], Any]) -> Calendar:
+    """A ``(tenant, name, spec, created_at, updated_at)`` row as a Calendar."""
+    spec = dict(decode(r[2]))
+    spec["name"] = r[1]
+    return calendar_from_json(spec, r[0], r[3], r[4])
+
+
+def calendar_spec_json(cal: Calendar) -> str:
+    """What the ``spec`` column holds (the name and tenant are columns of their own)."""
+    data = cal.to_json()
+    del data["name"], data["tenant"]
+    return dumps(data)
+
+
+#: the columns a store reads to make a job's execution outside its schedule (backfill, chain):
+#: ``(tenant, priority, max_attempts, overlap, queue)``
+ChildJob = tuple[str, int, int, str, "str | None"]
+
+
+def new_execution(
+    job_id: str, job: ChildJob, tick: int, now_ms: int, reason: str, context: dict[str, Any],
+    priority: Priority | None = None,
+) -> tuple[Execution, bool]:
+    """A PENDING execution of ``job`` at ``tick`` made by something other than its schedule,
+    available at once, and whether the job's overlap policy guards it."""
+    tenant, prio, max_att, overlap, queue = job
+    ex = Execution(
+        execution_id(job_id, tick), job_id, tenant, priority if priority is not None else PRIORITY[prio], tick,
+        ExecStatus.PENDING, available_at=now_ms, created_at=now_ms, reason=reason, max_attempts=max_att,
+        queue=queue, context=context,
+    )
+    return ex, overlap != OverlapPolicy.ALLOW.value
+
+
+def chain_children(
+    finals: Sequence[tuple[str, str]],
+    chains: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+    load_children: Callable[[list[str]], Mapping[str, ChildJob]],
+    now_ms: int,
+) -> list[tuple[Execution, bool]]:
+    """The chain children's executions for ``finals`` ``(execution_id, final status)``, given
+    the parents' ``chains`` (job id → (on_success, on_failure)) and ``load_children(ids)``
+    (the ACTIVE ones among those ids). Each backend inserts them ON CONFLICT DO NOTHING."""
+    runs: list[chains_core.ChildRun] = []
+    parents: list[str] = []
+    for eid, status in finals:
+        parent_job, _ = parse_execution_id(eid)
+        lists = chains.get(parent_job)
+        if lists is None:
+            continue
+        found = chains_core.children_to_run(eid, status, lists[0], lists[1], schedule.format_instant)
+        runs.extend(found)
+        parents.extend([eid] * len(found))
+    if not runs:
+        return []
+    children = load_children(sorted({r.job_id for r in runs}))
+    out: list[tuple[Execution, bool]] = []
+    for run, parent in zip(runs, parents, strict=True):
+        job = children.get(run.job_id)
+        if job is not None:
+            out.append(new_execution(run.job_id, job, run.scheduled_at, now_ms, f"triggered by {parent}", run.context))
+    return out
+
+
 class RowReader:
     """Rows of the stores' shared column lists (``queries.JOB_COLUMNS``, ``EXEC_COLUMNS``,
     ``TENANT_COLUMNS``, ``TOKEN_COLUMNS``, the same order in every backend) to model objects.
@@ -168,14 +267,19 @@ class RowReader:
             overlap=OVERLAP[r[7]],
             misfire=MISFIRE[r[6]],
             jitter_sec=r[8],
+            calendars=tuple(self.decode(r[21])) if r[21] is not None else (),
+            active_from=r[23],
+            active_until=r[22],
+            on_success=tuple(self.decode(r[24])) if r[24] is not None else (),
+            on_failure=tuple(self.decode(r[25])) if r[25] is not None else (),
         )
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
                    created_at=r[19], updated_at=r[20], spec=spec)  # fmt: skip
 
-    @staticmethod
-    def execution(r: Any) -> Execution:
+    def execution(self, r: Any) -> Execution:
         """The field order of ``Execution``."""
-        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20])
+        context = None if r[20] is None else self.decode(r[20])
+        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20], context)
 
     def tenant(self, r: Any) -> Tenant:
         return Tenant(

@@ -113,6 +113,7 @@ def grant_to_wire(grant: Grant) -> dict[str, Any]:
         "timeout_sec": float(grant.timeout_sec),
         "target": grant.target,
         "payload": grant.payload,
+        **({} if grant.context is None else {"context": grant.context}),
     }
 
 
@@ -384,6 +385,10 @@ def _check_grant(g: Any, depth: int) -> None:
         raise TypeError("target must be a map")
     _check_json(target, depth + 1)
     _check_json(g.get("payload"), depth + 1)
+    if g.get("context") is not None:
+        if not isinstance(g["context"], dict):
+            raise TypeError("context must be a map")
+        _check_json(g["context"], depth + 1)
 
 
 def _check_hello(f: dict[str, Any]) -> None:
