@@ -23,6 +23,7 @@ import click
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
@@ -207,6 +208,7 @@ def _job_label(job: dict[str, Any]) -> str:
 @click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
 @click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
+@beyond.job_options
 @pass_cli
 def add(
     app: Cli, schedule: str, cmd: tuple[str, ...], name: str | None, tz: str | None, timeout: str | None,
@@ -306,6 +308,7 @@ def add(
         if choice is not None:
             body[key] = choice
 
+    body.update(beyond.job_fields())
     created = app.client.create_job(body, idempotency_key)
     if as_json:
         render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})
@@ -414,6 +417,9 @@ def next_(app: Cli, what: str, count: int, tz: str | None, from_: str | None, as
             if at_text:
                 at = sched.parse_instant(at_text)
                 fires = [at] if at > start else []
+        if job and (job.get("calendars") or job.get("activeFrom") or job.get("activeUntil")) and not tz:
+            fires = beyond.upcoming_for_next(app.client, job, count, start)
+            parsed = None
         if parsed is not None:
             t = start
             for _ in range(count):
@@ -1054,6 +1060,9 @@ def worker(args: tuple[str, ...]) -> None:
 
 
 cli.add_command(tenant)
+cli.add_command(beyond.calendar)
+cli.add_command(beyond.backfill)
+cli.add_command(beyond.chain)
 cli.add_command(token)
 
 
