@@ -13,8 +13,17 @@ from cronwheel.core.chains import ChainError
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
 from cronwheel.store.base import Completion, Outcome, Store
-
-from tests.contract.conftest import HOUR, MIN, SEC, T0, RetryPolicy, claim_all, create, new_job, start
+from tests.contract.conftest import (
+    HOUR,
+    MIN,
+    SEC,
+    T0,
+    RetryPolicy,
+    claim_all,
+    create,
+    new_job,
+    start,
+)
 
 DAY = 24 * HOUR
 
@@ -143,7 +152,7 @@ def test_a_retry_is_not_final_and_dead_triggers_on_failure(store: Store) -> None
 
 def test_a_replayed_parent_does_not_trigger_the_child_again(store: Store) -> None:
     (child,) = create(store, new_job(schedule="@triggered", next_run_at=None))
-    (parent,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,), on_success=(child,),
+    (_parent,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,), on_success=(child,),
                                       retry=RetryPolicy(max_attempts=1)))  # fmt: skip
     peid = claim_all(store, T0).executions[0].execution_id
     assert len(_run_to(store, peid, Outcome.FAILED, T0)) == 1

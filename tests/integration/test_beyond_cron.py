@@ -1,0 +1,145 @@
+"""Chains, backfill and calendars end to end: a real daemon, real workers, real kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+FAST_RETRY = {"maxAttempts": 3, "initialBackoffSec": 0, "jitter": 0}
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _child(d: Daemon, out: Path, **extra: object) -> str:
+    """A job with no schedule of its own that records what it was told about its parent."""
+    cmd = (f'printf "%s %s %s " "$CRONWHEEL_PARENT_EXECUTION_ID" "$CRONWHEEL_PARENT_OUTCOME" '
+           f'"$CRONWHEEL_EXECUTION_ID" >> {out}; cat >> {out}')  # fmt: skip
+    return str(d.add_job({"schedule": "@triggered", "command": cmd, **extra})["jobId"])
+
+
+def test_a_chain_whose_parent_worker_is_killed_mid_run_triggers_its_child_once(make_daemon, tmp_path: Path) -> None:
+    d: Daemon = make_daemon(workers=2, slots=2)
+    out, marker = tmp_path / "child.out", tmp_path / "first-attempt"
+    child = _child(d, out)
+    # attempt 1 leaves a marker and hangs (its worker is killed); attempt 2 sees it and succeeds
+    parent = d.add_job({
+        "runAt": "+0s", "onSuccess": [child], "retryPolicy": FAST_RETRY, "payload": {"batch": 7},
+        "command": f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exec sleep 30",
+    })["jobId"]
+    wait_for(marker.exists, timeout=30, what="the parent's first attempt running")
+    started = wait_for(lambda: d.event("execution.started", jobId=parent), what="execution.started of the parent")
+    victims = d.worker_pids()
+    assert victims
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    (pex,) = wait_for(lambda: [e for e in d.executions(parent) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the parent succeeding on its retry")  # fmt: skip
+    assert pex["attempt"] == 2 and pex["executionId"] == started["executionId"]
+    (kid,) = wait_for(lambda: [e for e in d.executions(child) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the child succeeding")  # fmt: skip
+    assert kid["executionId"] == f"{child}:{pex['executionId'].rsplit(':', 1)[1]}"  # (child, parent tick)
+    assert kid["context"]["parent"] == {"executionId": pex["executionId"], "jobId": parent,
+                                        "scheduledAt": pex["scheduledAt"], "outcome": "SUCCEEDED"}  # fmt: skip
+    eid, outcome, own, payload = out.read_text().split(" ", 3)
+    assert (eid, outcome, own) == (pex["executionId"], "SUCCEEDED", kid["executionId"])
+    assert json.loads(payload) == {"parent": kid["context"]["parent"]}  # the child's payload (none) + its parent
+    # the parent ran twice (at least once), the child once: one execution, one run
+    assert len(d.executions(child)) == 1
+    assert len([e for e in d.events("execution.started") if e["executionId"] == kid["executionId"]]) == 1
+    assert d.event("chain.triggered", executionId=kid["executionId"], parentExecutionId=pex["executionId"])
+
+
+def test_a_failure_triggers_the_on_failure_child_after_the_retries(make_daemon, tmp_path: Path) -> None:
+    d: Daemon = make_daemon()
+    ok_out, fail_out = tmp_path / "ok.out", tmp_path / "fail.out"
+    on_ok, on_fail = _child(d, ok_out), _child(d, fail_out)
+    parent = d.add_job({"runAt": "+0s", "command": "exit 3", "retryPolicy": {**FAST_RETRY, "maxAttempts": 2},
+                        "onSuccess": [on_ok], "onFailure": [on_fail]})["jobId"]  # fmt: skip
+    (kid,) = wait_for(lambda: [e for e in d.executions(on_fail) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the on-failure child")  # fmt: skip
+    (pex,) = d.executions(parent)
+    assert pex["status"] == "DEAD" and pex["attempt"] == 2
+    assert fail_out.read_text().split(" ")[:2] == [pex["executionId"], "DEAD"]
+    assert d.executions(on_ok) == [] and not ok_out.exists()
+    assert kid["context"]["parent"]["outcome"] == "DEAD"
+
+
+def test_a_cycle_is_refused_through_the_api_and_the_cli(daemon: Daemon) -> None:
+    d = daemon
+    a = d.add_job({"schedule": "@triggered", "command": "true"})["jobId"]
+    b = d.add_job({"schedule": "@triggered", "command": "true", "onSuccess": [a]})["jobId"]
+    r = d.request("PUT", f"/v1/jobs/{a}/chain", {"onFailure": [b]})
+    assert r.status == 409, r
+    assert r.json()["code"] == "chain_refused" and f"{a} -> {b} -> {a}" in r.json()["detail"]
+    res = d.cli("chain", a, "--on-success", a)
+    assert res.returncode == 1 and "cycle" in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert d.get(f"/v1/jobs/{a}").json()["onSuccess"] == []
+    r = d.request("PUT", f"/v1/jobs/{a}/chain", {"onSuccess": ["jnope"]})
+    assert r.status == 409 and "no job" in r.json()["detail"]
+    r = d.post("/v1/jobs", {"schedule": "@triggered", "command": "true", "onSuccess": ["jnope"]})
+    assert r.status == 422 and r.json()["code"] == "unknown_reference" and r.json()["field"] == "onSuccess"
+
+
+def test_a_backfill_of_a_past_range_run_twice_gives_one_execution_per_tick(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "*/10 * * * *", "command": "true", "name": "tenminutes"})["jobId"]
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    start = now - timedelta(hours=2)
+    start = start.replace(minute=start.minute - start.minute % 10)
+    end = start + timedelta(minutes=50)  # ticks :00 :10 … :50 of that hour: 6
+    dry = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(start), "to": _iso(end), "dryRun": True})
+    assert dry.status == 200 and dry.json()["ticks"] == 6 and dry.json()["created"] == 0
+    first = d.cli("backfill", "tenminutes", "--from", _iso(start), "--to", _iso(end), "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["created"] == 6
+    again = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(start), "to": _iso(end)})
+    assert again.status == 202 and again.json()["created"] == 0 and again.json()["existing"] == 6
+    wait_for(lambda: sum(e["status"] == "SUCCEEDED" for e in d.executions(job)) == 6, timeout=60,
+             what="the six backfilled runs")  # fmt: skip
+    backfilled = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
+    assert sorted(e["scheduledAt"] for e in backfilled) == [_iso(start + timedelta(minutes=10 * i)).replace("Z", ".000Z")
+                                                            for i in range(6)]  # fmt: skip
+    assert all(e["priority"] == "batch" for e in backfilled)
+    assert len({e["executionId"] for e in d.executions(job)}) == len(d.executions(job))
+    # too large for one request: a clear refusal, nothing created
+    every_second = d.add_job({"schedule": "* * * * * *", "command": "true"})["jobId"]
+    big = d.post(f"/v1/jobs/{every_second}/backfill", {"from": _iso(now - timedelta(days=1)), "to": _iso(now)})
+    assert big.status == 422 and big.json()["code"] == "backfill_too_large" and "10000" in big.json()["detail"]
+    future = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(now), "to": _iso(now + timedelta(days=1))})
+    assert future.status == 400 and "future" in future.json()["detail"]
+
+
+def test_a_holiday_is_skipped_in_a_dst_changing_zone(daemon: Daemon) -> None:
+    d = daemon
+    zone = "America/New_York"  # changes its offset twice a year
+    today = datetime.now(ZoneInfo(zone)).date()
+    res = d.cli("calendar", "set", "holidays", "--date", today.isoformat(), "--date", "2027-03-14",
+                "--description", "today and the spring-forward day")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    skipped = d.add_job({"schedule": "* * * * * *", "timezone": zone, "command": "true", "calendars": ["holidays"]})["jobId"]
+    plain = d.add_job({"schedule": "* * * * * *", "timezone": zone, "command": "true"})["jobId"]
+    wait_for(lambda: len(d.executions(skipped)) >= 2 and any(e["status"] == "SUCCEEDED" for e in d.executions(plain)),
+             timeout=30, what="ticks of both jobs")  # fmt: skip
+    rows = d.executions(skipped)
+    assert rows and all(e["status"] == "SKIPPED" and e["reason"] == "calendar: holidays" for e in rows)
+    # `cronwheel next` honours the calendar: the next runs are after today, in the job's zone
+    nxt = d.cli("next", skipped, "-n", "2", "--json")
+    assert nxt.returncode == 0, nxt.stderr
+    first = datetime.fromisoformat(json.loads(nxt.stdout)[0].replace("Z", "+00:00")).astimezone(ZoneInfo(zone))
+    assert first.date() > today and (first.hour, first.minute, first.second) == (0, 0, 0)
+    up = d.get(f"/v1/jobs/{skipped}/upcoming?count=1&from=2027-03-13T23:59:59-05:00").json()
+    # 2027-03-14 (23 hours long in New York) is excluded whole: the next run is 2027-03-15 00:00 EDT
+    assert up["next"] == ["2027-03-15T04:00:00.000Z"]
+    # a calendar in use cannot be deleted
+    r = d.request("DELETE", "/v1/calendars/holidays")
+    assert r.status == 409 and skipped in r.json()["detail"]
