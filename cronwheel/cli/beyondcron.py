@@ -70,18 +70,27 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
         click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job then completes."),
-        click.option("--on-success", multiple=True, metavar="JOB_ID",
-                     help="Run this job when a run ends SUCCEEDED (repeatable; a chain)."),
-        click.option("--on-failure", multiple=True, metavar="JOB_ID",
+        click.option("--on-success", multiple=True, metavar="JOB",
+                     help="Run this job (id or name) when a run ends SUCCEEDED (repeatable; a chain)."),
+        click.option("--on-failure", multiple=True, metavar="JOB",
                      help="Run this job when a run ends DEAD, its retries spent (repeatable)."),
     )):  # fmt: skip
         wrapper = decorator(wrapper)
     return wrapper
 
 
-def job_fields() -> dict[str, Any]:
-    """The body fields the options of :func:`job_options` gave for this command."""
-    return dict(click.get_current_context().meta.get(_JOB_FIELDS_KEY, {}))
+def job_fields(client: Any) -> dict[str, Any]:
+    """The body fields the options of :func:`job_options` gave for this command (chain
+    children named by id or unique name, sent as ids)."""
+    fields = dict(click.get_current_context().meta.get(_JOB_FIELDS_KEY, {}))
+    for key in ("onSuccess", "onFailure"):
+        if key in fields:
+            fields[key] = _job_ids(client, fields[key])
+    return fields
+
+
+def _job_ids(client: Any, refs: Any) -> list[str]:
+    return [str(client.resolve_job(ref)["jobId"]) for ref in refs]
 
 
 def upcoming_for_next(client: Any, job: dict[str, Any], count: int, after: int) -> list[int]:
@@ -340,8 +349,8 @@ class _NoBar:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job")
-@click.option("--on-success", multiple=True, metavar="JOB_ID", help="Run this job when a run of JOB ends SUCCEEDED (repeatable).")
-@click.option("--on-failure", multiple=True, metavar="JOB_ID", help="Run this job when a run of JOB ends DEAD (repeatable).")
+@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends SUCCEEDED (repeatable).")
+@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends DEAD (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove JOB's chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @click.pass_obj
@@ -355,7 +364,7 @@ def chain(app: Any, job: str, on_success: tuple[str, ...], on_failure: tuple[str
     if clear == bool(on_success or on_failure):
         raise click.UsageError("give --on-success/--on-failure, or --clear")
     target = app.client.resolve_job(job)
-    body = {"onSuccess": list(on_success), "onFailure": list(on_failure)}
+    body = {"onSuccess": _job_ids(app.client, on_success), "onFailure": _job_ids(app.client, on_failure)}
     data = app.client.request("PUT", f"/v1/jobs/{_q(target['jobId'])}/chain", body)[2]
     if as_json:
         render.emit_json(data)

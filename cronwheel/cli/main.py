@@ -308,7 +308,7 @@ def add(
         if choice is not None:
             body[key] = choice
 
-    body.update(beyond.job_fields())
+    body.update(beyond.job_fields(app.client))
     created = app.client.create_job(body, idempotency_key)
     if as_json:
         render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})

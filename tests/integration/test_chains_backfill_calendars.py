@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,3 +144,18 @@ def test_a_holiday_is_skipped_in_a_dst_changing_zone(daemon: Daemon) -> None:
     # a calendar in use cannot be deleted
     r = d.request("DELETE", "/v1/calendars/holidays")
     assert r.status == 409 and skipped in r.json()["detail"]
+
+
+def test_the_readme_tour_of_calendars_backfill_and_chains_runs_as_written(daemon: Daemon) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("Beyond cron: holidays, backfills, chains.", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.startswith("cronwheel ")]
+    assert len(commands) == 6
+    for line in commands:
+        res = daemon.cli(*shlex.split(line.split("  #", 1)[0])[1:])
+        assert res.returncode == 0, (line, res.stderr)
+    payroll = daemon.cli("show", "payroll", "--json")
+    job = json.loads(payroll.stdout)
+    notify = json.loads(daemon.cli("show", "notify", "--json").stdout)
+    assert job["calendars"] == ["holidays"] and job["onFailure"] == [notify["jobId"]]
+    assert notify["schedule"] == "@triggered" and notify["nextRunAt"] is None
