@@ -315,3 +315,19 @@ def test_a_dismissed_sign_in_can_be_reopened_and_a_bad_token_is_refused(daemon: 
     until(browser, lambda d: "dead-letter queue is empty" in text_of(d, ".view-body"), what="the DLQ view")
     until(browser, lambda d: not css(d, "#alert").is_displayed(), what="the error to clear")
     assert_no_dialog(browser)
+
+
+def test_a_job_page_shows_its_chain_and_what_made_each_run(daemon: Daemon, browser: Any) -> None:
+    child = daemon.add_job({"schedule": "@triggered", "python": NOOP, "name": "after-report"})["jobId"]
+    parent = daemon.add_job({"runAt": "+0s", "python": NOOP, "name": "report", "onSuccess": [child]})["jobId"]
+    (kid,) = wait_for(lambda: [e for e in daemon.executions(child) if e["status"] == "SUCCEEDED"] or None, 30,
+                      what="the chained run")  # fmt: skip
+    parent_eid = kid["context"]["parent"]["executionId"]
+    open_dashboard(browser, daemon, f"#/jobs/{parent}")
+    until(browser, lambda d: "On success" in text_of(d, ".def") and child in text_of(d, ".def"), what="the chain")
+    open_dashboard_job = f"#/jobs/{child}"
+    browser.get(f"{daemon.url}/{open_dashboard_job}")
+    row = f'tr[data-execution="{kid["executionId"]}"]'
+    until(browser, lambda d: f"after {parent_eid} (SUCCEEDED)" in text_of(d, row), what="the run's parent")
+    screenshot(browser, "chain")
+    assert problems(browser) == []

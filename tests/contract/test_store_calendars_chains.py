@@ -180,3 +180,16 @@ def test_chain_children_must_exist_and_cycles_are_refused(store: Store) -> None:
     cleared = store.set_job_chain(a, [], [], T0)
     assert cleared is not None and cleared.spec.on_success == ()
     assert store.set_job_chain(c, [], [a], T0) is not None  # no cycle any more
+
+
+def test_a_lease_that_expires_for_good_triggers_on_failure(store: Store) -> None:
+    """The reaper's verdict is a final outcome too: the child is inserted with it."""
+    (child,) = create(store, new_job(schedule="@triggered", next_run_at=None))
+    create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,), lease_sec=10,
+                          retry=RetryPolicy(max_attempts=1)))  # fmt: skip
+    peid = claim_all(store, T0).executions[0].execution_id
+    start(store, peid, T0)
+    (res,) = store.expire_leases(T0 + MIN, 10)
+    assert res.status is ExecStatus.DEAD
+    assert [ex.execution_id for ex in res.triggered] == [execution_id(child, T0)]
+    assert store.expire_leases(T0 + 2 * MIN, 10) == []

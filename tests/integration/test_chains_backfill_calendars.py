@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -159,3 +161,33 @@ def test_the_readme_tour_of_calendars_backfill_and_chains_runs_as_written(daemon
     notify = json.loads(daemon.cli("show", "notify", "--json").stdout)
     assert job["calendars"] == ["holidays"] and job["onFailure"] == [notify["jobId"]]
     assert notify["schedule"] == "@triggered" and notify["nextRunAt"] is None
+
+
+@pytest.mark.postgres
+def test_two_nodes_on_postgres_chain_backfill_and_skip_once(make_daemon, postgres_dsn: str, tmp_path: Path) -> None:
+    """In a cluster: a chain child runs once whichever node completes the parent, a backfill
+    sent to both nodes creates each tick once, a calendar excludes ticks whichever node claims."""
+    a = make_daemon("a", args=("--store", postgres_dsn, "--node-id", "a", "--bucket-lease-ms", "1500"))
+    b = make_daemon("b", args=("--store", postgres_dsn, "--node-id", "b", "--bucket-lease-ms", "1500"))
+    wait_for(lambda: sum((a.status().get("cluster") or {}).get("buckets", {}).values()) == 64
+             and len((a.status().get("cluster") or {}).get("buckets", {})) == 2, 30, what="buckets split over a and b")  # fmt: skip
+    out = tmp_path / "child.out"
+    child = _child(a, out)
+    parents = [b.add_job({"runAt": "+0s", "command": "true", "onSuccess": [child]})["jobId"] for _ in range(6)]
+    wait_for(lambda: len([e for e in a.executions(child) if e["status"] == "SUCCEEDED"]) == 6, 60,
+             what="one child run per parent")  # fmt: skip
+    assert sorted(e["context"]["parent"]["jobId"] for e in a.executions(child)) == sorted(parents)
+    assert len({e["executionId"] for e in a.executions(child)}) == 6
+
+    job = a.add_job({"schedule": "*/10 * * * *", "command": "true"})["jobId"]
+    start = (datetime.now(UTC) - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
+    body = {"from": _iso(start), "to": _iso(start + timedelta(minutes=50))}
+    created = [n.post(f"/v1/jobs/{job}/backfill", body).json()["created"] for n in (a, b, a, b)]
+    assert created == [6, 0, 0, 0]
+    assert len([e for e in b.executions(job) if e["context"] == {"backfill": True}]) == 6
+
+    a.request("PUT", "/v1/calendars/always", {"windows": [{"start": "2000-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}]})
+    skipped = [n.add_job({"schedule": "* * * * * *", "command": "true", "calendars": ["always"]})["jobId"] for n in (a, b)]
+    wait_for(lambda: all(len(a.executions(j)) >= 2 for j in skipped), 30, what="ticks of the calendar jobs")
+    for j in skipped:
+        assert {(e["status"], e["reason"]) for e in b.executions(j)} == {("SKIPPED", "calendar: always")}

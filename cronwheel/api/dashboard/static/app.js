@@ -415,6 +415,15 @@ const jobsView = {
 
 // ---------------------------------------------------------------- one job's history
 
+// what made an execution when not the schedule: a backfill, or a chain parent (linked)
+function contextNote(ctx) {
+  if (!ctx) return null;
+  if (ctx.backfill) return h("div", { class: "muted small" }, "backfill");
+  const p = ctx.parent;
+  if (!p || typeof p.jobId !== "string") return null;
+  return h("div", { class: "muted small" }, "after ", h("a", { href: `#/jobs/${encodeURIComponent(p.jobId)}` }, String(p.executionId)), ` (${p.outcome})`);
+}
+
 function duration(ex) {
   if (!ex.startedAt || !ex.finishedAt) return null;
   return Date.parse(ex.finishedAt) - Date.parse(ex.startedAt);
@@ -446,13 +455,19 @@ const jobView = {
       ["Retries", `${retry.maxAttempts} attempts, backoff ${retry.initialBackoffSec} s × ${retry.multiplier} up to ${retry.maxBackoffSec} s`],
       ["Timeout", j.timeoutSec ? `${j.timeoutSec} s` : "none"], ["Priority", j.priority],
     ];
+    // scheduling beyond cron: shown only when the job uses it
+    const jobLinks = (ids) => ids.map((id, i) => [i ? ", " : null, h("a", { href: `#/jobs/${encodeURIComponent(id)}` }, id)]);
+    if (j.calendars && j.calendars.length) def.push(["Calendars", j.calendars.join(", ")]);
+    if (j.activeFrom || j.activeUntil) def.push(["Active", `${j.activeFrom ? when(j.activeFrom) : "…"} → ${j.activeUntil ? when(j.activeUntil) : "…"}`]);
+    if (j.onSuccess && j.onSuccess.length) def.push(["On success", jobLinks(j.onSuccess)]);
+    if (j.onFailure && j.onFailure.length) def.push(["On failure", jobLinks(j.onFailure)]);
     const rows = [];
     for (const ex of d.executions) {
       const open = app.expanded.has(ex.executionId);
       const outId = `out-${ex.executionId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       rows.push(h("tr", { "data-execution": ex.executionId },
         h("td", {}, when(ex.scheduledAt)),
-        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null),
+        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null, contextNote(ex.context)),
         h("td", { class: "num" }, ms(ex.lagMs)),
         h("td", { class: "num" }, `${ex.attempt}/${ex.maxAttempts}`),
         h("td", { class: "num" }, ex.leaseEpoch),
