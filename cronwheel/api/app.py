@@ -400,7 +400,7 @@ async def get_calendar(request: web.Request) -> web.Response:
 
 
 async def put_calendar(request: web.Request) -> web.Response:
-    name = bc.check_calendar_name(request.match_info["name"])
+    name = bc.check_calendar_name(request.match_info["name"], creating=True)
     cal = bc.parse_calendar_body(name, await _body(request), await _calendar_tenant(request))
     return _json(bc.calendar_to_json(await _service(request).put_calendar(cal)))
 

@@ -6,6 +6,7 @@ member at fault (``windows[2].end``), as ``validation.py`` does for jobs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cronwheel.api.validation import JOB_ID_RE, ValidationError
@@ -25,6 +26,7 @@ BACKFILL_FIELDS = ("from", "to", "dryRun")
 CHAIN_FIELDS = ("onSuccess", "onFailure")
 MAX_DESCRIPTION_CHARS = 500
 MAX_UPCOMING = 1000
+_ENTRY_RE = re.compile(r"^(?:dates|windows)\[\d+\](?:\.(?:start|end))?$")
 
 
 def _bad(field: str | None, detail: str, status: int = 422, code: str = "invalid_field") -> ValidationError:
@@ -51,10 +53,11 @@ def _strings(field: str, value: Any, most: int) -> list[str]:
     return list(value)
 
 
-def check_calendar_name(name: str) -> str:
+def check_calendar_name(name: str, creating: bool = False) -> str:
+    """A name that cannot exist reads as absent (404), except when it is being created (422)."""
     if not NAME_RE.fullmatch(name):
-        raise _bad("name", f"{name[:80]!r} is not a calendar name: 1 to 64 letters, digits, '_', '.' or '-'",
-                   status=404, code="not_found")  # fmt: skip
+        detail = f"{name[:80]!r} is not a calendar name: 1 to 64 letters, digits, '_', '.' or '-'"
+        raise _bad("name", detail) if creating else _bad("name", detail, status=404, code="not_found")
     return name
 
 
@@ -78,8 +81,8 @@ def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
     try:
         return build_calendar(name, dates, windows, description, tenant)
     except CalendarError as exc:
-        field = str(exc).split(":", 1)[0] if str(exc)[:1].isalpha() else None
-        raise _bad(field, str(exc)) from None
+        head = str(exc).split(":", 1)[0]
+        raise _bad(head if _ENTRY_RE.fullmatch(head) else None, str(exc)) from None
 
 
 def calendar_to_json(cal: Calendar) -> dict[str, Any]:

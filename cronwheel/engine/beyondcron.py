@@ -72,10 +72,17 @@ class BeyondCronMixin:
     async def check_references(self, specs: Sequence[JobSpec]) -> None:
         """Every calendar a new job observes, and every job it chains to, must exist in its
         tenant (chains to CANCELLED jobs are refused too)."""
+        known: dict[tuple[str, str], bool] = {}  # a batch names the same calendar many times
+
+        async def calendar_exists(tenant: str, name: str) -> bool:
+            if (tenant, name) not in known:
+                known[(tenant, name)] = await self._read(lambda s: s.get_calendar(tenant, name)) is not None
+            return known[(tenant, name)]
+
         for i, spec in enumerate(specs):
             where = f"jobs[{i}]." if len(specs) > 1 else ""
             for name in spec.calendars:
-                if await self._read(lambda s, n=name, t=spec.tenant: s.get_calendar(t, n)) is None:
+                if not await calendar_exists(spec.tenant, name):
                     raise UnknownReference(f"{where}calendars: no calendar {name!r} in tenant {spec.tenant!r}",
                                        field=f"{where}calendars")  # fmt: skip
             for field, children in (("onSuccess", spec.on_success), ("onFailure", spec.on_failure)):

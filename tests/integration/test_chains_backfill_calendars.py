@@ -191,3 +191,42 @@ def test_two_nodes_on_postgres_chain_backfill_and_skip_once(make_daemon, postgre
     wait_for(lambda: all(len(a.executions(j)) >= 2 for j in skipped), 30, what="ticks of the calendar jobs")
     for j in skipped:
         assert {(e["status"], e["reason"]) for e in b.executions(j)} == {("SKIPPED", "calendar: always")}
+
+
+def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "0 * * * *", "command": "true"})["jobId"]
+    cases = [
+        ("PUT", "/v1/calendars/h", {"dates": ["2026-02-30"]}, 422, "dates[0]"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "2026-01-02T00:00", "end": "2026-01-01T00:00"}]}, 422, "windows[0]"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "x"}]}, 422, "windows[0]"),
+        ("PUT", "/v1/calendars/h", {"holidays": []}, 422, "holidays"),
+        ("PUT", "/v1/calendars/h", [], 400, None),
+        ("PUT", "/v1/calendars/bad%20name", {}, 422, "name"),
+        ("GET", "/v1/calendars/nope", None, 404, None),
+        ("POST", f"/v1/jobs/{job}/backfill", {"to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "yesterday", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "to"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z", "dryRun": "yes"}, 422, "dryRun"),
+        ("POST", "/v1/jobs/jnope/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}, 404, None),
+        ("PUT", f"/v1/jobs/{job}/chain", {"onSuccess": "j1"}, 422, "onSuccess"),
+        ("PUT", f"/v1/jobs/{job}/chain", {"onSuccess": ["bad id!"]}, 422, "onSuccess[0]"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "calendars": ["nope"]}, 422, "calendars"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "calendars": "holidays"}, 422, "calendars"),
+        ("POST", "/v1/jobs", {"runAt": "+1m", "command": "true", "activeUntil": "2030-01-01T00:00:00Z"}, 422, "activeUntil"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "activeFrom": "2030-01-02T00:00:00Z",
+                              "activeUntil": "2030-01-01T00:00:00Z"}, 422, "activeUntil"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "activeUntil": "2001-01-01T00:00:00Z"}, 400, "schedule"),
+        ("GET", f"/v1/jobs/{job}/upcoming?count=0", None, 400, "count"),
+    ]  # fmt: skip
+    for method, path, body, status, field in cases:
+        r = d.request(method, path, body)
+        assert r.status == status, (method, path, body, r)
+        problem = r.json()
+        assert problem["detail"] and "Traceback" not in problem["detail"], problem
+        if field is not None:
+            assert problem.get("field") == field, (path, body, problem)
+    res = d.cli("calendar", "set", "h", "--window", "2026-01-01T00:00")
+    assert res.returncode == 2 and "START/END" in res.stderr
+    res = d.cli("backfill", job, "--from", "2026-01-01T00:00:00Z")
+    assert res.returncode == 2 and "--to" in res.stderr
