@@ -240,6 +240,44 @@ def chain_children(
     return out
 
 
+#: the context of a backfilled execution
+BACKFILL_CONTEXT = {"backfill": True}
+
+
+def backfill_executions(job_id: str, row: Any, ticks: Sequence[int], now_ms: int) -> list[tuple[Execution, bool]] | None:
+    """A backfill's executions, given the job's ``(status, tenant, priority, max_attempts,
+    overlap, queue)`` row (None: no such job), at batch priority. None: nothing to backfill."""
+    if row is None or row[0] == JobStatus.CANCELLED.value:
+        return None
+    job: ChildJob = (row[1], row[2], row[3], row[4], row[5])
+    return [new_execution(job_id, job, t, now_ms, "backfill", BACKFILL_CONTEXT, Priority.BATCH) for t in ticks]
+
+
+def trigger_children(
+    results: Sequence[CompletionResult],
+    chains_of: Callable[[list[str]], Mapping[str, tuple[Sequence[str], Sequence[str]]]],
+    load_children: Callable[[list[str]], Mapping[str, ChildJob]],
+    insert: Callable[[list[tuple[Execution, bool]]], list[Execution]],
+    now_ms: int,
+) -> None:
+    """Inside a backend's completion transaction: insert the chain children of the final
+    outcomes among ``results`` (``chains_of(parent job ids)``, ``load_children(ids)``,
+    ``insert(rows)`` → those inserted) and list them in each result's ``triggered``."""
+    finals = [(r.execution_id, r.status.value) for r in results
+              if r.verdict is LeaseVerdict.OK and r.status is not None and r.status.terminal]  # fmt: skip
+    if not finals:
+        return
+    chains = chains_of(sorted({eid.rpartition(":")[0] for eid, _ in finals}))
+    if not chains:
+        return
+    made = chain_children(finals, chains, load_children, now_ms)
+    inserted = {ex.execution_id for ex in insert(made)}
+    by_parent = {r.execution_id: r for r in results}
+    for ex, _ in made:
+        if ex.execution_id in inserted and ex.context is not None:
+            by_parent[ex.context["parent"]["executionId"]].triggered.append(ex)
+
+
 class RowReader:
     """Rows of the stores' shared column lists (``queries.JOB_COLUMNS``, ``EXEC_COLUMNS``,
     ``TENANT_COLUMNS``, ``TOKEN_COLUMNS``, the same order in every backend) to model objects.

@@ -15,13 +15,12 @@ from typing import Any
 import apsw
 
 from cronwheel.core.chains import check_chain, check_children
-from cronwheel.core.model import Execution, Priority
-from cronwheel.store.base import CompletionResult, LeaseVerdict
-from cronwheel.store.common import ChildJob, chain_children, dumps, new_execution
+from cronwheel.core.model import Execution
+from cronwheel.store import common
+from cronwheel.store.base import CompletionResult
+from cronwheel.store.common import ChildJob, dumps
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.claim import executemany_each
-
-BACKFILL_CONTEXT = {"backfill": True}
 
 
 def insert(conn: apsw.Connection, made: Sequence[tuple[Execution, bool]]) -> list[Execution]:
@@ -38,22 +37,12 @@ def _child_jobs(conn: apsw.Connection, ids: list[str]) -> dict[str, ChildJob]:
 
 
 def trigger_children(conn: apsw.Connection, results: Sequence[CompletionResult], now_ms: int) -> None:
-    """Insert the chain children of the final outcomes among ``results`` (applied ones) and
-    list them in each result's ``triggered``."""
-    finals = [(r.execution_id, r.status.value) for r in results
-              if r.verdict is LeaseVerdict.OK and r.status is not None and r.status.terminal]  # fmt: skip
-    if not finals:
-        return
-    parents = sorted({eid.rpartition(":")[0] for eid, _ in finals})
-    chains = {r[0]: (_ids(r[1]), _ids(r[2])) for r in conn.execute(q.CHAINS_OF, (dumps(parents),))}
-    if not chains:
-        return
-    made = chain_children(finals, chains, lambda ids: _child_jobs(conn, ids), now_ms)
-    inserted = {ex.execution_id for ex in insert(conn, made)}
-    by_parent = {r.execution_id: r for r in results}
-    for ex, _ in made:
-        if ex.execution_id in inserted and ex.context is not None:
-            by_parent[ex.context["parent"]["executionId"]].triggered.append(ex)
+    """``store.common.trigger_children`` on this connection."""
+
+    def chains_of(parents: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+        return {r[0]: (_ids(r[1]), _ids(r[2])) for r in conn.execute(q.CHAINS_OF, (dumps(parents),))}
+
+    common.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
 
 
 def _ids(text: str | None) -> list[str]:
@@ -63,12 +52,8 @@ def _ids(text: str | None) -> list[str]:
 def backfill(
     conn: apsw.Connection, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None
 ) -> list[Execution] | None:
-    row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
-    if row is None or row[0] == "CANCELLED":
-        return None
-    job: ChildJob = (row[1], row[2], row[3], row[4], row[5])
-    made = [new_execution(job_id, job, t, now_ms, "backfill", BACKFILL_CONTEXT, Priority.BATCH) for t in ticks]
-    return insert(conn, made)
+    made = common.backfill_executions(job_id, conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone(), ticks, now_ms)
+    return None if made is None else insert(conn, made)
 
 
 def set_chain(
