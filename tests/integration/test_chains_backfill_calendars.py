@@ -6,6 +6,8 @@ import json
 import os
 import shlex
 import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -143,6 +145,12 @@ def test_a_holiday_is_skipped_in_a_dst_changing_zone(daemon: Daemon) -> None:
     up = d.get(f"/v1/jobs/{skipped}/upcoming?count=1&from=2027-03-13T23:59:59-05:00").json()
     # 2027-03-14 (23 hours long in New York) is excluded whole: the next run is 2027-03-15 00:00 EDT
     assert up["next"] == ["2027-03-15T04:00:00.000Z"]
+    # the herd preview counts the plain job's 60 ticks of the coming minute, none of the other's
+    # (unless that minute crosses midnight in New York, where the holiday ends)
+    before = datetime.now(ZoneInfo(zone))
+    herd = d.get("/v1/herd?window=60").json()
+    if (before + timedelta(seconds=62)).date() == today:
+        assert herd["ticks"] == 60, herd
     # a calendar in use cannot be deleted
     r = d.request("DELETE", "/v1/calendars/holidays")
     assert r.status == 409 and skipped in r.json()["detail"]
@@ -230,3 +238,47 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
     assert res.returncode == 2 and "START/END" in res.stderr
     res = d.cli("backfill", job, "--from", "2026-01-01T00:00:00Z")
     assert res.returncode == 2 and "--to" in res.stderr
+
+
+def test_a_backfill_is_cancelable(daemon: Daemon) -> None:
+    d = daemon
+    # a queue target: no remote worker polls it, so the backfilled runs wait, PENDING
+    job = d.add_job({"schedule": "0 * * * *", "queue": "nobody", "name": "hourly"})["jobId"]
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    r = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(end - timedelta(hours=4)), "to": _iso(end)})
+    assert r.status == 202 and r.json()["created"] == 5
+    res = d.cli("backfill", "hourly", "--cancel")
+    assert res.returncode == 0 and "Cancelled 5 backfill run(s)" in res.stdout, res.stderr
+    rows = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
+    assert len(rows) == 5 and {(e["status"], e["reason"]) for e in rows} == {("CANCELLED", "backfill cancelled")}
+    assert d.event("backfill.cancelled", jobId=job, cancelled=5)
+
+
+def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "* * * * *", "queue": "nobody"})["jobId"]
+    end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
+    start = end - timedelta(minutes=719)  # 720 ticks: two requests of at most 500
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2]), "CRONWHEEL_URL": d.url,
+           "CRONWHEEL_DATA_DIR": str(d.data_dir)}  # fmt: skip
+    env.pop("CRONWHEEL_TOKEN", None)
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cronwheel", "backfill", job, "--from", _iso(start), "--to", _iso(end)],
+                              stdout=subprocess.PIPE, stderr=slave, env=env, timeout=60, text=True)  # fmt: skip
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and "720 run(s) created" in proc.stdout
+    assert b"backfill" in shown and b"720/720" in shown  # click's bar on the terminal
+    posts = [e for e in d.events("job.backfilled") if e["jobId"] == job]
+    assert [e["created"] for e in posts] == [500, 220]
