@@ -95,10 +95,10 @@ def _job_ids(client: Any, refs: Any) -> list[str]:
 
 def upcoming_for_next(client: Any, job: dict[str, Any], count: int, after: int) -> list[int]:
     """``cronwheel next JOB`` for a job with calendars or an active window: the daemon
-    evaluates them; the excluded ticks met on the way are noted on stderr."""
+    evaluates them; the excluded stretches met on the way are noted on stderr."""
     data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": iso_ms(after)})[2]
     for item in data.get("excluded", []):
-        render.emit_note(f"note: {item['at']} excluded ({item['reason']})")
+        render.emit_note(f"note: ticks from {item['at']} until {item['until']} are excluded ({item['reason']})")
     return [sched.parse_instant(t) for t in data["next"]]
 
 
@@ -327,10 +327,10 @@ def backfill(app: Any, job: str, from_: str | None, to: str | None, dry_run: boo
         for t in planned:
             click.echo(t)
         click.echo(f"Would create {total['ticks']} run(s) (ticks that already have a run are skipped then); "
-                   f"{total['excluded']} tick(s) excluded by calendars")  # fmt: skip
+                   f"{total['excluded']} stretch(es) of ticks excluded by calendars")  # fmt: skip
     else:
         click.echo(f"Backfill of {target['jobId']}: {total['created']} run(s) created, {total['existing']} tick(s) "
-                   f"already had one, {total['excluded']} excluded by calendars")  # fmt: skip
+                   f"already had one, {total['excluded']} stretch(es) of ticks excluded by calendars")  # fmt: skip
 
 
 class _NoBar:

@@ -2,8 +2,8 @@
 
 ``plan_backfill`` walks the job's ticks in ``[from_ms, to_ms]`` (both ends included), bounded
 by its active window, and splits them into those to run and those its calendars exclude
-(excluded ticks are reported, never created: a backfill recreates what the schedule would
-have run). It stops after ``limit`` runnable ticks and says so, so the caller can refuse a
+(excluded ticks are reported as spans, never created: a backfill recreates what the
+schedule would have run). It stops after ``limit`` runnable ticks and says so, so the caller can refuse a
 range that is too large for one request with a clear error instead of half-doing it.
 """
 
@@ -12,18 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cronwheel.core import schedule as sched
-from cronwheel.core.calendar import Exclusions, NextTick, bounded
+from cronwheel.core.calendar import ExcludedSpan, Exclusions, NextTick, bounded
 
 MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
-#: excluded ticks walked over before a backfill request gives up (a calendar excluding
-#: nearly every tick of a fine schedule must not make one request evaluate forever)
-MAX_BACKFILL_SCAN = 10 * MAX_BACKFILL_TICKS
+#: steps (runnable ticks and excluded spans) before a backfill request gives up
+MAX_BACKFILL_SCAN = 2 * MAX_BACKFILL_TICKS
 
 
 @dataclass(slots=True)
 class BackfillPlan:
     ticks: list[int] = field(default_factory=list)  #: to run, ascending
-    excluded: list[tuple[int, str]] = field(default_factory=list)  #: (tick, reason)
+    excluded: list[ExcludedSpan] = field(default_factory=list)  #: runs of ticks calendars exclude
     truncated: bool = False  #: more ticks in the range than ``limit`` (or than the scan bound)
 
 
@@ -38,16 +37,17 @@ def plan_backfill(
 ) -> BackfillPlan:
     plan = BackfillPlan()
     t = next_tick(from_ms - 1)
-    scanned = 0
+    steps = 0
     while t is not None and t <= to_ms:
-        scanned += 1
-        if len(plan.ticks) >= limit or scanned > MAX_BACKFILL_SCAN:
+        steps += 1
+        if len(plan.ticks) >= limit or steps > MAX_BACKFILL_SCAN:
             plan.truncated = True
             break
-        why = exclusions.reason(t) if exclusions is not None else None
-        if why is None:
+        span = exclusions.span(t) if exclusions is not None else None
+        if span is None:
             plan.ticks.append(t)
-        else:
-            plan.excluded.append((t, why))
-        t = next_tick(t)
+            t = next_tick(t)
+        else:  # an excluded day or window is passed over in one step
+            plan.excluded.append(ExcludedSpan(t, span[1], span[0]))
+            t = next_tick(span[1] - 1)
     return plan

@@ -83,15 +83,25 @@ class Calendar:
     def excludes(self, tick_ms: int, timezone: str) -> bool:
         """Whether the tick at ``tick_ms`` falls on an excluded day or in a window, read in
         ``timezone`` (the job's zone)."""
+        return self.exclusion_end(tick_ms, timezone) is not None
+
+    def exclusion_end(self, tick_ms: int, timezone: str) -> int | None:
+        """None when the tick is not excluded; else an instant up to which every tick is
+        excluded too (the end of the excluded local day or window; never later than the true
+        end, so that a caller may jump there without passing over a tick that runs)."""
         if not self.dates and not self.windows:
-            return False
+            return None
         local = _local(tick_ms, timezone)
         if self.dates and local.date().isoformat() in self.dates:
-            return True
+            return _instant_at(datetime.combine(local.date() + timedelta(days=1), datetime.min.time()), timezone, tick_ms)
         if self.windows:
             local_s = int((local - _EPOCH).total_seconds())
-            return any(w.contains(tick_ms, local_s) for w in self.windows)
-        return False
+            for w in self.windows:
+                if w.contains(tick_ms, local_s):
+                    if w.end.absolute_ms is not None:
+                        return w.end.absolute_ms
+                    return _instant_at(_EPOCH + timedelta(seconds=w.end.local_s or 0), timezone, tick_ms)
+        return None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -111,6 +121,29 @@ def _zone(name: str) -> zoneinfo.ZoneInfo:
 def _local(tick_ms: int, timezone: str) -> datetime:
     aware = datetime.fromtimestamp(tick_ms // 1000, tz=UTC).astimezone(_zone(timezone))
     return aware.replace(tzinfo=None)
+
+
+def _instant_at(naive: datetime, timezone: str, after: int) -> int:
+    """The end of an excluded stretch that ends at local wall-clock time ``naive``, for a tick
+    at ``after`` inside it: the first instant after the tick at which the local clock reaches
+    ``naive``. In a fall-back overlap that is the first reading still ahead (the repeated hour
+    comes back later as a stretch of its own); in a spring-forward gap, where ``naive`` never
+    shows, it is the jump itself. Never later than the true end, so a caller may jump there
+    without passing over a tick that runs."""
+    zone = _zone(timezone)
+    readings = sorted(int(naive.replace(tzinfo=zone, fold=f).timestamp()) for f in (0, 1))
+    if readings[0] != readings[1] and _local(readings[0] * 1000, timezone) != naive:
+        # a gap: bisect for the first second on the far side of the jump
+        lo, hi = readings
+        far = datetime.fromtimestamp(hi, UTC).astimezone(zone).utcoffset()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if datetime.fromtimestamp(mid, UTC).astimezone(zone).utcoffset() == far:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo * 1000
+    return next((r * 1000 for r in readings if r * 1000 > after), readings[-1] * 1000)
 
 
 def parse_bound(text: str, where: str) -> Bound:
@@ -211,10 +244,26 @@ class Exclusions:
 
     def reason(self, tick_ms: int) -> str | None:
         """``calendar: NAME`` of the first calendar that excludes the tick, else None."""
+        span = self.span(tick_ms)
+        return None if span is None else span[0]
+
+    def span(self, tick_ms: int) -> tuple[str, int] | None:
+        """``(reason, end)`` when the tick is excluded: every tick before ``end`` is excluded
+        too, by the same calendar (see ``Calendar.exclusion_end``)."""
         for cal in self.calendars:
-            if cal.excludes(tick_ms, self.timezone):
-                return f"calendar: {cal.name}"
+            end = cal.exclusion_end(tick_ms, self.timezone)
+            if end is not None:
+                return f"calendar: {cal.name}", max(end, tick_ms + 1)
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ExcludedSpan:
+    """Ticks a calendar excludes in a row: the first one, and the end of the exclusion."""
+
+    first_tick: int
+    until: int  #: exclusive; ticks from first_tick up to here are excluded
+    reason: str
 
 
 def split_excluded(ticks: Sequence[int], exclusions: Exclusions | None) -> tuple[list[int], list[tuple[int, str]]]:
@@ -250,22 +299,22 @@ def bounded(next_tick: NextTick, active_from: int | None, active_until: int | No
 
 def upcoming(
     next_tick: NextTick, after: int, count: int, exclusions: Exclusions | None, scan_limit: int = 100_000
-) -> tuple[list[int], list[tuple[int, str]]]:
-    """The next ``count`` ticks after ``after`` that run, and the excluded ones met on the
-    way (at most ``scan_limit`` ticks are looked at: a calendar excluding everything ends)."""
+) -> tuple[list[int], list[ExcludedSpan]]:
+    """The next ``count`` ticks after ``after`` that run, and the excluded spans met on the
+    way. An excluded day or window is jumped over in one step, so an every-second job on a
+    week-long holiday costs a few evaluations; at most ``scan_limit`` steps are taken (a
+    calendar excluding nearly everything ends the search)."""
     run: list[int] = []
-    skipped: list[tuple[int, str]] = []
-    t: int | None = after
-    for _ in range(scan_limit):
-        if len(run) >= count:
-            break
-        assert t is not None
-        t = next_tick(t)
-        if t is None:
-            break
-        why = exclusions.reason(t) if exclusions is not None else None
-        if why is None:
+    spans: list[ExcludedSpan] = []
+    t = next_tick(after)
+    steps = 0
+    while t is not None and len(run) < count and steps < scan_limit:
+        steps += 1
+        span = exclusions.span(t) if exclusions is not None else None
+        if span is None:
             run.append(t)
+            t = next_tick(t)
         else:
-            skipped.append((t, why))
-    return run, skipped
+            spans.append(ExcludedSpan(t, span[1], span[0]))
+            t = next_tick(span[1] - 1)
+    return run, spans

@@ -14,11 +14,15 @@ from typing import Any
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import MAX_BACKFILL_TICKS, job_ticks, plan_backfill
-from cronwheel.core.calendar import Calendar, Exclusions, bounded, upcoming
+from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, JobStatus
 from cronwheel.engine.service import Conflict, NotFound, ServiceError
 from cronwheel.obs.events import iso_ms
+
+
+def _span_json(span: ExcludedSpan) -> dict[str, Any]:
+    return {"at": iso_ms(span.first_tick), "until": iso_ms(span.until), "reason": span.reason}
 
 
 class UnknownReference(ServiceError):
@@ -179,7 +183,7 @@ class BeyondCronMixin:
             "ticks": len(plan.ticks),
             "created": len(created),
             "existing": 0 if dry_run else len(plan.ticks) - len(created),
-            "excluded": [{"at": iso_ms(t), "reason": why} for t, why in plan.excluded],
+            "excluded": [_span_json(x) for x in plan.excluded],
             "executionIds": [e.execution_id for e in created],
             "plannedTicks": [iso_ms(t) for t in plan.ticks] if dry_run else [],
         }
@@ -206,7 +210,7 @@ class BeyondCronMixin:
             "jobId": job.id,
             "timezone": job.spec.timezone,
             "next": [iso_ms(t) for t in run],
-            "excluded": [{"at": iso_ms(t), "reason": why} for t, why in excluded],
+            "excluded": [_span_json(x) for x in excluded],
         }
 
     # ---- chains

@@ -48,7 +48,8 @@ def test_a_holiday_is_the_whole_local_day_on_a_dst_change() -> None:
     assert Exclusions("America/New_York", (cal,)).reason(ms("2026-03-29T04:00:00Z")) == "calendar: holidays"
     run, skipped = upcoming(daily_9(), ms("2026-03-27T12:00:00Z"), 2, paris)
     assert run == [ms("2026-03-28T08:00:00Z"), ms("2026-03-30T07:00:00Z")]  # 09:00 CET, then 09:00 CEST
-    assert skipped == [(ms("2026-03-29T07:00:00Z"), "calendar: holidays")]
+    assert [(x.first_tick, x.until, x.reason) for x in skipped] == [
+        (ms("2026-03-29T07:00:00Z"), ms("2026-03-29T22:00:00Z"), "calendar: holidays")]  # the local day's end, CEST
 
 
 def test_local_and_absolute_windows() -> None:
@@ -111,7 +112,8 @@ def test_backfill_plan_skips_excluded_ticks_and_stops_at_the_limit() -> None:
     cal = build_calendar("c", windows=[("2026-01-01T02:00", "2026-01-01T03:00")])
     plan = plan_backfill(nt, ms("2026-01-01T00:00:00Z"), ms("2026-01-01T04:00:00Z"), Exclusions("UTC", (cal,)))
     assert plan.ticks == [ms(f"2026-01-01T0{h}:00:00Z") for h in (0, 1, 3, 4)] and not plan.truncated
-    assert plan.excluded == [(ms("2026-01-01T02:00:00Z"), "calendar: c")]
+    assert [(x.first_tick, x.until, x.reason) for x in plan.excluded] == [
+        (ms("2026-01-01T02:00:00Z"), ms("2026-01-01T03:00:00Z"), "calendar: c")]
     big = plan_backfill(nt, ms("2026-01-01T00:00:00Z"), ms("2026-01-02T00:00:00Z"), None, limit=10)
     assert len(big.ticks) == 10 and big.truncated
 
@@ -141,3 +143,31 @@ def test_children_cycles_and_payload() -> None:
     assert payload_with_context({"k": 1}, ctx) == {"k": 1, "parent": {"jobId": "p"}}
     assert payload_with_context([1], ctx) == {"payload": [1], "parent": {"jobId": "p"}}
     assert payload_with_context([1], {"backfill": True}) == [1]
+
+
+def test_an_excluded_week_is_jumped_over_not_walked() -> None:
+    """An every-second job on a week of holidays: the next run is found in a few steps."""
+    cal = build_calendar("week", [f"2026-12-{d}" for d in range(24, 31)])
+    ny = Exclusions("America/New_York", (cal,))
+    every_second = sched.parse_schedule("* * * * * *", "j", "America/New_York").next_after
+    run, spans = upcoming(every_second, ms("2026-12-24T12:00:00Z"), 1, ny, scan_limit=20)
+    assert run == [ms("2026-12-31T05:00:00Z")]  # 2026-12-31T00:00 in New York (EST)
+    assert len(spans) == 7 and spans[-1].until == run[0]
+
+
+@pytest.mark.parametrize(("window", "zone", "tick", "until"), [
+    # fall back in New York (2026-11-01, 01:00-02:00 twice): a window ending at local 01:30 ends
+    # first at 01:30 EDT; the second pass through 01:00-01:30 (EST) is excluded again, on its own
+    (("2026-11-01T00:00", "2026-11-01T01:30"), "America/New_York", "2026-11-01T05:10:00Z", "2026-11-01T05:30:00Z"),
+    (("2026-11-01T00:00", "2026-11-01T01:30"), "America/New_York", "2026-11-01T06:00:00Z", "2026-11-01T06:30:00Z"),
+    # spring forward in Paris (2026-03-29, 02:00-03:00 does not exist): a window ending at local
+    # 02:30 ends when the clock jumps, never later
+    (("2026-03-29T00:00", "2026-03-29T02:30"), "Europe/Paris", "2026-03-29T00:30:00Z", "2026-03-29T01:00:00Z"),
+])  # fmt: skip
+def test_a_window_end_on_a_dst_change_is_never_jumped_past(window: tuple[str, str], zone: str, tick: str, until: str) -> None:
+    excl = Exclusions(zone, (build_calendar("w", windows=[window]),))
+    span = excl.span(ms(tick))
+    assert span is not None and span[1] == ms(until)
+    # and every second up to the reported end really is excluded
+    for t in range(ms(tick), span[1], 60_000):
+        assert excl.reason(t) == "calendar: w"
