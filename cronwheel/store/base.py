@@ -279,7 +279,9 @@ class Store(ABC):
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
         to the following tick by compare-and-set on the old value. A one-off job becomes
         COMPLETED. Misfire (ticks more than MISFIRE_GRACE_MS old) and overlap policies are
-        applied here (core.planning decides, the store records). Two claimers racing on the
+        applied here (core.planning decides, the store records), and so are the job's
+        calendars (a tick they exclude is recorded SKIPPED, reason ``calendar: NAME``; see
+        core.calendar) and its ``active_until`` (no tick after it: the job then completes). Two claimers racing on the
         same rows produce each execution exactly once. An execution's ``available_at`` is
         its tick plus the job's deterministic jitter.
 
