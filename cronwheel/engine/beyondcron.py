@@ -96,6 +96,15 @@ class BeyondCronMixin:
                         state = "is CANCELLED" if job is not None else "does not exist in this tenant"
                         raise UnknownReference(f"{where}{field}: job {child!r} {state}", field=f"{where}{field}")
 
+    async def update_in_store(
+        self, job_id: str, spec: JobSpec, next_run_at: int | None, reschedule: bool, now: int, tenant: str | None
+    ) -> Any:
+        """``Store.update_job``, a refused chain change (a cycle) turned into ChainRefused."""
+        try:
+            return await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
+        except ChainError as exc:
+            raise ChainRefused(str(exc)) from exc
+
     # ---- calendars
     async def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
         return await self._read(lambda s: s.list_calendars(tenant))

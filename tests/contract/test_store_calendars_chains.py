@@ -6,6 +6,8 @@ check that each store applies them inside its own transactions, on a fake ``now`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cronwheel.core.calendar import build_calendar
@@ -193,3 +195,20 @@ def test_a_lease_that_expires_for_good_triggers_on_failure(store: Store) -> None
     assert res.status is ExecStatus.DEAD
     assert [ex.execution_id for ex in res.triggered] == [execution_id(child, T0)]
     assert store.expire_leases(T0 + 2 * MIN, 10) == []
+
+
+def test_an_update_in_place_keeps_calendars_and_refuses_a_chain_cycle(store: Store) -> None:
+    """``update_job`` (PATCH) writes the new fields and runs the same cycle check as set_job_chain."""
+    store.put_calendar(build_calendar("holidays", ["2026-01-01"]), T0)
+    a, b = create(store, *(new_job(schedule="@triggered", next_run_at=None) for _ in range(2)))
+    assert store.set_job_chain(a, [b], [], T0) is not None
+    job_b = store.get_job(b)
+    assert job_b is not None
+    with pytest.raises(ChainError, match="cycle"):
+        store.update_job(b, replace(job_b.spec, on_failure=(a,)), None, False, T0 + SEC)
+    assert store.get_job(b).spec.on_failure == ()  # type: ignore[union-attr]
+    new = replace(job_b.spec, schedule="0 * * * *", calendars=("holidays",), active_until=T0 + HOUR)
+    res = store.update_job(b, new, T0, True, T0 + SEC)
+    assert res.job is not None and res.job.spec.calendars == ("holidays",) and res.job.spec.active_until == T0 + HOUR
+    skipped = claim_all(store, T0).skipped
+    assert [(e.job_id, e.reason) for e in skipped] == [(b, "calendar: holidays")]

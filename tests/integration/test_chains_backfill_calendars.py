@@ -284,3 +284,20 @@ def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daem
     assert b"backfill" in shown and b"720/720" in shown  # click's bar on the terminal
     posts = [e for e in d.events("job.backfilled") if e["jobId"] == job]
     assert [e["created"] for e in posts] == [500, 220]
+
+
+def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> None:
+    d = daemon
+    a = d.add_job({"schedule": "@triggered", "command": "true", "name": "a"})["jobId"]
+    b = d.add_job({"schedule": "@triggered", "command": "true", "onSuccess": [a]})["jobId"]
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"onFailure": [b]})
+    assert r.status == 409 and r.json()["code"] == "chain_refused", r
+    res = d.cli("update", "a", "--on-success", b)
+    assert res.returncode == 1 and "cycle" in res.stderr
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"calendars": ["nope"]})
+    assert r.status == 422 and r.json()["code"] == "unknown_reference"
+    assert d.request("PUT", "/v1/calendars/weekend", {"description": "w"}).status == 200
+    r = d.request("PATCH", f"/v1/jobs/{b}", {"calendars": ["weekend"], "onSuccess": None})
+    assert r.status == 200 and r.json()["calendars"] == ["weekend"] and r.json()["onSuccess"] == []
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"onFailure": [b]})  # no cycle any more
+    assert r.status == 200 and r.json()["onFailure"] == [b]

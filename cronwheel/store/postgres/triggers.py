@@ -23,8 +23,9 @@ from cronwheel.store.base import CompletionResult
 from cronwheel.store.common import ChildJob, dumps
 from cronwheel.store.postgres import queries as q
 
-#: advisory-lock key space of chain changes, per tenant (see store.IDEMPOTENCY_LOCK_SPACE)
-CHAIN_LOCK_SPACE = 0x63770003
+#: advisory-lock key space of chain changes, per tenant (next to the store's other spaces:
+#: store.IDEMPOTENCY_LOCK_SPACE … NAME_LOCK_SPACE)
+CHAIN_LOCK_SPACE = 0x63770004
 
 
 def insert(conn: psycopg.Connection[Any], made: Sequence[tuple[Execution, bool]]) -> list[Execution]:
