@@ -206,6 +206,10 @@ def _job_label(job: dict[str, Any]) -> str:
 @click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]")
 @click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
 @click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
+@click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable).")
+@click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root).")
+@click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]")
+@click.option("--stdin", metavar="TEXT", help="The command's standard input. [default the payload as JSON]")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
 @pass_cli
 def add(
@@ -213,7 +217,7 @@ def add(
     max_attempts: int | None, priority: str | None, idempotency_key: str | None, http_url: str | None,
     http_method: str | None, headers: tuple[str, ...], python_ref: str | None, queue: str | None,
     payload: str | None, overlap: str | None, misfire: str | None, jitter: str | None, lease: str | None,
-    as_json: bool,
+    env: tuple[str, ...], run_as: str | None, shell: str | None, stdin: str | None, as_json: bool,
 ) -> None:
     """Register a job.
 
@@ -305,6 +309,7 @@ def add(
     for key, choice in (("priority", priority), ("overlap", overlap), ("misfire", misfire)):
         if choice is not None:
             body[key] = choice
+    body.update(_process_options(env, run_as, shell, stdin))
 
     created = app.client.create_job(body, idempotency_key)
     if as_json:
@@ -316,6 +321,27 @@ def add(
     else:
         click.echo(f"Created job {label}")
     click.echo(f"Next run: {render.fmt_both(created.body.get('nextRunAt'), _zone(tz) if tz and tz != 'UTC' else None)}")
+
+
+def _process_options(env: tuple[str, ...], run_as: str | None, shell: str | None, stdin: str | None) -> dict[str, Any]:
+    """--env, --run-as, --shell and --stdin as job members (the daemon checks them)."""
+    body: dict[str, Any] = {}
+    if env:
+        variables = {}
+        for item in env:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="'--env'")
+            variables[key] = value
+        body["env"] = variables
+    if run_as is not None:
+        user, _, group = run_as.partition(":")
+        body["runAs"] = {"user": user, **({"group": group} if group else {})}
+    if shell is not None:
+        body["shell"] = shell
+    if stdin is not None:
+        body["stdin"] = stdin
+    return body
 
 
 # ---------------------------------------------------------------- reading jobs

@@ -3,8 +3,9 @@ crontab that holds what a crontab can (``export --format crontab``). Pure: no I/
 
 A crontab's settings lines apply to every job line below them and cannot be unset, so the
 jobs are written in an order where each one's environment (and shell) extends the one before:
-first the jobs with none, then the others by how many variables they set. A job that would
-inherit a variable it does not have is left out with the reason, as is anything a crontab
+first the jobs with none, then the others by how many variables they set. When jobs set
+different variables (one ``A``, another ``B``), the largest set of jobs that can line up that
+way is written, and the others are left out with the reason, as is anything a crontab
 cannot say (a one-off, ``@every``, seconds, a non-command target, a user in a user crontab…).
 What is written imports back (``cronwheel import-crontab``) to the jobs it came from: same
 schedule, zone, command, standard input, environment, shell and user.
@@ -67,15 +68,13 @@ def export_crontab(jobs: list[dict[str, Any]], *, system: bool = False) -> Cront
             out.skipped.append((job, why or ""))
         else:
             forms.append(form)
-    forms.sort(key=lambda f: (f.shell is not None, len(f.env)))  # stable: the given order within
+    chain = _longest_chain(forms)
     zone, env, shell = UTC, dict[str, str](), None
     for f in forms:
-        lacking = sorted(set(env) - set(f.env))
-        if lacking or (shell is not None and f.shell is None):
-            what = f"the variable {lacking[0]}" if lacking else "a SHELL"
-            out.skipped.append((f.job, f"a job above sets {what} that this one does not have, and a crontab "
-                                       "cannot unset it: export this job on its own, or as JSON"))  # fmt: skip
-            continue
+        if id(f) not in chain:
+            out.skipped.append((f.job, "its environment or shell conflicts with other jobs' (a crontab cannot unset a "
+                                       "variable or SHELL set for a job above it): export it on its own, or as JSON"))  # fmt: skip
+    for f in sorted((f for f in forms if id(f) in chain), key=_signature_order):
         for name, value in f.env.items():
             if env.get(name) != value:
                 out.lines.append(f"{name}={_quoted(value)}")
@@ -92,6 +91,44 @@ def export_crontab(jobs: list[dict[str, Any]], *, system: bool = False) -> Cront
         out.lines.append(f"# {job_label(f.job)}")
         out.lines.append(f.line)
     return out
+
+
+_Signature = tuple[bool, frozenset[str]]  #: (sets a shell, the names of its variables)
+
+
+def _signature(f: _Form) -> _Signature:
+    return (f.shell is not None, frozenset(f.env))
+
+
+def _signature_order(f: _Form) -> tuple[bool, int, list[str]]:
+    return (f.shell is not None, len(f.env), sorted(f.env))
+
+
+def _follows(a: _Signature, b: _Signature) -> bool:
+    """May jobs of signature ``b`` come below those of ``a``: nothing ``a`` sets is missing in ``b``."""
+    return a[1] <= b[1] and (b[0] or not a[0])
+
+
+def _longest_chain(forms: list[_Form]) -> set[int]:
+    """The forms (by ``id``) of the largest set of jobs whose signatures line up so that each
+    job's settings extend the ones above it: the longest path through the signatures ordered
+    by ``_follows``, weighted by their jobs (few distinct signatures: O(signatures²))."""
+    count: dict[_Signature, int] = {}
+    for f in forms:
+        count[_signature(f)] = count.get(_signature(f), 0) + 1
+    order = sorted(count, key=lambda s: (s[0], len(s[1]), sorted(s[1])))
+    best: dict[_Signature, tuple[int, _Signature | None]] = {}  # jobs in the best chain from here, next
+    for sig in reversed(order):
+        tail = max(((best[t][0], t) for t in order if t != sig and _follows(sig, t) and t in best),
+                   default=(0, None), key=lambda x: x[0])  # fmt: skip
+        best[sig] = (count[sig] + tail[0], tail[1])
+    starts = [s for s in order if _follows((False, frozenset()), s)]
+    keep: set[_Signature] = set()
+    at = max(starts, key=lambda s: best[s][0], default=None)
+    while at is not None:
+        keep.add(at)
+        at = best[at][1]
+    return {id(f) for f in forms if _signature(f) in keep}
 
 
 def job_label(job: dict[str, Any]) -> str:
