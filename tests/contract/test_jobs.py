@@ -7,10 +7,10 @@ import pytest
 from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy, RunAs
 from cronwheel.store.base import (
     Completion,
-    StartRequest,
     CreateOutcome,
     LeaseVerdict,
     Outcome,
+    StartRequest,
     Store,
     StoreError,
 )
