@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,14 @@ def system_format_path(path: Path) -> bool:
     return (path.name == "crontab" and path.parent.name == "etc") or path.parent.name == "cron.d"
 
 
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """One job to create: where it comes from (``line 7``), its body and idempotency key."""
 
-    __slots__ = ("body", "key", "line_no", "where")
-
-    def __init__(self, where: str, line_no: int | None, body: dict[str, Any], key: str) -> None:
-        self.where, self.line_no, self.body, self.key = where, line_no, body, key
+    where: str
+    line_no: int | None
+    body: dict[str, Any]
+    key: str
 
 
 @click.command("import-crontab", context_settings=CONTEXT)
@@ -92,7 +94,8 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
         notes: list[crontab.LineError] = []
     else:
         if system is None:
-            system = name != "-" and system_format_path(Path(name).resolve())
+            path = Path(name)  # as given (a link in cron.d counts) or where it leads
+            system = name != "-" and (system_format_path(path.absolute()) or system_format_path(path.resolve()))
         parsed = crontab.parse_crontab(text, tz or crontab.UTC, system=system)
         for err in parsed.skipped:
             skip(err.line_no, f"line {err.line_no}", err.message)
