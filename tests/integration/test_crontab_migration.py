@@ -337,6 +337,10 @@ def test_run_as_is_refused_for_unknown_users_and_fails_clearly_when_one_vanishes
     src = tmp_path / "cron.d" / "mixed"
     src.parent.mkdir()
     src.write_text(f"@daily root true\n@hourly {ghost} echo lost\n@weekly nobody id\n")
+    strict = daemon.cli("import-crontab", "--strict", str(src))  # the daemon's refusal counts too
+    assert strict.returncode == 1 and f"runAs user {ghost!r} does not exist" in strict.stderr, strict.stderr
+    assert "--strict: nothing imported" in strict.stderr
+    assert jobs(daemon) == []
     res = daemon.cli("import-crontab", str(src))
     assert res.returncode == 1
     assert f"{src}:2: runAs user {ghost!r} does not exist on this node" in res.stderr
