@@ -373,3 +373,30 @@ def test_env_and_stdin_from_the_cli_and_api_reach_the_command(daemon: Daemon) ->
     assert bad.returncode == 2 and "is not NAME=VALUE" in bad.stderr
     bad = daemon.cli("add", "@daily", "--env", "1X=y", "--", "true")
     assert bad.returncode == 1 and "env: '1X' is not a valid variable name" in bad.stderr
+
+
+def test_update_patches_env_user_shell_and_stdin_in_place(daemon: Daemon) -> None:
+    created = daemon.add_job({"schedule": "@daily", "command": "cat", "name": "patchy", "env": {"A": "1", "B": "2"},
+                              "shell": "/bin/bash", "runAs": {"user": "root"}})  # fmt: skip
+    job_id = created["jobId"]
+
+    def patch(body: dict[str, Any]) -> Any:
+        return daemon.request("PATCH", f"/v1/jobs/{job_id}", body)
+
+    # env merges variable by variable (null removes one); null removes a member
+    r = patch({"env": {"A": None, "C": "3"}, "shell": None, "stdin": "hello"})
+    assert r.status == 200, r
+    got = r.json()
+    assert (got["env"], got["shell"], got["stdin"], got["runAs"]) == ({"B": "2", "C": "3"}, None, "hello", {"user": "root"})
+    # the CLI's update takes add's options
+    res = daemon.cli("update", "patchy", "--env", "D=4", "--shell", "/bin/sh", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["env"] == {"B": "2", "C": "3", "D": "4"}
+    if os.geteuid() == 0:
+        r = patch({"runAs": {"user": "cw22-no-such-user"}})
+        assert r.status == 422 and r.json()["code"] == "run_as_refused", r
+    # a target that cannot carry them is refused, naming the member to remove
+    r = patch({"http": {"url": "https://example.invalid/"}})
+    assert r.status == 422 and r.json()["field"] in ("env", "runAs", "shell", "stdin"), r
+    r = patch({"env": None, "runAs": None, "shell": None, "stdin": None})
+    assert r.status == 200 and (r.json()["env"], r.json()["runAs"]) == ({}, None), r
