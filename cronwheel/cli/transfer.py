@@ -84,7 +84,8 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
         if not as_json:
             render.emit_error(f"{name}:{line_no}: {reason}" if line_no else f"{name}: {where}: {reason}")
 
-    if crontab.looks_like_json(text):
+    from_json = crontab.looks_like_json(text)
+    if from_json:
         try:
             bodies = crontab.parse_json_requests(text)
         except ValueError as exc:
@@ -129,7 +130,8 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
     new = sum(r["created"] for r in results)
     summary = f"{new} job(s) created, {len(results) - new} already there"
     if skipped:
-        summary += f", {len(skipped)} line(s) skipped (listed above" + (")" if as_json else ", with their reasons)")
+        unit = "job(s)" if from_json else "line(s)"
+        summary += f", {len(skipped)} {unit} skipped (listed above" + (")" if as_json else ", with their reasons)")
     if notes:
         summary += f"; {len(notes)} setting(s) not carried over"
     render.emit_note(summary)

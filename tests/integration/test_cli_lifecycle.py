@@ -76,10 +76,10 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     # into the same daemon: the named job is refused, naming its namesake (names are unique)
     holder = next(j["jobId"] for j in jobs(daemon) if j["name"] == "pinger")
     res = daemon.cli("import", str(dump))
-    assert res.returncode == 1 and "3 job(s) created, 0 already there, 1 refused" in res.stderr, res.stderr
+    assert res.returncode == 1 and "3 job(s) created, 0 already there, 1 job(s) skipped" in res.stderr, res.stderr
     assert holder in res.stderr
     res = daemon.cli("import", str(dump))
-    assert "0 job(s) created, 3 already there, 1 refused" in res.stderr
+    assert "0 job(s) created, 3 already there, 1 job(s) skipped" in res.stderr
     assert len(jobs(daemon)) == 7
     # into another daemon: everything, the name too
     other = make_daemon("other")
