@@ -53,11 +53,11 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         r = by_id.get(eid)
         if r is None:
             continue
-        _, _, lease_sec, timeout_sec, target, payload, context = defs[eid]
+        _, _, lease_sec, timeout_sec, target, payload, process, context = defs[eid]
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
-                            target, payload_with_context(payload, context), r[8], context))  # fmt: skip
+                            target, payload_with_context(payload, context), r[8], process, context))  # fmt: skip
     return grants
 
 

@@ -21,8 +21,8 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at, j.calendars, j.active_until, d.active_from, d.on_success,
-    d.on_failure
+    d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
+    d.on_success, d.on_failure
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -80,17 +80,17 @@ SELECT * FROM unnest(
 
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, active_from, on_success,
-                             on_failure)
+                             lease_sec, created_at, updated_at, process, active_from,
+                             on_success, on_failure)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
-       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.active_from, u.on_success::json,
-       u.on_failure::json
+       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.active_from,
+       u.on_success::json, u.on_failure::json
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
-            %(lease_sec)s::float8[], %(active_from)s::int8[], %(on_success)s::text[],
-            %(on_failure)s::text[])
-     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, active_from,
-           on_success, on_failure)
+            %(lease_sec)s::float8[], %(process)s::text[], %(active_from)s::int8[],
+            %(on_success)s::text[], %(on_failure)s::text[])
+     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process,
+           active_from, on_success, on_failure)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """
@@ -142,7 +142,8 @@ WHERE id = %(id)s
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = %(name)s, run_at = %(run_at)s, target = %(target)s::json,
        payload = %(payload)s::json, retry = %(retry)s::json, timeout_sec = %(timeout_sec)s,
-       lease_sec = %(lease_sec)s, updated_at = %(now)s, active_from = %(active_from)s::int8
+       lease_sec = %(lease_sec)s, updated_at = %(now)s, process = %(process)s::json,
+       active_from = %(active_from)s::int8
 WHERE job_id = %(id)s
 """
 
@@ -346,7 +347,7 @@ FOR UPDATE SKIP LOCKED
 #: The locking subquery cannot be flattened, so it stays a per-id probe; ids come sorted, so
 #: concurrent starters lock in one order.
 START_CANDIDATES = """
-SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload, e.context
+SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload, d.process, e.context
 FROM unnest(%(ids)s::text[]) AS i (execution_id)
 CROSS JOIN LATERAL (
     SELECT x.execution_id, x.job_id, x.context FROM executions AS x

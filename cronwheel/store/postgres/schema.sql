@@ -58,7 +58,8 @@ CREATE TABLE job_definitions (
     timeout_sec DOUBLE PRECISION NOT NULL,
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
-    updated_at  BIGINT NOT NULL
+    updated_at  BIGINT NOT NULL,
+    process     JSON  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -165,7 +166,7 @@ CREATE TABLE bucket_leases (
     lease_until BIGINT NOT NULL
 );
 
--- version 8: calendars, active windows, chains, execution context
+-- version 9: calendars, active windows, chains, execution context
 
 -- The claim reads these two, so they live on the narrow scheduling row.
 ALTER TABLE jobs ADD COLUMN calendars JSON;        -- array of calendar names, NULL: none

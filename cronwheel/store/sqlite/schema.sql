@@ -57,7 +57,8 @@ CREATE TABLE job_definitions (
     timeout_sec REAL NOT NULL,
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
+    updated_at  INTEGER NOT NULL,
+    process     TEXT  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -162,7 +163,7 @@ CREATE TABLE bucket_leases (
     lease_until INTEGER NOT NULL
 );
 
--- version 8: calendars, active windows, chains, execution context
+-- version 9: calendars, active windows, chains, execution context
 
 -- The claim reads these two, so they live on the narrow scheduling row.
 ALTER TABLE jobs ADD COLUMN calendars TEXT;       -- JSON array of calendar names, NULL: none

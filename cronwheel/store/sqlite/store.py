@@ -63,6 +63,7 @@ from cronwheel.store.common import (
     calendar_row,
     calendar_spec_json,
     dumps,
+    process_text,
     retry_to_json,
     short,
 )
@@ -299,7 +300,7 @@ class SqliteStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
-                    spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
+                    process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -361,7 +362,7 @@ class SqliteStore(Store):
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms,
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
                 spec.active_from,
             ))  # fmt: skip
             if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
@@ -637,13 +638,14 @@ class SqliteStore(Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload = r[9:13]
+            lease_sec, timeout_sec, target, payload, process = r[9:14]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
-            context = None if r[13] is None else json.loads(r[13])
+            context = None if r[14] is None else json.loads(r[14])
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                                 lease_sec, timeout_sec, parsed(target),
-                                payload_with_context(parsed(payload), context), r[8], context))  # fmt: skip
+                                payload_with_context(parsed(payload), context), r[8],
+                                None if process is None else parsed(process), context))  # fmt: skip
         return grants
 
     @_translated

@@ -1,4 +1,4 @@
--- cronwheel schema, version 8 (the same in both stores): scheduling beyond cron.
+-- cronwheel schema, version 9 (the same in both stores): scheduling beyond cron.
 -- Calendars (named, per tenant, excluded days and windows) that jobs observe; a job's active
 -- window; chains (jobs triggered by another's final outcome); what made an execution.
 
