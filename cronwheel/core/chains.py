@@ -103,6 +103,13 @@ def check_chain(
         raise ChainError("chain would form a cycle: " + " -> ".join(cycle))
 
 
+def new_children(job_id: str, children: Sequence[str], edges: Mapping[str, Iterable[str]]) -> list[str]:
+    """The children a chain change adds to ``job_id``'s current ones (in ``edges``): only those
+    are checked, so a child cancelled since does not block changing the rest of the chain."""
+    current = set(edges.get(job_id, ()))
+    return [c for c in dict.fromkeys(children) if c not in current]
+
+
 def check_children(tenant: str, children: Sequence[str], found: Mapping[str, tuple[str, str]]) -> None:
     """Every child must be a job of ``tenant`` that is not CANCELLED; ``found`` maps the
     children that exist to their ``(tenant, status)``."""

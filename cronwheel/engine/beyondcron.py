@@ -10,6 +10,7 @@ request names (calendars, children) and turns store answers into service errors.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from cronwheel.core import schedule as sched
@@ -73,9 +74,17 @@ class BeyondCronMixin:
             raise ServiceError(f"schedule never fires{within}: {spec.schedule!r}", field="schedule")
         return nxt
 
-    async def check_references(self, specs: Sequence[JobSpec]) -> None:
+    async def check_references(self, specs: Sequence[JobSpec], unchanged_from: JobSpec | None = None) -> None:
         """Every calendar a new job observes, and every job it chains to, must exist in its
-        tenant (chains to CANCELLED jobs are refused too)."""
+        tenant (chains to CANCELLED jobs are refused too). ``unchanged_from``: an update's old
+        definition, whose references are not checked again (a child cancelled since must not
+        block changing the parent's priority)."""
+        if unchanged_from is not None:
+            old = unchanged_from
+            specs = [replace(spec, calendars=tuple(c for c in spec.calendars if c not in old.calendars),
+                             on_success=tuple(c for c in spec.on_success if c not in old.on_success),
+                             on_failure=tuple(c for c in spec.on_failure if c not in old.on_failure))
+                     for spec in specs]  # fmt: skip
         known: dict[tuple[str, str], bool] = {}  # a batch names the same calendar many times
 
         async def calendar_exists(tenant: str, name: str) -> bool:

@@ -320,7 +320,7 @@ class Node(TenancyMixin, BeyondCronMixin):
         reschedule = when != (old.schedule, old.run_at, old.timezone, old.active_from, old.active_until)
         now = self.clock.now_ms()
         next_run_at = self.first_run(job_id, spec, now) if reschedule else None
-        await self.check_references([spec])
+        await self.check_references([spec], unchanged_from=old)
         result = await self.update_in_store(job_id, spec, next_run_at, reschedule, now, tenant)
         if result.outcome is UpdateOutcome.NOT_FOUND:
             raise NotFound(f"no job {job_id!r}")

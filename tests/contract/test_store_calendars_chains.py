@@ -212,3 +212,15 @@ def test_an_update_in_place_keeps_calendars_and_refuses_a_chain_cycle(store: Sto
     assert res.job is not None and res.job.spec.calendars == ("holidays",) and res.job.spec.active_until == T0 + HOUR
     skipped = claim_all(store, T0).skipped
     assert [(e.job_id, e.reason) for e in skipped] == [(b, "calendar: holidays")]
+
+
+def test_a_cancelled_child_does_not_block_changing_the_rest_of_the_chain(store: Store) -> None:
+    a, b, c = create(store, *(new_job(schedule="@triggered", next_run_at=None) for _ in range(3)))
+    assert store.set_job_chain(a, [b], [c], T0) is not None
+    store.cancel_job(c, T0)
+    job = store.set_job_chain(a, [], [c], T0 + SEC)  # drop b, keep the cancelled c
+    assert job is not None and job.spec.on_success == () and job.spec.on_failure == (c,)
+    (d,) = create(store, new_job(schedule="@triggered", next_run_at=None))
+    store.cancel_job(d, T0)
+    with pytest.raises(ChainError, match="CANCELLED"):
+        store.set_job_chain(a, [d], [c], T0 + SEC)  # a cancelled job is never added

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from cronwheel.core.chains import check_chain, check_children
+from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import Execution
 from cronwheel.store import common
@@ -81,10 +81,10 @@ def set_chain(
         return False
     job_tenant = row[1]
     conn.execute(q.ADVISORY_XACT_LOCKS, {"space": CHAIN_LOCK_SPACE, "hashes": [stable_hash(job_tenant) % 2**32 - 2**31]})
-    children = [*on_success, *on_failure]
-    found = {r[0]: (r[1], r[2]) for r in conn.execute(q.JOBS_TENANT_STATUS, {"ids": children})}
-    check_children(job_tenant, children, found)
     edges = {r[0]: [*(r[1] or []), *(r[2] or [])] for r in conn.execute(q.TENANT_CHAINS, {"tenant": job_tenant})}
+    added = new_children(job_id, [*on_success, *on_failure], edges)
+    found = {r[0]: (r[1], r[2]) for r in conn.execute(q.JOBS_TENANT_STATUS, {"ids": added})}
+    check_children(job_tenant, added, found)
     check_chain(job_id, on_success, on_failure, edges)
     conn.execute(q.SET_JOB_CHAIN, {"id": job_id, "on_success": dumps(list(on_success)) if on_success else None,
                                    "on_failure": dumps(list(on_failure)) if on_failure else None, "now": now_ms})

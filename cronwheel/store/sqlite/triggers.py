@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from cronwheel.core.chains import check_chain, check_children
+from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.model import Execution
 from cronwheel.store import common
 from cronwheel.store.base import CompletionResult
@@ -65,11 +65,9 @@ def set_chain(
     if row is None:
         return False
     job_tenant = row[1]
-    check_children(
-        job_tenant, [*on_success, *on_failure],
-        {r[0]: (r[1], r[2]) for r in conn.execute(q.JOBS_TENANT_STATUS, (dumps([*on_success, *on_failure]),))},
-    )
     edges: dict[str, Any] = {r[0]: [*_ids(r[1]), *_ids(r[2])] for r in conn.execute(q.TENANT_CHAINS, (job_tenant,))}
+    added = new_children(job_id, [*on_success, *on_failure], edges)
+    check_children(job_tenant, added, {r[0]: (r[1], r[2]) for r in conn.execute(q.JOBS_TENANT_STATUS, (dumps(added),))})
     check_chain(job_id, on_success, on_failure, edges)
     conn.execute(q.SET_JOB_CHAIN, (job_id, _json_or_null(on_success), _json_or_null(on_failure), now_ms))
     return True
