@@ -352,3 +352,16 @@ def test_a_job_page_shows_its_chain_and_what_made_each_run(daemon: Daemon, brows
     until(browser, lambda d: f"after {parent_eid} (SUCCEEDED)" in text_of(d, row), what="the run's parent")
     screenshot(browser, "chain")
     assert problems(browser) == []
+
+
+def test_the_calendars_page_lists_days_and_windows_as_text(daemon: Daemon, browser: Any) -> None:
+    body = {"description": HOSTILE_NAME, "dates": ["2026-12-25"],
+            "windows": [{"start": "2026-12-24T22:00", "end": "2026-12-25T02:00"}]}  # fmt: skip
+    assert daemon.request("PUT", "/v1/calendars/holidays", body).status == 200
+    open_dashboard(browser, daemon, "#/calendars")
+    row = 'tr[data-calendar="default/holidays"]'
+    until(browser, lambda d: "2026-12-25" in text_of(d, row), what="the calendar row")
+    assert "2026-12-24T22:00 → 2026-12-25T02:00" in text_of(browser, row) and HOSTILE_NAME in text_of(browser, row)
+    assert css(browser, 'a[data-view="calendars"]').get_attribute("aria-current") == "page"
+    assert_no_dialog(browser)
+    assert problems(browser) == []

@@ -1,5 +1,5 @@
-// The cronwheel dashboard: four views over the /v1 API, chosen by the URL fragment
-// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq). No framework and no build step: each view
+// The cronwheel dashboard: five views over the /v1 API, chosen by the URL fragment
+// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq, #/calendars). No framework and no build step: each view
 // loads its data, and its body is rebuilt only when that data changed (so focus, scroll and
 // a half-typed search survive live updates). Live updates come from the event stream; while
 // it is down (or not ours to read) the visible view is polled instead.
@@ -122,6 +122,7 @@ function parseRoute() {
   if (parts[0] === "jobs" && parts.length === 1) return { name: "jobs", params };
   if (parts[0] === "jobs" && parts.length === 2) return { name: "job", jobId: parts[1], params };
   if (parts[0] === "dlq" && parts.length === 1) return { name: "dlq", params };
+  if (parts[0] === "calendars" && parts.length === 1) return { name: "calendars", params };
   return { name: "missing", params, path };
 }
 
@@ -546,6 +547,24 @@ const dlqView = {
   },
 };
 
+const calendarsView = {
+  title: () => "Calendars",
+  shell: () => [h("h1", {}, "Calendars"), h("p", { class: "muted" }, "Excluded days and windows. A job that observes a calendar records the ticks it excludes as SKIPPED (reason calendar: NAME); days and local windows are read in each job's time zone.")],
+  async load() {
+    return (await api.get("/v1/calendars")).calendars;
+  },
+  render(cals) {
+    const rows = cals.map((c) => h("tr", { "data-calendar": `${c.tenant}/${c.name}` },
+      h("td", {}, h("code", {}, c.name)),
+      h("td", {}, c.tenant),
+      h("td", {}, c.dates.join(", ") || "–"),
+      h("td", {}, c.windows.map((w) => `${w.start} → ${w.end}`).join(", ") || "–"),
+      h("td", {}, c.description || "")));
+    return rows.length ? table("Calendars", ["Name", "Tenant", "Excluded days", "Excluded windows", "Description"], rows, "calendars")
+      : h("p", { class: "empty" }, "No calendar yet (cronwheel calendar set NAME --date YYYY-MM-DD).");
+  },
+};
+
 const missing = {
   title: () => "Not found",
   shell: () => [h("h1", {}, "Not found")],
@@ -553,7 +572,7 @@ const missing = {
   render: () => h("p", {}, "No such page. ", h("a", { href: "#/" }, "Back to the overview.")),
 };
 
-const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, missing };
+const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, calendars: calendarsView, missing };
 
 // ---------------------------------------------------------------- start
 
