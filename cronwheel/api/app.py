@@ -19,6 +19,7 @@ import enum
 import inspect
 import json
 import logging
+import os
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -29,12 +30,13 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from cronwheel.api import beyondcron as bc
 from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
-from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.model import DEFAULT_TENANT, JobSpec
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
@@ -46,6 +48,7 @@ from cronwheel.store.base import (
     LeaseVerdict,
     StoreUnavailable,
 )
+from cronwheel.worker.launch import run_as_refusal
 
 log = logging.getLogger("cronwheel.api")
 
@@ -318,6 +321,7 @@ async def create_job(request: web.Request) -> web.Response:
     refusal = target_refusal(spec.target, await _principal(request))
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
+    _check_run_as(spec)
     result = await service.create_job(spec, key, v.request_hash(body) if key is not None else None)
     if result.outcome is CreateOutcome.CONFLICT:
         raise Problem(
@@ -345,8 +349,20 @@ async def create_jobs(request: web.Request) -> web.Response:
         refusal = target_refusal(spec.target, principal)
         if refusal is not None:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
+        _check_run_as(spec, f"jobs[{i}]")
     results = await service.create_jobs(items)
     return _json({"results": [_batch_result(i, r) for i, r in enumerate(results)]})
+
+
+def _check_run_as(spec: JobSpec, where: str = "") -> None:
+    """A job's runAs is honoured by this node's workers, which run as the daemon's user: refused
+    now unless that is root and the account exists, rather than failing at every run."""
+    if spec.run_as is None:
+        return
+    why = run_as_refusal(spec.run_as.user, spec.run_as.group, os.geteuid())
+    if why is not None:
+        prefix = f"{where}." if where else ""
+        raise Problem(422, "run_as_refused", f"{where}: {why}" if where else why, field=f"{prefix}runAs")
 
 
 def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
@@ -412,6 +428,8 @@ async def update_job(request: web.Request) -> web.Response:
     refusal = target_refusal(spec.target, await _principal(request))
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
+    if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
+        _check_run_as(spec)
     return _json(v.job_to_json(await service.update_job(job.id, spec, await _tenant(request))))
 
 
@@ -436,6 +454,69 @@ async def trigger_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     ex = await _service(request).trigger_job(request.match_info["jobId"], await _tenant(request))
     return _json(v.execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
+
+
+async def backfill_job(request: web.Request) -> web.Response:
+    service = _service(request)
+    start, end, dry = bc.parse_backfill_body(await _body(request), service.now_ms())
+    result = await service.backfill(request.match_info["jobId"], start, end, dry, await _tenant(request))
+    return _json(result, 200 if dry else 202)
+
+
+async def cancel_backfill(request: web.Request) -> web.Response:
+    n = await _service(request).cancel_backfill(request.match_info["jobId"], await _tenant(request))
+    return _json({"jobId": request.match_info["jobId"], "cancelled": n})
+
+
+async def set_chain(request: web.Request) -> web.Response:
+    on_success, on_failure = bc.parse_chain_body(await _body(request))
+    job = await _service(request).set_chain(request.match_info["jobId"], on_success, on_failure, await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def upcoming(request: web.Request) -> web.Response:
+    service = _service(request)
+    count, after = bc.parse_upcoming_query(request.query.get("count"), request.query.get("from"), service.now_ms())
+    return _json(await service.upcoming(request.match_info["jobId"], count, after, await _tenant(request)))
+
+
+# ---------------------------------------------------------------- calendars
+
+
+async def _calendar_tenant(request: web.Request) -> str:
+    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+    tenant = await _tenant(request)
+    if tenant is not None:
+        return tenant
+    asked = request.query.get("tenant")
+    if asked is not None and not valid_tenant_name(asked):
+        raise Problem(400, "invalid_field", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
+    return asked or DEFAULT_TENANT
+
+
+async def list_calendars(request: web.Request) -> web.Response:
+    tenant = await _tenant(request)
+    if tenant is None and "tenant" in request.query:
+        tenant = await _calendar_tenant(request)
+    cals = await _service(request).list_calendars(tenant)
+    return _json({"calendars": [bc.calendar_to_json(c) for c in cals]})
+
+
+async def get_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    return _json(bc.calendar_to_json(await _service(request).get_calendar(name, await _calendar_tenant(request))))
+
+
+async def put_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"], creating=True)
+    cal = bc.parse_calendar_body(name, await _body(request), await _calendar_tenant(request))
+    return _json(bc.calendar_to_json(await _service(request).put_calendar(cal)))
+
+
+async def delete_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    await _service(request).delete_calendar(name, await _calendar_tenant(request))
+    return web.Response(status=204)
 
 
 # ---------------------------------------------------------------- executions
@@ -621,6 +702,14 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/resume", resume_job),
     ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
+    ("POST", "/v1/jobs/{jobId}/backfill", backfill_job),
+    ("DELETE", "/v1/jobs/{jobId}/backfill", cancel_backfill),
+    ("PUT", "/v1/jobs/{jobId}/chain", set_chain),
+    ("GET", "/v1/jobs/{jobId}/upcoming", upcoming),
+    ("GET", "/v1/calendars", list_calendars),
+    ("GET", "/v1/calendars/{name}", get_calendar),
+    ("PUT", "/v1/calendars/{name}", put_calendar),
+    ("DELETE", "/v1/calendars/{name}", delete_calendar),
     ("GET", "/v1/executions/{executionId}", get_execution),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
@@ -672,7 +761,9 @@ ACCESS: dict[Callable[..., Any], Access] = {
     record_effect: Access.WORK,
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
-         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd),
+         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd,
+         backfill_job, cancel_backfill, set_chain, upcoming, list_calendars, get_calendar, put_calendar,
+         delete_calendar),
         Access.MANAGE,
     ),
 }

@@ -16,12 +16,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import MAX_JOB_CALENDARS
+from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
+from cronwheel.core.chains import MAX_CHILDREN
 from cronwheel.core.limits import (
     JITTER_SEC_RANGE,
     LEASE_SEC_RANGE,
+    MAX_ACCOUNT_NAME_CHARS,
     MAX_BATCH_JOBS,
     MAX_COMMAND_BYTES,
     MAX_EFFECT_KEY_CHARS,
+    MAX_ENV_BYTES,
+    MAX_ENV_NAME_CHARS,
+    MAX_ENV_VARS,
     MAX_ERROR_CHARS,
     MAX_HEADER_NAME_CHARS,
     MAX_HEADER_VALUE_CHARS,
@@ -32,6 +39,8 @@ from cronwheel.core.limits import (
     MAX_OUTPUT_CHARS,
     MAX_PAYLOAD_BYTES,
     MAX_SCHEDULE_CHARS,
+    MAX_SHELL_BYTES,
+    MAX_STDIN_BYTES,
     MAX_TIMEZONE_CHARS,
     MAX_URL_CHARS,
     MAX_WORKER_ID_CHARS,
@@ -50,6 +59,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
     Priority,
     RetryPolicy,
+    RunAs,
 )
 from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import Completion, Outcome
@@ -58,11 +68,14 @@ from cronwheel.store.base import Completion, Outcome
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TARGET_KINDS = ("command", "http", "python", "queue")
+#: members of a job body that set up a command's process; env also travels to remote workers
+PROCESS_FIELDS = ("env", "runAs", "shell", "stdin")
 
 JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
+        "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -75,9 +88,14 @@ _QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 #: timeoutSec }``): its executions wait in this queue for remote workers
 DEFAULT_QUEUE = "default"
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: POSIX portable user names (useradd's default check), "$" allowed last for machine accounts
+_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$")
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
+#: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 
 
 class ValidationError(ValueError):
@@ -230,13 +248,142 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
     if "misfire" in data:
         spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    parse_beyond_cron_fields(data, spec)
+    _parse_process(data, spec)
     return spec
+
+
+def parse_beyond_cron_fields(data: dict[str, Any], spec: JobSpec) -> None:
+    """calendars, activeFrom/activeUntil, onSuccess/onFailure (scheduling beyond cron)."""
+    if "calendars" in data:
+        names = _string_list("calendars", data["calendars"], MAX_JOB_CALENDARS)
+        for i, name in enumerate(names):
+            if not CALENDAR_NAME_RE.fullmatch(name):
+                raise _bad(f"calendars[{i}]", f"calendars[{i}]: {name[:80]!r} is not a calendar name")
+        spec.calendars = tuple(dict.fromkeys(names))
+    for field in ("activeFrom", "activeUntil"):
+        if field in data:
+            if spec.schedule is None:
+                raise _bad(field, f"{field} bounds a recurring schedule; a one-off job (runAt) has none")
+            text = _string(field, data[field])
+            try:
+                at = sched.parse_instant(text.strip())
+            except ValueError as exc:
+                raise _bad(field, f"{field}: {exc}") from None
+            if not 0 <= at < MAX_INSTANT_MS:
+                raise _bad(field, f"{field}: {text.strip()!r} is outside 1970..9899")
+            if field == "activeFrom":
+                spec.active_from = at
+            else:
+                spec.active_until = at
+    if spec.active_from is not None and spec.active_until is not None and spec.active_until < spec.active_from:
+        raise _bad("activeUntil", "activeUntil must not be before activeFrom")
+    for field in ("onSuccess", "onFailure"):
+        if field in data:
+            ids = _string_list(field, data[field], MAX_CHILDREN)
+            for i, jid in enumerate(ids):
+                if not JOB_ID_RE.fullmatch(jid):
+                    raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
+            if field == "onSuccess":
+                spec.on_success = tuple(dict.fromkeys(ids))
+            else:
+                spec.on_failure = tuple(dict.fromkeys(ids))
+
+
+def _string_list(field: str, value: Any, most: int) -> list[str]:
+    if not isinstance(value, list):
+        raise _bad(field, f"{field} must be an array of strings, not {_type_name(value)}")
+    if len(value) > most:
+        raise _bad(field, f"{field} holds at most {most} entries, not {len(value)}")
+    return [_string(f"{field}[{i}]", item) for i, item in enumerate(value)]
+
+
+# ---------------------------------------------------------------- process setup
+
+
+def _parse_process(data: dict[str, Any], spec: JobSpec) -> None:
+    """env, runAs, shell and stdin: how a command's process is set up (env also for queue
+    targets, whose remote workers get it with each claim)."""
+    given = [k for k in PROCESS_FIELDS if k in data]
+    if not given:
+        return
+    kind = next(iter(spec.target))
+    for k in given:
+        if kind != "command" and not (k == "env" and kind == "queue"):
+            allowed = "command and queue targets" if k == "env" else "command targets"
+            raise _bad(k, f"{k} applies to {allowed} only, not to a {kind} target")
+    if "env" in data:
+        spec.env = _parse_env(data["env"])
+    if "runAs" in data:
+        spec.run_as = _parse_run_as(data["runAs"])
+    if "shell" in data:
+        shell = _text("shell", data["shell"])
+        if not shell.startswith("/") or len(shell.encode()) > MAX_SHELL_BYTES or "\x00" in shell or shell != shell.strip():
+            raise _bad("shell", f"shell must be an absolute path (e.g. /bin/bash) of at most {MAX_SHELL_BYTES} bytes, without NUL or surrounding spaces, not {shell[:100]!r}")
+        spec.shell = shell
+    if "stdin" in data:
+        stdin = _text("stdin", data["stdin"])
+        if len(stdin.encode()) > MAX_STDIN_BYTES:
+            raise _bad("stdin", f"stdin is {len(stdin.encode())} bytes; the limit is {MAX_STDIN_BYTES} bytes", status=413, code="payload_too_large")
+        spec.stdin = stdin
+
+
+def _text(field: str, value: Any) -> str:
+    """A string that is valid Unicode text (no lone surrogates: it must become UTF-8 bytes)."""
+    text = _string(field, value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise _bad(field, f"{field} must be valid Unicode text (it holds a lone surrogate)") from None
+    return text
+
+
+def _parse_env(value: Any) -> dict[str, str]:
+    raw = _object("env", value)
+    if len(raw) > MAX_ENV_VARS:
+        raise _bad("env", f"env may hold at most {MAX_ENV_VARS} variables, not {len(raw)}")
+    env: dict[str, str] = {}
+    size = 0
+    for name, v in raw.items():
+        where = f"env.{name[:MAX_ENV_NAME_CHARS]}"
+        if len(name) > MAX_ENV_NAME_CHARS or not _ENV_NAME_RE.match(name):
+            raise _bad(where, f"env: {name[:100]!r} is not a valid variable name (letters, digits and _, not starting with a digit, at most {MAX_ENV_NAME_CHARS} characters)")
+        if name.startswith("CRONWHEEL_"):
+            raise _bad(where, f"env: {name} is reserved: every run gets the CRONWHEEL_* variables from the daemon")
+        text = _text(where, v)
+        if "\x00" in text:
+            raise _bad(where, f"{where} must not contain NUL characters (an environment cannot hold them)")
+        size += len(name) + len(text.encode()) + 2
+        env[name] = text
+    if size > MAX_ENV_BYTES:
+        raise _bad("env", f"env is {size} bytes; the limit is {MAX_ENV_BYTES} bytes", status=413, code="payload_too_large")
+    return env
+
+
+def _parse_run_as(value: Any) -> RunAs:
+    raw = _object("runAs", value)
+    _reject_unknown("runAs", raw, ("user", "group"))
+    names: dict[str, str | None] = {"user": None, "group": None}
+    for key in names:
+        if raw.get(key) is None:
+            continue
+        where = f"runAs.{key}"
+        name = _string(where, raw[key])
+        if len(name) > MAX_ACCOUNT_NAME_CHARS or not _ACCOUNT_RE.match(name):
+            raise _bad(where, f"{where} must be a {key} name of 1 to {MAX_ACCOUNT_NAME_CHARS} letters, digits and _ . - (not {name[:100]!r})")
+        names[key] = name
+    user = names["user"]
+    if user is None:
+        raise _bad("runAs.user", "runAs.user is required")
+    return RunAs(user, names["group"])
 
 
 # ---------------------------------------------------------------- PATCH /v1/jobs/{id}
 
 #: members of a patch that replace each other: naming one removes the others from the job
 _EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
+#: objects a patch merges member by member (``{"env": {"A": null}}`` removes one variable)
+_MERGED_OBJECTS = ("retryPolicy", "env", "runAs")
 
 
 def job_body(job: Job) -> dict[str, Any]:
@@ -262,6 +409,14 @@ def job_body(job: Job) -> dict[str, Any]:
         body["name"] = spec.name
     if spec.payload is not None:
         body["payload"] = spec.payload
+    process = spec.process_json()
+    if process is not None:
+        body.update(process)
+    for key, value in (("calendars", list(spec.calendars)), ("activeFrom", iso_ms(spec.active_from)),
+                       ("activeUntil", iso_ms(spec.active_until)), ("onSuccess", list(spec.on_success)),
+                       ("onFailure", list(spec.on_failure))):  # fmt: skip
+        if value:
+            body[key] = value
     return body
 
 
@@ -287,7 +442,7 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key == "retryPolicy":
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key in _MERGED_OBJECTS:
             merged[key] = _merge(merged[key], value)
         else:
             merged[key] = value
@@ -336,7 +491,7 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
         if once_at is None:
             raise _bad("schedule", f"schedule: {text!r} never fires", status=400, code="invalid_schedule")
         return None, once_at
-    if parsed.next_after(now_ms) is None:
+    if parsed.kind != "never" and parsed.next_after(now_ms) is None:
         raise _bad("schedule", f"schedule: {text!r} never fires after now, or not before the year 9900 (the latest instant allowed)", status=400, code="invalid_schedule")
     return text, None
 
@@ -501,6 +656,8 @@ def grant_to_json(g: Grant) -> dict[str, Any]:
         "leaseSec": g.lease_sec,
         "timeoutSec": g.timeout_sec,
         "payload": g.payload,
+        "env": (g.process or {}).get("env") or {},
+        "context": g.context,
     }
 
 
@@ -644,6 +801,15 @@ def job_to_json(job: Job) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
+        "env": spec.env,
+        "runAs": None if spec.run_as is None else spec.run_as.to_json(),
+        "shell": spec.shell,
+        "stdin": spec.stdin,
+        "calendars": list(spec.calendars),
+        "activeFrom": iso_ms(spec.active_from),
+        "activeUntil": iso_ms(spec.active_until),
+        "onSuccess": list(spec.on_success),
+        "onFailure": list(spec.on_failure),
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),
@@ -673,6 +839,7 @@ def execution_to_json(execution: Execution, with_output: bool = False) -> dict[s
         "error": e.error,
         "reason": e.reason,
         "queue": e.queue,
+        "context": e.context,
     }
     if with_output:
         data["output"] = e.output

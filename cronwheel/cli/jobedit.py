@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import render
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
@@ -70,6 +71,10 @@ _DEFINITION_OPTIONS = (
     click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
+    click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
+    click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
+    click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
+    click.option("--stdin", metavar="TEXT", help="The command's standard input. [default the payload as JSON]"),
 )
 
 
@@ -155,6 +160,29 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
     for key in ("priority", "overlap", "misfire"):
         if opts[key] is not None:
             body[key] = opts[key]
+    body.update(_process_body(opts["env"], opts["run_as"], opts["shell"], opts["stdin"]))
+    return body
+
+
+def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, stdin: str | None) -> dict[str, Any]:
+    """--env, --run-as, --shell and --stdin as job members (the daemon checks them; in a
+    patch, --env adds or replaces the variables named and keeps the others)."""
+    body: dict[str, Any] = {}
+    if env:
+        variables = {}
+        for item in env:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="'--env'")
+            variables[key] = value
+        body["env"] = variables
+    if run_as is not None:
+        user, _, group = run_as.partition(":")
+        body["runAs"] = {"user": user, **({"group": group} if group else {})}
+    if shell is not None:
+        body["shell"] = shell
+    if stdin is not None:
+        body["stdin"] = stdin
     return body
 
 
@@ -164,6 +192,7 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
 @definition_options
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
+@beyond.job_options
 @click.pass_obj
 def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
     """Change a job in place (JOB: its id or name): it keeps its id and its history.
@@ -182,6 +211,7 @@ def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_js
     if schedule is not None:
         patch.update(when_body(schedule, opts["tz"]))
     patch.update(definition_body(cmd, target_required=False, **opts))
+    patch.update(beyond.job_fields(app.client))
     if not patch:
         raise click.UsageError("nothing to change: give --schedule, a command after `--`, or an option of `add`")
     current = app.client.resolve_job(job)

@@ -67,6 +67,14 @@ JITTER_SEC_RANGE = (0, 3600)
 #: ``POST /v1/jobs/batch``: jobs per request (and the request stays under MAX_BODY_BYTES)
 MAX_BATCH_JOBS = 1000
 
+#: a job's process setup (env, runAs, shell, stdin): what a crontab's lines can carry, and room
+MAX_ENV_VARS = 100
+MAX_ENV_NAME_CHARS = 128
+MAX_ENV_BYTES = 32 * 1024  #: names and values of one job's env together, UTF-8
+MAX_STDIN_BYTES = 64 * 1024
+MAX_SHELL_BYTES = 4096  #: PATH_MAX
+MAX_ACCOUNT_NAME_CHARS = 32  #: useradd's limit on a user or group name
+
 # ---------------------------------------------------------------- worker calls
 
 MAX_WORKER_ID_CHARS = 200
@@ -106,6 +114,10 @@ LIMITS: tuple[Limit, ...] = (
     Limit("timeoutSec", f"{TIMEOUT_SEC_RANGE[0]:g} .. {TIMEOUT_SEC_RANGE[1]:g}", "seconds"),
     Limit("leaseSec", f"{LEASE_SEC_RANGE[0]:g} .. {LEASE_SEC_RANGE[1]:g}", "seconds"),
     Limit("jitterSec", f"{JITTER_SEC_RANGE[0]} .. {JITTER_SEC_RANGE[1]}", "seconds"),
+    Limit("env", f"{MAX_ENV_VARS} variables, names {MAX_ENV_NAME_CHARS}, {MAX_ENV_BYTES} bytes in all", "a job's environment"),
+    Limit("stdin", f"{MAX_STDIN_BYTES} bytes", "a command's standard input"),
+    Limit("shell", f"{MAX_SHELL_BYTES} bytes", "a command's shell path"),
+    Limit("runAs", f"{MAX_ACCOUNT_NAME_CHARS} characters", "a user or group name"),
     Limit("batch", f"{MAX_BATCH_JOBS} jobs", "POST /v1/jobs/batch"),
     Limit("workerId", f"{MAX_WORKER_ID_CHARS} characters", "claim, heartbeat, complete, effects"),
     Limit("effect key", f"{MAX_EFFECT_KEY_CHARS} characters", "POST /v1/executions/{id}/effects"),
