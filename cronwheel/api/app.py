@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from cronwheel.api import dashboard, ops
+from cronwheel.api import dashboard, ops, routing
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.model import DEFAULT_TENANT
@@ -619,7 +619,12 @@ async def _authorize(request: web.Request, handler: Callable[[web.Request], Awai
     Unknown paths need credentials too (then 404/405), so probing learns nothing."""
     _refuse_cross_site_writes(request)
     info = request.match_info
-    access = Access.ANY if info.http_exception is not None else ACCESS.get(info.handler, Access.ADMIN)
+    if info.http_exception is not None:
+        access = Access.ANY
+    elif isinstance(info.handler, routing.OptionsHandler):
+        access = Access.OPEN if info.handler.open else Access.ANY
+    else:
+        access = ACCESS.get(info.handler, Access.ADMIN)
     if access is not Access.OPEN:
         principal = await _principal(request)
         if not _allowed(principal, access):
@@ -642,6 +647,13 @@ def make_app(
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
     ops.install(app, metrics=metrics, events=events)
-    for method, path, handler in ROUTES:
-        app.router.add_route(method, path, handler)
+    paths = [path for _, path, _ in ROUTES]
+    allow = routing.allowed_methods((method, path) for method, path, _ in ROUTES)
+    for path in dict.fromkeys(paths):  # in the table's order: the router tries them in turn
+        routed = routing.exclusive_path(path, paths)
+        handlers = [(m, h) for m, p, h in ROUTES if p == path]
+        for method, handler in handlers:
+            app.router.add_route(method, routed, handler)
+        every_open = all(ACCESS.get(h) is Access.OPEN for _, h in handlers)
+        app.router.add_route("OPTIONS", routed, routing.OptionsHandler(allow[path], open=every_open))
     return app
