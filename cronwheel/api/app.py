@@ -53,6 +53,8 @@ TenantResolver = Callable[[web.Request], "Principal | str | Awaitable[Principal 
 SERVICE = web.AppKey("cronwheel.service", SchedulerService)
 TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
 OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
+#: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
+ROUTE_ACCESS = web.AppKey("cronwheel.route_access", dict)
 
 _CODE_BY_STATUS = {
     400: "bad_request",
@@ -619,12 +621,7 @@ async def _authorize(request: web.Request, handler: Callable[[web.Request], Awai
     Unknown paths need credentials too (then 404/405), so probing learns nothing."""
     _refuse_cross_site_writes(request)
     info = request.match_info
-    if info.http_exception is not None:
-        access = Access.ANY
-    elif isinstance(info.handler, routing.OptionsHandler):
-        access = Access.OPEN if info.handler.open else Access.ANY
-    else:
-        access = ACCESS.get(info.handler, Access.ADMIN)
+    access = Access.ANY if info.http_exception is not None else request.app[ROUTE_ACCESS].get(info.handler, Access.ADMIN)
     if access is not Access.OPEN:
         principal = await _principal(request)
         if not _allowed(principal, access):
@@ -647,6 +644,7 @@ def make_app(
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
     ops.install(app, metrics=metrics, events=events)
+    access = app[ROUTE_ACCESS] = dict(ACCESS)
     paths = [path for _, path, _ in ROUTES]
     allow = routing.allowed_methods((method, path) for method, path, _ in ROUTES)
     for path in dict.fromkeys(paths):  # in the table's order: the router tries them in turn
@@ -654,6 +652,8 @@ def make_app(
         handlers = [(m, h) for m, p, h in ROUTES if p == path]
         for method, handler in handlers:
             app.router.add_route(method, routed, handler)
-        every_open = all(ACCESS.get(h) is Access.OPEN for _, h in handlers)
-        app.router.add_route("OPTIONS", routed, routing.OptionsHandler(allow[path], open=every_open))
+        options = routing.options_handler(allow[path])
+        app.router.add_route("OPTIONS", routed, options)
+        # OPTIONS asks for the credentials the path's routes ask for (an open path stays open)
+        access[options] = Access.OPEN if all(ACCESS.get(h) is Access.OPEN for _, h in handlers) else Access.ANY
     return app

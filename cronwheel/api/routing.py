@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
@@ -59,13 +59,11 @@ def allowed_methods(routes: Iterable[tuple[str, str]]) -> dict[str, tuple[str, .
     return {path: tuple(sorted(methods | {"OPTIONS"})) for path, methods in by_path.items()}
 
 
-class OptionsHandler:
-    """``OPTIONS <path>``: 204 and the path's ``Allow``. ``open`` when every route on the path
-    is open to anyone (the authorisation middleware reads it)."""
+def options_handler(allow: tuple[str, ...]) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``OPTIONS <path>``: 204 and the path's ``Allow``."""
+    header = ", ".join(allow)
 
-    def __init__(self, allow: tuple[str, ...], *, open: bool) -> None:
-        self.allow = ", ".join(allow)
-        self.open = open
+    async def options(request: web.Request) -> web.Response:
+        return web.Response(status=204, headers={"Allow": header})
 
-    async def __call__(self, request: web.Request) -> web.Response:
-        return web.Response(status=204, headers={"Allow": self.allow})
+    return options
