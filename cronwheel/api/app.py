@@ -463,7 +463,7 @@ async def herd(request: web.Request) -> web.Response:
 
 
 def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> int:
-    if value is None or value == "":
+    if value is None:  # empty is not an integer (like parse_limit)
         return default
     if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
         raise Problem(400, "invalid_query", f"{name} must be an integer between {lo} and {hi}, not {value[:50]!r}", field=name)

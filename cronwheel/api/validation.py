@@ -514,7 +514,7 @@ def parse_idempotency_key(value: str | None) -> str | None:
 
 
 def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
-    if value is None or value == "":
+    if value is None:  # an empty ``limit=`` is not an integer: refused, as the document says
         return default
     # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused
     if not (value.isascii() and value.isdigit() and len(value) <= 12) or not 1 <= int(value) <= maximum:

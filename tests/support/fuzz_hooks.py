@@ -1,0 +1,135 @@
+"""schemathesis hooks for ``tests/integration/test_api_fuzz.py`` (loaded by the ``st`` CLI through
+``SCHEMATHESIS_HOOKS=tests.support.fuzz_hooks``).
+
+Two things the OpenAPI document cannot do by itself:
+
+* **Generate valid values for the document's own string formats.** ``schedule``, ``instant``,
+  ``time-zone``, ``printable``, ``host-pattern`` and ``http-url`` are named in the document
+  (each described where it is used); a client library knows nothing of them, but the fuzzer
+  needs them to send bodies the server accepts, or it would never get past validation to the
+  jobs, executions and tokens behind it.
+* **Accept the few refusals that come from rules JSON Schema cannot state**, each written in the
+  document's descriptions: two members compared (``maxBackoffSec >= initialBackoffSec``), and a
+  size counted in UTF-8 bytes rather than characters (``command``). ``ACCEPTED_REFUSALS`` lists
+  them; anything else the server refuses in a schema-valid request is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import zoneinfo
+from datetime import UTC, datetime
+from typing import Any
+
+import schemathesis
+from hypothesis import strategies as st
+
+# ---------------------------------------------------------------- formats
+
+
+def _cron_field(lo: int, hi: int) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.just("*"),
+        st.just("H"),
+        st.integers(lo, hi).map(str),
+        st.integers(1, max(1, hi - lo)).map(lambda n: f"*/{n}"),
+        st.tuples(st.integers(lo, hi), st.integers(lo, hi)).map(lambda p: f"{min(p)}-{max(p)}"),
+    )
+
+
+# day of month up to 28: a cron that names Feb 30 never fires, and the server says so (400)
+CRON = st.tuples(_cron_field(0, 59), _cron_field(0, 23), _cron_field(1, 28), _cron_field(1, 12), _cron_field(0, 6)).map(" ".join)
+DURATION = st.tuples(st.integers(1, 10_000), st.sampled_from(["s", "m", "h", "d", "ms"])).map(lambda p: f"+{p[0]}{p[1]}")
+INSTANT = st.one_of(
+    st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9899, 12, 31)).map(
+        lambda t: t.replace(tzinfo=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    ),
+    DURATION,
+)
+SCHEDULE = st.one_of(
+    CRON,
+    st.sampled_from(["@hourly", "@daily", "@weekly", "@every 5m", "@every 90s", "H H * * *", "0 0 * * * *"]),
+    INSTANT,
+)
+TIME_ZONE = st.sampled_from(sorted(z for z in zoneinfo.available_timezones() if len(z) <= 64))
+PRINTABLE = st.text(
+    st.characters(categories=("L", "M", "N", "P", "S"), include_characters=" "), min_size=1, max_size=200
+).filter(lambda s: bool(s.strip()) and s.isprintable())
+_LABEL = st.from_regex(r"\A[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?\Z")
+HOST_NAME = st.lists(_LABEL, min_size=1, max_size=4).map(".".join)
+HOST_PATTERN = st.one_of(
+    HOST_NAME,
+    HOST_NAME.map(lambda h: f"*.{h}"),
+    st.ip_addresses().map(str),
+)
+HTTP_URL = st.tuples(
+    st.sampled_from(["http", "https"]),
+    HOST_NAME,
+    st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")),
+    st.text(string.ascii_letters + string.digits + "/-_.", max_size=40),
+).map(lambda p: f"{p[0]}://{p[1]}{p[2]}/{p[3]}")
+
+for _name, _strategy in {
+    "schedule": SCHEDULE,
+    "instant": INSTANT,
+    "time-zone": TIME_ZONE,
+    "printable": PRINTABLE,
+    "host-pattern": HOST_PATTERN,
+    "http-url": HTTP_URL,
+}.items():
+    schemathesis.openapi.format(_name, _strategy)
+
+
+# ---------------------------------------------------------------- refusals JSON Schema cannot state
+
+#: (problem field suffix, problem code, words in its detail): a schema-valid request refused
+#: by a rule the document states in words only
+ACCEPTED_REFUSALS = (
+    ("retryPolicy.maxBackoffSec", "invalid_field", "must be >= initialBackoffSec"),
+    ("command", "invalid_field", "bytes; the limit is"),
+)
+
+
+def accepted_refusal(response_text: str) -> bool:
+    try:
+        problem: Any = json.loads(response_text)
+    except ValueError:
+        return False
+    if not isinstance(problem, dict):
+        return False
+    field, code, detail = str(problem.get("field") or ""), problem.get("code"), str(problem.get("detail") or "")
+    return any(field.endswith(f) and code == c and words in detail for f, c, words in ACCEPTED_REFUSALS)
+
+
+@schemathesis.hook
+def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
+    """Keep every failure but a positive-data refusal listed in ``ACCEPTED_REFUSALS``."""
+    if getattr(failure, "code", None) != "ST202":  # "Schema-valid request rejected"
+        return True
+    return not accepted_refusal(response.text)
+
+
+# ---------------------------------------------------------------- two adjustments to what is sent
+
+#: the token the run authenticates with (``tokenId``): revoking it would leave the rest of the
+#: run answering 401, so the fuzzer never revokes it (every other token id is fair game,
+#: including the daemon's own admin token and the last-admin guard)
+OWN_TOKEN_ID_ENV = "CRONWHEEL_FUZZ_TOKEN_ID"
+#: a claim long-polls for up to ``waitSec`` (<= 30 s) when nothing is queued; valid waits are
+#: scaled into [0, 0.5] s so the run stays short (the long poll has its own tests)
+CLAIM_WAIT_SCALE = 60
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: Any) -> None:
+    import os
+
+    own = os.environ.get(OWN_TOKEN_ID_ENV)
+    if case.method.upper() == "DELETE" and case.path == "/v1/tokens/{tokenId}" and (case.path_parameters or {}).get("tokenId") == own:
+        case.path_parameters["tokenId"] = "tk_0000000000000000"  # no such token: 404
+    body = case.body
+    if case.path == "/v1/workers/claim" and isinstance(body, dict):
+        wait = body.get("waitSec")
+        if isinstance(wait, int | float) and not isinstance(wait, bool) and 0 < wait <= 30:
+            body["waitSec"] = wait / CLAIM_WAIT_SCALE
