@@ -73,7 +73,7 @@ def test_schemathesis_finds_nothing(daemon: Daemon, tmp_path: Path) -> None:
         "CRONWHEEL_FUZZ_TOKEN_ID": token["tokenId"],
     }
     with open(report, "w") as out:
-        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, timeout=540)
+        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=540)
     text = report.read_text(errors="replace")
     summary = re.findall(r"^Test cases:\n.*$|^=+ .* in [0-9.]+s =+$", text, re.MULTILINE)
     if res.returncode != 0:
