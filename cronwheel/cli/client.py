@@ -228,7 +228,8 @@ class Client:
         try:
             return self.get_job(ref)
         except ApiError as exc:
-            if exc.status != 404:
+            # 405: the ref is a static path of its own (a job named "batch"), so not an id
+            if exc.status not in (404, 405):
                 raise
         named = [j for j in self.iter_jobs() if j.get("name") == ref]
         live = [j for j in named if j.get("status") not in ("CANCELLED", "COMPLETED")] or named

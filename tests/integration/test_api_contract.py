@@ -60,6 +60,14 @@ def test_every_documented_path_allows_exactly_its_methods(daemon: Daemon) -> Non
             assert _allow(resp) == documented | {"OPTIONS"}, (method, template, resp.headers.get("Allow"))
 
 
+def test_a_job_named_like_a_static_path_is_still_found_by_name(daemon: Daemon) -> None:
+    """``/v1/jobs/batch`` is the batch route, so the CLI's lookup by name must not stop at its 405."""
+    job = daemon.add_job({"schedule": "0 0 1 1 *", "queue": "q", "name": "batch"})
+    res = daemon.cli("pause", "batch")
+    assert res.returncode == 0, res.stderr
+    assert daemon.get(f"/v1/jobs/{job['jobId']}").json()["status"] == "PAUSED"
+
+
 def test_options_needs_the_same_credentials_as_the_path(daemon: Daemon) -> None:
     assert daemon.request("OPTIONS", "/v1/jobs", token=None).status == 401
     assert daemon.request("OPTIONS", "/healthz", token=None).status == 204  # an open path stays open

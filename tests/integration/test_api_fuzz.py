@@ -75,7 +75,6 @@ def test_schemathesis_finds_nothing(daemon: Daemon, tmp_path: Path) -> None:
     with open(report, "w") as out:
         res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=540)
     text = report.read_text(errors="replace")
-    summary = re.findall(r"^Test cases:\n.*$|^=+ .* in [0-9.]+s =+$", text, re.MULTILINE)
     if res.returncode != 0:
         # the report's FAILURES and ERRORS sections: each with a curl line to reproduce it
         start = min((i for i in (text.find("=== ERRORS ==="), text.find("=== FAILURES ===")) if i >= 0), default=0)
@@ -84,5 +83,9 @@ def test_schemathesis_finds_nothing(daemon: Daemon, tmp_path: Path) -> None:
             f"{text[max(0, start - 200):][:20000]}",
             pytrace=False,
         )
-    assert summary, text[-3000:]
+    # the run did test something: every phase ran, and requests were sent
+    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
+        assert re.search(rf"✅\s+{phase} \(in", text), f"phase {phase} did not pass:\n{text[-3000:]}"
+    generated = re.search(r"(\d+) generated, \1 passed", text)
+    assert generated and int(generated.group(1)) > 500, text[-3000:]
     assert daemon.get("/v1/status", token=token["token"]).status == 200, "the run's token still works"

@@ -20,6 +20,7 @@ Two things the OpenAPI document cannot do by itself:
 from __future__ import annotations
 
 import json
+import os
 import re
 import string
 import zoneinfo
@@ -138,8 +139,6 @@ CLAIM_WAIT_SCALE = 60
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: Any) -> None:
-    import os
-
     own = os.environ.get(OWN_TOKEN_ID_ENV)
     if case.method.upper() == "DELETE" and case.path == "/v1/tokens/{tokenId}" and (case.path_parameters or {}).get("tokenId") == own:
         case.path_parameters["tokenId"] = "tk_0000000000000000"  # no such token: 404
