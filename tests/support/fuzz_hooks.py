@@ -11,8 +11,9 @@ Two things the OpenAPI document cannot do by itself:
 * **Accept the few refusals that come from rules JSON Schema cannot state**, each written in the
   document's descriptions: two members compared (``maxBackoffSec >= initialBackoffSec``), a
   size counted in UTF-8 bytes rather than characters (``command``), and what depends on
-  earlier requests (an ``Idempotency-Key`` reused with another body: 422 as the IETF
-  Idempotency-Key draft says; the same ``idempotencyKey`` twice in one batch).
+  earlier requests or on the machine (an ``Idempotency-Key`` reused with another body: 422 as
+  the IETF Idempotency-Key draft says; the same ``idempotencyKey`` twice in one batch; a
+  ``runAs`` account that does not exist; a patch's process members against the job's target).
   ``ACCEPTED_REFUSALS`` lists them; anything else the server refuses in a schema-valid request
   is a failure.
 """
@@ -87,17 +88,21 @@ for _name, _strategy in {
 
 # ---------------------------------------------------------------- refusals JSON Schema cannot state
 
-#: (problem field suffix, problem code, words in its detail): a schema-valid request refused
-#: by a rule the document states in words only
+#: (operation or None for any, problem field suffix, problem code, words in its detail): a
+#: schema-valid request refused by a rule the document states in words only
 ACCEPTED_REFUSALS = (
-    ("retryPolicy.maxBackoffSec", "invalid_field", "must be >= initialBackoffSec"),
-    ("command", "invalid_field", "bytes; the limit is"),
-    ("Idempotency-Key", "idempotency_key_reused", "was already used with a different request body"),
-    ("idempotencyKey", "invalid_field", "appears twice in this batch"),
+    (None, "retryPolicy.maxBackoffSec", "invalid_field", "must be >= initialBackoffSec"),
+    (None, "command", "invalid_field", "bytes; the limit is"),
+    (None, "Idempotency-Key", "idempotency_key_reused", "was already used with a different request body"),
+    (None, "idempotencyKey", "invalid_field", "appears twice in this batch"),
+    # the account must exist on the daemon's machine (and the daemon run as root)
+    (None, "runAs", "run_as_refused", ""),
+    # a patch's env/runAs/shell/stdin must suit the target the job already has
+    ("PATCH /v1/jobs/{jobId}", "", "invalid_field", " applies to "),
 )
 
 
-def accepted_refusal(response_text: str) -> bool:
+def accepted_refusal(operation: str, response_text: str) -> bool:
     try:
         problem: Any = json.loads(response_text)
     except ValueError:
@@ -105,7 +110,8 @@ def accepted_refusal(response_text: str) -> bool:
     if not isinstance(problem, dict):
         return False
     field, code, detail = str(problem.get("field") or ""), problem.get("code"), str(problem.get("detail") or "")
-    return any(field.endswith(f) and code == c and words in detail for f, c, words in ACCEPTED_REFUSALS)
+    return any(op in (None, operation) and field.endswith(f) and code == c and words in detail
+               for op, f, c, words in ACCEPTED_REFUSALS)
 
 
 #: ``DELETE /v1/jobs/{jobId}`` cancels a job: the job and its history stay readable (status
@@ -120,7 +126,7 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
     cancelled job read after its DELETE."""
     code = getattr(failure, "code", None)
     if code == "ST202":  # "Schema-valid request rejected"
-        return not accepted_refusal(response.text)
+        return not accepted_refusal(f"{case.method.upper()} {case.path}", response.text)
     if code == "ST301":  # "Deleted resource still available"
         return not (case.method.upper() == "GET" and KEPT_AFTER_DELETE.match(case.formatted_path))
     return True

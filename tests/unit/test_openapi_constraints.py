@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
-from cronwheel.core.model import MisfirePolicy, OverlapPolicy, Priority
+from cronwheel.core.model import Job, JobStatus, MisfirePolicy, OverlapPolicy, Priority
 from cronwheel.core.tenants import MAX_HTTP_ALLOW, MAX_WEIGHT, Role
 
 DOC = json.loads((Path(v.__file__).with_name("openapi.json")).read_text())
@@ -66,6 +66,22 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
     assert set(SCHEMAS["JobItem"]["properties"]) == set(v.JOB_FIELDS) | {"idempotencyKey"}
     assert {k: val for k, val in SCHEMAS["JobItem"].items() if k not in ("properties", "description")} == {
         k: val for k, val in SCHEMAS["JobRequest"].items() if k not in ("properties", "description")}
+    def without_descriptions(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: without_descriptions(val) for k, val in node.items() if k != "description"}
+        return [without_descriptions(x) for x in node] if isinstance(node, list) else node
+
+    # a patch names the members of a create body, under the same rules (env merges variable by
+    # variable, so a variable may be null there)
+    patch = {k: val for k, val in SCHEMAS["JobPatch"]["properties"].items() if k != "env"}
+    assert without_descriptions(patch) == without_descriptions({k: val for k, val in job.items() if k != "env"})
+    assert {k: val for k, val in SCHEMAS["EnvPatch"].items() if k not in ("additionalProperties", "description")} == {
+        k: val for k, val in SCHEMAS["Env"].items() if k not in ("additionalProperties", "description")}
+    env = SCHEMAS["Env"]
+    assert (env["maxProperties"], env["propertyNames"]["maxLength"]) == (v.MAX_ENV_VARS, v.MAX_ENV_NAME_CHARS)
+    assert job["shell"]["maxLength"] == v.MAX_SHELL_BYTES and job["stdin"]["maxLength"] == v.MAX_STDIN_BYTES
+    run_as = SCHEMAS["RunAs"]["properties"]
+    assert run_as["user"]["maxLength"] == run_as["group"]["maxLength"] == v.MAX_ACCOUNT_NAME_CHARS
     assert job["name"]["maxLength"] == v.MAX_NAME_CHARS
     assert job["schedule"]["maxLength"] == v.MAX_SCHEDULE_CHARS
     assert job["timezone"]["maxLength"] == v.MAX_TIMEZONE_CHARS
@@ -170,6 +186,44 @@ def test_when_and_target_rules_agree() -> None:
         "command": st.sampled_from(["true", None]), "queue": st.sampled_from(["q", None]),
         "python": st.sampled_from(["m:f", None]), "http": st.sampled_from([{"url": "http://h/"}, None]),
         "target": st.sampled_from([{"queue": "q"}, {"command": "true", "queue": None}, {"queue": "q", "python": "m:f"}, {}, None]),
+    })
+
+    @PROPERTY
+    @given(members)
+    def check(body: dict[str, Any]) -> None:
+        agree("JobRequest", parse_job, body)
+
+    check()
+
+
+def test_patch_rules_agree() -> None:
+    """A patch's schedule/runAt and target groups replace each other: the document says when a
+    patch leaves the job without a schedule or with two targets, as the server finds."""
+    job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse_job({**BASE_JOB, "name": "n"}))
+    members = st.fixed_dictionaries({}, optional={
+        "schedule": st.sampled_from(["0 * * * *", None]), "runAt": st.sampled_from(["2030-01-01T00:00:00Z", None]),
+        "command": st.sampled_from(["true", None]), "queue": st.sampled_from(["q", None]),
+        "target": st.sampled_from([{"queue": "q"}, None]), "name": st.sampled_from(["m", None]),
+        "jitterSec": st.sampled_from([5, None, -1]),
+    }).filter(bool)
+
+    @PROPERTY
+    @given(members)
+    def check(patch: dict[str, Any]) -> None:
+        agree("JobPatch", lambda body: v.parse_job_patch(job, body, now_ms=NOW), patch)
+
+    check()
+
+
+def test_process_members_agree() -> None:
+    """env, runAs, shell and stdin: their own shapes, and the targets they suit."""
+    members = st.fixed_dictionaries({"schedule": st.just("0 * * * *")}, optional={
+        "command": st.sampled_from(["true", None]), "queue": st.sampled_from(["q", None]),
+        "python": st.sampled_from(["m:f", None]), "target": st.sampled_from([{"command": "true"}, {"queue": "q"}, None]),
+        "env": st.one_of(st.none(), st.dictionaries(st.sampled_from(["A", "_b1", "1A", "CRONWHEEL_X", "a-b", ""]), TEXT, max_size=2)),
+        "shell": st.sampled_from(["/bin/sh", "/bin/sh ", "sh", "/", "/a\x00", None, 1]),
+        "stdin": st.one_of(TEXT, st.just("x")),
+        "runAs": st.sampled_from([{"user": "root"}, {"user": "root", "group": None}, {"user": "no body"}, {"group": "root"}, None, {}]),
     })
 
     @PROPERTY
