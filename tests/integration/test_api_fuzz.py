@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,17 +49,21 @@ def _st() -> Path:
     pytest.fail("schemathesis is not installed: it is in the test extra (make .venv/.installed)")
 
 
-@pytest.mark.timeout(600)
-def test_schemathesis_finds_nothing(daemon: Daemon, tmp_path: Path) -> None:
+#: two legs, each on a fresh daemon: the coverage phase registers thousands of jobs, tenants
+#: and tokens, and every list the later phases read (and schemathesis validates) would carry
+#: them all, tripling the run's time without testing anything more
+LEGS = (("examples", "coverage"), ("fuzzing", "stateful"))
+
+
+def _run_leg(daemon: Daemon, phases: tuple[str, ...], report: Path) -> tuple[int, str]:
     created = daemon.post("/v1/tokens", {"role": "admin", "name": "schemathesis"})
     assert created.status == 201, created
     token = created.json()
-    report = tmp_path / "schemathesis.txt"
     cmd = [
         str(_st()), "--config-file", str(CONFIG), "--no-color", "run", f"{daemon.url}/v1/openapi.json",
         "--header", f"Authorization: Bearer {token['token']}",
         "--checks", "all",
-        "--phases", "examples,coverage,fuzzing,stateful",
+        "--phases", ",".join(phases),
         "--max-examples", str(EXAMPLES),
         "--seed", str(SEED),
         "--workers", "1",
@@ -73,19 +78,32 @@ def test_schemathesis_finds_nothing(daemon: Daemon, tmp_path: Path) -> None:
         "CRONWHEEL_FUZZ_TOKEN_ID": token["tokenId"],
     }
     with open(report, "w") as out:
-        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=540)
-    text = report.read_text(errors="replace")
-    if res.returncode != 0:
-        # the report's FAILURES and ERRORS sections: each with a curl line to reproduce it
-        start = min((i for i in (text.find("=== ERRORS ==="), text.find("=== FAILURES ===")) if i >= 0), default=0)
-        pytest.fail(
-            f"schemathesis (seed {SEED}, {EXAMPLES} examples) exited {res.returncode}; full report: {report}\n"
-            f"{text[max(0, start - 200):][:20000]}",
-            pytrace=False,
-        )
-    # the run did test something: every phase ran, and requests were sent
-    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
-        assert re.search(rf"✅\s+{phase} \(in", text), f"phase {phase} did not pass:\n{text[-3000:]}"
-    generated = re.search(r"(\d+) generated, \1 passed", text)
-    assert generated and int(generated.group(1)) > 500, text[-3000:]
+        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=report.parent, timeout=280)
     assert daemon.get("/v1/status", token=token["token"]).status == 200, "the run's token still works"
+    return res.returncode, report.read_text(errors="replace")
+
+
+@pytest.mark.timeout(600)
+def test_schemathesis_finds_nothing(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    failures = []
+    for phases in LEGS:
+        # no local workers: the fuzzer registers jobs with generated shell commands, Python
+        # callables and HTTP URLs (random hosts); none of them may ever run on this machine or
+        # call out. Their executions wait, PENDING (the fuzzer's own remote claims run nothing).
+        daemon = make_daemon(f"fuzz-{phases[0]}", workers=0)
+        report = tmp_path / f"schemathesis-{'-'.join(phases)}.txt"
+        code, text = _run_leg(daemon, phases, report)
+        daemon.stop()
+        if code != 0:
+            # the report's FAILURES and ERRORS sections: each with a curl line to reproduce it
+            start = min((i for i in (text.find("=== ERRORS ==="), text.find("=== FAILURES ===")) if i >= 0), default=0)
+            failures.append(f"schemathesis {'+'.join(phases)} (seed {SEED}, {EXAMPLES} examples) exited {code}; "
+                            f"full report: {report}\n{text[max(0, start - 200):][:20000]}")
+            continue
+        # the leg did test something: its phases passed, and requests were sent
+        for phase in phases:
+            assert re.search(rf"✅\s+{phase.capitalize()} \(in", text), f"phase {phase} did not pass:\n{text[-3000:]}"
+        generated = re.search(r"(\d+) generated, \1 passed", text)
+        assert generated and int(generated.group(1)) > 100, text[-3000:]
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
