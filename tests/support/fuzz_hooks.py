@@ -4,7 +4,7 @@
 Two things the OpenAPI document cannot do by itself:
 
 * **Generate valid values for the document's own string formats.** ``schedule``, ``instant``,
-  ``instant-or-delay``, ``time-zone``, ``printable``, ``host-pattern`` and ``http-url`` are named in the document
+  ``instant-or-delay``, ``calendar-time``, ``time-zone``, ``printable``, ``host-pattern`` and ``http-url`` are named in the document
   (each described where it is used); a client library knows nothing of them, but the fuzzer
   needs them to send bodies the server accepts, or it would never get past validation to the
   jobs, executions and tokens behind it.
@@ -13,7 +13,8 @@ Two things the OpenAPI document cannot do by itself:
   size counted in UTF-8 bytes rather than characters (``command``), and what depends on
   earlier requests or on the machine (an ``Idempotency-Key`` reused with another body: 422 as
   the IETF Idempotency-Key draft says; the same ``idempotencyKey`` twice in one batch; a
-  ``runAs`` account that does not exist; a patch's process members against the job's target).
+  ``runAs`` account that does not exist; a patch's process members against the job's target;
+  the calendars and jobs a job names must exist, a backfill needs a recurring schedule).
   ``ACCEPTED_REFUSALS`` lists them; anything else the server refuses in a schema-valid request
   is a failure.
 """
@@ -67,6 +68,8 @@ HOST_PATTERN = st.one_of(
     HOST_NAME.map(lambda h: f"*.{h}"),
     st.ip_addresses().map(str),
 )
+CALENDAR_TIME = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9899, 12, 31)).map(lambda t: t.strftime("%Y-%m-%dT%H:%M"))
+DATE = st.dates().map(lambda d: d.isoformat())
 HTTP_URL = st.tuples(
     st.sampled_from(["http", "https"]),
     HOST_NAME,
@@ -82,6 +85,8 @@ for _name, _strategy in {
     "printable": PRINTABLE,
     "host-pattern": HOST_PATTERN,
     "http-url": HTTP_URL,
+    "calendar-time": CALENDAR_TIME,
+    "date": DATE,  # a calendar's dates: Python's dates (years 1..9999), which the server reads
 }.items():
     schemathesis.openapi.format(_name, _strategy)
 
@@ -106,6 +111,16 @@ ACCEPTED_REFUSALS = (
     (None, "schedule", "invalid_schedule", ""),
     (None, "runAt", "invalid_schedule", ""),
     (None, "timezone", "invalid_timezone", ""),
+    # calendars, chains, backfill and active windows (what they name must exist, or fit the
+    # job's schedule; a window ends after it starts)
+    (None, "", "invalid_field", "must be after start"),
+    (None, "", "invalid_field", "both ends must be local times, or both instants"),
+    (None, "", "invalid_field", "bounds a recurring schedule"),
+    (None, "", "unknown_reference", ""),
+    (None, "jobId", "bad_request", "needs a recurring schedule"),
+    (None, "schedule", "bad_request", "never fires within activeFrom..activeUntil"),
+    (None, "to", "invalid_field", "to must not be before from"),
+    (None, "to", "bad_request", "is in the future: a backfill fills the past"),
 )
 
 
@@ -124,7 +139,7 @@ def accepted_refusal(operation: str, response_text: str) -> bool:
 #: ``DELETE /v1/jobs/{jobId}`` cancels a job: the job and its history stay readable (status
 #: CANCELLED), as the seed's API has it ("cancel a scheduled job or inspect execution
 #: history") and the document says; schemathesis's use-after-free check expects a 404 there
-KEPT_AFTER_DELETE = re.compile(r"^/v1/jobs/[^/]+(/executions)?$")
+KEPT_AFTER_DELETE = re.compile(r"^/v1/jobs/[^/]+(/executions|/upcoming)?$")
 
 
 @schemathesis.hook
