@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from cronwheel.api import beyondcron as bc
-from cronwheel.api import dashboard, ops
+from cronwheel.api import dashboard, ops, routing
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.ids import new_error_id
@@ -60,6 +60,8 @@ TenantResolver = Callable[[web.Request], "Principal | str | Awaitable[Principal 
 SERVICE = web.AppKey("cronwheel.service", SchedulerService)
 TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
 OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
+#: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
+ROUTE_ACCESS = web.AppKey("cronwheel.route_access", dict)
 
 _CODE_BY_STATUS = {
     400: "bad_request",
@@ -633,7 +635,7 @@ async def herd(request: web.Request) -> web.Response:
 
 
 def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> int:
-    if value is None or value == "":
+    if value is None:  # empty is not an integer (like parse_limit)
         return default
     if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
         raise Problem(400, "invalid_query", f"{name} must be an integer between {lo} and {hi}, not {value[:50]!r}", field=name)
@@ -802,7 +804,7 @@ async def _authorize(request: web.Request, handler: Callable[[web.Request], Awai
     Unknown paths need credentials too (then 404/405), so probing learns nothing."""
     _refuse_cross_site_writes(request)
     info = request.match_info
-    access = Access.ANY if info.http_exception is not None else ACCESS.get(info.handler, Access.ADMIN)
+    access = Access.ANY if info.http_exception is not None else request.app[ROUTE_ACCESS].get(info.handler, Access.ADMIN)
     if access is not Access.OPEN:
         principal = await _principal(request)
         if not _allowed(principal, access):
@@ -825,6 +827,16 @@ def make_app(
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
     ops.install(app, metrics=metrics, events=events)
-    for method, path, handler in ROUTES:
-        app.router.add_route(method, path, handler)
+    access = app[ROUTE_ACCESS] = dict(ACCESS)
+    paths = [path for _, path, _ in ROUTES]
+    allow = routing.allowed_methods((method, path) for method, path, _ in ROUTES)
+    for path in dict.fromkeys(paths):  # in the table's order: the router tries them in turn
+        routed = routing.exclusive_path(path, paths)
+        handlers = [(m, h) for m, p, h in ROUTES if p == path]
+        for method, handler in handlers:
+            app.router.add_route(method, routed, handler)
+        options = routing.options_handler(allow[path])
+        app.router.add_route("OPTIONS", routed, options)
+        # OPTIONS asks for the credentials the path's routes ask for (an open path stays open)
+        access[options] = Access.OPEN if all(ACCESS.get(h) is Access.OPEN for _, h in handlers) else Access.ANY
     return app

@@ -4,9 +4,12 @@
   none, a malformed one, or one nobody issued (or since revoked) → 401 with
   ``WWW-Authenticate: Bearer``.
 * Over the **local Unix socket** (mode 0600 in a 0700 data dir) the caller is an admin by
-  file permission, and the peer's uid (``SO_PEERCRED``) must be the daemon's own: anyone else
-  who reached the socket anyway gets 403. A bearer token sent over the socket is honoured,
-  so a local operator can act as a tenant to see what it sees.
+  file permission, and the peer's uid (``SO_PEERCRED``) must be the daemon's own or root's:
+  anyone else who reached the socket anyway gets 403. This is the owner's way back in that
+  no token can take away: with every admin token lost or revoked, ``cronwheel token create
+  --role admin`` over the socket mints a new one. A bearer token sent over the socket is
+  honoured, so a local operator can act as a tenant to see what it sees; a revoked one is
+  refused with a reminder that leaving it out means admin.
 
 The answer is a ``core.tenants.Principal``; ``api/app.py`` decides what it may do.
 """
@@ -32,6 +35,7 @@ from cronwheel.core.tenants import (
 from cronwheel.engine.service import Forbidden, Unauthorized
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+ROOT_UID = 0
 CHALLENGE = 'Bearer realm="cronwheel"'
 CHALLENGE_INVALID = 'Bearer realm="cronwheel", error="invalid_token"'
 
@@ -66,9 +70,9 @@ class Authenticator:
             local_uid = peer_uid(request)
         except OSError:
             raise Forbidden("cannot tell who is at the other end of the local socket") from None
-        if local_uid is not None and local_uid != self.uid:
+        if local_uid is not None and local_uid not in (self.uid, ROOT_UID):
             raise Forbidden(
-                f"the local socket is for the daemon's own user (uid {self.uid}), not uid {local_uid}; "
+                f"the local socket is for the daemon's own user (uid {self.uid}) and root, not uid {local_uid}; "
                 "use the TCP API with a token"
             )
         try:
@@ -85,7 +89,10 @@ class Authenticator:
             )
         token = await self.service.lookup_token(secret)
         if token is None:
-            raise Unauthorized("unknown or revoked token", headers={"WWW-Authenticate": CHALLENGE_INVALID})
+            hint = "" if local_uid is None else (
+                "; over the local socket, send no token (unset CRONWHEEL_TOKEN, drop --token) to act as the admin"
+            )
+            raise Unauthorized(f"unknown or revoked token{hint}", headers={"WWW-Authenticate": CHALLENGE_INVALID})
         if token.role in TENANTLESS_ROLES:
             return Principal(token.role, None, token.token_id)
         assert token.tenant is not None

@@ -442,8 +442,10 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key in _MERGED_OBJECTS:
-            merged[key] = _merge(merged[key], value)
+        elif isinstance(value, dict) and key in _MERGED_OBJECTS:
+            # RFC 7386: a member the job lacks merges into {}, so the patch's nulls still remove
+            current = merged.get(key)
+            merged[key] = _merge(current if isinstance(current, dict) else {}, value)
         else:
             merged[key] = value
     return parse_job_body(merged, now_ms=now_ms, tenant=job.tenant)
@@ -743,7 +745,7 @@ def parse_idempotency_key(value: str | None) -> str | None:
 
 
 def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
-    if value is None or value == "":
+    if value is None:  # an empty ``limit=`` is not an integer: refused, as the document says
         return default
     # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused
     if not (value.isascii() and value.isdigit() and len(value) <= 12) or not 1 <= int(value) <= maximum:

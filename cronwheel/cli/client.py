@@ -228,7 +228,8 @@ class Client:
         try:
             return self.get_job(ref)
         except ApiError as exc:
-            if exc.status != 404:
+            # 405: the ref is a static path of its own (a job named "batch"), so not an id
+            if exc.status not in (404, 405):
                 raise
         # the name's live holder first (names are unique per tenant), then cancelled namesakes
         named = self._get("/v1/jobs", name=ref, limit=100)["jobs"]

@@ -201,6 +201,12 @@ class TenancyMixin:
         token: ApiToken | None = await self._write(lambda s: s.revoke_token(token_id, now))
         if token is None:
             raise NotFound(f"no token {token_id!r}")
+        if token.role is Role.ADMIN and token.revoked_at is None:
+            raise Conflict(
+                f"token {token_id} is the last active admin token: revoking it would leave no admin "
+                "over TCP; create another first (cronwheel token create --role admin), then revoke this one",
+                reason="last_admin_token",
+            )
         self._token_cache.pop(token.token_hash, None)
         self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant)
         return token

@@ -553,7 +553,9 @@ class Store(ABC):
     @abstractmethod
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
-        stored, or None when there is no such token."""
+        stored, or None when there is no such token. The last active admin token is never
+        revoked: it comes back still active (``revoked_at`` None), decided atomically with
+        any concurrent revocation, so two racing calls cannot leave no admin token."""
 
     # ---- cluster membership (DESIGN.md "Buckets across nodes")
     # Whose clock: PostgreSQL uses the DATABASE clock for ``last_seen``, ``lease_until`` and

@@ -19,6 +19,7 @@ import pytest
 
 from cronwheel.core import schedule
 from cronwheel.core.model import JobSpec, MisfirePolicy
+from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
 from cronwheel.store import open_store
 from cronwheel.store.base import (
     Completion,
@@ -35,6 +36,7 @@ from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
 from cronwheel.store.postgres.store import normalise_conninfo
 from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
 from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.postgres
 
@@ -357,6 +359,32 @@ def test_a_completion_waits_for_an_effect_being_recorded(postgres_dsn: str) -> N
     finally:
         a.close()
         b.close()
+
+
+def test_racing_revocations_of_the_last_two_admin_tokens_leave_one(postgres_dsn: str) -> None:
+    """Each revocation locks the active admin tokens first: the second waits for the first to
+    commit, then sees it (READ COMMITTED) and keeps its own token. Without the lock both
+    would see the other still active and revoke, leaving no admin token."""
+    store = PostgresStore.open(postgres_dsn)
+    try:
+        first, second = (ApiToken(new_token_id(), hash_token(new_token_secret()), Role.ADMIN, None) for _ in range(2))
+        for token in (first, second):
+            store.create_token(token, T0)
+        with psycopg.connect(postgres_dsn, autocommit=True) as other:
+            other.execute("BEGIN")
+            other.execute(q.LOCK_ACTIVE_ADMIN_TOKENS)
+            other.execute(q.REVOKE_TOKEN, {"id": first.token_id, "now": T0 + 1})
+            done: list[Any] = []
+            t = threading.Thread(target=lambda: done.append(store.revoke_token(second.token_id, T0 + 2)))
+            t.start()
+            wait_for(lambda: sql(postgres_dsn, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0][0] > 0,
+                     10, what="the second revocation to wait for the first one's lock")
+            other.execute("COMMIT")
+            t.join(10)
+        assert done and done[0] is not None and done[0].active, "the last admin token was revoked"
+        assert [t.token_id for t in store.list_tokens() if t.active] == [second.token_id]
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------- stored data

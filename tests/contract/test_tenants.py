@@ -153,6 +153,27 @@ def test_revoke_keeps_the_first_time_and_the_row(store: Store) -> None:
     assert store.revoke_token("tk_0000000000000000", T0) is None
 
 
+def test_the_last_active_admin_token_is_never_revoked(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    _, first = token(Role.ADMIN, None)
+    _, second = token(Role.ADMIN, None)
+    _, metrics = token(Role.METRICS, None)
+    _, tenant = token()
+    for t in (first, second, metrics, tenant):
+        store.create_token(t, T0)
+    revoked = store.revoke_token(first.token_id, T0 + MIN)
+    assert revoked is not None and revoked.revoked_at == T0 + MIN  # another admin is left
+    kept = store.revoke_token(second.token_id, T0 + MIN)
+    assert kept is not None and kept.token_id == second.token_id and kept.active  # the last one
+    assert [t.token_id for t in store.list_tokens() if t.role is Role.ADMIN and t.active] == [second.token_id]
+    # other roles are not guarded; a revoked admin token revoked again keeps its first time
+    for other in (metrics, tenant):
+        gone = store.revoke_token(other.token_id, T0 + MIN)
+        assert gone is not None and not gone.active
+    again = store.revoke_token(first.token_id, T0 + 2 * MIN)
+    assert again is not None and again.revoked_at == T0 + MIN
+
+
 def test_tokens_survive_reopening(store_factory) -> None:
     s = store_factory()
     s.create_tenant(Tenant("acme", max_running=3), T0)

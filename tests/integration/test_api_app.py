@@ -589,7 +589,7 @@ def _route_table() -> set[tuple[str, str]]:
     return {
         (r.method, r.resource.canonical)
         for r in app.router.routes()
-        if r.method not in ("HEAD", "*") and r.resource is not None
+        if r.method not in ("HEAD", "OPTIONS", "*") and r.resource is not None
     }
 
 

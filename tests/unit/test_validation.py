@@ -15,6 +15,7 @@ from cronwheel.api.validation import (
     parse_heartbeat,
     parse_idempotency_key,
     parse_job_body,
+    parse_job_patch,
     parse_limit,
     parse_ms_cursor,
     request_hash,
@@ -244,7 +245,7 @@ def test_headers_and_queries() -> None:
             parse_idempotency_key(bad)
         assert err.value.status == 400 and err.value.field == "Idempotency-Key"
     assert parse_limit(None, 50) == 50 and parse_limit("7", 50) == 7
-    for bad in ("0", "-1", "abc", "1001"):
+    for bad in ("0", "-1", "abc", "1001", ""):  # empty is not an integer either
         with pytest.raises(ValidationError):
             parse_limit(bad, 50)
     assert parse_ms_cursor("before", "1767225600000") == NOW
@@ -333,3 +334,10 @@ def test_bad_process_fields_name_the_field(extra: dict[str, Any], status: int, f
     err = exc.value
     assert (err.status, err.field) == (status, field), err.detail
     assert words in err.detail, err.detail
+
+
+def test_a_patch_merges_objects_the_job_lacks_as_rfc_7386_says() -> None:
+    """A nested null removes, even when the job has no such object yet: it merges into {}."""
+    job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse_job_body({"schedule": "0 * * * *", "command": "true"}, now_ms=NOW))
+    spec = parse_job_patch(job, {"env": {"A": None, "B": "1"}, "retryPolicy": {"jitter": None, "maxAttempts": 2}}, now_ms=NOW)
+    assert spec.env == {"B": "1"} and spec.retry.max_attempts == 2

@@ -578,9 +578,15 @@ SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE %(tenant)s::text IS NULL OR tenant 
 ORDER BY created_at, token_id
 """
 
-#: revoking twice keeps the first time
+#: locks every active admin token first, so that two revocations racing for the last two
+#: admin tokens are ordered: the second sees the first one's commit (READ COMMITTED re-reads)
+LOCK_ACTIVE_ADMIN_TOKENS = "SELECT token_id FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL FOR UPDATE"
+
+#: revoking twice keeps the first time; the last active admin token is never revoked
 REVOKE_TOKEN = f"""
 UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE token_id = %(id)s
+  AND (role <> 'admin' OR revoked_at IS NOT NULL OR EXISTS (
+    SELECT 1 FROM api_tokens o WHERE o.role = 'admin' AND o.revoked_at IS NULL AND o.token_id <> %(id)s))
 RETURNING {TOKEN_COLUMNS}
 """
 

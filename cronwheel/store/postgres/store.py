@@ -933,7 +933,10 @@ class PostgresStore(Store):
     @_translated
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         with self._write() as conn:
+            conn.execute(q.LOCK_ACTIVE_ADMIN_TOKENS)
             row = conn.execute(q.REVOKE_TOKEN, {"id": token_id, "now": now_ms}).fetchone()
+            if row is None:  # no such token, or the last active admin one (left as it is)
+                row = conn.execute(q.GET_TOKEN, {"id": token_id}).fetchone()
         return None if row is None else token_from_row(row)
 
 

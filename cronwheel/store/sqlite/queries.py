@@ -437,8 +437,11 @@ SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE ?1 IS NULL OR tenant = ?1
 ORDER BY created_at, token_id
 """
 
+#: the last active admin token is never revoked (the writer lock makes this check atomic)
 REVOKE_TOKEN = """
 UPDATE api_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL
+  AND (role <> 'admin' OR EXISTS (
+    SELECT 1 FROM api_tokens o WHERE o.role = 'admin' AND o.revoked_at IS NULL AND o.token_id <> ?1))
 """
 
 # ---------------------------------------------------------------- retention
