@@ -30,7 +30,7 @@ from aiohttp import web
 from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
-from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.model import DEFAULT_TENANT, Job
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import iso_ms
@@ -316,10 +316,20 @@ async def list_jobs(request: web.Request) -> web.Response:
     if name is not None:  # a lookup by name: the live holder first, never more than one page
         named = await _service(request).jobs_named(name, scope or wanted)
         named = [j for j in named if status is None or j.status is status][:limit]
-        return _json({"jobs": [v.job_to_json(j) for j in named], "next": None})
+        return _json({"jobs": await _jobs_json(request, named), "next": None})
     jobs = await _service(request).list_jobs(scope or wanted, status, limit + 1, after)
     page, nxt = _page(jobs, limit, lambda j: j.id)
-    return _json({"jobs": [v.job_to_json(j) for j in page], "next": nxt})
+    return _json({"jobs": await _jobs_json(request, page), "next": nxt})
+
+
+async def _jobs_json(request: web.Request, jobs: list[Job]) -> list[dict[str, Any]]:
+    """Jobs as JSON, each with its ``lastRun`` (one store read for the whole list)."""
+    last = await _service(request).last_runs([j.id for j in jobs], await _tenant(request)) if jobs else {}
+    return [v.job_to_json(j, last.get(j.id)) for j in jobs]
+
+
+async def _job_json(request: web.Request, job: Job) -> dict[str, Any]:
+    return (await _jobs_json(request, [job]))[0]
 
 
 async def _job_or_404(request: web.Request) -> Any:
@@ -331,7 +341,7 @@ async def _job_or_404(request: web.Request) -> Any:
 
 
 async def get_job(request: web.Request) -> web.Response:
-    return _json(v.job_to_json(await _job_or_404(request)))
+    return _json(await _job_json(request, await _job_or_404(request)))
 
 
 async def update_job(request: web.Request) -> web.Response:
@@ -344,24 +354,24 @@ async def update_job(request: web.Request) -> web.Response:
     refusal = target_refusal(spec.target, await _principal(request))
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
-    return _json(v.job_to_json(await service.update_job(job.id, spec, await _tenant(request))))
+    return _json(await _job_json(request, await service.update_job(job.id, spec, await _tenant(request))))
 
 
 async def cancel_job(request: web.Request) -> web.Response:
     job = await _service(request).cancel_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def pause_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     job = await _service(request).pause_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def resume_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     job = await _service(request).resume_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def trigger_job(request: web.Request) -> web.Response:

@@ -45,7 +45,7 @@ EX_DUPLICATE = 3
 EX_FENCED = 4
 EX_WAIT_TIMEOUT = 124
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
-JOB_STATUSES = ("active", "paused", "cancelled", "completed")
+JOB_STATUSES = ("active", "paused", "cancelled", "succeeded", "failed")
 _HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -532,11 +532,11 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
                 raise
     if data is None:
         job = app.client.resolve_job(execution)
-        page = app.client.list_executions(job["jobId"], 1)
-        if not page["executions"]:
-            render.emit_error(f"no runs of {_job_label(job)} yet")
+        last = job.get("lastRun")  # the latest run that started, never a tick claimed ahead
+        if not last:
+            render.emit_error(f"{_job_label(job)} has no run on record (none has started yet)")
             sys.exit(1)
-        data = app.client.get_execution(page["executions"][0]["executionId"])
+        data = app.client.get_execution(last["executionId"])
     if as_json:
         render.emit_json(data)
         return
@@ -704,9 +704,10 @@ def export(app: Cli, as_json: bool) -> None:
     Crontab lines keep a job's schedule and command only; jobs that a crontab cannot hold
     (one-offs, @every, seconds, time zones, HTTP/Python/queue targets) are listed as
     comments. --json keeps everything a job was created with, for `cronwheel import FILE`
-    on this or another daemon. Paused, cancelled and completed jobs are not exported.
+    on this or another daemon. Only jobs with a run to come are exported: not paused,
+    cancelled, succeeded or failed ones, nor a one-off whose run has begun.
     """
-    jobs = list(app.client.iter_jobs("active"))
+    jobs = [j for j in app.client.iter_jobs("active") if j.get("nextRunAt")]
     if as_json:
         render.emit_json([crontab.job_request(j) for j in jobs])
         return

@@ -432,6 +432,9 @@ class Node(TenancyMixin):
     async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
         return await self._read(lambda s: s.find_jobs_by_name(name, tenant))
 
+    async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
+        return await self._read(lambda s: s.last_runs(job_ids, tenant))
+
     async def list_jobs(self, tenant=None, status=None, limit=100, after_id=None) -> list[Job]:
         return await self._read(lambda s: s.list_jobs(tenant, status, limit, after_id))
 

@@ -135,6 +135,10 @@ class SchedulerService(Protocol):
         after_id: str | None = None,
     ) -> list[Job]: ...
 
+    async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
+        """Each job's latest execution that started (``Store.last_runs``): its "last result"."""
+        raise NotImplementedError
+
     async def cancel_job(self, job_id: str, tenant: str | None = None) -> Job:
         """Stop future runs and abort running executions at once. NotFound."""
 
@@ -142,7 +146,7 @@ class SchedulerService(Protocol):
         """NotFound; Conflict when the job is not ACTIVE (or PAUSED: pausing twice is fine)."""
 
     async def resume_job(self, job_id: str, tenant: str | None = None) -> Job:
-        """Next run recomputed from now. NotFound; Conflict when CANCELLED/COMPLETED."""
+        """Next run recomputed from now. NotFound; Conflict when CANCELLED, SUCCEEDED or FAILED."""
 
     async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
         """Run now, outside the schedule. NotFound; Conflict when CANCELLED."""

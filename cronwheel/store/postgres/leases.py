@@ -23,7 +23,8 @@ from cronwheel.store.base import (
     StartRequest,
     StoreError,
 )
-from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
+from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json, settlements
+from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import text
 
@@ -120,4 +121,5 @@ def complete(
         cur = conn.execute(q.COMPLETE_EXECUTIONS, dict(zip(names, map(list, cols), strict=True)))
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        jobstate.settle(conn, settlements(decided, state))
     return results
