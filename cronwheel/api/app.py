@@ -14,6 +14,8 @@ route; another tenant's objects answer 404, never 403, so ids do not leak.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import enum
 import inspect
 import json
@@ -401,6 +403,62 @@ async def get_execution(request: web.Request) -> web.Response:
     return _json(v.execution_to_json(ex, with_output=True))
 
 
+#: a follower with nothing new for this long looks again at the execution in the store
+OUTPUT_IDLE_CHECK_SEC = 1.0
+
+
+async def execution_output(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/executions/{id}/output[?follow=1]``: an execution's output as text. While it
+    runs on this node: what it printed so far (a bounded tail), and with ``follow`` every new
+    chunk as the worker forwards it, until this attempt ends. Otherwise its stored output (the
+    tail its last attempt ended with); ``follow`` on one not yet started waits for it."""
+    execution_id = request.match_info["executionId"]
+    service = _service(request)
+    tenant = await _tenant(request)
+    follow = ops.parse_flag("follow", request.query.get("follow"))
+    ex = await service.get_execution(execution_id, tenant)
+    if ex is None:
+        raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    tail = service.live_output(execution_id)
+    follower = service.follow_output(execution_id) if follow else None  # no await since the tail: no gap
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store",
+                                       "X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"})
+    shown = tail is not None  # some of its output was written live
+    try:
+        await resp.prepare(request)
+        if tail is not None:
+            await resp.write(decode(tail).encode())
+        elif follower is None or ex.status.terminal:
+            await resp.write((ex.output or "").encode())
+            follower = None
+        while follower is not None:
+            data = await follower.next(OUTPUT_IDLE_CHECK_SEC)
+            if data:
+                shown = True
+                await resp.write(decode(data).encode())
+                continue
+            if follower.ended:
+                break
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            if service.live_output(execution_id) is None:  # it runs elsewhere, or not yet
+                ex = await service.get_execution(execution_id, tenant)
+                if ex is None or ex.status.terminal:  # it ran on another node: what it stored
+                    await resp.write(b"" if shown or ex is None else (ex.output or "").encode())
+                    break
+        await resp.write(decode(b"", final=True).encode())
+        with contextlib.suppress(ConnectionError):
+            await resp.write_eof()
+    except ConnectionError:
+        pass
+    finally:
+        if follower is not None:
+            follower.close()
+    return resp
+
+
 async def claim(request: web.Request) -> web.Response:
     """A remote worker's long poll for executions of queue targets (tenant-scoped for non-admins)."""
     worker_id, queues, n, wait_sec = v.parse_claim(await _body(request))
@@ -564,6 +622,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
     ("GET", "/v1/executions/{executionId}", get_execution),
+    ("GET", "/v1/executions/{executionId}/output", execution_output),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
     ("POST", "/v1/executions/{executionId}/complete", complete),
@@ -614,7 +673,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     record_effect: Access.WORK,
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
-         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd),
+         list_executions, get_execution, execution_output, list_dead, replay_dead, purge_dead, herd),
         Access.MANAGE,
     ),
 }

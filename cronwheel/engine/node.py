@@ -19,6 +19,7 @@ from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.liveoutput import Follower
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NameTaken, NotFound, ServiceError, Unavailable
@@ -431,6 +432,12 @@ class Node(TenancyMixin):
 
     async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
         return await self._read(lambda s: s.find_jobs_by_name(name, tenant))
+
+    def live_output(self, execution_id: str) -> bytes | None:
+        return self.dispatcher.live.tail(execution_id)
+
+    def follow_output(self, execution_id: str) -> Follower:
+        return self.dispatcher.live.follow(execution_id)
 
     async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
         return await self._read(lambda s: s.last_runs(job_ids, tenant))

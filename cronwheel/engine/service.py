@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.tenants import ApiToken, Role, Tenant
+from cronwheel.engine.liveoutput import Follower
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -158,6 +159,16 @@ class SchedulerService(Protocol):
         """Newest first. NotFound when the job does not exist."""
 
     async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
+
+    def live_output(self, execution_id: str) -> bytes | None:
+        """What an execution running on this node's workers printed so far (a bounded tail),
+        or None when it does not run here now."""
+        raise NotImplementedError
+
+    def follow_output(self, execution_id: str) -> Follower:
+        """A follower of the execution's output on this node, from now on (``LiveOutput``).
+        The caller closes it."""
+        raise NotImplementedError
 
     # ---- remote workers (fenced by lease_epoch)
     async def claim_for_worker(

@@ -152,7 +152,9 @@ def test_cli_logs_tail_follow_and_execution_output(daemon: Daemon, follow) -> No
     assert res.returncode == 0 and res.stdout == "hello-from-job\n", res
     res = daemon.cli("logs", "hello")  # a job without event options: its latest run's output
     assert res.stdout == "hello-from-job\n"
-    res = daemon.cli("logs", xid, "-f")
+    res = daemon.cli("logs", xid, "-f")  # following an execution that has ended: its output
+    assert res.returncode == 0 and res.stdout == "hello-from-job\n", res
+    res = daemon.cli("logs", xid, "--job", "hello")
     assert res.returncode == 2 and "not both" in res.stderr
     res = daemon.cli("logs", "--since", "yesterday")
     assert res.returncode == 2 and "--since" in res.stderr
