@@ -11,6 +11,7 @@ import { overview } from "./overview.js";
 const POLL_MS = 5000; // without the event stream
 const OVERVIEW_MS = 10000; // the overview's charts move with time even when nothing happens
 const EVENT_DEBOUNCE_MS = 700;
+const LIVE_OUTPUT_MS = 1000; // a job page looks at its running execution's output this often
 const JOB_PAGES = 4; // at most 4 × 500 jobs are listed; filters narrow what is shown
 const SHOWN_STEP = 50;
 const CONCURRENCY = 6; // per-row calls (the DLQ rows' job names) in flight at once
@@ -29,6 +30,7 @@ const app = {
   again: false,
   live: false,
   timer: null,
+  outputTimer: null, // the next look at a running execution's output (job page)
   shown: SHOWN_STEP, // rows of the job list shown
   historyLimit: 50,
   expanded: new Set(), // executions whose output is open
@@ -424,6 +426,11 @@ const jobView = {
   async load(route) {
     const id = encodeURIComponent(route.jobId);
     const [job, history] = await Promise.all([api.get(`/v1/jobs/${id}`), api.get(`/v1/jobs/${id}/executions?limit=${app.historyLimit}`)]);
+    // the run going on now: its output so far (the worker forwards it as it is printed)
+    const running = job.lastRun && job.lastRun.status === "RUNNING" ? job.lastRun : null;
+    const live = running ? await api.getText(`/v1/executions/${encodeURIComponent(running.executionId)}/output`) : null;
+    clearTimeout(app.outputTimer);
+    if (running) app.outputTimer = setTimeout(() => { if (app.route === route) refresh(); }, LIVE_OUTPUT_MS);
     const outputs = {};
     await Promise.all([...app.expanded].map(async (xid) => {
       try {
@@ -432,7 +439,7 @@ const jobView = {
         outputs[xid] = `(cannot read the output: ${err.message})`;
       }
     }));
-    return { job, executions: history.executions, more: Boolean(history.next), outputs };
+    return { job, executions: history.executions, more: Boolean(history.next), outputs, running, live };
   },
   render(d) {
     const j = d.job;
@@ -469,6 +476,10 @@ const jobView = {
       h("h1", { class: "job-title" }, jobName(j)),
       jobActions(j),
       h("dl", { class: "def" }, def.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      d.running ? h("section", { id: "live-output" },
+        h("h2", {}, "Running now"),
+        h("p", { class: "muted small" }, `${d.running.executionId}, attempt ${d.running.attempt}: its output as it is printed`),
+        h("pre", { class: "output", tabindex: "0", "aria-label": `Live output of ${d.running.executionId}`, "aria-live": "polite" }, d.live || "(no output yet)")) : null,
       h("h2", {}, "Executions"),
       rows.length ? table("Executions, newest first", ["Scheduled", "Status", "Lag", "Attempt", "Epoch", "Duration", "Result", "Output tail"], rows, "history") : h("p", { class: "empty" }, "No execution yet."),
       d.more && app.historyLimit < 1000 ? h("button", { type: "button", "data-key": "older", onclick: () => { app.historyLimit = Math.min(1000, app.historyLimit + 50); refresh(); } }, "Show older") : null);
