@@ -314,7 +314,10 @@ class Node(TenancyMixin):
         if current is None:
             raise NotFound(f"no job {job_id!r}")
         old = current.spec
-        reschedule = (spec.schedule, spec.run_at, spec.timezone) != (old.schedule, old.run_at, old.timezone)
+        # a time zone moves a schedule's ticks, never a one-off's instant: changing only the
+        # zone of a one-off (maybe one that has run) must not run it again
+        zone_moves = spec.schedule is not None and spec.timezone != old.timezone
+        reschedule = (spec.schedule, spec.run_at) != (old.schedule, old.run_at) or zone_moves
         now = self.clock.now_ms()
         next_run_at = self._first_run(job_id, spec, now) if reschedule else None
         result = await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
