@@ -119,7 +119,8 @@ def test_the_jobs_table_rebuild_keeps_every_job_and_settles_completed_ones(tmp_p
     jobs = {"jok": "COMPLETED", "jdead": "COMPLETED", "jlive": "COMPLETED", "jpurged": "COMPLETED", "jcron": "ACTIVE"}
     for job_id, st in jobs.items():
         conn.execute("INSERT INTO jobs VALUES (?, 1, ?, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
-        conn.execute("INSERT INTO job_definitions VALUES (?, ?, NULL, '{}', 'null', '{}', 1, 1, 0, 0)", (job_id, job_id))
+        conn.execute("INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec,"
+                     " created_at, updated_at) VALUES (?, ?, NULL, '{}', 'null', '{}', 1, 1, 0, 0)", (job_id, job_id))
     for job_id, tick, st in (("jok", 1, "DEAD"), ("jok", 2, "SUCCEEDED"), ("jdead", 1, "DEAD"), ("jlive", 1, "RETRY_WAIT"), ("jcron", 1, "DEAD")):
         conn.execute(
             "INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status, available_at,"

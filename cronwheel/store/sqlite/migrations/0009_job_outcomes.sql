@@ -1,5 +1,5 @@
 -- cronwheel: rebuild
--- cronwheel SQLite schema, version 8: a job's state follows its executions. A job with no
+-- cronwheel SQLite schema, version 9: a job's state follows its executions. A job with no
 -- further tick (a one-off once claimed) stays ACTIVE while its executions are live, then
 -- becomes SUCCEEDED or FAILED by the last one to end; COMPLETED (set at the claim, before
 -- anything ran) is gone. SQLite cannot change a CHECK constraint in place, so the jobs table
