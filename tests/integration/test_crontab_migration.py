@@ -34,7 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "jitterSec": 0, "env": {}, "runAs": None, "shell": None, "stdin": None,
 }  # fmt: skip
 #: members that differ from job to job whatever the file says
-VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt")
+VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt", "lastRun")
 
 
 def job(schedule: str, command: str, **fields: Any) -> dict[str, Any]:
