@@ -235,9 +235,8 @@ def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
     environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
     targets, a user without --system) are listed as comments. --format json keeps everything
-    a job was created with, for `cronwheel import FILE` on this or another daemon. Only jobs
-    with a run to come are exported: not paused, cancelled, succeeded or failed ones, nor a
-    one-off whose run has begun.
+    a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
+    cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun.
     """
-    jobs = [j for j in app.client.iter_jobs("active") if j.get("nextRunAt")]
+    jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
     EXPORT_FORMATS["json" if as_json else fmt](jobs, system)

@@ -120,3 +120,11 @@ def test_the_last_run_is_the_latest_that_started_never_a_tick_claimed_ahead(stor
     assert store.last_runs([jid], tenant="acme")[jid].execution_id == second.execution_id
     assert store.last_runs([jid], tenant="other") == {}
     assert third.execution_id not in {e.execution_id for e in store.last_runs([jid]).values()}
+
+
+def test_a_triggered_only_job_waits_for_the_next_trigger_whatever_its_runs_do(store: Store) -> None:
+    [jid] = create(store, new_job(schedule="@triggered", next_run_at=None))
+    ex = store.trigger_job(jid, T0)
+    assert ex is not None
+    run(store, ex.execution_id, Outcome.SUCCEEDED, T0)
+    assert status(store, jid) is JobStatus.ACTIVE  # never SUCCEEDED: a chain may trigger it again

@@ -536,7 +536,8 @@ def test_job_outcomes_migration_settles_completed_jobs_by_their_executions(empty
         sql(empty_dsn, mig.sql)
         sql(empty_dsn, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, 0)", (mig.version, mig.name))
     for job_id, st in (("jok", "COMPLETED"), ("jdead", "COMPLETED"), ("jlive", "COMPLETED"), ("jpurged", "COMPLETED"), ("jcron", "ACTIVE")):
-        sql(empty_dsn, "INSERT INTO jobs VALUES (%s, 1, %s, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
+        sql(empty_dsn, "INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority, max_attempts, queue)"
+                       " VALUES (%s, 1, %s, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
     for job_id, tick, st in (("jok", 1, "DEAD"), ("jok", 2, "SUCCEEDED"), ("jdead", 1, "DEAD"), ("jlive", 1, "RETRY_WAIT")):
         sql(empty_dsn, "INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status, available_at,"
                        " created_at, finished_at, max_attempts) VALUES (%s, %s, 'default', 1, %s, %s, 0, 0, %s, 3)",

@@ -118,7 +118,8 @@ def test_the_jobs_table_rebuild_keeps_every_job_and_settles_completed_ones(tmp_p
         conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", (mig.version, mig.name))
     jobs = {"jok": "COMPLETED", "jdead": "COMPLETED", "jlive": "COMPLETED", "jpurged": "COMPLETED", "jcron": "ACTIVE"}
     for job_id, st in jobs.items():
-        conn.execute("INSERT INTO jobs VALUES (?, 1, ?, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
+        conn.execute("INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority, max_attempts, queue)"
+                     " VALUES (?, 1, ?, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
         conn.execute("INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec,"
                      " created_at, updated_at) VALUES (?, ?, NULL, '{}', 'null', '{}', 1, 1, 0, 0)", (job_id, job_id))
     for job_id, tick, st in (("jok", 1, "DEAD"), ("jok", 2, "SUCCEEDED"), ("jdead", 1, "DEAD"), ("jlive", 1, "RETRY_WAIT"), ("jcron", 1, "DEAD")):

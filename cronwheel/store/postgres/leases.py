@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from cronwheel.core.chains import payload_with_context
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
 from cronwheel.store.base import (
     Completion,
@@ -24,7 +25,7 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json, settlements
-from cronwheel.store.postgres import jobstate
+from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import text
 
@@ -52,11 +53,11 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         r = by_id.get(eid)
         if r is None:
             continue
-        _, _, lease_sec, timeout_sec, target, payload, process = defs[eid]
+        _, _, lease_sec, timeout_sec, target, payload, process, context = defs[eid]
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
-        grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                            lease_sec, timeout_sec, target, payload, r[8], process))  # fmt: skip
+        grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
+                            target, payload_with_context(payload, context), r[8], process, context))  # fmt: skip
     return grants
 
 
@@ -122,4 +123,5 @@ def complete(
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")
         jobstate.settle(conn, settlements(decided, state))
+        triggers.trigger_children(conn, results, now_ms)
     return results

@@ -21,7 +21,7 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import decide_completions, dumps, retry_from_json, settlements
-from cronwheel.store.sqlite import jobstate
+from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
@@ -60,4 +60,5 @@ def complete(
         if conn.total_changes() - before != len(updates):  # impossible under the write lock
             raise StoreError("a fenced completion did not apply; nothing was committed")
         jobstate.settle(conn, settlements(updates, state))
+        triggers.trigger_children(conn, results, now_ms)
     return results

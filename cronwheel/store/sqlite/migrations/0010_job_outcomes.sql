@@ -1,5 +1,5 @@
 -- cronwheel: rebuild
--- cronwheel SQLite schema, version 9: a job's state follows its executions. A job with no
+-- cronwheel SQLite schema, version 10: a job's state follows its executions. A job with no
 -- further tick (a one-off once claimed) stays ACTIVE while its executions are live, then
 -- becomes SUCCEEDED or FAILED by the last one to end; COMPLETED (set at the claim, before
 -- anything ran) is gone. SQLite cannot change a CHECK constraint in place, so the jobs table
@@ -7,7 +7,7 @@
 -- COMPLETED jobs are converted by their executions: ACTIVE while one is live, else SUCCEEDED
 -- when the last to end succeeded, else FAILED (dead-lettered, skipped, or purged).
 
-ALTER TABLE jobs RENAME TO jobs_v7;
+ALTER TABLE jobs RENAME TO jobs_v9;
 
 CREATE TABLE jobs (
     id           TEXT PRIMARY KEY,
@@ -22,11 +22,13 @@ CREATE TABLE jobs (
     tenant       TEXT NOT NULL,
     priority     INTEGER NOT NULL,
     max_attempts INTEGER NOT NULL,
-    queue        TEXT  -- a queue target's name (remote workers), else NULL
+    queue        TEXT,  -- a queue target's name (remote workers), else NULL
+    calendars    TEXT,  -- JSON array of calendar names, NULL: none
+    active_until INTEGER  -- no tick after this instant
 );
 
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue)
+                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until)
 SELECT j.id, j.bucket_id,
        CASE
            WHEN j.status <> 'COMPLETED' THEN j.status
@@ -40,10 +42,10 @@ SELECT j.id, j.bucket_id,
            ELSE 'FAILED'
        END,
        j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap, j.jitter_sec, j.tenant,
-       j.priority, j.max_attempts, j.queue
-FROM jobs_v7 AS j;
+       j.priority, j.max_attempts, j.queue, j.calendars, j.active_until
+FROM jobs_v9 AS j;
 
-DROP TABLE jobs_v7;
+DROP TABLE jobs_v9;
 
 CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at);
 CREATE INDEX jobs_tenant ON jobs (tenant, id);

@@ -1,5 +1,5 @@
--- cronwheel PostgreSQL schema, version 9: a job's state follows its executions; the same
--- version as the SQLite store's 0009_job_outcomes.sql. A job with no further tick (a one-off
+-- cronwheel PostgreSQL schema, version 10: a job's state follows its executions; the same
+-- version as the SQLite store's 0010_job_outcomes.sql. A job with no further tick (a one-off
 -- once claimed) stays ACTIVE while its executions are live, then becomes SUCCEEDED or FAILED
 -- by the last one to end; COMPLETED (set at the claim, before anything ran) is gone.
 -- COMPLETED jobs are converted by their executions: ACTIVE while one is live, else SUCCEEDED
