@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
-from tests.support.daemon import REPO, Daemon
+from tests.support.daemon import Daemon, reap
 from tests.support.wait import wait_for
 
 
@@ -30,10 +28,7 @@ class Reader:
 
 
 def cli_follow(d: Daemon, *args: str) -> tuple[subprocess.Popen[bytes], Reader]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": d.url, "CRONWHEEL_DATA_DIR": str(d.data_dir)}
-    env.pop("CRONWHEEL_TOKEN", None)
-    p = subprocess.Popen([sys.executable, "-m", "cronwheel", "logs", "-f", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env)
+    p = d.cli_popen("logs", "-f", *args, text=False)
     assert p.stdout is not None
     return p, Reader(p.stdout)
 
@@ -71,12 +66,7 @@ def test_logs_f_follows_the_current_run_as_it_prints_then_the_next(daemon: Daemo
         wait_for(lambda: p.poll() is not None, what="logs -f to end once the job is cancelled")
         assert p.returncode == 0
     finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait(10)
-        for stream in (p.stdout, p.stderr):
-            if stream is not None:
-                stream.close()
+        reap(p)
     # a finished execution: its stored output, also when followed
     assert daemon.get(f"/v1/executions/{xid}/output?follow=1").body == f"first {xid}\nsecond\n".encode()
     assert daemon.get("/v1/executions/jnosuch:1/output").status == 404
