@@ -15,6 +15,8 @@ route; another tenant's objects answer 404, never 403, so ids do not leak.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import contextlib
 import enum
 import inspect
 import json
@@ -36,8 +38,8 @@ from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
-from cronwheel.core.model import DEFAULT_TENANT, JobSpec
 from cronwheel.core.ratelimit import OncePer
+from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import EventLog, iso_ms
@@ -402,10 +404,20 @@ async def list_jobs(request: web.Request) -> web.Response:
     if name is not None:  # a lookup by name: the live holder first, never more than one page
         named = await _service(request).jobs_named(name, scope or wanted)
         named = [j for j in named if status is None or j.status is status][:limit]
-        return _json({"jobs": [v.job_to_json(j) for j in named], "next": None})
+        return _json({"jobs": await _jobs_json(request, named), "next": None})
     jobs = await _service(request).list_jobs(scope or wanted, status, limit + 1, after)
     page, nxt = _page(jobs, limit, lambda j: j.id)
-    return _json({"jobs": [v.job_to_json(j) for j in page], "next": nxt})
+    return _json({"jobs": await _jobs_json(request, page), "next": nxt})
+
+
+async def _jobs_json(request: web.Request, jobs: list[Job]) -> list[dict[str, Any]]:
+    """Jobs as JSON, each with its ``lastRun`` (one store read for the whole list)."""
+    last = await _service(request).last_runs([j.id for j in jobs], await _tenant(request)) if jobs else {}
+    return [v.job_to_json(j, last.get(j.id)) for j in jobs]
+
+
+async def _job_json(request: web.Request, job: Job) -> dict[str, Any]:
+    return (await _jobs_json(request, [job]))[0]
 
 
 async def _job_or_404(request: web.Request) -> Any:
@@ -417,7 +429,7 @@ async def _job_or_404(request: web.Request) -> Any:
 
 
 async def get_job(request: web.Request) -> web.Response:
-    return _json(v.job_to_json(await _job_or_404(request)))
+    return _json(await _job_json(request, await _job_or_404(request)))
 
 
 async def update_job(request: web.Request) -> web.Response:
@@ -432,24 +444,24 @@ async def update_job(request: web.Request) -> web.Response:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
         _check_run_as(spec)
-    return _json(v.job_to_json(await service.update_job(job.id, spec, await _tenant(request))))
+    return _json(await _job_json(request, await service.update_job(job.id, spec, await _tenant(request))))
 
 
 async def cancel_job(request: web.Request) -> web.Response:
     job = await _service(request).cancel_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def pause_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     job = await _service(request).pause_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def resume_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     job = await _service(request).resume_job(request.match_info["jobId"], await _tenant(request))
-    return _json(v.job_to_json(job))
+    return _json(await _job_json(request, job))
 
 
 async def trigger_job(request: web.Request) -> web.Response:
@@ -540,6 +552,62 @@ async def get_execution(request: web.Request) -> web.Response:
     if ex is None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
     return _json(v.execution_to_json(ex, with_output=True))
+
+
+#: a follower with nothing new for this long looks again at the execution in the store
+OUTPUT_IDLE_CHECK_SEC = 1.0
+
+
+async def execution_output(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/executions/{id}/output[?follow=1]``: an execution's output as text. While it
+    runs on this node: what it printed so far (a bounded tail), and with ``follow`` every new
+    chunk as the worker forwards it, until this attempt ends. Otherwise its stored output (the
+    tail its last attempt ended with); ``follow`` on one not yet started waits for it."""
+    execution_id = request.match_info["executionId"]
+    service = _service(request)
+    tenant = await _tenant(request)
+    follow = ops.parse_flag("follow", request.query.get("follow"))
+    ex = await service.get_execution(execution_id, tenant)
+    if ex is None:
+        raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    tail = service.live_output(execution_id)
+    follower = service.follow_output(execution_id) if follow else None  # no await since the tail: no gap
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store",
+                                       "X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"})
+    shown = tail is not None  # some of its output was written live
+    try:
+        await resp.prepare(request)
+        if tail is not None:
+            await resp.write(decode(tail).encode())
+        elif follower is None or ex.status.terminal:
+            await resp.write((ex.output or "").encode())
+            follower = None
+        while follower is not None:
+            data = await follower.next(OUTPUT_IDLE_CHECK_SEC)
+            if data:
+                shown = True
+                await resp.write(decode(data).encode())
+                continue
+            if follower.ended:
+                break
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            if service.live_output(execution_id) is None:  # it runs elsewhere, or not yet
+                ex = await service.get_execution(execution_id, tenant)
+                if ex is None or ex.status.terminal:  # it ran on another node: what it stored
+                    await resp.write(b"" if shown or ex is None else (ex.output or "").encode())
+                    break
+        await resp.write(decode(b"", final=True).encode())
+        with contextlib.suppress(ConnectionError):
+            await resp.write_eof()
+    except ConnectionError:
+        pass
+    finally:
+        if follower is not None:
+            follower.close()
+    return resp
 
 
 async def claim(request: web.Request) -> web.Response:
@@ -713,6 +781,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("PUT", "/v1/calendars/{name}", put_calendar),
     ("DELETE", "/v1/calendars/{name}", delete_calendar),
     ("GET", "/v1/executions/{executionId}", get_execution),
+    ("GET", "/v1/executions/{executionId}/output", execution_output),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
     ("POST", "/v1/executions/{executionId}/complete", complete),
@@ -763,7 +832,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     record_effect: Access.WORK,
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
-         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd,
+         list_executions, get_execution, execution_output, list_dead, replay_dead, purge_dead, herd,
          backfill_job, cancel_backfill, set_chain, upcoming, list_calendars, get_calendar, put_calendar,
          delete_calendar),
         Access.MANAGE,

@@ -111,7 +111,7 @@ def parse_since(text: str | None, now_ms: int) -> int | None:
         raise _query_error("since", f"since must be a duration (90s, 10m, 1h, 2d) or an RFC 3339 instant, not {text[:50]!r}") from None
 
 
-def _flag(name: str, text: str | None) -> bool:
+def parse_flag(name: str, text: str | None) -> bool:
     if text is None or text.lower() in ("", "0", "false", "no"):
         return False
     if text.lower() in ("1", "true", "yes"):
@@ -152,7 +152,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     if await _tenant(request) is not None:  # events carry every tenant's ids and errors
         raise web.HTTPForbidden(text="the event stream covers every tenant: it is for admins only")
     q = request.query
-    follow = _flag("follow", q.get("follow"))
+    follow = parse_flag("follow", q.get("follow"))
     n_text = q.get("n")
     if n_text in (None, ""):
         n = 10 if follow else 100

@@ -783,7 +783,9 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
 # ---------------------------------------------------------------- to JSON
 
 
-def job_to_json(job: Job) -> dict[str, Any]:
+def job_to_json(job: Job, last_run: Execution | None = None) -> dict[str, Any]:
+    """``last_run``: the job's latest execution that started (``Store.last_runs``), shown as
+    ``lastRun`` without its output."""
     spec = job.spec
     return {
         "jobId": job.id,
@@ -815,6 +817,7 @@ def job_to_json(job: Job) -> dict[str, Any]:
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),
+        "lastRun": None if last_run is None else execution_to_json(last_run),
     }
 
 

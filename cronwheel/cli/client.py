@@ -335,6 +335,33 @@ class Client:
     def openapi(self) -> dict[str, Any]:
         return self._get("/v1/openapi.json")
 
+    def output(self, execution_id: str, follow: bool = False) -> Iterator[str]:
+        """An execution's output (``GET /v1/executions/{id}/output``) in text chunks as they
+        come; with ``follow``, until the attempt running now (or the next) ends."""
+        target = self._prefix + f"/v1/executions/{_q(execution_id)}/output" + ("?follow=1" if follow else "")
+        yield from self._stream(target, "text/plain", follow, lambda resp: iter(lambda: resp.read1(65536), b""),
+                                lambda chunk: chunk.decode("utf-8", "replace"))
+
+    def _stream(self, target: str, accept: str, follow: bool, pieces: Any, convert: Any) -> Iterator[Any]:
+        hdrs = {"Accept": accept, "User-Agent": "cronwheel-cli"}
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection()
+        try:
+            try:
+                conn.request("GET", target, headers=hdrs)
+                resp = conn.getresponse()
+                if resp.status >= 400:
+                    raise _api_error(resp, _decode(resp.read()))
+                if follow and conn.sock is not None:
+                    conn.sock.settimeout(None)  # idle is normal while following
+                for piece in pieces(resp):
+                    yield convert(piece)
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._unreachable(exc) from None
+        finally:
+            conn.close()
+
     def events(
         self,
         *,
@@ -350,22 +377,5 @@ class Client:
         if follow:
             query["follow"] = "1"
         target = self._prefix + "/v1/events" + ("?" + urlencode(query) if query else "")
-        hdrs = {"Accept": "application/x-ndjson", "User-Agent": "cronwheel-cli"}
-        if self.token:
-            hdrs["Authorization"] = f"Bearer {self.token}"
-        conn = self._connection()
-        try:
-            try:
-                conn.request("GET", target, headers=hdrs)
-                resp = conn.getresponse()
-                if resp.status >= 400:
-                    raise _api_error(resp, _decode(resp.read()))
-                if follow and conn.sock is not None:
-                    conn.sock.settimeout(None)  # idle is normal while following
-                for line in resp:
-                    if line.strip():
-                        yield json.loads(line)
-            except (OSError, http.client.HTTPException) as exc:
-                raise self._unreachable(exc) from None
-        finally:
-            conn.close()
+        lines = self._stream(target, "application/x-ndjson", follow, lambda resp: (line for line in resp if line.strip()), json.loads)
+        yield from lines

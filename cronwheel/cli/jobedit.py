@@ -84,25 +84,25 @@ def definition_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def when_body(schedule: str, tz: str | None) -> dict[str, Any]:
-    """``{"schedule": …}`` or ``{"runAt": …}`` for a SCHEDULE argument, checked here first so
-    that a typo is answered without a daemon."""
+def when_body(schedule: str, tz: str | None, hint: str = "SCHEDULE") -> dict[str, Any]:
+    """``{"schedule": …}`` or ``{"runAt": …}`` for a SCHEDULE argument (or ``hint``: the
+    option that gave it), checked here first so that a typo is answered without a daemon."""
     text = schedule.strip()
     if text.startswith("+"):
         try:
             return {"runAt": iso_ms(sched.parse_instant(text, local_now_ms()))}
         except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+            raise click.BadParameter(str(exc), param_hint=hint) from None
     if looks_like_instant(text):
         try:
             sched.parse_instant(text)
         except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+            raise click.BadParameter(str(exc), param_hint=hint) from None
         return {"runAt": text}
     try:
         sched.parse_schedule(schedule, EXAMPLE_JOB_ID, tz or "UTC")
     except sched.ScheduleError as exc:
-        raise click.BadParameter(schedule_error(schedule, exc), param_hint="SCHEDULE") from None
+        raise click.BadParameter(schedule_error(schedule, exc), param_hint=hint) from None
     return {"schedule": schedule}
 
 
@@ -209,7 +209,7 @@ def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_js
     """
     patch: dict[str, Any] = {}
     if schedule is not None:
-        patch.update(when_body(schedule, opts["tz"]))
+        patch.update(when_body(schedule, opts["tz"], "'--schedule'"))
     patch.update(definition_body(cmd, target_required=False, **opts))
     patch.update(beyond.job_fields(app.client))
     if not patch:

@@ -25,6 +25,7 @@ from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.cli.follow import follow_output
 from cronwheel.cli.jobedit import (
     CRON_FIELD,
     EXAMPLE_JOB_ID,
@@ -47,7 +48,7 @@ EX_DUPLICATE = 3
 EX_FENCED = 4
 EX_WAIT_TIMEOUT = 124
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
-JOB_STATUSES = ("active", "paused", "cancelled", "completed")
+JOB_STATUSES = ("active", "paused", "cancelled", "succeeded", "failed")
 _HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -483,26 +484,32 @@ def logs(
 
     \b
       cronwheel logs [-f] [--job JOB] [--since 1h] [-n N]   the daemon's events: the tail, or follow
-      cronwheel logs -f JOB                                 follow one job's events (as --job JOB)
       cronwheel logs EXECUTION                              an execution's output (an id has a ':')
-      cronwheel logs JOB                                    the output of a job's latest run
+      cronwheel logs JOB                                    the output of a job's last run that started
+      cronwheel logs -f JOB                                 follow a job's output as it is printed:
+                                                            the current run's, then the next runs'
+      cronwheel logs -f EXECUTION                           follow one execution's output
 
     Events are those the daemon logs as JSON lines (execution.started, lease.fenced, …),
     kept in memory for the last 10,000; a client too slow to keep up sees a stream.dropped
     line in place of what it missed.
     """
-    streaming = follow or since is not None or count is not None or event is not None
-    if execution is not None and (job is not None or (streaming and ":" in execution)):
+    event_options = since is not None or count is not None or event is not None or job is not None
+    if execution is not None and event_options:
         raise click.UsageError(
-            "give an EXECUTION (its output) or event options (-f, --job, --since, -n, --event), not both"
+            "give an EXECUTION or JOB (its output) or event options (--job, --since, -n, --event), not both"
         )
-    if execution is not None and not streaming:
-        _execution_output(app, execution, as_json)
+    if execution is not None:
+        if not follow:
+            _execution_output(app, execution, as_json)
+        elif as_json:
+            raise click.UsageError("-f EXECUTION|JOB prints output as it comes: --json does not go with it")
+        else:
+            follow_output(app.client, execution)
         return
     if since is not None:
         _since(since)
-    ref = job or execution
-    job_id = app.client.resolve_job(ref)["jobId"] if ref else None
+    job_id = app.client.resolve_job(job)["jobId"] if job else None
     n = count if count is not None else (10 if follow else 20)
     try:
         for record in app.client.events(follow=follow, job=job_id, event=event, since=since, n=n):
@@ -538,11 +545,11 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
                 raise
     if data is None:
         job = app.client.resolve_job(execution)
-        page = app.client.list_executions(job["jobId"], 1)
-        if not page["executions"]:
-            render.emit_error(f"no runs of {_job_label(job)} yet")
+        last = job.get("lastRun")  # the latest run that started, never a tick claimed ahead
+        if not last:
+            render.emit_error(f"{_job_label(job)} has no run on record (none has started yet)")
             sys.exit(1)
-        data = app.client.get_execution(page["executions"][0]["executionId"])
+        data = app.client.get_execution(last["executionId"])
     if as_json:
         render.emit_json(data)
         return

@@ -236,15 +236,33 @@ def job_when(job: dict[str, Any]) -> str:
     return f"once at {fmt_utc(job.get('runAt'))}"
 
 
+def last_result(job: dict[str, Any]) -> str:
+    """A job's last result: the status of its latest execution that started, and its exit
+    code ("-" when none did)."""
+    run = job.get("lastRun")
+    if not run:
+        return "-"
+    code = run.get("exitCode")
+    return f"{run.get('status')} (exit {code})" if code is not None else str(run.get("status"))
+
+
 def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [
         [j["jobId"], j.get("name") or "-", j.get("status", "-"), job_when(j),
-         fmt_local(j.get("nextRunAt")), target_summary(j.get("target"), 40)]
+         fmt_local(j.get("nextRunAt")), last_result(j), target_summary(j.get("target"), 40)]
         for j in jobs
     ]
 
 
-JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "TARGET")
+JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RESULT", "TARGET")
+
+
+def _last_run_detail(run: dict[str, Any] | None) -> str:
+    if not run:
+        return "no run on record"
+    code = run.get("exitCode")
+    at = run.get("finishedAt") or run.get("startedAt")
+    return f"{run['status']}" + (f", exit {code}" if code is not None else "") + f" at {fmt_local(at)} ({run['executionId']})"
 
 
 def _run_as(run_as: dict[str, Any] | None) -> str | None:
@@ -265,6 +283,7 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Run at", fmt_both(job.get("runAt")) if job.get("runAt") else None),
         ("Time zone", job.get("timezone")),
         ("Next run", fmt_both(job.get("nextRunAt"), zone)),
+        ("Last result", _last_run_detail(job.get("lastRun"))),
         ("Target", target_summary(job.get("target"), 200)),
         ("Run as", _run_as(job.get("runAs"))),
         ("Shell", job.get("shell")),

@@ -236,7 +236,7 @@ def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
     targets, a user without --system) are listed as comments. --format json keeps everything
     a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
-    cancelled and completed jobs are not exported.
+    cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun.
     """
-    jobs = list(app.client.iter_jobs("active"))
+    jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
     EXPORT_FORMATS["json" if as_json else fmt](jobs, system)

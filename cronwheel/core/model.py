@@ -21,10 +21,20 @@ from typing import Any
 
 
 class JobStatus(StrEnum):
-    ACTIVE = "ACTIVE"  #: will be scheduled at next_run_at
+    """A job's state follows its schedule and, once it has no further tick, its executions
+    (docs/state-machine.md has the diagram)::
+
+        ACTIVE ──pause──▶ PAUSED ──resume──▶ ACTIVE        any ──cancel──▶ CANCELLED
+        ACTIVE, no further tick (a one-off claimed): waiting for its executions
+          └─ the last live execution ends ─▶ SUCCEEDED (it succeeded) | FAILED (DEAD, SKIPPED)
+        SUCCEEDED | FAILED ──DLQ replay, trigger, update with a new instant──▶ ACTIVE
+    """
+
+    ACTIVE = "ACTIVE"  #: scheduled at next_run_at; with none, waiting for its executions to end
     PAUSED = "PAUSED"  #: kept, not scheduled; resume recomputes next_run_at from now
     CANCELLED = "CANCELLED"  #: terminal; running executions were aborted
-    COMPLETED = "COMPLETED"  #: terminal; a one-off job whose only tick was claimed
+    SUCCEEDED = "SUCCEEDED"  #: no further tick, and the last execution to end succeeded
+    FAILED = "FAILED"  #: no further tick, and the last execution to end did not (DEAD, SKIPPED)
 
 
 class ExecStatus(StrEnum):
@@ -44,6 +54,13 @@ class ExecStatus(StrEnum):
 _TERMINAL = frozenset({ExecStatus.SUCCEEDED, ExecStatus.DEAD, ExecStatus.CANCELLED, ExecStatus.SKIPPED})
 #: statuses that the ready queue may hand to a worker (RETRY_WAIT once available_at has come)
 DISPATCHABLE = (ExecStatus.PENDING, ExecStatus.RETRY_WAIT)
+
+
+def settled_status(last: ExecStatus) -> JobStatus:
+    """The state of a job with no further tick once ``last``, the last of its live executions,
+    has ended: SUCCEEDED if it succeeded, else FAILED (dead-lettered, or never run)."""
+    return JobStatus.SUCCEEDED if last is ExecStatus.SUCCEEDED else JobStatus.FAILED
+
 
 
 class Priority(IntEnum):

@@ -32,6 +32,7 @@ from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import ExecStatus, Execution, Priority
 from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.obs.events import EventLog
@@ -77,6 +78,7 @@ class Dispatcher:
         self.queue: FairQueue[str] = FairQueue(tiers=len(Priority), weight=tenant_weight)
         self.tenant_max_running = tenant_max_running or (lambda _tenant: None)
         self.running: dict[str, str] = {}  # execution id -> tenant, from reservation to release
+        self.live = LiveOutput()  #: output of the executions running on this node, as it comes
         self.running_by_tenant: Counter[str] = Counter()
         self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
         self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
@@ -311,6 +313,7 @@ class Dispatcher:
         looked at again."""
         freed = False
         for xid in execution_ids:
+            self.live.finish(xid)
             tenant = self.running.pop(xid, None)
             if tenant is None:
                 continue
@@ -421,6 +424,9 @@ class Dispatcher:
             await self._finish_or_defer(completions)
         finally:
             self.release(xid for xid, _ in execution_ids)
+
+    def on_output(self, execution_id: str, lease_epoch: int, data: bytes) -> None:
+        self.live.append(execution_id, lease_epoch, data)
 
     def on_capacity(self) -> None:
         self._wake.set()

@@ -22,6 +22,7 @@ from cronwheel.engine.beyondcron import BeyondCronMixin
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.disk import DISK_LOW_BYTES, DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.liveoutput import Follower
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import (
@@ -330,8 +331,11 @@ class Node(TenancyMixin, BeyondCronMixin):
         if current is None:
             raise NotFound(f"no job {job_id!r}")
         old = current.spec
-        when = (spec.schedule, spec.run_at, spec.timezone, spec.active_from, spec.active_until)
-        reschedule = when != (old.schedule, old.run_at, old.timezone, old.active_from, old.active_until)
+        # a time zone moves a schedule's ticks, never a one-off's instant: changing only the
+        # zone of a one-off (maybe one that has run) must not run it again
+        zone_moves = spec.schedule is not None and spec.timezone != old.timezone
+        when = (spec.schedule, spec.run_at, spec.active_from, spec.active_until)
+        reschedule = when != (old.schedule, old.run_at, old.active_from, old.active_until) or zone_moves
         now = self.clock.now_ms()
         next_run_at = self.first_run(job_id, spec, now) if reschedule else None
         await self.check_references([spec], unchanged_from=old)
@@ -449,6 +453,15 @@ class Node(TenancyMixin, BeyondCronMixin):
 
     async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
         return await self._read(lambda s: s.find_jobs_by_name(name, tenant))
+
+    def live_output(self, execution_id: str) -> bytes | None:
+        return self.dispatcher.live.tail(execution_id)
+
+    def follow_output(self, execution_id: str) -> Follower:
+        return self.dispatcher.live.follow(execution_id)
+
+    async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
+        return await self._read(lambda s: s.last_runs(job_ids, tenant))
 
     async def list_jobs(self, tenant=None, status=None, limit=100, after_id=None) -> list[Job]:
         return await self._read(lambda s: s.list_jobs(tenant, status, limit, after_id))

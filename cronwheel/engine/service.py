@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.tenants import ApiToken, Role, Tenant
+from cronwheel.engine.liveoutput import Follower
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -174,6 +175,10 @@ class SchedulerService(Protocol):
         after_id: str | None = None,
     ) -> list[Job]: ...
 
+    async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
+        """Each job's latest execution that started (``Store.last_runs``): its "last result"."""
+        raise NotImplementedError
+
     async def cancel_job(self, job_id: str, tenant: str | None = None) -> Job:
         """Stop future runs and abort running executions at once. NotFound."""
 
@@ -181,7 +186,7 @@ class SchedulerService(Protocol):
         """NotFound; Conflict when the job is not ACTIVE (or PAUSED: pausing twice is fine)."""
 
     async def resume_job(self, job_id: str, tenant: str | None = None) -> Job:
-        """Next run recomputed from now. NotFound; Conflict when CANCELLED/COMPLETED."""
+        """Next run recomputed from now. NotFound; Conflict when CANCELLED, SUCCEEDED or FAILED."""
 
     async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
         """Run now, outside the schedule. NotFound; Conflict when CANCELLED."""
@@ -193,6 +198,16 @@ class SchedulerService(Protocol):
         """Newest first. NotFound when the job does not exist."""
 
     async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
+
+    def live_output(self, execution_id: str) -> bytes | None:
+        """What an execution running on this node's workers printed so far (a bounded tail),
+        or None when it does not run here now."""
+        raise NotImplementedError
+
+    def follow_output(self, execution_id: str) -> Follower:
+        """A follower of the execution's output on this node, from now on (``LiveOutput``).
+        The caller closes it."""
+        raise NotImplementedError
 
     # ---- remote workers (fenced by lease_epoch)
     async def claim_for_worker(

@@ -331,11 +331,14 @@ class Store(ABC):
         """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
-        to the following tick by compare-and-set on the old value. A one-off job becomes
-        COMPLETED. Misfire (ticks more than MISFIRE_GRACE_MS old) and overlap policies are
-        applied here (core.planning decides, the store records), and so are the job's
-        calendars (a tick they exclude is recorded SKIPPED, reason ``calendar: NAME``; see
-        core.calendar) and its ``active_until`` (no tick after it: the job then completes). Two claimers racing on the
+        to the following tick by compare-and-set on the old value. A job with no further tick
+        (a one-off) keeps its status, next_run_at None, until its executions settle it
+        (SUCCEEDED/FAILED, see ``complete_executions``); one whose last tick was only
+        recorded SKIPPED becomes FAILED at once. Misfire (ticks more than MISFIRE_GRACE_MS old)
+        and overlap policies are applied here (core.planning decides, the store records), and
+        so are the job's calendars (a tick they exclude is recorded SKIPPED, reason
+        ``calendar: NAME``; see core.calendar) and its ``active_until`` (no tick after it: the
+        job then has no further tick, and its executions settle it). Two claimers racing on the
         same rows produce each execution exactly once. An execution's ``available_at`` is
         its tick plus the job's deterministic jitter.
 
@@ -354,7 +357,8 @@ class Store(ABC):
     @abstractmethod
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         """Run a job now, outside its schedule: a PENDING execution at scheduled_at=now_ms
-        (the next free millisecond if that tick exists). next_run_at is not touched.
+        (the next free millisecond if that tick exists). next_run_at is not touched; a
+        settled job (SUCCEEDED/FAILED) becomes ACTIVE again until it settles anew.
         None when the job is absent or CANCELLED."""
 
     # ---- calendars, backfill, chains (core/calendar.py, core/chains.py)
@@ -445,7 +449,12 @@ class Store(ABC):
         ``rand01[i]``, default 0.5) or DEAD when attempt >= max_attempts. exit_code, error
         and output are stored. A final outcome (SUCCEEDED, DEAD) inserts, in the same
         transaction, the execution of each ACTIVE chain child of that outcome
-        (``core.chains.children_to_run``; ON CONFLICT DO NOTHING), listed in ``triggered``."""
+        (``core.chains.children_to_run``; ON CONFLICT DO NOTHING), listed in ``triggered``.
+
+        A job with no further tick (ACTIVE or PAUSED, next_run_at None; not an ``@triggered``
+        job, which waits for triggers) whose last live execution ended here is settled in the
+        same transaction: SUCCEEDED if that execution succeeded, FAILED if it went DEAD
+        (``model.settled_status``)."""
 
     @abstractmethod
     def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
@@ -487,6 +496,13 @@ class Store(ABC):
         """A job's executions, newest scheduled_at first; ``before`` paginates on scheduled_at."""
 
     @abstractmethod
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        """Each job's "last result": its execution with the latest tick among those that
+        started (RUNNING, RETRY_WAIT, or ended after a start). Ticks claimed ahead (PENDING),
+        executions cancelled or skipped before a start never count. Jobs with none (or of
+        another tenant) are absent from the answer. One query for the whole list."""
+
+    @abstractmethod
     def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int: ...
 
     # ---- side effects (execution idempotency)
@@ -508,11 +524,13 @@ class Store(ABC):
     @abstractmethod
     def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         """A DEAD execution becomes PENDING with attempt = 0 (a fresh series; lease_epoch keeps
-        growing, history fields are kept in ``reason``). None if absent or not DEAD."""
+        growing, history fields are kept in ``reason``); a settled job (SUCCEEDED/FAILED)
+        becomes ACTIVE again until it settles anew. None if absent or not DEAD."""
 
     @abstractmethod
     def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
-        """Delete a DEAD execution. False if absent or not DEAD."""
+        """Delete a DEAD execution (its job keeps its status: a FAILED job stays FAILED).
+        False if absent or not DEAD."""
 
     # ---- tenants
     @abstractmethod

@@ -28,6 +28,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
     Priority,
     RetryPolicy,
+    settled_status,
 )
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import ApiToken, Role, Tenant
@@ -150,6 +151,17 @@ def decide_completions(
         updates.append((eid, epoch, new_status, finished, available_at, c.exit_code, c.error, output, reason))
         results.append(CompletionResult(eid, LeaseVerdict.OK, EXEC_STATUS[new_status], available_at))
     return results, updates
+
+
+def settlements(updates: Sequence[tuple[Any, ...]], state: Mapping[str, list[Any]]) -> dict[str, str]:
+    """job id → the status (``model.settled_status``) that the executions which ended in a
+    batch of ``decide_completions`` updates settle their job in, should the job have no
+    further tick and nothing else live (the store checks that). The last one in the batch wins."""
+    out: dict[str, str] = {}
+    for eid, _epoch, new_status, *_ in updates:
+        if new_status in ("SUCCEEDED", "DEAD"):
+            out[state[eid][4]] = settled_status(EXEC_STATUS[new_status]).value
+    return out
 
 
 class CalendarBook:

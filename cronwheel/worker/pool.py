@@ -80,6 +80,10 @@ class PoolHandler(Protocol):
         """``(execution_id, lease_epoch)`` that the worker had in flight when it was lost."""
         ...
 
+    def on_output(self, execution_id: str, lease_epoch: int, data: bytes) -> None:
+        """Output of a running execution, as the worker forwards it (the lease is current)."""
+        ...
+
     def on_capacity(self) -> None:
         """Slots freed up (a worker connected, a result came, a worker was lost, an abort)."""
         ...
@@ -538,7 +542,7 @@ class WorkerPool:
             w.writer = writer
             sock = writer.get_extra_info("socket")
             w.fd = sock.fileno() if sock is not None else None
-            writer.write(encode_frame({"t": "welcome", "v": PROTOCOL_VERSION}))
+            writer.write(encode_frame({"t": "welcome", "v": PROTOCOL_VERSION, "live_output": True}))
             w.ready = True
             self._log("pool.worker_ready", worker=w.worker_id, pid=hello["pid"])
             self._capacity()
@@ -589,6 +593,10 @@ class WorkerPool:
                 await self._on_results(w, batch)
             elif t == "hb":
                 await self._on_beats(w, [(b[0], b[1]) for f in batch for b in f["beats"]])
+            elif t == "out":
+                for f in batch:  # output of a lease taken from it meanwhile is dropped
+                    if w.inflight.get(f["execution_id"]) == f["lease_epoch"]:
+                        self.handler.on_output(f["execution_id"], f["lease_epoch"], f["data"])
             elif t == "bye":
                 w.leaving = True
                 self._notify()

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core.limits import scrub_text
+from cronwheel.core.liveout import OutputForwarder
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
@@ -169,6 +170,8 @@ class _Run:
     pgid: int | None = None  #: the shell's process group, once spawned
     killed: str | None = None  #: why it was aborted (no result is sent then)
     started: bool = False
+    live: OutputForwarder | None = None  #: its output as it comes (when the daemon takes it)
+    live_timer: asyncio.TimerHandle | None = None  #: the next forward of output held back
 
     @property
     def execution_id(self) -> str:
@@ -243,6 +246,7 @@ class Worker:
     _busy: set[_Run] = field(default_factory=set)  # started and not killed
     _draining: bool = False
     _pidfd_watcher: bool = False
+    _live_output: bool = False  #: the daemon's welcome offered live_output
 
     def __post_init__(self) -> None:
         self._done = asyncio.Event()
@@ -352,6 +356,7 @@ class Worker:
                         self._finish(EXIT_PROTOCOL, "not welcomed")
                         return
                     welcomed = True
+                    self._live_output = frame.get("live_output") is True
                 elif t == "grant":
                     for g in frame["grants"]:
                         self._on_grant(g)
@@ -517,6 +522,7 @@ class Worker:
 
         tail = _Tail()
         eof = loop.create_future()
+        run.live = OutputForwarder() if self._live_output else None
 
         def on_readable() -> None:
             try:
@@ -527,6 +533,9 @@ class Worker:
                 data = b""
             if data:
                 tail.add(data)
+                if run.live is not None:
+                    run.live.add(data)
+                    self._forward_output(run)
             else:
                 loop.remove_reader(out_r)
                 if not eof.done():
@@ -567,6 +576,7 @@ class Worker:
                 _killpg(proc.pid, signal.SIGKILL)
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(proc.wait())
+        self._forward_output(run, final=True)
         code = proc.returncode
         output = tail.text()
         if timed_out:
@@ -578,6 +588,25 @@ class Worker:
         else:
             error = f"exit code {code}"
         return _Result("failed", code, error, output)
+
+    def _forward_output(self, run: _Run, final: bool = False) -> None:
+        """Send what ``run.live`` lets through now; what it holds back goes on a timer (all of
+        it when ``final``: the command ended, its result follows)."""
+        live = run.live
+        if run.live_timer is not None:
+            run.live_timer.cancel()
+            run.live_timer = None
+        if live is None or run.killed is not None:  # an aborted run's output goes nowhere
+            run.live = None
+            return
+        loop = asyncio.get_running_loop()
+        chunk = live.take(loop.time(), final=final)
+        if chunk:
+            self._send({"t": "out", "execution_id": run.execution_id, "lease_epoch": run.lease_epoch, "data": chunk})
+        if final:
+            run.live = None
+        elif live.pending:
+            run.live_timer = loop.call_later(live.due_in(loop.time()), self._forward_output, run)
 
     @staticmethod
     async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:

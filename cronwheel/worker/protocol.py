@@ -6,9 +6,11 @@ map. The map's ``"t"`` names the frame type; the version is negotiated once, in 
 
     worker → daemon   hello   {v, worker_id, slots, pid}
                       hb      {beats: [[execution_id, lease_epoch], ...]}
+                      out     {execution_id, lease_epoch, data}   (output so far, as it comes:
+                                                       only after a welcome with live_output)
                       result  {execution_id, lease_epoch, outcome, exit_code, error, output}
                       bye     {}                      (the worker is leaving on purpose)
-    daemon → worker   welcome {v, lease_sec_hint?}
+    daemon → worker   welcome {v, lease_sec_hint?, live_output?}
                       grant   {grants: [grant, ...]}  (see ``grant_to_wire``)
                       hb_ack  {lost: [[execution_id, reason], ...]}   only lost leases listed
                       abort   {execution_id, reason}
@@ -19,6 +21,13 @@ unpacked with every length bounded, ext types refused and map keys restricted to
 nesting depth is bounded, and every field of every frame type is type-checked. Anything else
 raises ``ProtocolError``, on which the receiver drops that one connection. Unknown extra keys
 are ignored (room for a compatible extension without a version bump).
+
+Extensions within version 1, each offered by the daemon in ``welcome`` (a worker sends
+nothing the daemon did not offer, so either side may be older):
+
+* ``live_output: true``: the worker may send ``out`` frames, each at most ``MAX_OUT_DATA``
+  bytes of a running command's stdout/stderr (raw bytes, cut anywhere), already bounded in
+  rate and size by ``core.liveout``. The daemon keeps them only while that lease is current.
 """
 
 from __future__ import annotations
@@ -43,11 +52,12 @@ MAX_DEPTH = 32  #: deepest nesting of arrays/maps in a frame (the frame map itse
 MAX_GRANTS_PER_FRAME = 4096
 MAX_ID = 1024  #: longest execution/job/worker id, tenant, reason
 MAX_SLOTS = 100_000
+MAX_OUT_DATA = 64 * 1024  #: bytes of output in one ``out`` frame
 
 _HEADER = struct.Struct(">I")
 HEADER_SIZE = _HEADER.size
 
-WORKER_TO_DAEMON = frozenset({"hello", "hb", "result", "bye", "pong"})
+WORKER_TO_DAEMON = frozenset({"hello", "hb", "out", "result", "bye", "pong"})
 DAEMON_TO_WORKER = frozenset({"welcome", "grant", "hb_ack", "abort", "bye", "ping"})
 OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: store.base.Outcome values
 
@@ -411,6 +421,18 @@ def _check_hello(f: dict[str, Any]) -> None:
 def _check_welcome(f: dict[str, Any]) -> None:
     _int(f, "v", 0)
     _num(f, "lease_sec_hint", optional=True)
+    if not isinstance(f.get("live_output", False), bool):
+        raise TypeError("live_output must be a boolean")
+
+
+def _check_out(f: dict[str, Any]) -> None:
+    _str(f, "execution_id")
+    _int(f, "lease_epoch", 0)
+    data = f.get("data")
+    if not isinstance(data, bytes):
+        raise TypeError("data must be bytes")
+    if not data or len(data) > MAX_OUT_DATA:
+        raise ValueError("data has a bad length")
 
 
 def _check_grant_frame(f: dict[str, Any]) -> None:
@@ -456,6 +478,7 @@ _CHECKS = {
     "hb_ack": _check_hb_ack,
     "abort": _check_abort,
     "result": _check_result,
+    "out": _check_out,
     "bye": _check_empty,
     "ping": _check_empty,  # daemon -> worker: answer with pong (a sign of life)
     "pong": _check_empty,

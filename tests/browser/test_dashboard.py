@@ -241,8 +241,31 @@ def test_replay_and_purge_dead_letters_by_clicking(daemon: Daemon, browser: Any,
     wait_for(lambda: dead(daemon) == [], 10, what="the DLQ to be empty")
     until(browser, lambda d: "dead-letter queue is empty" in text_of(d, ".view-body"), what="the empty DLQ")
     assert daemon.get(f"/v1/executions/{purge_id}").status == 404
+
+    # the jobs' state follows their executions: never "COMPLETED", never "never ran" after a purge
+    browser.get(f"{daemon.url}/#/jobs")
+    until(browser, lambda d: "FAILED" in text_of(d, f'tr[data-job="{doomed}"]') and "SUCCEEDED" in text_of(d, f'tr[data-job="{flaky}"]'),
+          what="the jobs' states")
+    doomed_row = text_of(browser, f'tr[data-job="{doomed}"]')
+    assert "no run on record" in doomed_row and "COMPLETED" not in text_of(browser, ".view-body"), doomed_row
+    assert "never ran" not in text_of(browser, ".view-body")
     assert problems(browser) == []
     assert_no_dialog(browser)
+
+
+def test_a_running_job_shows_its_output_as_it_is_printed(daemon: Daemon, browser: Any, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    job = daemon.add_job({"runAt": "+0s", "name": "chatty", "command": f"echo live-line; while [ ! -e {gate} ]; do sleep 0.05; done; echo done"})
+    job_id = job["jobId"]
+    wait_for(lambda: daemon.get(f"/v1/jobs/{job_id}").json()["lastRun"], 20, what="the run to start")
+    open_dashboard(browser, daemon, f"#/jobs/{job_id}")
+    until(browser, lambda d: "live-line" in text_of(d, "#live-output pre"), what="the live output")
+    assert daemon.get(f"/v1/jobs/{job_id}").json()["status"] == "ACTIVE"  # it is still running
+    screenshot(browser, "live-output")
+    gate.touch()
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#live-output") and "SUCCEEDED" in text_of(d, ".view-body"),
+          what="the run to end and the page to say so")
+    assert problems(browser) == []
 
 
 def test_keyboard_alone_pauses_and_resumes(daemon: Daemon, browser: Any) -> None:

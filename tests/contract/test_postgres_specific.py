@@ -553,3 +553,23 @@ def test_a_held_row_lock_makes_the_store_unavailable_not_stuck(postgres_dsn: str
     finally:
         blocker.close()
         s.close()
+
+
+def test_job_outcomes_migration_settles_completed_jobs_by_their_executions(empty_dsn: str) -> None:
+    """COMPLETED (a one-off claimed, whatever happened next) gives way to SUCCEEDED/FAILED,
+    or ACTIVE while an execution of the job is still live."""
+    for mig in migrations():
+        if mig.name == "job_outcomes":
+            break
+        sql(empty_dsn, mig.sql)
+        sql(empty_dsn, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, 0)", (mig.version, mig.name))
+    for job_id, st in (("jok", "COMPLETED"), ("jdead", "COMPLETED"), ("jlive", "COMPLETED"), ("jpurged", "COMPLETED"), ("jcron", "ACTIVE")):
+        sql(empty_dsn, "INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority, max_attempts, queue)"
+                       " VALUES (%s, 1, %s, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
+    for job_id, tick, st in (("jok", 1, "DEAD"), ("jok", 2, "SUCCEEDED"), ("jdead", 1, "DEAD"), ("jlive", 1, "RETRY_WAIT")):
+        sql(empty_dsn, "INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status, available_at,"
+                       " created_at, finished_at, max_attempts) VALUES (%s, %s, 'default', 1, %s, %s, 0, 0, %s, 3)",
+            (f"{job_id}:{tick}", job_id, tick, st, tick))
+    PostgresStore.open(empty_dsn).close()
+    assert dict(sql(empty_dsn, "SELECT id, status FROM jobs")) == {
+        "jok": "SUCCEEDED", "jdead": "FAILED", "jlive": "ACTIVE", "jpurged": "FAILED", "jcron": "ACTIVE"}

@@ -107,14 +107,14 @@ def test_claim_ahead_of_time_only_takes_due_ticks(store: Store) -> None:
     assert len(claim_all(store, T0 + MIN).executions) == 1
 
 
-def test_one_off_job_completes_when_claimed(store: Store) -> None:
+def test_a_claimed_one_off_job_has_no_further_tick_and_waits_for_its_execution(store: Store) -> None:
     nj = one_off(T0 + 5 * SEC)
     create(store, nj)
     res = claim_all(store, T0 + 5 * SEC)
     assert [e.execution_id for e in res.executions] == [f"{nj.job_id}:{T0 + 5 * SEC}"]
     assert res.next_runs == []
     job = store.get_job(nj.job_id)
-    assert job is not None and job.status is JobStatus.COMPLETED and job.next_run_at is None
+    assert job is not None and job.status is JobStatus.ACTIVE and job.next_run_at is None
     assert claim_all(store, T0 + HOUR).executions == []
     assert store.next_due_at(ALL_BUCKETS) is None
 
@@ -228,9 +228,9 @@ def test_misfire_of_a_one_off(store: Store) -> None:
     res = claim_all(store, T0 + HOUR)
     assert [e.job_id for e in res.executions] == [run.job_id]
     assert [e.job_id for e in res.skipped] == [skip.job_id]
-    for jid in (skip.job_id, run.job_id):
-        job = store.get_job(jid)
-        assert job is not None and job.status is JobStatus.COMPLETED
+    # the skipped one never runs: it has nothing to wait for; the other waits for its run
+    statuses = {jid: store.get_job(jid).status for jid in (skip.job_id, run.job_id)}  # type: ignore[union-attr]
+    assert statuses == {skip.job_id: JobStatus.FAILED, run.job_id: JobStatus.ACTIVE}
 
 
 def test_jitter_delays_available_at_deterministically(store: Store) -> None:

@@ -103,6 +103,47 @@ def test_the_token_table_rebuild_keeps_every_token(tmp_path: Path) -> None:
         store.close()
 
 
+def test_the_jobs_table_rebuild_keeps_every_job_and_settles_completed_ones(tmp_path: Path) -> None:
+    """Migration job_outcomes rebuilds jobs (COMPLETED gives way to SUCCEEDED/FAILED): a file
+    from before it keeps every job, its references, and gets each COMPLETED job's state from
+    its executions."""
+    path = tmp_path / "v7.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    for mig in migrations():
+        if mig.name == "job_outcomes":
+            break
+        conn.execute(mig.sql)
+        conn.execute(f"PRAGMA user_version = {mig.version:d}")
+        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", (mig.version, mig.name))
+    jobs = {"jok": "COMPLETED", "jdead": "COMPLETED", "jlive": "COMPLETED", "jpurged": "COMPLETED", "jcron": "ACTIVE"}
+    for job_id, st in jobs.items():
+        conn.execute("INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority, max_attempts, queue)"
+                     " VALUES (?, 1, ?, NULL, NULL, 'UTC', 'run_once', 'allow', 0, 'default', 1, 3, NULL)", (job_id, st))
+        conn.execute("INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec,"
+                     " created_at, updated_at) VALUES (?, ?, NULL, '{}', 'null', '{}', 1, 1, 0, 0)", (job_id, job_id))
+    for job_id, tick, st in (("jok", 1, "DEAD"), ("jok", 2, "SUCCEEDED"), ("jdead", 1, "DEAD"), ("jlive", 1, "RETRY_WAIT"), ("jcron", 1, "DEAD")):
+        conn.execute(
+            "INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status, available_at,"
+            " created_at, finished_at, max_attempts) VALUES (?, ?, 'default', 1, ?, ?, 0, 0, ?, 3)",
+            (f"{job_id}:{tick}", job_id, tick, st, tick),
+        )
+    conn.close()
+
+    store = SqliteStore.open(path)
+    try:
+        migrated = conn_of(store)
+        got = dict(migrated.execute("SELECT id, status FROM jobs").fetchall())
+        assert got == {"jok": "SUCCEEDED", "jdead": "FAILED", "jlive": "ACTIVE", "jpurged": "FAILED", "jcron": "ACTIVE"}
+        assert migrated.execute("PRAGMA foreign_key_check").fetchall() == []
+        for child in ("job_definitions", "executions", "idempotency_keys", "job_names"):
+            assert {r[2] for r in migrated.execute(f"PRAGMA foreign_key_list('{child}')")} == {"jobs"}, child
+        assert pragma(migrated, "foreign_keys") == 1
+        assert store.get_job("jok") is not None and store.find_jobs_by_name("jdead")[0].id == "jdead"
+    finally:
+        store.close()
+
+
 def test_migrations_are_numbered_and_recorded(sqlite_store: SqliteStore) -> None:
     found = migrations()
     assert [m.version for m in found] == list(range(1, len(found) + 1))

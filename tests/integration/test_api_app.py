@@ -97,6 +97,9 @@ class FakeService:
             raise NotFound(f"no job {ref!r}")
         return job
 
+    async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Any]:
+        return {}
+
     async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
         return [j for j in self.jobs.values() if j.spec.name == name and tenant in (None, j.tenant)]
 

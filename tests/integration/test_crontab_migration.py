@@ -35,7 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "calendars": [], "activeFrom": None, "activeUntil": None, "onSuccess": [], "onFailure": [],
 }  # fmt: skip
 #: members that differ from job to job whatever the file says
-VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt")
+VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt", "lastRun")
 
 
 def job(schedule: str, command: str, **fields: Any) -> dict[str, Any]:

@@ -37,13 +37,13 @@ def test_every_second_cron_job_runs_once_per_tick(daemon: Daemon, tmp_path: Path
     assert all(b - a == 1000 for a, b in itertools.pairwise(ms))
 
 
-def test_relative_one_off_runs_once_then_job_completes(daemon: Daemon, tmp_path: Path):
+def test_relative_one_off_runs_once_then_job_succeeds(daemon: Daemon, tmp_path: Path):
     out = tmp_path / "once.txt"
     res = daemon.cli("add", "--json", "+2s", "--", "sh", "-c", f"echo once >> {out}")
     assert res.returncode == 0, res.stderr
     job_id = json.loads(res.stdout)["jobId"]
     wait_for(lambda: succeeded(daemon, job_id), timeout=20, what="the one-off to run")
-    wait_for(lambda: daemon.get(f"/v1/jobs/{job_id}").json()["status"] == "COMPLETED", timeout=10)
+    wait_for(lambda: daemon.get(f"/v1/jobs/{job_id}").json()["status"] == "SUCCEEDED", timeout=10)
     assert out.read_text() == "once\n"
     assert len(daemon.executions(job_id)) == 1
 

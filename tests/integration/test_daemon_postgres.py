@@ -40,7 +40,7 @@ def test_serve_on_postgres_runs_cron_and_one_off_jobs(pg_daemon: Daemon, tmp_pat
 
     wait_for(lambda: len(succeeded(d, job["jobId"])) >= 3, timeout=30, what="3 successful ticks")
     wait_for(lambda: succeeded(d, one_off), timeout=20, what="the one-off to run")
-    wait_for(lambda: d.get(f"/v1/jobs/{one_off}").json()["status"] == "COMPLETED", timeout=10)
+    wait_for(lambda: d.get(f"/v1/jobs/{one_off}").json()["status"] == "SUCCEEDED", timeout=10)
     assert d.request("DELETE", f"/v1/jobs/{job['jobId']}").status == 200
 
     executions = d.executions(job["jobId"])

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -14,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.daemon import REPO, Daemon
+from tests.support.daemon import Daemon, reap
 from tests.support.wait import wait_for
 
 
@@ -49,23 +47,14 @@ def follow(daemon: Daemon) -> Iterator[Callable[..., tuple[subprocess.Popen[str]
     procs: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> tuple[subprocess.Popen[str], Lines]:
-        # as Daemon.cli: over TCP the CLI reads the admin token from the data dir
-        env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": daemon.url, "CRONWHEEL_DATA_DIR": str(daemon.data_dir)}
-        env.pop("CRONWHEEL_TOKEN", None)
-        p = subprocess.Popen([sys.executable, "-m", "cronwheel", "logs", *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+        p = daemon.cli_popen("logs", *args)
         procs.append(p)
         assert p.stdout is not None
         return p, Lines(p.stdout)
 
     yield start
     for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(10)
-        for stream in (p.stdout, p.stderr):
-            if stream is not None:
-                stream.close()
+        reap(p)
 
 
 def test_tail_filters_by_job_event_since_and_n(daemon: Daemon) -> None:
@@ -152,7 +141,9 @@ def test_cli_logs_tail_follow_and_execution_output(daemon: Daemon, follow) -> No
     assert res.returncode == 0 and res.stdout == "hello-from-job\n", res
     res = daemon.cli("logs", "hello")  # a job without event options: its latest run's output
     assert res.stdout == "hello-from-job\n"
-    res = daemon.cli("logs", xid, "-f")
+    res = daemon.cli("logs", xid, "-f")  # following an execution that has ended: its output
+    assert res.returncode == 0 and res.stdout == "hello-from-job\n", res
+    res = daemon.cli("logs", xid, "--job", "hello")
     assert res.returncode == 2 and "not both" in res.stderr
     res = daemon.cli("logs", "--since", "yesterday")
     assert res.returncode == 2 and "--since" in res.stderr

@@ -108,6 +108,15 @@ def test_update_changes_a_job_in_place_and_validates_like_create(daemon: Daemon,
     r = daemon.request("PATCH", f"/v1/jobs/{job_id}", {"runAt": "2099-01-01T00:00:00Z"})
     assert (r.status, r.json()["schedule"], r.json()["nextRunAt"]) == (200, None, "2099-01-01T00:00:00.000Z"), r
 
+    # a one-off that has run: a new time zone does not run it again, a new instant does
+    once = daemon.add_job({"runAt": "+0s", "command": f"echo once >> {out}.once"})
+    wait_for(lambda: daemon.get(f"/v1/jobs/{once['jobId']}").json()["status"] == "SUCCEEDED", what="the one-off to run")
+    r = daemon.request("PATCH", f"/v1/jobs/{once['jobId']}", {"timezone": "Asia/Tokyo"})
+    assert (r.json()["status"], r.json()["nextRunAt"]) == ("SUCCEEDED", None), r
+    r = daemon.request("PATCH", f"/v1/jobs/{once['jobId']}", {"runAt": "+0s"})
+    assert r.json()["status"] == "ACTIVE" and r.json()["nextRunAt"] is not None, r
+    wait_for(lambda: Path(f"{out}.once").read_text() == "once\nonce\n", what="the one-off to run again")
+
     # tenant-scoped: another tenant's job reads as absent
     assert daemon.post("/v1/tenants", {"name": "acme"}).status == 201
     token = daemon.post("/v1/tokens", {"tenant": "acme"}).json()["token"]

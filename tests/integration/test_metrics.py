@@ -103,7 +103,9 @@ def test_metrics_move_with_real_work(make_daemon: Callable[..., Daemon], tmp_pat
     assert value(after, "cronwheel_skipped_ticks_total", reason="overlap") >= 1
     assert value(after, "cronwheel_skipped_ticks_total", reason="misfire") == 0
     assert value(after, "cronwheel_jobs", status="active") == 1
-    assert value(after, "cronwheel_jobs", status="completed") == 3
+    # the one-offs' states follow their runs: ok and stuck succeeded, the dead one failed
+    assert value(after, "cronwheel_jobs", status="succeeded") == 2
+    assert value(after, "cronwheel_jobs", status="failed") == 1
     assert value(after, "cronwheel_events_total", event="execution.started") == started
     assert value(after, "cronwheel_next_run_timestamp_seconds") > 0
     assert total(after, "cronwheel_queue_depth") >= 0

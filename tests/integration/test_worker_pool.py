@@ -117,6 +117,7 @@ class Recorder:
         self.lost: list[tuple[str, list[tuple[str, int]]]] = []
         self.refuse: dict[str, str] = {}  # execution_id -> reason to answer its heartbeat with
         self.capacity_calls = 0
+        self.output: dict[str, bytearray] = {}  # execution_id -> live output received
 
     async def on_results(self, worker_id: str, results: list[Completion]) -> None:
         self.result_batches.append(results)
@@ -129,6 +130,9 @@ class Recorder:
 
     async def on_worker_lost(self, worker_id: str, execution_ids: list[tuple[str, int]]) -> None:
         self.lost.append((worker_id, execution_ids))
+
+    def on_output(self, execution_id: str, lease_epoch: int, data: bytes) -> None:
+        self.output.setdefault(execution_id, bytearray()).extend(data)
 
     def on_capacity(self) -> None:
         self.capacity_calls += 1

@@ -176,11 +176,20 @@ class Daemon:
         return r.json()["executions"]
 
     # ---- CLI
-    def cli(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def cli_env(self) -> dict[str, str]:
         # over TCP the CLI finds the admin token in the data dir, as a local operator's would
         env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": self.url, "CRONWHEEL_DATA_DIR": str(self.data_dir)}
         env.pop("CRONWHEEL_TOKEN", None)
-        return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, input=input, timeout=timeout)
+        return env
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True,
+                              env=self.cli_env(), input=input, timeout=timeout)
+
+    def cli_popen(self, *args: str, text: bool = True) -> subprocess.Popen[Any]:
+        """A CLI command left running (``logs -f``), its stdout and stderr piped; ``reap`` it."""
+        return subprocess.Popen([sys.executable, "-m", "cronwheel", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=text, env=self.cli_env())
 
     # ---- the event log
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -216,3 +225,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def reap(p: subprocess.Popen[Any]) -> None:
+    """End a process from ``Daemon.cli_popen`` (if it still runs) and close its pipes."""
+    if p.poll() is None:
+        p.kill()
+    p.wait(10)
+    for stream in (p.stdout, p.stderr):
+        if stream is not None:
+            stream.close()

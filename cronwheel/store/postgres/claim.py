@@ -33,6 +33,7 @@ from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
 from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook
+from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import parsed
 
@@ -191,6 +192,10 @@ def claim(
     # rows in claim order (earliest due job first), each job's rows in tick order
     inserts = [row for job_id, _, *_ in rows if job_id in moved for row in per_job.get(job_id, ())]
     inserted = insert_executions(conn, inserts)
+    # a job whose last tick was claimed without a run (skipped) has nothing to wait for
+    unrun = {job_id: "FAILED" for job_id, next_run_at in zip(advance_ids, advance_new, strict=True)
+             if job_id in moved and next_run_at is None and not any(r[5] == _PENDING for r in per_job[job_id])}
+    jobstate.settle(conn, unrun)
     if queues:
         queued = [(row[0], queues[row[1]]) for row in inserts if row[1] in queues and row[0] in inserted]
         if queued:

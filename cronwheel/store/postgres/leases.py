@@ -24,9 +24,9 @@ from cronwheel.store.base import (
     StartRequest,
     StoreError,
 )
-from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
+from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json, settlements
+from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres import triggers
 from cronwheel.store.postgres.rows import text
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
@@ -122,5 +122,6 @@ def complete(
         cur = conn.execute(q.COMPLETE_EXECUTIONS, dict(zip(names, map(list, cols), strict=True)))
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        jobstate.settle(conn, settlements(decided, state))
         triggers.trigger_children(conn, results, now_ms)
     return results

@@ -245,16 +245,40 @@ ORDER BY next_run_at, id LIMIT %(limit)s
 FOR NO KEY UPDATE SKIP LOCKED
 """
 
-#: the compare-and-set of invariant 3: advance next_run_at only from the value we read;
-#: a job with no further tick is COMPLETED. Returns the ids that moved.
+#: the compare-and-set of invariant 3: advance next_run_at only from the value we read; a job
+#: with no further tick stays ACTIVE until its executions settle it. Returns the ids that moved.
 CLAIM_ADVANCE = """
 UPDATE jobs AS j
-SET next_run_at = v.next_run_at,
-    status = CASE WHEN v.next_run_at IS NULL THEN 'COMPLETED' ELSE j.status END
+SET next_run_at = v.next_run_at
 FROM unnest(%(ids)s::text[], %(next)s::int8[], %(old)s::int8[]) AS v (id, next_run_at, old)
 WHERE j.id = v.id AND j.next_run_at = v.old AND j.status = 'ACTIVE'
 RETURNING j.id
 """
+
+#: of some jobs, those with no further tick still waiting for their executions, locked (in id
+#: order) so that two completions of one job's executions settle it one after the other (an
+#: ``@triggered`` job has no tick of its own, ever: it waits for triggers, never settles)
+UNSETTLED_JOBS = """
+SELECT id FROM jobs
+WHERE id = ANY(%(ids)s::text[]) AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
+  AND schedule IS DISTINCT FROM '@triggered'
+ORDER BY id
+FOR NO KEY UPDATE
+"""
+
+#: a job with no further tick takes the state its last execution settles it in, once nothing
+#: of it is live any more
+SETTLE_JOBS = """
+UPDATE jobs AS j SET status = s.status
+FROM unnest(%(ids)s::text[], %(statuses)s::text[]) AS s (id, status)
+WHERE j.id = s.id AND j.next_run_at IS NULL AND j.status IN ('ACTIVE', 'PAUSED')
+  AND j.schedule IS DISTINCT FROM '@triggered'
+  AND NOT EXISTS (SELECT 1 FROM executions AS e
+                  WHERE e.job_id = j.id AND e.status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
+"""
+
+#: an execution of a settled job runs again (DLQ replay, trigger): the job waits for it
+REOPEN_JOB = "UPDATE jobs SET status = 'ACTIVE' WHERE id = %(id)s AND status IN ('SUCCEEDED', 'FAILED')"
 
 #: on a stored schedule that no longer evaluates: stop scheduling the job, keep it
 CLAIM_PAUSE_BROKEN = """
@@ -446,6 +470,17 @@ LIST_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
 WHERE job_id = %(job_id)s AND scheduled_at < %(before)s AND {_TENANT.format(col="tenant")}
 ORDER BY scheduled_at DESC LIMIT %(limit)s
+"""
+
+#: each job's latest execution that started, newest tick first: RUNNING, waiting to retry, or
+#: ended after a start; ticks claimed ahead (PENDING) and never-run ones skipped
+LAST_RUNS = f"""
+SELECT {EXEC_COLUMNS} FROM unnest(%(ids)s::text[]) AS w (id)
+CROSS JOIN LATERAL (
+    SELECT {EXEC_COLUMNS} FROM executions AS x
+    WHERE x.job_id = w.id AND x.started_at IS NOT NULL AND x.status <> 'PENDING'
+    ORDER BY x.scheduled_at DESC LIMIT 1) AS e
+WHERE {_TENANT.format(col="e.tenant")}
 """
 
 #: ``{where}`` names the status as a literal, so that a partial index covering it matches

@@ -30,7 +30,7 @@ INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1
 CREATE TABLE jobs (
     id           TEXT COLLATE "C" PRIMARY KEY,
     bucket_id    INTEGER NOT NULL,
-    status       TEXT NOT NULL CHECK (status IN ('ACTIVE', 'PAUSED', 'CANCELLED', 'COMPLETED')),
+    status       TEXT NOT NULL CHECK (status IN ('ACTIVE', 'PAUSED', 'CANCELLED', 'SUCCEEDED', 'FAILED')),
     next_run_at  BIGINT,
     schedule     TEXT,
     timezone     TEXT NOT NULL,

@@ -94,7 +94,7 @@ from cronwheel.store.common import (
     short,
 )
 from cronwheel.store.postgres import claim as claiming
-from cronwheel.store.postgres import cluster, leases, triggers
+from cronwheel.store.postgres import cluster, jobstate, leases, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (
@@ -637,6 +637,7 @@ class PostgresStore(Store):
                     break
             if queue is not None:
                 conn.execute(q.SET_EXECUTIONS_QUEUE, {"ids": [eid], "queues": [queue]})
+            jobstate.reopen(conn, job_id)
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
                          queue=queue)  # fmt: skip
@@ -784,6 +785,13 @@ class PostgresStore(Store):
         return [execution_from_row(r) for r in self._rows(q.LIST_EXECUTIONS, args)]
 
     @_translated
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        if not job_ids:
+            return {}
+        rows = self._rows(q.LAST_RUNS, {"ids": list(job_ids), "tenant": tenant})
+        return {ex.job_id: ex for ex in map(execution_from_row, rows)}
+
+    @_translated
     def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
         where = "TRUE" if status is None else f"status = '{ExecStatus(status).value}'"
         return int(self._scalar(q.COUNT_EXECUTIONS.format(where=where), {"tenant": tenant}))
@@ -834,6 +842,7 @@ class PostgresStore(Store):
                 history += f", last error: {short(dead.error)}"
             reason = history if not dead.reason else f"{dead.reason}; {history}"
             row = conn.execute(q.REPLAY_DEAD, {"id": execution_id, "now": now_ms, "reason": reason}).fetchone()
+            jobstate.reopen(conn, dead.job_id)
         return execution_from_row(row)
 
     @_translated

@@ -24,6 +24,7 @@ from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
 from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook, dumps
+from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
 
 _PENDING = "PENDING"
@@ -170,6 +171,10 @@ def claim(
             conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, f"replaced by {newest}") for eid, _ in cancels])
             result.replaced.extend(eid for eid, running in cancels if running)
     inserted = executemany_each(conn, q.INSERT_EXECUTION, inserts)
+    # a job whose last tick was claimed without a run (skipped) has nothing to wait for
+    unrun = {advanced_ids[i]: "FAILED" for i, (_, next_run_at, _) in enumerate(advances)
+             if flags[i] and next_run_at is None and not any(row[5] == _PENDING for row in per_job[i])}
+    jobstate.settle(conn, unrun)
     if queues:
         conn.executemany(q.SET_EXECUTION_QUEUE, [(row[0], queues[row[1]]) for row in inserts if row[1] in queues])
     for i, row in enumerate(inserts):

@@ -20,9 +20,9 @@ from cronwheel.store.base import (
     Outcome,
     StoreError,
 )
-from cronwheel.store.common import decide_completions, dumps, retry_from_json
+from cronwheel.store.common import decide_completions, dumps, retry_from_json, settlements
+from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite import triggers
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -59,5 +59,6 @@ def complete(
         conn.executemany(q.COMPLETE_EXECUTION, updates)
         if conn.total_changes() - before != len(updates):  # impossible under the write lock
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        jobstate.settle(conn, settlements(updates, state))
         triggers.trigger_children(conn, results, now_ms)
     return results

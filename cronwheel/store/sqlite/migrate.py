@@ -5,6 +5,12 @@ transaction that also sets ``PRAGMA user_version = NNNN`` (the source of truth, 
 the transaction so two processes opening the same file at once apply each migration once)
 and appends a row to ``schema_migrations`` (the human-readable log). Re-opening an
 up-to-date file changes nothing.
+
+A migration that rebuilds a table other tables refer to (SQLite cannot change a CHECK
+constraint in place) starts with the line ``-- cronwheel: rebuild``: it then runs as SQLite's
+documented procedure for such changes asks, with foreign keys off (outside the transaction)
+and ``legacy_alter_table`` on (so renaming the old table leaves the references to its name
+alone), and ``PRAGMA foreign_key_check`` must find nothing before it commits.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from cronwheel.store.migrations import Migration, discover
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+#: the first line of a migration that rebuilds a referenced table (see the module's docstring)
+REBUILD_MARK = "-- cronwheel: rebuild"
 
 
 def migrations() -> list[Migration]:
@@ -39,10 +47,15 @@ def apply_migrations(conn: apsw.Connection, now_ms: int) -> int:
     for mig in migrations():
         if current_version(conn) >= mig.version:  # cheap check without the write lock
             continue
+        rebuild = mig.sql.startswith(REBUILD_MARK)
+        if rebuild:
+            conn.execute("PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON")
         conn.execute("BEGIN IMMEDIATE")
         try:
             if current_version(conn) < mig.version:  # re-checked under the write lock
                 conn.execute(mig.sql)
+                if rebuild and conn.execute("PRAGMA foreign_key_check").fetchall():
+                    raise RuntimeError(f"migration {mig.version} ({mig.name}) broke a foreign key")
                 conn.execute(f"PRAGMA user_version = {mig.version:d}")
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
@@ -53,6 +66,9 @@ def apply_migrations(conn: apsw.Connection, now_ms: int) -> int:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        finally:
+            if rebuild:
+                conn.execute("PRAGMA legacy_alter_table = OFF; PRAGMA foreign_keys = ON")
     version = current_version(conn)
     if version > latest_version():
         raise RuntimeError(

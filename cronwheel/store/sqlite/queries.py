@@ -188,13 +188,33 @@ SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overla
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
-#: the compare-and-set of invariant 3: advance next_run_at only from the value we read;
-#: a job with no further tick is COMPLETED.
+#: the compare-and-set of invariant 3: advance next_run_at only from the value we read; a job
+#: with no further tick stays ACTIVE until its executions settle it (SETTLE_JOB)
 CLAIM_ADVANCE = """
-UPDATE jobs SET next_run_at = ?2,
-                status = CASE WHEN ?2 IS NULL THEN 'COMPLETED' ELSE status END
+UPDATE jobs SET next_run_at = ?2
 WHERE rowid = ?1 AND next_run_at = ?3 AND status = 'ACTIVE'
 """
+
+#: of some (JSON array) jobs, those with no further tick still waiting for their executions
+#: (an ``@triggered`` job has no tick of its own, ever: it waits for triggers, never settles)
+UNSETTLED_JOBS = """
+SELECT id FROM jobs
+WHERE id IN (SELECT value FROM json_each(?1)) AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
+  AND schedule IS NOT '@triggered'
+"""
+
+#: a job with no further tick takes the state its last execution settles it in, once nothing
+#: of it is live any more
+SETTLE_JOB = """
+UPDATE jobs SET status = ?2
+WHERE id = ?1 AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
+  AND schedule IS NOT '@triggered'
+  AND NOT EXISTS (SELECT 1 FROM executions
+                  WHERE job_id = ?1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
+"""
+
+#: an execution of a settled job runs again (DLQ replay, trigger): the job waits for it
+REOPEN_JOB = "UPDATE jobs SET status = 'ACTIVE' WHERE id = ?1 AND status IN ('SUCCEEDED', 'FAILED')"
 
 #: on a stored schedule that no longer evaluates: stop scheduling the job, keep it
 CLAIM_PAUSE_BROKEN = """
@@ -341,6 +361,18 @@ LIST_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
 WHERE job_id = ?1 AND scheduled_at < ?2 AND (?4 IS NULL OR tenant = ?4)
 ORDER BY scheduled_at DESC LIMIT ?3
+"""
+
+#: each (JSON array) job's latest execution that started, newest tick first: RUNNING, waiting
+#: to retry, or ended after a start; ticks claimed ahead (PENDING) and never-run ones skipped
+LAST_RUNS = f"""
+SELECT {", ".join("e." + c.strip() for c in EXEC_COLUMNS.split(","))}
+FROM json_each(?1) AS w
+JOIN executions AS e ON e.execution_id = (
+    SELECT x.execution_id FROM executions AS x
+    WHERE x.job_id = w.value AND x.started_at IS NOT NULL AND x.status <> 'PENDING'
+    ORDER BY x.scheduled_at DESC LIMIT 1)
+WHERE ?2 IS NULL OR e.tenant = ?2
 """
 
 #: per status, a WHERE clause that names the partial index covering it (when there is one)

@@ -69,7 +69,7 @@ from cronwheel.store.common import (
     short,
 )
 from cronwheel.store.sqlite import claim as claiming
-from cronwheel.store.sqlite import cluster, leases, triggers
+from cronwheel.store.sqlite import cluster, jobstate, leases, triggers
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (
@@ -556,6 +556,7 @@ class SqliteStore(Store):
             ))  # fmt: skip
             if queue is not None:
                 conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))
+            jobstate.reopen(conn, job_id)
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
                          queue=queue)
@@ -734,6 +735,13 @@ class SqliteStore(Store):
         return [execution_from_row(r) for r in self._conn.execute(q.LIST_EXECUTIONS, args)]
 
     @_translated
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        if not job_ids:
+            return {}
+        rows = self._conn.execute(q.LAST_RUNS, (dumps(list(job_ids)), tenant))
+        return {ex.job_id: ex for ex in map(execution_from_row, rows)}
+
+    @_translated
     def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
         if status is None:
             where = "1"
@@ -787,6 +795,7 @@ class SqliteStore(Store):
                 history += f", last error: {short(dead.error)}"
             reason = history if not dead.reason else f"{dead.reason}; {history}"
             conn.execute(q.REPLAY_DEAD, (execution_id, now_ms, reason))
+            jobstate.reopen(conn, dead.job_id)
             row = conn.execute(q.GET_EXECUTION, (execution_id, None)).fetchone()
         return execution_from_row(row)
 

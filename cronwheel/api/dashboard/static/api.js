@@ -53,8 +53,9 @@ async function login(problem) {
   await pendingAsk;
 }
 
-/** One JSON call. Retries after a login when the daemon answers 401. */
-export async function call(method, path, body) {
+/** One call; its JSON answer (or its text, with ``as = "text"``). Retries after a login
+ * when the daemon answers 401. */
+export async function call(method, path, body, as = "json") {
   for (let attempt = 0; ; attempt++) {
     const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
     if (body !== undefined) init.body = JSON.stringify(body);
@@ -69,11 +70,13 @@ export async function call(method, path, body) {
       continue;
     }
     if (!res.ok) throw new ApiError(res.status, await problemOf(res));
+    if (as === "text") return res.text();
     return res.status === 204 ? null : res.json();
   }
 }
 
 export const get = (path) => call("GET", path);
+export const getText = (path) => call("GET", path, undefined, "text");
 export const post = (path, body = {}) => call("POST", path, body);
 export const del = (path) => call("DELETE", path);
 

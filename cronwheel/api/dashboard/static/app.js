@@ -11,9 +11,10 @@ import { overview } from "./overview.js";
 const POLL_MS = 5000; // without the event stream
 const OVERVIEW_MS = 10000; // the overview's charts move with time even when nothing happens
 const EVENT_DEBOUNCE_MS = 700;
+const LIVE_OUTPUT_MS = 1000; // a job page looks at its running execution's output this often
 const JOB_PAGES = 4; // at most 4 × 500 jobs are listed; filters narrow what is shown
 const SHOWN_STEP = 50;
-const CONCURRENCY = 6; // per-row calls (last results, job names) in flight at once
+const CONCURRENCY = 6; // per-row calls (the DLQ rows' job names) in flight at once
 
 const main = document.getElementById("main");
 const liveEl = document.getElementById("live");
@@ -29,6 +30,7 @@ const app = {
   again: false,
   live: false,
   timer: null,
+  outputTimer: null, // the next look at a running execution's output (job page)
   shown: SHOWN_STEP, // rows of the job list shown
   historyLimit: 50,
   expanded: new Set(), // executions whose output is open
@@ -272,13 +274,13 @@ function jobActions(job) {
       announce(`Resumed ${name}`);
     }));
   }
-  if (job.status === "ACTIVE" || job.status === "PAUSED" || job.status === "COMPLETED") {
+  if (job.status !== "CANCELLED") {
     out.push(actionButton("Trigger", `trigger:${job.jobId}`, `Run ${name} now`, async () => {
       const ex = await api.post(`/v1/jobs/${id}/trigger`);
       announce(`Triggered ${name}: execution ${ex.executionId}`);
     }));
   }
-  if (job.status === "ACTIVE" || job.status === "PAUSED") {
+  if (job.status !== "CANCELLED") {
     out.push(actionButton("Cancel", `cancel:${job.jobId}`, `Cancel ${name}`, async () => {
       if (!(await confirmAction("Cancel this job?", `${name} will never run again and its running executions are aborted.`, "Cancel the job"))) return;
       await api.del(`/v1/jobs/${id}`);
@@ -324,9 +326,6 @@ async function eachLimited(ids, fn) {
 /** Job id -> name (or id) for the DLQ's rows. */
 const jobNames = (ids) => eachLimited(ids, async (id) => jobName(await api.get(`/v1/jobs/${encodeURIComponent(id)}`)));
 
-/** Job id -> its newest execution (or null). */
-const lastResults = (ids) => eachLimited(ids, async (id) => (await api.get(`/v1/jobs/${encodeURIComponent(id)}/executions?limit=1`)).executions[0] || null);
-
 function matches(job, q, tenant) {
   if (tenant && job.tenant !== tenant) return false;
   if (!q) return true;
@@ -341,8 +340,10 @@ function resultText(ex) {
   return ex.error.includes(`exit code ${ex.exitCode}`) || !exit ? ex.error : `${exit}: ${ex.error}`;
 }
 
+/** A job's last result: its latest execution that started (the API's lastRun), never a tick
+ * claimed ahead. None on record: it never started, or its history was pruned or purged. */
 function lastCell(ex) {
-  if (!ex) return h("span", { class: "muted" }, "never ran");
+  if (!ex) return h("span", { class: "muted" }, "no run on record");
   const detail = resultText(ex);
   return h("span", {}, badge(ex.status), " ", h("span", { class: "muted" }, when(ex.finishedAt || ex.startedAt || ex.scheduledAt)), detail && ex.status !== "SUCCEEDED" ? h("span", { class: "muted" }, ` · ${detail}`) : null);
 }
@@ -355,7 +356,7 @@ const jobsView = {
     const tenant = h("select", { id: "job-tenant" }, h("option", { value: "" }, "All tenants"));
     if (p.get("tenant")) tenant.append(h("option", { value: p.get("tenant"), selected: true }, p.get("tenant")));
     const status = h("select", { id: "job-status" },
-      ["", "ACTIVE", "PAUSED", "COMPLETED", "CANCELLED"].map((v) => h("option", { value: v, selected: (p.get("status") || "") === v }, v || "Any status")));
+      ["", "ACTIVE", "PAUSED", "SUCCEEDED", "FAILED", "CANCELLED"].map((v) => h("option", { value: v, selected: (p.get("status") || "") === v }, v || "Any status")));
     let typing = null;
     const update = (key, value, immediate) => {
       const params = new URLSearchParams(app.route.params);
@@ -384,8 +385,7 @@ const jobsView = {
     const tenants = [...new Set(jobs.map((j) => j.tenant))].sort();
     const filtered = jobs.filter((j) => matches(j, p.get("q") || "", p.get("tenant") || ""));
     const visible = filtered.slice(0, app.shown);
-    const last = await lastResults(visible.map((j) => j.jobId));
-    return { tenants, loaded: jobs.length, more, matched: filtered.length, visible, last };
+    return { tenants, loaded: jobs.length, more, matched: filtered.length, visible };
   },
   render(d, route) {
     const select = document.getElementById("job-tenant");
@@ -404,7 +404,7 @@ const jobsView = {
       h("td", {}, h("code", {}, j.schedule || `at ${when(j.runAt)}`), j.timezone !== "UTC" ? h("div", { class: "muted small" }, j.timezone) : null),
       h("td", { class: "target" }, h("code", {}, targetText(j.target))),
       h("td", {}, time(j.nextRunAt)),
-      h("td", {}, lastCell(d.last[j.jobId])),
+      h("td", {}, lastCell(j.lastRun)),
       h("td", {}, jobActions(j))));
     const summary = `${count(d.matched)} of ${count(d.loaded)} jobs${d.more ? ` (the first ${count(d.loaded)} listed; narrow by status to see others)` : ""}`;
     return h("div", {},
@@ -448,6 +448,11 @@ const jobView = {
   async load(route) {
     const id = encodeURIComponent(route.jobId);
     const [job, history] = await Promise.all([api.get(`/v1/jobs/${id}`), api.get(`/v1/jobs/${id}/executions?limit=${app.historyLimit}`)]);
+    // the run going on now: its output so far (the worker forwards it as it is printed)
+    const running = job.lastRun && job.lastRun.status === "RUNNING" ? job.lastRun : null;
+    const live = running ? await api.getText(`/v1/executions/${encodeURIComponent(running.executionId)}/output`) : null;
+    clearTimeout(app.outputTimer);
+    if (running) app.outputTimer = setTimeout(() => { if (app.route === route) refresh(); }, LIVE_OUTPUT_MS);
     const outputs = {};
     await Promise.all([...app.expanded].map(async (xid) => {
       try {
@@ -456,7 +461,7 @@ const jobView = {
         outputs[xid] = `(cannot read the output: ${err.message})`;
       }
     }));
-    return { job, executions: history.executions, more: Boolean(history.next), outputs };
+    return { job, executions: history.executions, more: Boolean(history.next), outputs, running, live };
   },
   render(d) {
     const j = d.job;
@@ -465,6 +470,7 @@ const jobView = {
       ["Job id", j.jobId], ["Tenant", j.tenant], ["Status", badge(j.status)],
       ["Schedule", h("code", {}, j.schedule || `at ${when(j.runAt)}`)], ["Time zone", j.timezone],
       ["Target", h("code", { class: "target" }, targetText(j.target))], ["Next run", time(j.nextRunAt)],
+      ["Last result", lastCell(j.lastRun)],
       ["Retries", `${retry.maxAttempts} attempts, backoff ${retry.initialBackoffSec} s × ${retry.multiplier} up to ${retry.maxBackoffSec} s`],
       ["Timeout", j.timeoutSec ? `${j.timeoutSec} s` : "none"], ["Priority", j.priority],
       ...processRows(j),
@@ -499,6 +505,10 @@ const jobView = {
       h("h1", { class: "job-title" }, jobName(j)),
       jobActions(j),
       h("dl", { class: "def" }, def.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      d.running ? h("section", { id: "live-output" },
+        h("h2", {}, "Running now"),
+        h("p", { class: "muted small" }, `${d.running.executionId}, attempt ${d.running.attempt}: its output as it is printed`),
+        h("pre", { class: "output", tabindex: "0", "aria-label": `Live output of ${d.running.executionId}`, "aria-live": "polite" }, d.live || "(no output yet)")) : null,
       h("h2", {}, "Executions"),
       rows.length ? table("Executions, newest first", ["Scheduled", "Status", "Lag", "Attempt", "Epoch", "Duration", "Result", "Output tail"], rows, "history") : h("p", { class: "empty" }, "No execution yet."),
       d.more && app.historyLimit < 1000 ? h("button", { type: "button", "data-key": "older", onclick: () => { app.historyLimit = Math.min(1000, app.historyLimit + 50); refresh(); } }, "Show older") : null);

@@ -1,0 +1,81 @@
+"""``cronwheel logs -f JOB|EXECUTION``: a job's output as it is printed, run after run."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from cronwheel.cli import render
+from cronwheel.cli.client import ApiError, Client
+
+POLL_SEC = 0.25  #: how often the job is looked at while no run of it is going on
+SETTLED = ("CANCELLED", "SUCCEEDED", "FAILED")  #: job states with no run to come
+
+
+def _print(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _stream(client: Client, execution_id: str) -> dict[str, Any]:
+    """Print an execution's output as it comes, until its attempt ends; then say how it ended."""
+    for chunk in client.output(execution_id, follow=True):
+        _print(chunk)
+    ex = client.get_execution(execution_id)
+    code = ex.get("exitCode")
+    render.emit_note(f"execution {execution_id}: {ex.get('status')}" + (f", exit {code}" if code is not None else ""))
+    return ex
+
+
+def follow_output(client: Client, ref: str) -> None:
+    """Follow an execution's output (``ref`` an execution id), or a job's (its id or name):
+    the run going on now, then each next one, until the job has no run to come or Ctrl-C."""
+    try:
+        if ":" in ref:
+            try:
+                client.get_execution(ref)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+            else:
+                _stream(client, ref)
+                return
+        _follow_job(client, client.resolve_job(ref))
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _follow_job(client: Client, job: dict[str, Any]) -> None:
+    job_id = job["jobId"]
+    label = f"{job_id} ({job['name']})" if job.get("name") else job_id
+
+    def key(run: dict[str, Any] | None) -> tuple[str, int] | None:
+        return None if run is None else (run["executionId"], run["attempt"])
+
+    run = job.get("lastRun")
+    seen = None if run is not None and run["status"] == "RUNNING" else key(run)  # the past is not shown
+    waiting = False
+    while True:
+        run = job.get("lastRun")
+        if run is not None and key(run) != seen:
+            seen = key(run)
+            waiting = False
+            render.emit_note(f"output of {run['executionId']} (attempt {run['attempt']}):")
+            if run["status"] == "RUNNING":
+                _stream(client, run["executionId"])
+            else:  # it started and ended between two looks: what it printed
+                ex = client.get_execution(run["executionId"])
+                _print(ex.get("output") or "")
+                render.emit_note(f"execution {run['executionId']}: {ex.get('status')}")
+        elif job.get("status") in SETTLED:
+            render.emit_note(f"job {label} is {job['status']}: no run to come")
+            return
+        elif not waiting:
+            render.emit_note(f"waiting for the next run of {label} (Ctrl-C stops)")
+            waiting = True
+        else:
+            time.sleep(POLL_SEC)
+        job = client.get_job(job_id)
+
+
