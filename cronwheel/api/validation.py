@@ -20,6 +20,7 @@ from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     DEFAULT_TENANT,
     DEFAULT_TIMEOUT_SEC,
+    MISFIRE_GRACE_SEC_RANGE,
     Execution,
     Grant,
     Job,
@@ -61,6 +62,7 @@ JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
+        "misfireGraceSec",
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -229,6 +231,8 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
     if "misfire" in data:
         spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    if data.get("misfireGraceSec") is not None:  # null: the default, which fits the schedule
+        spec.misfire_grace_sec = _integer("misfireGraceSec", data["misfireGraceSec"], *MISFIRE_GRACE_SEC_RANGE, " seconds")
     return spec
 
 
@@ -572,6 +576,7 @@ def job_to_json(job: Job) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
+        "misfireGraceSec": spec.misfire_grace_sec,
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),
@@ -601,6 +606,7 @@ def execution_to_json(execution: Execution, with_output: bool = False) -> dict[s
         "error": e.error,
         "reason": e.reason,
         "queue": e.queue,
+        "origin": e.origin.value,
     }
     if with_output:
         data["output"] = e.output

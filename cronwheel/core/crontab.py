@@ -187,7 +187,7 @@ def keyed_requests(bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], s
 #: the members of a job (as the API shows it) that a request may carry back
 _REQUEST_FIELDS = (
     "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec",
+    "priority", "overlap", "misfire", "jitterSec", "misfireGraceSec",
 )
 
 

@@ -23,7 +23,7 @@ from cronwheel.store.base import (
     StartRequest,
     StoreError,
 )
-from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
+from cronwheel.store.common import ORIGIN, PRIORITY, decide_completions, retry_from_json
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import text
 
@@ -55,7 +55,7 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                            lease_sec, timeout_sec, target, payload, r[8]))  # fmt: skip
+                            lease_sec, timeout_sec, target, payload, r[8], ORIGIN[r[9]]))  # fmt: skip
     return grants
 
 

@@ -21,7 +21,7 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at
+    d.created_at, d.updated_at, j.misfire_grace_sec
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -29,7 +29,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue
+    error, output, reason, max_attempts, queue, origin
 """
 
 #: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
@@ -69,12 +69,12 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOBS = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue)
+                  jitter_sec, tenant, priority, max_attempts, queue, misfire_grace_sec)
 SELECT * FROM unnest(
     %(id)s::text[], %(bucket_id)s::int4[], %(status)s::text[], %(next_run_at)s::int8[],
     %(schedule)s::text[], %(timezone)s::text[], %(misfire)s::text[], %(overlap)s::text[],
     %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[],
-    %(queue)s::text[])
+    %(queue)s::text[], %(misfire_grace_sec)s::int4[])
 """
 
 INSERT_JOB_DEFINITIONS = """
@@ -187,7 +187,7 @@ CROSS JOIN LATERAL (
 #: for the job), so those never make a due job look busy.
 CLAIM_SELECT = """
 SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
-       max_attempts, queue
+       max_attempts, queue, misfire_grace_sec
 FROM jobs
 WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
   AND (next_run_at <= %(now)s OR overlap = 'allow')
@@ -219,12 +219,12 @@ RETURNING j.id
 INSERT_EXECUTIONS = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard)
+                        overlap_guard, origin)
 SELECT * FROM unnest(
     %(execution_id)s::text[], %(job_id)s::text[], %(tenant)s::text[], %(priority)s::int2[],
     %(scheduled_at)s::int8[], %(status)s::text[], %(available_at)s::int8[],
     %(created_at)s::int8[], %(finished_at)s::int8[], %(reason)s::text[],
-    %(max_attempts)s::int4[], %(overlap_guard)s::bool[])
+    %(max_attempts)s::int4[], %(overlap_guard)s::bool[], %(origin)s::text[])
 ON CONFLICT DO NOTHING
 RETURNING execution_id
 """
@@ -319,7 +319,7 @@ FROM unnest(%(ids)s::text[], %(workers)s::text[], %(until)s::int8[])
 WHERE e.execution_id = r.execution_id
   AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= %(now)s
 RETURNING e.execution_id, e.job_id, e.tenant, e.priority, e.scheduled_at, e.attempt,
-          e.lease_epoch, e.lease_until, e.queue
+          e.lease_epoch, e.lease_until, e.queue, e.origin
 """
 
 #: fenced lease extension for a batch of (execution_id, lease_epoch)
@@ -440,7 +440,7 @@ REPLAY_DEAD = f"""
 UPDATE executions
 SET status = 'PENDING', attempt = 0, available_at = %(now)s, worker_id = NULL,
     lease_until = NULL, finished_at = NULL, exit_code = NULL, error = NULL, output = NULL,
-    reason = %(reason)s
+    reason = %(reason)s, origin = 'replay'
 WHERE execution_id = %(id)s AND status = 'DEAD'
 RETURNING {EXEC_COLUMNS}
 """

@@ -40,7 +40,8 @@ CREATE TABLE jobs (
     tenant       TEXT COLLATE "C" NOT NULL,
     priority     SMALLINT NOT NULL,
     max_attempts INTEGER NOT NULL,
-    queue        TEXT COLLATE "C"  -- a queue target's name (remote workers), else NULL
+    queue        TEXT COLLATE "C",  -- a queue target's name (remote workers), else NULL
+    misfire_grace_sec INTEGER  -- NULL: until the next tick, at most 60 s (core.planning)
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -96,7 +97,8 @@ CREATE TABLE executions (
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
     overlap_guard BOOLEAN NOT NULL DEFAULT FALSE,
-    queue         TEXT COLLATE "C"  -- copied from jobs.queue: remote workers claim it, local ones never
+    queue         TEXT COLLATE "C",  -- copied from jobs.queue: remote workers claim it, local ones never
+    origin        TEXT COLLATE "C" NOT NULL DEFAULT 'schedule'  -- schedule, catch_up, manual, replay
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.

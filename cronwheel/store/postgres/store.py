@@ -51,7 +51,15 @@ from psycopg.pq import TransactionStatus
 
 from cronwheel.core import schedule
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
-from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
+from cronwheel.core.model import (
+    ExecOrigin,
+    ExecStatus,
+    Execution,
+    Grant,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+)
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
     BucketGrants,
@@ -366,7 +374,7 @@ class PostgresStore(Store):
                 job_rows.append((
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
-                    int(spec.priority), retry.max_attempts, spec.target.get("queue"),
+                    int(spec.priority), retry.max_attempts, spec.target.get("queue"), spec.misfire_grace_sec,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -537,14 +545,15 @@ class PostgresStore(Store):
             while True:  # the first free millisecond; a concurrent trigger may take it first
                 tick = int(conn.execute(q.FIRST_FREE_TICK, {"id": job_id, "now": now_ms}).fetchone()[0])  # type: ignore[index]
                 eid = execution_id(job_id, tick)
-                new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard)
+                new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+                       ExecOrigin.MANUAL.value)  # fmt: skip
                 if claiming.insert_executions(conn, [new]):
                     break
             if queue is not None:
                 conn.execute(q.SET_EXECUTIONS_QUEUE, {"ids": [eid], "queues": [queue]})
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
-                         queue=queue)  # fmt: skip
+                         queue=queue, origin=ExecOrigin.MANUAL)  # fmt: skip
 
     # ------------------------------------------------------------ the ready queue
 
@@ -794,6 +803,6 @@ class PostgresStore(Store):
 
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
-               "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
+               "jitter_sec", "tenant", "priority", "max_attempts", "queue", "misfire_grace_sec")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")

@@ -28,7 +28,7 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at
+    d.created_at, d.updated_at, j.misfire_grace_sec
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -36,7 +36,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue
+    error, output, reason, max_attempts, queue, origin
 """
 
 # ---------------------------------------------------------------- jobs
@@ -48,8 +48,8 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOB = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  jitter_sec, tenant, priority, max_attempts, queue, misfire_grace_sec)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 INSERT_JOB_DEFINITION = """
@@ -150,7 +150,7 @@ WITH due AS (
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
-       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue, j.misfire_grace_sec
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
@@ -172,8 +172,8 @@ UPDATE jobs SET status = 'PAUSED' WHERE rowid = ?1 AND next_run_at = ?2 AND stat
 INSERT_EXECUTION = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        overlap_guard, origin)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 
@@ -234,7 +234,7 @@ FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id FROM json_eac
 WHERE executions.execution_id = r.execution_id
   AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
 RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
-          lease_until, queue,
+          lease_until, queue, origin,
           (SELECT d.lease_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
@@ -338,7 +338,8 @@ WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NULL OR tenant = ?2)
 REPLAY_DEAD = """
 UPDATE executions
 SET status = 'PENDING', attempt = 0, available_at = ?2, worker_id = NULL, lease_until = NULL,
-    finished_at = NULL, exit_code = NULL, error = NULL, output = NULL, reason = ?3
+    finished_at = NULL, exit_code = NULL, error = NULL, output = NULL, reason = ?3,
+    origin = 'replay'
 WHERE execution_id = ?1 AND status = 'DEAD'
 """
 

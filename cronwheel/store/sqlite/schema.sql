@@ -39,7 +39,8 @@ CREATE TABLE jobs (
     tenant       TEXT NOT NULL,
     priority     INTEGER NOT NULL,
     max_attempts INTEGER NOT NULL,
-    queue        TEXT  -- a queue target's name (remote workers), else NULL
+    queue        TEXT,  -- a queue target's name (remote workers), else NULL
+    misfire_grace_sec INTEGER  -- NULL: until the next tick, at most 60 s (core.planning)
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -95,7 +96,8 @@ CREATE TABLE executions (
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
     overlap_guard INTEGER NOT NULL DEFAULT 0,
-    queue         TEXT  -- copied from jobs.queue: remote workers claim it, local ones never
+    queue         TEXT,  -- copied from jobs.queue: remote workers claim it, local ones never
+    origin        TEXT NOT NULL DEFAULT 'schedule'  -- schedule, catch_up, manual, replay
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.

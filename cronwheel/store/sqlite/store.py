@@ -24,6 +24,7 @@ from cronwheel.core import schedule
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
+    ExecOrigin,
     ExecStatus,
     Execution,
     Grant,
@@ -51,7 +52,7 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from cronwheel.store.common import PRIORITY, JsonMemo, dumps, retry_to_json, short
+from cronwheel.store.common import ORIGIN, PRIORITY, JsonMemo, dumps, retry_to_json, short
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
@@ -263,7 +264,7 @@ class SqliteStore(Store):
                 job_rows.append((
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
-                    spec.priority, retry.max_attempts, spec.target.get("queue"),
+                    spec.priority, retry.max_attempts, spec.target.get("queue"), spec.misfire_grace_sec,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -442,12 +443,13 @@ class SqliteStore(Store):
             eid = execution_id(job_id, tick)
             conn.execute(q.INSERT_EXECUTION, (
                 eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+                ExecOrigin.MANUAL.value,
             ))  # fmt: skip
             if queue is not None:
                 conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
-                         queue=queue)
+                         queue=queue, origin=ExecOrigin.MANUAL)
 
     # ------------------------------------------------------------ the ready queue
 
@@ -498,11 +500,12 @@ class SqliteStore(Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload = r[9:13]
+            lease_sec, timeout_sec, target, payload = r[10:14]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8]))  # fmt: skip
+                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8],
+                                ORIGIN[r[9]]))  # fmt: skip
         return grants
 
     @_translated
