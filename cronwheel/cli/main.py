@@ -204,6 +204,7 @@ def _job_label(job: dict[str, Any]) -> str:
 @click.option("--payload", metavar="JSON", help="JSON value handed to every run.")
 @click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]")
 @click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]")
+@click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]")
 @click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
 @click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
@@ -212,8 +213,8 @@ def add(
     app: Cli, schedule: str, cmd: tuple[str, ...], name: str | None, tz: str | None, timeout: str | None,
     max_attempts: int | None, priority: str | None, idempotency_key: str | None, http_url: str | None,
     http_method: str | None, headers: tuple[str, ...], python_ref: str | None, queue: str | None,
-    payload: str | None, overlap: str | None, misfire: str | None, jitter: str | None, lease: str | None,
-    as_json: bool,
+    payload: str | None, overlap: str | None, misfire: str | None, misfire_grace: str | None, jitter: str | None,
+    lease: str | None, as_json: bool,
 ) -> None:
     """Register a job.
 
@@ -300,6 +301,8 @@ def add(
     if jitter is not None:
         secs = _duration(jitter, "'--jitter'")
         body["jitterSec"] = round(secs or 0)
+    if misfire_grace is not None:
+        body["misfireGraceSec"] = round(_duration(misfire_grace, "'--misfire-grace'") or 0)
     if max_attempts is not None:
         body["retryPolicy"] = {"maxAttempts": max_attempts}
     for key, choice in (("priority", priority), ("overlap", overlap), ("misfire", misfire)):

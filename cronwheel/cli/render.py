@@ -224,6 +224,8 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Priority", job.get("priority")),
         ("Overlap", job.get("overlap")),
         ("Misfire", job.get("misfire")),
+        ("Misfire grace", "until the next tick, at most 60s" if job.get("misfireGraceSec") is None
+         else fmt_seconds(job.get("misfireGraceSec"))),
         ("Jitter", fmt_seconds(job.get("jitterSec"))),
         ("Tenant", job.get("tenant")),
         ("Created", fmt_both(job.get("createdAt"))),
@@ -231,7 +233,7 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
     ]
 
 
-HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
+HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ORIGIN", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
 
 
 def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -243,6 +245,7 @@ def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
             fmt_local(e.get("startedAt")),
             fmt_lag(e.get("lagMs")),
             e.get("status", "-"),
+            str(e.get("origin") or "schedule").replace("_", "-"),
             f"{e.get('attempt', 0)}/{e.get('maxAttempts', '?')}",
             str(e.get("leaseEpoch", 0)),
             "-" if exit_code is None else str(exit_code),

@@ -452,7 +452,8 @@ const jobView = {
       const outId = `out-${ex.executionId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       rows.push(h("tr", { "data-execution": ex.executionId },
         h("td", {}, when(ex.scheduledAt)),
-        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null),
+        h("td", {}, badge(ex.status), ex.origin && ex.origin !== "schedule" ? h("span", { class: "muted small" }, ` ${ex.origin.replace("_", "-")}`) : null,
+          ex.reason ? h("div", { class: "muted small" }, ex.reason) : null),
         h("td", { class: "num" }, ms(ex.lagMs)),
         h("td", { class: "num" }, `${ex.attempt}/${ex.maxAttempts}`),
         h("td", { class: "num" }, ex.leaseEpoch),

@@ -34,7 +34,7 @@ function lagSection(activity) {
   const chart = lineChart({
     id: "lag-chart",
     title: "Dispatch lag per minute, last hour",
-    desc: started ? `${count(started)} first attempts started; worst minute p99 ${ms(worst)}; latest p99 ${ms(latest && latest.p99)}.` : "No execution started in the last hour.",
+    desc: started ? `${count(started)} scheduled first attempts started; worst minute p99 ${ms(worst)}; latest p99 ${ms(latest && latest.p99)}.` : "No execution started in the last hour.",
     series: [
       { name: "max", cls: "s-max", values: values("max") },
       { name: "p99", cls: "s-p99", values: values("p99") },
@@ -48,7 +48,7 @@ function lagSection(activity) {
   const rows = minutes.filter((m) => m.count).reverse().map((m) => h("tr", {},
     h("td", {}, when(m.at)), h("td", { class: "num" }, count(m.count)), h("td", { class: "num" }, ms(m.p50)), h("td", { class: "num" }, ms(m.p99)), h("td", { class: "num" }, ms(m.max))));
   return section("lag", "Dispatch lag, last hour",
-    h("p", { class: "muted" }, "startedAt − scheduledAt of first attempts, per minute."),
+    h("p", { class: "muted" }, "startedAt − scheduledAt of scheduled first attempts, per minute (catch-up runs, manual triggers, DLQ replays and retries are not lateness and are left out)."),
     chart, legend,
     h("details", {}, h("summary", {}, "The numbers"),
       rows.length ? table("Dispatch lag per minute", ["Minute", "Started", "p50", "p99", "max"], rows) : h("p", { class: "empty" }, "Nothing started in the last hour.")));
