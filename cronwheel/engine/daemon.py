@@ -21,6 +21,7 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.core.tenants import normalise_host
+from cronwheel.engine.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
@@ -138,7 +139,14 @@ def _lock_data_dir(data_dir: Path) -> Any:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise DaemonError(f"another cronwheel serve is running on {data_dir} (lock held)") from None
+        lock.seek(0)
+        pid = lock.read().strip()
+        lock.close()
+        who = f" (pid {pid})" if pid.isdigit() else ""
+        raise DaemonError(
+            f"another cronwheel serve{who} is running on the data directory {data_dir} (it holds "
+            f"{data_dir / 'lock'}); stop it first, or give this one its own --data-dir"
+        ) from None
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()}\n")
@@ -168,14 +176,52 @@ async def serve(
 ) -> None:
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
+    host, port = parse_hostport(http)
+    allowed_hosts = parse_http_allow(http_allow)
+    retention_opts = _retention_options(retention, keep_last, retention_interval_ms)
+    # Everything that can refuse the start comes first: the data directory's lock (a second
+    # daemon), then the TCP address and the API socket. Only then are the store, the admin
+    # token, the workers and the event log's first lines created.
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     lock = _lock_data_dir(data_dir)
+    sock_path = data_dir / "api.sock"
+    try:
+        tcp_sock = bind_tcp(host, port)
+    except ListenError as exc:
+        lock.close()
+        raise DaemonError(str(exc)) from None
+    try:
+        unix_sock = bind_unix(sock_path)
+    except ListenError as exc:
+        tcp_sock.close()
+        lock.close()
+        raise DaemonError(str(exc)) from None
+    try:
+        await _serve_bound(
+            notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
+            workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
+            claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms,
+        )
+    finally:
+        tcp_sock.close()
+        unix_sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            sock_path.unlink()
+        lock.close()
+
+
+async def _serve_bound(
+    notifier: Notifier, tcp_sock: socket.socket, unix_sock: socket.socket, sock_path: Path,
+    data_dir: Path, store_url: str | None, host: str, allowed_hosts: tuple[str, ...], workers: int,
+    slots: int, node_id: str | None, log_format: str, grace_sec: float, reaper_interval_ms: int,
+    reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
+    ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
+) -> None:  # fmt: skip
     node_id = node_id or socket.gethostname()
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
-    host, port = parse_hostport(http)
-    allowed_hosts = parse_http_allow(http_allow)
     _raise_fd_limit()
+    bound = tcp_sock.getsockname()[1]
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
@@ -198,10 +244,10 @@ async def serve(
         reaper_interval_ms=reaper_interval_ms,
         reserved_high_slots=reserved_high_slots,
         claim_ahead_ms=claim_ahead_ms,
-        **_retention_options(retention, keep_last, retention_interval_ms),
-        api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
+        **retention_opts,
+        api_url=f"unix:{sock_path.resolve()}",
         worker_cmd=_worker_cmd(),
-        address=f"{socket.gethostname()}:{port}",
+        address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
     )
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
@@ -215,23 +261,9 @@ async def serve(
     app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, logger=_http_logger(events))
     await runner.setup()
-    sock_path = data_dir / "api.sock"
-    with contextlib.suppress(FileNotFoundError):
-        sock_path.unlink()
-    unix_site = web.UnixSite(runner, str(sock_path))
-    await unix_site.start()
-    os.chmod(sock_path, 0o600)
-    tcp_site = web.TCPSite(runner, host, port)
-    try:
-        await tcp_site.start()
-    except OSError as exc:
-        await node.stop()
-        await runner.cleanup()
-        raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound = tcp_site._server.sockets[0].getsockname()[1] if tcp_site._server else port  # type: ignore[union-attr]
+    await web.SockSite(runner, unix_sock).start()
+    await web.SockSite(runner, tcp_sock).start()
     (data_dir / "http.addr").write_text(f"http://{host}:{bound}\n")
-    if node.cluster is not None:  # what other nodes see in `status` (registered at the next turn)
-        node.cluster.address = f"{socket.gethostname()}:{bound}"
     runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
@@ -266,7 +298,6 @@ async def serve(
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
     events.emit("node.stopped")
-    lock.close()
 
 
 #: how long a thread may hold the GIL while another waits for it (CPython's default is 5 ms).
