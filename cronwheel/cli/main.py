@@ -90,11 +90,16 @@ class Cli:
 pass_cli = click.make_pass_decorator(Cli)
 
 
-def _unreachable_exit(exc: DaemonUnreachable, prefix: str = "") -> NoReturn:
+def _unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None = None) -> NoReturn:
     render.emit_error(prefix + str(exc))
+    where = ""
+    if app is not None and app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}":
+        # the default lookup: the data directory (./.cronwheel is relative to where you are)
+        where = f"No daemon runs with the data directory {app.data_dir.absolute()}. "
     render.emit_note(
-        "Start a daemon with `cronwheel serve` (or `make serve` in a source checkout), "
-        "or point --url / CRONWHEEL_URL at a running one."
+        f"{where}Start one with `cronwheel serve` (or `make serve` in a source checkout); "
+        "if the daemon uses another data directory, name it with --data-dir DIR or "
+        "CRONWHEEL_DATA_DIR; or point --url / CRONWHEEL_URL at a running daemon."
     )
     sys.exit(EX_UNAVAILABLE)
 
@@ -106,7 +111,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except DaemonUnreachable as exc:
-            _unreachable_exit(exc)
+            _unreachable_exit(exc, app=ctx.find_object(Cli))
         except ApiError as exc:
             render.emit_error(exc.detail)
             sys.exit(1)
@@ -441,7 +446,7 @@ def _job_for_next(app: Cli, ref: str, schedule_exc: Exception) -> dict[str, Any]
     try:
         return app.client.resolve_job(ref)
     except DaemonUnreachable as exc:
-        _unreachable_exit(exc, f"{ref!r} is not a schedule ({schedule_exc}); to look it up as a job: ")
+        _unreachable_exit(exc, f"{ref!r} is not a schedule ({schedule_exc}); to look it up as a job: ", app)
     except ApiError as exc:
         if exc.status == 404:
             render.emit_error(f"{ref!r} is neither a schedule ({schedule_exc}) nor a known job")
