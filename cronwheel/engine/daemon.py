@@ -69,6 +69,29 @@ def _worker_cmd() -> list[str] | None:
     return None
 
 
+def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
+    """What every job's environment gets so that ``cronwheel effect`` (or any ``cronwheel``
+    command) in a job runs this very cronwheel, wherever it is installed: ``CRONWHEEL_CLI``,
+    an absolute command, and the directory of the ``cronwheel`` executable appended to
+    ``PATH`` (appended: it never shadows the job's own commands, such as a venv's python3).
+    A zipapp not named ``cronwheel`` gets ``CRONWHEEL_CLI`` (``python3 /path/app.pyz``) only."""
+    if argv0 and os.path.isfile(argv0) and zipfile.is_zipfile(argv0) and os.path.basename(argv0) != "cronwheel":
+        return {"CRONWHEEL_CLI": f"{shlex.quote(executable)} {shlex.quote(os.path.abspath(argv0))}"}
+    for candidate in (argv0 if os.path.basename(argv0) == "cronwheel" else "",
+                      os.path.join(os.path.dirname(executable), "cronwheel")):  # `python -m cronwheel serve`
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            script = os.path.abspath(candidate)
+            break
+    else:
+        return {}
+    env = {"CRONWHEEL_CLI": shlex.quote(script)}
+    bindir = os.path.dirname(script)
+    dirs = path.split(os.pathsep) if path else []
+    if bindir not in dirs:
+        env["PATH"] = os.pathsep.join([*dirs, bindir])
+    return env
+
+
 def parse_http_allow(text: str | None) -> tuple[str, ...]:
     """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call (empty: any)."""
     hosts: list[str] = []
@@ -247,6 +270,7 @@ async def _serve_bound(
         **retention_opts,
         api_url=f"unix:{sock_path.resolve()}",
         worker_cmd=_worker_cmd(),
+        worker_env=cli_for_jobs(sys.argv[0] if sys.argv else "", sys.executable, os.environ.get("PATH", os.defpath)),
         address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
     )
