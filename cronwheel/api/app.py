@@ -1,6 +1,6 @@
 """The HTTP API: routes, JSON bodies and problem responses around a ``SchedulerService``.
 
-This is the only module that knows HTTP (STYLE.md habit 5). Every error leaves as an
+This is the only module that knows HTTP. Every error leaves as an
 ``application/problem+json`` document (RFC 9457) ``{type, title, status, detail, code,
 field?, reason?}``; an unexpected exception is logged with its traceback and answered with a
 bare 500 that carries an ``errorId`` to find it in the log, never the traceback itself.

@@ -71,7 +71,7 @@ _INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
 _QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
-#: the target of a body that names none (the seed's ``{ schedule, payload, retryPolicy,
+#: the target of a body that names none (the minimal ``{ schedule, payload, retryPolicy,
 #: timeoutSec }``): its executions wait in this queue for remote workers
 DEFAULT_QUEUE = "default"
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")

@@ -9,6 +9,7 @@ their own, listed in their help.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
+from cronwheel.core.words import counted
 from cronwheel.obs.events import iso_ms
 
 EX_UNAVAILABLE = 69
@@ -648,7 +650,14 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             if exc.status != 404:
                 raise
     if data is None:
-        job = app.client.resolve_job(execution)
+        try:
+            job = app.client.resolve_job(execution)
+        except ApiError as exc:
+            if exc.status != 404 or ":" not in execution:
+                raise
+            # it looks like an execution id, so say that is what is missing
+            render.emit_error(f"no execution {execution} (and no job of that name)")
+            sys.exit(1)
         page = app.client.list_executions(job["jobId"], 1)
         if not page["executions"]:
             render.emit_error(f"no runs of {_job_label(job)} yet")
@@ -719,7 +728,8 @@ def dlq_purge(app: Cli, execution_id: str) -> None:
 # ---------------------------------------------------------------- moving jobs in and out
 
 
-@cli.command("import-crontab", context_settings=CONTEXT)
+@cli.command("import-crontab", context_settings=CONTEXT,
+             short_help="Create jobs from a crontab file (or from export --json).")
 @click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
 @click.option("--dry-run", is_flag=True, help="Check the file and show the jobs it would create; create nothing.")
 @click.option("--tz", metavar="ZONE", help="Evaluate every line in this IANA time zone. [default UTC]")
@@ -758,7 +768,7 @@ def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: 
         for err in errors:
             render.emit_error(f"{name}:{err.line_no}: {err.message}")
         if errors:
-            render.emit_note(f"{len(errors)} line(s) refused: nothing was imported")
+            render.emit_note(f"{counted(len(errors), 'line')} refused: nothing was imported")
             sys.exit(1)
         planned = [(f"line {e.line_no}", e.request(tz), key) for e, key in crontab.keyed(source, entries)]
     if dry_run:
@@ -769,7 +779,7 @@ def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: 
             when = body.get("schedule") or body.get("runAt")
             what = body.get("command") or render.target_summary({k: body[k] for k in ("http", "python", "queue") if k in body})
             click.echo(f"{where}: {when}  {what}")
-        render.emit_note(f"{len(planned)} job(s) would be imported (dry run: nothing was created)")
+        render.emit_note(f"{counted(len(planned), 'job')} would be imported (dry run: nothing was created)")
         return
     results: list[dict[str, Any]] = []
     failed = 0
@@ -804,12 +814,21 @@ def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: 
     if as_json:
         render.emit_json(results)
     new = sum(r["created"] for r in results)
-    render.emit_note(f"{new} job(s) created, {len(results) - new} already there" + (f", {failed} refused" if failed else ""))
+    render.emit_note(f"{counted(new, 'job')} created, {len(results) - new} already there" + (f", {failed} refused" if failed else ""))
     if failed:
         sys.exit(1)
 
 
-cli.add_command(import_crontab, "import")
+def _alias(command: click.Command, name: str) -> click.Command:
+    """``command`` under a second name, whose help says so instead of repeating itself."""
+    alias = copy.copy(command)
+    alias.name = name
+    alias.short_help = f"Another name for {command.name}."
+    alias.help = f"Another name for `cronwheel {command.name}`.\n\n{command.help or ''}"
+    return alias
+
+
+cli.add_command(_alias(import_crontab, "import"))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -828,7 +847,7 @@ def export(app: Cli, as_json: bool) -> None:
         render.emit_json([crontab.job_request(j) for j in jobs])
         return
     skipped = 0
-    click.echo(f"# cronwheel export, {len(jobs)} active job(s); import with: cronwheel import-crontab FILE")
+    click.echo(f"# cronwheel export, {counted(len(jobs), 'active job')}; import with: cronwheel import-crontab FILE")
     for job in jobs:
         line, why = crontab.crontab_line(job)
         if line is None:

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from cronwheel.core.words import counted
+
 
 def is_tty() -> bool:
     try:
@@ -75,7 +77,12 @@ def emit_status(data: dict[str, Any]) -> None:
             f"execution counts and cluster figures are as of {fmt_utc(data.get('asOf'))}{ago}; "
             "queue, workers and lag are live"
         )
-    emit_kv(flatten(data))
+    emit_kv([(k, _word(v)) for k, v in flatten(data)])
+
+
+def _word(value: Any) -> Any:
+    """Booleans as people say them (``stale: no``), not as Python prints them."""
+    return ("yes" if value else "no") if isinstance(value, bool) else value
 
 
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -104,11 +111,12 @@ def ms_to_dt(ms: int) -> datetime:
 
 
 def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
-    """``2026-11-30 00:00:00 CET`` in ``tz`` (default: this machine's zone)."""
+    """``2026-11-30 00:00:00 CET`` in ``tz``; without one, UTC (``… UTC``): every command
+    shows instants the same way, whatever this machine's zone (the API's are UTC too)."""
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
         return "-"
-    local = dt.astimezone(tz) if tz is not None else dt.astimezone()
+    local = dt.astimezone(tz if tz is not None else UTC)
     text = local.strftime("%Y-%m-%d %H:%M:%S")
     if local.microsecond // 1000:
         text += f".{local.microsecond // 1000:03d}"
@@ -204,7 +212,7 @@ JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "TARGET")
 
 
 def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[str, Any]]:
-    """``zone``: where to show the next run (the job's own zone, say); default this machine's."""
+    """``zone``: where to show the next run (the job's own zone, say); default UTC."""
     retry = job.get("retryPolicy") or {}
     payload = job.get("payload")
     return [
@@ -271,9 +279,9 @@ def emit_herd(data: dict[str, Any], width: int = 40) -> None:
     terminal, ``#`` bars otherwise)."""
     window = int(data.get("windowSec") or 0)
     click.echo(
-        f"{data.get('ticks', 0)} ticks of {data.get('jobs', 0)} active jobs in the {window // 60} min from "
+        f"{counted(data.get('ticks', 0), 'tick')} of {counted(data.get('jobs', 0), 'active job')} in the {window // 60} min from "
         f"{fmt_utc(data.get('windowStart'))}: max {data.get('maxPerSecond', 0)}/s, p99 {data.get('p99PerSecond', 0)}/s"
-        + (f" ({data['skipped']} jobs skipped: bad schedule)" if data.get("skipped") else "")
+        + (f" ({counted(data['skipped'], 'job')} skipped: bad schedule)" if data.get("skipped") else "")
     )
     rows = [
         [fmt_utc(b["at"]), str(b["count"]), ", ".join(f"{s['jobs']}x {s['schedule']}" for s in b.get("schedules", []))]

@@ -4,7 +4,7 @@ registry: two nodes in one process, or a test, never share counters).
 Two sources:
 
 * **Events.** ``NodeMetrics`` subscribes to the node's EventLog, so every counter and
-  histogram moves exactly when the event that operators grep for is logged (STYLE.md habit 4).
+  histogram moves exactly when the event that operators grep for is logged.
   Labels are bounded sets (outcome, reason, via, tier, status, event name): never a job,
   execution or worker id.
 * **State at scrape time.** A collector reads queue depths, running executions, worker slots
@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from cronwheel import __version__
 from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.core.words import counted
 
 if TYPE_CHECKING:
     from cronwheel.engine.node import Node
@@ -304,7 +305,7 @@ class NodeMetrics:
         p99 = self.lag_p99_ms()
         nxt = iso_ms(stats.next_run_at_ms) if stats.next_run_at_ms is not None else "none"
         return (
-            f"{stats.jobs.get('ACTIVE', 0)} active jobs, next run {nxt}, "
+            f"{counted(stats.jobs.get('ACTIVE', 0), 'active job')}, next run {nxt}, "
             f"dispatch lag p99 {'-' if p99 is None else f'{p99} ms'}, {running} running, {queued} queued"
             + (f", {stats.dead} dead-lettered" if stats.dead else "")
         )

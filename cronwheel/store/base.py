@@ -270,7 +270,7 @@ class Store(ABC):
     def claim_due(
         self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
     ) -> ClaimResult:
-        """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
+        """The atomic claim (docs/guarantees.md: one execution per tick), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
         to the following tick by compare-and-set on the old value. A one-off job becomes
@@ -448,7 +448,7 @@ class Store(ABC):
         """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
         stored, or None when there is no such token."""
 
-    # ---- cluster membership (DESIGN.md "Buckets across nodes")
+    # ---- cluster membership (docs/scaling.md: buckets leased on the store's clock)
     # Whose clock: PostgreSQL uses the DATABASE clock for ``last_seen``, ``lease_until`` and
     # every comparison with them, and ignores ``now_ms``; SQLite (one node) uses ``now_ms``.
     @abstractmethod

@@ -1,4 +1,4 @@
-"""Cluster failures with real daemons on the test PostgreSQL (DESIGN.md invariant 7):
+"""Cluster failures with real daemons on the test PostgreSQL (fenced scheduling, docs/scaling.md):
 a node killed with SIGKILL, a zombie scheduler (SIGSTOP past its bucket leases, then
 SIGCONT), a node joining and one leaving gracefully (SIGTERM).
 

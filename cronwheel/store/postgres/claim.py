@@ -1,4 +1,4 @@
-"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the PostgreSQL store.
+"""The batched atomic claim (one execution per tick, by compare-and-set) for the PostgreSQL store.
 
 Runs inside the caller's transaction, in five statements whatever the batch size:
 

@@ -1,4 +1,4 @@
-"""Hand-outs and fenced writes on running executions (DESIGN.md invariant 4), for PostgreSQL.
+"""Hand-outs and fenced writes on running executions (leaseEpoch fencing), for PostgreSQL.
 
 Each runs inside the caller's transaction. A heartbeat or completion applies only if the
 execution is RUNNING at exactly the lease_epoch the caller names (the condition is in the

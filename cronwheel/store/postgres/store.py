@@ -61,6 +61,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
 )
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.words import counted
 from cronwheel.store.base import (
     BucketGrants,
     BucketLease,
@@ -690,7 +691,7 @@ class PostgresStore(Store):
             if row is None:
                 return None
             dead = execution_from_row(row)
-            history = f"replayed at {schedule.format_instant(now_ms)} after {dead.attempt} attempt(s)"
+            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
             if dead.finished_at is not None:
                 history += f", dead since {schedule.format_instant(dead.finished_at)}"
             if dead.exit_code is not None:

@@ -1,4 +1,4 @@
-"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the SQLite store.
+"""The batched atomic claim (one execution per tick, by compare-and-set) for the SQLite store.
 
 Runs inside the caller's ``BEGIN IMMEDIATE`` transaction: read the due rows through the
 ``jobs_due`` index, let ``core.planning`` decide per job, then write set-wise: one

@@ -5,7 +5,7 @@
 // it is down (or not ours to read) the visible view is polled instead.
 
 import * as api from "./api.js";
-import { badge, count, h, ms, table, targetText, time, when } from "./dom.js";
+import { badge, count, counted, h, ms, table, targetText, time, when } from "./dom.js";
 import { overview } from "./overview.js";
 
 const POLL_MS = 5000; // without the event stream
@@ -405,7 +405,7 @@ const jobsView = {
       h("td", {}, time(j.nextRunAt)),
       h("td", {}, lastCell(d.last[j.jobId])),
       h("td", {}, jobActions(j))));
-    const summary = `${count(d.matched)} of ${count(d.loaded)} jobs${d.more ? ` (the first ${count(d.loaded)} listed; narrow by status to see others)` : ""}`;
+    const summary = `${count(d.matched)} of ${counted(d.loaded, "job")}${d.more ? ` (the first ${count(d.loaded)} listed; narrow by status to see others)` : ""}`;
     return h("div", {},
       h("p", { class: "muted", id: "jobs-summary" }, summary),
       rows.length ? table("Jobs", ["Job", "Tenant", "Status", "Schedule", "Target", "Next run", "Last result", "Actions"], rows, "jobs") : h("p", { class: "empty" }, "No job matches."),

@@ -3,7 +3,7 @@
 // own: a tenant token gets 403 for the node-wide parts and still sees its herd.
 
 import * as api from "./api.js";
-import { barChart, count, h, hbars, lineChart, ms, section, stat, table, when } from "./dom.js";
+import { barChart, count, counted, h, hbars, lineChart, ms, section, stat, table, when } from "./dom.js";
 
 const HERD_TTL_MS = 60000; // the herd preview reads every active job: not on every event
 
@@ -62,7 +62,7 @@ function herdSection(herd) {
   const chart = barChart({
     id: "herd-chart",
     title: "Jobs due per second in the coming hour (the busiest second of each minute)",
-    desc: `${count(d.ticks)} ticks of ${count(d.jobs)} active jobs; the busiest second has ${count(d.maxPerSecond)} due.`,
+    desc: `${counted(d.ticks, "tick")} of ${counted(d.jobs, "active job")}; the busiest second has ${count(d.maxPerSecond)} due.`,
     values: d.peakPerMinute || d.perMinute,
     labels: {
       ticks: [{ at: 0, text: "now" }, { at: 15, text: "+15 min" }, { at: 30, text: "+30 min" }, { at: 45, text: "+45 min" }],
@@ -139,7 +139,7 @@ export const overview = {
       const q = d.status.queue || {};
       grid.push(section("tiers", "Queue depth by tier",
         hbars({ id: "tier-depths", title: "Ready executions per tier", rows: ["high", "default", "batch"].map((t) => ({ label: t, value: q[t] || 0 })) }),
-        h("p", { class: "muted" }, `${count(d.status.delayed)} claimed ahead, waiting in the delay wheel for their time (or jitter); ${count(d.status.wheel)} jobs in the timing wheel.`)));
+        h("p", { class: "muted" }, `${count(d.status.delayed)} claimed ahead, waiting in the delay wheel for their time (or jitter); ${counted(d.status.wheel, "job")} in the timing wheel.`)));
     }
     if (d.activity) grid.push(runningSection(d.activity, d.status));
     grid.push(herdSection(d.herd));
