@@ -231,7 +231,7 @@ def add(
       an interval         '@every 5m'
       a macro             @hourly @daily @weekly @monthly @yearly
       an instant          2026-12-01T10:00:00Z (a one-off)
-      an offset           +90s, +2h (a one-off, from this machine's clock)
+      an offset           +90s, +2h (a one-off, from this machine's clock; the unit is required)
 
     The target is CMD (put it after `--` when it has options of its own; several words are
     shell-quoted, a single word is taken as a shell command line as is), or one of --http-url,

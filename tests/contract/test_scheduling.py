@@ -7,8 +7,8 @@ import pytest
 from cronwheel.core import schedule
 from cronwheel.core.model import (
     MISFIRE_GRACE_MS,
-    ExecOrigin,
     MISFIRE_RUN_ALL_CAP,
+    ExecOrigin,
     ExecStatus,
     JobStatus,
     MisfirePolicy,

@@ -32,12 +32,12 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, tmp_path: P
         'line 3: */15 * * * *  echo "tick $(date +%s)"',
         "line 4: @weekly  tidy --older-than 30d",
     ]
-    assert "3 job(s) would be imported" in dry.stderr
+    assert "3 jobs would be imported" in dry.stderr
     assert jobs(daemon) == []
 
     first = daemon.cli("import-crontab", str(src))
     assert first.returncode == 0, first.stderr
-    assert "3 job(s) created, 0 already there" in first.stderr
+    assert "3 jobs created, 0 already there" in first.stderr
     created = {j["schedule"]: j for j in jobs(daemon)}
     assert created["*/15 * * * *"]["target"] == {"command": 'echo "tick $(date +%s)"'}
 
@@ -58,7 +58,7 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, tmp_path: P
     back = tmp_path / "exported.crontab"
     back.write_text(exported.stdout)
     dry = daemon.cli("import-crontab", "--dry-run", str(back))
-    assert dry.returncode == 0 and "3 job(s) would be imported" in dry.stderr
+    assert dry.returncode == 0 and "3 jobs would be imported" in dry.stderr
 
     # JSON export keeps everything, and imports back idempotently (even into another daemon)
     daemon.add_job({"schedule": "@every 10m", "http": {"url": "https://example.invalid/ping"}, "name": "pinger",
@@ -73,9 +73,9 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, tmp_path: P
     dump = tmp_path / "jobs.json"
     dump.write_text(as_json.stdout)
     res = daemon.cli("import", str(dump))
-    assert res.returncode == 0 and "4 job(s) created" in res.stderr, res.stderr
+    assert res.returncode == 0 and "4 jobs created" in res.stderr, res.stderr
     res = daemon.cli("import", str(dump))
-    assert "0 job(s) created, 4 already there" in res.stderr
+    assert "0 jobs created, 4 already there" in res.stderr
     assert len(jobs(daemon)) == 8
     copies = [j for j in jobs(daemon) if j["name"] == "pinger"]
     assert len(copies) == 2 and copies[0]["retryPolicy"] == copies[1]["retryPolicy"]
@@ -92,9 +92,9 @@ def test_a_bad_crontab_imports_nothing_and_names_each_line(daemon: Daemon, tmp_p
     assert "nothing was imported" in res.stderr
     assert jobs(daemon) == []
     res = daemon.cli("import-crontab", "-", input="@hourly from-stdin\n")
-    assert res.returncode == 0 and "1 job(s) created" in res.stderr
+    assert res.returncode == 0 and "1 job created" in res.stderr
     res = daemon.cli("import-crontab", "-", input="@hourly from-stdin\n")
-    assert "0 job(s) created, 1 already there" in res.stderr
+    assert "0 jobs created, 1 already there" in res.stderr
 
 
 def test_shell_completion_scripts_complete_commands(tmp_path: Path) -> None:

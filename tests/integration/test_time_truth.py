@@ -43,6 +43,10 @@ def test_an_every_second_job_catches_up_once_after_downtime(make_daemon: Callabl
     assert downtime == [] or all(e["status"] == "SKIPPED" for e in downtime), downtime
     [skipped] = [e for e in history if e["status"] == "SKIPPED"]
     assert "ticks skipped" in skipped["reason"] and _ms(skipped["scheduledAt"]) < restarted
+    # the stop ran the ticks it had claimed ahead: after the restart, the catch-up run is the
+    # only run of a tick from before it
+    late = [e for e in history if e["startedAt"] and _ms(e["scheduledAt"]) < restarted <= _ms(e["startedAt"])]
+    assert late == [catch_up] or (late == [] and _ms(catch_up["scheduledAt"]) >= restarted), late
     # everything after the catch-up run is an ordinary tick again
     assert all(e["origin"] == "schedule" for e in history if _ms(e["scheduledAt"]) > _ms(catch_up["scheduledAt"]))
     [event] = d.events("execution.catch_up")
