@@ -89,3 +89,15 @@ def test_replays_and_triggers_are_not_dispatch_lag(make_daemon: Callable[..., Da
     minutes = d.get("/v1/status/activity").json()["lagHistory"]["minutes"]
     assert sum(m["count"] for m in minutes) == 1
     assert max(m["max"] or 0 for m in minutes) < 2_000
+
+
+def test_misfire_grace_is_set_shown_updated_and_checked(daemon: Daemon) -> None:
+    res = daemon.cli("add", "--name", "g", "--misfire-grace", "30s", "@every 1m", "--", "true")
+    assert res.returncode == 0, res.stderr
+    job = daemon.get("/v1/jobs?name=g").json()["jobs"][0]
+    assert job["misfireGraceSec"] == 30
+    assert "Misfire grace:" in daemon.cli("show", "g").stdout
+    r = daemon.request("PATCH", f"/v1/jobs/{job['jobId']}", {"misfireGraceSec": None})
+    assert r.status == 200 and r.json()["misfireGraceSec"] is None, r  # back to the default
+    r = daemon.post("/v1/jobs", {"schedule": "@every 1m", "command": "true", "misfireGraceSec": 90_000})
+    assert r.status == 422 and r.json()["field"] == "misfireGraceSec", r
