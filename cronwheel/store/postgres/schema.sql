@@ -59,7 +59,8 @@ CREATE TABLE job_definitions (
     timeout_sec DOUBLE PRECISION NOT NULL,
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
-    updated_at  BIGINT NOT NULL
+    updated_at  BIGINT NOT NULL,
+    process     JSON  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;

@@ -84,7 +84,7 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, process_text, retry_to_json, short
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
@@ -400,6 +400,7 @@ class PostgresStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    process_text(spec),
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -461,6 +462,7 @@ class PostgresStore(Store):
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
                 "payload": dumps(spec.payload), "retry": retry_to_json(retry),
                 "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
+                "process": process_text(spec),
             })  # fmt: skip
             superseded: list[str] = []
             if reschedule:
@@ -875,6 +877,6 @@ class PostgresStore(Store):
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
                "jitter_sec", "tenant", "priority", "max_attempts", "queue", "misfire_grace_sec")  # fmt: skip
-_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
 _NAME_FIELDS = ("tenant", "name", "job_id")

@@ -58,7 +58,8 @@ CREATE TABLE job_definitions (
     timeout_sec REAL NOT NULL,
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
+    updated_at  INTEGER NOT NULL,
+    process     TEXT  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;

@@ -62,6 +62,7 @@ from cronwheel.store.common import (
     SUPERSEDED,
     JsonMemo,
     dumps,
+    process_text,
     retry_to_json,
     short,
 )
@@ -292,6 +293,7 @@ class SqliteStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
+                    process_text(spec),
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -353,7 +355,7 @@ class SqliteStore(Store):
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms,
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
             ))  # fmt: skip
             superseded: list[str] = []
             if reschedule:
@@ -574,12 +576,12 @@ class SqliteStore(Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload = r[10:14]
+            lease_sec, timeout_sec, target, payload, process = r[10:15]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                                 lease_sec, timeout_sec, parsed(target), parsed(payload), r[8],
-                                ORIGIN[r[9]]))  # fmt: skip
+                                ORIGIN[r[9]], None if process is None else parsed(process)))  # fmt: skip
         return grants
 
     @_translated
