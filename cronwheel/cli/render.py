@@ -245,6 +245,11 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Misfire grace", "until the next tick, at most 60s" if job.get("misfireGraceSec") is None
          else fmt_seconds(job.get("misfireGraceSec"))),
         ("Jitter", fmt_seconds(job.get("jitterSec"))),
+        ("Calendars", ", ".join(job.get("calendars") or []) or None),
+        ("Active from", fmt_both(job.get("activeFrom")) if job.get("activeFrom") else None),
+        ("Active until", fmt_both(job.get("activeUntil")) if job.get("activeUntil") else None),
+        ("On success", ", ".join(job.get("onSuccess") or []) or None),
+        ("On failure", ", ".join(job.get("onFailure") or []) or None),
         ("Tenant", job.get("tenant")),
         ("Created", fmt_both(job.get("createdAt"))),
         ("Updated", fmt_both(job.get("updatedAt"))),

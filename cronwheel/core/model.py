@@ -10,7 +10,7 @@ Execution state machine (docs/state-machine.md has the diagram)::
        │                 │  ├──fail, attempts spent──▶ DEAD ──replay──▶ PENDING
        │                 │  └──lease expired / worker lost: counts as a failure
        └── claim         └──cancel──▶ CANCELLED
-    SKIPPED: a tick recorded but deliberately not run (overlap=forbid, misfire=skip)
+    SKIPPED: a tick recorded but deliberately not run (overlap=forbid, misfire=skip, calendar)
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ class ExecOrigin(StrEnum):
     CATCH_UP = "catch_up"  #: it stands for ticks missed while no scheduler ran (misfire policy)
     MANUAL = "manual"  #: started by hand (``cronwheel trigger``, ``POST /v1/jobs/{id}/trigger``)
     REPLAY = "replay"  #: replayed from the dead-letter queue
+    BACKFILL = "backfill"  #: a past tick run on request (``context`` ``{"backfill": true}``)
+    CHAIN = "chain"  #: started by the end of a parent job's execution (``context`` ``{"parent": …}``)
 
     @property
     def scheduled(self) -> bool:
@@ -190,6 +192,12 @@ class JobSpec:
     jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
     #: how late a tick may be and still just run; None: until the next tick, at most 60 s
     misfire_grace_sec: int | None = None
+    calendars: tuple[str, ...] = ()  #: names of the tenant's calendars whose exclusions apply
+    active_from: int | None = None  #: no tick before this instant (ms)
+    active_until: int | None = None  #: no tick after this instant (ms); the job then completes
+    #: jobs (ids, same tenant) triggered when an execution of this one ends so, after its retries
+    on_success: tuple[str, ...] = ()
+    on_failure: tuple[str, ...] = ()
     #: how a command's process is set up (crontab's environment lines, user field and ``%``):
     #: variables added to its environment, ...
     env: dict[str, str] = field(default_factory=dict)
@@ -262,6 +270,9 @@ class Execution:
     #: local dispatch never takes it
     queue: str | None = None
     origin: ExecOrigin = ExecOrigin.SCHEDULE
+    #: what made this execution, when not the job's own schedule: ``{"backfill": true}`` or
+    #: the chain parent ``{"parent": {"executionId", "jobId", "scheduledAt", "outcome"}}``
+    context: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -284,3 +295,4 @@ class Grant:
     origin: ExecOrigin = ExecOrigin.SCHEDULE  #: the dispatch-lag SLO counts only scheduled starts
     #: the job's process setup (``JobSpec.process_json``): env, runAs, shell, stdin; None: defaults
     process: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None  #: see ``Execution.context``

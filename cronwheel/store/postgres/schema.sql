@@ -40,8 +40,7 @@ CREATE TABLE jobs (
     tenant       TEXT COLLATE "C" NOT NULL,
     priority     SMALLINT NOT NULL,
     max_attempts INTEGER NOT NULL,
-    queue        TEXT COLLATE "C",  -- a queue target's name (remote workers), else NULL
-    misfire_grace_sec INTEGER  -- NULL: until the next tick, at most 60 s (core.planning)
+    queue        TEXT COLLATE "C"  -- a queue target's name (remote workers), else NULL
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -107,8 +106,7 @@ CREATE TABLE executions (
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
     overlap_guard BOOLEAN NOT NULL DEFAULT FALSE,
-    queue         TEXT COLLATE "C",  -- copied from jobs.queue: remote workers claim it, local ones never
-    origin        TEXT COLLATE "C" NOT NULL DEFAULT 'schedule'  -- schedule, catch_up, manual, replay
+    queue         TEXT COLLATE "C"  -- copied from jobs.queue: remote workers claim it, local ones never
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
@@ -167,3 +165,29 @@ CREATE TABLE bucket_leases (
     epoch       BIGINT NOT NULL CHECK (epoch >= 1),
     lease_until BIGINT NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars JSON;        -- array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until BIGINT;   -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from BIGINT;
+ALTER TABLE job_definitions ADD COLUMN on_success JSON;  -- array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure JSON;
+
+-- {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context JSON;
+
+CREATE TABLE calendars (
+    tenant     TEXT COLLATE "C" NOT NULL,
+    name       TEXT COLLATE "C" NOT NULL,
+    spec       JSON NOT NULL,  -- description, dates, windows (core/calendar.py)
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
+
+-- version 10: a per-job misfire grace, and where each execution came from
+ALTER TABLE jobs ADD COLUMN misfire_grace_sec INTEGER;  -- NULL: until the next tick, at most 60 s
+ALTER TABLE executions ADD COLUMN origin TEXT COLLATE "C" NOT NULL DEFAULT 'schedule';  -- schedule, catch_up, manual, replay

@@ -10,12 +10,14 @@ on ``next_run_at`` and the unique execution id are what make the claim correct a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
 from cronwheel.core import schedule
+from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import plan_claim
@@ -26,6 +28,7 @@ from cronwheel.store.common import (
     MISFIRE,
     ORIGIN,
     PRIORITY,
+    CalendarBook,
     catch_up_reason,
     dumps,
     misfire_reason,
@@ -97,16 +100,23 @@ def claim(
     broken: list[tuple[int, int]] = []
 
     queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
-    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, grace in rows:
+    book = CalendarBook.load(
+        [(r[8], r[12]) for r in rows if r[12] is not None],
+        lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), json.loads,
+    )
+    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until, grace in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
         else:
             def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
                 return next_fire(_s, _j, _z, t)
+        if until is not None:
+            next_tick = bounded(next_tick, None, until)
         try:
-            until = now_ms + ahead_ms if overlap == "allow" else now_ms
-            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000, until)
+            plan_until = now_ms + ahead_ms if overlap == "allow" else now_ms
+            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000,
+                              plan_until)  # fmt: skip
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken.append((rid, due_at))
             broken_execs.append([(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
@@ -118,18 +128,17 @@ def claim(
         guard = 0 if overlap == "allow" else 1
         execs: list[tuple[Any, ...]] = []
         cancels: list[tuple[str, bool]] = []
-        run = plan.run
-        skipped_run: list[tuple[int, str]] = []
+        run, skipped_run = split_excluded(plan.run, book.exclusions(tenant, tz, cals))
         if guard and run:
             if overlap == "forbid":
                 job_live = live.get(job_id)
                 blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
                 keep = run[1:] if not job_live else run
-                skipped_run = [(t, f"overlap: {blocker} still running") for t in keep]
+                skipped_run += [(t, f"overlap: {blocker} still running") for t in keep]
                 run = [] if job_live else run[:1]
             else:  # replace: the newest tick runs, everything live before it is cancelled
                 newest = execution_id(job_id, run[-1])
-                skipped_run = [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
+                skipped_run += [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
                 run = run[-1:]
                 cancels = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
         if plan.skipped_count:
@@ -173,6 +182,6 @@ def claim(
         eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _, origin = row
         ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
                        None, avail, created, None, finished, None, None, None, reason, max_att,
-                       queues.get(job_id) if queues else None, ORIGIN[origin])
+                       queues.get(job_id) if queues else None, origin=ORIGIN[origin])
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
 

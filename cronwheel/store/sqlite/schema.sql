@@ -39,8 +39,7 @@ CREATE TABLE jobs (
     tenant       TEXT NOT NULL,
     priority     INTEGER NOT NULL,
     max_attempts INTEGER NOT NULL,
-    queue        TEXT,  -- a queue target's name (remote workers), else NULL
-    misfire_grace_sec INTEGER  -- NULL: until the next tick, at most 60 s (core.planning)
+    queue        TEXT  -- a queue target's name (remote workers), else NULL
 );
 
 -- The due slice of a set of buckets: the scheduler reads only this index.
@@ -106,8 +105,7 @@ CREATE TABLE executions (
     reason        TEXT,
     max_attempts  INTEGER NOT NULL,
     overlap_guard INTEGER NOT NULL DEFAULT 0,
-    queue         TEXT,  -- copied from jobs.queue: remote workers claim it, local ones never
-    origin        TEXT NOT NULL DEFAULT 'schedule'  -- schedule, catch_up, manual, replay
+    queue         TEXT  -- copied from jobs.queue: remote workers claim it, local ones never
 );
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
@@ -164,3 +162,29 @@ CREATE TABLE bucket_leases (
     epoch       INTEGER NOT NULL CHECK (epoch >= 1),
     lease_until INTEGER NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars TEXT;       -- JSON array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until INTEGER; -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from INTEGER;
+ALTER TABLE job_definitions ADD COLUMN on_success TEXT;  -- JSON array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure TEXT;
+
+-- JSON: {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context TEXT;
+
+CREATE TABLE calendars (
+    tenant     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    spec       TEXT NOT NULL,  -- JSON: description, dates, windows (core/calendar.py)
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
+-- version 10: a per-job misfire grace, and where each execution came from
+ALTER TABLE jobs ADD COLUMN misfire_grace_sec INTEGER;  -- NULL: until the next tick, at most 60 s
+ALTER TABLE executions ADD COLUMN origin TEXT NOT NULL DEFAULT 'schedule';  -- schedule, catch_up, manual, replay

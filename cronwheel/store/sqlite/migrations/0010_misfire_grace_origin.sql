@@ -1,4 +1,4 @@
--- cronwheel SQLite schema, version 9: a per-job misfire grace (jobs.misfire_grace_sec, NULL:
+-- cronwheel SQLite schema, version 10: a per-job misfire grace (jobs.misfire_grace_sec, NULL:
 -- the default that fits the schedule, core.planning) and where each execution came from
 -- (executions.origin: schedule, catch_up, manual, replay), so that catch-up runs are marked
 -- in history and the dispatch-lag SLO counts scheduled lateness only.
