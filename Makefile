@@ -60,7 +60,8 @@ clean:
 DIST ?= dist
 SHIV ?= $(VENV)/bin/shiv
 dist: $(STAMP)
-	rm -rf $(DIST) && mkdir -p $(DIST)
+	# build/ keeps files that left the source tree (a renumbered migration would ship twice)
+	rm -rf $(DIST) build && mkdir -p $(DIST)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel \
 		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl

@@ -1,4 +1,4 @@
-"""Sustained load, and the seed's "traffic triples at the top of the hour".
+"""Sustained load, and "traffic triples at the top of the hour".
 
 Registers one-off no-op jobs whose due times follow a rate profile (RATE per second for
 SECONDS, multiplied by 3 for TRIPLE_FOR seconds starting at TRIPLE_AT), straight into the

@@ -23,10 +23,11 @@
 # upload is already in place does nothing; one whose earlier attempt died between recording
 # and renaming finishes the rename with its own staged copy.
 #
-# cronwheel gives the job CRONWHEEL_URL, CRONWHEEL_EXECUTION_ID, CRONWHEEL_LEASE_EPOCH and
-# CRONWHEEL_SCHEDULED_AT; to rerun an execution by hand, set them yourself (and
-# CRONWHEEL_TOKEN when CRONWHEEL_URL is the TCP API). CRONWHEEL_CLI overrides the command
-# used to reach cronwheel (default: cronwheel).
+# cronwheel gives the job CRONWHEEL_URL, CRONWHEEL_EXECUTION_ID, CRONWHEEL_LEASE_EPOCH,
+# CRONWHEEL_SCHEDULED_AT and CRONWHEEL_CLI (the daemon's own `cronwheel`, whose directory is
+# also on the job's PATH). To rerun an execution by hand, set them yourself (and
+# CRONWHEEL_TOKEN when CRONWHEEL_URL is the TCP API); without CRONWHEEL_CLI, the `cronwheel`
+# on your PATH is used.
 set -eu
 
 if [ $# -ne 2 ]; then

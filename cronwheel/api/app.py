@@ -1,6 +1,6 @@
 """The HTTP API: routes, JSON bodies and problem responses around a ``SchedulerService``.
 
-This is the only module that knows HTTP (STYLE.md habit 5). Every error leaves as an
+This is the only module that knows HTTP. Every error leaves as an
 ``application/problem+json`` document (RFC 9457) ``{type, title, status, detail, code,
 field?, reason?}``; an unexpected exception is logged with its traceback and answered with a
 bare 500 that carries an ``errorId`` to find it in the log, never the traceback itself.
@@ -38,8 +38,8 @@ from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
-from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import EventLog, iso_ms

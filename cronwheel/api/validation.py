@@ -50,6 +50,7 @@ from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     DEFAULT_TENANT,
     DEFAULT_TIMEOUT_SEC,
+    MISFIRE_GRACE_SEC_RANGE,
     Execution,
     Grant,
     Job,
@@ -75,7 +76,7 @@ JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
-        "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
+        "misfireGraceSec", "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -84,7 +85,7 @@ _INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
 _QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
-#: the target of a body that names none (the seed's ``{ schedule, payload, retryPolicy,
+#: the target of a body that names none (the minimal ``{ schedule, payload, retryPolicy,
 #: timeoutSec }``): its executions wait in this queue for remote workers
 DEFAULT_QUEUE = "default"
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -248,6 +249,8 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
     if "misfire" in data:
         spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    if data.get("misfireGraceSec") is not None:  # null: the default, which fits the schedule
+        spec.misfire_grace_sec = _integer("misfireGraceSec", data["misfireGraceSec"], *MISFIRE_GRACE_SEC_RANGE, " seconds")
     parse_beyond_cron_fields(data, spec)
     _parse_process(data, spec)
     return spec
@@ -805,6 +808,7 @@ def job_to_json(job: Job, last_run: Execution | None = None) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
+        "misfireGraceSec": spec.misfire_grace_sec,
         "env": spec.env,
         "runAs": None if spec.run_as is None else spec.run_as.to_json(),
         "shell": spec.shell,
@@ -844,6 +848,7 @@ def execution_to_json(execution: Execution, with_output: bool = False) -> dict[s
         "error": e.error,
         "reason": e.reason,
         "queue": e.queue,
+        "origin": e.origin.value,
         "context": e.context,
     }
     if with_output:

@@ -69,6 +69,7 @@ _DEFINITION_OPTIONS = (
     click.option("--payload", metavar="JSON", help="JSON value handed to every run."),
     click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]"),
     click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]"),
+    click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
     click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
@@ -155,6 +156,8 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
         body["leaseSec"] = duration(opts["lease"], "'--lease'")
     if opts["jitter"] is not None:
         body["jitterSec"] = round(duration(opts["jitter"], "'--jitter'") or 0)
+    if opts["misfire_grace"] is not None:
+        body["misfireGraceSec"] = round(duration(opts["misfire_grace"], "'--misfire-grace'") or 0)
     if opts["max_attempts"] is not None:
         body["retryPolicy"] = {"maxAttempts": opts["max_attempts"]}
     for key in ("priority", "overlap", "misfire"):

@@ -9,6 +9,7 @@ their own, listed in their help.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -99,11 +100,16 @@ class Cli:
 pass_cli = click.make_pass_decorator(Cli)
 
 
-def _unreachable_exit(exc: DaemonUnreachable, prefix: str = "") -> NoReturn:
+def _unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None = None) -> NoReturn:
     render.emit_error(prefix + str(exc))
+    where = ""
+    if app is not None and app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}":
+        # the default lookup: the data directory (./.cronwheel is relative to where you are)
+        where = f"No daemon runs with the data directory {app.data_dir.absolute()}. "
     render.emit_note(
-        "Start a daemon with `cronwheel serve` (or `make serve` in a source checkout), "
-        "or point --url / CRONWHEEL_URL at a running one."
+        f"{where}Start one with `cronwheel serve` (or `make serve` in a source checkout); "
+        "if the daemon uses another data directory, name it with --data-dir DIR or "
+        "CRONWHEEL_DATA_DIR; or point --url / CRONWHEEL_URL at a running daemon."
     )
     sys.exit(EX_UNAVAILABLE)
 
@@ -115,7 +121,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except DaemonUnreachable as exc:
-            _unreachable_exit(exc)
+            _unreachable_exit(exc, app=ctx.find_object(Cli))
         except ApiError as exc:
             render.emit_error(exc.detail)
             sys.exit(1)
@@ -184,7 +190,7 @@ def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | No
       an interval         '@every 5m'
       a macro             @hourly @daily @weekly @monthly @yearly
       an instant          2026-12-01T10:00:00Z (a one-off)
-      an offset           +90s, +2h (a one-off, from this machine's clock)
+      an offset           +90s, +2h (a one-off, from this machine's clock; the unit is required)
 
     The target is CMD (put it after `--` when it has options of its own; several words are
     shell-quoted, a single word is taken as a shell command line as is), or one of --http-url,
@@ -336,7 +342,7 @@ def _job_for_next(app: Cli, ref: str, schedule_exc: Exception) -> dict[str, Any]
     try:
         return app.client.resolve_job(ref)
     except DaemonUnreachable as exc:
-        _unreachable_exit(exc, f"{ref!r} is not a schedule ({schedule_exc}); to look it up as a job: ")
+        _unreachable_exit(exc, f"{ref!r} is not a schedule ({schedule_exc}); to look it up as a job: ", app)
     except ApiError as exc:
         if exc.status == 404:
             render.emit_error(f"{ref!r} is neither a schedule ({schedule_exc}) nor a known job")
@@ -544,7 +550,14 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             if exc.status != 404:
                 raise
     if data is None:
-        job = app.client.resolve_job(execution)
+        try:
+            job = app.client.resolve_job(execution)
+        except ApiError as exc:
+            if exc.status != 404 or ":" not in execution:
+                raise
+            # it looks like an execution id, so say that is what is missing
+            render.emit_error(f"no execution {execution} (and no job of that name)")
+            sys.exit(1)
         last = job.get("lastRun")  # the latest run that started, never a tick claimed ahead
         if not last:
             render.emit_error(f"{_job_label(job)} has no run on record (none has started yet)")
@@ -615,8 +628,17 @@ def dlq_purge(app: Cli, execution_id: str) -> None:
 # ---------------------------------------------------------------- moving jobs in and out
 
 
+def alias(command: click.Command, name: str) -> click.Command:
+    """``command`` under a second name, whose help says so instead of repeating itself."""
+    copied = copy.copy(command)
+    copied.name = name
+    copied.short_help = f"Another name for {command.name}."
+    copied.help = f"Another name for `cronwheel {command.name}`.\n\n{command.help or ''}"
+    return copied
+
+
 cli.add_command(import_crontab)
-cli.add_command(import_crontab, "import")
+cli.add_command(alias(import_crontab, "import"))
 cli.add_command(export)
 
 

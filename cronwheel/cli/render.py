@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from cronwheel.core.words import counted
+
 
 def is_tty() -> bool:
     try:
@@ -112,7 +114,12 @@ def emit_status(data: dict[str, Any]) -> None:
             f"execution counts and cluster figures are as of {fmt_utc(data.get('asOf'))}{ago}; "
             "queue, workers and lag are live"
         )
-    emit_kv(flatten(data))
+    emit_kv([(k, _word(v)) for k, v in flatten(data)])
+
+
+def _word(value: Any) -> Any:
+    """Booleans as people say them (``stale: no``), not as Python prints them."""
+    return ("yes" if value else "no") if isinstance(value, bool) else value
 
 
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -145,12 +152,13 @@ def ms_to_dt(ms: int) -> datetime:
 
 
 def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
-    """``2026-11-30 00:00:00 CET`` in ``tz`` (default: this machine's zone)."""
+    """``2026-11-30 00:00:00 CET`` in ``tz``; without one, UTC (``… UTC``): every command
+    shows instants the same way, whatever this machine's zone (the API's are UTC too)."""
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
         return safe(value, newlines=False) if value else "-"  # shown as stored, never a crash
     try:
-        local = dt.astimezone(tz) if tz is not None else dt.astimezone()
+        local = dt.astimezone(tz if tz is not None else UTC)
     except (OverflowError, ValueError):  # the edge of datetime's range
         return fmt_utc(dt)
     text = local.strftime("%Y-%m-%d %H:%M:%S")
@@ -272,7 +280,7 @@ def _run_as(run_as: dict[str, Any] | None) -> str | None:
 
 
 def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[str, Any]]:
-    """``zone``: where to show the next run (the job's own zone, say); default this machine's."""
+    """``zone``: where to show the next run (the job's own zone, say); default UTC."""
     retry = job.get("retryPolicy") or {}
     payload = job.get("payload")
     return [
@@ -297,6 +305,8 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Priority", job.get("priority")),
         ("Overlap", job.get("overlap")),
         ("Misfire", job.get("misfire")),
+        ("Misfire grace", "until the next tick, at most 60s" if job.get("misfireGraceSec") is None
+         else fmt_seconds(job.get("misfireGraceSec"))),
         ("Jitter", fmt_seconds(job.get("jitterSec"))),
         ("Calendars", ", ".join(job.get("calendars") or []) or None),
         ("Active from", fmt_both(job.get("activeFrom")) if job.get("activeFrom") else None),
@@ -309,7 +319,7 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
     ]
 
 
-HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
+HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ORIGIN", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
 
 
 def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -321,6 +331,7 @@ def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
             fmt_local(e.get("startedAt")),
             fmt_lag(e.get("lagMs")),
             e.get("status", "-"),
+            str(e.get("origin") or "schedule").replace("_", "-"),
             f"{e.get('attempt', 0)}/{e.get('maxAttempts', '?')}",
             str(e.get("leaseEpoch", 0)),
             "-" if exit_code is None else str(exit_code),
@@ -346,9 +357,9 @@ def emit_herd(data: dict[str, Any], width: int = 40) -> None:
     terminal, ``#`` bars otherwise)."""
     window = int(data.get("windowSec") or 0)
     click.echo(
-        f"{data.get('ticks', 0)} ticks of {data.get('jobs', 0)} active jobs in the {window // 60} min from "
+        f"{counted(data.get('ticks', 0), 'tick')} of {counted(data.get('jobs', 0), 'active job')} in the {window // 60} min from "
         f"{fmt_utc(data.get('windowStart'))}: max {data.get('maxPerSecond', 0)}/s, p99 {data.get('p99PerSecond', 0)}/s"
-        + (f" ({data['skipped']} jobs skipped: bad schedule)" if data.get("skipped") else "")
+        + (f" ({counted(data['skipped'], 'job')} skipped: bad schedule)" if data.get("skipped") else "")
     )
     rows = [
         [fmt_utc(b["at"]), str(b["count"]), ", ".join(f"{s['jobs']}x {s['schedule']}" for s in b.get("schedules", []))]

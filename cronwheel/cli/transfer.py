@@ -17,6 +17,7 @@ from cronwheel.cli.client import ApiError
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
 from cronwheel.core.crontab_export import export_crontab, job_label, job_request
+from cronwheel.core.words import counted
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: jobs per POST /v1/jobs/batch of an import
@@ -39,7 +40,8 @@ class _Plan:
     key: str
 
 
-@click.command("import-crontab", context_settings=CONTEXT)
+@click.command("import-crontab", context_settings=CONTEXT,
+               short_help="Create jobs from a crontab file (or from export --format json).")
 @click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
 @click.option("--dry-run", is_flag=True, help="Show, line by line, the job each line would become; create nothing.")
 @click.option("--tz", metavar="ZONE", help="Zone of the lines above any CRON_TZ=/TZ= line. [default UTC]")
@@ -104,12 +106,12 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
         for note in notes:
             render.emit_note(f"{name}:{note.line_no}: {note.message}")
         if strict and (parsed.skipped or notes):
-            render.emit_note(f"--strict: {len(parsed.skipped) + len(notes)} line(s) cannot be carried over: nothing was imported")
+            render.emit_note(f"--strict: {counted(len(parsed.skipped) + len(notes), 'line')} cannot be carried over: nothing was imported")
             sys.exit(1)
         plans = [_Plan(f"line {e.line_no}", e.line_no, e.request(), key) for e, key in crontab.keyed(parsed.entries)]
     if dry_run:
         _show_plan(plans, skipped, as_json)
-        render.emit_note(f"{len(plans)} job(s) would be imported" + (f", {len(skipped)} line(s) skipped" if skipped else "")
+        render.emit_note(f"{counted(len(plans), 'job')} would be imported" + (f", {counted(len(skipped), 'line')} skipped" if skipped else "")
                          + " (dry run: nothing was created; users are checked by the daemon at import)")
         sys.exit(1 if skipped else 0)
 
@@ -128,12 +130,11 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
     if as_json:
         render.emit_json(sorted(results + skipped, key=lambda r: r["line"] or 0))
     new = sum(r["created"] for r in results)
-    summary = f"{new} job(s) created, {len(results) - new} already there"
+    summary = f"{counted(new, 'job')} created, {len(results) - new} already there"
     if skipped:
-        unit = "job(s)" if from_json else "line(s)"
-        summary += f", {len(skipped)} {unit} skipped (listed above" + (")" if as_json else ", with their reasons)")
+        summary += f", {counted(len(skipped), 'job' if from_json else 'line')} skipped (listed above" + (")" if as_json else ", with their reasons)")
     if notes:
-        summary += f"; {len(notes)} setting(s) not carried over"
+        summary += f"; {counted(len(notes), 'setting')} not carried over"
     render.emit_note(summary)
     if skipped:
         sys.exit(1)
@@ -175,7 +176,8 @@ def _create(app: Any, plans: list[_Plan], name: str, strict: bool) -> list[tuple
         except ApiError as exc:
             if strict:
                 render.emit_error(f"{name}: {exc.detail}")
-                render.emit_note(f"--strict: {'nothing' if start == 0 else f'only the first {start} job(s)'} imported")
+                done = "nothing" if start == 0 else "only the first " + counted(start, "job")
+                render.emit_note(f"--strict: {done} imported")
                 sys.exit(1)
             answers = None
         if answers is not None:
@@ -202,13 +204,13 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
     done = export_crontab(jobs, system=system)
     kind = "system crontab (with a user field)" if system else "crontab"
     flag = " --system" if system else ""
-    click.echo(f"# cronwheel export, {len(jobs)} active job(s) as a {kind}; import with: cronwheel import-crontab{flag} FILE")
+    click.echo(f"# cronwheel export, {counted(len(jobs), 'active job')} as a {kind}; import with: cronwheel import-crontab{flag} FILE")
     for job, why in done.skipped:
         click.echo(f"# skipped {job_label(job)}: {why}")
     for line in done.lines:
         click.echo(line)
     if done.skipped:
-        render.emit_note(f"{len(done.skipped)} job(s) have no crontab form: see the '# skipped' comments, or use --format json")
+        render.emit_note(f"{counted(len(done.skipped), 'job')} {'has' if len(done.skipped) == 1 else 'have'} no crontab form: see the '# skipped' comments, or use --format json")
 
 
 def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:

@@ -22,8 +22,8 @@ from cronwheel.core.crontab import MACROS, UTC, split_percent
 #: the members of a job (as the API shows it) that a request may carry back
 _REQUEST_FIELDS = (
     "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec", "env", "runAs", "shell", "stdin", "activeFrom",
-    "activeUntil",
+    "priority", "overlap", "misfire", "jitterSec", "misfireGraceSec", "env", "runAs", "shell", "stdin",
+    "activeFrom", "activeUntil",
 )  # fmt: skip
 
 

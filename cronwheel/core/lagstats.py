@@ -1,6 +1,6 @@
 """Dispatch lag per minute over the last hour, in bounded memory (the dashboard's lag chart).
 
-Pure code: time is an argument, never read from a clock (STYLE.md habit 1).
+Pure code: time is an argument, never read from a clock.
 
 Each minute keeps a sparse log-linear histogram of the lags recorded in it (the HDR
 histogram's layout with 4 sub-bucket bits): a lag below 32 ms is counted exactly; a larger

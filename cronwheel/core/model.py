@@ -95,15 +95,34 @@ class OverlapPolicy(StrEnum):
 class MisfirePolicy(StrEnum):
     """What a recurring job does with ticks missed while no scheduler was running."""
 
-    RUN_ONCE = "run_once"  #: run the latest missed tick once, record the others as skipped
+    RUN_ONCE = "run_once"  #: the missed ticks collapse into one catch-up run; the others are skipped
     SKIP = "skip"  #: run none of them, record them as skipped
-    RUN_ALL = "run_all"  #: run every missed tick, up to ``MISFIRE_RUN_ALL_CAP``
+    RUN_ALL = "run_all"  #: run every missed tick as a catch-up run, up to ``MISFIRE_RUN_ALL_CAP``
 
 
 MISFIRE_RUN_ALL_CAP = 100
-#: a tick later than this is "missed", not merely late: ordinary lateness (a herd, a slow
-#: claim) must never turn into skipping.
+#: the longest default misfire grace: a tick is "missed", not merely late, once the job's
+#: next tick came due or this much time passed (core.planning); a job's ``misfire_grace_sec``
+#: replaces both.
 MISFIRE_GRACE_MS = 60_000
+#: the range of a job's explicit ``misfireGraceSec``
+MISFIRE_GRACE_SEC_RANGE = (0, 86_400)
+
+
+class ExecOrigin(StrEnum):
+    """Why an execution exists: the dispatch-lag SLO counts only scheduled lateness."""
+
+    SCHEDULE = "schedule"  #: its tick came due
+    CATCH_UP = "catch_up"  #: it stands for ticks missed while no scheduler ran (misfire policy)
+    MANUAL = "manual"  #: started by hand (``cronwheel trigger``, ``POST /v1/jobs/{id}/trigger``)
+    REPLAY = "replay"  #: replayed from the dead-letter queue
+    BACKFILL = "backfill"  #: a past tick run on request (``context`` ``{"backfill": true}``)
+    CHAIN = "chain"  #: started by the end of a parent job's execution (``context`` ``{"parent": …}``)
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether its start time is measured against its tick as scheduling lateness."""
+        return self is ExecOrigin.SCHEDULE
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +207,8 @@ class JobSpec:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
+    #: how late a tick may be and still just run; None: until the next tick, at most 60 s
+    misfire_grace_sec: int | None = None
     calendars: tuple[str, ...] = ()  #: names of the tenant's calendars whose exclusions apply
     active_from: int | None = None  #: no tick before this instant (ms)
     active_until: int | None = None  #: no tick after this instant (ms); the job then completes
@@ -265,6 +286,7 @@ class Execution:
     #: a queue target's name: the execution waits for a remote worker (``claim_for_worker``),
     #: local dispatch never takes it
     queue: str | None = None
+    origin: ExecOrigin = ExecOrigin.SCHEDULE
     #: what made this execution, when not the job's own schedule: ``{"backfill": true}`` or
     #: the chain parent ``{"parent": {"executionId", "jobId", "scheduledAt", "outcome"}}``
     context: dict[str, Any] | None = None
@@ -287,6 +309,7 @@ class Grant:
     target: dict[str, Any]
     payload: Any
     queue: str | None = None  #: set for executions claimed by remote workers
+    origin: ExecOrigin = ExecOrigin.SCHEDULE  #: the dispatch-lag SLO counts only scheduled starts
     #: the job's process setup (``JobSpec.process_json``): env, runAs, shell, stdin; None: defaults
     process: dict[str, Any] | None = None
     context: dict[str, Any] | None = None  #: see ``Execution.context``

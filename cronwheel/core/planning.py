@@ -1,30 +1,42 @@
 """What one claim of a job does with the ticks that came due: run, skip, or leave for later. Pure.
 
 The store calls :func:`plan_claim` inside its claim transaction for every due job and records
-the plan; this module decides. Ticks are classified against ``now``::
+the plan; this module decides. Ticks are classified against ``now`` and the job's misfire
+grace::
 
         missed (older than the grace)    |  late but recent  |  not due yet
     ──────────────────────────────────────┼───────────────────┼──────────────▶ time
-                               now - MISFIRE_GRACE_MS        now
+                                         cut                 now
 
-* a **recent** tick (``now - MISFIRE_GRACE_MS <= tick <= now``) is merely late (a herd, a slow
-  claim): it always runs. At most ``MISFIRE_RUN_ALL_CAP`` ticks are planned per claim; the
-  rest stay due (``next_run_at <= now``) and the next claim continues with them, so lateness
-  never turns into skipping.
-* a **missed** tick (``tick < now - MISFIRE_GRACE_MS``) is handled by the job's
-  :class:`MisfirePolicy`: RUN_ALL runs them up to the cap and skips the rest, RUN_ONCE runs
-  only the latest missed tick and only when no recent tick runs, SKIP skips them all.
+* the **grace** is the job's ``misfireGraceSec`` when it sets one. By default it fits the
+  schedule: a tick is merely late until the job's next tick comes due, and for at most
+  ``MISFIRE_GRACE_MS`` (60 s). So by default only the latest due tick can be recent, and an
+  every-second job that was down for 8 s has 8 missed ticks, not 8 late ones.
+* a **recent** tick (``cut <= tick <= now``) is merely late (a herd, a slow claim): it always
+  runs. At most ``MISFIRE_RUN_ALL_CAP`` ticks are planned per claim; the rest stay due
+  (``next_run_at <= now``) and the next claim continues with them, so lateness never turns
+  into skipping.
+* a **missed** tick (``tick < cut``) is handled by the job's :class:`MisfirePolicy`: RUN_ALL
+  runs them up to the cap and skips the rest, RUN_ONCE collapses them into one run, SKIP
+  skips them all.
+* a **catch-up** run is a run that stands for missed ticks (``ClaimPlan.catch_up``): under
+  RUN_ALL every missed tick that runs; under RUN_ONCE the one run the missed ticks collapse
+  into: the first recent tick when there is one, else the latest missed tick. SKIP has none.
 
-Worked example, every-minute job, due_at 10:00, now 10:05:30, grace 60 s: 10:00 … 10:04 are
-missed, 10:05 is recent. RUN_ONCE and SKIP run [10:05] and skip 10:00 … 10:04 (5 ticks);
-RUN_ALL runs all six. next_run_at is 10:06 in every case.
+Worked example, every-minute job, due_at 10:00, now 10:05:30, default grace (the next tick,
+at most 60 s): 10:00 … 10:04 are missed, 10:05 is recent. RUN_ONCE runs [10:05] as its
+catch-up run and SKIP runs [10:05] as an ordinary one, both skip 10:00 … 10:04 (5 ticks);
+RUN_ALL runs all six, the first five as catch-up runs. next_run_at is 10:06 in every case.
+
+Ticks after ``now`` and up to ``until_ms`` (claim-ahead) are not late at all: they run.
 
 Cost is bounded whatever the outage: a job down for a year on an every-second schedule costs
 O(MISFIRE_RUN_ALL_CAP) ``next_tick`` evaluations. After ``MISSED_SCAN_LIMIT`` missed ticks
-the planner stops counting and jumps with ``next_tick(now - MISFIRE_GRACE_MS - 1)``; the
-last missed tick is then found by a bisection (~45 evaluations for a century), so
-``skipped_first``/``skipped_last`` stay exact while ``skipped_count`` becomes a lower bound
-(``skipped_count_exact`` is False).
+the planner stops counting and jumps with ``next_tick(cut - 1)``; the last missed tick is
+then found by a bisection (~45 evaluations for a century), so ``skipped_first``/
+``skipped_last`` stay exact while ``skipped_count`` becomes a lower bound
+(``skipped_count_exact`` is False). The default grace costs one more bisection, only when
+more than one tick is due.
 """
 
 from __future__ import annotations
@@ -48,26 +60,49 @@ class ClaimPlan:
     skipped_last: int | None  #: latest skipped tick
     next_run_at: int | None  #: the job's next tick after this claim; None: never again
     skipped_count_exact: bool = True  #: False when the planner jumped over an unbounded run
+    catch_up: tuple[int, ...] = ()  #: the ticks of ``run`` that stand for missed ticks
+
+    def is_catch_up(self, tick: int) -> bool:
+        return tick in self.catch_up
 
 
-def plan_claim(next_tick: NextTick, due_at: int, now_ms: int, misfire: MisfirePolicy) -> ClaimPlan:
+def plan_claim(
+    next_tick: NextTick, due_at: int, now_ms: int, misfire: MisfirePolicy,
+    grace_ms: int | None = None, until_ms: int | None = None,
+) -> ClaimPlan:  # fmt: skip
     """Plan the claim of a job whose ``next_run_at`` is ``due_at`` at time ``now_ms``.
 
     ``next_tick(t)`` is the first tick strictly after ``t`` (None: no further tick); ``due_at``
-    itself is a tick. ``next_run_at`` is the first tick strictly after ``now_ms``, or, when the
-    per-claim cap stopped the plan early, the first tick after the last one planned (which is
-    then still due).
+    itself is a tick. ``grace_ms``: the job's misfire grace; None is the default that fits the
+    schedule (see the module docstring). ``until_ms`` (>= ``now_ms``): ticks up to it are
+    claimed ahead of time; they are not late. ``next_run_at`` is the first tick strictly after
+    ``until_ms``, or, when the per-claim cap stopped the plan early, the first tick after the
+    last one planned (which is then still due).
     """
-    if due_at > now_ms:
+    until = now_ms if until_ms is None else max(now_ms, until_ms)
+    if due_at > until:
         return ClaimPlan([], 0, None, None, due_at)
-    horizon = now_ms - MISFIRE_GRACE_MS  # ticks strictly before this are missed
-    if due_at >= horizon:
-        # The common case: one recent tick, the next one in the future.
-        following = next_tick(due_at)
-        if following is None or following > now_ms:
+    if due_at > now_ms:  # claimed ahead: not late at all
+        return _plan_recent(next_tick, [], due_at, until, MISFIRE_RUN_ALL_CAP, _Missed())
+    following = next_tick(due_at)
+    cut = _missed_cut(next_tick, due_at, following, now_ms, grace_ms)  # ticks before it are missed
+    if due_at >= cut:
+        # The common case: one recent tick, the next one not due yet.
+        if following is None or following > until:
             return ClaimPlan([due_at], 0, None, None, following)
-        return _plan_recent(next_tick, [due_at], following, now_ms, MISFIRE_RUN_ALL_CAP - 1, _Missed())
-    return _plan_with_missed(next_tick, due_at, now_ms, horizon, misfire)
+        return _plan_recent(next_tick, [due_at], following, until, MISFIRE_RUN_ALL_CAP - 1, _Missed())
+    return _plan_with_missed(next_tick, due_at, until, cut, misfire)
+
+
+def _missed_cut(next_tick: NextTick, due_at: int, following: int | None, now_ms: int, grace_ms: int | None) -> int:
+    """The instant before which a due tick counts as missed."""
+    if grace_ms is not None:
+        return now_ms - grace_ms
+    cut = now_ms - MISFIRE_GRACE_MS
+    if following is None or following > now_ms:
+        return max(cut, due_at)  # due_at is the latest due tick
+    # several ticks are due: only the latest one can be merely late
+    return max(cut, _last_tick_before(next_tick, following, now_ms + 1))
 
 
 class _Missed:
@@ -116,8 +151,13 @@ def _plan_with_missed(
             missed.add(tick)
         tick = next_tick(tick)
 
+    caught_up = tuple(run)  # RUN_ALL: the missed ticks that run
     budget = MISFIRE_RUN_ALL_CAP - len(run)
     plan = _plan_recent(next_tick, run, tick, now_ms, budget, missed)
+    if misfire is MisfirePolicy.RUN_ALL:
+        return _with_catch_up(plan, caught_up)
+    if misfire is MisfirePolicy.RUN_ONCE and plan.run and missed.count:
+        return _with_catch_up(plan, (plan.run[0],))  # the missed ticks collapse into it
     if misfire is MisfirePolicy.RUN_ONCE and len(plan.run) == 0 and missed.last is not None:
         # No recent tick: run the latest missed one instead of skipping it.
         latest = missed.last
@@ -133,8 +173,16 @@ def _plan_with_missed(
             before if count else None,
             plan.next_run_at,
             missed.exact,
+            (latest,),
         )
     return plan
+
+
+def _with_catch_up(plan: ClaimPlan, ticks: tuple[int, ...]) -> ClaimPlan:
+    if not ticks:
+        return plan
+    return ClaimPlan(plan.run, plan.skipped_count, plan.skipped_first, plan.skipped_last, plan.next_run_at,
+                     plan.skipped_count_exact, ticks)  # fmt: skip
 
 
 def _plan_recent(

@@ -405,6 +405,10 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
         raise ScheduleError(f"time must be a string, not {type(text).__name__}")
     body = text.strip()
     if body.startswith("+"):
+        amount = body[1:]
+        if amount and amount.replace(".", "", 1).isdigit():
+            # '+30' could mean seconds or minutes (at(1) says minutes): say which
+            raise ScheduleError(f"relative time {text!r} needs a unit: +{amount}s, +{amount}m, +{amount}h or +{amount}d")
         if now_ms is None:
             raise ScheduleError(f"relative time {text!r} needs the current time")
         delay = (_duration(body[1:]) * 1000).to_integral_value(ROUND_HALF_EVEN)

@@ -1,5 +1,5 @@
-"""Cluster membership: which time buckets this node schedules (DESIGN.md "Buckets across
-nodes", invariant 7).
+"""Cluster membership: which time buckets this node schedules (docs/scaling.md: fenced
+scheduling, bucket leases on the store's clock).
 
 Every ``ttl/3`` the membership loop heartbeats the node's row, computes the buckets it should
 own (``core.rendezvous`` over the live nodes), releases the ones it should not (hand-off: the

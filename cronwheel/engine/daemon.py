@@ -24,6 +24,7 @@ from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
 from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
 from cronwheel.core.tenants import normalise_host
+from cronwheel.engine.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
@@ -69,6 +70,29 @@ def _worker_cmd() -> list[str] | None:
     if app and os.path.isfile(app) and zipfile.is_zipfile(app):
         return [sys.executable, os.path.abspath(app), "worker"]
     return None
+
+
+def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
+    """What every job's environment gets so that ``cronwheel effect`` (or any ``cronwheel``
+    command) in a job runs this very cronwheel, wherever it is installed: ``CRONWHEEL_CLI``,
+    an absolute command, and the directory of the ``cronwheel`` executable appended to
+    ``PATH`` (appended: it never shadows the job's own commands, such as a venv's python3).
+    A zipapp not named ``cronwheel`` gets ``CRONWHEEL_CLI`` (``python3 /path/app.pyz``) only."""
+    if argv0 and os.path.isfile(argv0) and zipfile.is_zipfile(argv0) and os.path.basename(argv0) != "cronwheel":
+        return {"CRONWHEEL_CLI": f"{shlex.quote(executable)} {shlex.quote(os.path.abspath(argv0))}"}
+    for candidate in (argv0 if os.path.basename(argv0) == "cronwheel" else "",
+                      os.path.join(os.path.dirname(executable), "cronwheel")):  # `python -m cronwheel serve`
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            script = os.path.abspath(candidate)
+            break
+    else:
+        return {}
+    env = {"CRONWHEEL_CLI": shlex.quote(script)}
+    bindir = os.path.dirname(script)
+    dirs = path.split(os.pathsep) if path else []
+    if bindir not in dirs:
+        env["PATH"] = os.pathsep.join([*dirs, bindir])
+    return env
 
 
 def parse_http_allow(text: str | None) -> tuple[str, ...]:
@@ -170,7 +194,14 @@ def _lock_data_dir(data_dir: Path) -> Any:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise DaemonError(f"another cronwheel serve is running on {data_dir} (lock held)") from None
+        lock.seek(0)
+        pid = lock.read().strip()
+        lock.close()
+        who = f" (pid {pid})" if pid.isdigit() else ""
+        raise DaemonError(
+            f"another cronwheel serve{who} is running on the data directory {data_dir} (it holds "
+            f"{data_dir / 'lock'}); stop it first, or give this one its own --data-dir"
+        ) from None
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()}\n")
@@ -201,15 +232,55 @@ async def serve(
 ) -> None:
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
+    host, port = parse_hostport(http)
+    allowed_hosts = parse_http_allow(http_allow)
+    disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
+    retention_opts = _retention_options(retention, keep_last, retention_interval_ms)
+    fd_limit = _raise_fd_limit()
+    # Everything that can refuse the start comes first: the data directory's lock (a second
+    # daemon), then the TCP address and the API socket. Only then are the store, the admin
+    # token, the workers and the event log's first lines created.
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     lock = _lock_data_dir(data_dir)
+    sock_path = data_dir / "api.sock"
+    try:
+        tcp_sock = bind_tcp(host, port)
+    except ListenError as exc:
+        lock.close()
+        raise DaemonError(str(exc)) from None
+    try:
+        unix_sock = bind_unix(sock_path)
+    except ListenError as exc:
+        tcp_sock.close()
+        lock.close()
+        raise DaemonError(str(exc)) from None
+    try:
+        await _serve_bound(
+            notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
+            workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
+            claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms, disk_low_bytes,
+            fd_limit,
+        )
+    finally:
+        tcp_sock.close()
+        unix_sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            sock_path.unlink()
+        lock.close()
+
+
+async def _serve_bound(
+    notifier: Notifier, tcp_sock: socket.socket, unix_sock: socket.socket, sock_path: Path,
+    data_dir: Path, store_url: str | None, host: str, allowed_hosts: tuple[str, ...], workers: int,
+    slots: int, node_id: str | None, log_format: str, grace_sec: float, reaper_interval_ms: int,
+    reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
+    ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
+    disk_low_bytes: int | None, fd_limit: int,
+) -> None:  # fmt: skip
     node_id = node_id or socket.gethostname()
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
-    host, port = parse_hostport(http)
-    disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
-    allowed_hosts = parse_http_allow(http_allow)
-    fd_limit = _raise_fd_limit()
+    bound = tcp_sock.getsockname()[1]
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
@@ -232,10 +303,11 @@ async def serve(
         reaper_interval_ms=reaper_interval_ms,
         reserved_high_slots=reserved_high_slots,
         claim_ahead_ms=claim_ahead_ms,
-        **_retention_options(retention, keep_last, retention_interval_ms),
-        api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
+        **retention_opts,
+        api_url=f"unix:{sock_path.resolve()}",
         worker_cmd=_worker_cmd(),
-        address=f"{socket.gethostname()}:{port}",
+        worker_env=cli_for_jobs(sys.argv[0] if sys.argv else "", sys.executable, os.environ.get("PATH", os.defpath)),
+        address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
         **({"disk_low_bytes": disk_low_bytes} if disk_low_bytes is not None else {}),
     )
@@ -252,23 +324,9 @@ async def serve(
     metrics.http_guard = guard
     runner = GuardedAppRunner(app, guard, access_log=None, handle_signals=False, logger=_http_logger(events))
     await runner.setup()
-    sock_path = data_dir / "api.sock"
-    with contextlib.suppress(FileNotFoundError):
-        sock_path.unlink()
-    unix_site = web.UnixSite(runner, str(sock_path))
-    await unix_site.start()
-    os.chmod(sock_path, 0o600)
-    tcp_site = web.TCPSite(runner, host, port)
-    try:
-        await tcp_site.start()
-    except OSError as exc:
-        await node.stop()
-        await runner.cleanup()
-        raise DaemonError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound = tcp_site._server.sockets[0].getsockname()[1] if tcp_site._server else port  # type: ignore[union-attr]
+    await web.SockSite(runner, unix_sock).start()
+    await web.SockSite(runner, tcp_sock).start()
     (data_dir / "http.addr").write_text(f"http://{host}:{bound}\n")
-    if node.cluster is not None:  # what other nodes see in `status` (registered at the next turn)
-        node.cluster.address = f"{socket.gethostname()}:{bound}"
     runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
@@ -304,7 +362,6 @@ async def serve(
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
     events.emit("node.stopped")
-    lock.close()
 
 
 #: how long a thread may hold the GIL while another waits for it (CPython's default is 5 ms).

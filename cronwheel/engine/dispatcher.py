@@ -137,6 +137,20 @@ class Dispatcher:
     def wake(self) -> None:
         self._wake.set()
 
+    async def start_due_before(self, until_ms: int) -> None:
+        """Shutting down: keep dispatching until every execution waiting here for a time up
+        to ``until_ms`` (the ticks claimed ahead) became due and was offered to the workers.
+        Left PENDING, they would run late after a restart, one per claimed-ahead tick, beside
+        the catch-up run the misfire policy plans for the downtime."""
+        while self._accepting and not self._stopping:
+            nxt = self.delayed.next_expiry()
+            if nxt is None or nxt > until_ms:
+                break
+            self._wake.set()
+            await asyncio.sleep(max(0.005, (nxt - self.clock.now_ms()) / 1000))
+        self._wake.set()
+        await asyncio.sleep(0)  # one dispatch turn for what just came due
+
     def stop_accepting(self) -> None:
         """Shutting down: grant nothing more (queued executions stay PENDING in the store)."""
         self._accepting = False
@@ -259,7 +273,7 @@ class Dispatcher:
             for grant in grants:
                 by_worker.setdefault(worker_of[grant.execution_id], []).append(grant)
                 lag = start_at - grant.scheduled_at
-                if grant.attempt == 1:
+                if grant.attempt == 1 and grant.origin.scheduled:  # scheduled lateness only (the SLO)
                     self.lags_ms.append(lag)
                 self.events.emit(
                     "execution.started",
@@ -270,6 +284,7 @@ class Dispatcher:
                     worker=worker_of[grant.execution_id],
                     tenant=grant.tenant,
                     lagMs=lag,
+                    origin=grant.origin.value,
                 )
             granted = {g.execution_id for g in grants}
             self.release(xid for _, xid in assignment if xid not in granted)

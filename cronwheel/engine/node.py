@@ -262,6 +262,8 @@ class Node(TenancyMixin, BeyondCronMixin):
         self.scheduler.stop()
         if self.cluster is not None:
             await self.cluster.leave()
+        # the ticks claimed ahead are this node's promise for the next moments: keep it
+        await self.dispatcher.start_due_before(self.clock.now_ms() + self.config.claim_ahead_ms)
         self.dispatcher.stop_accepting()
         self._claims_open = False  # remote workers' long polls answer at once
         for waiters in self._queue_waiters.values():
@@ -565,7 +567,7 @@ class Node(TenancyMixin, BeyondCronMixin):
                     self.events.emit(
                         "execution.started", jobId=g.job_id, executionId=g.execution_id,
                         leaseEpoch=g.lease_epoch, attempt=g.attempt, worker=worker_id,
-                        tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at,
+                        tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at, origin=g.origin.value,
                     )
                 left = deadline - time.monotonic()
                 if grants or left <= 0 or not self._claims_open:

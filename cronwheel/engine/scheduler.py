@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.ids import N_BUCKETS
+from cronwheel.core.model import ExecOrigin
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
@@ -212,6 +213,11 @@ class Scheduler:
             self.lead.measured(result.jobs_claimed, self.clock.monotonic() - started)
             if result.executions:
                 self.on_claimed(result.executions)
+                for ex in result.executions:
+                    if ex.origin is ExecOrigin.CATCH_UP:
+                        self.events.emit(
+                            "execution.catch_up", jobId=ex.job_id, executionId=ex.execution_id, reason=ex.reason
+                        )
             if result.replaced:
                 self.on_replaced(result.replaced)
             for ex in result.skipped:

@@ -1,5 +1,5 @@
 """What the HTTP API and the CLI may ask of a node. The API layer knows HTTP, the engine
-knows scheduling; this protocol is the seam between them (STYLE.md habit 5).
+knows scheduling; this protocol is the seam between them.
 
 All methods are coroutines run on the daemon's event loop. ``tenant=None`` means admin
 (every tenant); a tenant name scopes every read and write to that tenant, and another

@@ -1,4 +1,4 @@
-"""Structured events: every thing the daemon does has a stable name (STYLE.md habit 4).
+"""Structured events: every thing the daemon does has a stable name.
 
 One JSON object per line on stdout, so journald and any log shipper take them as they are;
 a human-friendly rendering when stdout is a TTY. Events are also counted by name, and the

@@ -4,7 +4,7 @@ registry: two nodes in one process, or a test, never share counters).
 Two sources:
 
 * **Events.** ``NodeMetrics`` subscribes to the node's EventLog, so every counter and
-  histogram moves exactly when the event that operators grep for is logged (STYLE.md habit 4).
+  histogram moves exactly when the event that operators grep for is logged.
   Labels are bounded sets (outcome, reason, via, tier, status, event name): never a job,
   execution or worker id.
 * **State at scrape time.** A collector reads queue depths, running executions, worker slots
@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from cronwheel import __version__
 from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.core.words import counted
 
 if TYPE_CHECKING:
     from cronwheel.engine.node import Node
@@ -121,14 +122,16 @@ class NodeMetrics:
         #: ``header_timeouts``), set by the daemon; None in tests without a server
         self.http_guard: Any = None
         self._started: OrderedDict[str, tuple[int, float]] = OrderedDict()  #: id -> (epoch, t0)
-        #: first attempts' dispatch lag per minute over the last hour (the dashboard's chart)
+        #: scheduled first attempts' dispatch lag per minute over the last hour (the dashboard's chart)
         self.lag_history = LagHistory(minutes=60)
         r = self.registry
         self.lag = Histogram(
             "cronwheel_dispatch_lag_seconds",
-            "Start of an execution's first attempt minus its scheduled time (startedAt - scheduledAt).",
+            "Start of a scheduled execution's first attempt minus its tick (startedAt - scheduledAt);"
+            " catch-up runs, manual triggers, DLQ replays and retries are not counted.",
             buckets=LAG_BUCKETS, registry=r,
         )
+
         self.duration = Histogram(
             "cronwheel_execution_duration_seconds",
             "Wall time of one attempt, from its grant to its result, as the daemon saw it.",
@@ -183,9 +186,12 @@ class NodeMetrics:
 
     def _started_event(self, rec: dict[str, Any]) -> None:
         self.started.inc()
-        if rec.get("attempt") == 1 and isinstance(rec.get("lagMs"), int):
-            self.lag.observe(max(0, rec["lagMs"]) / 1000)
-            self.lag_history.record(rec["lagMs"], self.node.clock.now_ms())
+        lag = rec.get("lagMs")
+        # the SLO is scheduling lateness: retries (attempt > 1), catch-up runs, manual triggers
+        # and DLQ replays start late on purpose or by design, so they are not counted
+        if rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int):
+            self.lag.observe(max(0, lag) / 1000)
+            self.lag_history.record(lag, self.node.clock.now_ms())
         xid = str(rec.get("executionId"))
         self._started.pop(xid, None)
         self._started[xid] = (int(rec.get("leaseEpoch") or 0), time.monotonic())
@@ -307,7 +313,7 @@ class NodeMetrics:
         p99 = self.lag_p99_ms()
         nxt = iso_ms(stats.next_run_at_ms) if stats.next_run_at_ms is not None else "none"
         return (
-            f"{stats.jobs.get('ACTIVE', 0)} active jobs, next run {nxt}, "
+            f"{counted(stats.jobs.get('ACTIVE', 0), 'active job')}, next run {nxt}, "
             f"dispatch lag p99 {'-' if p99 is None else f'{p99} ms'}, {running} running, {queued} queued"
             + (f", {stats.dead} dead-lettered" if stats.dead else "")
         )

@@ -328,7 +328,7 @@ class Store(ABC):
     def claim_due(
         self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
     ) -> ClaimResult:
-        """The atomic claim (DESIGN.md invariant 3), batched: in ONE transaction, for up to
+        """The atomic claim (docs/guarantees.md: one execution per tick), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
         to the following tick by compare-and-set on the old value. A job with no further tick
@@ -575,7 +575,7 @@ class Store(ABC):
         revoked: it comes back still active (``revoked_at`` None), decided atomically with
         any concurrent revocation, so two racing calls cannot leave no admin token."""
 
-    # ---- cluster membership (DESIGN.md "Buckets across nodes")
+    # ---- cluster membership (docs/scaling.md: buckets leased on the store's clock)
     # Whose clock: PostgreSQL uses the DATABASE clock for ``last_seen``, ``lease_until`` and
     # every comparison with them, and ignores ``now_ms``; SQLite (one node) uses ``now_ms``.
     @abstractmethod

@@ -19,6 +19,7 @@ from cronwheel.core import schedule
 from cronwheel.core.calendar import Calendar, Exclusions, calendar_from_json
 from cronwheel.core.ids import execution_id, parse_execution_id
 from cronwheel.core.model import (
+    ExecOrigin,
     ExecStatus,
     Execution,
     Job,
@@ -30,6 +31,7 @@ from cronwheel.core.model import (
     RetryPolicy,
     settled_status,
 )
+from cronwheel.core.planning import ClaimPlan
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome
@@ -43,6 +45,7 @@ EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
 PRIORITY: dict[int, Priority] = {p.value: p for p in Priority}
 JOB_STATUS: dict[str, JobStatus] = {s.value: s for s in JobStatus}
 MISFIRE: dict[str, MisfirePolicy] = {m.value: m for m in MisfirePolicy}
+ORIGIN: dict[str, ExecOrigin] = {o.value: o for o in ExecOrigin}
 OVERLAP: dict[str, OverlapPolicy] = {o.value: o for o in OverlapPolicy}
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -330,6 +333,7 @@ class RowReader:
             active_until=r[23],
             on_success=tuple(self.decode(r[25])) if r[25] is not None else (),
             on_failure=tuple(self.decode(r[26])) if r[26] is not None else (),
+            misfire_grace_sec=r[27],
         )
         spec.set_process(self.decode(r[21]) if r[21] is not None else None)
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
@@ -338,7 +342,8 @@ class RowReader:
     def execution(self, r: Any) -> Execution:
         """The field order of ``Execution``."""
         context = None if r[20] is None else self.decode(r[20])
-        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20], context)
+        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20],
+                         origin=ORIGIN[r[21]], context=context)
 
     def tenant(self, r: Any) -> Tenant:
         return Tenant(
@@ -358,3 +363,23 @@ class RowReader:
     def token(r: Any) -> ApiToken:
         return ApiToken(token_id=r[0], token_hash=r[1], role=Role(r[2]), tenant=r[3], name=r[4],
                         created_at=r[5], revoked_at=r[6])  # fmt: skip
+
+
+def misfire_reason(plan: ClaimPlan) -> str:
+    """The reason of a misfire's SKIPPED row (one wording for both stores)."""
+    assert plan.skipped_first is not None and plan.skipped_last is not None
+    first = schedule.format_instant(plan.skipped_first)
+    if plan.skipped_count == 1:
+        return f"misfire: 1 tick skipped at {first}"
+    bound = "" if plan.skipped_count_exact else "at least "
+    last = schedule.format_instant(plan.skipped_last)
+    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
+
+
+def catch_up_reason(plan: ClaimPlan) -> str:
+    """The reason of a catch-up run: what it stands for."""
+    if plan.skipped_count and len(plan.catch_up) == 1:
+        bound = "" if plan.skipped_count_exact else "at least "
+        ticks = "tick" if plan.skipped_count == 1 else "ticks"
+        return f"catch-up: one run for {bound}{plan.skipped_count} missed {ticks} before it"
+    return "catch-up: a tick missed while no scheduler ran"

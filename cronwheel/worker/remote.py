@@ -3,7 +3,7 @@
     cronwheel worker --url URL --queue NAME [--queue NAME …] --handler module:function
                      [--concurrency N] [--token T] [--worker-id ID] [--grace SEC]
 
-It speaks only the public API, as a worker in any other language would (DESIGN.md "Workers"):
+It speaks only the public API, as a worker in any other language would (docs/remote-workers.md):
 
 * ``POST /v1/workers/claim {workerId, queues, max, waitSec}`` long-polls for up to as many
   executions as it has free slots;

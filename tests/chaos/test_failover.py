@@ -20,8 +20,9 @@ Checked, on the promoted database:
 * no double fire: one execution per (job, tick), and no execution's first attempt ran twice
   (the ledger file the commands append to). A run retried after a lease expiry (its
   completion was lost with the primary) is at-least-once by design, not a double fire;
-* no missed tick, the outage included: the misfire policy is the default ``run_once``, and
-  ticks less than ``MISFIRE_GRACE_MS`` (60 s) late are not misfires but merely late, so every
+* no missed tick, the outage included: the jobs set ``misfireGraceSec`` 60, so ticks less
+  than 60 s late are not misfires but merely late (the default grace of an every-second job
+  is 1 s: its outage ticks would collapse into one catch-up run), so every
   tick that came due while no database could be written is claimed and run once the
   standby is promoted (catch-up), and every every-second job has an execution for every
   second from its first tick to the end of the run;
@@ -175,7 +176,7 @@ def test_the_jobs_database_fails_over_with_nothing_acknowledged_lost_and_no_doub
     names = ("n1", "n2")
     nodes = {n: make_daemon(n, args=("--store", dsn, "--node-id", n, "--bucket-lease-ms", str(LEASE_MS)))
              for n in names}
-    every_second = [nodes["n1"].add_job({"schedule": "* * * * * *", "command": cmd, "name": f"every-{i}", "leaseSec": 3})["jobId"]
+    every_second = [nodes["n1"].add_job({"schedule": "* * * * * *", "command": cmd, "name": f"every-{i}", "leaseSec": 3, "misfireGraceSec": 60})["jobId"]
                     for i in range(N_EVERY_SECOND)]
 
     def owners() -> Counter[str]:

@@ -1,4 +1,4 @@
-"""The seed's failure scenarios, reproduced with real processes and real kills.
+"""The at-least-once failure scenarios, reproduced with real processes and real kills.
 
 Every test ends with the consistency checker (tests/support/checker.py) over the whole
 history: what clients were told, what the store holds, what the fenced ledger applied.

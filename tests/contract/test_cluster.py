@@ -1,4 +1,4 @@
-"""Contract: cluster membership, bucket leases and fenced claims (DESIGN.md invariant 7).
+"""Contract: cluster membership, bucket leases and fenced claims (docs/scaling.md).
 
 Written against ``Store`` only. Whose clock decides differs (PostgreSQL: the database's,
 SQLite: ``now_ms``), so these tests never depend on it: a lease granted with ``ttl_ms=0``

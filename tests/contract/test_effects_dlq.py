@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.store.base import Completion, EffectVerdict, LeaseVerdict, Outcome, Store
 from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
 
@@ -86,6 +86,7 @@ def test_replay_dead_starts_a_fresh_series_and_keeps_the_epoch_growing(store: St
     replayed = store.replay_dead(eid, T0 + HOUR)
     assert replayed is not None
     assert (replayed.status, replayed.attempt, replayed.available_at) == (ExecStatus.PENDING, 0, T0 + HOUR)
+    assert before.origin is ExecOrigin.SCHEDULE and replayed.origin is ExecOrigin.REPLAY
     assert replayed.lease_epoch == before.lease_epoch
     assert replayed.reason is not None and "disk full" in replayed.reason and "replayed" in replayed.reason
     assert replayed.error is None and replayed.finished_at is None and replayed.worker_id is None
@@ -93,7 +94,7 @@ def test_replay_dead_starts_a_fresh_series_and_keeps_the_epoch_growing(store: St
     assert store.list_dead() == []
     assert [e.execution_id for e in store.ready_executions(T0 + HOUR, 10)] == [eid]
     g = start(store, eid, T0 + HOUR)
-    assert (g.attempt, g.lease_epoch) == (1, before.lease_epoch + 1)
+    assert (g.attempt, g.lease_epoch, g.origin) == (1, before.lease_epoch + 1, ExecOrigin.REPLAY)
     # the old epoch stays fenced
     [old] = store.complete_executions([Completion(eid, "w1", before.lease_epoch, Outcome.SUCCEEDED)], T0 + HOUR)
     assert old.verdict is LeaseVerdict.LEASE_LOST

@@ -8,6 +8,7 @@ from cronwheel.core import schedule
 from cronwheel.core.model import (
     MISFIRE_GRACE_MS,
     MISFIRE_RUN_ALL_CAP,
+    ExecOrigin,
     ExecStatus,
     JobStatus,
     MisfirePolicy,
@@ -144,12 +145,34 @@ def test_claim_skips_paused_and_cancelled_jobs(store: Store) -> None:
 
 
 def test_ticks_late_within_the_grace_all_run(store: Store) -> None:
-    nj = new_job(schedule="* * * * * *", misfire=MisfirePolicy.SKIP)  # every second
+    nj = new_job(schedule="* * * * * *", misfire=MisfirePolicy.SKIP, misfire_grace_sec=60)  # every second
     create(store, nj)
+    job = store.get_job(nj.job_id)
+    assert job is not None and job.spec.misfire_grace_sec == 60
     res = claim_all(store, T0 + 30 * SEC)
     assert [e.scheduled_at for e in res.executions] == [T0 + i * SEC for i in range(31)]
+    assert {e.origin for e in res.executions} == {ExecOrigin.SCHEDULE}
     assert res.skipped == []
     assert res.next_runs == [(nj.job_id, T0 + 31 * SEC)]
+
+
+def test_the_default_grace_fits_the_schedule_and_marks_the_catch_up_run(store: Store) -> None:
+    # every second, 8 s without a scheduler, the default run_once and grace: one run, marked
+    # catch-up, standing for the 8 missed ticks (the fixed 60 s grace ran all nine)
+    nj = new_job(schedule="* * * * * *")
+    create(store, nj)
+    now = T0 + 8 * SEC + 300
+    res = claim_all(store, now)
+    [run] = res.executions
+    assert run.scheduled_at == T0 + 8 * SEC and run.origin is ExecOrigin.CATCH_UP
+    assert run.reason == "catch-up: one run for 8 missed ticks before it"
+    [skip] = res.skipped
+    assert skip.scheduled_at == T0 and skip.reason is not None and "8 ticks skipped" in skip.reason
+    stored = store.get_execution(run.execution_id)
+    assert stored is not None and stored.origin is ExecOrigin.CATCH_UP
+    # the next tick is an ordinary one
+    [nxt] = claim_all(store, T0 + 9 * SEC).executions
+    assert nxt.origin is ExecOrigin.SCHEDULE and nxt.reason is None
 
 
 def _missed_setup(store: Store, policy: MisfirePolicy) -> tuple[str, int]:
@@ -211,7 +234,7 @@ def test_misfire_run_all_runs_every_missed_tick_up_to_the_cap(store: Store) -> N
 
 
 def test_misfire_after_a_long_outage_is_bounded(store: Store) -> None:
-    nj = new_job(schedule="* * * * * *", misfire=MisfirePolicy.RUN_ONCE)  # every second
+    nj = new_job(schedule="* * * * * *", misfire=MisfirePolicy.RUN_ONCE, misfire_grace_sec=60)  # every second
     create(store, nj)
     now = T0 + 30 * 24 * HOUR  # a month down
     res = claim_all(store, now)
@@ -323,11 +346,12 @@ def test_trigger_creates_a_pending_execution_now(store: Store) -> None:
     ex = store.trigger_job(nj.job_id, T0 + 123)
     assert ex is not None
     assert (ex.execution_id, ex.status, ex.available_at) == (f"{nj.job_id}:{T0 + 123}", ExecStatus.PENDING, T0 + 123)
-    assert ex.tenant == "acme"
+    assert ex.tenant == "acme" and ex.origin is ExecOrigin.MANUAL  # not scheduled lateness
     assert store.get_execution(ex.execution_id) == ex
     job = store.get_job(nj.job_id)
     assert job is not None and job.next_run_at == T0 + HOUR  # untouched
     assert [e.execution_id for e in store.ready_executions(T0 + 123, 10)] == [ex.execution_id]
+    assert start(store, ex.execution_id, T0 + 500).origin is ExecOrigin.MANUAL
 
 
 def test_trigger_takes_the_next_free_millisecond(store: Store) -> None:

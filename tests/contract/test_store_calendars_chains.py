@@ -13,7 +13,7 @@ import pytest
 from cronwheel.core.calendar import build_calendar
 from cronwheel.core.chains import ChainError
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, Priority
 from cronwheel.store.base import Completion, Outcome, Store
 from tests.contract.conftest import (
     HOUR,
@@ -99,6 +99,8 @@ def test_backfill_twice_gives_one_execution_per_tick(store: Store) -> None:
     history = store.list_executions(jid, 100)
     assert sorted(e.scheduled_at for e in history) == [*ticks, T0 + 5 * HOUR]
     assert store.get_execution(execution_id(jid, T0)).context == {"backfill": True}  # type: ignore[union-attr]
+    # not scheduling lateness: a backfilled tick is late on purpose
+    assert store.get_execution(execution_id(jid, T0)).origin is ExecOrigin.BACKFILL  # type: ignore[union-attr]
     assert store.backfill("nope", ticks, T0) is None
     assert store.backfill(jid, ticks, T0, tenant="other") is None
 
@@ -133,6 +135,7 @@ def test_a_success_triggers_its_child_once_with_the_parent_in_context(store: Sto
     assert kid.execution_id == execution_id(child, T0) and kid.status is ExecStatus.PENDING
     parent_ctx = {"executionId": peid, "jobId": parent, "scheduledAt": "2026-01-01T00:00:00Z", "outcome": "SUCCEEDED"}
     assert kid.context == {"parent": parent_ctx}
+    assert store.get_execution(kid.execution_id).origin is ExecOrigin.CHAIN  # type: ignore[union-attr]
     g = start(store, kid.execution_id, T0 + 2 * SEC)
     assert g.context == {"parent": parent_ctx}
     assert g.payload == {"parent": parent_ctx}

@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "name": None, "tenant": "default", "status": "ACTIVE", "runAt": None, "timezone": "UTC", "payload": None,
     "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 1.0, "maxBackoffSec": 300.0, "multiplier": 2.0, "jitter": 0.2},
     "timeoutSec": 3600.0, "leaseSec": 60.0, "priority": "default", "overlap": "allow", "misfire": "run_once",
-    "jitterSec": 0, "env": {}, "runAs": None, "shell": None, "stdin": None,
+    "jitterSec": 0, "misfireGraceSec": None, "env": {}, "runAs": None, "shell": None, "stdin": None,
     "calendars": [], "activeFrom": None, "activeUntil": None, "onSuccess": [], "onFailure": [],
 }  # fmt: skip
 #: members that differ from job to job whatever the file says
@@ -121,7 +121,7 @@ def test_debian_system_crontabs_import_as_written(make_daemon: Callable[..., Dae
             assert j["nextRunAt"] is not None
         total += len(expected)
         again = daemon.cli("import-crontab", *args, str(path))
-        assert again.returncode == 0 and f"0 job(s) created, {len(expected)} already there" in again.stderr, again.stderr
+        assert again.returncode == 0 and f"0 jobs created, {len(expected)} already there" in again.stderr, again.stderr
     assert len(jobs(daemon)) == total == 11
 
     # the way back: export as a system crontab, import the export: nothing changes
@@ -131,12 +131,12 @@ def test_debian_system_crontabs_import_as_written(make_daemon: Callable[..., Dae
     back = tmp_path / "exported.crontab"
     back.write_text(exported.stdout)
     res = daemon.cli("import-crontab", "--system", str(back))
-    assert res.returncode == 0 and "0 job(s) created, 11 already there" in res.stderr, res.stderr
+    assert res.returncode == 0 and "0 jobs created, 11 already there" in res.stderr, res.stderr
     assert len(jobs(daemon)) == 11
     # and into another daemon it makes the very same jobs
     other = make_daemon("other")
     res = other.cli("import-crontab", "--system", str(back))
-    assert res.returncode == 0 and "11 job(s) created" in res.stderr, res.stderr
+    assert res.returncode == 0 and "11 jobs created" in res.stderr, res.stderr
     assert stable(jobs(other)) == stable(jobs(daemon))
 
 
@@ -203,7 +203,7 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
         "    env: PATH=/home/ann/bin:/usr/local/bin:/usr/bin:/bin", "    env: GREETING=  hello  ", "    env: TZ=America/St_Johns",
     ]  # fmt: skip
     assert f"{src}:10: @reboot is not carried over" in dry.stderr
-    assert "4 job(s) would be imported, 1 line(s) skipped" in dry.stderr
+    assert "4 jobs would be imported, 1 line skipped" in dry.stderr
     assert jobs(daemon) == []
 
     res = daemon.cli("import-crontab", "--json", str(src))
@@ -211,8 +211,8 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
     rows = json.loads(res.stdout)
     assert [(r["line"], "skipped" in r) for r in rows] == [(6, False), (7, False), (9, False), (10, True), (12, False)]
     assert rows[3]["skipped"].startswith("@reboot is not carried over")
-    assert "4 job(s) created, 0 already there, 1 line(s) skipped" in res.stderr
-    assert "1 setting(s) not carried over" in res.stderr
+    assert "4 jobs created, 0 already there, 1 line skipped" in res.stderr
+    assert "1 setting not carried over" in res.stderr
     got = imported(daemon, res)
     assert [{k: v for k, v in j.items() if k not in VOLATILE} for j in got] == USER_JOBS
     # the zone is the line's: 09:30 on a Sunday of January or July in Kolkata is 04:00 UTC
@@ -234,7 +234,7 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
     back = tmp_path / "back.crontab"
     back.write_text(exported.stdout)
     res = daemon.cli("import-crontab", str(back))
-    assert res.returncode == 0 and "0 job(s) created, 4 already there" in res.stderr, res.stderr
+    assert res.returncode == 0 and "0 jobs created, 4 already there" in res.stderr, res.stderr
     other = make_daemon("other")
     res = other.cli("import-crontab", str(back))
     assert res.returncode == 0, res.stderr
@@ -345,7 +345,7 @@ def test_run_as_is_refused_for_unknown_users_and_fails_clearly_when_one_vanishes
     res = daemon.cli("import-crontab", str(src))
     assert res.returncode == 1
     assert f"{src}:2: runAs user {ghost!r} does not exist on this node" in res.stderr
-    assert "2 job(s) created, 0 already there, 1 line(s) skipped" in res.stderr
+    assert "2 jobs created, 0 already there, 1 line skipped" in res.stderr
     assert sorted((j["runAs"] or {}).get("user") for j in jobs(daemon)) == ["nobody", "root"]
 
     # a user deleted after the job was created: a failed attempt that says so

@@ -1,4 +1,9 @@
-"""Every file in examples/ runs as written, against a real daemon."""
+"""Every file in examples/ runs as written, against a real daemon: the commands are read
+from examples/README.md itself and run in bash after ``source .venv/bin/activate`` (what the
+README asks for) from a directory that looks like the checkout (``examples/`` in it) and whose
+``./.cronwheel`` is the daemon's, as under ``make serve``. Only what the text leaves to the
+reader is replaced: its paths (/srv/data), a token it shows as cw_…, the daemon's address
+(a free port here, not 7878: other daemons share this machine)."""
 
 from __future__ import annotations
 
@@ -19,20 +24,54 @@ import pytest
 from aiohttp import web
 
 from tests.support.daemon import REPO, Daemon
+from tests.support.readme import link_checkout, reader_env, run_as_reader, section, shell_lines
 from tests.support.wait import wait_for
 
 EXAMPLES = REPO / "examples"
-#: the daemon's jobs find `cronwheel` (this venv's) on their PATH, as an installed one would be
-PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+README = EXAMPLES / "README.md"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def as_written(heading: str, **replace: str) -> list[str]:
+    """The commands under ``heading`` in examples/README.md, each ``old`` text replaced (and
+    each one required to be there, so that the README cannot drift from this test)."""
+    commands = shell_lines(section(README, heading))
+    text = "\n".join(commands)
+    for old in replace:
+        assert old in text, f"{old!r} is no longer in {heading!r}: update this test"
+    out = []
+    for command in commands:
+        for old, new in replace.items():
+            command = command.replace(old, new)
+        out.append(command)
+    return out
+
+
+def ok(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 0, (res.args, res.stdout, res.stderr)
+    assert "Traceback" not in res.stdout + res.stderr, res.stderr
+    return res.stdout
 
 
 @pytest.fixture
-def d(make_daemon: Callable[..., Daemon]) -> Daemon:
-    return make_daemon(env={"PATH": PATH})
+def checkout(tmp_path: Path) -> Path:
+    where = tmp_path / "checkout"
+    where.mkdir()
+    link_checkout(where, "examples")
+    return where
+
+
+@pytest.fixture
+def d(make_daemon: Callable[..., Daemon], checkout: Path) -> Daemon:
+    # the daemon's own PATH does not have the venv (as under `make serve`, run from a shell
+    # that never activated it): its jobs find `cronwheel` because the daemon adds its own
+    # directory, not because this test put it there
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep) if p != VENV_BIN)
+    return make_daemon("checkout/.cronwheel", env={"PATH": path})
 
 
 def test_examples_readme_indexes_every_example() -> None:
-    index = (EXAMPLES / "README.md").read_text()
+    index = README.read_text()
     for path in EXAMPLES.iterdir():
         if path.name != "README.md" and not path.name.startswith(("__", ".")):  # __pycache__
             assert path.name in index, path.name
@@ -41,21 +80,22 @@ def test_examples_readme_indexes_every_example() -> None:
                 "docs/security.md", "docs/state-machine.md", "examples/"):
         assert doc in readme, doc
         assert (REPO / doc).exists(), doc
+    assert "make serve" in index and "source .venv/bin/activate" in index
 
 
 # ---------------------------------------------------------------- backup-with-fencing.sh
 
 
-def test_backup_with_fencing_uploads_once(d: Daemon, tmp_path: Path) -> None:
+def test_backup_with_fencing_uploads_once(d: Daemon, checkout: Path, tmp_path: Path) -> None:
     src = tmp_path / "data"
     src.mkdir()
     (src / "a.txt").write_text("precious\n")
     dest = tmp_path / "uploads"
     script = EXAMPLES / "backup-with-fencing.sh"
-    job = d.add_job({"schedule": "H 2 * * *", "command": f"{script} {src} {dest}"})
-
-    res = d.cli("run", job["jobId"], "--wait", timeout=120)
-    assert res.returncode == 0, (res.stdout, res.stderr, d.log_tail())
+    for command in as_written("## backup-with-fencing.sh", **{"/srv/data": str(src), "/mnt/backups": str(dest)}):
+        ok(run_as_reader(command, checkout))
+    job = d.get("/v1/jobs").json()["jobs"][0]
+    assert job["name"] == "nightly-backup"
     [ex] = [e for e in d.executions(job["jobId"]) if e["status"] == "SUCCEEDED"]
     archives = sorted(dest.glob("backup-*.tar.gz"))
     assert len(archives) == 1 and not list(dest.glob(".*partial"))
@@ -63,13 +103,11 @@ def test_backup_with_fencing_uploads_once(d: Daemon, tmp_path: Path) -> None:
         assert "data/a.txt" in tar.getnames()
     before = archives[0].stat()
 
-    # the same execution again (a redelivery, as a retried attempt would see it): duplicate
-    env = {
-        "PATH": PATH, "CRONWHEEL_URL": d.url, "CRONWHEEL_TOKEN": d.admin_token,
-        "CRONWHEEL_EXECUTION_ID": ex["executionId"], "CRONWHEEL_LEASE_EPOCH": str(ex["leaseEpoch"]),
-        "CRONWHEEL_SCHEDULED_AT": ex["scheduledAt"],
-    }
-    again = subprocess.run([str(script), str(src), str(dest)], env=env, capture_output=True, text=True, timeout=60)
+    # the same execution again by hand, as the script's header says (a redelivery, as a
+    # retried attempt would see it): duplicate
+    by_hand = (f"CRONWHEEL_URL={d.url} CRONWHEEL_TOKEN={d.admin_token} CRONWHEEL_EXECUTION_ID={ex['executionId']} "
+               f"CRONWHEEL_LEASE_EPOCH={ex['leaseEpoch']} CRONWHEEL_SCHEDULED_AT={ex['scheduledAt']}")  # fmt: skip
+    again = run_as_reader(f"{by_hand} {script} {src} {dest}", checkout)
     assert again.returncode == 0, again.stderr
     assert "duplicate" in again.stderr and "not uploading it again" in again.stdout
     after = sorted(dest.glob("backup-*.tar.gz"))
@@ -78,11 +116,11 @@ def test_backup_with_fencing_uploads_once(d: Daemon, tmp_path: Path) -> None:
 
     # a zombie attempt (stale lease epoch) of an execution that is over uploads nothing: its
     # effect is a duplicate, or, for an effect nobody recorded yet, it is fenced (exit 4)
-    zombie = {**env, "CRONWHEEL_LEASE_EPOCH": "0"}
-    stale = subprocess.run([str(script), str(src), str(dest)], env=zombie, capture_output=True, text=True, timeout=60)
+    zombie = by_hand.replace(f"CRONWHEEL_LEASE_EPOCH={ex['leaseEpoch']}", "CRONWHEEL_LEASE_EPOCH=0")
+    stale = run_as_reader(f"{zombie} {script} {src} {dest}", checkout)
     assert stale.returncode == 0 and "duplicate" in stale.stderr, (stale.stdout, stale.stderr)
-    zombie["CRONWHEEL_SCHEDULED_AT"] = "2000-01-01T02:00:00.000Z"
-    fenced = subprocess.run([str(script), str(src), str(dest)], env=zombie, capture_output=True, text=True, timeout=60)
+    zombie = zombie.replace(f"CRONWHEEL_SCHEDULED_AT={ex['scheduledAt']}", "CRONWHEEL_SCHEDULED_AT=2000-01-01T02:00:00.000Z")
+    fenced = run_as_reader(f"{zombie} {script} {src} {dest}", checkout)
     assert fenced.returncode == 4 and "fenced" in fenced.stderr, (fenced.stdout, fenced.stderr)
     assert sorted(dest.glob("backup-*.tar.gz")) == archives and not list(dest.glob(".*partial"))
     assert (archives[0].stat().st_ino, archives[0].stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
@@ -133,11 +171,18 @@ def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         thread.join(10)
 
 
-def test_http_target_example(d: Daemon, receiver: tuple[str, list[dict[str, Any]]]) -> None:
+def test_http_target_example(d: Daemon, checkout: Path, receiver: tuple[str, list[dict[str, Any]]]) -> None:
     base, got = receiver
+    # "Edit the URL, then submit it": the reader's copy of the file, with their endpoint
     body = json.loads((EXAMPLES / "http-target.json").read_text())
+    assert body["http"]["url"].startswith("http://127.0.0.1:8080/")
     body["http"]["url"] = body["http"]["url"].replace("http://127.0.0.1:8080", base)
-    job = d.add_job(body)
+    edited = checkout / "mine"
+    (edited / "examples").mkdir(parents=True)
+    (edited / "examples" / "http-target.json").write_text(json.dumps(body))
+    (edited / ".cronwheel").symlink_to(d.data_dir)  # the reader's ./.cronwheel/admin-token
+    script = "\n".join(as_written("## http-target.json", **{"localhost:7878": d.url}))  # one shell: $TOKEN
+    job = json.loads(ok(run_as_reader(script, edited)))
     res = d.cli("run", job["jobId"], "--wait", "--json", timeout=120)
     assert res.returncode == 0, (res.stdout, res.stderr)
     ex = json.loads(res.stdout)
@@ -148,19 +193,16 @@ def test_http_target_example(d: Daemon, receiver: tuple[str, list[dict[str, Any]
     assert req["headers"]["Idempotency-Key"] == ex["executionId"]
     assert req["headers"]["Cronwheel-Lease-Epoch"] == str(ex["leaseEpoch"]) == "1"
     assert req["headers"]["X-Source"] == "cronwheel"
-    readme = (EXAMPLES / "README.md").read_text()
-    assert "http-target.json" in readme and "-d @examples/http-target.json" in readme
 
 
 # ---------------------------------------------------------------- tenant-setup.sh
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_tenant_setup_script(d: Daemon) -> None:
-    env = {"PATH": PATH, "CRONWHEEL_URL": d.url, "CRONWHEEL_ADMIN_TOKEN": d.admin_token}
-    res = subprocess.run([str(EXAMPLES / "tenant-setup.sh"), "globex"], env=env, capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, (res.stdout, res.stderr)
-    job_id = res.stdout.strip().splitlines()[-1]
+def test_tenant_setup_script(d: Daemon, checkout: Path) -> None:
+    [command] = as_written("## tenant-setup.sh", **{"http://127.0.0.1:7878": d.url, " acme": " globex"})
+    res = run_as_reader(command, checkout)
+    job_id = ok(res).strip().splitlines()[-1]
     listing = json.loads(res.stdout.strip().splitlines()[-2])
     assert [j["jobId"] for j in listing["jobs"]] == [job_id]
     job = d.get(f"/v1/jobs/{job_id}").json()
@@ -170,14 +212,36 @@ def test_tenant_setup_script(d: Daemon) -> None:
     assert "tenant token (shown once): " in res.stderr
 
 
-def test_remote_worker_example_runs_a_queue_job(d: Daemon, tmp_path: Path) -> None:
+# ---------------------------------------------------------------- fenced_ledger.py
+
+
+def test_fenced_ledger_example(d: Daemon, checkout: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    add, run, dump = as_written("## fenced_ledger.py", **{"/var/lib/ledger.db": str(ledger)})
+    ok(run_as_reader(add, checkout))
+    ok(run_as_reader(run, checkout))
+    [ex] = [e for e in d.executions(d.get("/v1/jobs").json()["jobs"][0]["jobId"]) if e["status"] == "SUCCEEDED"]
+    applied = json.loads(ok(run_as_reader(dump, checkout)))
+    assert ex["executionId"] in json.dumps(applied)
+
+
+# ---------------------------------------------------------------- remote_worker.py
+
+
+def test_remote_worker_example_runs_a_queue_job(d: Daemon, checkout: Path, tmp_path: Path) -> None:
     job = d.add_job({"runAt": "2000-01-01T00:00:00Z", "queue": "thumbnails", "payload": {"image": "cat.png"}})
-    env = {**os.environ, "PATH": PATH, "PYTHONPATH": str(REPO), "CRONWHEEL_TOKEN": d.admin_token,
-           "REMOTE_EXAMPLE_OUT": str(tmp_path / "out")}
+    create, start = as_written("## `remote_worker.py` — a remote Python worker for queue targets",
+                               **{"http://scheduler:7878": d.url})  # fmt: skip
+    token = ok(run_as_reader(create, checkout)).split()[-1]
+    assert token.startswith("cw_") and "CRONWHEEL_TOKEN=cw_…" in start
+    start = start.replace("CRONWHEEL_TOKEN=cw_…", f"CRONWHEEL_TOKEN={token}")
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:
-        worker = subprocess.Popen([sys.executable, str(EXAMPLES / "remote_worker.py"), d.url, "thumbnails"], env=env,
-                                  stdout=out, stderr=subprocess.STDOUT)
+        # the handler writes under REMOTE_EXAMPLE_OUT (default /tmp/cronwheel-thumbnails): one per
+        # test; `exec env` so that the worker itself gets the stop signal
+        worker = subprocess.Popen(["bash", "-c", f"source {VENV_BIN}/activate && exec env {start}"], cwd=checkout,
+                                  env={**reader_env(), "REMOTE_EXAMPLE_OUT": str(tmp_path / "out")},
+                                  stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
     try:
         done = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["status"] == "SUCCEEDED"), None),
                         timeout=30, what="the remote worker to run the queue job")
@@ -189,19 +253,19 @@ def test_remote_worker_example_runs_a_queue_job(d: Daemon, tmp_path: Path) -> No
         assert worker.wait(30) == 0, log.read_text()
 
 
+# ---------------------------------------------------------------- cluster-3-nodes.sh
+
+
 @pytest.mark.postgres
-def test_three_node_cluster_example_shares_the_buckets(postgres_dsn: str, tmp_path: Path) -> None:
-    base = tmp_path / "cluster"
-    env = {**os.environ, "PATH": PATH, "PYTHONPATH": str(REPO), "PORT_BASE": "0",
-           "CRONWHEEL": f"{sys.executable} -m cronwheel"}
-    res = subprocess.run([str(EXAMPLES / "cluster-3-nodes.sh"), postgres_dsn, str(base)], env=env,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
+def test_three_node_cluster_example_shares_the_buckets(postgres_dsn: str, checkout: Path) -> None:
+    start, status, kill_one, stop = as_written("## `cluster-3-nodes.sh` — three nodes on one PostgreSQL",
+                                               **{"postgresql://localhost/cronwheel": postgres_dsn})  # fmt: skip
+    ok(run_as_reader(start, checkout))
+    base = checkout / "cluster"
     pids = [int((base / f"node{i}.pid").read_text()) for i in (1, 2, 3)]
     try:
         def cluster() -> dict[str, Any] | None:
-            out = subprocess.run([sys.executable, "-m", "cronwheel", "--data-dir", str(base / "node1"), "status", "--json"],
-                                 env=env, capture_output=True, text=True, timeout=30)
+            out = run_as_reader(status.replace("status", "status --json", 1), checkout)
             if out.returncode != 0:
                 return None
             info = json.loads(out.stdout).get("cluster") or {}
@@ -210,6 +274,9 @@ def test_three_node_cluster_example_shares_the_buckets(postgres_dsn: str, tmp_pa
 
         info = wait_for(cluster, timeout=60, what="three nodes sharing the 64 buckets")
         assert sorted(info["buckets"]) == ["node1", "node2", "node3"]
+        ok(run_as_reader(kill_one, checkout))
+        wait_for(lambda: not _alive(pids[1]), timeout=20, what="node2 to die")
+        ok(run_as_reader(stop.replace("node*", "node[13]"), checkout))  # node2's pid is gone already
     finally:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):

@@ -90,7 +90,9 @@ def test_metrics_move_with_real_work(make_daemon: Callable[..., Daemon], tmp_pat
     after = wait_for(moved, 20, what="the store-backed gauges to catch up")
     started = value(after, "cronwheel_executions_started_total")
     assert started >= 6  # ok, dead x2, overlap >= 1, stuck x2
-    assert value(after, "cronwheel_dispatch_lag_seconds_count") >= 4
+    # dispatch lag: the every-second job's ticks only; the one-offs of the year 2000 are
+    # catch-up runs, not scheduling lateness
+    assert value(after, "cronwheel_dispatch_lag_seconds_count") >= 1
     assert value(after, "cronwheel_dispatch_lag_seconds_bucket", le="+Inf") == value(after, "cronwheel_dispatch_lag_seconds_count")
     assert value(after, "cronwheel_executions_finished_total", outcome="succeeded") >= 2
     assert value(after, "cronwheel_executions_finished_total", outcome="failed") >= 2

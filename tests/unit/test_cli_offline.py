@@ -161,6 +161,20 @@ def test_default_url_is_the_socket_in_the_data_dir(tmp_path: Path) -> None:
     assert f"unix:{tmp_path / 'state' / 'api.sock'}" in r.stderr
 
 
+def test_no_daemon_names_every_way_to_find_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # run from a directory that has no ./.cronwheel: the hint names the data directory it
+    # looked in and both ways to point elsewhere
+    monkeypatch.chdir(tmp_path)
+    r = invoke("ls")
+    assert r.exit_code == EX_UNAVAILABLE
+    assert f"No daemon runs with the data directory {tmp_path / '.cronwheel'}" in r.stderr
+    for way in ("--data-dir", "CRONWHEEL_DATA_DIR", "--url", "CRONWHEEL_URL", "cronwheel serve"):
+        assert way in r.stderr, way
+    # an explicit URL: no data-directory sentence, still every way
+    r = invoke("ls", url=f"unix:{tmp_path / 'elsewhere.sock'}")
+    assert "No daemon runs with the data directory" not in r.stderr and "--data-dir" in r.stderr
+
+
 def test_default_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CRONWHEEL_DATA_DIR", raising=False)
     monkeypatch.delenv("STATE_DIRECTORY", raising=False)

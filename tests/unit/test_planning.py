@@ -17,6 +17,7 @@ YEAR = 365 * DAY
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a whole minute
 
 RUN_ONCE, SKIP, RUN_ALL = MisfirePolicy.RUN_ONCE, MisfirePolicy.SKIP, MisfirePolicy.RUN_ALL
+G = MISFIRE_GRACE_MS  #: an explicit misfireGraceSec of 60 s (the default is shorter when ticks are closer)
 
 
 class Every:
@@ -52,11 +53,50 @@ def test_on_time_tick_runs_and_advances(policy: MisfirePolicy) -> None:
 
 @pytest.mark.parametrize("policy", list(MisfirePolicy))
 def test_late_ticks_within_the_grace_always_run(policy: MisfirePolicy) -> None:
-    # every second, 30 s late: 31 recent ticks, none missed whatever the policy
-    plan = plan_claim(Every(SEC), T0, T0 + 30 * SEC, policy)
+    # every second, 30 s late, an explicit 60 s grace: 31 recent ticks, none missed
+    plan = plan_claim(Every(SEC), T0, T0 + 30 * SEC, policy, grace_ms=G)
     assert plan.run == [T0 + i * SEC for i in range(31)]
-    assert plan.skipped_count == 0
+    assert plan.skipped_count == 0 and plan.catch_up == ()
     assert plan.next_run_at == T0 + 31 * SEC
+
+
+@pytest.mark.parametrize("policy", list(MisfirePolicy))
+def test_the_default_grace_ends_when_the_next_tick_comes_due(policy: MisfirePolicy) -> None:
+    # every second, 8 s down: by default only the latest due tick is merely late; the 8
+    # before it are missed and follow the policy (the 60 s grace used to run all nine)
+    now = T0 + 8 * SEC + 300
+    plan = plan_claim(Every(SEC), T0, now, policy)
+    missed = [T0 + i * SEC for i in range(8)]
+    if policy is RUN_ALL:
+        assert plan == ClaimPlan([*missed, T0 + 8 * SEC], 0, None, None, T0 + 9 * SEC, True, tuple(missed))
+    elif policy is RUN_ONCE:  # exactly one run, standing for the eight missed ticks
+        assert plan == ClaimPlan([T0 + 8 * SEC], 8, T0, T0 + 7 * SEC, T0 + 9 * SEC, True, (T0 + 8 * SEC,))
+    else:
+        assert plan == ClaimPlan([T0 + 8 * SEC], 8, T0, T0 + 7 * SEC, T0 + 9 * SEC)
+
+
+def test_the_default_grace_is_at_most_60_seconds() -> None:
+    # hourly job: its next tick is far away, so the grace is capped at 60 s
+    assert plan_claim(Every(HOUR), T0, T0 + 60 * SEC, SKIP).run == [T0]
+    assert plan_claim(Every(HOUR), T0, T0 + 61 * SEC, SKIP).run == []
+    # every 10 s: 10 s
+    assert plan_claim(Every(10 * SEC), T0, T0 + 9 * SEC, SKIP).run == [T0]
+    assert plan_claim(Every(10 * SEC), T0, T0 + 10 * SEC, SKIP).run == [T0 + 10 * SEC]
+
+
+def test_an_explicit_grace_overrides_the_default() -> None:
+    plan = plan_claim(Every(HOUR), T0, T0 + 10 * MIN, SKIP, grace_ms=15 * MIN)
+    assert plan.run == [T0] and plan.skipped_count == 0
+    plan = plan_claim(Every(SEC), T0, T0 + 3 * SEC, SKIP, grace_ms=0)
+    assert plan.run == [T0 + 3 * SEC] and plan.skipped_count == 3
+
+
+def test_ticks_claimed_ahead_are_not_late() -> None:
+    # every second, claimed 2 s ahead: the ticks after now are not misses of the default grace
+    plan = plan_claim(Every(SEC), T0, T0, RUN_ONCE, until_ms=T0 + 2 * SEC)
+    assert plan == ClaimPlan([T0, T0 + SEC, T0 + 2 * SEC], 0, None, None, T0 + 3 * SEC)
+    plan = plan_claim(Every(SEC), T0 + SEC, T0 + 500, SKIP, until_ms=T0 + 2 * SEC + 500)
+    assert plan.run == [T0 + SEC, T0 + 2 * SEC] and plan.skipped_count == 0
 
 
 def test_the_grace_boundary_is_inclusive() -> None:
@@ -69,22 +109,23 @@ def test_the_grace_boundary_is_inclusive() -> None:
 def test_worked_example_from_the_module_docstring() -> None:
     now = T0 + 5 * MIN + 30 * SEC  # 10:05:30 with T0 = 10:00
     missed = [T0 + i * MIN for i in range(5)]
-    for policy in (RUN_ONCE, SKIP):
-        plan = plan_claim(Every(MIN), T0, now, policy)
-        assert plan == ClaimPlan([T0 + 5 * MIN], 5, missed[0], missed[-1], T0 + 6 * MIN)
+    plan = plan_claim(Every(MIN), T0, now, SKIP)
+    assert plan == ClaimPlan([T0 + 5 * MIN], 5, missed[0], missed[-1], T0 + 6 * MIN)
+    plan = plan_claim(Every(MIN), T0, now, RUN_ONCE)
+    assert plan == ClaimPlan([T0 + 5 * MIN], 5, missed[0], missed[-1], T0 + 6 * MIN, True, (T0 + 5 * MIN,))
     plan = plan_claim(Every(MIN), T0, now, RUN_ALL)
-    assert plan == ClaimPlan([*missed, T0 + 5 * MIN], 0, None, None, T0 + 6 * MIN)
+    assert plan == ClaimPlan([*missed, T0 + 5 * MIN], 0, None, None, T0 + 6 * MIN, True, tuple(missed))
 
 
 def test_run_once_runs_the_latest_missed_tick_when_no_recent_one() -> None:
     now = T0 + 5 * HOUR + 30 * MIN  # hourly job, 5 ticks missed (T0 .. T0+5h), none recent
     plan = plan_claim(Every(HOUR), T0, now, RUN_ONCE)
-    assert plan == ClaimPlan([T0 + 5 * HOUR], 5, T0, T0 + 4 * HOUR, T0 + 6 * HOUR)
+    assert plan == ClaimPlan([T0 + 5 * HOUR], 5, T0, T0 + 4 * HOUR, T0 + 6 * HOUR, True, (T0 + 5 * HOUR,))
 
 
 def test_run_once_with_a_single_missed_tick_runs_it() -> None:
     plan = plan_claim(Every(HOUR), T0, T0 + 30 * MIN, RUN_ONCE)
-    assert plan == ClaimPlan([T0], 0, None, None, T0 + HOUR)
+    assert plan == ClaimPlan([T0], 0, None, None, T0 + HOUR, True, (T0,))
 
 
 def test_skip_skips_every_missed_tick() -> None:
@@ -110,7 +151,7 @@ def test_run_all_runs_missed_ticks_up_to_the_cap_then_skips() -> None:
 def test_recent_ticks_beyond_the_cap_stay_due_instead_of_being_skipped() -> None:
     period = 100  # 600 ticks inside the grace window
     now = T0 + 59 * SEC
-    plan = plan_claim(Every(period), T0, now, SKIP)
+    plan = plan_claim(Every(period), T0, now, SKIP, grace_ms=G)
     assert len(plan.run) == MISFIRE_RUN_ALL_CAP and plan.skipped_count == 0
     assert plan.next_run_at == T0 + MISFIRE_RUN_ALL_CAP * period <= now
 
@@ -121,7 +162,7 @@ def test_a_year_down_on_an_every_second_schedule_costs_bounded_evaluations() -> 
     recent = [recent_first + i * SEC for i in range(61)]  # the grace window, both ends included
     for policy in MisfirePolicy:
         fake = Every(SEC)
-        plan = plan_claim(fake, T0, now, policy)
+        plan = plan_claim(fake, T0, now, policy, grace_ms=G)
         assert fake.calls <= MISSED_SCAN_LIMIT + 2 * MISFIRE_RUN_ALL_CAP + 64, policy
         assert not plan.skipped_count_exact
         assert 0 < plan.skipped_count < YEAR // SEC  # a lower bound
@@ -131,10 +172,12 @@ def test_a_year_down_on_an_every_second_schedule_costs_bounded_evaluations() -> 
             assert plan.run == [T0 + i * SEC for i in range(MISFIRE_RUN_ALL_CAP)]
             assert plan.skipped_first == T0 + MISFIRE_RUN_ALL_CAP * SEC
             assert plan.next_run_at == recent_first
-            follow_up = plan_claim(Every(SEC), recent_first, now, policy)
+            assert plan.catch_up == tuple(plan.run)
+            follow_up = plan_claim(Every(SEC), recent_first, now, policy, grace_ms=G)
             assert follow_up == ClaimPlan(recent, 0, None, None, now + SEC)
         else:
             assert plan.run == recent
+            assert plan.catch_up == ((recent[0],) if policy is RUN_ONCE else ())
             assert plan.skipped_first == T0
             assert plan.next_run_at == now + SEC
 
@@ -162,7 +205,7 @@ def test_skip_count_is_exact_when_the_scan_limit_is_not_reached() -> None:
 def test_skip_count_exact_when_the_jump_lands_on_the_last_missed_tick() -> None:
     n = MISSED_SCAN_LIMIT + 1  # missed ticks: exactly one past the scan limit
     now = T0 + (n + 1) * MIN
-    plan = plan_claim(Every(MIN), T0, now, SKIP)
+    plan = plan_claim(Every(MIN), T0, now, SKIP, grace_ms=G)
     assert plan.skipped_count == n and plan.skipped_count_exact
     assert plan.skipped_last == T0 + (n - 1) * MIN
     assert plan.run == [now - MIN, now]
@@ -171,8 +214,8 @@ def test_skip_count_exact_when_the_jump_lands_on_the_last_missed_tick() -> None:
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
-        (RUN_ONCE, ClaimPlan([T0], 0, None, None, None)),
-        (RUN_ALL, ClaimPlan([T0], 0, None, None, None)),
+        (RUN_ONCE, ClaimPlan([T0], 0, None, None, None, True, (T0,))),
+        (RUN_ALL, ClaimPlan([T0], 0, None, None, None, True, (T0,))),
         (SKIP, ClaimPlan([], 1, T0, T0, None)),
     ],
 )
@@ -190,20 +233,23 @@ def test_a_schedule_that_ends_during_the_outage() -> None:
     plan = plan_claim(fake, T0, T0 + HOUR, SKIP)
     assert plan == ClaimPlan([], 4, T0, T0 + 3 * MIN, None)
     plan = plan_claim(Every(MIN, until=T0 + 3 * MIN), T0, T0 + HOUR, RUN_ONCE)
-    assert plan == ClaimPlan([T0 + 3 * MIN], 3, T0, T0 + 2 * MIN, None)
+    assert plan == ClaimPlan([T0 + 3 * MIN], 3, T0, T0 + 2 * MIN, None, True, (T0 + 3 * MIN,))
 
 
 @pytest.mark.parametrize("period", [SEC, 7 * SEC, MIN, 13 * MIN, HOUR])
 @pytest.mark.parametrize("down_for", [0, 59 * SEC, 61 * SEC, 10 * MIN, 3 * HOUR, 2 * DAY])
 @pytest.mark.parametrize("policy", list(MisfirePolicy))
-def test_against_brute_force(period: int, down_for: int, policy: MisfirePolicy) -> None:
+@pytest.mark.parametrize("grace", [None, G, 5 * SEC])
+def test_against_brute_force(period: int, down_for: int, policy: MisfirePolicy, grace: int | None) -> None:
     """Whenever the scan limit is not hit, the plan equals the obvious enumeration."""
     now = T0 + down_for + 17
     ticks = list(range(T0, now + 1, period))
-    horizon = now - MISFIRE_GRACE_MS
-    missed = [t for t in ticks if t < horizon]
-    recent = [t for t in ticks if t >= horizon]
-    plan = plan_claim(Every(period), T0, now, policy)
+    if grace is None:  # the default: until the next tick comes due, at most 60 s
+        missed = [t for t in ticks if t < now - G or t + period <= now]
+    else:
+        missed = [t for t in ticks if t < now - grace]
+    recent = ticks[len(missed):]  # missed ticks are a prefix
+    plan = plan_claim(Every(period), T0, now, policy, grace_ms=grace)
     planned_until = plan.run[-1] if plan.run else None
     # invariants that hold always
     assert plan.run == sorted(plan.run) and len(plan.run) <= MISFIRE_RUN_ALL_CAP
@@ -214,12 +260,14 @@ def test_against_brute_force(period: int, down_for: int, policy: MisfirePolicy) 
     if len(missed) > MISSED_SCAN_LIMIT or len(ticks) > MISFIRE_RUN_ALL_CAP:
         return
     if policy is RUN_ALL:
-        expected_run, expected_skipped = ticks, []
+        expected_run, expected_skipped, catch_up = ticks, [], missed
     elif policy is SKIP or recent:
         expected_run, expected_skipped = recent, missed
+        catch_up = recent[:1] if policy is RUN_ONCE and missed else []
     else:
-        expected_run, expected_skipped = missed[-1:], missed[:-1]
+        expected_run, expected_skipped, catch_up = missed[-1:], missed[:-1], missed[-1:]
     assert plan.run == expected_run
+    assert plan.catch_up == tuple(catch_up)
     assert plan.skipped_count == len(expected_skipped)
     assert plan.skipped_first == (expected_skipped[0] if expected_skipped else None)
     assert plan.skipped_last == (expected_skipped[-1] if expected_skipped else None)

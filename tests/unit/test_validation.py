@@ -58,7 +58,7 @@ GOOD: list[tuple[dict[str, Any], dict[str, Any]]] = [
      {"target": {"http": {"url": "http://10.0.0.1:8080/x", "method": "GET", "headers": {}}}}),
     ({"schedule": "@daily", "python": "myapp.tasks:cleanup"}, {"target": {"python": "myapp.tasks:cleanup"}}),
     ({"schedule": "@daily", "queue": "reports.eu-1"}, {"target": {"queue": "reports.eu-1"}}),
-    # the seed's body names no target: its executions wait in queue "default" for remote workers
+    # the minimal body names no target: its executions wait in queue "default" for remote workers
     ({"schedule": "@daily"}, {"target": {"queue": "default"}}),
     ({"schedule": "@daily", "payload": {"a": 1}, "retryPolicy": {"maxAttempts": 2}, "timeoutSec": 30},
      {"target": {"queue": "default"}, "timeout_sec": 30}),

@@ -1,4 +1,4 @@
-"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the PostgreSQL store.
+"""The batched atomic claim (one execution per tick, by compare-and-set) for the PostgreSQL store.
 
 Runs inside the caller's transaction, in five statements whatever the batch size:
 
@@ -28,11 +28,19 @@ import psycopg
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import ExecStatus, Execution
-from cronwheel.core.planning import ClaimPlan, plan_claim
+from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
+from cronwheel.core.planning import plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
-from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook
+from cronwheel.store.common import (
+    EXEC_STATUS,
+    MISFIRE,
+    ORIGIN,
+    PRIORITY,
+    CalendarBook,
+    catch_up_reason,
+    misfire_reason,
+)
 from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import parsed
@@ -42,22 +50,13 @@ _SKIPPED = "SKIPPED"
 #: the columns of ``INSERT_EXECUTIONS``, in the order of the tuples built below
 _EXEC_FIELDS = ("execution_id", "job_id", "tenant", "priority", "scheduled_at", "status",
                 "available_at", "created_at", "finished_at", "reason", "max_attempts",
-                "overlap_guard")  # fmt: skip
+                "overlap_guard", "origin")  # fmt: skip
+_SCHEDULED = ExecOrigin.SCHEDULE.value
+_CATCH_UP = ExecOrigin.CATCH_UP.value
 
 
 def _never(_after: int) -> int | None:
     return None
-
-
-def misfire_reason(plan: ClaimPlan) -> str:
-    """The reason of a misfire's SKIPPED row (the same words as the SQLite store's)."""
-    assert plan.skipped_first is not None and plan.skipped_last is not None
-    first = schedule.format_instant(plan.skipped_first)
-    if plan.skipped_count == 1:
-        return f"misfire: 1 tick skipped at {first}"
-    bound = "" if plan.skipped_count_exact else "at least "
-    last = schedule.format_instant(plan.skipped_last)
-    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
 
 
 def columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
@@ -114,7 +113,7 @@ def claim(
         ).fetchall(),
         parsed,
     )
-    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, active_until in rows:
+    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, active_until, grace in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
@@ -124,14 +123,15 @@ def claim(
         if active_until is not None:
             next_tick = bounded(next_tick, None, active_until)
         try:
-            plan_at = until if overlap == "allow" else now_ms
-            plan = plan_claim(next_tick, due_at, plan_at, MISFIRE[misfire])
+            plan_until = until if overlap == "allow" else now_ms
+            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000,
+                              plan_until)  # fmt: skip
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken_ids.append(job_id)
             broken_old.append(due_at)
             per_job[job_id] = [(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
                                 due_at, now_ms, now_ms, f"schedule error, job paused: {exc}",
-                                max_att, False)]  # fmt: skip
+                                max_att, False, _SCHEDULED)]  # fmt: skip
             continue
         advance_ids.append(job_id)
         advance_new.append(plan.next_run_at)
@@ -155,14 +155,15 @@ def claim(
             first = plan.skipped_first
             assert first is not None
             execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
-                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard))  # fmt: skip
+                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard, _SCHEDULED))  # fmt: skip
         for tick in run:
             avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
             execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
-                          avail, now_ms, None, None, max_att, guard))  # fmt: skip
+                          avail, now_ms, None, catch_up_reason(plan) if plan.is_catch_up(tick) else None,
+                          max_att, guard, _CATCH_UP if plan.is_catch_up(tick) else _SCHEDULED))  # fmt: skip
         for tick, reason in skipped_run:
             execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
-                          tick, now_ms, now_ms, reason, max_att, guard))  # fmt: skip
+                          tick, now_ms, now_ms, reason, max_att, guard, _SCHEDULED))  # fmt: skip
         per_job[job_id] = execs
 
     # Compare-and-set first: only jobs whose next_run_at we moved get executions.
@@ -201,10 +202,10 @@ def claim(
         if queued:
             conn.execute(q.SET_EXECUTIONS_QUEUE, {"ids": [x for x, _ in queued], "queues": [n for _, n in queued]})
     for row in inserts:
-        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
+        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _, origin = row
         if eid not in inserted:
             continue  # that tick already had its execution
         ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
                        None, avail, created, None, finished, None, None, None, reason, max_att,
-                       queues.get(job_id) if queues else None)  # fmt: skip
+                       queues.get(job_id) if queues else None, origin=ORIGIN[origin])  # fmt: skip
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)

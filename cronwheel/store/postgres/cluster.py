@@ -1,4 +1,4 @@
-"""Cluster membership and bucket leases (DESIGN.md "Buckets across nodes", invariant 7) for
+"""Cluster membership and fenced bucket leases (docs/scaling.md) for
 the PostgreSQL store. Every time here is the DATABASE clock (``DB_NOW_MS``), read once per
 transaction, so that nodes with skewed clocks still agree on who holds what."""
 

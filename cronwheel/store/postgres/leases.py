@@ -1,4 +1,4 @@
-"""Hand-outs and fenced writes on running executions (DESIGN.md invariant 4), for PostgreSQL.
+"""Hand-outs and fenced writes on running executions (leaseEpoch fencing), for PostgreSQL.
 
 Each runs inside the caller's transaction. A heartbeat or completion applies only if the
 execution is RUNNING at exactly the lease_epoch the caller names (the condition is in the
@@ -24,7 +24,13 @@ from cronwheel.store.base import (
     StartRequest,
     StoreError,
 )
-from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json, settlements
+from cronwheel.store.common import (
+    ORIGIN,
+    PRIORITY,
+    decide_completions,
+    retry_from_json,
+    settlements,
+)
 from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import text
@@ -57,7 +63,8 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
-                            target, payload_with_context(payload, context), r[8], process, context))  # fmt: skip
+                            target, payload_with_context(payload, context), r[8], origin=ORIGIN[r[9]],
+                            process=process, context=context))  # fmt: skip
     return grants
 
 

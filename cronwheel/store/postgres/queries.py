@@ -22,7 +22,7 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure
+    d.on_success, d.on_failure, j.misfire_grace_sec
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -30,7 +30,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue, context
+    error, output, reason, max_attempts, queue, context, origin
 """
 
 #: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
@@ -70,12 +70,14 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOBS = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until)
+                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until,
+                  misfire_grace_sec)
 SELECT * FROM unnest(
     %(id)s::text[], %(bucket_id)s::int4[], %(status)s::text[], %(next_run_at)s::int8[],
     %(schedule)s::text[], %(timezone)s::text[], %(misfire)s::text[], %(overlap)s::text[],
     %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[],
-    %(queue)s::text[], %(calendars)s::text[]::json[], %(active_until)s::int8[])
+    %(queue)s::text[], %(calendars)s::text[]::json[], %(active_until)s::int8[],
+    %(misfire_grace_sec)s::int4[])
 """
 
 INSERT_JOB_DEFINITIONS = """
@@ -131,7 +133,7 @@ UPDATE_JOB = """
 UPDATE jobs SET schedule = %(schedule)s, timezone = %(timezone)s, misfire = %(misfire)s,
                 overlap = %(overlap)s, jitter_sec = %(jitter_sec)s, priority = %(priority)s,
                 max_attempts = %(max_attempts)s, queue = %(queue)s, calendars = %(calendars)s::json,
-                active_until = %(active_until)s::int8,
+                active_until = %(active_until)s::int8, misfire_grace_sec = %(misfire_grace_sec)s,
                 next_run_at = CASE WHEN %(reschedule)s THEN %(next_run_at)s::int8 ELSE next_run_at END,
                 status = CASE WHEN %(reschedule)s AND %(next_run_at)s::int8 IS NOT NULL
                                    AND status NOT IN ('ACTIVE', 'PAUSED')
@@ -237,7 +239,7 @@ CROSS JOIN LATERAL (
 #: for the job), so those never make a due job look busy.
 CLAIM_SELECT = """
 SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
-       max_attempts, queue, calendars, active_until
+       max_attempts, queue, calendars, active_until, misfire_grace_sec
 FROM jobs
 WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
   AND (next_run_at <= %(now)s OR overlap = 'allow')
@@ -293,12 +295,12 @@ RETURNING j.id
 INSERT_EXECUTIONS = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard)
+                        overlap_guard, origin)
 SELECT * FROM unnest(
     %(execution_id)s::text[], %(job_id)s::text[], %(tenant)s::text[], %(priority)s::int2[],
     %(scheduled_at)s::int8[], %(status)s::text[], %(available_at)s::int8[],
     %(created_at)s::int8[], %(finished_at)s::int8[], %(reason)s::text[],
-    %(max_attempts)s::int4[], %(overlap_guard)s::bool[])
+    %(max_attempts)s::int4[], %(overlap_guard)s::bool[], %(origin)s::text[])
 ON CONFLICT DO NOTHING
 RETURNING execution_id
 """
@@ -393,7 +395,7 @@ FROM unnest(%(ids)s::text[], %(workers)s::text[], %(until)s::int8[])
 WHERE e.execution_id = r.execution_id
   AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.available_at <= %(now)s
 RETURNING e.execution_id, e.job_id, e.tenant, e.priority, e.scheduled_at, e.attempt,
-          e.lease_epoch, e.lease_until, e.queue
+          e.lease_epoch, e.lease_until, e.queue, e.origin
 """
 
 #: fenced lease extension for a batch of (execution_id, lease_epoch)
@@ -525,7 +527,7 @@ REPLAY_DEAD = f"""
 UPDATE executions
 SET status = 'PENDING', attempt = 0, available_at = %(now)s, worker_id = NULL,
     lease_until = NULL, finished_at = NULL, exit_code = NULL, error = NULL, output = NULL,
-    reason = %(reason)s
+    reason = %(reason)s, origin = 'replay'
 WHERE execution_id = %(id)s AND status = 'DEAD'
 RETURNING {EXEC_COLUMNS}
 """
@@ -664,10 +666,11 @@ DELETE_CALENDAR = "DELETE FROM calendars WHERE tenant = %(tenant)s AND name = %(
 INSERT_EXECUTIONS_WITH_CONTEXT = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, reason, max_attempts, overlap_guard, queue,
-                        context)
+                        context, origin)
 SELECT u.execution_id, u.job_id, u.tenant, u.priority, u.scheduled_at, 'PENDING',
        u.available_at, u.created_at, u.reason, u.max_attempts, u.overlap_guard, u.queue,
-       u.context::json
+       u.context::json,
+       CASE WHEN (u.context::json ->> 'backfill') = 'true' THEN 'backfill' ELSE 'chain' END
 FROM unnest(%(execution_id)s::text[], %(job_id)s::text[], %(tenant)s::text[],
             %(priority)s::int2[], %(scheduled_at)s::int8[], %(available_at)s::int8[],
             %(created_at)s::int8[], %(reason)s::text[], %(max_attempts)s::int4[],

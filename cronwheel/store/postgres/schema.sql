@@ -187,3 +187,7 @@ CREATE TABLE calendars (
     updated_at BIGINT NOT NULL,
     PRIMARY KEY (tenant, name)
 );
+
+-- version 11: a per-job misfire grace, and where each execution came from
+ALTER TABLE jobs ADD COLUMN misfire_grace_sec INTEGER;  -- NULL: until the next tick, at most 60 s
+ALTER TABLE executions ADD COLUMN origin TEXT COLLATE "C" NOT NULL DEFAULT 'schedule';  -- schedule, catch_up, manual, replay

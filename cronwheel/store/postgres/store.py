@@ -53,6 +53,7 @@ from cronwheel.core import schedule
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import (
+    ExecOrigin,
     ExecStatus,
     Execution,
     Grant,
@@ -62,6 +63,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
 )
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.words import counted
 from cronwheel.store.base import (
     BucketGrants,
     BucketLease,
@@ -405,7 +407,7 @@ class PostgresStore(Store):
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
                     int(spec.priority), retry.max_attempts, spec.target.get("queue"),
-                    _json_list(spec.calendars), spec.active_until,
+                    _json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -468,6 +470,7 @@ class PostgresStore(Store):
                 "max_attempts": retry.max_attempts, "queue": spec.target.get("queue"),
                 "next_run_at": next_run_at, "reschedule": reschedule,
                 "calendars": _json_list(spec.calendars), "active_until": spec.active_until,
+                "misfire_grace_sec": spec.misfire_grace_sec,
             })  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, {
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
@@ -632,7 +635,8 @@ class PostgresStore(Store):
             while True:  # the first free millisecond; a concurrent trigger may take it first
                 tick = int(conn.execute(q.FIRST_FREE_TICK, {"id": job_id, "now": now_ms}).fetchone()[0])  # type: ignore[index]
                 eid = execution_id(job_id, tick)
-                new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard)
+                new = (eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+                       ExecOrigin.MANUAL.value)  # fmt: skip
                 if claiming.insert_executions(conn, [new]):
                     break
             if queue is not None:
@@ -640,7 +644,7 @@ class PostgresStore(Store):
             jobstate.reopen(conn, job_id)
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
-                         queue=queue)  # fmt: skip
+                         queue=queue, origin=ExecOrigin.MANUAL)  # fmt: skip
 
     # ------------------------------------------------------------ calendars, backfill, chains
 
@@ -833,7 +837,7 @@ class PostgresStore(Store):
             if row is None:
                 return None
             dead = execution_from_row(row)
-            history = f"replayed at {schedule.format_instant(now_ms)} after {dead.attempt} attempt(s)"
+            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
             if dead.finished_at is not None:
                 history += f", dead since {schedule.format_instant(dead.finished_at)}"
             if dead.exit_code is not None:
@@ -950,7 +954,8 @@ class PostgresStore(Store):
 
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
-               "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until")  # fmt: skip
+               "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until",
+               "misfire_grace_sec")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
                "active_from", "on_success", "on_failure")  # fmt: skip
 

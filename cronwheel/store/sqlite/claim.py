@@ -1,4 +1,4 @@
-"""The batched atomic claim (DESIGN.md invariants 2 and 3) for the SQLite store.
+"""The batched atomic claim (one execution per tick, by compare-and-set) for the SQLite store.
 
 Runs inside the caller's ``BEGIN IMMEDIATE`` transaction: read the due rows through the
 ``jobs_due`` index, let ``core.planning`` decide per job, then write set-wise: one
@@ -19,17 +19,28 @@ import apsw
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import ExecStatus, Execution
-from cronwheel.core.planning import ClaimPlan, plan_claim
+from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
+from cronwheel.core.planning import plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
-from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook, dumps
+from cronwheel.store.common import (
+    EXEC_STATUS,
+    MISFIRE,
+    ORIGIN,
+    PRIORITY,
+    CalendarBook,
+    catch_up_reason,
+    dumps,
+    misfire_reason,
+)
 from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
 
 _PENDING = "PENDING"
 _SKIPPED = "SKIPPED"
 _LIVE = ("PENDING", "RUNNING", "RETRY_WAIT")
+_SCHEDULED = ExecOrigin.SCHEDULE.value
+_CATCH_UP = ExecOrigin.CATCH_UP.value
 
 
 def _never(_after: int) -> int | None:
@@ -61,16 +72,6 @@ def executemany_each(conn: apsw.Connection, sql: str, rows: Sequence[tuple[Any, 
     return flags
 
 
-def misfire_reason(plan: ClaimPlan) -> str:
-    assert plan.skipped_first is not None and plan.skipped_last is not None
-    first = schedule.format_instant(plan.skipped_first)
-    if plan.skipped_count == 1:
-        return f"misfire: 1 tick skipped at {first}"
-    bound = "" if plan.skipped_count_exact else "at least "
-    last = schedule.format_instant(plan.skipped_last)
-    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
-
-
 def claim(
     conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult, ahead_ms: int = 0
 ) -> None:
@@ -92,7 +93,7 @@ def claim(
     advances: list[tuple[int, int | None, int]] = []  # (rowid, new next_run_at, old next_run_at)
     advanced_ids: list[str] = []  # parallel to advances
     #: per advanced job, its execution rows: (eid, job_id, tenant, priority, tick, status,
-    #: available_at, created_at, finished_at, reason, max_attempts, overlap_guard)
+    #: available_at, created_at, finished_at, reason, max_attempts, overlap_guard, origin)
     per_job: list[list[tuple[Any, ...]]] = []  # parallel to advances
     broken_execs: list[list[tuple[Any, ...]]] = []  # parallel to broken
     #: per advanced job, the live executions overlap=replace cancels: (eid, was running)
@@ -104,7 +105,7 @@ def claim(
         [(r[8], r[12]) for r in rows if r[12] is not None],
         lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), json.loads,
     )
-    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until in rows:
+    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until, grace in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
@@ -114,12 +115,14 @@ def claim(
         if until is not None:
             next_tick = bounded(next_tick, None, until)
         try:
-            plan = plan_claim(next_tick, due_at, now_ms + ahead_ms if overlap == "allow" else now_ms, MISFIRE[misfire])
+            plan_until = now_ms + ahead_ms if overlap == "allow" else now_ms
+            plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000,
+                              plan_until)  # fmt: skip
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken.append((rid, due_at))
             broken_execs.append([(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
                              due_at, now_ms, now_ms, f"schedule error, job paused: {exc}",
-                             max_att, 0)])
+                             max_att, 0, _SCHEDULED)])
             continue
         advances.append((rid, plan.next_run_at, due_at))
         advanced_ids.append(job_id)
@@ -143,14 +146,15 @@ def claim(
             first = plan.skipped_first
             assert first is not None
             execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
-                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard))
+                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard, _SCHEDULED))
         for tick in run:
             avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
             execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
-                          avail, now_ms, None, None, max_att, guard))
+                          avail, now_ms, None, catch_up_reason(plan) if plan.is_catch_up(tick) else None,
+                          max_att, guard, _CATCH_UP if plan.is_catch_up(tick) else _SCHEDULED))
         for tick, reason in skipped_run:
             execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
-                          tick, now_ms, now_ms, reason, max_att, guard))
+                          tick, now_ms, now_ms, reason, max_att, guard, _SCHEDULED))
         per_job.append(execs)
         per_job_cancels.append(cancels)
 
@@ -180,9 +184,9 @@ def claim(
     for i, row in enumerate(inserts):
         if inserted is not None and not inserted[i]:
             continue  # that tick already had its execution
-        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _ = row
+        eid, job_id, tenant, prio, tick, status, avail, created, finished, reason, max_att, _, origin = row
         ex = Execution(eid, job_id, tenant, PRIORITY[prio], tick, EXEC_STATUS[status], 0, 0, None,
                        None, avail, created, None, finished, None, None, None, reason, max_att,
-                       queues.get(job_id) if queues else None)
+                       queues.get(job_id) if queues else None, origin=ORIGIN[origin])
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
 

@@ -1,4 +1,4 @@
-"""Fenced writes on running executions: heartbeats and completions (DESIGN.md invariant 4).
+"""Fenced writes on running executions: heartbeats and completions (leaseEpoch fencing).
 
 Both run inside the caller's write transaction. A write applies only if the execution is
 RUNNING at exactly the lease_epoch the caller names; otherwise nothing changes and the verdict

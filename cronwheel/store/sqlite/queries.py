@@ -29,7 +29,7 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure
+    d.on_success, d.on_failure, j.misfire_grace_sec
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -37,7 +37,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue, context
+    error, output, reason, max_attempts, queue, context, origin
 """
 
 # ---------------------------------------------------------------- jobs
@@ -49,8 +49,9 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOB = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until,
+                  misfire_grace_sec)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 INSERT_JOB_DEFINITION = """
@@ -91,6 +92,7 @@ RELEASE_JOB_NAME = "DELETE FROM job_names WHERE job_id = ?1"
 UPDATE_JOB = """
 UPDATE jobs SET schedule = ?2, timezone = ?3, misfire = ?4, overlap = ?5, jitter_sec = ?6,
                 priority = ?7, max_attempts = ?8, queue = ?9, calendars = ?12, active_until = ?13,
+                misfire_grace_sec = ?14,
                 next_run_at = CASE WHEN ?11 THEN ?10 ELSE next_run_at END,
                 status = CASE WHEN ?11 AND ?10 IS NOT NULL AND status NOT IN ('ACTIVE', 'PAUSED')
                               THEN 'ACTIVE' ELSE status END
@@ -184,7 +186,8 @@ WITH due AS (
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
-       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue, j.calendars, j.active_until
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue, j.calendars, j.active_until,
+       j.misfire_grace_sec
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
@@ -226,8 +229,8 @@ UPDATE jobs SET status = 'PAUSED' WHERE rowid = ?1 AND next_run_at = ?2 AND stat
 INSERT_EXECUTION = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        overlap_guard, origin)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 
@@ -294,7 +297,7 @@ FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id FROM json_eac
 WHERE executions.execution_id = r.execution_id
   AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
 RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
-          lease_until, queue,
+          lease_until, queue, origin,
           (SELECT d.lease_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
@@ -412,7 +415,8 @@ WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NULL OR tenant = ?2)
 REPLAY_DEAD = """
 UPDATE executions
 SET status = 'PENDING', attempt = 0, available_at = ?2, worker_id = NULL, lease_until = NULL,
-    finished_at = NULL, exit_code = NULL, error = NULL, output = NULL, reason = ?3
+    finished_at = NULL, exit_code = NULL, error = NULL, output = NULL, reason = ?3,
+    origin = 'replay'
 WHERE execution_id = ?1 AND status = 'DEAD'
 """
 
@@ -527,8 +531,9 @@ DELETE_CALENDAR = "DELETE FROM calendars WHERE tenant = ?1 AND name = ?2"
 INSERT_EXECUTION_WITH_CONTEXT = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard, queue, context)
-VALUES (?, ?, ?, ?, ?, 'PENDING', ?, ?, NULL, ?, ?, ?, ?, ?)
+                        overlap_guard, queue, context, origin)
+VALUES (?1, ?2, ?3, ?4, ?5, 'PENDING', ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12,
+        CASE WHEN ?12 ->> '$.backfill' THEN 'backfill' ELSE 'chain' END)
 ON CONFLICT DO NOTHING
 """
 

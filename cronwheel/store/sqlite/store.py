@@ -27,6 +27,7 @@ from cronwheel.core.chains import payload_with_context
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
+    ExecOrigin,
     ExecStatus,
     Execution,
     Grant,
@@ -36,6 +37,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
 )
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.words import counted
 from cronwheel.store.base import (
     BucketGrants,
     BucketLease,
@@ -58,6 +60,7 @@ from cronwheel.store.base import (
     UpdateResult,
 )
 from cronwheel.store.common import (
+    ORIGIN,
     PRIORITY,
     SUPERSEDED,
     JsonMemo,
@@ -318,7 +321,7 @@ class SqliteStore(Store):
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
                     spec.priority, retry.max_attempts, spec.target.get("queue"),
-                    _json_list(spec.calendars), spec.active_until,
+                    _json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -381,7 +384,7 @@ class SqliteStore(Store):
             conn.execute(q.UPDATE_JOB, (
                 job_id, spec.schedule, spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec,
                 spec.priority, retry.max_attempts, spec.target.get("queue"), next_run_at, reschedule,
-                _json_list(spec.calendars), spec.active_until,
+                _json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
@@ -553,13 +556,14 @@ class SqliteStore(Store):
             eid = execution_id(job_id, tick)
             conn.execute(q.INSERT_EXECUTION, (
                 eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+                ExecOrigin.MANUAL.value,
             ))  # fmt: skip
             if queue is not None:
                 conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))
             jobstate.reopen(conn, job_id)
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
-                         queue=queue)
+                         queue=queue, origin=ExecOrigin.MANUAL)
 
     # ------------------------------------------------------------ calendars, backfill, chains
 
@@ -662,14 +666,15 @@ class SqliteStore(Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload, process = r[9:14]
+            lease_sec, timeout_sec, target, payload, process = r[10:15]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
-            context = None if r[14] is None else json.loads(r[14])
+            context = None if r[15] is None else json.loads(r[15])
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                                 lease_sec, timeout_sec, parsed(target),
                                 payload_with_context(parsed(payload), context), r[8],
-                                None if process is None else parsed(process), context))  # fmt: skip
+                                origin=ORIGIN[r[9]], process=None if process is None else parsed(process),
+                                context=context))  # fmt: skip
         return grants
 
     @_translated
@@ -786,7 +791,7 @@ class SqliteStore(Store):
             if row is None:
                 return None
             dead = execution_from_row(row)
-            history = f"replayed at {schedule.format_instant(now_ms)} after {dead.attempt} attempt(s)"
+            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
             if dead.finished_at is not None:
                 history += f", dead since {schedule.format_instant(dead.finished_at)}"
             if dead.exit_code is not None:

@@ -5,7 +5,7 @@
 // it is down (or not ours to read) the visible view is polled instead.
 
 import * as api from "./api.js";
-import { badge, count, h, ms, table, targetText, time, when } from "./dom.js";
+import { badge, count, counted, h, ms, table, targetText, time, when } from "./dom.js";
 import { overview } from "./overview.js";
 
 const POLL_MS = 5000; // without the event stream
@@ -406,7 +406,7 @@ const jobsView = {
       h("td", {}, time(j.nextRunAt)),
       h("td", {}, lastCell(j.lastRun)),
       h("td", {}, jobActions(j))));
-    const summary = `${count(d.matched)} of ${count(d.loaded)} jobs${d.more ? ` (the first ${count(d.loaded)} listed; narrow by status to see others)` : ""}`;
+    const summary = `${count(d.matched)} of ${counted(d.loaded, "job")}${d.more ? ` (the first ${count(d.loaded)} listed; narrow by status to see others)` : ""}`;
     return h("div", {},
       h("p", { class: "muted", id: "jobs-summary" }, summary),
       rows.length ? table("Jobs", ["Job", "Tenant", "Status", "Schedule", "Target", "Next run", "Last result", "Actions"], rows, "jobs") : h("p", { class: "empty" }, "No job matches."),
@@ -487,7 +487,8 @@ const jobView = {
       const outId = `out-${ex.executionId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       rows.push(h("tr", { "data-execution": ex.executionId },
         h("td", {}, when(ex.scheduledAt)),
-        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null, contextNote(ex.context)),
+        h("td", {}, badge(ex.status), ex.origin && ex.origin !== "schedule" ? h("span", { class: "muted small" }, ` ${ex.origin.replace("_", "-")}`) : null,
+          ex.reason ? h("div", { class: "muted small" }, ex.reason) : null, contextNote(ex.context)),
         h("td", { class: "num" }, ms(ex.lagMs)),
         h("td", { class: "num" }, `${ex.attempt}/${ex.maxAttempts}`),
         h("td", { class: "num" }, ex.leaseEpoch),

@@ -59,6 +59,11 @@ export function count(n) {
   return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
 }
 
+// "1 job", "2 jobs": a count and its noun in the right number
+export function counted(n, one, many) {
+  return `${count(n)} ${Number(n) === 1 ? one : (many || one + "s")}`;
+}
+
 /** "2026-11-30 01:02:03Z" from an RFC 3339 instant; "–" for none. */
 export function when(iso) {
   if (!iso) return "–";

@@ -3,7 +3,7 @@
 // own: a tenant token gets 403 for the node-wide parts and still sees its herd.
 
 import * as api from "./api.js";
-import { barChart, count, h, hbars, lineChart, ms, section, stat, table, when } from "./dom.js";
+import { barChart, count, counted, h, hbars, lineChart, ms, section, stat, table, when } from "./dom.js";
 
 const HERD_TTL_MS = 60000; // the herd preview reads every active job: not on every event
 
@@ -34,7 +34,7 @@ function lagSection(activity) {
   const chart = lineChart({
     id: "lag-chart",
     title: "Dispatch lag per minute, last hour",
-    desc: started ? `${count(started)} first attempts started; worst minute p99 ${ms(worst)}; latest p99 ${ms(latest && latest.p99)}.` : "No execution started in the last hour.",
+    desc: started ? `${count(started)} scheduled first attempts started; worst minute p99 ${ms(worst)}; latest p99 ${ms(latest && latest.p99)}.` : "No execution started in the last hour.",
     series: [
       { name: "max", cls: "s-max", values: values("max") },
       { name: "p99", cls: "s-p99", values: values("p99") },
@@ -48,7 +48,7 @@ function lagSection(activity) {
   const rows = minutes.filter((m) => m.count).reverse().map((m) => h("tr", {},
     h("td", {}, when(m.at)), h("td", { class: "num" }, count(m.count)), h("td", { class: "num" }, ms(m.p50)), h("td", { class: "num" }, ms(m.p99)), h("td", { class: "num" }, ms(m.max))));
   return section("lag", "Dispatch lag, last hour",
-    h("p", { class: "muted" }, "startedAt − scheduledAt of first attempts, per minute."),
+    h("p", { class: "muted" }, "startedAt − scheduledAt of scheduled first attempts, per minute (catch-up runs, manual triggers, DLQ replays and retries are not lateness and are left out)."),
     chart, legend,
     h("details", {}, h("summary", {}, "The numbers"),
       rows.length ? table("Dispatch lag per minute", ["Minute", "Started", "p50", "p99", "max"], rows) : h("p", { class: "empty" }, "Nothing started in the last hour.")));
@@ -62,7 +62,7 @@ function herdSection(herd) {
   const chart = barChart({
     id: "herd-chart",
     title: "Jobs due per second in the coming hour (the busiest second of each minute)",
-    desc: `${count(d.ticks)} ticks of ${count(d.jobs)} active jobs; the busiest second has ${count(d.maxPerSecond)} due.`,
+    desc: `${counted(d.ticks, "tick")} of ${counted(d.jobs, "active job")}; the busiest second has ${count(d.maxPerSecond)} due.`,
     values: d.peakPerMinute || d.perMinute,
     labels: {
       ticks: [{ at: 0, text: "now" }, { at: 15, text: "+15 min" }, { at: 30, text: "+30 min" }, { at: 45, text: "+45 min" }],
@@ -139,7 +139,7 @@ export const overview = {
       const q = d.status.queue || {};
       grid.push(section("tiers", "Queue depth by tier",
         hbars({ id: "tier-depths", title: "Ready executions per tier", rows: ["high", "default", "batch"].map((t) => ({ label: t, value: q[t] || 0 })) }),
-        h("p", { class: "muted" }, `${count(d.status.delayed)} claimed ahead, waiting in the delay wheel for their time (or jitter); ${count(d.status.wheel)} jobs in the timing wheel.`)));
+        h("p", { class: "muted" }, `${count(d.status.delayed)} claimed ahead, waiting in the delay wheel for their time (or jitter); ${counted(d.status.wheel, "job")} in the timing wheel.`)));
     }
     if (d.activity) grid.push(runningSection(d.activity, d.status));
     grid.push(herdSection(d.herd));

@@ -1,0 +1,70 @@
+"""The daemon's listening sockets, bound before anything else is created.
+
+``cronwheel serve`` takes its TCP address and its Unix socket first, right after the data
+directory's lock: a busy port or a second daemon then stops the start with one clear line,
+before an admin token, a store, workers or an ``api.sock`` exist. The bound sockets are
+handed to the HTTP server later (``aiohttp.web.SockSite``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+from pathlib import Path
+
+
+class ListenError(Exception):
+    """An address that cannot be listened on, said in one line."""
+
+
+def bind_tcp(host: str, port: int, backlog: int = 1024) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}; give --http HOST:PORT") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart reuses TIME_WAIT ports
+        sock.bind(addr)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise ListenError(
+                f"cannot listen on {where}: the address is already in use (another cronwheel serve, "
+                f"or another program); pick another with --http HOST:PORT, e.g. --http {_other(host, port)}"
+            ) from None
+        raise ListenError(f"cannot listen on {where}: {exc.strerror}; pick another with --http HOST:PORT") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _other(host: str, port: int) -> str:
+    suggestion = f"{port + 1}" if 0 < port < 65535 else "0"
+    return f"[{host}]:{suggestion}" if ":" in host else f"{host}:{suggestion}"
+
+
+def bind_unix(path: Path, mode: int = 0o600, backlog: int = 1024) -> socket.socket:
+    """A listening Unix socket at ``path``, mode ``mode``. A file left there by a daemon that
+    died is removed first: the caller holds the data directory's lock, so no live daemon
+    owns it."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o777 & ~mode)  # never visible with wider permissions, even briefly
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot create the API socket {path}: {exc.strerror}") from None
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, mode)
+    sock.listen(backlog)
+    sock.setblocking(False)
+    return sock

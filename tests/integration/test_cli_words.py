@@ -1,0 +1,68 @@
+"""What the CLI prints reads right, on a real daemon: one description per command name,
+human words for booleans, an execution id told apart from a job, counted nouns in the right
+number, a unit required on relative times, instants in UTC whatever the machine's zone."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.support.daemon import REPO, Daemon
+
+
+def test_help_describes_import_and_import_crontab_each_once() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "--help"], capture_output=True, text=True, env=env, timeout=30)
+    lines = {m.group(1): m.group(2) for m in re.finditer(r"^  (\S+)\s+(.+)$", res.stdout, re.M)}
+    assert lines["import-crontab"] != lines["import"]
+    assert "crontab" in lines["import-crontab"] and "import-crontab" in lines["import"]
+    assert len(set(lines.values())) == len(lines), "two commands share one description"
+
+
+def test_status_says_stale_in_words(daemon: Daemon) -> None:
+    res = daemon.cli("status")
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"^stale:\s+no$", res.stdout, re.M), res.stdout
+    assert "False" not in res.stdout and "True" not in res.stdout
+
+
+def test_logs_of_an_unknown_execution_id_says_execution(daemon: Daemon) -> None:
+    res = daemon.cli("logs", "nosuch:123")
+    assert res.returncode == 1
+    assert "no execution nosuch:123" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_counts_have_the_right_number(daemon: Daemon) -> None:
+    daemon.add_job({"schedule": "* * * * *", "command": "true"})
+    res = daemon.cli("lint")
+    assert res.returncode == 0, res.stderr
+    assert "of 1 active job in" in res.stdout, res.stdout
+    assert "1 active jobs" not in res.stdout
+
+
+def test_a_relative_time_needs_a_unit(daemon: Daemon) -> None:
+    res = daemon.cli("add", "+30", "--", "true")
+    assert res.returncode == 2
+    assert "needs a unit: +30s, +30m" in res.stderr
+    assert daemon.get("/v1/jobs").json()["jobs"] == []
+    r = daemon.post("/v1/jobs", {"runAt": "+30", "command": "true"})
+    assert r.status == 400 and "needs a unit" in r.json()["detail"]
+
+
+def test_add_and_ls_print_utc_whatever_the_local_zone(daemon: Daemon) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": daemon.url,
+           "CRONWHEEL_DATA_DIR": str(daemon.data_dir), "TZ": "Europe/London"}
+    add = subprocess.run([sys.executable, "-m", "cronwheel", "add", "2030-01-15T12:00:00Z", "--", "true"],
+                         capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert add.returncode == 0, add.stderr
+    assert "Next run: 2030-01-15 12:00:00 UTC" in add.stdout and "GMT" not in add.stdout, add.stdout
+    ls = subprocess.run([sys.executable, "-m", "cronwheel", "ls"], capture_output=True, text=True, env=env, timeout=60)
+    assert "2030-01-15 12:00:00 UTC" in ls.stdout and "GMT" not in ls.stdout, ls.stdout
+
+
+def test_the_man_page_lists_lint_among_the_commands_without_a_daemon() -> None:
+    text = (REPO / "man" / "cronwheel.1").read_text()
+    offline = text.split("Every other command, except", 1)[1].split("talks to a running daemon", 1)[0]
+    assert "lint" in offline and "next" in offline

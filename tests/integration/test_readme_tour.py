@@ -1,0 +1,46 @@
+"""The README's two-minute tour, replayed against a real ``cronwheel serve`` exactly as
+written: the commands are read from README.md itself, run in bash after the
+``source .venv/bin/activate`` the README asks for, from a directory whose ``./.cronwheel``
+is the daemon's (as under ``make serve``), with no other environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.support.daemon import REPO, Daemon
+from tests.support.readme import run_as_reader, section, shell_lines
+from tests.support.wait import wait_for
+
+README = REPO / "README.md"
+
+
+def test_the_readme_tour_runs_as_written(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    tour = section(README, "## A two-minute tour")
+    assert "make serve" in tour and "source .venv/bin/activate" in tour, "the tour's setup changed: update this test"
+    commands = shell_lines(tour)
+    assert len(commands) >= 10, commands
+    # `make serve` is `cronwheel serve` on ./.cronwheel (a free port instead of 7878: this
+    # machine may run other daemons)
+    where = tmp_path / "checkout"
+    where.mkdir()
+    make_daemon("checkout/.cronwheel", workers=1)
+
+    outputs: dict[str, str] = {}
+    for command in commands:
+        # a reader types at human speed: a command that needs a run to have happened (logs)
+        # is retried until then
+        def attempt(command: str = command) -> str | None:
+            res = run_as_reader(command, where)
+            assert "Traceback" not in res.stdout + res.stderr, (command, res.stderr)
+            return res.stdout + res.stderr if res.returncode == 0 else None
+
+        outputs[command] = wait_for(attempt, timeout=30, what=f"`{command}` to succeed")
+
+    def out(prefix: str) -> str:
+        return next(v for k, v in outputs.items() if k.startswith(prefix))
+
+    assert "ticker" in out("cronwheel ls") and "hello" in out("cronwheel ls")
+    assert "SUCCEEDED" in out("cronwheel history ticker")
+    assert "execution " in out("cronwheel logs ticker")
+    assert "H" in out("cronwheel lint '0 * * * *'")
