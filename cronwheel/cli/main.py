@@ -23,6 +23,7 @@ import click
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import config as cfg
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
@@ -122,9 +123,12 @@ class _Group(click.Group):
               help="The daemon's data directory. [env CRONWHEEL_DATA_DIR, else $STATE_DIRECTORY, else ./.cronwheel]")
 @click.option("--token", envvar="CRONWHEEL_TOKEN", metavar="TOKEN",
               help="Bearer token for the API. [env CRONWHEEL_TOKEN]")
+@click.option("--config", "config_path", metavar="FILE",
+              help="The configuration file (its data_dir tells commands where the daemon is). "
+                   "[env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
 @click.version_option(__version__, "-V", "--version", prog_name="cronwheel")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None) -> None:
+def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None, config_path: str | None) -> None:
     """cronwheel: a distributed job scheduler for cron and one-off jobs.
 
     \b
@@ -137,6 +141,13 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
 
     Exit codes: 0 ok, 1 refused or not found, 2 usage error, 69 no daemon reachable.
     """
+    # the file is read for every command: `serve` takes its keys, the others find the daemon
+    # through its data_dir, so on an installed host `cronwheel ls` works from any directory
+    file = cfg.NO_FILE if ctx.resilient_parsing else cfg.load_or_exit(serve, config_path)
+    ctx.meta["cronwheel.config"] = file
+    ctx.default_map = {"serve": file.values}
+    if data_dir is None and not os.environ.get("CRONWHEEL_DATA_DIR") and file.values.get("data_dir"):
+        data_dir = file.values["data_dir"]
     ctx.obj = Cli(url, data_dir or default_data_dir(), token)
 
 
@@ -1005,11 +1016,14 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
-@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes.")
-@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker.")
-@click.option("--node-id", metavar="ID", help="This node's id in a cluster.")
+@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
+@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
+@click.option("--node-id", metavar="ID", help="This node's id in a cluster. [default: the host name]")
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
-@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
+@click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
+              help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
+@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish. [default: 30]")
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
@@ -1021,14 +1035,20 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
-    """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
+    """Run the daemon: scheduler, HTTP API and local workers (one per node).
+
+    Every option is also a key of the configuration file and a CRONWHEEL_<KEY> environment
+    variable (flag > environment > file > default; see cronwheel.toml(5) and `cronwheel
+    config`). SIGHUP reads the file again and applies log_level, log_format, http_allow and
+    the retention keys; other changes are refused until a restart.
+    """
     app: Cli = ctx.obj
     try:
         from cronwheel.engine.daemon import run_from_cli
     except ImportError as exc:
         raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
     given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
-    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given)
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 
@@ -1053,8 +1073,19 @@ def worker(args: tuple[str, ...]) -> None:
         sys.exit(rc)
 
 
+def _serve_config(ctx: click.Context, path: str | None) -> None:
+    """`serve --config FILE`: this file's keys, instead of the one the group read."""
+    if path is None or ctx.resilient_parsing:
+        return
+    file = cfg.load_or_exit(ctx.command, path)
+    ctx.meta["cronwheel.config"] = file
+    ctx.default_map = file.values
+
+
+cfg.with_config_keys(serve)
 cli.add_command(tenant)
 cli.add_command(token)
+cli.add_command(cfg.config_command)
 
 
 def main() -> None:

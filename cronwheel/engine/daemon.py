@@ -22,7 +22,10 @@ from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.core.tenants import normalise_host
 from cronwheel.engine.node import Node, NodeConfig
+from cronwheel.engine.reload import Reloader, log_appliers
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.levels import journal_stream
+from cronwheel.obs.logbridge import route_logging
 from cronwheel.obs.metrics import NodeMetrics
 from cronwheel.obs.systemd import Notifier
 from cronwheel.store import StoreError, open_store
@@ -133,6 +136,36 @@ def _retention_options(retention: str | None, keep_last: int | None, interval_ms
     return out
 
 
+def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[str, Any]:
+    """How each key that may change on SIGHUP is put in place (engine/reload.py)."""
+    pool_env = node.pool.env if node.pool is not None else {}
+
+    def http_allow(value: Any) -> None:
+        auth.http_allow = parse_http_allow(value)
+
+    def retention(value: Any) -> None:
+        node.config.retention_ms = _retention_options(value or "30d", None)["retention_ms"]
+
+    def keep_last(value: Any) -> None:
+        node.config.keep_last = value or NodeConfig.keep_last
+
+    def interval(value: Any) -> None:
+        node.config.retention_interval_ms = value or NodeConfig.retention_interval_ms
+
+    def wrap(fn: Any) -> Any:
+        def apply(value: Any) -> None:
+            try:
+                fn(value)
+            except DaemonError as exc:
+                raise ValueError(str(exc)) from None
+        return apply
+
+    return {
+        **log_appliers(events, pool_env), "http_allow": wrap(http_allow), "retention": wrap(retention),
+        "keep_last": keep_last, "retention_interval_ms": interval,
+    }
+
+
 def _lock_data_dir(data_dir: Path) -> Any:
     lock = open(data_dir / "lock", "a+")  # noqa: SIM115 - held for the daemon's lifetime
     try:
@@ -165,14 +198,25 @@ async def serve(
     ready: asyncio.Event | None = None,
     cluster: bool | None = None,
     bucket_lease_ms: int | None = None,
+    log_level: str = "info",
+    reload: Any = None,
+    running: dict[str, Any] | None = None,
 ) -> None:
+    """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
+    compare with ``running`` (the values this daemon was started with; engine/reload.py)."""
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     lock = _lock_data_dir(data_dir)
     node_id = node_id or socket.gethostname()
-    events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
+    try:
+        events = EventLog(node_id, fmt=log_format, level=log_level)
+    except ValueError as exc:
+        raise DaemonError(f"--log-level: {exc}") from None
+    route_logging(events, events.level)
+    # workers log as we do (worker/process.py takes these out of the jobs' environment)
+    worker_env = {"CRONWHEEL_LOG_LEVEL": events.level, "CRONWHEEL_LOG_FORMAT": events.fmt}
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
     _raise_fd_limit()
@@ -201,6 +245,7 @@ async def serve(
         **_retention_options(retention, keep_last, retention_interval_ms),
         api_url=f"unix:{(data_dir / 'api.sock').resolve()}",
         worker_cmd=_worker_cmd(),
+        worker_env=worker_env,
         address=f"{socket.gethostname()}:{port}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
     )
@@ -246,6 +291,9 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if reload is not None:
+        reloader = Reloader(events, reload, running or {}, _live_appliers(events, node, auth))
+        loop.add_signal_handler(signal.SIGHUP, reloader.reload)
     if ready is not None:
         ready.set()
     with contextlib.suppress(TimeoutError):  # a slow store: say READY anyway, the sweep catches up
@@ -305,10 +353,18 @@ def run_from_cli(
                 log_format, grace_sec, **{k: v for k, v in extra.items() if v is not None},
             )
         )
-    except DaemonError as exc:
-        print(f"cronwheel serve: {exc}", file=sys.stderr)
-        return 1
-    except StoreError as exc:  # cannot open or migrate the store: say so in one line
-        print(f"cronwheel serve: {exc}", file=sys.stderr)
+    except (DaemonError, StoreError) as exc:  # a bad value, a store it cannot open: one line
+        _start_failed(str(exc), node_id)
         return 1
     return 0
+
+
+def _start_failed(problem: str, node_id: str | None) -> None:
+    """Under systemd, the line is an event with its priority (``journalctl -p err`` shows it);
+    elsewhere a plain sentence for the person who typed the command."""
+    if journal_stream(sys.stderr):
+        log = EventLog(node_id or socket.gethostname(), stream=sys.stderr, fmt="json", journal=True)
+        log.emit("node.start_failed", error=problem)
+        log.flush()
+    else:
+        print(f"cronwheel serve: {problem}", file=sys.stderr)
