@@ -21,12 +21,48 @@ from click.core import ParameterSource
 
 from cronwheel.cli import render
 from cronwheel.core.config import ConfigError, env_var, parse
+from cronwheel.core.schedule import ScheduleError, parse_duration
+from cronwheel.core.tenants import normalise_host
 
 #: read when it exists and no --config / CRONWHEEL_CONFIG names another file
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
 CONFIG_ENV = "CRONWHEEL_CONFIG"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
+
+
+class _Checked(click.ParamType):
+    """Text the daemon parses, checked here so that a file, a variable and a flag are refused
+    alike, with the key and line (the daemon still receives the text as written)."""
+
+    def __init__(self, name: str, check: Any) -> None:
+        self.name = name
+        self.check = check
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        try:
+            self.check(text)
+        except (ValueError, ScheduleError) as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
+def _hostport(text: str) -> None:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:7878)")
+
+
+def _hosts(text: str) -> None:
+    for entry in text.split(","):
+        if entry.strip():
+            normalise_host(entry)
+
+
+DURATION = _Checked("duration", parse_duration)
+HOSTPORT = _Checked("host:port", _hostport)
+HOSTS = _Checked("hosts", _hosts)
 
 
 def config_keys(command: click.Command) -> dict[str, click.Option]:
@@ -92,7 +128,7 @@ def load(command: click.Command, path: Path | None) -> FileValues:
     for key, item in raw.items():
         option = keys[key]
         value = item.value
-        if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is click.STRING:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is HOSTS:
             value = ",".join(value)  # http_allow = ["a.example", "b.example"]
         if isinstance(value, (list, dict)):
             raise ConfigError(str(path), f"expected a single value, not {type(value).__name__}", item.line, key)

@@ -1015,7 +1015,7 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
-@click.option("--http", "http", default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
+@click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
 @click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
 @click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
 @click.option("--node-id", metavar="ID", help="This node's id in a cluster. [default: the host name]")
@@ -1027,10 +1027,10 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
-@click.option("--retention", metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
+@click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
 @click.option("--retention-interval-ms", type=click.IntRange(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
-@click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
+@click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.pass_context
