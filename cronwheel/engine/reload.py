@@ -14,6 +14,7 @@ from cronwheel.core.config import ConfigError
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.logbridge import set_logging_level
 
+LOG_KEYS = frozenset({"log_level", "log_format"})
 LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "retention", "keep_last", "retention_interval_ms"})
 
 
@@ -43,6 +44,7 @@ class Reloader:
             return {"changed": [], "refused": [], "error": str(exc)}
         changed: dict[str, Any] = {}
         refused: list[str] = []
+        later: list[tuple[str, Any, Any]] = []
         for key in sorted(set(wanted) | set(self.running)):
             old, new = self.running.get(key), wanted.get(key)
             if old == new:
@@ -54,6 +56,9 @@ class Reloader:
                     reason="cannot change while the daemon runs: restart it to apply",
                 )
                 continue
+            if key in LOG_KEYS:  # last: the line that says what changed is printed at the old level
+                later.append((key, old, new))
+                continue
             try:
                 self.apply[key](new)
             except ValueError as exc:
@@ -62,7 +67,12 @@ class Reloader:
                 continue
             self.running[key] = new
             changed[key] = {"from": _text(old), "to": _text(new)}
+        for key, old, new in later:
+            changed[key] = {"from": _text(old), "to": _text(new)}
         self.events.emit("config.reloaded", changed=changed, refused=refused or None)
+        for key, _, new in later:
+            self.apply[key](new)  # checked by the option's type already
+            self.running[key] = new
         return {"changed": sorted(changed), "refused": refused}
 
 
