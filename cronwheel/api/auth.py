@@ -4,8 +4,10 @@
   none, a malformed one, or one nobody issued (or since revoked) → 401 with
   ``WWW-Authenticate: Bearer``.
 * Over the **local Unix socket** (mode 0600 in a 0700 data dir) the caller is an admin by
-  file permission, and the peer's uid (``SO_PEERCRED``) must be the daemon's own: anyone else
-  who reached the socket anyway gets 403. A bearer token sent over the socket is honoured,
+  file permission, and the peer's uid (``SO_PEERCRED``) must be the daemon's own or root's
+  (root can read the data dir and its admin token anyway; under systemd's DynamicUser= it is
+  how the operator's ``cronwheel ls`` reaches the daemon): anyone else who reached the socket
+  anyway gets 403. A bearer token sent over the socket is honoured,
   so a local operator can act as a tenant to see what it sees.
 
 The answer is a ``core.tenants.Principal``; ``api/app.py`` decides what it may do.
@@ -66,9 +68,9 @@ class Authenticator:
             local_uid = peer_uid(request)
         except OSError:
             raise Forbidden("cannot tell who is at the other end of the local socket") from None
-        if local_uid is not None and local_uid != self.uid:
+        if local_uid is not None and local_uid not in (self.uid, 0):
             raise Forbidden(
-                f"the local socket is for the daemon's own user (uid {self.uid}), not uid {local_uid}; "
+                f"the local socket is for the daemon's own user (uid {self.uid}) and root, not uid {local_uid}; "
                 "use the TCP API with a token"
             )
         try:
