@@ -17,7 +17,7 @@ serve: $(STAMP)
 	$(VENV)/bin/cronwheel serve
 
 # Lint, type-check the pure core, then the whole test suite.
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser promtool
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The dashboard's browser tests (tests/browser) drive Debian's chromium through chromium-driver.
@@ -33,6 +33,20 @@ browser:
 	    tail -n 5 /tmp/cronwheel-apt-chromium.log; echo "$(BROWSER_WARNING)"; \
 	  fi; \
 	else echo "$(BROWSER_WARNING) (not root with apt-get: install chromium and chromium-driver yourself)"; fi
+
+# The alert rules in docs/operations.md and /metrics are checked by promtool, from Debian's
+# prometheus package: installed like chromium above; missing, those checks are skipped (or fail
+# where CRONWHEEL_REQUIRE_PROMTOOL=1, as in CI).
+PROMTOOL_WARNING := !!! WARNING: no promtool: the alert-rule and metrics lint tests will be SKIPPED (or fail under CRONWHEEL_REQUIRE_PROMTOOL=1) !!!
+promtool:
+	@if command -v promtool >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing prometheus (for promtool) with apt-get, log in /tmp/cronwheel-apt-prometheus.log"; \
+	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } \
+	      >/tmp/cronwheel-apt-prometheus.log 2>&1; then \
+	    tail -n 5 /tmp/cronwheel-apt-prometheus.log; echo "$(PROMTOOL_WARNING)"; \
+	  fi; \
+	else echo "$(PROMTOOL_WARNING) (not root with apt-get: install Debian's prometheus package yourself)"; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cronwheel tests bench

@@ -49,7 +49,7 @@ class _Checked(click.ParamType):
 
 
 def _hostport(text: str) -> None:
-    host, sep, port = text.rpartition(":")
+    _, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:7878)")
 

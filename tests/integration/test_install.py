@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,11 @@ def test_the_tree(installed: Path) -> None:
     assert os.access(installed / "usr/local/bin/cronwheel", os.X_OK)
     unit = _unit_settings((installed / UNIT.lstrip("/")).read_text())
     assert unit["ExecStart"] == [f"{PREFIX}/bin/cronwheel serve --config {CONFIG}"]
+    # the wheel `make dist` built on the way carries the man pages too (pip installs them)
+    (wheel,) = (installed.parent / "dist").glob("cronwheel-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        pages = sorted(n.split(".data/data/", 1)[1] for n in zf.namelist() if ".data/data/share/man/" in n)
+    assert pages == ["share/man/man1/cronwheel.1", "share/man/man5/cronwheel.5", "share/man/man5/cronwheel.toml.5"]
 
 
 def test_systemd_analyze_verifies_the_installed_unit(installed: Path, tmp_path: Path) -> None:
