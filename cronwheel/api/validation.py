@@ -61,8 +61,10 @@ JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
+        "managedBy",
     }
 )
+MAX_MANAGED_BY_CHARS = 100
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
 
 _INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
@@ -223,6 +225,10 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
     spec.timeout_sec = _number("timeoutSec", data.get("timeoutSec", DEFAULT_TIMEOUT_SEC), *TIMEOUT_SEC_RANGE, " seconds")
     spec.lease_sec = _number("leaseSec", data.get("leaseSec", DEFAULT_LEASE_SEC), *LEASE_SEC_RANGE, " seconds")
     spec.jitter_sec = _integer("jitterSec", data.get("jitterSec", 0), *JITTER_SEC_RANGE, " seconds")
+    if "managedBy" in data:
+        spec.managed_by = _string("managedBy", data["managedBy"])
+        if not spec.managed_by.strip() or len(spec.managed_by) > MAX_MANAGED_BY_CHARS or not spec.managed_by.isprintable():
+            raise _bad("managedBy", f"managedBy must be 1 to {MAX_MANAGED_BY_CHARS} printable characters and not blank")
     if "priority" in data:
         spec.priority = Priority.parse(_choice("priority", data["priority"], tuple(p.label for p in Priority)))
     if "overlap" in data:
@@ -572,6 +578,7 @@ def job_to_json(job: Job) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
+        "managedBy": spec.managed_by,
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),

@@ -156,6 +156,8 @@ class JobSpec:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
+    #: who manages the definition: ``apply`` for jobs `cronwheel apply` created; None by hand
+    managed_by: str | None = None
 
 
 @dataclass(slots=True)

@@ -168,6 +168,7 @@ class RowReader:
             overlap=OVERLAP[r[7]],
             misfire=MISFIRE[r[6]],
             jitter_sec=r[8],
+            managed_by=r[21],
         )
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
                    created_at=r[19], updated_at=r[20], spec=spec)  # fmt: skip

@@ -58,7 +58,8 @@ CREATE TABLE job_definitions (
     timeout_sec DOUBLE PRECISION NOT NULL,
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
-    updated_at  BIGINT NOT NULL
+    updated_at  BIGINT NOT NULL,
+    managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;

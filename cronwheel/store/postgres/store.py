@@ -370,7 +370,7 @@ class PostgresStore(Store):
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), spec.managed_by,
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -795,5 +795,5 @@ class PostgresStore(Store):
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
                "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
-_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "managed_by")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")

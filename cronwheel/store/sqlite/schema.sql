@@ -57,7 +57,8 @@ CREATE TABLE job_definitions (
     timeout_sec REAL NOT NULL,
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
+    updated_at  INTEGER NOT NULL,
+    managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
