@@ -239,6 +239,11 @@ class Client:
             raise ApiError(409, {"detail": f"the name {ref!r} is ambiguous, use one of the ids: {ids}", "code": "ambiguous_name"})
         return live[0]
 
+    def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """``PATCH /v1/jobs/{id}``: a merge patch of the create body's fields (null removes
+        one); the job keeps its id and history."""
+        return self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch)
+
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         return self._delete(f"/v1/jobs/{_q(job_id)}")
 

@@ -24,7 +24,7 @@ import click
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import config as cfg
-from cronwheel.cli import render
+from cronwheel.cli import jobs_as_code, render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.core import crontab, herd
@@ -816,16 +816,25 @@ cli.add_command(import_crontab, "import")
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("--json", "as_json", is_flag=True, help="Every active job, as a JSON array that import-crontab reads back.")
+@click.option("--format", "fmt", type=click.Choice(["crontab", "json", "toml"]), default="crontab", show_default=True,
+              help="crontab lines; JSON that import reads back; TOML job files that apply reads back.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @pass_cli
-def export(app: Cli, as_json: bool) -> None:
-    """Print the active jobs as crontab lines (or JSON).
+def export(app: Cli, fmt: str, as_json: bool) -> None:
+    """Print the active jobs as crontab lines (or JSON, or TOML job files).
 
     Crontab lines keep a job's schedule and command only; jobs that a crontab cannot hold
     (one-offs, @every, seconds, time zones, HTTP/Python/queue targets) are listed as
-    comments. --json keeps everything a job was created with, for `cronwheel import FILE`
-    on this or another daemon. Paused, cancelled and completed jobs are not exported.
+    comments. --format json keeps everything a job was created with, for `cronwheel import
+    FILE` on this or another daemon. Paused, cancelled and completed jobs are not exported,
+    except by --format toml, which writes the active and paused named jobs of the caller's
+    tenant as files that `cronwheel apply` reads back to no change.
     """
+    if fmt == "toml":
+        live = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
+        jobs_as_code.export_toml(live)
+        return
+    as_json = as_json or fmt == "json"
     jobs = list(app.client.iter_jobs("active"))
     if as_json:
         render.emit_json([crontab.job_request(j) for j in jobs])
@@ -1086,6 +1095,7 @@ cfg.with_config_keys(serve)
 cli.add_command(tenant)
 cli.add_command(token)
 cli.add_command(cfg.config_command)
+cli.add_command(jobs_as_code.apply)
 
 
 def main() -> None:
