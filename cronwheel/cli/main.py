@@ -20,15 +20,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from click.shell_completion import CompletionItem
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import config as cfg
-from cronwheel.cli import jobs_as_code, render
+from cronwheel.cli import jobs_as_code, listing, progress, render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
+from cronwheel.core.config import ConfigError
 from cronwheel.obs.events import iso_ms
 
 EX_UNAVAILABLE = 69
@@ -146,9 +148,27 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
     file = cfg.NO_FILE if ctx.resilient_parsing else cfg.load_or_exit(serve, config_path)
     ctx.meta["cronwheel.config"] = file
     ctx.default_map = {"serve": file.values}
+    ctx.obj = make_cli(url, data_dir, token, file)
+
+
+def make_cli(url: str | None, data_dir: Path | None, token: str | None, file: cfg.FileValues) -> Cli:
+    """The data dir: --data-dir, else $CRONWHEEL_DATA_DIR, else the file's data_dir, else
+    $STATE_DIRECTORY, else ./.cronwheel."""
     if data_dir is None and not os.environ.get("CRONWHEEL_DATA_DIR") and file.values.get("data_dir"):
         data_dir = file.values["data_dir"]
-    ctx.obj = Cli(url, data_dir or default_data_dir(), token)
+    return Cli(url, data_dir or default_data_dir(), token)
+
+
+def _complete_job(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """JOB arguments complete to the ids and names of the daemon's jobs (nothing when no
+    daemon answers): `cronwheel show <TAB>` in bash, zsh and fish."""
+    params = ctx.find_root().params
+    try:
+        file = cfg.load(serve, cfg.find_config(params.get("config_path")))
+    except ConfigError:
+        file = cfg.NO_FILE
+    app = make_cli(params.get("url"), params.get("data_dir"), params.get("token"), file)
+    return listing.completion_items(app.client, incomplete)
 
 
 # ---------------------------------------------------------------- helpers
@@ -339,7 +359,8 @@ def add(
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of jobs.")
 @pass_cli
 def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_json: bool) -> None:
-    """List jobs, ordered by id."""
+    """List jobs, ordered by id: when each runs next and how long is LEFT until then, and
+    how long ago it LAST started (like `systemctl list-timers`)."""
     jobs: list[dict[str, Any]] = []
     after = None
     while len(jobs) < limit:
@@ -351,11 +372,14 @@ def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_jso
     if as_json:
         render.emit_json(jobs)
         return
-    render.emit_table(render.JOB_COLUMNS, render.job_rows(jobs), empty="no jobs")
+    lasts = listing.last_runs(app.client, jobs)
+    render.emit_table(listing.COLUMNS, listing.rows(jobs, lasts, _local_now_ms()), empty="no jobs")
+    if lasts is None:
+        render.emit_note(f"LAST is shown for up to {listing.LAST_RUN_LOOKUPS} jobs: narrow the list (--status, -n)")
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def show(app: Cli, job: str, as_json: bool) -> None:
@@ -369,7 +393,7 @@ def show(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command("next", context_settings=CONTEXT)
-@click.argument("what", metavar="SCHEDULE|JOB")
+@click.argument("what", metavar="SCHEDULE|JOB", shell_complete=_complete_job)
 @click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
 @click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
 @click.option("--from", "from_", metavar="INSTANT", help="Start after this instant (RFC 3339 or +DURATION). [default now]")
@@ -474,7 +498,7 @@ def _job_action(app: Cli, ref: str, verb: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def cancel(app: Cli, job: str, as_json: bool) -> None:
@@ -483,7 +507,7 @@ def cancel(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def pause(app: Cli, job: str, as_json: bool) -> None:
@@ -492,7 +516,7 @@ def pause(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def resume(app: Cli, job: str, as_json: bool) -> None:
@@ -501,7 +525,7 @@ def resume(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("--wait", is_flag=True, help="Wait until the run (with its retries) ends; exit with its exit code.")
 @click.option("--timeout", metavar="DURATION", help="With --wait: give up after this long (exit 124).")
 @click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
@@ -559,7 +583,7 @@ def _exit_status(status: str | None, code: int | None) -> int:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=_complete_job)
 @click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=20, show_default=True, help="At most N executions.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
@@ -583,7 +607,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("execution", required=False, metavar="[EXECUTION|JOB]")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing the daemon's events as they happen (Ctrl-C stops).")
-@click.option("--job", metavar="JOB", help="Only the events of this job (id or name) and its executions.")
+@click.option("--job", metavar="JOB", shell_complete=_complete_job, help="Only the events of this job (id or name) and its executions.")
 @click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")
 @click.option("--since", metavar="WHEN", help="Only events newer than this: a duration back (90s, 1h, 2d) or an RFC 3339 instant.")
 @click.option("-n", "--lines", "count", type=click.IntRange(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")
@@ -782,7 +806,7 @@ def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: 
         if not as_json:
             click.echo(f"{where}: {'already imported as' if replayed else 'created'} {job_id}")
 
-    for start in range(0, len(planned), IMPORT_BATCH):
+    for start in progress.steps(range(0, len(planned), IMPORT_BATCH), total=len(planned), per_step=IMPORT_BATCH, what="importing"):
         chunk = planned[start : start + IMPORT_BATCH]
         try:  # one request and one commit per chunk
             answers = app.client.create_jobs([(body, key) for _, body, key in chunk])
