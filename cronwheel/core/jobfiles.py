@@ -165,7 +165,8 @@ def plan(
             continue
         # every field written differently goes in the patch (a default spelled out or left out
         # costs nothing); the plan names those whose change alone changes the job
-        patch = {k: d.body.get(k) for k in sorted(set(now) | set(d.body)) if now.get(k) != d.body.get(k)}
+        patch = {k: _member_patch(now.get(k), d.body.get(k)) for k in sorted(set(now) | set(d.body))
+                 if now.get(k) != d.body.get(k)}
         meaning = normalise(now)
         differing = [k for k in patch if _changes_meaning(normalise, _with(now, k, d.body.get(k)), meaning)]
         fields = differing or sorted(patch)
@@ -178,6 +179,14 @@ def plan(
             if job.get("managedBy") == OWNER and job.get("name") not in wanted:
                 changes.append(Change("delete", str(job.get("name")), job_id=job.get("jobId")))
     return changes
+
+
+def _member_patch(old: Any, new: Any) -> Any:
+    """A merge patch merges objects member by member (``retryPolicy``): the members the file
+    leaves out are sent as null, so that their defaults apply again."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {k: new.get(k) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+    return new
 
 
 def _changes_meaning(normalise: Callable[[dict[str, Any]], Any], body: dict[str, Any], meaning: Any) -> bool:

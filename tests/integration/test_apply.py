@@ -142,3 +142,26 @@ def test_an_update_keeps_the_id_and_the_history(tmp_path: Path, daemon: Daemon) 
     assert (after["schedule"], after["timeoutSec"], after["managedBy"]) == ("@every 2s", 5, "apply")
     assert daemon.executions(job["jobId"])  # the history is the same job's
     assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
+
+
+def test_adopt_takes_over_a_job_made_by_hand(tmp_path: Path, daemon: Daemon) -> None:
+    by_hand = daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
+    jobs = write(tmp_path / "jobs", {"a.toml": '[backup]\nschedule = "@daily"\ncommand = "true"\n'})
+    res, changes = plan(daemon, str(jobs), "--adopt")
+    assert res.returncode == 0 and changes == [
+        {"action": "adopt", "name": "backup", "jobId": by_hand["jobId"], "fields": ["managedBy"], "body": {"managedBy": "apply"}}
+    ], res.stderr
+    assert daemon.get(f"/v1/jobs/{by_hand['jobId']}").json()["managedBy"] == "apply"
+    assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
+
+
+def test_a_member_left_out_of_a_table_goes_back_to_its_default(tmp_path: Path, daemon: Daemon) -> None:
+    jobs = write(tmp_path / "jobs", {"a.toml": '[r]\nschedule = "@daily"\ncommand = "true"\n'
+                                                'retryPolicy = { maxAttempts = 5, initialBackoffSec = 10 }\n'})
+    assert plan(daemon, str(jobs))[0].returncode == 0
+    write(jobs, {"a.toml": '[r]\nschedule = "@daily"\ncommand = "true"\nretryPolicy = { maxAttempts = 5 }\n'})
+    res, changes = plan(daemon, str(jobs))
+    assert res.returncode == 0 and actions(changes) == {"r": "update"}, res.stderr
+    (job,) = daemon.get("/v1/jobs").json()["jobs"]
+    assert job["retryPolicy"]["initialBackoffSec"] == 1 and job["retryPolicy"]["maxAttempts"] == 5
+    assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
