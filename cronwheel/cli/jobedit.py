@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cronwheel.api.validation import looks_like_instant
-from cronwheel.cli import render
+from cronwheel.cli import listing, render
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -159,7 +159,7 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
 @definition_options

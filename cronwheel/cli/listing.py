@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import click
 from click.shell_completion import CompletionItem
 
 from cronwheel.cli import render
@@ -93,3 +94,16 @@ def completion_items(client: Client, incomplete: str) -> list[CompletionItem]:
         if job_id.startswith(incomplete):
             items.append(CompletionItem(job_id, help=name or render.job_when(job)))
     return items
+
+
+def complete_job(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """JOB arguments complete to the ids and names of the daemon's jobs (nothing when no
+    daemon answers): `cronwheel show <TAB>` in bash, zsh and fish."""
+    # main imports this module: its client factory is looked up at call time
+    from cronwheel.cli.main import completion_client
+
+    try:
+        client = completion_client(ctx.find_root().params)
+    except (click.ClickException, ValueError):
+        return []
+    return completion_items(client, incomplete)

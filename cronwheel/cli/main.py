@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-from click.shell_completion import CompletionItem
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
@@ -166,16 +165,14 @@ def make_cli(url: str | None, data_dir: Path | None, token: str | None, file: cf
     return Cli(url, data_dir or default_data_dir(), token)
 
 
-def _complete_job(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """JOB arguments complete to the ids and names of the daemon's jobs (nothing when no
-    daemon answers): `cronwheel show <TAB>` in bash, zsh and fish."""
-    params = ctx.find_root().params
+def completion_client(params: dict[str, Any]) -> Client:
+    """A client for the daemon the root command's options (and the configuration file) name,
+    for shell completion, which runs without the group's callback."""
     try:
         file = cfg.load(serve, cfg.find_config(params.get("config_path")))
     except ConfigError:
         file = cfg.NO_FILE
-    app = make_cli(params.get("url"), params.get("data_dir"), params.get("token"), file)
-    return listing.completion_items(app.client, incomplete)
+    return make_cli(params.get("url"), params.get("data_dir"), params.get("token"), file).client
 
 
 # ---------------------------------------------------------------- helpers
@@ -270,7 +267,7 @@ def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_jso
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def show(app: Cli, job: str, as_json: bool) -> None:
@@ -284,7 +281,7 @@ def show(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command("next", context_settings=CONTEXT)
-@click.argument("what", metavar="SCHEDULE|JOB", shell_complete=_complete_job)
+@click.argument("what", metavar="SCHEDULE|JOB", shell_complete=listing.complete_job)
 @click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
 @click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
 @click.option("--from", "from_", metavar="INSTANT", help="Start after this instant (RFC 3339 or +DURATION). [default now]")
@@ -389,7 +386,7 @@ def _job_action(app: Cli, ref: str, verb: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def cancel(app: Cli, job: str, as_json: bool) -> None:
@@ -398,7 +395,7 @@ def cancel(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def pause(app: Cli, job: str, as_json: bool) -> None:
@@ -407,7 +404,7 @@ def pause(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def resume(app: Cli, job: str, as_json: bool) -> None:
@@ -416,7 +413,7 @@ def resume(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--wait", is_flag=True, help="Wait until the run (with its retries) ends; exit with its exit code.")
 @click.option("--timeout", metavar="DURATION", help="With --wait: give up after this long (exit 124).")
 @click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
@@ -474,7 +471,7 @@ def _exit_status(status: str | None, code: int | None) -> int:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job", shell_complete=_complete_job)
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=20, show_default=True, help="At most N executions.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
@@ -498,7 +495,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("execution", required=False, metavar="[EXECUTION|JOB]")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing the daemon's events as they happen (Ctrl-C stops).")
-@click.option("--job", metavar="JOB", shell_complete=_complete_job, help="Only the events of this job (id or name) and its executions.")
+@click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only the events of this job (id or name) and its executions.")
 @click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")
 @click.option("--since", metavar="WHEN", help="Only events newer than this: a duration back (90s, 1h, 2d) or an RFC 3339 instant.")
 @click.option("-n", "--lines", "count", type=click.IntRange(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")

@@ -50,6 +50,7 @@ def test_completion_offers_job_names_and_ids(daemon: Daemon) -> None:
     backup = daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "report"})
     assert _complete(daemon, "bash", "cronwheel show", "ba").split() == ["plain,backup"]
+    assert _complete(daemon, "bash", "cronwheel update", "rep").split() == ["plain,report"]
     zsh = _complete(daemon, "zsh", "cronwheel run", "").splitlines()
     assert "backup" in zsh and backup["jobId"] in zsh and "report" in zsh
     fish = _complete(daemon, "fish", "cronwheel history", backup["jobId"][:4]).splitlines()
