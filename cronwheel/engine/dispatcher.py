@@ -393,8 +393,7 @@ class Dispatcher:
                 ExecStatus.DEAD: "execution.dead_lettered",
             }.get(res.status, "execution.finished")  # type: ignore[arg-type]
             self.events.emit(
-                event, jobId=c.execution_id.rpartition(":")[0], executionId=c.execution_id,
-                leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
+                event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
                 exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at,
             )
         await self._after_completions(results)

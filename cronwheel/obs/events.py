@@ -64,6 +64,9 @@ class EventLog:
         for k, v in fields.items():
             if v is not None:
                 record[k] = v
+        xid = record.get("executionId")
+        if "jobId" not in record and isinstance(xid, str) and ":" in xid:
+            record["jobId"] = xid.rpartition(":")[0]  # an execution id is {jobId}:{scheduledAt}
         self.counts[event] += 1
         self.ring.append(record)
         if RANK[level] >= self._min_rank and event not in self.quiet:

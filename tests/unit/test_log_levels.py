@@ -27,6 +27,7 @@ def test_every_line_has_ts_level_event_node() -> None:
     (line,) = _lines(out)
     assert list(line)[:4] == ["ts", "level", "event", "node"]
     assert (line["level"], line["event"], line["node"], line["executionId"]) == ("error", "execution.dead_lettered", "n1", "j:1")
+    assert line["jobId"] == "j"  # the job's id goes with its execution's, for `jq 'select(.jobId == …)'`
 
 
 def test_levels_come_from_the_event_name() -> None:
