@@ -99,7 +99,8 @@ install: dist
 	sed -e 's|/usr/local/bin/cronwheel|$(BINDIR)/cronwheel|g' -e 's|/etc/cronwheel/cronwheel.toml|$(CONFIG)|g' \
 		systemd/cronwheel.service > $(DESTDIR)$(UNITDIR)/cronwheel.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/cronwheel.service
-	sed -e 's|/usr/local/bin/cronwheel|$(BINDIR)/cronwheel|g' systemd/cronwheel.service.d/cron-replacement.conf.example \
+	sed -e 's|/usr/local/bin/cronwheel|$(BINDIR)/cronwheel|g' -e 's|/etc/cronwheel/cronwheel.toml|$(CONFIG)|g' \
+		systemd/cronwheel.service.d/cron-replacement.conf.example \
 		| install -D -m 0644 /dev/stdin $(DESTDIR)$(DOCDIR)/cron-replacement.conf.example
 	@if [ -e $(DESTDIR)$(CONFIG) ]; then echo "keeping the existing $(DESTDIR)$(CONFIG)"; \
 	else install -D -m 0644 etc/cronwheel.toml $(DESTDIR)$(CONFIG); fi
