@@ -26,14 +26,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
 
 
-def normalise(body: dict[str, Any]) -> Any:
-    """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
-    two bodies compare by their fields alone)."""
-    return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
-
-
 #: relative instants are refused in files; a fixed clock keeps normalise() deterministic
 _NOW_MS = int(time.time() * 1000)
+
+
+def normalise(body: dict[str, Any]) -> Any:
+    """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
+    two bodies compare by their fields alone; the name and the owner mark are not compared)."""
+    return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
 
 
 def _files(paths: Sequence[Path]) -> Iterator[Path]:
