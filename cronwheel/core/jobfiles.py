@@ -144,10 +144,18 @@ def plan(
     for job in live:
         if job.get("name"):
             by_name.setdefault(str(job["name"]), job)
+    # a one-off that apply created and that has run is done, not missing: the same definition
+    # must not run again on the next apply
+    done = {str(j["name"]): j for j in existing
+            if j.get("status") == "COMPLETED" and j.get("managedBy") == OWNER and j.get("name")}
     changes: list[Change] = []
     for d in desired:
         current = by_name.get(d.name)
         if current is None:
+            finished = done.get(d.name)
+            if finished is not None and normalise(_request(as_request, finished)) == normalise(d.body):
+                changes.append(Change("unchanged", d.name, job_id=finished.get("jobId")))
+                continue
             changes.append(Change("create", d.name, body={**d.body, "name": d.name, "managedBy": OWNER}))
             continue
         adopting = current.get("managedBy") != OWNER
@@ -156,7 +164,7 @@ def plan(
                 f"{d.where}: job {d.name!r} exists ({current.get('jobId')}) but apply does not manage it: "
                 "take it over with --adopt, cancel it, or rename the job in the file"
             )
-        now = {k: v for k, v in as_request(current).items() if k != "name"}
+        now = _request(as_request, current)
         if adopting and normalise(now) == normalise(d.body):
             changes.append(Change("adopt", d.name, job_id=current.get("jobId"), body={"managedBy": OWNER}, fields=["managedBy"]))
             continue
@@ -179,6 +187,10 @@ def plan(
             if job.get("managedBy") == OWNER and job.get("name") not in wanted:
                 changes.append(Change("delete", str(job.get("name")), job_id=job.get("jobId")))
     return changes
+
+
+def _request(as_request: Callable[[Mapping[str, Any]], dict[str, Any]], job: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in as_request(job).items() if k != "name"}
 
 
 def _member_patch(old: Any, new: Any) -> Any:
