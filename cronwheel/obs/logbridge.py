@@ -4,8 +4,10 @@ traceback as a field of that line, never as loose lines in the journal."""
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
+import threading
 import traceback
 from types import TracebackType
 
@@ -36,9 +38,9 @@ class EventHandler(logging.Handler):
         )
 
 
-def route_logging(events: EventLog, level: str) -> EventHandler:
+def route_logging(events: EventLog, level: str, crashed: str = "node.crashed") -> EventHandler:
     """Send the root logger (and so every library logger that propagates) and Python warnings
-    to ``events`` at ``level``; an uncaught exception becomes one ``node.crashed`` line."""
+    to ``events`` at ``level``; an uncaught exception becomes one ``crashed`` line."""
     handler = EventHandler(events)
     root = logging.getLogger()
     root.handlers = [handler]
@@ -46,7 +48,7 @@ def route_logging(events: EventLog, level: str) -> EventHandler:
     logging.captureWarnings(True)
 
     def excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-        events.emit("node.crashed", error=f"{kind.__name__}: {exc}",
+        events.emit(crashed, error=f"{kind.__name__}: {exc}",
                     traceback="".join(traceback.format_exception(kind, exc, tb)))
         events.flush()
 
@@ -56,3 +58,42 @@ def route_logging(events: EventLog, level: str) -> EventHandler:
 
 def set_logging_level(level: str) -> None:
     logging.getLogger().setLevel(logging_level(level))
+
+
+class LineEvents(io.TextIOBase):
+    """A text stream whose every line becomes one event (``python.stdout`` with ``line=…``):
+    what Python code in a worker prints (a callable target's ``print``, a library's warning on
+    stderr) reaches the journal in the same schema as everything else, never as a loose line."""
+
+    def __init__(self, events: EventLog, event: str, level: str, **fields: str) -> None:
+        super().__init__()
+        self.events = events
+        self.event = event
+        self.level = level
+        self.fields = fields
+        self._partial = ""
+        self._lock = threading.Lock()  # callables print from the worker's thread pool
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._partial += text
+            *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            self.events.emit(self.event, level=self.level, line=line, **self.fields)
+        return len(text)
+
+    def flush(self) -> None:
+        self.events.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            rest, self._partial = self._partial, ""
+        if rest:
+            self.events.emit(self.event, level=self.level, line=rest, **self.fields)
+        super().close()

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.logbridge import LineEvents, route_logging
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
     PROTOCOL_VERSION,
@@ -92,6 +93,15 @@ def configure_log(node: str) -> EventLog:
     except ValueError:  # a bad level from a hand-started worker: say so, in the default level
         _events = EventLog(node, stream=sys.stderr, fmt=fmt, ring_size=1)
     return _events
+
+
+def capture_output(events: EventLog, worker_id: str) -> None:
+    """Python code that runs in this process (callable targets, the libraries they use) prints
+    and logs through ``events``: ``python.stdout`` / ``python.stderr`` lines, ``log.<logger>``
+    records, ``worker.crashed`` for an uncaught exception."""
+    route_logging(events, events.level, crashed="worker.crashed")
+    sys.stdout = LineEvents(events, "python.stdout", "info", worker=worker_id)
+    sys.stderr = LineEvents(events, "python.stderr", "warning", worker=worker_id)
 
 
 def _log(event: str, **fields: Any) -> None:
@@ -686,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--slots must be at least 1")
     # a local worker's id is {node}-{incarnation}-w{index}-{generation}
     parts = args.worker_id.rsplit("-", 3)
-    configure_log(parts[0] if len(parts) == 4 else socket.gethostname())
+    capture_output(configure_log(parts[0] if len(parts) == 4 else socket.gethostname()), args.worker_id)
     with warnings.catch_warnings():  # 3.12+ deprecates policies; we only want the default loop
         warnings.simplefilter("ignore", DeprecationWarning)
         asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())

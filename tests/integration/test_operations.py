@@ -98,3 +98,22 @@ def test_a_bad_config_file_stops_serve_before_anything_starts(tmp_path: Path) ->
     assert res.returncode == 2
     assert f"{conf}:3: key 'workers': " in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_what_python_code_prints_in_a_worker_is_an_event_line(make_daemon: Callable[..., Daemon]) -> None:
+    d = make_daemon()
+    job = d.add_job({"runAt": "2020-01-01T00:00:00Z", "python": "tests.support.callables:chatty"})
+    wait_for(lambda: d.event("execution.succeeded", jobId=job["jobId"]), 30, what="the chatty job")
+    wait_for(lambda: d.event("python.stderr"), 10, what="its stderr line")
+    d.stop()
+    lines = [line for line in d.log_path.read_text().splitlines() if line.strip()]
+    records = []
+    for line in lines:
+        record = json.loads(line)  # no loose text: every line is an event
+        assert {"ts", "level", "event", "node"} <= set(record), record
+        records.append(record)
+    printed = next(r for r in records if r["event"] == "python.stdout")
+    assert printed["line"] == "hello from a callable" and printed["level"] == "info" and printed["worker"]
+    logged = next(r for r in records if r["event"] == "log.thirdparty")
+    assert logged["level"] == "warning" and logged["message"] == "careful: disk almost full"
+    assert next(r for r in records if r["event"] == "python.stderr")["line"] == "a raw line on stderr"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -20,3 +22,11 @@ def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, 
         threading.Event().wait()
     return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "attempt": attempt,
             "scheduledAt": scheduled_at, "payload": payload}
+
+
+def chatty(**_: Any) -> str:
+    """Prints, logs and writes to stderr the way library code does, inside the worker."""
+    print("hello from a callable")
+    logging.getLogger("thirdparty.lib").warning("careful: %s", "disk almost full")
+    sys.stderr.write("a raw line on stderr\n")
+    return "ok"
