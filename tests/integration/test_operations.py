@@ -78,6 +78,15 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     refusal = d.event("config.reload_refused", key="grace_sec")
     assert refusal and refusal["level"] == "warning" and "restart" in refusal["reason"]
 
+    # http_allow is in force for tenants without a list of their own
+    assert d.post("/v1/tenants", {"name": "acme"}).status == 201
+    token = d.post("/v1/tokens", {"tenant": "acme", "role": "tenant"}).json()["token"]
+
+    def submit(url: str) -> int:
+        return d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "http": {"url": url}}, token=token).status
+
+    assert submit("https://api.example.com/x") == 201 and submit("https://elsewhere.example.org/") == 403
+
     # the new level is in force: info lines are no longer printed
     job = d.add_job({"schedule": "0 0 1 1 *", "command": "true"})
     conf.write_text('log_level = "warning"\nwrokers = 2\n')
