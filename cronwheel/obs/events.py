@@ -29,7 +29,6 @@ class EventLog:
         stream: TextIO | None = None,
         fmt: str = "auto",
         ring_size: int = 10_000,
-        quiet: frozenset[str] = frozenset(),
         level: str = "info",
         journal: bool | None = None,
     ) -> None:
@@ -44,8 +43,6 @@ class EventLog:
         self._seq = 0
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self._flush_pending = False
-        #: high-volume events counted and kept in the ring but not printed (e.g. heartbeats)
-        self.quiet = quiet
 
     def set_format(self, fmt: str) -> None:
         if fmt == "auto":
@@ -69,7 +66,7 @@ class EventLog:
             record["jobId"] = xid.rpartition(":")[0]  # an execution id is {jobId}:{scheduledAt}
         self.counts[event] += 1
         self.ring.append(record)
-        if RANK[level] >= self._min_rank and event not in self.quiet:
+        if RANK[level] >= self._min_rank:
             self._write(record)
         for fn in list(self._subscribers):
             fn(record)
