@@ -20,7 +20,7 @@ from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
 from cronwheel.core import jobfiles
 from cronwheel.core.config import ConfigError
-from cronwheel.core.crontab import job_request
+from cronwheel.core.crontab_export import job_request
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}

@@ -12,7 +12,7 @@ import pytest
 from cronwheel.api.validation import JOB_FIELDS, parse_job_body
 from cronwheel.core import jobfiles
 from cronwheel.core.config import ConfigError
-from cronwheel.core.crontab import job_request
+from cronwheel.core.crontab_export import job_request
 
 NOW = 1_796_000_000_000
 

@@ -59,6 +59,7 @@ CREATE TABLE job_definitions (
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
+    process     JSON,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
     managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
 );
 

@@ -82,7 +82,7 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, process_text, retry_to_json, short
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
@@ -397,7 +397,8 @@ class PostgresStore(Store):
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), spec.managed_by,
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    process_text(spec), spec.managed_by,
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -459,7 +460,7 @@ class PostgresStore(Store):
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
                 "payload": dumps(spec.payload), "retry": retry_to_json(retry),
                 "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
-                "managed_by": spec.managed_by,
+                "process": process_text(spec), "managed_by": spec.managed_by,
             })  # fmt: skip
             superseded: list[str] = []
             if reschedule:
@@ -873,6 +874,7 @@ class PostgresStore(Store):
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
                "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
-_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "managed_by")
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
+               "managed_by")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
 _NAME_FIELDS = ("tenant", "name", "job_id")

@@ -58,6 +58,7 @@ CREATE TABLE job_definitions (
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
+    process     TEXT,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
     managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
 );
 

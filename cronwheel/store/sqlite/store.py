@@ -54,7 +54,15 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, JsonMemo, dumps, retry_to_json, short
+from cronwheel.store.common import (
+    PRIORITY,
+    SUPERSEDED,
+    JsonMemo,
+    dumps,
+    process_text,
+    retry_to_json,
+    short,
+)
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
@@ -282,7 +290,7 @@ class SqliteStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
-                    spec.managed_by,
+                    process_text(spec), spec.managed_by,
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -343,7 +351,7 @@ class SqliteStore(Store):
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms,
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
                 spec.managed_by,
             ))  # fmt: skip
             superseded: list[str] = []
@@ -564,11 +572,12 @@ class SqliteStore(Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload = r[9:13]
+            lease_sec, timeout_sec, target, payload, process = r[9:14]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8]))  # fmt: skip
+                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8],
+                                None if process is None else parsed(process)))  # fmt: skip
         return grants
 
     @_translated
