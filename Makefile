@@ -74,7 +74,8 @@ clean:
 DIST ?= dist
 SHIV ?= $(VENV)/bin/shiv
 dist: $(STAMP)
-	rm -rf $(DIST) && mkdir -p $(DIST)
+	# setuptools' build/ keeps files deleted since the last build (a renamed migration): start clean
+	rm -rf $(DIST) build && mkdir -p $(DIST)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel \
 		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl
