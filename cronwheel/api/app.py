@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from cronwheel.api import beyondcron as bc
 from cronwheel.api import dashboard, ops
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
@@ -387,6 +388,69 @@ async def trigger_job(request: web.Request) -> web.Response:
     return _json(v.execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
 
 
+async def backfill_job(request: web.Request) -> web.Response:
+    service = _service(request)
+    start, end, dry = bc.parse_backfill_body(await _body(request), service.now_ms())
+    result = await service.backfill(request.match_info["jobId"], start, end, dry, await _tenant(request))
+    return _json(result, 200 if dry else 202)
+
+
+async def cancel_backfill(request: web.Request) -> web.Response:
+    n = await _service(request).cancel_backfill(request.match_info["jobId"], await _tenant(request))
+    return _json({"jobId": request.match_info["jobId"], "cancelled": n})
+
+
+async def set_chain(request: web.Request) -> web.Response:
+    on_success, on_failure = bc.parse_chain_body(await _body(request))
+    job = await _service(request).set_chain(request.match_info["jobId"], on_success, on_failure, await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def upcoming(request: web.Request) -> web.Response:
+    service = _service(request)
+    count, after = bc.parse_upcoming_query(request.query.get("count"), request.query.get("from"), service.now_ms())
+    return _json(await service.upcoming(request.match_info["jobId"], count, after, await _tenant(request)))
+
+
+# ---------------------------------------------------------------- calendars
+
+
+async def _calendar_tenant(request: web.Request) -> str:
+    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+    tenant = await _tenant(request)
+    if tenant is not None:
+        return tenant
+    asked = request.query.get("tenant")
+    if asked is not None and not valid_tenant_name(asked):
+        raise Problem(400, "invalid_field", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
+    return asked or DEFAULT_TENANT
+
+
+async def list_calendars(request: web.Request) -> web.Response:
+    tenant = await _tenant(request)
+    if tenant is None and "tenant" in request.query:
+        tenant = await _calendar_tenant(request)
+    cals = await _service(request).list_calendars(tenant)
+    return _json({"calendars": [bc.calendar_to_json(c) for c in cals]})
+
+
+async def get_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    return _json(bc.calendar_to_json(await _service(request).get_calendar(name, await _calendar_tenant(request))))
+
+
+async def put_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"], creating=True)
+    cal = bc.parse_calendar_body(name, await _body(request), await _calendar_tenant(request))
+    return _json(bc.calendar_to_json(await _service(request).put_calendar(cal)))
+
+
+async def delete_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    await _service(request).delete_calendar(name, await _calendar_tenant(request))
+    return web.Response(status=204)
+
+
 # ---------------------------------------------------------------- executions
 
 
@@ -570,6 +634,14 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/resume", resume_job),
     ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
+    ("POST", "/v1/jobs/{jobId}/backfill", backfill_job),
+    ("DELETE", "/v1/jobs/{jobId}/backfill", cancel_backfill),
+    ("PUT", "/v1/jobs/{jobId}/chain", set_chain),
+    ("GET", "/v1/jobs/{jobId}/upcoming", upcoming),
+    ("GET", "/v1/calendars", list_calendars),
+    ("GET", "/v1/calendars/{name}", get_calendar),
+    ("PUT", "/v1/calendars/{name}", put_calendar),
+    ("DELETE", "/v1/calendars/{name}", delete_calendar),
     ("GET", "/v1/executions/{executionId}", get_execution),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
@@ -621,7 +693,9 @@ ACCESS: dict[Callable[..., Any], Access] = {
     record_effect: Access.WORK,
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
-         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd),
+         list_executions, get_execution, list_dead, replay_dead, purge_dead, herd,
+         backfill_job, cancel_backfill, set_chain, upcoming, list_calendars, get_calendar, put_calendar,
+         delete_calendar),
         Access.MANAGE,
     ),
 }

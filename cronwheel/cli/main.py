@@ -21,6 +21,7 @@ import click
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
 from cronwheel.cli import jobs_as_code, listing, render
 from cronwheel.cli.admin import local_admin_token, tenant, token
@@ -199,6 +200,7 @@ def _job_label(job: dict[str, Any]) -> str:
 @definition_options
 @click.option("--idempotency-key", metavar="KEY", help="Submitting twice with the same key creates one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
+@beyond.job_options
 @pass_cli
 def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | None, as_json: bool, **opts: Any) -> None:
     """Register a job.
@@ -225,6 +227,7 @@ def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | No
     body = when_body(schedule, opts["tz"])
     body.update(definition_body(cmd, target_required=True, **opts))
     name, tz = opts["name"], opts["tz"]
+    body.update(beyond.job_fields(app.client))
     created = app.client.create_job(body, idempotency_key)
     if as_json:
         render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})
@@ -337,6 +340,9 @@ def next_(app: Cli, what: str, count: int, tz: str | None, from_: str | None, as
             if at_text:
                 at = sched.parse_instant(at_text)
                 fires = [at] if at > start else []
+        if job and (job.get("calendars") or job.get("activeFrom") or job.get("activeUntil")) and not tz:
+            fires = beyond.upcoming_for_next(app.client, job, count, start)
+            parsed = None
         if parsed is not None:
             t = start
             for _ in range(count):
@@ -880,6 +886,9 @@ def _serve_config(ctx: click.Context, path: str | None) -> None:
 cfg.with_config_keys(serve)
 cli.add_command(update)
 cli.add_command(tenant)
+cli.add_command(beyond.calendar)
+cli.add_command(beyond.backfill)
+cli.add_command(beyond.chain)
 cli.add_command(token)
 cli.add_command(cfg.config_command)
 cli.add_command(jobs_as_code.apply)

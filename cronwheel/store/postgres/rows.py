@@ -19,11 +19,12 @@ def text(value: str | None) -> str | None:
     return value.replace("\x00", "\ufffd")
 
 
-def _identity(value: Any) -> Any:
+def parsed(value: Any) -> Any:
+    """``decode`` for psycopg: json columns arrive parsed already."""
     return value
 
 
-_reader = RowReader(_identity)  # psycopg parses json columns
+_reader = RowReader(parsed)  # psycopg parses json columns
 job_from_row = _reader.job
 execution_from_row = _reader.execution
 tenant_from_row = _reader.tenant

@@ -59,8 +59,7 @@ CREATE TABLE job_definitions (
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
-    process     JSON,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
-    managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
+    process     JSON  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -166,3 +165,28 @@ CREATE TABLE bucket_leases (
     epoch       BIGINT NOT NULL CHECK (epoch >= 1),
     lease_until BIGINT NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars JSON;        -- array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until BIGINT;   -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from BIGINT;
+ALTER TABLE job_definitions ADD COLUMN on_success JSON;  -- array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure JSON;
+
+-- {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context JSON;
+
+CREATE TABLE calendars (
+    tenant     TEXT COLLATE "C" NOT NULL,
+    name       TEXT COLLATE "C" NOT NULL,
+    spec       JSON NOT NULL,  -- description, dates, windows (core/calendar.py)
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
+
+-- version 10: who manages a job's definition ('apply'), NULL: made by hand
+ALTER TABLE job_definitions ADD COLUMN managed_by TEXT;

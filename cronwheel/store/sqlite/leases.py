@@ -22,6 +22,7 @@ from cronwheel.store.base import (
 )
 from cronwheel.store.common import decide_completions, dumps, retry_from_json
 from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite import triggers
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -58,4 +59,5 @@ def complete(
         conn.executemany(q.COMPLETE_EXECUTION, updates)
         if conn.total_changes() - before != len(updates):  # impossible under the write lock
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        triggers.trigger_children(conn, results, now_ms)
     return results

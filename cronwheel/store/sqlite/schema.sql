@@ -58,8 +58,7 @@ CREATE TABLE job_definitions (
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
-    process     TEXT,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
-    managed_by  TEXT  -- who manages the definition ('apply'), NULL: made by hand
+    process     TEXT  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -163,3 +162,28 @@ CREATE TABLE bucket_leases (
     epoch       INTEGER NOT NULL CHECK (epoch >= 1),
     lease_until INTEGER NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars TEXT;       -- JSON array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until INTEGER; -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from INTEGER;
+ALTER TABLE job_definitions ADD COLUMN on_success TEXT;  -- JSON array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure TEXT;
+
+-- JSON: {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context TEXT;
+
+CREATE TABLE calendars (
+    tenant     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    spec       TEXT NOT NULL,  -- JSON: description, dates, windows (core/calendar.py)
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
+-- version 10: who manages a job's definition ('apply'), NULL: made by hand
+ALTER TABLE job_definitions ADD COLUMN managed_by TEXT;

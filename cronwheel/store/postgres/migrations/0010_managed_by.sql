@@ -1,4 +1,4 @@
--- cronwheel schema, version 9 (the same in both stores): who manages a job's definition,
+-- cronwheel schema, version 10 (the same in both stores): who manages a job's definition,
 -- e.g. 'apply' for the jobs `cronwheel apply` created from files; NULL for jobs made by hand.
 -- `cronwheel apply --prune` deletes only jobs it manages.
 
