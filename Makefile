@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint unit bench clean dist browser
+.PHONY: serve test lint unit bench clean dist browser promtool install uninstall
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ serve: $(STAMP)
 	$(VENV)/bin/cronwheel serve
 
 # Lint, type-check the pure core, then the whole test suite.
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser promtool
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The dashboard's browser tests (tests/browser) drive Debian's chromium through chromium-driver.
@@ -33,6 +33,20 @@ browser:
 	    tail -n 5 /tmp/cronwheel-apt-chromium.log; echo "$(BROWSER_WARNING)"; \
 	  fi; \
 	else echo "$(BROWSER_WARNING) (not root with apt-get: install chromium and chromium-driver yourself)"; fi
+
+# The alert rules in docs/operations.md and /metrics are checked by promtool, from Debian's
+# prometheus package: installed like chromium above; missing, those checks are skipped (or fail
+# where CRONWHEEL_REQUIRE_PROMTOOL=1, as in CI).
+PROMTOOL_WARNING := !!! WARNING: no promtool: the alert-rule and metrics lint tests will be SKIPPED (or fail under CRONWHEEL_REQUIRE_PROMTOOL=1) !!!
+promtool:
+	@if command -v promtool >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing prometheus (for promtool) with apt-get, log in /tmp/cronwheel-apt-prometheus.log"; \
+	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } \
+	      >/tmp/cronwheel-apt-prometheus.log 2>&1; then \
+	    tail -n 5 /tmp/cronwheel-apt-prometheus.log; echo "$(PROMTOOL_WARNING)"; \
+	  fi; \
+	else echo "$(PROMTOOL_WARNING) (not root with apt-get: install Debian's prometheus package yourself)"; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cronwheel tests bench
@@ -65,3 +79,37 @@ dist: $(STAMP)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel \
 		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl
+
+# Install on this host (or into $(DESTDIR) for a package): the single-file executable from
+# `make dist`, the man pages, the systemd unit and a commented configuration file. An existing
+# configuration is never overwritten; `make uninstall` removes what install put, and the
+# configuration only while it is unchanged. Then: systemctl daemon-reload && systemctl enable --now cronwheel
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DOCDIR     ?= $(PREFIX)/share/doc/cronwheel
+SYSCONFDIR ?= /etc
+CONFIG     := $(SYSCONFDIR)/cronwheel/cronwheel.toml
+MANPAGES   := man1/cronwheel.1 man5/cronwheel.5 man5/cronwheel.toml.5
+
+install: dist
+	install -D -m 0755 $(DIST)/cronwheel.pyz $(DESTDIR)$(BINDIR)/cronwheel
+	for page in $(MANPAGES); do install -D -m 0644 man/$$(basename $$page) $(DESTDIR)$(MANDIR)/$$page; done
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/bin/cronwheel|$(BINDIR)/cronwheel|g' -e 's|/etc/cronwheel/cronwheel.toml|$(CONFIG)|g' \
+		systemd/cronwheel.service > $(DESTDIR)$(UNITDIR)/cronwheel.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/cronwheel.service
+	sed -e 's|/usr/local/bin/cronwheel|$(BINDIR)/cronwheel|g' -e 's|/etc/cronwheel/cronwheel.toml|$(CONFIG)|g' \
+		systemd/cronwheel.service.d/cron-replacement.conf.example \
+		| install -D -m 0644 /dev/stdin $(DESTDIR)$(DOCDIR)/cron-replacement.conf.example
+	@if [ -e $(DESTDIR)$(CONFIG) ]; then echo "keeping the existing $(DESTDIR)$(CONFIG)"; \
+	else install -D -m 0644 etc/cronwheel.toml $(DESTDIR)$(CONFIG); fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/cronwheel $(DESTDIR)$(UNITDIR)/cronwheel.service
+	for page in $(MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/$$page; done
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if [ -e $(DESTDIR)$(CONFIG) ] && ! cmp -s etc/cronwheel.toml $(DESTDIR)$(CONFIG); then \
+	  echo "keeping $(DESTDIR)$(CONFIG): it was changed since install"; \
+	else rm -f $(DESTDIR)$(CONFIG); rmdir $(DESTDIR)$(SYSCONFDIR)/cronwheel 2>/dev/null || true; fi

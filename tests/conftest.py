@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -7,6 +8,9 @@ import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.postgres import PostgresServer, session_server
+
+# a host's /etc/cronwheel/cronwheel.toml must not reach the daemons and CLIs the tests start
+os.environ.setdefault("CRONWHEEL_CONFIG", "")
 
 
 @pytest.fixture

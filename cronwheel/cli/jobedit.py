@@ -15,7 +15,7 @@ import click
 
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import beyondcron as beyond
-from cronwheel.cli import render
+from cronwheel.cli import listing, render
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -190,7 +190,7 @@ def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, s
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
 @definition_options

@@ -23,7 +23,8 @@ import click
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import beyondcron as beyond
-from cronwheel.cli import render
+from cronwheel.cli import config as cfg
+from cronwheel.cli import jobs_as_code, listing, render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.cli.follow import follow_output
@@ -42,6 +43,7 @@ from cronwheel.cli.jobedit import zone as _zone
 from cronwheel.cli.transfer import export, import_crontab
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
+from cronwheel.core.config import ConfigError
 from cronwheel.obs.events import iso_ms
 
 EX_UNAVAILABLE = 69
@@ -137,9 +139,12 @@ class _Group(click.Group):
               help="The daemon's data directory. [env CRONWHEEL_DATA_DIR, else $STATE_DIRECTORY, else ./.cronwheel]")
 @click.option("--token", envvar="CRONWHEEL_TOKEN", metavar="TOKEN",
               help="Bearer token for the API. [env CRONWHEEL_TOKEN]")
+@click.option("--config", "config_path", metavar="FILE",
+              help="The configuration file (its data_dir tells commands where the daemon is). "
+                   "[env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
 @click.version_option(__version__, "-V", "--version", prog_name="cronwheel")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None) -> None:
+def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None, config_path: str | None) -> None:
     """cronwheel: a distributed job scheduler for cron and one-off jobs.
 
     \b
@@ -152,7 +157,30 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
 
     Exit codes: 0 ok, 1 refused or not found, 2 usage error, 69 no daemon reachable.
     """
-    ctx.obj = Cli(url, data_dir or default_data_dir(), token)
+    # the file is read for every command: `serve` takes its keys, the others find the daemon
+    # through its data_dir, so on an installed host `cronwheel ls` works from any directory
+    file = cfg.NO_FILE if ctx.resilient_parsing else cfg.load_or_exit(serve, config_path)
+    ctx.meta["cronwheel.config"] = file
+    ctx.default_map = {"serve": file.values}
+    ctx.obj = make_cli(url, data_dir, token, file)
+
+
+def make_cli(url: str | None, data_dir: Path | None, token: str | None, file: cfg.FileValues) -> Cli:
+    """The data dir: --data-dir, else $CRONWHEEL_DATA_DIR, else the file's data_dir, else
+    $STATE_DIRECTORY, else ./.cronwheel."""
+    if data_dir is None and not os.environ.get("CRONWHEEL_DATA_DIR") and file.values.get("data_dir"):
+        data_dir = file.values["data_dir"]
+    return Cli(url, data_dir or default_data_dir(), token)
+
+
+def completion_client(params: dict[str, Any]) -> Client:
+    """A client for the daemon the root command's options (and the configuration file) name,
+    for shell completion, which runs without the group's callback."""
+    try:
+        file = cfg.load(serve, cfg.find_config(params.get("config_path")))
+    except ConfigError:
+        file = cfg.NO_FILE
+    return make_cli(params.get("url"), params.get("data_dir"), params.get("token"), file).client
 
 
 # ---------------------------------------------------------------- helpers
@@ -229,7 +257,8 @@ def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | No
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of jobs.")
 @pass_cli
 def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_json: bool) -> None:
-    """List jobs, ordered by id."""
+    """List jobs, ordered by id: when each runs next and how long is LEFT until then, and
+    how long ago it LAST started (like `systemctl list-timers`)."""
     jobs: list[dict[str, Any]] = []
     after = None
     while len(jobs) < limit:
@@ -241,11 +270,14 @@ def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_jso
     if as_json:
         render.emit_json(jobs)
         return
-    render.emit_table(render.JOB_COLUMNS, render.job_rows(jobs), empty="no jobs")
+    lasts = listing.last_runs(app.client, jobs)
+    render.emit_table(listing.COLUMNS, listing.rows(jobs, lasts, _local_now_ms()), empty="no jobs")
+    if lasts is None:
+        render.emit_note(f"LAST is shown for up to {listing.LAST_RUN_LOOKUPS} jobs: narrow the list (--status, -n)")
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def show(app: Cli, job: str, as_json: bool) -> None:
@@ -259,7 +291,7 @@ def show(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command("next", context_settings=CONTEXT)
-@click.argument("what", metavar="SCHEDULE|JOB")
+@click.argument("what", metavar="SCHEDULE|JOB", shell_complete=listing.complete_job)
 @click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
 @click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
 @click.option("--from", "from_", metavar="INSTANT", help="Start after this instant (RFC 3339 or +DURATION). [default now]")
@@ -367,7 +399,7 @@ def _job_action(app: Cli, ref: str, verb: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def cancel(app: Cli, job: str, as_json: bool) -> None:
@@ -376,7 +408,7 @@ def cancel(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def pause(app: Cli, job: str, as_json: bool) -> None:
@@ -385,7 +417,7 @@ def pause(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def resume(app: Cli, job: str, as_json: bool) -> None:
@@ -394,7 +426,7 @@ def resume(app: Cli, job: str, as_json: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--wait", is_flag=True, help="Wait until the run (with its retries) ends; exit with its exit code.")
 @click.option("--timeout", metavar="DURATION", help="With --wait: give up after this long (exit 124).")
 @click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
@@ -452,7 +484,7 @@ def _exit_status(status: str | None, code: int | None) -> int:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=20, show_default=True, help="At most N executions.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
@@ -476,7 +508,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("execution", required=False, metavar="[EXECUTION|JOB]")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing the daemon's events as they happen (Ctrl-C stops).")
-@click.option("--job", metavar="JOB", help="Only the events of this job (id or name) and its executions.")
+@click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only the events of this job (id or name) and its executions.")
 @click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")
 @click.option("--since", metavar="WHEN", help="Only events newer than this: a duration back (90s, 1h, 2d) or an RFC 3339 instant.")
 @click.option("-n", "--lines", "count", type=click.IntRange(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")
@@ -813,32 +845,41 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
-@click.option("--http", "http", default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
-@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes.")
-@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker.")
-@click.option("--node-id", metavar="ID", help="This node's id in a cluster.")
+@click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
+@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
+@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
+@click.option("--node-id", metavar="ID", help="This node's id in a cluster. [default: the host name]")
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
-@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
+@click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
+              help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
+@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish. [default: 30]")
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
-@click.option("--retention", metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
+@click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
 @click.option("--retention-interval-ms", type=click.IntRange(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
-@click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
+@click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
-    """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
+    """Run the daemon: scheduler, HTTP API and local workers (one per node).
+
+    Every option is also a key of the configuration file and a CRONWHEEL_<KEY> environment
+    variable (flag > environment > file > default; see cronwheel.toml(5) and `cronwheel
+    config`). SIGHUP reads the file again and applies log_level, log_format, http_allow and
+    the retention keys; other changes are refused until a restart.
+    """
     app: Cli = ctx.obj
     try:
         from cronwheel.engine.daemon import run_from_cli
     except ImportError as exc:
         raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
     given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
-    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given)
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 
@@ -863,12 +904,24 @@ def worker(args: tuple[str, ...]) -> None:
         sys.exit(rc)
 
 
+def _serve_config(ctx: click.Context, path: str | None) -> None:
+    """`serve --config FILE`: this file's keys, instead of the one the group read."""
+    if path is None or ctx.resilient_parsing:
+        return
+    file = cfg.load_or_exit(ctx.command, path)
+    ctx.meta["cronwheel.config"] = file
+    ctx.default_map = file.values
+
+
+cfg.with_config_keys(serve)
 cli.add_command(update)
 cli.add_command(tenant)
 cli.add_command(beyond.calendar)
 cli.add_command(beyond.backfill)
 cli.add_command(beyond.chain)
 cli.add_command(token)
+cli.add_command(cfg.config_command)
+cli.add_command(jobs_as_code.apply)
 
 
 def main() -> None:

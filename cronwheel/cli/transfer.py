@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render
+from cronwheel.cli import jobs_as_code, progress, render
 from cronwheel.cli.client import ApiError
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
@@ -169,7 +169,7 @@ def _create(app: Any, plans: list[_Plan], name: str, strict: bool) -> list[tuple
     ``strict``, where that refusal ends the import (the daemon validates a batch whole before
     it creates any of its jobs)."""
     out: list[tuple[_Plan, tuple[str, bool] | str]] = []
-    for start in range(0, len(plans), IMPORT_BATCH):
+    for start in progress.steps(range(0, len(plans), IMPORT_BATCH), total=len(plans), per_step=IMPORT_BATCH, what="importing"):
         chunk = plans[start : start + IMPORT_BATCH]
         try:
             answers = app.client.create_jobs([(p.body, p.key) for p in chunk])
@@ -217,16 +217,22 @@ def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
     render.emit_json([job_request(j) for j in jobs])
 
 
+def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:
+    jobs_as_code.export_toml(jobs)
+
+
 #: ``export --format NAME``: each writes the given jobs to standard output
 EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
     "crontab": _export_crontab,
     "json": _export_json,
+    "toml": _export_toml,
 }
 
 
 @click.command(context_settings=CONTEXT)
 @click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="crontab", show_default=True,
-              help="crontab: what a crontab can hold; json: everything, for `cronwheel import`.")
+              help="crontab: what a crontab can hold; json: everything, for `cronwheel import`; "
+                   "toml: job files for `cronwheel apply`.")
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
 @click.pass_obj
@@ -238,7 +244,12 @@ def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
     targets, a user without --system) are listed as comments. --format json keeps everything
     a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
-    cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun.
+    cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
+    except by --format toml, which writes the active and paused named jobs of the caller's
+    tenant as files that `cronwheel apply` reads back to no change.
     """
-    jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
+    if fmt == "toml" and not as_json:  # what apply compares with: the caller's tenant's live jobs
+        jobs = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
+    else:
+        jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
     EXPORT_FORMATS["json" if as_json else fmt](jobs, system)

@@ -221,6 +221,8 @@ class JobSpec:
     run_as: RunAs | None = None  #: ... the account it runs as (None: the daemon's) ...
     shell: str | None = None  #: ... the shell that runs it (None: /bin/sh) ...
     stdin: str | None = None  #: ... and its standard input (None: the payload as JSON)
+    #: who manages the definition: ``apply`` for jobs `cronwheel apply` created; None by hand
+    managed_by: str | None = None
 
     def process_json(self) -> dict[str, Any] | None:
         """The process setup as stored and granted (``{env, runAs, shell, stdin}``, only

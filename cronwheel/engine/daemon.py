@@ -26,7 +26,10 @@ from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, M
 from cronwheel.core.tenants import normalise_host
 from cronwheel.engine.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.engine.node import Node, NodeConfig
+from cronwheel.engine.reload import Reloader, log_appliers
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.levels import journal_stream
+from cronwheel.obs.logbridge import route_logging
 from cronwheel.obs.metrics import NodeMetrics
 from cronwheel.obs.systemd import Notifier
 from cronwheel.store import StoreError, open_store
@@ -189,6 +192,36 @@ def parse_size(text: str, flag: str) -> int:
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
 
 
+def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[str, Any]:
+    """How each key that may change on SIGHUP is put in place (engine/reload.py)."""
+    pool_env = node.pool.env if node.pool is not None else {}
+
+    def http_allow(value: Any) -> None:
+        auth.http_allow = parse_http_allow(value)
+
+    def retention(value: Any) -> None:
+        node.config.retention_ms = _retention_options(value or "30d", None)["retention_ms"]
+
+    def keep_last(value: Any) -> None:
+        node.config.keep_last = value or NodeConfig.keep_last
+
+    def interval(value: Any) -> None:
+        node.config.retention_interval_ms = value or NodeConfig.retention_interval_ms
+
+    def wrap(fn: Any) -> Any:
+        def apply(value: Any) -> None:
+            try:
+                fn(value)
+            except DaemonError as exc:
+                raise ValueError(str(exc)) from None
+        return apply
+
+    return {
+        **log_appliers(events, pool_env), "http_allow": wrap(http_allow), "retention": wrap(retention),
+        "keep_last": keep_last, "retention_interval_ms": interval,
+    }
+
+
 def _lock_data_dir(data_dir: Path) -> Any:
     lock = open(data_dir / "lock", "a+")  # noqa: SIM115 - held for the daemon's lifetime
     try:
@@ -229,7 +262,12 @@ async def serve(
     cluster: bool | None = None,
     bucket_lease_ms: int | None = None,
     disk_low: str | None = None,
+    log_level: str = "info",
+    reload: Any = None,
+    running: dict[str, Any] | None = None,
 ) -> None:
+    """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
+    compare with ``running`` (the values this daemon was started with; engine/reload.py)."""
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
     host, port = parse_hostport(http)
@@ -260,7 +298,7 @@ async def serve(
             notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
             workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
             claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms, disk_low_bytes,
-            fd_limit,
+            fd_limit, log_level, reload, running,
         )
     finally:
         tcp_sock.close()
@@ -276,11 +314,22 @@ async def _serve_bound(
     slots: int, node_id: str | None, log_format: str, grace_sec: float, reaper_interval_ms: int,
     reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
     ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
-    disk_low_bytes: int | None, fd_limit: int,
+    disk_low_bytes: int | None, fd_limit: int, log_level: str, reload: Any,
+    running_config: dict[str, Any] | None,
 ) -> None:  # fmt: skip
     node_id = node_id or socket.gethostname()
-    events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
+    try:
+        events = EventLog(node_id, fmt=log_format, level=log_level)
+    except ValueError as exc:
+        raise DaemonError(f"--log-level: {exc}") from None
+    route_logging(events, events.level)
     bound = tcp_sock.getsockname()[1]
+    # jobs find this cronwheel; workers log as we do (worker/process.py takes the log settings
+    # out of the jobs' environment)
+    worker_env = {
+        **cli_for_jobs(sys.argv[0] if sys.argv else "", sys.executable, os.environ.get("PATH", os.defpath)),
+        "CRONWHEEL_LOG_LEVEL": events.level, "CRONWHEEL_LOG_FORMAT": events.fmt,
+    }
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
@@ -306,7 +355,7 @@ async def _serve_bound(
         **retention_opts,
         api_url=f"unix:{sock_path.resolve()}",
         worker_cmd=_worker_cmd(),
-        worker_env=cli_for_jobs(sys.argv[0] if sys.argv else "", sys.executable, os.environ.get("PATH", os.defpath)),
+        worker_env=worker_env,
         address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
         **({"disk_low_bytes": disk_low_bytes} if disk_low_bytes is not None else {}),
@@ -342,6 +391,9 @@ async def _serve_bound(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if reload is not None:
+        reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth))
+        loop.add_signal_handler(signal.SIGHUP, reloader.reload)
     if ready is not None:
         ready.set()
     with contextlib.suppress(TimeoutError):  # a slow store: say READY anyway, the sweep catches up
@@ -400,10 +452,18 @@ def run_from_cli(
                 log_format, grace_sec, **{k: v for k, v in extra.items() if v is not None},
             )
         )
-    except DaemonError as exc:
-        print(f"cronwheel serve: {exc}", file=sys.stderr)
-        return 1
-    except StoreError as exc:  # cannot open or migrate the store: say so in one line
-        print(f"cronwheel serve: {exc}", file=sys.stderr)
+    except (DaemonError, StoreError) as exc:  # a bad value, a store it cannot open: one line
+        _start_failed(str(exc), node_id)
         return 1
     return 0
+
+
+def _start_failed(problem: str, node_id: str | None) -> None:
+    """Under systemd, the line is an event with its priority (``journalctl -p err`` shows it);
+    elsewhere a plain sentence for the person who typed the command."""
+    if journal_stream(sys.stderr):
+        log = EventLog(node_id or socket.gethostname(), stream=sys.stderr, fmt="json", journal=True)
+        log.emit("node.start_failed", error=problem)
+        log.flush()
+    else:
+        print(f"cronwheel serve: {problem}", file=sys.stderr)

@@ -1,8 +1,11 @@
-"""Structured events: every thing the daemon does has a stable name.
+"""Structured events: every thing the daemon does has a stable name and a level.
 
-One JSON object per line on stdout, so journald and any log shipper take them as they are;
-a human-friendly rendering when stdout is a TTY. Events are also counted by name, and the
-most recent ones are kept in a ring buffer that the API can stream (`cronwheel logs -f`).
+One JSON object per line on stdout (``ts``, ``level``, ``event``, ``node``, ``seq``, then the
+event's fields), so journald and any log shipper take them as they are; under systemd each
+line starts with its syslog priority (``<4>`` for a warning) so ``journalctl -p`` filters by
+level. A human-friendly rendering when stdout is a TTY. Events below the chosen level are not
+printed but still counted by name and kept in the ring buffer the API streams
+(``cronwheel logs -f``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_stream, level_of
+
 
 class EventLog:
     def __init__(
@@ -24,30 +29,44 @@ class EventLog:
         stream: TextIO | None = None,
         fmt: str = "auto",
         ring_size: int = 10_000,
-        quiet: frozenset[str] = frozenset(),
+        level: str = "info",
+        journal: bool | None = None,
     ) -> None:
         self.node_id = node_id
         self.stream = stream if stream is not None else sys.stdout
-        if fmt == "auto":
-            fmt = "console" if self.stream.isatty() else "json"
-        self.fmt = fmt
+        self.set_format(fmt)
+        self.set_level(level)
+        #: prefix each line with ``<priority>`` for journald (auto: stdout is the journal stream)
+        self.journal = journal_stream(self.stream) if journal is None else journal
         self.counts: Counter[str] = Counter()
         self.ring: deque[dict[str, Any]] = deque(maxlen=ring_size)
         self._seq = 0
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self._flush_pending = False
-        #: high-volume events counted and kept in the ring but not printed (e.g. heartbeats)
-        self.quiet = quiet
+
+    def set_format(self, fmt: str) -> None:
+        if fmt == "auto":
+            fmt = "console" if self.stream.isatty() else "json"
+        self.fmt = fmt
+
+    def set_level(self, level: str) -> None:
+        self.level = check_level(level)
+        self._min_rank = RANK[self.level]
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Log ``event`` at its level (``level=`` overrides the table in obs/levels.py)."""
         self._seq += 1
-        record = {"ts": _iso_now(), "event": event, "node": self.node_id, "seq": self._seq}
+        level = fields.pop("level", None) or level_of(event)
+        record = {"ts": _iso_now(), "level": level, "event": event, "node": self.node_id, "seq": self._seq}
         for k, v in fields.items():
             if v is not None:
                 record[k] = v
+        xid = record.get("executionId")
+        if "jobId" not in record and isinstance(xid, str) and ":" in xid:
+            record["jobId"] = xid.rpartition(":")[0]  # an execution id is {jobId}:{scheduledAt}
         self.counts[event] += 1
         self.ring.append(record)
-        if event not in self.quiet:
+        if RANK[level] >= self._min_rank:
             self._write(record)
         for fn in list(self._subscribers):
             fn(record)
@@ -59,13 +78,10 @@ class EventLog:
 
     def _write(self, record: dict[str, Any]) -> None:
         try:
-            if self.fmt == "json":
-                self.stream.write(_ENCODE(record) + "\n")
-            else:
-                extra = " ".join(
-                    f"{k}={v}" for k, v in record.items() if k not in ("ts", "event", "node", "seq")
-                )
-                self.stream.write(f"{record['ts'][11:23]} {record['event']:<28} {extra}\n")
+            line = _ENCODE(record) if self.fmt == "json" else console_line(record)
+            if self.journal:
+                line = f"<{SYSLOG_PRIORITY[record['level']]}>{line}"
+            self.stream.write(line + "\n")
         except (OSError, ValueError):  # stdout gone (closed pipe) or its disk full: keep running
             return
         self._schedule_flush()
@@ -88,6 +104,27 @@ class EventLog:
         self._flush_pending = False
         with contextlib.suppress(OSError, ValueError):
             self.stream.flush()
+
+
+_CONSOLE_SKIP = frozenset({"ts", "level", "event", "node", "seq", "traceback"})
+
+
+def console_line(record: dict[str, Any]) -> str:
+    """``HH:MM:SS.mmm LEVEL event key=value …`` with instants (``*At`` epoch milliseconds) as
+    readable UTC times, and a traceback, if any, as the indented lines that follow."""
+    parts = []
+    for k, v in record.items():
+        if k in _CONSOLE_SKIP:
+            continue
+        if k.endswith("At") and isinstance(v, int) and not isinstance(v, bool):
+            v = iso_ms(v)
+        parts.append(f"{k}={v}")
+    level = record.get("level", "info")
+    line = f"{record['ts'][11:23]} {level.upper():<7} {record['event']:<28} {' '.join(parts)}"
+    trace = record.get("traceback")
+    if trace:
+        line += "\n" + "\n".join("    " + t for t in str(trace).rstrip().splitlines())
+    return line
 
 
 #: one encoder for every line (json.dumps with arguments builds a new one per call)

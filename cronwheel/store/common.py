@@ -334,6 +334,7 @@ class RowReader:
             on_success=tuple(self.decode(r[25])) if r[25] is not None else (),
             on_failure=tuple(self.decode(r[26])) if r[26] is not None else (),
             misfire_grace_sec=r[27],
+            managed_by=r[28],
         )
         spec.set_process(self.decode(r[21]) if r[21] is not None else None)
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],

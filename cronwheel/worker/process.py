@@ -41,6 +41,7 @@ import inspect
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -53,6 +54,8 @@ from typing import Any
 
 from cronwheel.core.limits import scrub_text
 from cronwheel.core.liveout import OutputForwarder
+from cronwheel.obs.events import EventLog
+from cronwheel.obs.logbridge import LineEvents, route_logging
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
@@ -79,12 +82,38 @@ EXIT_DAEMON_GONE = 3  #: the socket closed under us
 _CALLABLE_ARGS = ("execution_id", "job_id", "lease_epoch", "attempt", "scheduled_at", "payload")
 
 
+_events: EventLog | None = None
+
+
+def configure_log(node: str) -> EventLog:
+    """Log as the daemon does (same schema, level, format and journald priorities), on stderr:
+    the daemon's stderr, so the journal takes worker lines as they are. The daemon passes its
+    level and format in CRONWHEEL_LOG_LEVEL / CRONWHEEL_LOG_FORMAT, taken out of the environment
+    here so that jobs do not inherit them."""
+    global _events
+    fmt = os.environ.pop("CRONWHEEL_LOG_FORMAT", "") or "auto"
+    level = os.environ.pop("CRONWHEEL_LOG_LEVEL", "") or "info"
+    try:
+        _events = EventLog(node, stream=sys.stderr, fmt=fmt, level=level, ring_size=1)
+    except ValueError:  # a bad level from a hand-started worker: say so, in the default level
+        _events = EventLog(node, stream=sys.stderr, fmt=fmt, ring_size=1)
+    return _events
+
+
+def capture_output(events: EventLog, worker_id: str) -> None:
+    """Python code that runs in this process (callable targets, the libraries they use) prints
+    and logs through ``events``: ``python.stdout`` / ``python.stderr`` lines, ``log.<logger>``
+    records, ``worker.crashed`` for an uncaught exception."""
+    route_logging(events, events.level, crashed="worker.crashed")
+    sys.stdout = LineEvents(events, "python.stdout", "info", worker=worker_id)
+    sys.stderr = LineEvents(events, "python.stderr", "warning", worker=worker_id)
+
+
 def _log(event: str, **fields: Any) -> None:
-    """One JSON line on stderr (the daemon's stderr: journald takes it as it is)."""
-    record = {"event": event, "pid": os.getpid(), **fields}
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
-        sys.stderr.flush()
+    """One event line on stderr (see configure_log), written out at once."""
+    events = _events or configure_log(socket.gethostname())
+    events.emit(event, pid=os.getpid(), **fields)
+    events.flush()
 
 
 def rfc3339_ms(ms: int) -> str:
@@ -723,6 +752,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.slots < 1:
         ap.error("--slots must be at least 1")
+    # a local worker's id is {node}-{incarnation}-w{index}-{generation}
+    parts = args.worker_id.rsplit("-", 3)
+    capture_output(configure_log(parts[0] if len(parts) == 4 else socket.gethostname()), args.worker_id)
     with warnings.catch_warnings():  # 3.12+ deprecates policies; we only want the default loop
         warnings.simplefilter("ignore", DeprecationWarning)
         asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())

@@ -90,7 +90,8 @@ def test_update_replaces_the_definition_and_keeps_id_and_history(store: Store) -
     create(store, nj)
     claim_all(store, T0)
     spec = replace(nj.spec, target={"command": "echo new"}, payload={"v": 2}, priority=Priority.HIGH,
-                   retry=RetryPolicy(max_attempts=9), timeout_sec=5, lease_sec=7, jitter_sec=3)
+                   retry=RetryPolicy(max_attempts=9), timeout_sec=5, lease_sec=7, jitter_sec=3,
+                   managed_by="apply")  # the owner mark is part of the definition too
     result = store.update_job(nj.job_id, spec, None, False, T0 + SEC)
     assert result.outcome is UpdateOutcome.UPDATED and result.superseded == []
     job = store.get_job(nj.job_id)

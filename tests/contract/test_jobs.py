@@ -43,6 +43,7 @@ def test_create_and_get_round_trips_every_field(store: Store) -> None:
         lease_sec=30,
         priority=Priority.HIGH,
         jitter_sec=9,
+        managed_by="apply",
         next_run_at=T0 + 5 * MIN,
     )
     [result] = store.create_jobs([nj], T0)

@@ -32,7 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 1.0, "maxBackoffSec": 300.0, "multiplier": 2.0, "jitter": 0.2},
     "timeoutSec": 3600.0, "leaseSec": 60.0, "priority": "default", "overlap": "allow", "misfire": "run_once",
     "jitterSec": 0, "misfireGraceSec": None, "env": {}, "runAs": None, "shell": None, "stdin": None,
-    "calendars": [], "activeFrom": None, "activeUntil": None, "onSuccess": [], "onFailure": [],
+    "calendars": [], "activeFrom": None, "activeUntil": None, "onSuccess": [], "onFailure": [], "managedBy": None,
 }  # fmt: skip
 #: members that differ from job to job whatever the file says
 VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt", "lastRun")

@@ -4,7 +4,6 @@ their lease and get fenced, then scrape and check that each metric moved."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cronwheel.obs.metrics import METRIC_NAMES
 from tests.support.daemon import Daemon
+from tests.support.promtool import promtool as find_promtool
 from tests.support.wait import wait_for
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -116,7 +116,7 @@ def test_metrics_move_with_real_work(make_daemon: Callable[..., Daemon], tmp_pat
     exposed = {name for name, _ in after}
     for name in METRIC_NAMES:
         assert any(n == name or n.startswith(name + "_") for n in exposed), name
-    promtool = shutil.which("promtool")
+    promtool = find_promtool()
     if promtool is not None:  # Prometheus' own lint of names, types and help texts
         lint = subprocess.run([promtool, "check", "metrics"], input=d.get("/metrics").body, capture_output=True, timeout=60)
         assert lint.returncode == 0 and not lint.stdout and not lint.stderr, lint

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -45,9 +46,10 @@ def unit_dir(tmp_path: Path) -> Path:
     d = tmp_path / "units"
     d.mkdir()
     (d / UNIT.name).write_text(UNIT.read_text().replace(INSTALLED, exe))
-    for section in ("1", "5"):
-        (tmp_path / "man" / f"man{section}").mkdir(parents=True)
-        shutil.copy(REPO / "man" / f"cronwheel.{section}", tmp_path / "man" / f"man{section}")
+    for page in REPO.glob("man/cronwheel*.[0-9]"):
+        section = tmp_path / "man" / f"man{page.suffix[1:]}"
+        section.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page, section)
     return d
 
 
@@ -87,7 +89,11 @@ def test_unit_settings_the_daemon_relies_on() -> None:
     assert s["ExecStart"][0].startswith(INSTALLED + " serve")
     watchdog = int(s["WatchdogSec"][0].rstrip("s"))
     assert watchdog > 10, "Node.healthy() allows the scheduler 10 s between turns"
-    grace = float(re.search(r"--grace-sec (\d+)", s["ExecStart"][0]).group(1))  # type: ignore[union-attr]
+    assert s["ExecStart"][0] == INSTALLED + " serve --config /etc/cronwheel/cronwheel.toml"
+    assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    conf = tomllib.loads((REPO / "etc" / "cronwheel.toml").read_text())
+    assert conf["data_dir"] == "/var/lib/" + s["StateDirectory"][0]  # `cronwheel ls` finds the daemon
+    grace = float(conf.get("grace_sec", 30))  # the daemon's default
     assert float(s["TimeoutStopSec"][0].rstrip("s")) > grace
     drop = _unit_settings(DROP_IN.read_text())
     assert drop["ExecStart"][0] == "", "a drop-in must reset ExecStart before replacing it"

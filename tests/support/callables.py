@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -26,3 +28,11 @@ def unfit_text(**_: Any) -> str:
     """Returns text no store can hold as it is: a lone surrogate (as os.fsdecode makes of a
     file name that is not UTF-8) and a NUL."""
     return "out\udc80\x00end"
+
+
+def chatty(**_: Any) -> str:
+    """Prints, logs and writes to stderr the way library code does, inside the worker."""
+    print("hello from a callable")
+    logging.getLogger("thirdparty.lib").warning("careful: %s", "disk almost full")
+    sys.stderr.write("a raw line on stderr\n")
+    return "ok"

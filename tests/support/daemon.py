@@ -200,8 +200,8 @@ class Daemon:
         if complete:
             self._log_offset += len(complete) + 1
             for line in complete.split(b"\n"):
-                try:
-                    record = json.loads(line)
+                try:  # under journald each line starts with its priority, <6>{...}
+                    record = json.loads(line[3:] if line[:1] == b"<" and line[2:3] == b">" else line)
                 except ValueError:
                     continue  # a traceback or a stray print: kept in the log file for humans
                 if isinstance(record, dict) and "event" in record:

@@ -15,7 +15,7 @@ from cronwheel.cli.main import cli
 MAN = Path(__file__).resolve().parents[2] / "man"
 
 
-@pytest.mark.parametrize("page", ["cronwheel.1", "cronwheel.5"])
+@pytest.mark.parametrize("page", ["cronwheel.1", "cronwheel.5", "cronwheel.toml.5"])
 def test_renders_without_warnings(page: str) -> None:
     if shutil.which("groff") is None:
         pytest.skip("groff is not installed")

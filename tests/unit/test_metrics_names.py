@@ -4,13 +4,13 @@ names the code exports."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from cronwheel.obs.metrics import METRIC_NAMES, skip_reason, skipped_ticks
+from tests.support.promtool import promtool_or_skip
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
@@ -45,9 +45,7 @@ def test_the_operations_doc_uses_exactly_the_exported_names() -> None:
 
 
 def test_the_alert_rules_load_in_prometheus(tmp_path: Path) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    promtool = promtool_or_skip()
     blocks = re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.S)
     rules = next(b for b in blocks if b.startswith("groups:"))
     (tmp_path / "rules.yml").write_text(rules)

@@ -22,7 +22,7 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure, j.misfire_grace_sec
+    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -83,16 +83,16 @@ SELECT * FROM unnest(
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
                              lease_sec, created_at, updated_at, process, active_from,
-                             on_success, on_failure)
+                             on_success, on_failure, managed_by)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
        u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.active_from,
-       u.on_success::json, u.on_failure::json
+       u.on_success::json, u.on_failure::json, u.managed_by
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
             %(lease_sec)s::float8[], %(process)s::text[], %(active_from)s::int8[],
-            %(on_success)s::text[], %(on_failure)s::text[])
+            %(on_success)s::text[], %(on_failure)s::text[], %(managed_by)s::text[])
      AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process,
-           active_from, on_success, on_failure)
+           active_from, on_success, on_failure, managed_by)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """
@@ -145,7 +145,7 @@ UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = %(name)s, run_at = %(run_at)s, target = %(target)s::json,
        payload = %(payload)s::json, retry = %(retry)s::json, timeout_sec = %(timeout_sec)s,
        lease_sec = %(lease_sec)s, updated_at = %(now)s, process = %(process)s::json,
-       active_from = %(active_from)s::int8
+       active_from = %(active_from)s::int8, managed_by = %(managed_by)s
 WHERE job_id = %(id)s
 """
 

@@ -413,6 +413,7 @@ class PostgresStore(Store):
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
                     process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
+                    spec.managed_by,
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -476,7 +477,7 @@ class PostgresStore(Store):
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
                 "payload": dumps(spec.payload), "retry": retry_to_json(retry),
                 "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
-                "process": process_text(spec), "active_from": spec.active_from,
+                "process": process_text(spec), "active_from": spec.active_from, "managed_by": spec.managed_by,
             })  # fmt: skip
             if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
                 # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
@@ -957,7 +958,7 @@ _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone
                "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until",
                "misfire_grace_sec")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
-               "active_from", "on_success", "on_failure")  # fmt: skip
+               "active_from", "on_success", "on_failure", "managed_by")  # fmt: skip
 
 
 def _json_list(values: Sequence[str]) -> str | None:

@@ -29,7 +29,7 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure, j.misfire_grace_sec
+    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
 
@@ -57,8 +57,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
                              lease_sec, created_at, updated_at, process, active_from,
-                             on_success, on_failure)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             on_success, on_failure, managed_by)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 SELECT_IDEMPOTENCY_KEY = """
@@ -102,7 +102,7 @@ WHERE id = ?1
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = ?2, run_at = ?3, target = ?4, payload = ?5, retry = ?6,
                            timeout_sec = ?7, lease_sec = ?8, updated_at = ?9, process = ?10,
-                           active_from = ?11
+                           active_from = ?11, managed_by = ?12
 WHERE job_id = ?1
 """
 

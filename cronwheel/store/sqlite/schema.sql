@@ -188,3 +188,6 @@ CREATE TABLE calendars (
 -- version 11: a per-job misfire grace, and where each execution came from
 ALTER TABLE jobs ADD COLUMN misfire_grace_sec INTEGER;  -- NULL: until the next tick, at most 60 s
 ALTER TABLE executions ADD COLUMN origin TEXT NOT NULL DEFAULT 'schedule';  -- schedule, catch_up, manual, replay
+
+-- version 12: who manages a job's definition ('apply'), NULL: made by hand
+ALTER TABLE job_definitions ADD COLUMN managed_by TEXT;

@@ -327,6 +327,7 @@ class SqliteStore(Store):
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
                     process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
+                    spec.managed_by,
                 ))  # fmt: skip
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
@@ -389,7 +390,7 @@ class SqliteStore(Store):
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                 retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
-                spec.active_from,
+                spec.active_from, spec.managed_by,
             ))  # fmt: skip
             if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
                 # the cycle check of a chain change, in this transaction (ChainError: nothing changes)

@@ -1,0 +1,257 @@
+"""The configuration file and ``CRONWHEEL_<KEY>`` variables for ``cronwheel serve``, and the
+``cronwheel config`` command that prints what is in effect.
+
+Every option of ``serve`` is a key (its long name with ``_``): the file and the environment
+are two more layers under the command line, resolved by click itself (flag > environment >
+file > default), and each value is checked by the option's own type, so the file cannot accept
+what the flag would refuse. man 5 cronwheel.toml documents the keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from cronwheel.cli import render
+from cronwheel.core.config import ConfigError, env_var, parse
+from cronwheel.core.schedule import ScheduleError, parse_duration
+from cronwheel.core.tenants import normalise_host
+
+#: read when it exists and no --config / CRONWHEEL_CONFIG names another file
+DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
+CONFIG_ENV = "CRONWHEEL_CONFIG"
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+_DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
+
+
+class _Checked(click.ParamType):
+    """Text the daemon parses, checked here so that a file, a variable and a flag are refused
+    alike, with the key and line (the daemon still receives the text as written)."""
+
+    def __init__(self, name: str, check: Any) -> None:
+        self.name = name
+        self.check = check
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        try:
+            self.check(text)
+        except (ValueError, ScheduleError) as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
+def _hostport(text: str) -> None:
+    _, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:7878)")
+
+
+def _hosts(text: str) -> None:
+    for entry in text.split(","):
+        if entry.strip():
+            normalise_host(entry)
+
+
+DURATION = _Checked("duration", parse_duration)
+HOSTPORT = _Checked("host:port", _hostport)
+HOSTS = _Checked("hosts", _hosts)
+
+
+def config_keys(command: click.Command) -> dict[str, click.Option]:
+    """The keys of the file: every option of ``command`` but --help and --config."""
+    return {
+        p.name: p for p in command.params
+        if isinstance(p, click.Option) and p.name and p.name not in ("help", "config")
+    }
+
+
+def with_config_keys(command: click.Command) -> click.Command:
+    """Give each option its ``CRONWHEEL_<KEY>`` variable (click reads it when the flag is not
+    given), and say so in the help."""
+    for key, option in config_keys(command).items():
+        option.envvar = env_var(key)
+        option.show_envvar = True
+    return command
+
+
+def find_config(explicit: str | Path | None) -> Path | None:
+    """--config / $CRONWHEEL_CONFIG (must exist; an empty value means none), else the default
+    file when it exists."""
+    if explicit is None:
+        explicit = os.environ.get(CONFIG_ENV)
+    if explicit is not None:
+        if str(explicit) == "":
+            return None
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(str(path), "no such file (from --config or $CRONWHEEL_CONFIG)")
+        return path
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
+class FileValues:
+    """The checked values of one configuration file, with the line of each."""
+
+    def __init__(self, path: Path | None, values: dict[str, Any], lines: dict[str, int]) -> None:
+        self.path = path
+        self.values = values
+        self.lines = lines
+
+    def where(self, key: str) -> str:
+        return f"{self.path}:{self.lines.get(key, 0)}"
+
+
+NO_FILE = FileValues(None, {}, {})
+
+
+def load(command: click.Command, path: Path | None) -> FileValues:
+    """Read and check ``path`` against ``command``'s options; ConfigError names file, line and
+    key of the first problem."""
+    if path is None:
+        return NO_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"cannot read: {exc}") from None
+    keys = config_keys(command)
+    raw = parse(text, str(path), keys)
+    ctx = click.Context(command, info_name=command.name)
+    values: dict[str, Any] = {}
+    for key, item in raw.items():
+        option = keys[key]
+        value = item.value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is HOSTS:
+            value = ",".join(value)  # http_allow = ["a.example", "b.example"]
+        if isinstance(value, (list, dict)):
+            raise ConfigError(str(path), f"expected a single value, not {type(value).__name__}", item.line, key)
+        if option.is_flag and not isinstance(value, bool):
+            raise ConfigError(str(path), "expected true or false", item.line, key)
+        try:
+            values[key] = option.type_cast_value(ctx, value)
+        except click.BadParameter as exc:
+            raise ConfigError(str(path), exc.message, item.line, key) from None
+    return FileValues(path, values, {k: v.line for k, v in raw.items()})
+
+
+def load_or_exit(command: click.Command, explicit: str | Path | None) -> FileValues:
+    try:
+        return load(command, find_config(explicit))
+    except ConfigError as exc:
+        render.emit_error(str(exc))
+        sys.exit(2)
+
+
+def daemon_default(option: click.Option) -> str | None:
+    """What the daemon uses when a key is not set anywhere (as its help says)."""
+    if isinstance(option.default, (str, int, float)) and not isinstance(option.default, bool):
+        return str(option.default)
+    found = _DEFAULT_IN_HELP.search(option.help or "")
+    return found.group(1) if found else None
+
+
+def effective(
+    command: click.Command, parent: click.Context | None, file: FileValues, args: list[str] | None = None,
+    given: dict[str, Any] | None = None,
+) -> dict[str, tuple[Any, str]]:
+    """Each key's value and where it came from ("flag", "env CRONWHEEL_X", "FILE:LINE",
+    "default"), resolved by click exactly as ``serve`` resolves it. ``given``: values that came
+    from the running daemon's command line (they outrank everything, as at start-up)."""
+    ctx = command.make_context(command.name, list(args or []), parent=parent, default_map=file.values)
+    out: dict[str, tuple[Any, str]] = {}
+    for key, option in config_keys(command).items():
+        value = ctx.params.get(key)
+        source = ctx.get_parameter_source(key)
+        if given is not None and key in given:
+            out[key] = (given[key], "flag")
+        elif source is ParameterSource.COMMANDLINE:
+            out[key] = (value, "flag")
+        elif source is ParameterSource.ENVIRONMENT:
+            out[key] = (value, f"env {option.envvar}")
+        elif source is ParameterSource.DEFAULT_MAP:
+            out[key] = (value, file.where(key))
+        else:
+            out[key] = (value, "default")
+    return out
+
+
+def given_on_command_line(ctx: click.Context) -> dict[str, Any]:
+    return {
+        key: ctx.params[key] for key in config_keys(ctx.command)
+        if ctx.get_parameter_source(key) is ParameterSource.COMMANDLINE
+    }
+
+
+def reload_hooks(ctx: click.Context) -> dict[str, Any]:
+    """What ``serve`` hands the daemon for SIGHUP: the values it starts with, and how to
+    resolve them again (the same file read anew; flags given at start-up still win)."""
+    file: FileValues = ctx.meta.get("cronwheel.config", NO_FILE)
+    flags = given_on_command_line(ctx)
+    command, parent = ctx.command, ctx.parent
+
+    def read() -> dict[str, Any]:
+        fresh = load(command, file.path)
+        return {key: value for key, (value, _) in effective(command, parent, fresh, given=flags).items()}
+
+    return {"reload": read, "running": {key: ctx.params.get(key) for key in config_keys(command)}}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def show(command: click.Command, parent: click.Context, file: FileValues, args: list[str], as_json: bool) -> None:
+    values = effective(command, parent, file, args)
+    options = config_keys(command)
+    if as_json:
+        render.emit_json({
+            "file": str(file.path) if file.path else None,
+            "keys": [
+                {"key": k, "value": None if v is None else (v if isinstance(v, (bool, int, float)) else str(v)),
+                 "source": src, "env": options[k].envvar, "default": daemon_default(options[k])}
+                for k, (v, src) in values.items()
+            ],
+        })
+        return
+    click.echo(f"# configuration file: {file.path or f'none ({DEFAULT_CONFIG} does not exist)'}")
+    width = max(len(k) for k in values) + 3 + 28
+    for key, (value, source) in values.items():
+        if value is None:
+            default = daemon_default(options[key])
+            click.echo(f"# {key} is not set" + (f" (default: {default})" if default else ""))
+            continue
+        line = f"{key} = {_toml(value)}"
+        click.echo(f"{line:<{width}}  # {source}")
+
+
+@click.command("config", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@click.argument("serve_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SERVE-OPTIONS]...")
+@click.option("--json", "as_json", is_flag=True, help="Print {file, keys: [{key, value, source, env, default}]}.")
+@click.pass_context
+def config_command(ctx: click.Context, serve_args: tuple[str, ...], as_json: bool) -> None:
+    """Print the daemon's effective configuration and where each value comes from.
+
+    Each key of `cronwheel serve` comes from its flag, else its CRONWHEEL_<KEY> environment
+    variable, else the configuration file (--config, $CRONWHEEL_CONFIG, else
+    /etc/cronwheel/cronwheel.toml when it exists), else the daemon's default. Give serve's
+    flags after `--` to see what they change. Keys are documented in cronwheel.toml(5).
+    """
+    root = ctx.find_root()
+    serve = root.command.get_command(root, "serve") if isinstance(root.command, click.Group) else None
+    assert serve is not None
+    file = ctx.meta.get("cronwheel.config") or load_or_exit(serve, None)
+    try:
+        show(serve, root, file, list(serve_args), as_json)
+    except click.UsageError as exc:
+        raise click.UsageError(f"serve options: {exc.format_message()}") from None

@@ -1,0 +1,211 @@
+"""``cronwheel apply PATH…`` and ``cronwheel export --format toml``: a tenant's jobs kept in
+TOML files under review, brought in line with them, and written back out.
+
+The file format and the plan are in ``core/jobfiles.py``; values are checked by the API's own
+parser before anything is sent, so ``--dry-run`` finds the same mistakes the daemon would.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cronwheel.api.validation import JOB_FIELDS, ValidationError, parse_job_body
+from cronwheel.cli import render
+from cronwheel.cli.client import ApiError, Client
+from cronwheel.core import jobfiles
+from cronwheel.core.config import ConfigError
+from cronwheel.core.crontab_export import job_request
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+_SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
+
+
+#: relative instants are refused in files; a fixed clock keeps normalise() deterministic
+_NOW_MS = int(time.time() * 1000)
+
+
+def normalise(body: dict[str, Any]) -> Any:
+    """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
+    two bodies compare by their fields alone; the name and the owner mark are not compared)."""
+    return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
+
+
+def _files(paths: Sequence[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.toml") if p.is_file())
+        else:
+            yield path
+
+
+def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
+    """Every job of every file (directories: their *.toml, sorted), each checked by the API's
+    parser; ConfigError names the file, the line and the job."""
+    jobs: list[jobfiles.JobDef] = []
+    allowed = JOB_FIELDS
+    for path in _files(paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(path), f"cannot read: {exc}") from None
+        for job in jobfiles.parse_job_file(text, str(path), allowed):
+            try:
+                normalise(job.body)
+            except ValidationError as exc:
+                raise ConfigError(job.source, f"job {job.name!r}: {exc}", job.line, job.name) from None
+            jobs.append(job)
+    jobfiles.check_unique(jobs)
+    return jobs
+
+
+def tenant_jobs(client: Client) -> list[dict[str, Any]]:
+    """The jobs apply compares with: the caller's tenant's. A tenant token lists only its own;
+    an admin lists every tenant's but creates in the default tenant, so it looks there."""
+    try:
+        client.list_tenants()
+        admin = True
+    except ApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        admin = False
+    jobs: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page = client.list_jobs(None, 1000, after, "default" if admin else None)
+        jobs.extend(page["jobs"])
+        after = page.get("next")
+        if not after:
+            return jobs
+
+
+def show_plan(changes: Sequence[jobfiles.Change], as_json: bool) -> None:
+    if as_json:
+        render.emit_json([
+            {"action": c.action, "name": c.name, "jobId": c.job_id, "fields": c.fields or None,
+             "body": c.body}
+            for c in changes
+        ])
+        return
+    for c in changes:
+        detail = f"  ({', '.join(c.fields)})" if c.fields else ""
+        ident = f"  {c.job_id}" if c.job_id else ""
+        click.echo(f"{_SIGN[c.action]} {c.action:<9} {c.name}{ident}{detail}")
+
+
+def summary(changes: Sequence[jobfiles.Change]) -> str:
+    count = {a: sum(c.action == a for c in changes) for a in _SIGN}
+    if not count["create"] + count["update"] + count["adopt"] + count["delete"]:
+        return f"no changes: {count['unchanged']} job(s) up to date"
+    return (f"{count['create']} to create, {count['update'] + count['adopt']} to update"
+            + (f" ({count['adopt']} adopted)" if count["adopt"] else "")
+            + f", {count['delete']} to delete, {count['unchanged']} unchanged")
+
+
+def carry_out(client: Client, changes: Sequence[jobfiles.Change], as_json: bool) -> int:
+    """Make the changes, in the plan's order; returns how many failed (each said in one line).
+    With --json the progress goes to stderr: stdout holds the plan alone."""
+    failed = 0
+    for c in changes:
+        try:
+            if c.action == "create":
+                assert c.body is not None
+                created = client.create_job(c.body)
+                c.job_id = str(created.body["jobId"])
+            elif c.action in ("update", "adopt"):
+                assert c.job_id is not None and c.body is not None
+                client.update_job(c.job_id, c.body)
+            elif c.action == "delete":
+                assert c.job_id is not None
+                client.cancel_job(c.job_id)
+            else:
+                continue
+        except ApiError as exc:
+            failed += 1
+            detail = exc.detail
+            if c.action in ("update", "adopt") and exc.status in (404, 405) and "no job" not in detail:
+                detail = "this daemon cannot update a job in place (PATCH /v1/jobs/{id}); upgrade it"
+            render.emit_error(f"{c.action} {c.name}: {detail}")
+            continue
+        past = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted"}[c.action]
+        (render.emit_note if as_json else click.echo)(f"{past:<9} {c.name}  {c.job_id}")
+    return failed
+
+
+@click.command("apply", context_settings=CONTEXT)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path), metavar="PATH...")
+@click.option("--prune", is_flag=True, help="Also delete (cancel) jobs that apply created and no file defines any more.")
+@click.option("--adopt", is_flag=True, help="Take over same-named jobs made by hand (e.g. after `export --format toml`).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as a JSON array of {action, name, jobId, fields, body}.")
+@click.pass_context
+def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool, dry_run: bool, as_json: bool) -> None:
+    """Bring the jobs in line with TOML files of job definitions.
+
+    Each file holds one table per job, named by the job's name, with the fields of the API's
+    job body (schedule or runAt, timezone, command / http / python / queue, payload,
+    retryPolicy, timeoutSec, leaseSec, priority, overlap, misfire, jitterSec). A directory
+    means its *.toml files. The plan says what is created, updated (the same job: its id and
+    history are kept) or unchanged; with --prune, jobs that apply created and no file defines
+    any more are deleted, and never a job made by hand; a same-named job made by hand is
+    refused unless --adopt takes it over. Applying the same files twice changes nothing. It
+    acts on the caller's tenant (its token), like every command.
+
+    \b
+      cronwheel apply jobs/ --dry-run      # review the plan
+      cronwheel apply jobs/ --prune        # make it so
+      cronwheel export --format toml > jobs/all.toml
+    """
+    app = ctx.obj
+    try:
+        desired = read_job_files(paths)
+    except ConfigError as exc:
+        render.emit_error(str(exc))
+        sys.exit(2)
+    try:
+        changes = jobfiles.plan(desired, tenant_jobs(app.client), job_request, normalise, prune, adopt)
+    except ValueError as exc:
+        render.emit_error(str(exc))
+        sys.exit(1)
+    if dry_run or all(c.action == "unchanged" for c in changes):
+        show_plan(changes, as_json)
+        render.emit_note(f"plan: {summary(changes)} (dry run: nothing was changed)" if dry_run else summary(changes))
+        return
+    if not as_json:
+        show_plan(changes, as_json)
+    failed = carry_out(app.client, changes, as_json)
+    if as_json:  # with the ids of the jobs just created
+        show_plan(changes, as_json)
+    render.emit_note(f"applied: {summary(changes)}" + (f"; {failed} failed" if failed else ""))
+    if failed:
+        sys.exit(1)
+
+
+def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
+    """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
+    fields that only repeat a default are left out. A job needs a name to be a table."""
+    click.echo(f"# cronwheel export: {len(jobs)} job(s); apply with: cronwheel apply FILE")
+    skipped = 0
+    for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
+        label = job["jobId"]
+        if not job.get("name"):
+            skipped += 1
+            click.echo(f"\n# skipped {label}: it has no name (apply finds jobs by name)")
+            continue
+        body = {k: v for k, v in job_request(job).items() if k != "name"}
+        if job.get("managedBy") != jobfiles.OWNER:
+            click.echo(f"\n# {job['name']} was made by hand: `cronwheel apply --adopt` takes it over", nl=False)
+        try:
+            table = jobfiles.job_table(str(job["name"]), jobfiles.compact(body, normalise))
+        except jobfiles.NotToml as exc:
+            skipped += 1
+            click.echo(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)")
+            continue
+        click.echo("\n" + table, nl=False)
+    if skipped:
+        render.emit_note(f"{skipped} job(s) have no TOML form: see the '# skipped' comments")

@@ -1,0 +1,37 @@
+"""Progress for long CLI work (a large crontab import): a rich bar on a terminal, nothing at
+all when stderr is piped or redirected, so scripts and logs get only the results."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+#: below this many items the work is over before a bar would help
+MIN_ITEMS = 200
+
+
+def steps(items: Iterable[T], *, total: int, per_step: int, what: str) -> Iterator[T]:
+    """Yield ``items`` (each stands for ``per_step`` of ``total`` units, the last for the rest),
+    advancing a bar on stderr after each one when stderr is a terminal."""
+    if total < MIN_ITEMS or not sys.stderr.isatty():
+        yield from items
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=total)
+        done = 0
+        for item in items:
+            yield item
+            done = min(total, done + per_step)
+            bar.update(task, completed=done)

@@ -1,0 +1,91 @@
+"""The daemon's configuration file: TOML, one top-level key per ``serve`` option.
+
+Pure: text in, values (with the line each came from) out; no file is opened here. Which keys
+exist and how their values are checked is the caller's business (the CLI derives both from
+``serve``'s options, so a new option is a new key with nothing else to keep in step).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+ENV_PREFIX = "CRONWHEEL_"
+
+
+class ConfigError(Exception):
+    """A problem in a configuration source, said as ``FILE:LINE: key 'name': what``."""
+
+    def __init__(self, source: str, problem: str, line: int | None = None, key: str | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.key = key
+        self.problem = problem
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: key {key!r}: {problem}" if key else f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class RawValue:
+    """A value as the file wrote it, and the line it is on (0 when it cannot be found)."""
+
+    value: Any
+    line: int
+
+
+def env_var(key: str) -> str:
+    """``http_allow`` -> ``CRONWHEEL_HTTP_ALLOW``."""
+    return ENV_PREFIX + key.upper()
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """The line of each top-level ``key = …`` (1-based); keys inside tables are not top-level."""
+    lines: dict[str, int] = {}
+    in_table = False
+    pattern = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*=""")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_table = True
+            continue
+        match = pattern.match(line)
+        if match and not in_table:
+            lines.setdefault(next(g for g in match.groups() if g is not None), number)
+    return lines
+
+
+def table_lines(text: str) -> dict[str, int]:
+    """The line of each ``[table]`` header."""
+    out: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]", line)
+        if match:
+            out.setdefault(match.group(1).strip().strip("\"'"), number)
+    return out
+
+
+def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
+    """The top-level keys of ``text``; any key not in ``known`` (or any table) is refused with
+    its line and, when one is close, the key that was probably meant."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"at line (\d+)", str(exc))
+        raise ConfigError(source, f"not valid TOML: {exc}", int(at.group(1)) if at else None) from None
+    known = list(known)
+    lines = key_lines(text)
+    tables = table_lines(text)
+    out: dict[str, RawValue] = {}
+    for key, value in data.items():
+        line = lines.get(key) or tables.get(key) or 0
+        if key not in known:
+            close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            kind = "table" if isinstance(value, dict) else "key"
+            raise ConfigError(source, f"unknown {kind}{hint}; the keys are: {', '.join(sorted(known))}", line, key)
+        out[key] = RawValue(value, line)
+    return out

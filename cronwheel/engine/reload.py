@@ -1,0 +1,96 @@
+"""SIGHUP: read the configuration again and apply what can change in a running daemon.
+
+Live: the log level and format, ``http_allow`` and the history retention. Anything else that
+differs from what the daemon runs with is refused with one ``config.reload_refused`` line per
+key (it needs a restart), and a file that does not parse changes nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cronwheel.core.config import ConfigError
+from cronwheel.obs.events import EventLog
+from cronwheel.obs.logbridge import set_logging_level
+
+LOG_KEYS = frozenset({"log_level", "log_format"})
+LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "retention", "keep_last", "retention_interval_ms"})
+
+
+class Reloader:
+    """``read()`` returns the configuration as it now resolves (flag > environment > file >
+    default; None for a key set nowhere); ``apply_*`` put a live value in place, or raise
+    ValueError to refuse it."""
+
+    def __init__(
+        self,
+        events: EventLog,
+        read: Callable[[], dict[str, Any]],
+        running: dict[str, Any],
+        apply: dict[str, Callable[[Any], None]],
+    ) -> None:
+        self.events = events
+        self.read = read
+        self.running = dict(running)
+        self.apply = apply
+
+    def reload(self) -> dict[str, Any]:
+        """One SIGHUP. Returns {changed: [...], refused: [...]} (also logged)."""
+        try:
+            wanted = self.read()
+        except ConfigError as exc:
+            self.events.emit("config.reload_failed", error=str(exc), file=exc.source, line=exc.line, key=exc.key)
+            return {"changed": [], "refused": [], "error": str(exc)}
+        changed: dict[str, Any] = {}
+        refused: list[str] = []
+        later: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(wanted) | set(self.running)):
+            old, new = self.running.get(key), wanted.get(key)
+            if old == new:
+                continue
+            if key not in LIVE_KEYS or key not in self.apply:
+                refused.append(key)
+                self.events.emit(
+                    "config.reload_refused", key=key, running=_text(old), wanted=_text(new),
+                    reason="cannot change while the daemon runs: restart it to apply",
+                )
+                continue
+            if key in LOG_KEYS:  # last: the line that says what changed is printed at the old level
+                later.append((key, old, new))
+                continue
+            try:
+                self.apply[key](new)
+            except ValueError as exc:
+                refused.append(key)
+                self.events.emit("config.reload_refused", key=key, wanted=_text(new), reason=str(exc))
+                continue
+            self.running[key] = new
+            changed[key] = {"from": _text(old), "to": _text(new)}
+        for key, old, new in later:
+            changed[key] = {"from": _text(old), "to": _text(new)}
+        self.events.emit("config.reloaded", changed=changed, refused=refused or None)
+        for key, _, new in later:
+            self.apply[key](new)  # checked by the option's type already
+            self.running[key] = new
+        return {"changed": sorted(changed), "refused": refused}
+
+
+def _text(value: Any) -> Any:
+    return "(default)" if value is None else value if isinstance(value, (bool, int, float)) else str(value)
+
+
+def log_appliers(events: EventLog, worker_env: dict[str, str]) -> dict[str, Callable[[Any], None]]:
+    """The log settings: this process now, and workers started from now on (running workers
+    keep theirs until they are replaced)."""
+
+    def level(value: Any) -> None:
+        events.set_level(value or "info")
+        set_logging_level(events.level)
+        worker_env["CRONWHEEL_LOG_LEVEL"] = events.level
+
+    def fmt(value: Any) -> None:
+        events.set_format(value or "auto")
+        worker_env["CRONWHEEL_LOG_FORMAT"] = events.fmt
+
+    return {"log_level": level, "log_format": fmt}

@@ -1,0 +1,121 @@
+"""Log levels: each event's level, and how a level is told to journald.
+
+An event's level is a property of its name (operators filter by level, tests assert on names),
+so it lives in one table here rather than at each call site. Names not listed are ``info``,
+except the families below (``*.error``, ``*.crashed``, …), which are ``error``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+LEVELS = ("debug", "info", "warning", "error", "critical")
+RANK = {name: rank for rank, name in enumerate(LEVELS)}
+#: RFC 5424 severities, the ``<N>`` prefix journald reads on a stream (SyslogLevelPrefix=)
+SYSLOG_PRIORITY = {"debug": 7, "info": 6, "warning": 4, "error": 3, "critical": 2}
+
+EVENT_LEVELS: dict[str, str] = {
+    # high volume, useful when tracing one node's behaviour
+    "scheduler.claimed": "debug",
+    "pool.worker_alive": "debug",
+    "pool.worker_slots": "debug",
+    "remote_worker.run": "debug",
+    "remote_worker.completed": "debug",
+    # something went wrong for one execution, worker or request; the node carries on
+    "execution.retry_scheduled": "warning",
+    "execution.aborted": "warning",
+    "lease.expired": "warning",
+    "lease.fenced": "warning",
+    "worker.lost": "warning",
+    "worker.killed": "warning",
+    "worker.grant_ignored": "warning",
+    "worker.stopping": "info",
+    "pool.worker_lost": "warning",
+    "pool.worker_hung": "warning",
+    "pool.worker_suspect": "warning",
+    "pool.worker_not_ready": "warning",
+    "pool.worker_backoff": "warning",
+    "pool.grant_refused": "warning",
+    "pool.grant_to_gone_worker": "warning",
+    "pool.oversubscribed": "warning",
+    "pool.result_dropped": "warning",
+    "pool.connection_refused": "warning",
+    "pool.abort": "info",
+    "http.bad_request": "warning",
+    "dispatch.dropped": "warning",
+    "completion.deferred": "warning",
+    "job.submit_retry": "warning",
+    "tenant.rate_limited": "warning",
+    "tenant.jobs_quota": "warning",
+    "tenants.refresh_failed": "warning",
+    "bucket.lost": "warning",
+    "store.unavailable": "warning",
+    "effect.fenced": "warning",
+    "remote_worker.fenced": "warning",
+    "remote_worker.aborted": "warning",
+    "remote_worker.claim_failed": "warning",
+    "remote_worker.heartbeat_failed": "warning",
+    "config.reload_refused": "warning",
+    # lost work or a broken part: someone should look
+    "execution.dead_lettered": "error",
+    "pool.spawn_failed": "error",
+    "pool.protocol_error": "error",
+    "pool.handler_error": "error",
+    "pool.connection_error": "error",
+    "worker.protocol_error": "error",
+    "worker.connect_failed": "error",
+    "worker.refused": "error",
+    "worker.exit_with_stuck_threads": "error",
+    "remote_worker.complete_failed": "error",
+    "config.reload_failed": "error",
+    "node.start_failed": "critical",
+    "node.crashed": "critical",
+}
+_ERROR_SUFFIXES = (".error", ".crashed", ".failed")
+
+
+def level_of(event: str) -> str:
+    level = EVENT_LEVELS.get(event)
+    if level is not None:
+        return level
+    return "error" if event.endswith(_ERROR_SUFFIXES) else "info"
+
+
+def check_level(name: str) -> str:
+    name = name.strip().lower()
+    if name == "warn":
+        name = "warning"
+    if name not in RANK:
+        raise ValueError(f"unknown log level {name!r} (one of {', '.join(LEVELS)})")
+    return name
+
+
+def level_for_logging(levelno: int) -> str:
+    """A ``logging`` record's level as one of ours."""
+    if levelno >= 50:
+        return "critical"
+    if levelno >= 40:
+        return "error"
+    if levelno >= 30:
+        return "warning"
+    return "info" if levelno >= 20 else "debug"
+
+
+def logging_level(name: str) -> int:
+    return {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}[name]
+
+
+def journal_stream(stream: IO[str]) -> bool:
+    """Is ``stream`` the journal stream systemd connected us to? ``$JOURNAL_STREAM`` holds the
+    ``device:inode`` of that stream; a redirection (``>file``) in between means it is not, and
+    the priority prefix would only clutter the file."""
+    value = os.environ.get("JOURNAL_STREAM", "")
+    dev, sep, ino = value.partition(":")
+    if not sep:
+        return False
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return f"{st.st_dev}:{st.st_ino}" == f"{dev}:{ino}"

@@ -1,0 +1,96 @@
+"""Log lines: one schema with a level, filtered by --log-level, prefixed with the syslog
+priority only when stdout is the journal stream, library logs and tracebacks as one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from cronwheel.obs.events import EventLog, console_line
+from cronwheel.obs.levels import SYSLOG_PRIORITY, level_of
+from cronwheel.obs.logbridge import EventHandler
+
+
+def _lines(out: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_every_line_has_ts_level_event_node() -> None:
+    out = io.StringIO()
+    log = EventLog("n1", out, fmt="json")
+    log.emit("execution.dead_lettered", executionId="j:1")
+    (line,) = _lines(out)
+    assert list(line)[:4] == ["ts", "level", "event", "node"]
+    assert (line["level"], line["event"], line["node"], line["executionId"]) == ("error", "execution.dead_lettered", "n1", "j:1")
+    assert line["jobId"] == "j"  # the job's id goes with its execution's, for `jq 'select(.jobId == …)'`
+
+
+def test_levels_come_from_the_event_name() -> None:
+    assert level_of("execution.succeeded") == "info"
+    assert level_of("lease.fenced") == "warning"
+    assert level_of("scheduler.error") == "error"  # a loop's own failure
+    assert level_of("scheduler.claimed") == "debug"
+
+
+def test_log_level_filters_printing_but_not_counting() -> None:
+    out = io.StringIO()
+    log = EventLog("n1", out, fmt="json", level="warning")
+    log.emit("execution.succeeded")
+    log.emit("lease.fenced")
+    log.emit("job.created", level="error")  # an explicit level wins over the table
+    assert [e["event"] for e in _lines(out)] == ["lease.fenced", "job.created"]
+    assert log.counts["execution.succeeded"] == 1 and len(log.ring) == 3
+    log.set_level("debug")
+    log.emit("scheduler.claimed")
+    assert _lines(out)[-1]["event"] == "scheduler.claimed"
+    with pytest.raises(ValueError, match="unknown log level"):
+        log.set_level("loud")
+
+
+def test_priority_prefix_only_on_the_journal_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "journal"
+    with open(path, "w") as stream:
+        st = os.fstat(stream.fileno())
+        monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+        log = EventLog("n1", stream, fmt="json")
+        log.emit("lease.fenced")
+        log.emit("execution.succeeded")
+        log.flush()
+        other = open(tmp_path / "redirected", "w")  # noqa: SIM115 - closed below
+        assert EventLog("n1", other, fmt="json").journal is False  # `serve > file` under systemd
+        other.close()
+    first, second = path.read_text().splitlines()
+    assert first.startswith(f"<{SYSLOG_PRIORITY['warning']}>{{") and json.loads(first[3:])["level"] == "warning"
+    assert second.startswith("<6>{")
+
+
+def test_console_lines_show_readable_times_and_levels() -> None:
+    line = console_line({"ts": "2026-12-01T10:00:00.123Z", "level": "warning", "event": "execution.retry_scheduled",
+                         "node": "n", "seq": 1, "availableAt": 1_796_119_200_000, "attempt": 2})
+    assert line.startswith("10:00:00.123 WARNING execution.retry_scheduled")
+    assert "availableAt=2026-12-01T10:00:00.000Z" in line and "attempt=2" in line
+
+
+def test_library_logs_and_tracebacks_become_one_line() -> None:
+    out = io.StringIO()
+    log = EventLog("n1", out, fmt="json")
+    logger = logging.getLogger("aiohttp.server.test")
+    logger.propagate = False
+    logger.addHandler(EventHandler(log))
+    try:
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            logger.exception("Error handling request from %s", "10.0.0.1")
+    finally:
+        logger.handlers.clear()
+    (line,) = out.getvalue().splitlines()
+    record = json.loads(line)
+    assert (record["event"], record["level"], record["logger"]) == ("log.aiohttp", "error", "aiohttp.server.test")
+    assert record["message"] == "Error handling request from 10.0.0.1"
+    assert "RuntimeError: boom" in record["traceback"] and "Traceback" in record["traceback"]
