@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cronwheel.core.deadman import Window
+
+if TYPE_CHECKING:
+    from cronwheel.core.notify import Rule
 
 class JobStatus(StrEnum):
     ACTIVE = "ACTIVE"  #: will be scheduled at next_run_at
@@ -156,6 +160,10 @@ class JobSpec:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
+    #: notification rules (core.notify); empty: the tenant's default rules apply
+    notify: tuple[Rule, ...] = ()
+    #: the dead-man's switch: ``missed`` fires when this long passes without a success
+    expect_success_within_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -167,6 +175,7 @@ class Job:
     created_at: int
     updated_at: int
     spec: JobSpec
+    window: Window | None = None  #: the dead-man's window as stored (None: no window)
 
     @property
     def tenant(self) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cronwheel.core import schedule
+from cronwheel.core import notify, schedule
+from cronwheel.core.deadman import Window
 from cronwheel.core.model import (
     ExecStatus,
     Execution,
@@ -168,9 +169,12 @@ class RowReader:
             overlap=OVERLAP[r[7]],
             misfire=MISFIRE[r[6]],
             jitter_sec=r[8],
+            notify=notify.stored_rules(self.decode(r[21])),
+            expect_success_within_ms=r[22],
         )
+        window = None if r[24] is None else Window(r[23], r[24], r[25])
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
-                   created_at=r[19], updated_at=r[20], spec=spec)  # fmt: skip
+                   created_at=r[19], updated_at=r[20], spec=spec, window=window)  # fmt: skip
 
     @staticmethod
     def execution(r: Any) -> Execution:

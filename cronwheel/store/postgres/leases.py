@@ -24,8 +24,9 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
+from cronwheel.store import outbox
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres.rows import text
+from cronwheel.store.postgres.rows import outbox_sql, text
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -120,4 +121,10 @@ def complete(
         cur = conn.execute(q.COMPLETE_EXECUTIONS, dict(zip(names, map(list, cols), strict=True)))
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        notify_outcomes(conn, state, updates, now_ms)
     return results
+
+
+def notify_outcomes(conn: psycopg.Connection[Any], state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
+    """Outcomes just written, to the notification rules (same transaction: never lost)."""
+    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

@@ -21,9 +21,9 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at
+    d.created_at, d.updated_at, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
-JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
+JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
 #: column order of ``model.Execution`` (``rows.execution_from_row``)
 EXEC_COLUMNS = """
@@ -79,13 +79,13 @@ SELECT * FROM unnest(
 
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at)
+                             lease_sec, created_at, updated_at, notify, expect_ms)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
-       u.timeout_sec, u.lease_sec, %(now)s, %(now)s
+       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.notify::json, u.expect_ms
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
-            %(lease_sec)s::float8[])
-     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec)
+            %(lease_sec)s::float8[], %(notify)s::text[], %(expect_ms)s::int8[])
+     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, notify, expect_ms)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """

@@ -72,12 +72,16 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
+from cronwheel.core.notify import rules_to_json
 from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
+from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
+from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.postgres.rows import (
+    outbox_sql,
     execution_from_row,
     job_from_row,
     tenant_from_row,
@@ -173,7 +177,7 @@ def _stale(exc: BaseException, conn: psycopg.Connection[Any]) -> bool:
     return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
 
 
-class PostgresStore(Store):
+class PostgresStore(NotificationMethods, Store):
     """``Store`` on a PostgreSQL database. Open it with :meth:`open`."""
 
     def __init__(self, conninfo: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> None:
@@ -285,6 +289,15 @@ class PostgresStore(Store):
     def _rows(self, sql: str, args: dict[str, Any] | None = None) -> list[Any]:
         return self._read(lambda conn: conn.execute(sql, args).fetchall())
 
+    @_translated
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(outbox_sql(conn))
+
+    @_translated
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return self._read(lambda conn: fn(outbox_sql(conn)))
+
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
@@ -322,6 +335,7 @@ class PostgresStore(Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
+        windows: list[tuple[str, int]] = []  # (job id, expectSuccessWithin ms): armed below
         tenants: set[str] = set()
         keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
@@ -371,7 +385,10 @@ class PostgresStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
+                if spec.expect_success_within_ms is not None:
+                    windows.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -382,6 +399,7 @@ class PostgresStore(Store):
                 except pgerr.UniqueViolation as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {_first_line(exc)}") from exc
                 conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
+                after_create(outbox_sql(conn), windows, now_ms)
             if key_rows:
                 conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
@@ -795,5 +813,6 @@ class PostgresStore(Store):
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
                "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
-_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec")
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "notify",
+               "expect_ms")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")

@@ -8,6 +8,7 @@ says why (CANCELLED, LEASE_LOST, NOT_FOUND).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import apsw
 
@@ -21,7 +22,9 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import decide_completions, dumps, retry_from_json
+from cronwheel.store import outbox
 from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.rows import outbox_sql
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -58,4 +61,10 @@ def complete(
         conn.executemany(q.COMPLETE_EXECUTION, updates)
         if conn.total_changes() - before != len(updates):  # impossible under the write lock
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        notify_outcomes(conn, state, updates, now_ms)
     return results
+
+
+def notify_outcomes(conn: apsw.Connection, state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
+    """Outcomes just written, to the notification rules (same transaction: never lost)."""
+    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

@@ -51,12 +51,16 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
+from cronwheel.core.notify import rules_to_json
 from cronwheel.store.common import PRIORITY, JsonMemo, dumps, retry_to_json, short
+from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
+from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.sqlite.rows import (
+    outbox_sql,
     execution_from_row,
     job_from_row,
     tenant_from_row,
@@ -127,7 +131,7 @@ def _count(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
     return int(row[0])
 
 
-class SqliteStore(Store):
+class SqliteStore(NotificationMethods, Store):
     """``Store`` on one SQLite file. Open it with :meth:`open`."""
 
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
@@ -197,6 +201,15 @@ class SqliteStore(Store):
             if not fsync:
                 conn.execute("PRAGMA synchronous = FULL")
 
+    @_translated
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(outbox_sql(conn))
+
+    @_translated
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return fn(outbox_sql(self._conn))
+
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
@@ -228,6 +241,7 @@ class SqliteStore(Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
+        windows: list[tuple[str, int]] = []  # (job id, expectSuccessWithin ms): armed below
         tenants: set[str] = set()
         batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
         registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
@@ -268,7 +282,10 @@ class SqliteStore(Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
+                if spec.expect_success_within_ms is not None:
+                    windows.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -279,6 +296,7 @@ class SqliteStore(Store):
                 except apsw.ConstraintError as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
                 conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
+                after_create(outbox_sql(conn), windows, now_ms)
             if key_rows:
                 conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
