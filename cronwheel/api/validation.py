@@ -11,11 +11,14 @@ import hashlib
 import json
 import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
+from cronwheel.core.deadman import overdue
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     DEFAULT_TENANT,
@@ -56,11 +59,14 @@ MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) bey
 MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TARGET_KINDS = ("command", "http", "python", "queue")
+#: the target of a job cronwheel watches but does not run (it has a window and no schedule)
+PING_TARGET = {"ping": {}}
 
 JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
+        "notify", "expectSuccessWithin",
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -200,8 +206,18 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         except ValueError as exc:  # ScheduleError is a ValueError
             raise _bad("timezone", f"timezone: {exc}", status=400, code="invalid_timezone") from None
 
-    schedule, run_at = _parse_when(data, timezone, now_ms)
-    target = _parse_target(data)
+    expect_ms = None
+    if "expectSuccessWithin" in data:
+        try:
+            expect_ms = nt.parse_window(data["expectSuccessWithin"])
+        except nt.RuleError as exc:
+            raise _bad(exc.field, exc.detail) from None
+    if expect_ms is not None and not any(k in data for k in ("schedule", "runAt", "target", *TARGET_KINDS)):
+        # watched, not run: a cron elsewhere reports its runs by pings
+        schedule, run_at, target = None, None, dict(PING_TARGET)
+    else:
+        schedule, run_at = _parse_when(data, timezone, now_ms)
+        target = _parse_target(data)
 
     name = None
     if "name" in data:
@@ -218,6 +234,12 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
             raise _bad("payload", f"payload is {size} bytes of JSON; the limit is {MAX_PAYLOAD_BYTES} bytes", status=413, code="payload_too_large")
 
     spec = JobSpec(target=target, schedule=schedule, run_at=run_at, timezone=timezone, name=name, tenant=tenant, payload=payload)
+    spec.expect_success_within_ms = expect_ms
+    if "notify" in data:
+        try:
+            spec.notify = nt.rules_from_json(data["notify"])
+        except nt.RuleError as exc:
+            raise _bad(exc.field, exc.detail) from None
     if "retryPolicy" in data:
         spec.retry = parse_retry_policy(data["retryPolicy"])
     spec.timeout_sec = _number("timeoutSec", data.get("timeoutSec", DEFAULT_TIMEOUT_SEC), *TIMEOUT_SEC_RANGE, " seconds")
@@ -552,7 +574,16 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
 # ---------------------------------------------------------------- to JSON
 
 
-def job_to_json(job: Job) -> dict[str, Any]:
+def window_to_json(job: Job, now_ms: int | None) -> dict[str, Any] | None:
+    """The dead-man's window as stored: its deadline, and whether it is overdue now."""
+    w = job.window
+    if w is None:
+        return None
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    return {"deadline": iso_ms(w.deadline_at), "overdue": overdue(w, now), "overdueSince": iso_ms(w.overdue_since)}
+
+
+def job_to_json(job: Job, now_ms: int | None = None) -> dict[str, Any]:
     spec = job.spec
     return {
         "jobId": job.id,
@@ -572,6 +603,9 @@ def job_to_json(job: Job) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
+        "notify": nt.rules_to_json(spec.notify, redact=True),
+        "expectSuccessWithin": None if spec.expect_success_within_ms is None else nt.format_window(spec.expect_success_within_ms),
+        "window": window_to_json(job, now_ms),
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),

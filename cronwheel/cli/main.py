@@ -25,6 +25,7 @@ from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
+from cronwheel.cli.notify import notifications, ping
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
@@ -1019,6 +1020,9 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--http-allow", metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
+@click.option("--smtp-url", metavar="URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://…")
+@click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
+@click.option("--mail-from", metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node)."""
@@ -1054,6 +1058,8 @@ def worker(args: tuple[str, ...]) -> None:
 
 
 cli.add_command(tenant)
+cli.add_command(ping)
+cli.add_command(notifications)
 cli.add_command(token)
 
 

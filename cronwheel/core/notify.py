@@ -34,13 +34,14 @@ import hashlib
 import hmac
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core.model import RetryPolicy
 from cronwheel.core.retry import after_failure
+from cronwheel.core.tenants import Principal, Refusal, host_allowed
 
 
 class NotifyOn(StrEnum):
@@ -89,7 +90,7 @@ _RULE_FIELDS = {
     Via.EMAIL: ("to",),
     Via.COMMAND: ("command",),
 }
-_COMMON_FIELDS = ("on", "via", "afterSec", "maxPerHour")
+_COMMON_FIELDS = ("on", "via", "afterSec", "maxPerHour", "maxAttempts")
 
 
 class RuleError(ValueError):
@@ -111,6 +112,7 @@ class Rule:
     command: str | None = None  #: command
     after_sec: int | None = None  #: late: the lag that counts as late
     max_per_hour: int = DEFAULT_MAX_PER_HOUR  #: rate limit: sent per rolling hour, per job
+    max_attempts: int = DELIVERY_RETRY.max_attempts  #: delivery attempts before the DLQ
 
     @property
     def rule_id(self) -> str:
@@ -131,6 +133,7 @@ class Rule:
         if self.after_sec is not None:
             data["afterSec"] = self.after_sec
         data["maxPerHour"] = self.max_per_hour
+        data["maxAttempts"] = self.max_attempts
         if redact:
             data["ruleId"] = self.rule_id
         return data
@@ -190,6 +193,8 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
     elif data.get("afterSec") is not None:
         raise RuleError(f"{field}.afterSec", f"{field}.afterSec applies to late rules only")
     max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), 1, 3600)
+    limits = {"max_per_hour": max_per_hour,
+              "max_attempts": _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)}
     if via is Via.WEBHOOK:
         url = _text(f"{field}.url", data["url"], MAX_URL_CHARS)
         parts = urlsplit(url)
@@ -198,7 +203,7 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
         secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
         if len(secret) < MIN_SECRET_CHARS:
             raise RuleError(f"{field}.secret", f"{field}.secret must be at least {MIN_SECRET_CHARS} characters (it keys the HMAC signature)")
-        return Rule(on, via, url=url, secret=secret, after_sec=after_sec, max_per_hour=max_per_hour)
+        return Rule(on, via, url=url, secret=secret, after_sec=after_sec, **limits)
     if via is Via.EMAIL:
         to = data["to"]
         if isinstance(to, str):
@@ -208,9 +213,9 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
         for i, addr in enumerate(to):
             if not isinstance(addr, str) or not _EMAIL_RE.match(addr):
                 raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {str(addr)[:100]!r}")
-        return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour)
+        return Rule(on, via, to=tuple(to), after_sec=after_sec, **limits)
     command = _text(f"{field}.command", data["command"], MAX_COMMAND_BYTES)
-    return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour)
+    return Rule(on, via, command=command, after_sec=after_sec, **limits)
 
 
 def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:
@@ -388,9 +393,27 @@ class DeliveryResult:
     error: str | None = None
 
 
-def after_failed_delivery(attempt: int, now_ms: int, rand01: float) -> tuple[NotificationStatus, int | None]:
-    """A failed delivery attempt: retried with backoff, or dead-lettered once spent."""
-    after = after_failure(attempt, DELIVERY_RETRY, now_ms, rand01)
+def after_failed_delivery(attempt: int, rule: Rule, now_ms: int, rand01: float) -> tuple[NotificationStatus, int | None]:
+    """A failed delivery attempt: retried with backoff, or dead-lettered once the rule's
+    ``maxAttempts`` are spent."""
+    after = after_failure(attempt, replace(DELIVERY_RETRY, max_attempts=rule.max_attempts), now_ms, rand01)
     if after.available_at is None:
         return NotificationStatus.DEAD, None
     return NotificationStatus.PENDING, after.available_at
+
+
+def rules_refusal(rules: tuple[Rule, ...], principal: Principal, field: str = "notify") -> Refusal | None:
+    """Why ``principal`` may not save these rules (None: it may): a webhook obeys the same
+    HTTP allow-list as HTTP targets, a command needs the same permission as command targets."""
+    if principal.is_admin:
+        return None
+    for i, rule in enumerate(rules):
+        if rule.via is Via.WEBHOOK:
+            host = urlsplit(rule.url or "").hostname or ""
+            if not host_allowed(host, principal.http_allow):
+                return Refusal(f"{field}[{i}].url", f"webhooks of tenant {principal.tenant!r} may call only "
+                               f"{', '.join(principal.http_allow)}; not {host!r}")  # fmt: skip
+        if rule.via is Via.COMMAND and not principal.allow_shell:
+            return Refusal(f"{field}[{i}].command", f"command rules run code as the daemon's user: only admins, or tenants "
+                           f"granted allowShell, may save them (tenant {principal.tenant!r} is not)")  # fmt: skip
+    return None

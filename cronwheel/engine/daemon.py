@@ -21,6 +21,7 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.core.tenants import normalise_host
+from cronwheel.engine.channels import ChannelConfigError, MailConfig
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
@@ -165,6 +166,9 @@ async def serve(
     ready: asyncio.Event | None = None,
     cluster: bool | None = None,
     bucket_lease_ms: int | None = None,
+    smtp_url: str | None = None,
+    sendmail: str | None = None,
+    mail_from: str | None = None,
 ) -> None:
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
@@ -175,6 +179,10 @@ async def serve(
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
+    try:
+        mail = MailConfig.parse(smtp_url, sendmail, mail_from)
+    except ChannelConfigError as exc:
+        raise DaemonError(str(exc)) from None
     _raise_fd_limit()
 
     url = store_url or str(data_dir / "cronwheel.db")
@@ -203,6 +211,8 @@ async def serve(
         worker_cmd=_worker_cmd(),
         address=f"{socket.gethostname()}:{port}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
+        http_allow=allowed_hosts,
+        mail=mail,
     )
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
                 completion_store=completion_store, claim_store=claim_store)

@@ -18,10 +18,13 @@ from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
+from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (
@@ -72,9 +75,12 @@ class NodeConfig:
     bucket_lease_ms: int = DEFAULT_LEASE_TTL_MS
     address: str = ""
     submit_retry_ms: int = SUBMIT_RETRY_MS
+    #: the daemon's --http-allow (tenants without a list of their own): webhooks obey it too
+    http_allow: tuple[str, ...] = ()
+    mail: MailConfig | None = None  #: how email notifications are sent (None: they fail, and say why)
 
 
-class Node(TenancyMixin):
+class Node(TenancyMixin, NotifyServiceMixin):
     def __init__(
         self,
         config: NodeConfig,
@@ -133,6 +139,11 @@ class Node(TenancyMixin):
             )
             self.scheduler.ownership = self.cluster.owned
             self.scheduler.buckets = []
+        self.notifications = NotificationDeliverer(
+            self.clock, self.writer, events, owner=self.node_id,
+            buckets=lambda: self.scheduler.owned()[0], http_allow=self.webhook_allow, mail=config.mail,
+        )
+        self.dispatcher.on_outcomes = self.notifications.wake
         self._submissions = GroupCommitter(self.writer, lambda s, jobs: s.create_jobs(jobs, self.clock.now_ms()))
         self.pool: WorkerPool | None = None
         self._tasks: list[asyncio.Task] = []
@@ -166,6 +177,8 @@ class Node(TenancyMixin):
         self._tasks = self.dispatcher.start(self.pool)
         await self.load_tenants()
         await self._fail_previous_incarnation()
+        self.notifications.owner = f"{self.node_id}-{self.pool.incarnation}"
+        await self.notifications.recover(f"{self.node_id}-")
         recovered = await self.dispatcher.refill()
         if recovered:
             self.events.emit("dispatch.recovered", executions=recovered)
@@ -175,6 +188,7 @@ class Node(TenancyMixin):
                 await asyncio.wait_for(self.cluster.first_turn.wait(), self.config.bucket_lease_ms / 1000)
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
+        self._tasks.extend(self.notifications.start())
         self._tasks.append(asyncio.get_running_loop().create_task(self.tenant_refresh_loop(), name="tenants"))
 
     async def _shared_refill(self) -> None:
@@ -254,6 +268,7 @@ class Node(TenancyMixin):
         if self.pool is not None:
             await self.pool.stop(self.config.grace_sec)
         await self.dispatcher.stop()
+        await self.notifications.stop()
         await self._submissions.close()
         for task in self._tasks:
             task.cancel()
@@ -370,10 +385,9 @@ class Node(TenancyMixin):
                 self.scheduler.job_scheduled(new.job_id, new.next_run_at)
         return results
 
-    def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int:
+    def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int | None:
         if spec.schedule is None:
-            assert spec.run_at is not None
-            return spec.run_at
+            return spec.run_at  # None: a ping job, never scheduled here
         try:
             nxt = sched.next_fire(spec.schedule, job_id, spec.timezone, now)
         except sched.ScheduleError as exc:
@@ -447,6 +461,9 @@ class Node(TenancyMixin):
         raise Conflict(f"cannot {verb} a {job.status.value} job")
 
     async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
+        job = await self.get_job(job_id, tenant)
+        if job is not None:
+            self.refuse_ping_job(job, "trigger")
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.trigger_job(job_id, now, tenant))
         if ex is None:
@@ -531,6 +548,10 @@ class Node(TenancyMixin):
         return await self._read(lambda s: s.list_dead(tenant, limit, after))
 
     async def replay_dead(self, execution_id: str, tenant: str | None = None) -> Execution:
+        dead = await self.get_execution(execution_id, tenant)
+        job = None if dead is None else await self.get_job(dead.job_id, tenant)
+        if job is not None:
+            self.refuse_ping_job(job, "replay a run of")
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.replay_dead(execution_id, now, tenant))
         if ex is None:

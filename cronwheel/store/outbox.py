@@ -299,8 +299,8 @@ def _give_back(sql: Sql, rows: list[Any], now_ms: int, error: str) -> int:
     """RUNNING notifications whose deliverer is gone: tried again at once, or dead-lettered
     when that was their last attempt."""
     n = 0
-    for nid, epoch, attempt in rows:
-        status = "DEAD" if attempt >= nt.DELIVERY_RETRY.max_attempts else "PENDING"
+    for nid, epoch, attempt, rule in rows:
+        status = "DEAD" if attempt >= nt.rule_from_json(sql.decode(rule)).max_attempts else "PENDING"
         n += sql.changes(
             """UPDATE notifications SET status = :status, available_at = :now, error = :error,
                    owner = NULL, lease_until = NULL
@@ -312,7 +312,7 @@ def _give_back(sql: Sql, rows: list[Any], now_ms: int, error: str) -> int:
 
 def expire(sql: Sql, now_ms: int, limit: int) -> int:
     rows = sql.rows(
-        """SELECT notification_id, lease_epoch, attempt FROM notifications
+        """SELECT notification_id, lease_epoch, attempt, rule FROM notifications
            WHERE status = 'RUNNING' AND lease_until < :now ORDER BY lease_until LIMIT :limit""",
         {"now": now_ms, "limit": limit},
     )
@@ -322,7 +322,7 @@ def expire(sql: Sql, now_ms: int, limit: int) -> int:
 def release_owner(sql: Sql, prefix: str, current: str, now_ms: int) -> int:
     """A restarted node: the deliveries its previous incarnation had under way died with it."""
     rows = sql.rows(
-        """SELECT notification_id, lease_epoch, attempt FROM notifications
+        """SELECT notification_id, lease_epoch, attempt, rule FROM notifications
            WHERE status = 'RUNNING' AND substr(owner, 1, :n) = :prefix AND owner <> :current""",
         {"n": len(prefix), "prefix": prefix, "current": current},
     )
