@@ -25,7 +25,7 @@ from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
-from cronwheel.cli.notify import notifications, ping
+from cronwheel.cli.notify import notifications, notify_fields, ping, watch
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
@@ -207,6 +207,9 @@ def _job_label(job: dict[str, Any]) -> str:
 @click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]")
 @click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
 @click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
+@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.')
+@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email).")
+@click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h).")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
 @pass_cli
 def add(
@@ -214,7 +217,7 @@ def add(
     max_attempts: int | None, priority: str | None, idempotency_key: str | None, http_url: str | None,
     http_method: str | None, headers: tuple[str, ...], python_ref: str | None, queue: str | None,
     payload: str | None, overlap: str | None, misfire: str | None, jitter: str | None, lease: str | None,
-    as_json: bool,
+    notify_rules: tuple[str, ...], notify_email: tuple[str, ...], expect: str | None, as_json: bool,
 ) -> None:
     """Register a job.
 
@@ -306,6 +309,7 @@ def add(
     for key, choice in (("priority", priority), ("overlap", overlap), ("misfire", misfire)):
         if choice is not None:
             body[key] = choice
+    body.update(notify_fields(notify_rules, notify_email, expect))
 
     created = app.client.create_job(body, idempotency_key)
     if as_json:
@@ -1059,6 +1063,7 @@ def worker(args: tuple[str, ...]) -> None:
 
 cli.add_command(tenant)
 cli.add_command(ping)
+cli.add_command(watch)
 cli.add_command(notifications)
 cli.add_command(token)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -13,6 +14,52 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
 #: the output tail a ping sends (the API keeps at most 64 KiB)
 PING_OUTPUT_CHARS = 65_536
+
+
+def notify_fields(rules: tuple[str, ...], emails: tuple[str, ...], expect: str | None) -> dict[str, Any]:
+    """``--notify JSON``, ``--notify-email ADDRESS`` and ``--expect-success-within`` as job fields
+    (the daemon validates them and names the offending field)."""
+    body: dict[str, Any] = {}
+    parsed: list[Any] = []
+    for text in rules:
+        try:
+            parsed.append(json.loads(text))
+        except ValueError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--notify'") from None
+    parsed += [{"on": "failure", "via": "email", "to": [addr]} for addr in emails]
+    if parsed:
+        body["notify"] = parsed
+    if expect is not None:
+        body["expectSuccessWithin"] = expect
+    return body
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("name")
+@click.argument("window", metavar="DURATION")
+@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A notification rule (repeatable).")
+@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails or is missed (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print {jobId} as JSON.")
+@click.pass_obj
+def watch(app: Any, name: str, window: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], as_json: bool) -> None:
+    """Watch a cron that runs elsewhere: job NAME must report a success (`cronwheel ping
+    NAME`) at least once per DURATION (e.g. 26h), or its rules are told `missed`.
+
+    \b
+    Example:
+      cronwheel watch nightly-backup 26h --notify-email ops@example.com
+      # in the crontab on the backup host:
+      0 3 * * * backup.sh && cronwheel ping nightly-backup || cronwheel ping nightly-backup --fail
+    """
+    body: dict[str, Any] = {"name": name, **notify_fields(notify_rules, (), window)}
+    body["notify"] = body.get("notify", []) + [
+        {"on": on, "via": "email", "to": [addr]} for addr in notify_email for on in ("failure", "missed")
+    ]
+    created = app.client.create_job(body)
+    if as_json:
+        render.emit_json({"jobId": created.body["jobId"]})
+        return
+    click.echo(f"Watching job {created.body['jobId']} ({name}): expects a success ping every {window}")
 
 
 @click.command(context_settings=CONTEXT)
