@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 TOLERANCE_SEC = 300
 
@@ -39,9 +40,9 @@ def verify(secret: str, header: str, body: bytes, now: float | None = None, tole
 
 class Receiver(BaseHTTPRequestHandler):
     secret = os.environ.get("CRONWHEEL_WEBHOOK_SECRET", "")
-    seen: set[str] = set()
+    seen: ClassVar[set[str]] = set()
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if not verify(self.secret, self.headers.get("Cronwheel-Signature", ""), body):
             self.send_response(401)

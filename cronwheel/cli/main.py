@@ -25,8 +25,8 @@ from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
-from cronwheel.cli.notify import notifications, notify_fields, ping, watch
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.cli.notify import notifications, notify_fields, ping, watch
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms

@@ -171,11 +171,11 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
     ons = ", ".join(o.value for o in NotifyOn)
     vias = ", ".join(v.value for v in Via)
     try:
-        on = NotifyOn(data.get("on"))
+        on = NotifyOn(str(data.get("on")))
     except ValueError:
         raise RuleError(f"{field}.on", f"{field}.on must be one of {ons}") from None
     try:
-        via = Via(data.get("via"))
+        via = Via(str(data.get("via")))
     except ValueError:
         raise RuleError(f"{field}.via", f"{field}.via must be one of {vias}") from None
     allowed = (*_COMMON_FIELDS, *_RULE_FIELDS[via])
@@ -193,8 +193,7 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
     elif data.get("afterSec") is not None:
         raise RuleError(f"{field}.afterSec", f"{field}.afterSec applies to late rules only")
     max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), 1, 3600)
-    limits = {"max_per_hour": max_per_hour,
-              "max_attempts": _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)}
+    max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)
     if via is Via.WEBHOOK:
         url = _text(f"{field}.url", data["url"], MAX_URL_CHARS)
         parts = urlsplit(url)
@@ -203,7 +202,7 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
         secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
         if len(secret) < MIN_SECRET_CHARS:
             raise RuleError(f"{field}.secret", f"{field}.secret must be at least {MIN_SECRET_CHARS} characters (it keys the HMAC signature)")
-        return Rule(on, via, url=url, secret=secret, after_sec=after_sec, **limits)
+        return Rule(on, via, url=url, secret=secret, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     if via is Via.EMAIL:
         to = data["to"]
         if isinstance(to, str):
@@ -213,9 +212,9 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
         for i, addr in enumerate(to):
             if not isinstance(addr, str) or not _EMAIL_RE.match(addr):
                 raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {str(addr)[:100]!r}")
-        return Rule(on, via, to=tuple(to), after_sec=after_sec, **limits)
+        return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     command = _text(f"{field}.command", data["command"], MAX_COMMAND_BYTES)
-    return Rule(on, via, command=command, after_sec=after_sec, **limits)
+    return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
 
 
 def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:

@@ -17,14 +17,14 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
-from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.channels import MailConfig
+from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.notifications import NotificationDeliverer
+from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
-from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (

@@ -14,7 +14,18 @@ from cronwheel.core.ids import bucket_of
 from cronwheel.core.model import ExecStatus, RetryPolicy
 from cronwheel.core.notify import DeliveryResult, NotificationStatus
 from cronwheel.store.base import Completion, Outcome, Store
-from tests.contract.conftest import HOUR, MIN, SEC, T0, StoreFactory, claim_all, create, new_job, one_off, start
+from tests.contract.conftest import (
+    HOUR,
+    MIN,
+    SEC,
+    T0,
+    StoreFactory,
+    claim_all,
+    create,
+    new_job,
+    one_off,
+    start,
+)
 
 URL = "https://hooks.example.com/cw"
 SECRET = "0123456789abcdef-secret"
@@ -100,7 +111,7 @@ def test_expired_lease_outcomes_notify_too(store: Store) -> None:
 
 def test_claim_is_fenced_retried_and_dead_lettered(store_factory: StoreFactory) -> None:
     store = store_factory()
-    jid, _ = run_once(store, Outcome.FAILED, notify=(rule("dead", maxAttempts=2),))
+    run_once(store, Outcome.FAILED, notify=(rule("dead", maxAttempts=2),))
     [n] = store.claim_notifications("node-a-1", T0 + MIN, 10, 60_000)
     assert n.status is NotificationStatus.RUNNING and n.attempt == 1 and n.lease_epoch == 1
     assert store.claim_notifications("node-b-1", T0 + MIN, 10, 60_000) == []  # one claimer at a time

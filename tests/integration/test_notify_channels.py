@@ -30,7 +30,7 @@ class Sink:
     def __init__(self) -> None:
         self.messages: list[tuple[str, list[str], bytes]] = []
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's API
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
         return "250 OK"
 

@@ -40,7 +40,7 @@ class WebhookReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 signed = example.verify(receiver.secret, self.headers.get("Cronwheel-Signature", ""), body)
                 d = Delivery(self.headers.get("Cronwheel-Notification-Id", ""), self.headers.get("Cronwheel-Event", ""),

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
+from cronwheel.store import outbox
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -24,7 +25,6 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
-from cronwheel.store import outbox
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import outbox_sql, text
 

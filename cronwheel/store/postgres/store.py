@@ -52,6 +52,7 @@ from psycopg.pq import TransactionStatus
 from cronwheel.core import schedule
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
+from cronwheel.core.notify import rules_to_json
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
     BucketGrants,
@@ -72,18 +73,17 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from cronwheel.core.notify import rules_to_json
 from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
+from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
-from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.postgres.rows import (
-    outbox_sql,
     execution_from_row,
     job_from_row,
+    outbox_sql,
     tenant_from_row,
     token_from_row,
 )

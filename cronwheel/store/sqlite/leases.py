@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from cronwheel.core.model import DEFAULT_LEASE_SEC
+from cronwheel.store import outbox
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -22,7 +23,6 @@ from cronwheel.store.base import (
     StoreError,
 )
 from cronwheel.store.common import decide_completions, dumps, retry_from_json
-from cronwheel.store import outbox
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.rows import outbox_sql
 

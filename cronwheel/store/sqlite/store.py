@@ -31,6 +31,7 @@ from cronwheel.core.model import (
     JobStatus,
     OverlapPolicy,
 )
+from cronwheel.core.notify import rules_to_json
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
     BucketGrants,
@@ -51,18 +52,17 @@ from cronwheel.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from cronwheel.core.notify import rules_to_json
 from cronwheel.store.common import PRIORITY, JsonMemo, dumps, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
+from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
-from cronwheel.store.outbox import Sql, after_create
 from cronwheel.store.sqlite.rows import (
-    outbox_sql,
     execution_from_row,
     job_from_row,
+    outbox_sql,
     tenant_from_row,
     token_from_row,
 )
