@@ -577,7 +577,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
     ("POST", "/v1/jobs/{jobId}/ping", ping_job),
     ("GET", "/v1/notifications", list_notifications),
-    ("POST", "/v1/notifications/{notificationId:.+}/replay", replay_notification),
+    ("POST", "/v1/notifications/{notificationId}/replay", replay_notification),
     ("GET", "/v1/executions/{executionId}", get_execution),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),

@@ -292,7 +292,7 @@ class Client:
         return self._get("/v1/notifications", jobId=job_id, status=status, limit=limit, before=before)
 
     def replay_notification(self, notification_id: str) -> dict[str, Any]:
-        return self._post(f"/v1/notifications/{quote(notification_id, safe='/:')}/replay")
+        return self._post(f"/v1/notifications/{quote(notification_id, safe=':@')}/replay")
 
     def list_dead(self, limit: int = 100, after: str | None = None) -> dict[str, Any]:
         return self._get("/v1/dlq", limit=limit, after=after)

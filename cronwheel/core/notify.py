@@ -312,7 +312,7 @@ def effective_rules(job_rules: tuple[Rule, ...], tenant_defaults: tuple[Rule, ..
 
 
 def notification_id(subject: str, rule: Rule) -> str:
-    return f"{subject}/{rule.rule_id}"
+    return f"{subject}@{rule.rule_id}"
 
 
 def missed_subject(job_id: str, deadline_ms: int) -> str:

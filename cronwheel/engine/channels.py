@@ -124,7 +124,7 @@ def email_message(n: nt.Notification, sender: str) -> EmailMessage:
     msg["From"] = sender
     msg["To"] = ", ".join(n.rule.to)
     msg["Subject"] = subject
-    msg["Message-ID"] = f"<{n.notification_id.replace('/', '.').replace(':', '.')}@cronwheel>"
+    msg["Message-ID"] = f"<{n.notification_id.replace('@', '.').replace(':', '.')}@cronwheel>"
     lines = [f"{k}: {v}" for k, v in b.items() if k != "output" and v is not None]
     if b.get("output"):
         lines += ["", "output (tail):", str(b["output"])]

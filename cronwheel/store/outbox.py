@@ -7,7 +7,7 @@ row locks). The SQL itself is portable (``ON CONFLICT``, ``RETURNING``, partial 
 * ``after_outcomes`` is the hook the stores call in the transaction that records an
   execution's outcome (a completion, an expired lease, a ping): it matches the job's rules
   (or its tenant's defaults) and inserts one notification per (execution, rule). The
-  primary key ``subject/rule_id`` makes the dedup a constraint: the same outcome noticed
+  primary key ``subject@rule_id`` makes the dedup a constraint: the same outcome noticed
   twice is told once. It also keeps the job's watch row (last outcome, dead-man's window).
 * ``claim`` / ``finish`` / ``expire`` / ``release_owner`` move notifications through
   PENDING → RUNNING → SENT | PENDING (retry) | DEAD, fenced by ``lease_epoch`` like

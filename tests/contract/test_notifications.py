@@ -54,7 +54,7 @@ def test_an_outcome_queues_one_notification_per_matching_rule(store: Store) -> N
     found = store.list_notifications(job_id=jid)
     assert sorted(n.event for n in found) == ["dead", "failure"]
     n = next(n for n in found if n.event == "dead")
-    assert n.notification_id == f"{eid}/{rules[1].rule_id}" and n.status is NotificationStatus.PENDING
+    assert n.notification_id == f"{eid}@{rules[1].rule_id}" and n.status is NotificationStatus.PENDING
     assert n.body["executionId"] == eid and n.body["exitCode"] == 3 and n.body["output"] == "tail"
     assert n.rule == rules[1]  # the secret is kept: delivery signs with it
 

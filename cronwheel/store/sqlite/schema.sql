@@ -176,7 +176,7 @@ CREATE INDEX job_watch_deadline ON job_watch (bucket_id, deadline_at) WHERE dead
 -- One row per (subject, rule): the subject is an execution id, or '<jobId>:missed:<deadline>'.
 -- The primary key is the deduplication: an event seen twice is told once.
 CREATE TABLE notifications (
-    notification_id TEXT PRIMARY KEY CHECK (notification_id = subject || '/' || rule_id),
+    notification_id TEXT PRIMARY KEY CHECK (notification_id = subject || '@' || rule_id),
     subject         TEXT NOT NULL,
     rule_id         TEXT NOT NULL,
     job_id          TEXT NOT NULL,
