@@ -80,6 +80,9 @@ def test_an_unreachable_receiver_lands_in_the_notifications_dlq_and_replays(make
     wait_for(lambda: notifications(d, status="DEAD") and notifications(d, status="DEAD")[0]["attempt"] == 2
              and len(d.events("notification.dead")) == 2, 30, what="dead again after the replay")  # fmt: skip
     assert d.post("/v1/notifications/nope/replay").status == 404
+    metrics = d.get("/metrics").body.decode()
+    assert 'cronwheel_notifications_delivered_total{outcome="dead",via="webhook"} 2.0' in metrics
+    assert 'cronwheel_notifications_delivered_total{outcome="retried",via="webhook"} 2.0' in metrics
 
 
 def test_webhooks_obey_the_tenants_allow_list(make_daemon: Callable[..., Daemon]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import ssl
 import subprocess
 import sys
@@ -117,6 +118,8 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "missed"], 30, what="missed")
         listing = subprocess.run(["cronwheel", "ls"], env=env, capture_output=True, text=True, check=True).stdout
         assert "OVERDUE" in listing, listing
+        wait_for(lambda: "cronwheel_overdue_jobs 1.0" in d.get("/metrics").body.decode(), 15, what="the overdue gauge")
+        assert re.search(r"cronwheel_windows_missed_total [1-9]", d.get("/metrics").body.decode())
         # a failed run notifies; then a success recovers and clears the overdue mark
         subprocess.run([str(script), "bad"], check=True, env=env, capture_output=True, timeout=60)
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "failure"], 30, what="failure")
