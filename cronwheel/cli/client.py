@@ -284,6 +284,12 @@ class Client:
 
     # ---------------------------------------------------------------- dead-letter queue
 
+    def get_tenant_notify(self, name: str) -> dict[str, Any]:
+        return self._get(f"/v1/tenants/{quote(name, safe='')}/notify")
+
+    def set_tenant_notify(self, name: str, rules: list[Any]) -> dict[str, Any]:
+        return self._call("PUT", f"/v1/tenants/{quote(name, safe='')}/notify", {"notify": rules})
+
     def ping(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._post(f"/v1/jobs/{quote(job, safe='')}/ping", body)
 

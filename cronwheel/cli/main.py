@@ -26,7 +26,7 @@ from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
-from cronwheel.cli.notify import notifications, notify_fields, ping, watch
+from cronwheel.cli.notify import notifications, notify_fields, ping, tenant_notify, watch
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
@@ -1061,6 +1061,7 @@ def worker(args: tuple[str, ...]) -> None:
         sys.exit(rc)
 
 
+tenant.add_command(tenant_notify, "notify")
 cli.add_command(tenant)
 cli.add_command(ping)
 cli.add_command(watch)

@@ -131,3 +131,29 @@ def notifications_replay(app: Any, notification_id: str, as_json: bool) -> None:
         render.emit_json(data)
     else:
         click.echo(f"Replaying notification {data['notificationId']} ({data['status']})")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A default rule (repeatable); replaces all of them.")
+@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable).")
+@click.option("--clear", is_flag=True, help="Remove every default rule.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rules as JSON.")
+@click.pass_obj
+def tenant_notify(app: Any, name: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], clear: bool,
+                  as_json: bool) -> None:  # fmt: skip
+    """Show, or with --notify/--notify-email/--clear replace, tenant NAME's default
+    notification rules: they apply to its jobs that have no rules of their own."""
+    if clear and (notify_rules or notify_email):
+        raise click.UsageError("--clear replaces the rules with none: give it alone")
+    if clear or notify_rules or notify_email:
+        data = app.client.set_tenant_notify(name, notify_fields(notify_rules, notify_email, None).get("notify", []))
+    else:
+        data = app.client.get_tenant_notify(name)
+    if as_json:
+        render.emit_json(data["notify"])
+        return
+    if not data["notify"]:
+        click.echo(f"tenant {name} has no default notification rules")
+    for rule in data["notify"]:
+        click.echo(render.rule_summary(rule))

@@ -244,6 +244,12 @@ class Node(TenancyMixin, NotifyServiceMixin):
             if cursor is None:
                 break
             await asyncio.sleep(0.01)
+        while True:  # told notifications age out with the history they tell about
+            pruned = await self.writer.run(lambda s: s.prune_notifications(cutoff, 1000))
+            total += pruned
+            if pruned < 1000:
+                break
+            await asyncio.sleep(0.01)
         await self.writer.run(lambda s: s.checkpoint())
         if total:
             self.events.emit("retention.pruned", executions=total)

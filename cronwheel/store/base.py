@@ -555,6 +555,11 @@ class Store(ABC):
         """A DEAD or HELD notification becomes PENDING (attempt 0). None if absent or neither."""
 
     @abstractmethod
+    def prune_notifications(self, older_than_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` SENT notifications (and HELD ones already counted in a
+        summary) created before ``older_than_ms``. DEAD ones are never pruned."""
+
+    @abstractmethod
     def notification_counts(self, now_ms: int) -> dict[str, int]:
         """Notifications per status, and ``overdueJobs``: windows past their deadline."""
 

@@ -432,6 +432,18 @@ def replay(sql: Sql, notification_id: str, now_ms: int, tenant: str | None) -> n
     return notification_from_row(sql, rows[0]) if rows else None
 
 
+def prune(sql: Sql, older_than_ms: int, limit: int) -> int:
+    """Delete up to ``limit`` told notifications (SENT, or HELD and counted in a summary)
+    created before ``older_than_ms``; the dead-lettered ones are kept, like the DLQ's runs."""
+    rows = sql.rows(
+        """SELECT notification_id FROM notifications
+           WHERE status IN ('SENT', 'HELD') AND sent_at IS NOT NULL AND created_at < :before
+           ORDER BY created_at LIMIT :limit""",
+        {"before": older_than_ms, "limit": limit},
+    )
+    return sum(sql.changes("DELETE FROM notifications WHERE notification_id = :id", {"id": r[0]}) for r in rows)
+
+
 def counts(sql: Sql, now_ms: int) -> dict[str, int]:
     """Notifications by status, and jobs whose window is overdue (for /metrics and status)."""
     out = {s.value: 0 for s in nt.NotificationStatus}

@@ -222,3 +222,13 @@ def test_pings_are_history_and_notify(store: Store) -> None:
     assert [e.status for e in hist] == [ExecStatus.DEAD, ExecStatus.DEAD] and hist[1].exit_code == 7
     assert len(store.list_notifications(job_id=jid)) == 2
     assert store.record_ping(jid, "success", T0, tenant="someone-else") == (False, None)
+
+
+def test_told_notifications_are_pruned_dead_ones_kept(store: Store) -> None:
+    run_once(store, Outcome.FAILED, notify=(rule("failure"), rule("dead")))
+    a, b = store.claim_notifications("a", T0 + MIN, 10, 60_000)
+    store.finish_notifications([DeliveryResult(a.notification_id, a.lease_epoch, NotificationStatus.SENT),
+                                DeliveryResult(b.notification_id, b.lease_epoch, NotificationStatus.DEAD)], T0 + MIN)  # fmt: skip
+    assert store.prune_notifications(T0, 10) == 0  # not old enough
+    assert store.prune_notifications(T0 + HOUR, 10) == 1
+    assert [n.status for n in store.list_notifications()] == [NotificationStatus.DEAD]

@@ -4,6 +4,7 @@ allow-list, and the notifications' history and dead-letter queue."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from tests.support.daemon import Daemon
@@ -97,3 +98,20 @@ def test_webhooks_obey_the_tenants_allow_list(make_daemon: Callable[..., Daemon]
     assert r.status == 403 and r.json()["field"] == "notify[0].command", r
     r = d.post("/v1/jobs", {"schedule": "@every 1h", "command": "true", "notify": [{"on": "sometimes", "via": "webhook"}]})
     assert r.status == 422 and r.json()["field"] == "notify[0].on", r
+
+
+def test_tenant_default_rules_set_by_the_cli_apply_to_jobs_without_rules(make_daemon: Callable[..., Daemon]) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon()
+        out = d.cli("tenant", "notify", "default", "--notify", json.dumps(hook(rx.url, "dead")))
+        assert out.returncode == 0 and "on dead via webhook" in out.stdout, out
+        shown = d.cli("tenant", "notify", "default", "--json")
+        assert json.loads(shown.stdout)[0]["secret"] == "********"
+        d.add_job({"runAt": "+0s", "command": "exit 1", "retryPolicy": {"maxAttempts": 1}})
+        wait_for(lambda: rx.unique(), 30, what="the default rule's notification")
+        assert [ds[0].event for ds in rx.unique().values()] == ["dead"]
+        listed = json.loads(d.cli("notifications", "--json").stdout)
+        assert listed[0]["event"] == "dead" and listed[0]["status"] in ("RUNNING", "SENT")
+        bad = d.cli("tenant", "notify", "default", "--notify", '{"on": "dead", "via": "pager"}')
+        assert bad.returncode != 0 and "notify[0].via" in bad.stderr and "Traceback" not in bad.stderr
+        assert d.cli("tenant", "notify", "nobody").returncode != 0
