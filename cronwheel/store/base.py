@@ -499,6 +499,10 @@ class Store(ABC):
     # ``complete_executions`` and ``expire_leases`` also queue, in their own transaction, one
     # notification per (execution, rule) that the outcome matches (the job's rules, else its
     # tenant's defaults), so an outcome is never acknowledged without its notifications.
+    # ``create_jobs`` gives a job with rules or a window of its own a ``job_watch`` row (and
+    # arms the window); the completion hook reads the wide job rows only of jobs that have
+    # one (or of every job while some tenant has default rules). Whatever changes a job's
+    # rules or window later must keep that row (store/outbox.py ``after_create``).
     @abstractmethod
     def record_ping(
         self, job_id: str, kind: str, now_ms: int, exit_code: int | None = None, output: str | None = None,

@@ -67,14 +67,16 @@ def notification_from_row(sql: Sql, r: Any) -> nt.Notification:
 # ---------------------------------------------------------------- jobs
 
 
-def after_create(sql: Sql, windows: Sequence[tuple[str, int]], now_ms: int) -> None:
-    """Arm the dead-man's window of each new ``(job_id, window_ms)``."""
-    for job_id, window_ms in windows:
-        w = deadman.armed(window_ms, now_ms)
+def after_create(sql: Sql, watched: Sequence[tuple[str, int | None]], now_ms: int) -> None:
+    """New jobs with rules of their own or a window, as ``(job_id, window_ms or None)``: each
+    gets its watch row (the outcome hook looks only at jobs that have one, unless a tenant
+    has default rules), and its dead-man's window is armed."""
+    for job_id, window_ms in watched:
+        w = None if window_ms is None else deadman.armed(window_ms, now_ms)
         sql.changes(
             """INSERT INTO job_watch (job_id, bucket_id, window_ms, deadline_at)
                VALUES (:job, :bucket, :window, :deadline)""",
-            {"job": job_id, "bucket": bucket_of(job_id), "window": w.window_ms, "deadline": w.deadline_at},
+            {"job": job_id, "bucket": bucket_of(job_id), "window": window_ms, "deadline": None if w is None else w.deadline_at},
         )
 
 
@@ -86,6 +88,12 @@ SELECT j.id, j.tenant, d.name, d.notify, t.notify, d.expect_ms, w.last_outcome, 
 FROM jobs AS j JOIN job_definitions AS d ON d.job_id = j.id JOIN tenants AS t ON t.name = j.tenant
 LEFT JOIN job_watch AS w ON w.job_id = j.id
 WHERE {cond} AND (CAST(d.notify AS TEXT) <> '[]' OR CAST(t.notify AS TEXT) <> '[]' OR d.expect_ms IS NOT NULL)
+"""
+
+_WATCH_PROBE = """
+SELECT job_id FROM job_watch WHERE {cond}
+UNION ALL
+SELECT NULL FROM (SELECT 1 AS one FROM tenants WHERE CAST(notify AS TEXT) <> '[]' LIMIT 1) AS defaults
 """
 
 _EXEC = """
@@ -142,6 +150,15 @@ def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: i
     if not outcomes:
         return 0
     job_ids = sorted({job_id for _, job_id, _ in outcomes})
+    # the hot path, in one statement: the batch's jobs that have a watch row (rules or a
+    # window of their own), plus a NULL row if any tenant has default rules (then every job
+    # of the batch may have rules to match, and all are read)
+    found = [r[0] for r in sql.rows(_WATCH_PROBE.format(cond=sql.in_list("job_id", "ids", "text")),
+                                    {"ids": sql.list_value(job_ids)})]  # fmt: skip
+    if None not in found:
+        if not found:
+            return 0
+        job_ids = found
     watched = {r[0]: r for r in sql.rows(_WATCHED.format(cond=sql.in_list("j.id", "ids", "text")),
                                           {"ids": sql.list_value(job_ids)})}  # fmt: skip
     if not watched:

@@ -335,7 +335,7 @@ class PostgresStore(NotificationMethods, Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
-        windows: list[tuple[str, int]] = []  # (job id, expectSuccessWithin ms): armed below
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
         tenants: set[str] = set()
         keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
@@ -387,8 +387,8 @@ class PostgresStore(NotificationMethods, Store):
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
-                if spec.expect_success_within_ms is not None:
-                    windows.append((nj.job_id, spec.expect_success_within_ms))
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -399,7 +399,7 @@ class PostgresStore(NotificationMethods, Store):
                 except pgerr.UniqueViolation as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {_first_line(exc)}") from exc
                 conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
-                after_create(outbox_sql(conn), windows, now_ms)
+                after_create(outbox_sql(conn), watched, now_ms)
             if key_rows:
                 conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted

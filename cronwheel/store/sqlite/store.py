@@ -241,7 +241,7 @@ class SqliteStore(NotificationMethods, Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
-        windows: list[tuple[str, int]] = []  # (job id, expectSuccessWithin ms): armed below
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
         tenants: set[str] = set()
         batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
         registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
@@ -284,8 +284,8 @@ class SqliteStore(NotificationMethods, Store):
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
-                if spec.expect_success_within_ms is not None:
-                    windows.append((nj.job_id, spec.expect_success_within_ms))
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -296,7 +296,7 @@ class SqliteStore(NotificationMethods, Store):
                 except apsw.ConstraintError as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
                 conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
-                after_create(outbox_sql(conn), windows, now_ms)
+                after_create(outbox_sql(conn), watched, now_ms)
             if key_rows:
                 conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
