@@ -38,9 +38,8 @@ def missed_by(node: Daemon, job_id: str) -> list[dict[str, Any]]:
 
 def test_windows_fail_over_with_their_buckets(make_daemon: Callable[..., Daemon], postgres_dsn: str) -> None:
     with WebhookReceiver(SECRET) as rx:
-        nodes = {name: make_daemon(name, args=("--store", postgres_dsn, "--node-id", name,
-                                               "--bucket-lease-ms", str(LEASE_MS)))  # fmt: skip
-                 for name in ("n1", "n2")}
+        args = ("--store", postgres_dsn, "--bucket-lease-ms", str(LEASE_MS))
+        nodes = {name: make_daemon(name, args=(*args, "--node-id", name)) for name in ("n1", "n2")}
         wait_for(lambda: owner_of(postgres_dsn, 0) is not None and len({owner_of(postgres_dsn, b) for b in range(64)}) == 2,
                  20, what="the buckets shared by both nodes")  # fmt: skip
         r = nodes["n1"].post("/v1/jobs", {"name": "watched", "expectSuccessWithin": "2s",
