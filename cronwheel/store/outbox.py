@@ -110,12 +110,18 @@ VALUES (:id, :subject, :rule_id, :job, :tenant, :event, :rule{json}, :body{json}
 ON CONFLICT (notification_id) DO NOTHING
 """
 
-_UPSERT_WATCH = """
+#: a success moves the window; a failure leaves it alone (so that a window the watcher
+#: re-armed meanwhile, in another transaction, is never written back)
+_UPSERT_SUCCESS = """
 INSERT INTO job_watch (job_id, bucket_id, last_outcome, last_success, window_ms, deadline_at, overdue_since)
-VALUES (:job, :bucket, :outcome, :success, :window, :deadline, :overdue)
-ON CONFLICT (job_id) DO UPDATE SET last_outcome = :outcome,
-    last_success = COALESCE(:success, job_watch.last_success),
-    window_ms = :window, deadline_at = :deadline, overdue_since = :overdue, last_start = NULL
+VALUES (:job, :bucket, 'success', :success, :window, :deadline, NULL)
+ON CONFLICT (job_id) DO UPDATE SET last_outcome = 'success', last_success = :success,
+    window_ms = :window, deadline_at = :deadline, overdue_since = NULL, last_start = NULL
+"""
+_UPSERT_FAILURE = """
+INSERT INTO job_watch (job_id, bucket_id, last_outcome, window_ms, deadline_at)
+VALUES (:job, :bucket, 'failure', :window, :deadline)
+ON CONFLICT (job_id) DO UPDATE SET last_outcome = 'failure', last_start = NULL
 """
 
 
@@ -187,13 +193,13 @@ def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: i
                 window = deadman.armed(expect_ms, now_ms)
             if succeeded:
                 window = deadman.after_success(window, ex.finished_at or now_ms)
-        sql.changes(_UPSERT_WATCH, {
-            "job": job_id, "bucket": bucket_of(job_id), "outcome": "success" if succeeded else "failure",
-            "success": (ex.finished_at or now_ms) if succeeded else None,
-            "window": None if window is None else window.window_ms,
-            "deadline": None if window is None else window.deadline_at,
-            "overdue": None if window is None else window.overdue_since,
-        })
+        args = {"job": job_id, "bucket": bucket_of(job_id),
+                "window": None if window is None else window.window_ms,
+                "deadline": None if window is None else window.deadline_at}  # fmt: skip
+        if succeeded:
+            sql.changes(_UPSERT_SUCCESS, {**args, "success": ex.finished_at or now_ms})
+        else:
+            sql.changes(_UPSERT_FAILURE, args)
         watched[job_id] = (*watched[job_id][:6], "success" if succeeded else "failure", *watched[job_id][7:])
     return queued
 
