@@ -823,6 +823,9 @@ def export(app: Cli, as_json: bool) -> None:
     jobs = list(app.client.iter_jobs("active"))
     if as_json:
         render.emit_json([crontab.job_request(j) for j in jobs])
+        hooks = sum(crontab.unexported_rules(j) for j in jobs)
+        if hooks:
+            render.emit_note(f"{hooks} webhook rule(s) not exported: their secrets are never shown; add them again after importing")
         return
     skipped = 0
     click.echo(f"# cronwheel export, {len(jobs)} active job(s); import with: cronwheel import-crontab FILE")

@@ -187,7 +187,7 @@ def keyed_requests(bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], s
 #: the members of a job (as the API shows it) that a request may carry back
 _REQUEST_FIELDS = (
     "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec",
+    "priority", "overlap", "misfire", "jitterSec", "expectSuccessWithin",
 )
 
 
@@ -199,8 +199,18 @@ def job_request(job: dict[str, Any]) -> dict[str, Any]:
         body.pop("runAt", None)
     if body.get("timezone") == "UTC":
         del body["timezone"]
-    body.update(job.get("target") or {})
+    target = job.get("target") or {}
+    if "ping" not in target:  # a watched job is recreated by its window alone
+        body.update(target)
+    rules = [{k: v for k, v in r.items() if k != "ruleId"} for r in job.get("notify") or [] if r.get("via") != "webhook"]
+    if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
+        body["notify"] = rules
     return body
+
+
+def unexported_rules(job: dict[str, Any]) -> int:
+    """Rules of ``job`` that ``job_request`` leaves out (webhooks: their secrets are hidden)."""
+    return sum(1 for r in job.get("notify") or [] if r.get("via") == "webhook")
 
 
 def crontab_line(job: dict[str, Any]) -> tuple[str | None, str | None]:

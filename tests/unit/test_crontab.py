@@ -8,6 +8,7 @@ from cronwheel.core.crontab import (
     Entry,
     crontab_line,
     job_request,
+    unexported_rules,
     keyed,
     keyed_requests,
     looks_like_json,
@@ -106,6 +107,17 @@ def test_job_request_round_trips_what_a_job_holds() -> None:
     assert paris["timezone"] == "Europe/Paris" and paris["http"] == {"url": "https://x.test/"}
     once = job_request({**JOB, "schedule": None, "runAt": "2030-01-01T00:00:00.000Z"})
     assert once["runAt"] == "2030-01-01T00:00:00.000Z" and "schedule" not in once
+
+
+
+def test_job_request_keeps_rules_and_windows_but_not_webhook_secrets() -> None:
+    email = {"on": "failure", "via": "email", "to": ["ops@example.com"], "maxPerHour": 30, "maxAttempts": 8, "ruleId": "r_1"}
+    hook = {"on": "dead", "via": "webhook", "url": "https://h.test/", "secret": "********", "ruleId": "r_2"}
+    watched = {**JOB, "schedule": None, "target": {"ping": {}}, "expectSuccessWithin": "26h", "notify": [email, hook]}
+    body = job_request(watched)
+    assert body["expectSuccessWithin"] == "26h" and "ping" not in body and "command" not in body
+    assert body["notify"] == [{k: v for k, v in email.items() if k != "ruleId"}]
+    assert unexported_rules(watched) == 1
 
 
 @pytest.mark.parametrize(
