@@ -8,12 +8,12 @@ from cronwheel.core.crontab import (
     Entry,
     crontab_line,
     job_request,
-    unexported_rules,
     keyed,
     keyed_requests,
     looks_like_json,
     parse_crontab,
     parse_json_requests,
+    unexported_rules,
 )
 
 CRONTAB = """\
