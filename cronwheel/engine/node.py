@@ -597,6 +597,7 @@ class Node(TenancyMixin, NotifyServiceMixin):
                 "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
                 "executions": {st.value: s.count_executions(status=st) for st in (ExecStatus.PENDING, ExecStatus.RUNNING, ExecStatus.RETRY_WAIT, ExecStatus.DEAD)},
                 "nextRunAt": iso_ms(s.next_due_at(self.scheduler.buckets)),
+                "notifications": s.notification_counts(self.clock.now_ms()),
                 "store": s.meta(),
             }
 

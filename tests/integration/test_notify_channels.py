@@ -120,6 +120,9 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         assert "OVERDUE" in listing, listing
         wait_for(lambda: "cronwheel_overdue_jobs 1.0" in d.get("/metrics").body.decode(), 15, what="the overdue gauge")
         assert re.search(r"cronwheel_windows_missed_total [1-9]", d.get("/metrics").body.decode())
+        status = json.loads(subprocess.run(["cronwheel", "status", "--json"], env=env, capture_output=True, text=True,
+                                           check=True).stdout)  # fmt: skip
+        assert status["notifications"]["overdueJobs"] == 1 and status["notifications"]["SENT"] >= 1
         # a failed run notifies; then a success recovers and clears the overdue mark
         subprocess.run([str(script), "bad"], check=True, env=env, capture_output=True, timeout=60)
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "failure"], 30, what="failure")
