@@ -292,6 +292,9 @@ def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
         return {"index": index, "status": 201, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}
     if result.outcome is CreateOutcome.REPLAYED:
         return {"index": index, "status": 200, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at), "replayed": True}
+    if result.outcome is CreateOutcome.NAME_TAKEN:
+        return {"index": index, "status": 409, "code": "name_taken", "jobId": result.job_id,
+                "detail": f"another live job of the tenant ({result.job_id}) has this name; names are unique per tenant"}
     if result.outcome is CreateOutcome.CONFLICT:
         return {"index": index, "status": 422, "code": "idempotency_key_reused", "jobId": result.job_id,
                 "detail": "this idempotencyKey was already used with a different job; use a new key for a new job"}
@@ -310,6 +313,13 @@ async def list_jobs(request: web.Request) -> web.Response:
         raise Problem(400, "invalid_query", f"tenant must be a tenant name, not {wanted[:70]!r}", field="tenant")
     if wanted is not None and scope is not None and wanted != scope:
         return _json({"jobs": [], "next": None})  # another tenant's jobs read as absent
+    name = q.get("name")
+    if name is not None and not 0 < len(name) <= v.MAX_NAME_CHARS:
+        raise Problem(400, "invalid_query", f"name must be 1 to {v.MAX_NAME_CHARS} characters", field="name")
+    if name is not None:  # a lookup by name: the live holder first, never more than one page
+        named = await _service(request).jobs_named(name, scope or wanted)
+        named = [j for j in named if status is None or j.status is status][:limit]
+        return _json({"jobs": [v.job_to_json(j) for j in named], "next": None})
     jobs = await _service(request).list_jobs(scope or wanted, status, limit + 1, after)
     page, nxt = _page(jobs, limit, lambda j: j.id)
     return _json({"jobs": [v.job_to_json(j) for j in page], "next": nxt})
@@ -325,6 +335,22 @@ async def _job_or_404(request: web.Request) -> Any:
 
 async def get_job(request: web.Request) -> web.Response:
     return _json(v.job_to_json(await _job_or_404(request)))
+
+
+async def update_job(request: web.Request) -> web.Response:
+    """``PATCH /v1/jobs/{jobId}``: a merge patch of the job's definition, validated as a create
+    body is (``validation.parse_job_patch``); the job keeps its id and history."""
+    job = await _job_or_404(request)
+    body = await _body(request)
+    service = _service(request)
+    spec = v.parse_job_patch(job, body, now_ms=service.now_ms())
+    principal = await _principal(request)
+    refusal = target_refusal(spec.target, principal)
+    if refusal is None and "notify" in body:  # rules kept as they were saved are not judged again
+        refusal = rules_refusal(spec.notify, principal)
+    if refusal is not None:
+        raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
+    return _json(v.job_to_json(await service.update_job(job.id, spec, await _tenant(request))))
 
 
 async def cancel_job(request: web.Request) -> web.Response:
@@ -570,6 +596,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/batch", create_jobs),
     ("GET", "/v1/jobs", list_jobs),
     ("GET", "/v1/jobs/{jobId}", get_job),
+    ("PATCH", "/v1/jobs/{jobId}", update_job),
     ("DELETE", "/v1/jobs/{jobId}", cancel_job),
     ("POST", "/v1/jobs/{jobId}/pause", pause_job),
     ("POST", "/v1/jobs/{jobId}/resume", resume_job),
@@ -631,7 +658,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     record_effect: Access.WORK,
     ping_job: Access.WORK,  # a crontab line elsewhere needs no more than a worker token
     **dict.fromkeys(
-        (create_job, create_jobs, list_jobs, get_job, cancel_job, pause_job, resume_job, trigger_job,
+        (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, list_dead, replay_dead, purge_dead, herd, list_notifications,
          replay_notification),
         Access.MANAGE,

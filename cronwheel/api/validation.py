@@ -254,6 +254,82 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
     return spec
 
 
+# ---------------------------------------------------------------- PATCH /v1/jobs/{id}
+
+#: members of a patch that replace each other: naming one removes the others from the job
+_EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
+
+
+def job_body(job: Job) -> dict[str, Any]:
+    """The ``POST /v1/jobs`` body that creates ``job``'s definition as it stands: what a
+    patch is merged into."""
+    spec = job.spec
+    body: dict[str, Any] = {
+        "timezone": spec.timezone,
+        "target": spec.target,
+        "notify": nt.rules_to_json(spec.notify),  # with the secrets: merged and validated, never shown
+        "retryPolicy": spec.retry.to_json(),
+        "timeoutSec": spec.timeout_sec,
+        "leaseSec": spec.lease_sec,
+        "priority": spec.priority.label,
+        "overlap": spec.overlap.value,
+        "misfire": spec.misfire.value,
+        "jitterSec": spec.jitter_sec,
+    }
+    if spec.schedule is not None:
+        body["schedule"] = spec.schedule
+    else:
+        body["runAt"] = iso_ms(spec.run_at)
+    if spec.name is not None:
+        body["name"] = spec.name
+    if spec.payload is not None:
+        body["payload"] = spec.payload
+    if spec.expect_success_within_ms is not None:
+        body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
+    if "ping" in spec.target:  # a watched job: its window alone makes it one again
+        del body["target"]
+    return body
+
+
+def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
+    """Validate a ``PATCH /v1/jobs/{id}`` body against ``job`` into its new ``JobSpec``.
+
+    The body is a JSON merge patch (RFC 7386) of the create body: members it names replace
+    the job's (objects such as ``retryPolicy`` merge member by member), ``null`` removes an
+    optional member (its default applies again), the rest is kept. ``schedule``/``runAt``
+    replace each other, and so do the targets (``command``, ``http``, ``python``, ``queue``,
+    ``target``; a target is replaced whole). The result is validated exactly as a create
+    body is, by ``parse_job_body``, so an update accepts and refuses what a create does."""
+    if not isinstance(patch, dict):
+        raise _bad(None, f"the request body must be a JSON object, not {_type_name(patch)}", status=400, code="invalid_body")
+    if not patch:
+        raise _bad(None, f"the patch is empty: name at least one of {', '.join(sorted(JOB_FIELDS))}", code="empty_patch")
+    _reject_unknown(None, patch, JOB_FIELDS)
+    merged = job_body(job)
+    for group in _EXCLUSIVE_GROUPS:
+        if any(k in patch for k in group):
+            for k in group:
+                merged.pop(k, None)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key == "retryPolicy":
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return parse_job_body(merged, now_ms=now_ms, tenant=job.tenant)
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
 def looks_like_instant(text: str) -> bool:
     """An RFC 3339 instant or a ``+DURATION`` offset: a one-off, not a recurring schedule."""
     text = text.strip()

@@ -230,14 +230,19 @@ class Client:
         except ApiError as exc:
             if exc.status != 404:
                 raise
-        named = [j for j in self.iter_jobs() if j.get("name") == ref]
-        live = [j for j in named if j.get("status") not in ("CANCELLED", "COMPLETED")] or named
-        if not live:
+        # the name's live holder first (names are unique per tenant), then cancelled namesakes
+        named = self._get("/v1/jobs", name=ref, limit=100)["jobs"]
+        if not named:
             raise ApiError(404, {"detail": f"no job with id or name {ref!r}", "code": "not_found"})
-        if len(live) > 1:
+        live = [j for j in named if j.get("status") != "CANCELLED"]
+        if len({j.get("tenant") for j in live}) > 1:  # an admin: several tenants use the name
             ids = ", ".join(j["jobId"] for j in live)
-            raise ApiError(409, {"detail": f"the name {ref!r} is ambiguous, use one of the ids: {ids}", "code": "ambiguous_name"})
-        return live[0]
+            raise ApiError(409, {"detail": f"the name {ref!r} is used by several tenants, use one of the ids: {ids}", "code": "ambiguous_name"})
+        return dict(named[0])
+
+    def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """``PATCH /v1/jobs/{id}``: a merge patch of the job's definition; the updated job."""
+        return self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch)
 
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         return self._delete(f"/v1/jobs/{_q(job_id)}")

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
 import time
-import zoneinfo
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -26,7 +24,19 @@ from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
-from cronwheel.cli.notify import notifications, notify_fields, ping, tenant_notify, watch
+from cronwheel.cli.jobedit import (
+    CRON_FIELD,
+    EXAMPLE_JOB_ID,
+    definition_body,
+    definition_options,
+    update,
+    when_body,
+)
+from cronwheel.cli.jobedit import duration as _duration
+from cronwheel.cli.jobedit import local_now_ms as _local_now_ms
+from cronwheel.cli.jobedit import schedule_error as _schedule_error
+from cronwheel.cli.jobedit import zone as _zone
+from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
 from cronwheel.core import crontab, herd
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
@@ -37,9 +47,6 @@ EX_FENCED = 4
 EX_WAIT_TIMEOUT = 124
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
 JOB_STATUSES = ("active", "paused", "cancelled", "completed")
-#: H and @every offsets hash the job id: offline answers are for this example id
-_EXAMPLE_JOB_ID = "jexample"
-_CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
 _HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -144,41 +151,12 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
 # ---------------------------------------------------------------- helpers
 
 
-def _local_now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _zone(name: str | None, param: str = "'--tz'") -> zoneinfo.ZoneInfo | None:
-    if name is None:
-        return None
-    try:
-        return sched.validate_timezone(name)
-    except sched.ScheduleError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from None
-
-
-def _duration(text: str | None, param: str) -> float | None:
-    if text is None:
-        return None
-    try:
-        return sched.parse_duration(text)
-    except sched.ScheduleError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from None
-
-
 def _schedule_like(text: str) -> bool:
     """Could ``text`` only be meant as a schedule (not a job name)?"""
     words = text.split()
     if not words:
         return True
-    return text.lstrip().startswith("@") or looks_like_instant(text) or bool(_CRON_FIELD.match(words[0]))
-
-
-def _schedule_error(text: str, exc: Exception) -> str:
-    hint = ""
-    if len(text.split()) == 1 and _CRON_FIELD.match(text.strip()) and not text.startswith("@"):
-        hint = " (quote a cron expression as one argument: '*/5 * * * *')"
-    return f"{exc}{hint}"
+    return text.lstrip().startswith("@") or looks_like_instant(text) or bool(CRON_FIELD.match(words[0]))
 
 
 def _job_label(job: dict[str, Any]) -> str:
@@ -191,34 +169,11 @@ def _job_label(job: dict[str, Any]) -> str:
 @cli.command(context_settings=CONTEXT)
 @click.argument("schedule")
 @click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
-@click.option("--name", help="A unique, human name to refer to the job by.")
-@click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]")
-@click.option("--timeout", metavar="DURATION", help="Kill a run after this long (e.g. 90s, 10m, 2h). [default 1h]")
-@click.option("--max-attempts", type=click.IntRange(1, 1000), metavar="N", help="Attempts before the dead-letter queue. [default 3]")
-@click.option("--priority", type=click.Choice(["high", "default", "batch"]), help="Ready-queue tier. [default default]")
+@definition_options
 @click.option("--idempotency-key", metavar="KEY", help="Submitting twice with the same key creates one job.")
-@click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command.")
-@click.option("--http-method", type=click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False), help="Method for --http-url. [default GET]")
-@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable).")
-@click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker.")
-@click.option("--queue", metavar="NAME", help="Target: leave runs for remote workers polling this queue.")
-@click.option("--payload", metavar="JSON", help="JSON value handed to every run.")
-@click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]")
-@click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]")
-@click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this.")
-@click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]")
-@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.')
-@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email).")
-@click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h).")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
 @pass_cli
-def add(
-    app: Cli, schedule: str, cmd: tuple[str, ...], name: str | None, tz: str | None, timeout: str | None,
-    max_attempts: int | None, priority: str | None, idempotency_key: str | None, http_url: str | None,
-    http_method: str | None, headers: tuple[str, ...], python_ref: str | None, queue: str | None,
-    payload: str | None, overlap: str | None, misfire: str | None, jitter: str | None, lease: str | None,
-    notify_rules: tuple[str, ...], notify_email: tuple[str, ...], expect: str | None, as_json: bool,
-) -> None:
+def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | None, as_json: bool, **opts: Any) -> None:
     """Register a job.
 
     \b
@@ -231,7 +186,8 @@ def add(
 
     The target is CMD (put it after `--` when it has options of its own; several words are
     shell-quoted, a single word is taken as a shell command line as is), or one of --http-url,
-    --python, --queue.
+    --python, --queue. A name is unique among the tenant's jobs that are not cancelled: to
+    change a job, use `cronwheel update`.
 
     \b
     Examples:
@@ -239,78 +195,9 @@ def add(
       cronwheel add @hourly 'curl -fsS https://example.com/ping | logger'
       cronwheel add '@every 30s' --http-url https://example.com/tick --http-method POST
     """
-    body: dict[str, Any] = {}
-    _zone(tz)
-    text = schedule.strip()
-    if text.startswith("+"):
-        try:
-            body["runAt"] = iso_ms(sched.parse_instant(text, _local_now_ms()))
-        except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
-    elif looks_like_instant(text):
-        try:
-            sched.parse_instant(text)
-        except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
-        body["runAt"] = text
-    else:
-        try:
-            sched.parse_schedule(schedule, _EXAMPLE_JOB_ID, tz or "UTC")
-        except sched.ScheduleError as exc:
-            raise click.BadParameter(_schedule_error(schedule, exc), param_hint="SCHEDULE") from None
-        body["schedule"] = schedule
-    if tz:
-        body["timezone"] = tz
-
-    targets = [t for t, given in (("CMD", cmd), ("--http-url", http_url), ("--python", python_ref), ("--queue", queue)) if given]
-    if len(targets) != 1:
-        raise click.UsageError(
-            "give exactly one target: a command after the schedule (after `--` if it has options), "
-            "or --http-url, --python or --queue" + (f"; got {', '.join(targets)}" if targets else "")
-        )
-    if cmd:
-        body["command"] = cmd[0] if len(cmd) == 1 else shlex.join(cmd)
-    elif http_url:
-        http: dict[str, Any] = {"url": http_url}
-        if http_method:
-            http["method"] = http_method.upper()
-        if headers:
-            hdrs = {}
-            for h in headers:
-                key, sep, value = h.partition(":")
-                if not sep or not key.strip():
-                    raise click.BadParameter(f"{h!r} is not 'NAME: VALUE'", param_hint="'--header'")
-                hdrs[key.strip()] = value.strip()
-            http["headers"] = hdrs
-        body["http"] = http
-    elif python_ref:
-        body["python"] = python_ref
-    else:
-        body["queue"] = queue
-    if (http_method or headers) and not http_url:
-        raise click.UsageError("--http-method and --header go with --http-url")
-
-    if name is not None:
-        body["name"] = name
-    if payload is not None:
-        try:
-            body["payload"] = json.loads(payload)
-        except ValueError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--payload'") from None
-    if timeout is not None:
-        body["timeoutSec"] = _duration(timeout, "'--timeout'")
-    if lease is not None:
-        body["leaseSec"] = _duration(lease, "'--lease'")
-    if jitter is not None:
-        secs = _duration(jitter, "'--jitter'")
-        body["jitterSec"] = round(secs or 0)
-    if max_attempts is not None:
-        body["retryPolicy"] = {"maxAttempts": max_attempts}
-    for key, choice in (("priority", priority), ("overlap", overlap), ("misfire", misfire)):
-        if choice is not None:
-            body[key] = choice
-    body.update(notify_fields(notify_rules, notify_email, expect))
-
+    body = when_body(schedule, opts["tz"])
+    body.update(definition_body(cmd, target_required=True, **opts))
+    name, tz = opts["name"], opts["tz"]
     created = app.client.create_job(body, idempotency_key)
     if as_json:
         render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})
@@ -396,7 +283,7 @@ def next_(app: Cli, what: str, count: int, tz: str | None, from_: str | None, as
         job: dict[str, Any] = {}
         parsed: sched.Schedule | None = None
         try:
-            parsed = sched.parse_schedule(what, _EXAMPLE_JOB_ID, tz or "UTC")
+            parsed = sched.parse_schedule(what, EXAMPLE_JOB_ID, tz or "UTC")
         except sched.ScheduleError as exc:
             if _schedule_like(what):
                 raise click.BadParameter(_schedule_error(what, exc), param_hint="SCHEDULE") from None
@@ -925,7 +812,7 @@ def _herd_hint(data: dict[str, Any], threshold: int) -> str | None:
 def _lint_schedule(text: str, tz: str | None, as_json: bool) -> None:
     _zone(tz)
     try:
-        parsed = sched.parse_schedule(text, _EXAMPLE_JOB_ID, tz or "UTC")
+        parsed = sched.parse_schedule(text, EXAMPLE_JOB_ID, tz or "UTC")
     except sched.ScheduleError as exc:
         if as_json:
             render.emit_json({"schedule": text, "valid": False, "error": _schedule_error(text, exc)})
@@ -1064,6 +951,7 @@ def worker(args: tuple[str, ...]) -> None:
         sys.exit(rc)
 
 
+cli.add_command(update)
 tenant.add_command(tenant_notify, "notify")
 cli.add_command(tenant)
 cli.add_command(ping)

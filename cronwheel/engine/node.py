@@ -24,7 +24,7 @@ from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
-from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from cronwheel.engine.service import Conflict, NameTaken, NotFound, ServiceError, Unavailable
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import (
@@ -38,6 +38,7 @@ from cronwheel.store.base import (
     Outcome,
     Store,
     StoreUnavailable,
+    UpdateOutcome,
 )
 from cronwheel.worker.pool import WorkerPool
 
@@ -323,7 +324,38 @@ class Node(TenancyMixin, NotifyServiceMixin):
         (result,) = await self._submit([NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)])
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
             raise self.jobs_quota_exceeded(spec.tenant)
+        if result.outcome is CreateOutcome.NAME_TAKEN:
+            assert spec.name is not None and result.job_id is not None
+            raise NameTaken(spec.name, result.job_id)
         return result
+
+    async def update_job(self, job_id: str, spec: JobSpec, tenant: str | None = None) -> Job:
+        current = await self.get_job(job_id, tenant)
+        if current is None:
+            raise NotFound(f"no job {job_id!r}")
+        old = current.spec
+        reschedule = (spec.schedule, spec.run_at, spec.timezone) != (old.schedule, old.run_at, old.timezone)
+        now = self.clock.now_ms()
+        next_run_at = self._first_run(job_id, spec, now) if reschedule else None
+        result = await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
+        if result.outcome is UpdateOutcome.NOT_FOUND:
+            raise NotFound(f"no job {job_id!r}")
+        if result.outcome is UpdateOutcome.CANCELLED:
+            raise Conflict(f"job {job_id!r} is cancelled: a cancelled job cannot be changed (create a new one)")
+        if result.outcome is UpdateOutcome.NAME_TAKEN:
+            assert spec.name is not None and result.holder is not None
+            raise NameTaken(spec.name, result.holder)
+        job = result.job
+        assert job is not None
+        if reschedule:
+            self.scheduler.job_scheduled(job_id, None)  # the wheel may hold the old tick
+            if job.status is JobStatus.ACTIVE:
+                self.scheduler.job_scheduled(job_id, job.next_run_at)
+        self.events.emit(
+            "job.updated", jobId=job_id, name=job.spec.name, rescheduled=reschedule,
+            nextRunAt=iso_ms(job.next_run_at), superseded=len(result.superseded),
+        )
+        return job
 
     async def create_jobs(self, items: list[tuple[JobSpec, str | None, str | None]]) -> list[CreateResult]:
         """A batch of one tenant's jobs, committed together: ``(spec, idempotency key,
@@ -409,13 +441,16 @@ class Node(TenancyMixin, NotifyServiceMixin):
         job = await self.get_job(ref, tenant)
         if job is not None:
             return job
-        named = await self._read(lambda s: s.find_jobs_by_name(ref, tenant))
-        live = [j for j in named if j.status not in (JobStatus.CANCELLED, JobStatus.COMPLETED)] or named
-        if not live:
+        named = await self.jobs_named(ref, tenant)
+        if not named:
             raise NotFound(f"no job with id or name {ref!r}")
-        if len(live) > 1:
-            raise Conflict(f"name {ref!r} is ambiguous: " + ", ".join(j.id for j in live))
-        return live[0]
+        tenants = {j.tenant for j in named if j.status is not JobStatus.CANCELLED}
+        if len(tenants) > 1:  # an admin asking for a name that several tenants use
+            raise Conflict(f"name {ref!r} is used by several tenants: " + ", ".join(j.id for j in named if j.tenant in tenants))
+        return named[0]  # the name's live holder, else the newest cancelled job of that name
+
+    async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
+        return await self._read(lambda s: s.find_jobs_by_name(name, tenant))
 
     async def list_jobs(self, tenant=None, status=None, limit=100, after_id=None) -> list[Job]:
         return await self._read(lambda s: s.list_jobs(tenant, status, limit, after_id))

@@ -47,6 +47,19 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class NameTaken(Conflict):
+    """Another live job of the tenant holds the name; ``jobId`` (in ``extra``) is that job."""
+
+    code = "name_taken"
+
+    def __init__(self, name: str, holder: str) -> None:
+        super().__init__(
+            f"a job named {name!r} already exists ({holder}): names are unique per tenant; "
+            f"change that job in place with PATCH /v1/jobs/{holder} (cronwheel update), or cancel it first",
+            jobId=holder,
+        )
+
+
 class Unauthorized(ServiceError):
     """No credentials, or credentials nobody issued (or since revoked)."""
 
@@ -87,18 +100,32 @@ class SchedulerService(Protocol):
     ) -> CreateResult:
         """Commit a job durably (group-committed with concurrent submissions) and schedule it.
         Returns once the row is fsynced. CreateResult.outcome CONFLICT: key reused with another
-        body. Raises ServiceError for a schedule that never fires."""
+        body. Raises ServiceError for a schedule that never fires, NameTaken when another live
+        job of the tenant has the name."""
 
     async def create_jobs(self, items: list[tuple[JobSpec, str | None, str | None]]) -> list[CreateResult]:
         """A batch of one tenant's jobs, ``(spec, idempotency key, request hash)`` each,
         committed in one transaction; one CreateResult per job, in order (QUOTA_EXCEEDED for
-        a job over its tenant's maxJobs, the others created)."""
+        a job over its tenant's maxJobs, NAME_TAKEN for a name held already, the others
+        created)."""
         raise NotImplementedError
 
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
 
+    async def update_job(self, job_id: str, spec: JobSpec, tenant: str | None = None) -> Job:
+        """Replace a job's definition in place (``Store.update_job``): same id and history;
+        next run recomputed from now when the schedule, runAt or timezone changed (ticks
+        claimed ahead for the old schedule are cancelled as superseded). NotFound; Conflict
+        when CANCELLED; NameTaken; ServiceError for a schedule that never fires."""
+        raise NotImplementedError
+
     async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:
-        """A job by id, else by unique name. NotFound / Conflict (ambiguous name)."""
+        """A job by id, else by name (the name's live holder, else the newest cancelled job of
+        that name). NotFound; Conflict when an admin's name is live in several tenants."""
+
+    async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
+        """Jobs with this name (``Store.find_jobs_by_name``): each tenant's live holder first."""
+        raise NotImplementedError
 
     async def list_jobs(
         self,

@@ -69,6 +69,8 @@ class CreateOutcome(StrEnum):
     REPLAYED = "replayed"  #: the key was seen with the same request: the original job is returned
     CONFLICT = "conflict"  #: the key was seen with a different request: nothing was created
     QUOTA_EXCEEDED = "quota_exceeded"  #: the tenant has ``max_jobs`` registered jobs: nothing was created
+    #: another live job of the tenant holds the name: nothing was created, ``job_id`` is the holder
+    NAME_TAKEN = "name_taken"
 
 
 @dataclass(slots=True)
@@ -76,6 +78,22 @@ class CreateResult:
     outcome: CreateOutcome
     job_id: str | None
     next_run_at: int | None
+
+
+class UpdateOutcome(StrEnum):
+    UPDATED = "updated"
+    NOT_FOUND = "not_found"
+    CANCELLED = "cancelled"  #: a cancelled job is never changed again
+    NAME_TAKEN = "name_taken"  #: another live job of the tenant holds the new name
+
+
+@dataclass(slots=True)
+class UpdateResult:
+    outcome: UpdateOutcome
+    job: Job | None = None  #: the job as stored afterwards (UPDATED), or as found (CANCELLED)
+    holder: str | None = None  #: NAME_TAKEN: the id of the job that holds the name
+    #: ticks claimed ahead for the old schedule that the update cancelled (never started)
+    superseded: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- scheduling
@@ -213,6 +231,11 @@ class Store(ABC):
         otherwise → QUOTA_EXCEEDED (job_id None, nothing written). A replay is answered before
         the quota is looked at: resubmitting an acknowledged job is never refused.
         Creating a job for a tenant that has no row yet creates the row with the defaults.
+
+        A job's ``name`` is unique per tenant among live jobs (every status but CANCELLED):
+        a name held by another job, or by an earlier job of the same batch, → NAME_TAKEN with
+        the holder's id (nothing written). The store enforces it with a unique constraint, so
+        no race between nodes can slip a second holder through.
         """
 
     @abstractmethod
@@ -220,7 +243,34 @@ class Store(ABC):
 
     @abstractmethod
     def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
-        """Jobs (any status) whose name equals ``name``."""
+        """Jobs (any status) whose name equals ``name``: the live holder of the name (one per
+        tenant) first, then cancelled ones (and, from before names were unique, jobs that
+        share a holder's name), newest first."""
+
+    @abstractmethod
+    def update_job(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        next_run_at: int | None,
+        reschedule: bool,
+        now_ms: int,
+        tenant: str | None = None,
+    ) -> UpdateResult:
+        """Replace a job's definition in place, in ONE transaction: same id, same history.
+
+        ``spec`` is the whole new definition (its ``tenant`` is ignored: a job never changes
+        tenant). ``reschedule`` (the schedule, run_at or timezone changed): ``next_run_at``
+        becomes the given value (computed by the engine), a job that had no further tick and
+        gets one (a finished one-off given a new runAt) becomes ACTIVE again, and the job's
+        PENDING executions claimed ahead for the old schedule (never started, scheduled after
+        ``now_ms``) become CANCELLED (reason ``superseded``), listed in ``superseded``.
+        Without ``reschedule``, next_run_at and the status are left as they are. Executions
+        already due keep their tick and run the definition current when they start. Renaming
+        follows the ``create_jobs`` rule (NAME_TAKEN with the holder). The notification rules
+        and window are replaced too: a job that gets either gets its watch row, a changed
+        window is armed afresh from ``now_ms``, a removed one is disarmed. NOT_FOUND: absent
+        or another tenant's; CANCELLED: nothing changes."""
 
     @abstractmethod
     def list_jobs(

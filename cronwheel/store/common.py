@@ -33,6 +33,8 @@ from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Out
 
 #: stored output is cut to its last this many characters (the worker bounds it already)
 MAX_OUTPUT_CHARS = 65_536
+#: the reason on a tick claimed ahead that an update of its job's schedule cancelled
+SUPERSEDED = "superseded: the job's schedule was updated before this tick was due"
 EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
 
 PRIORITY: dict[int, Priority] = {p.value: p for p in Priority}

@@ -27,7 +27,7 @@ from typing import Any
 from cronwheel.core import deadman
 from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of, execution_id
-from cronwheel.core.model import ExecStatus, Execution, Priority
+from cronwheel.core.model import ExecStatus, Execution, JobSpec, Priority
 from cronwheel.core.schedule import format_instant
 from cronwheel.store.common import RowReader
 
@@ -78,6 +78,29 @@ def after_create(sql: Sql, watched: Sequence[tuple[str, int | None]], now_ms: in
                VALUES (:job, :bucket, :window, :deadline)""",
             {"job": job_id, "bucket": bucket_of(job_id), "window": window_ms, "deadline": None if w is None else w.deadline_at},
         )
+
+
+def after_update(sql: Sql, job_id: str, old: JobSpec, new: JobSpec, now_ms: int) -> None:
+    """A job changed in place (``update_job``): its rules and window are saved; a job that
+    now has either gets its watch row; a changed window is armed afresh from now (the old
+    deadline and overdue mark belonged to the old promise), a removed one is disarmed."""
+    sql.changes(
+        f"UPDATE job_definitions SET notify = :notify{sql.json_cast}, expect_ms = :expect WHERE job_id = :job",
+        {"job": job_id, "notify": json.dumps(nt.rules_to_json(new.notify)), "expect": new.expect_success_within_ms},
+    )
+    if new.notify or new.expect_success_within_ms is not None:
+        sql.changes(
+            "INSERT INTO job_watch (job_id, bucket_id) VALUES (:job, :bucket) ON CONFLICT (job_id) DO NOTHING",
+            {"job": job_id, "bucket": bucket_of(job_id)},
+        )
+    if new.expect_success_within_ms == old.expect_success_within_ms:
+        return
+    w = None if new.expect_success_within_ms is None else deadman.armed(new.expect_success_within_ms, now_ms)
+    sql.changes(
+        """UPDATE job_watch SET window_ms = :window, deadline_at = :deadline, overdue_since = NULL
+           WHERE job_id = :job""",
+        {"job": job_id, "window": None if w is None else w.window_ms, "deadline": None if w is None else w.deadline_at},
+    )
 
 
 # ---------------------------------------------------------------- the outcome hook

@@ -7,6 +7,7 @@ and are scanned per bucket. Time is a fake ``now_ms``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from cronwheel.core import notify as nt
@@ -232,3 +233,27 @@ def test_told_notifications_are_pruned_dead_ones_kept(store: Store) -> None:
     assert store.prune_notifications(T0, 10) == 0  # not old enough
     assert store.prune_notifications(T0 + HOUR, 10) == 1
     assert [n.status for n in store.list_notifications()] == [NotificationStatus.DEAD]
+
+
+def test_update_job_saves_rules_and_rearms_a_changed_window(store: Store) -> None:
+    nj = new_job(schedule="0 3 * * *", next_run_at=T0 + HOUR)
+    [jid] = create(store, nj, now=T0)
+    job = store.get_job(jid)
+    assert job is not None and job.window is None and job.spec.notify == ()
+    spec = replace(job.spec, notify=(rule("failure"),), expect_success_within_ms=2 * HOUR)
+    store.update_job(jid, spec, job.next_run_at, False, T0 + MIN)
+    job = store.get_job(jid)
+    assert job is not None and job.spec.notify == (rule("failure"),) and job.window is not None
+    assert job.window.deadline_at == T0 + MIN + 2 * HOUR
+    # the rules now match outcomes (the job has a watch row)
+    [ex] = store.claim_due(ALL, T0 + HOUR, 10).executions
+    g = start(store, ex.execution_id, T0 + HOUR)
+    store.complete_executions([Completion(ex.execution_id, "w1", g.lease_epoch, Outcome.FAILED)], T0 + HOUR + 1)
+    assert [n.event for n in store.list_notifications(job_id=jid)] == ["failure"]
+    # the same window kept: not re-armed; removed: disarmed
+    store.update_job(jid, replace(job.spec, name="renamed"), job.next_run_at, False, T0 + 2 * HOUR)
+    assert store.get_job(jid).window.deadline_at == T0 + MIN + 2 * HOUR  # type: ignore[union-attr]
+    store.update_job(jid, replace(job.spec, expect_success_within_ms=None, notify=()), job.next_run_at, False, T0 + 2 * HOUR)
+    job = store.get_job(jid)
+    assert job is not None and job.window is None and job.spec.notify == ()
+    assert store.check_windows(ALL, T0 + 100 * HOUR, 10) == []

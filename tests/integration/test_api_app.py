@@ -97,6 +97,9 @@ class FakeService:
             raise NotFound(f"no job {ref!r}")
         return job
 
+    async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
+        return [j for j in self.jobs.values() if j.spec.name == name and tenant in (None, j.tenant)]
+
     async def list_jobs(self, tenant=None, status=None, limit=100, after_id=None) -> list[Job]:
         jobs = sorted(self.jobs.values(), key=lambda j: j.id)
         jobs = [j for j in jobs if (status is None or j.status is status) and (after_id is None or j.id > after_id)]
@@ -685,7 +688,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, FakeService]]:
 
 
 def test_client_over_a_unix_socket(served: tuple[str, FakeService], tmp_path: Path) -> None:
-    url, _svc = served
+    url, svc = served
     client = Client(url, timeout=10)
     assert client.health() == {"status": "ok"}
     created = client.create_job({**JOB, "name": "nightly"}, idempotency_key="k1")
@@ -698,7 +701,8 @@ def test_client_over_a_unix_socket(served: tuple[str, FakeService], tmp_path: Pa
     with pytest.raises(ApiError) as err:
         client.resolve_job("nobody")
     assert err.value.status == 404
-    client.create_job({**JOB, "name": "nightly"})
+    other = client.create_job({**JOB, "name": "nightly"}).body["jobId"]
+    svc.jobs[other].spec.tenant = "acme"  # names are unique per tenant: an admin may see two
     with pytest.raises(ApiError) as err:
         client.resolve_job("nightly")
     assert err.value.status == 409 and created.body["jobId"] in err.value.detail

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.daemon import REPO, Daemon
@@ -22,7 +23,7 @@ def jobs(d: Daemon) -> list[dict]:
     return d.get("/v1/jobs?limit=1000").json()["jobs"]
 
 
-def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, tmp_path: Path) -> None:
+def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     src = tmp_path / "my.crontab"
     src.write_text(CRONTAB)
     dry = daemon.cli("import-crontab", "--dry-run", str(src))
@@ -72,14 +73,20 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, tmp_path: P
     assert pinger["http"]["url"] == "https://example.invalid/ping" and pinger["retryPolicy"]["maxAttempts"] == 7
     dump = tmp_path / "jobs.json"
     dump.write_text(as_json.stdout)
+    # into the same daemon: the named job is refused, naming its namesake (names are unique)
+    holder = next(j["jobId"] for j in jobs(daemon) if j["name"] == "pinger")
     res = daemon.cli("import", str(dump))
+    assert res.returncode == 1 and "3 job(s) created, 0 already there, 1 refused" in res.stderr, res.stderr
+    assert holder in res.stderr
+    res = daemon.cli("import", str(dump))
+    assert "0 job(s) created, 3 already there, 1 refused" in res.stderr
+    assert len(jobs(daemon)) == 7
+    # into another daemon: everything, the name too
+    other = make_daemon("other")
+    res = other.cli("import", str(dump))
     assert res.returncode == 0 and "4 job(s) created" in res.stderr, res.stderr
-    res = daemon.cli("import", str(dump))
-    assert "0 job(s) created, 4 already there" in res.stderr
-    assert len(jobs(daemon)) == 8
-    copies = [j for j in jobs(daemon) if j["name"] == "pinger"]
-    assert len(copies) == 2 and copies[0]["retryPolicy"] == copies[1]["retryPolicy"]
-    assert {j["timezone"] for j in copies} == {"Europe/Paris"}
+    copy = next(j for j in jobs(other) if j["name"] == "pinger")
+    assert copy["retryPolicy"]["maxAttempts"] == 7 and copy["timezone"] == "Europe/Paris"
 
 
 def test_a_bad_crontab_imports_nothing_and_names_each_line(daemon: Daemon, tmp_path: Path) -> None:

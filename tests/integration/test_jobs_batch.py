@@ -48,10 +48,12 @@ def test_a_batch_commits_every_job_and_each_runs(daemon: Daemon) -> None:
     assert daemon.get(f"/v1/jobs/{ids[2]}").json()["name"] == "yearly"
     assert len(daemon.events("job.created")) >= 3
 
-    # the same batch again: keyed jobs replay (same ids), the unkeyed one is a new job
+    # the same batch again: keyed jobs replay (same ids); the unkeyed one would be a new job,
+    # but its name is held by the first one's (names are unique per tenant)
     again = daemon.post("/v1/jobs/batch", body).json()["results"]
-    assert [x["status"] for x in again] == [200, 201, 200]
-    assert again[0]["jobId"] == ids[0] and again[2]["jobId"] == ids[2] and again[1]["jobId"] != ids[1]
+    assert [x["status"] for x in again] == [200, 409, 200]
+    assert again[0]["jobId"] == ids[0] and again[2]["jobId"] == ids[2] and again[1]["jobId"] == ids[1]
+    assert again[1]["code"] == "name_taken"
     assert again[0]["replayed"] is True
     # a key reused with another job: refused for that job only
     mixed = daemon.post("/v1/jobs/batch", {"jobs": [{**LATER, "name": "other", "idempotencyKey": "k3"}, LATER]}).json()["results"]

@@ -115,3 +115,24 @@ def test_tenant_default_rules_set_by_the_cli_apply_to_jobs_without_rules(make_da
         bad = d.cli("tenant", "notify", "default", "--notify", '{"on": "dead", "via": "pager"}')
         assert bad.returncode != 0 and "notify[0].via" in bad.stderr and "Traceback" not in bad.stderr
         assert d.cli("tenant", "notify", "nobody").returncode != 0
+
+
+def test_patch_keeps_rules_it_does_not_name_and_replaces_those_it_does(make_daemon: Callable[..., Daemon]) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon()
+        job = d.add_job({"schedule": "0 3 * * *", "command": "exit 1", "retryPolicy": {"maxAttempts": 1},
+                         "notify": [hook(rx.url, "dead")]})  # fmt: skip
+        r = d.request("PATCH", f"/v1/jobs/{job['jobId']}", {"priority": "high", "expectSuccessWithin": "1h"})
+        assert r.status == 200 and r.json()["notify"][0]["on"] == "dead" and r.json()["expectSuccessWithin"] == "1h", r
+        assert r.json()["window"]["overdue"] is False
+        # the kept rule still signs with its secret: a run of the job is told, verified
+        assert d.post(f"/v1/jobs/{job['jobId']}/trigger").status == 202
+        wait_for(lambda: rx.unique(), 30, what="the dead notification")
+        assert all(x.signed for ds in rx.unique().values() for x in ds)
+        r = d.request("PATCH", f"/v1/jobs/{job['jobId']}", {"notify": [{"on": "dead", "via": "email"}]})
+        assert r.status == 422 and r.json()["field"] == "notify[0].to", r
+        r = d.request("PATCH", f"/v1/jobs/{job['jobId']}", {"notify": None, "expectSuccessWithin": None})
+        assert r.status == 200 and r.json()["notify"] == [] and r.json()["window"] is None, r
+        watched = d.post("/v1/jobs", {"expectSuccessWithin": "2h", "name": "watched"}).json()["jobId"]
+        r = d.request("PATCH", f"/v1/jobs/{watched}", {"expectSuccessWithin": "3h"})
+        assert r.status == 200 and r.json()["target"] == {"ping": {}} and r.json()["expectSuccessWithin"] == "3h", r

@@ -100,10 +100,53 @@ SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE j.id = %(id)s AND {_TENANT.format(col="j.tenant")}
 """
 
+#: the name's live holder first (one per tenant), then the others, newest first
 FIND_JOBS_BY_NAME = f"""
 SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE d.name = %(name)s AND {_TENANT.format(col="j.tenant")}
-ORDER BY j.id
+ORDER BY EXISTS (SELECT 1 FROM job_names AS n WHERE n.job_id = j.id) DESC, d.created_at DESC, j.id
+"""
+
+#: the holders of some (tenant, name) pairs
+NAME_HOLDERS = """
+SELECT n.tenant, n.name, n.job_id FROM job_names AS n
+JOIN unnest(%(tenants)s::text[], %(names)s::text[]) AS w (tenant, name)
+  ON n.tenant = w.tenant AND n.name = w.name
+"""
+
+INSERT_JOB_NAMES = """
+INSERT INTO job_names (tenant, name, job_id)
+SELECT * FROM unnest(%(tenant)s::text[], %(name)s::text[], %(job_id)s::text[])
+"""
+
+RELEASE_JOB_NAME = "DELETE FROM job_names WHERE job_id = %(id)s"
+
+#: update in place: the claim's columns (next_run_at/status only when rescheduled)
+UPDATE_JOB = """
+UPDATE jobs SET schedule = %(schedule)s, timezone = %(timezone)s, misfire = %(misfire)s,
+                overlap = %(overlap)s, jitter_sec = %(jitter_sec)s, priority = %(priority)s,
+                max_attempts = %(max_attempts)s, queue = %(queue)s,
+                next_run_at = CASE WHEN %(reschedule)s THEN %(next_run_at)s::int8 ELSE next_run_at END,
+                status = CASE WHEN %(reschedule)s AND %(next_run_at)s::int8 IS NOT NULL
+                                   AND status NOT IN ('ACTIVE', 'PAUSED')
+                              THEN 'ACTIVE' ELSE status END
+WHERE id = %(id)s
+"""
+
+UPDATE_JOB_DEFINITION = """
+UPDATE job_definitions SET name = %(name)s, run_at = %(run_at)s, target = %(target)s::json,
+       payload = %(payload)s::json, retry = %(retry)s::json, timeout_sec = %(timeout_sec)s,
+       lease_sec = %(lease_sec)s, updated_at = %(now)s
+WHERE job_id = %(id)s
+"""
+
+#: ticks claimed ahead that an update of the schedule supersedes: PENDING, never started,
+#: not due yet; the job row is locked first (LOCK_JOB), so no claim adds one meanwhile
+CLAIMED_AHEAD_OF_JOB = """
+SELECT execution_id FROM executions
+WHERE job_id = %(id)s AND status = 'PENDING' AND attempt = 0 AND scheduled_at > %(now)s
+ORDER BY execution_id
+FOR UPDATE
 """
 
 LIST_JOBS = f"""

@@ -51,7 +51,15 @@ from psycopg.pq import TransactionStatus
 
 from cronwheel.core import schedule
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
-from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobStatus, OverlapPolicy
+from cronwheel.core.model import (
+    ExecStatus,
+    Execution,
+    Grant,
+    Job,
+    JobSpec,
+    JobStatus,
+    OverlapPolicy,
+)
 from cronwheel.core.notify import rules_to_json
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.store.base import (
@@ -72,10 +80,12 @@ from cronwheel.store.base import (
     Store,
     StoreError,
     StoreUnavailable,
+    UpdateOutcome,
+    UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
-from cronwheel.store.outbox import Sql, after_create
+from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, leases
 from cronwheel.store.postgres import queries as q
@@ -105,6 +115,7 @@ CONNINFO_DEFAULTS = {
 #: tenants whose registered-jobs quota a submission checks
 IDEMPOTENCY_LOCK_SPACE = 0x63770001
 QUOTA_LOCK_SPACE = 0x63770002
+NAME_LOCK_SPACE = 0x63770003
 #: transient conflicts worth running the method again for (the transaction rolled back)
 _RETRY_CONFLICTS: tuple[type[BaseException], ...] = (pgerr.DeadlockDetected, pgerr.SerializationFailure)
 _CONFLICT_ATTEMPTS = 4
@@ -341,6 +352,7 @@ class PostgresStore(NotificationMethods, Store):
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
         registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
         created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
+        name_rows: list[tuple[str, str, str]] = []
         with self._write() as conn:
             known: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
             if keyed:
@@ -350,6 +362,14 @@ class PostgresStore(NotificationMethods, Store):
                 args = {"tenants": [t for t, _ in keyed], "keys": [k for _, k in keyed]}
                 for t, k, request_hash, job_id, next_run_at in conn.execute(q.SELECT_IDEMPOTENCY_KEYS, args):
                     known[(t, k)] = (request_hash, job_id, next_run_at)
+            holders: dict[tuple[str, str], str] = {}  # (tenant, name) -> the job holding it
+            named = sorted({(nj.spec.tenant, nj.spec.name) for nj in jobs if nj.spec.name is not None})
+            if named:
+                # Serialise with concurrent submissions and renames to the same names, then read
+                # their holders (the primary key of job_names would refuse a second one anyway).
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": NAME_LOCK_SPACE, "hashes": _lock_keys({f"{t}\n{n}" for t, n in named})})
+                args = {"tenants": [t for t, _ in named], "names": [n for _, n in named]}
+                holders = {(t, n): job_id for t, n, job_id in conn.execute(q.NAME_HOLDERS, args)}
             if capped:
                 # Serialise with concurrent submissions for the same tenants: counts stay exact.
                 conn.execute(q.ADVISORY_XACT_LOCKS, {"space": QUOTA_LOCK_SPACE, "hashes": _lock_keys(capped)})
@@ -364,6 +384,10 @@ class PostgresStore(NotificationMethods, Store):
                         outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
                         results.append(CreateResult(outcome, seen[1], seen[2]))
                         continue
+                name_key = None if spec.name is None else (tenant, spec.name)
+                if name_key is not None and name_key in holders:
+                    results.append(CreateResult(CreateOutcome.NAME_TAKEN, holders[name_key], None))
+                    continue
                 if nj.max_jobs is not None:
                     if tenant not in registered:
                         count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
@@ -372,6 +396,9 @@ class PostgresStore(NotificationMethods, Store):
                         results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
                         continue
                 created[tenant] = created.get(tenant, 0) + 1
+                if name_key is not None:
+                    holders[name_key] = nj.job_id  # later ones in this batch
+                    name_rows.append((tenant, spec.name, nj.job_id))
                 if key is not None:
                     known[key] = (nj.request_hash, nj.job_id, nj.next_run_at)  # later ones in this batch
                     key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at))
@@ -400,6 +427,8 @@ class PostgresStore(NotificationMethods, Store):
                     raise StoreError(f"cannot create jobs (duplicate job id?): {_first_line(exc)}") from exc
                 conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
                 after_create(outbox_sql(conn), watched, now_ms)
+            if name_rows:
+                conn.execute(q.INSERT_JOB_NAMES, claiming.columns(name_rows, _NAME_FIELDS))
             if key_rows:
                 conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
@@ -409,6 +438,54 @@ class PostgresStore(NotificationMethods, Store):
     def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
         rows = self._rows(q.GET_JOB, {"id": job_id, "tenant": tenant})
         return job_from_row(rows[0]) if rows else None
+
+    @_translated
+    def update_job(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        next_run_at: int | None,
+        reschedule: bool,
+        now_ms: int,
+        tenant: str | None = None,
+    ) -> UpdateResult:
+        args: dict[str, Any] = {"id": job_id, "tenant": tenant, "now": now_ms}
+        with self._write() as conn:
+            locked = conn.execute(q.LOCK_JOB, args).fetchone()  # waits for a claim of the job
+            if locked is None:
+                return UpdateResult(UpdateOutcome.NOT_FOUND)
+            job = job_from_row(conn.execute(q.GET_JOB, args).fetchone())
+            if job.status is JobStatus.CANCELLED:
+                return UpdateResult(UpdateOutcome.CANCELLED, job)
+            if spec.name != job.spec.name:
+                if spec.name is not None:
+                    conn.execute(q.ADVISORY_XACT_LOCKS, {"space": NAME_LOCK_SPACE, "hashes": _lock_keys({f"{job.tenant}\n{spec.name}"})})
+                    held = conn.execute(q.NAME_HOLDERS, {"tenants": [job.tenant], "names": [spec.name]}).fetchone()
+                    if held is not None and held[2] != job_id:
+                        return UpdateResult(UpdateOutcome.NAME_TAKEN, job, held[2])
+                conn.execute(q.RELEASE_JOB_NAME, args)
+                if spec.name is not None:
+                    conn.execute(q.INSERT_JOB_NAMES, {"tenant": [job.tenant], "name": [spec.name], "job_id": [job_id]})
+            retry = spec.retry
+            conn.execute(q.UPDATE_JOB, {
+                **args, "schedule": spec.schedule, "timezone": spec.timezone, "misfire": spec.misfire.value,
+                "overlap": spec.overlap.value, "jitter_sec": spec.jitter_sec, "priority": int(spec.priority),
+                "max_attempts": retry.max_attempts, "queue": spec.target.get("queue"),
+                "next_run_at": next_run_at, "reschedule": reschedule,
+            })  # fmt: skip
+            conn.execute(q.UPDATE_JOB_DEFINITION, {
+                **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
+                "payload": dumps(spec.payload), "retry": retry_to_json(retry),
+                "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
+            })  # fmt: skip
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
+            superseded: list[str] = []
+            if reschedule:
+                superseded = [r[0] for r in conn.execute(q.CLAIMED_AHEAD_OF_JOB, args)]
+                if superseded:
+                    conn.execute(q.CANCEL_EXECUTIONS, {"ids": superseded, "reasons": [SUPERSEDED] * len(superseded), "now": now_ms})
+            updated = job_from_row(conn.execute(q.GET_JOB, args).fetchone())
+        return UpdateResult(UpdateOutcome.UPDATED, updated, superseded=superseded)
 
     @_translated
     def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
@@ -468,6 +545,7 @@ class PostgresStore(NotificationMethods, Store):
                 row = conn.execute(q.GET_JOB, args).fetchone()
                 return job_from_row(row), []
             conn.execute(q.CANCEL_JOB, args)
+            conn.execute(q.RELEASE_JOB_NAME, args)
             conn.execute(q.TOUCH_JOB_DEFINITION, args)
             live = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, args).fetchall()
             if live:
@@ -816,3 +894,4 @@ _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "notify",
                "expect_ms")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
+_NAME_FIELDS = ("tenant", "name", "job_id")

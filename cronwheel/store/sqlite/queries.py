@@ -72,10 +72,41 @@ SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE j.id = ?1 AND (?2 IS NULL OR j.tenant = ?2)
 """
 
+#: the name's live holder first (one per tenant), then the others, newest first
 FIND_JOBS_BY_NAME = f"""
 SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE d.name = ?1 AND (?2 IS NULL OR j.tenant = ?2)
-ORDER BY j.id
+ORDER BY EXISTS (SELECT 1 FROM job_names AS n WHERE n.job_id = j.id) DESC, d.created_at DESC, j.id
+"""
+
+NAME_HOLDER = "SELECT job_id FROM job_names WHERE tenant = ?1 AND name = ?2"
+
+INSERT_JOB_NAME = "INSERT INTO job_names (tenant, name, job_id) VALUES (?, ?, ?)"
+
+RELEASE_JOB_NAME = "DELETE FROM job_names WHERE job_id = ?1"
+
+#: update in place: the claim's columns (next_run_at/status only when rescheduled: ?11)
+UPDATE_JOB = """
+UPDATE jobs SET schedule = ?2, timezone = ?3, misfire = ?4, overlap = ?5, jitter_sec = ?6,
+                priority = ?7, max_attempts = ?8, queue = ?9,
+                next_run_at = CASE WHEN ?11 THEN ?10 ELSE next_run_at END,
+                status = CASE WHEN ?11 AND ?10 IS NOT NULL AND status NOT IN ('ACTIVE', 'PAUSED')
+                              THEN 'ACTIVE' ELSE status END
+WHERE id = ?1
+"""
+
+UPDATE_JOB_DEFINITION = """
+UPDATE job_definitions SET name = ?2, run_at = ?3, target = ?4, payload = ?5, retry = ?6,
+                           timeout_sec = ?7, lease_sec = ?8, updated_at = ?9
+WHERE job_id = ?1
+"""
+
+#: ticks claimed ahead that an update of the schedule supersedes: PENDING, never started,
+#: not due yet (?4 = now); ?2/?3 bound the job's execution ids as in LIVE_EXECUTIONS_OF_JOB
+CLAIMED_AHEAD_OF_JOB = """
+SELECT execution_id FROM executions INDEXED BY executions_ready
+WHERE status IN ('PENDING', 'RETRY_WAIT') AND execution_id >= ?2 AND execution_id < ?3
+  AND job_id = ?1 AND status = 'PENDING' AND attempt = 0 AND scheduled_at > ?4
 """
 
 LIST_JOBS = f"""

@@ -65,6 +65,15 @@ CREATE TABLE job_definitions (
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
 
+-- A job's name is unique per tenant among live jobs (every status but CANCELLED): each held
+-- name is one row, written with the job's creation, rename or cancellation.
+CREATE TABLE job_names (
+    tenant TEXT NOT NULL,
+    name   TEXT NOT NULL,
+    job_id TEXT NOT NULL UNIQUE REFERENCES jobs (id),
+    PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
 -- Submission idempotency, scoped per tenant.
 CREATE TABLE idempotency_keys (
     tenant       TEXT NOT NULL,

@@ -28,6 +28,7 @@ from cronwheel.core.model import (
     Execution,
     Grant,
     Job,
+    JobSpec,
     JobStatus,
     OverlapPolicy,
 )
@@ -51,10 +52,12 @@ from cronwheel.store.base import (
     Store,
     StoreError,
     StoreUnavailable,
+    UpdateOutcome,
+    UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, JsonMemo, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, SUPERSEDED, JsonMemo, dumps, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
-from cronwheel.store.outbox import Sql, after_create
+from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
@@ -246,6 +249,8 @@ class SqliteStore(NotificationMethods, Store):
         batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
         registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
         created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
+        batch_names: dict[tuple[str, str], str] = {}  # (tenant, name) -> job id, held in this batch
+        name_rows: list[tuple[str, str, str]] = []
         with self._write() as conn:
             for nj in jobs:
                 spec = nj.spec
@@ -261,6 +266,12 @@ class SqliteStore(NotificationMethods, Store):
                         outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
                         results.append(CreateResult(outcome, seen[1], seen[2]))
                         continue
+                name_key = None if spec.name is None else (tenant, spec.name)
+                if name_key is not None:
+                    holder = batch_names.get(name_key) or self._name_holder(conn, tenant, spec.name)
+                    if holder is not None:
+                        results.append(CreateResult(CreateOutcome.NAME_TAKEN, holder, None))
+                        continue
                 if nj.max_jobs is not None:
                     if tenant not in registered:
                         registered[tenant] = _count(conn, q.COUNT_REGISTERED_JOBS, (tenant,))
@@ -268,6 +279,9 @@ class SqliteStore(NotificationMethods, Store):
                         results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
                         continue
                 created[tenant] = created.get(tenant, 0) + 1
+                if name_key is not None:
+                    batch_names[name_key] = nj.job_id
+                    name_rows.append((tenant, spec.name, nj.job_id))
                 if k is not None:
                     batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
                     key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
@@ -297,6 +311,8 @@ class SqliteStore(NotificationMethods, Store):
                     raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
                 conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
                 after_create(outbox_sql(conn), watched, now_ms)
+            if name_rows:
+                conn.executemany(q.INSERT_JOB_NAME, name_rows)
             if key_rows:
                 conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
@@ -306,6 +322,54 @@ class SqliteStore(NotificationMethods, Store):
     def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
         row = self._conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
         return None if row is None else job_from_row(row)
+
+    @staticmethod
+    def _name_holder(conn: apsw.Connection, tenant: str, name: str) -> str | None:
+        row = conn.execute(q.NAME_HOLDER, (tenant, name)).fetchone()
+        return None if row is None else str(row[0])
+
+    @_translated
+    def update_job(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        next_run_at: int | None,
+        reschedule: bool,
+        now_ms: int,
+        tenant: str | None = None,
+    ) -> UpdateResult:
+        with self._write() as conn:
+            row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+            if row is None:
+                return UpdateResult(UpdateOutcome.NOT_FOUND)
+            job = job_from_row(row)
+            if job.status is JobStatus.CANCELLED:
+                return UpdateResult(UpdateOutcome.CANCELLED, job)
+            if spec.name != job.spec.name:
+                if spec.name is not None:
+                    holder = self._name_holder(conn, job.tenant, spec.name)
+                    if holder is not None and holder != job_id:
+                        return UpdateResult(UpdateOutcome.NAME_TAKEN, job, holder)
+                conn.execute(q.RELEASE_JOB_NAME, (job_id,))
+                if spec.name is not None:
+                    conn.execute(q.INSERT_JOB_NAME, (job.tenant, spec.name, job_id))
+            retry = spec.retry
+            conn.execute(q.UPDATE_JOB, (
+                job_id, spec.schedule, spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec,
+                spec.priority, retry.max_attempts, spec.target.get("queue"), next_run_at, reschedule,
+            ))  # fmt: skip
+            conn.execute(q.UPDATE_JOB_DEFINITION, (
+                job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms,
+            ))  # fmt: skip
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
+            superseded: list[str] = []
+            if reschedule:
+                ahead = conn.execute(q.CLAIMED_AHEAD_OF_JOB, (job_id, job_id + ":", job_id + ";", now_ms))
+                superseded = sorted(str(r[0]) for r in ahead)
+                conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, SUPERSEDED) for eid in superseded])
+            updated = job_from_row(conn.execute(q.GET_JOB, (job_id, None)).fetchone())
+        return UpdateResult(UpdateOutcome.UPDATED, updated, superseded=superseded)
 
     @_translated
     def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
@@ -368,6 +432,7 @@ class SqliteStore(NotificationMethods, Store):
             if job.status is JobStatus.CANCELLED:
                 return job, []
             conn.execute(q.CANCEL_JOB, (job_id,))
+            conn.execute(q.RELEASE_JOB_NAME, (job_id,))
             conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
             live: list[Any] = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, (job_id, job_id + ":", job_id + ";")).fetchall()
             conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, "job cancelled") for eid, _ in live])

@@ -1,0 +1,200 @@
+"""What ``cronwheel add`` and ``cronwheel update`` share: the options that define a job, and
+the request body they build; and the ``update`` command itself (``PATCH /v1/jobs/{id}``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import render
+from cronwheel.cli.notify import notify_fields
+from cronwheel.core import schedule as sched
+from cronwheel.obs.events import iso_ms
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: H and @every offsets hash the job id: offline answers are for this example id
+EXAMPLE_JOB_ID = "jexample"
+CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
+
+
+def local_now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def zone(name: str | None, param: str = "'--tz'") -> zoneinfo.ZoneInfo | None:
+    if name is None:
+        return None
+    try:
+        return sched.validate_timezone(name)
+    except sched.ScheduleError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+
+
+def duration(text: str | None, param: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return sched.parse_duration(text)
+    except sched.ScheduleError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+
+
+def schedule_error(text: str, exc: Exception) -> str:
+    hint = ""
+    if len(text.split()) == 1 and CRON_FIELD.match(text.strip()) and not text.startswith("@"):
+        hint = " (quote a cron expression as one argument: '*/5 * * * *')"
+    return f"{exc}{hint}"
+
+
+#: the options that define a job, in the order `--help` lists them (add and update alike)
+_DEFINITION_OPTIONS = (
+    click.option("--name", help="A unique, human name to refer to the job by."),
+    click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
+    click.option("--timeout", metavar="DURATION", help="Kill a run after this long (e.g. 90s, 10m, 2h). [default 1h]"),
+    click.option("--max-attempts", type=click.IntRange(1, 1000), metavar="N", help="Attempts before the dead-letter queue. [default 3]"),
+    click.option("--priority", type=click.Choice(["high", "default", "batch"]), help="Ready-queue tier. [default default]"),
+    click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
+    click.option("--http-method", type=click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False), help="Method for --http-url. [default GET]"),
+    click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable)."),
+    click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker."),
+    click.option("--queue", metavar="NAME", help="Target: leave runs for remote workers polling this queue."),
+    click.option("--payload", metavar="JSON", help="JSON value handed to every run."),
+    click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]"),
+    click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]"),
+    click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
+    click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
+    click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
+    click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email)."),
+    click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h)."),
+)
+
+
+def definition_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_DEFINITION_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+def when_body(schedule: str, tz: str | None) -> dict[str, Any]:
+    """``{"schedule": …}`` or ``{"runAt": …}`` for a SCHEDULE argument, checked here first so
+    that a typo is answered without a daemon."""
+    text = schedule.strip()
+    if text.startswith("+"):
+        try:
+            return {"runAt": iso_ms(sched.parse_instant(text, local_now_ms()))}
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+    if looks_like_instant(text):
+        try:
+            sched.parse_instant(text)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="SCHEDULE") from None
+        return {"runAt": text}
+    try:
+        sched.parse_schedule(schedule, EXAMPLE_JOB_ID, tz or "UTC")
+    except sched.ScheduleError as exc:
+        raise click.BadParameter(schedule_error(schedule, exc), param_hint="SCHEDULE") from None
+    return {"schedule": schedule}
+
+
+def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any) -> dict[str, Any]:
+    """The create/patch body members for CMD and the definition options given (None: not
+    given). ``target_required``: exactly one target must be given (add), else at most one."""
+    body: dict[str, Any] = {}
+    zone(opts["tz"])
+    if opts["tz"]:
+        body["timezone"] = opts["tz"]
+    http_url, python_ref, queue = opts["http_url"], opts["python_ref"], opts["queue"]
+    targets = [t for t, given in (("CMD", cmd), ("--http-url", http_url), ("--python", python_ref), ("--queue", queue)) if given]
+    if len(targets) > 1 or (target_required and not targets):
+        raise click.UsageError(
+            "give exactly one target: a command after the schedule (after `--` if it has options), "
+            "or --http-url, --python or --queue" + (f"; got {', '.join(targets)}" if targets else "")
+        )
+    if cmd:
+        body["command"] = cmd[0] if len(cmd) == 1 else shlex.join(cmd)
+    elif http_url:
+        http: dict[str, Any] = {"url": http_url}
+        if opts["http_method"]:
+            http["method"] = opts["http_method"].upper()
+        if opts["headers"]:
+            hdrs = {}
+            for h in opts["headers"]:
+                key, sep, value = h.partition(":")
+                if not sep or not key.strip():
+                    raise click.BadParameter(f"{h!r} is not 'NAME: VALUE'", param_hint="'--header'")
+                hdrs[key.strip()] = value.strip()
+            http["headers"] = hdrs
+        body["http"] = http
+    elif python_ref:
+        body["python"] = python_ref
+    elif queue:
+        body["queue"] = queue
+    if (opts["http_method"] or opts["headers"]) and not http_url:
+        raise click.UsageError("--http-method and --header go with --http-url")
+
+    if opts["name"] is not None:
+        body["name"] = opts["name"]
+    if opts["payload"] is not None:
+        try:
+            body["payload"] = json.loads(opts["payload"])
+        except ValueError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--payload'") from None
+    if opts["timeout"] is not None:
+        body["timeoutSec"] = duration(opts["timeout"], "'--timeout'")
+    if opts["lease"] is not None:
+        body["leaseSec"] = duration(opts["lease"], "'--lease'")
+    if opts["jitter"] is not None:
+        body["jitterSec"] = round(duration(opts["jitter"], "'--jitter'") or 0)
+    if opts["max_attempts"] is not None:
+        body["retryPolicy"] = {"maxAttempts": opts["max_attempts"]}
+    for key in ("priority", "overlap", "misfire"):
+        if opts[key] is not None:
+            body[key] = opts[key]
+    body.update(notify_fields(opts["notify_rules"], opts["notify_email"], opts["expect"]))
+    return body
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
+@click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
+@definition_options
+@click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
+@click.pass_obj
+def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
+    """Change a job in place (JOB: its id or name): it keeps its id and its history.
+
+    Only what is given changes; the options are those of `add`, plus --schedule. A new
+    command goes after `--`. A new schedule, instant or time zone recomputes the next run
+    from now; ticks already claimed ahead for the old schedule are cancelled (superseded).
+
+    \b
+    Examples:
+      cronwheel update backup --schedule '30 2 * * *'
+      cronwheel update backup -- /usr/local/bin/backup --incremental
+      cronwheel update j1a2b3 --max-attempts 5 --priority high
+    """
+    patch: dict[str, Any] = {}
+    if schedule is not None:
+        patch.update(when_body(schedule, opts["tz"]))
+    patch.update(definition_body(cmd, target_required=False, **opts))
+    if not patch:
+        raise click.UsageError("nothing to change: give --schedule, a command after `--`, or an option of `add`")
+    current = app.client.resolve_job(job)
+    result = app.client.update_job(current["jobId"], patch)
+    if as_json:
+        render.emit_json(result)
+        return
+    label = f"{result['jobId']} ({result['name']})" if result.get("name") else result["jobId"]
+    click.echo(f"Updated job {label}")
+    tz = result.get("timezone")
+    click.echo(f"Next run: {render.fmt_both(result.get('nextRunAt'), zone(tz) if tz and tz != 'UTC' else None)}")
