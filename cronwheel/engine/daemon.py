@@ -179,6 +179,7 @@ async def serve(
     events = EventLog(node_id, fmt=log_format, quiet=frozenset({"scheduler.claimed"}))
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
+    os.environ.pop("CRONWHEEL_SMTP_URL", None)  # read by the CLI; its password is no job's business
     try:
         mail = MailConfig.parse(smtp_url, sendmail, mail_from)
     except ChannelConfigError as exc:
