@@ -62,15 +62,18 @@ def smtp_tls(tmp_path: Path) -> Iterator[tuple[Sink, int, Path]]:
 
 def test_email_through_an_smtp_relay_with_starttls_and_auth(make_daemon: Callable[..., Daemon], smtp_tls) -> None:
     sink, port, cert = smtp_tls
-    d = make_daemon(args=("--smtp-url", f"smtp://cron:wheel-pass@127.0.0.1:{port}?starttls=require",
-                          "--mail-from", "cron@example.com"), env={"SSL_CERT_FILE": str(cert)})  # fmt: skip
-    d.add_job({"name": "nightly", "runAt": "+0s", "command": "echo disk full; exit 2", "retryPolicy": {"maxAttempts": 1},
+    # the relay's URL (with its password) from the environment, which jobs must not inherit
+    d = make_daemon(args=("--mail-from", "cron@example.com"), env={
+        "SSL_CERT_FILE": str(cert), "CRONWHEEL_SMTP_URL": f"smtp://cron:wheel-pass@127.0.0.1:{port}?starttls=require"})
+    d.add_job({"name": "nightly", "runAt": "+0s", "command": 'echo "disk full, relay ${CRONWHEEL_SMTP_URL:-unseen}"; exit 2',
+               "retryPolicy": {"maxAttempts": 1},
                "notify": [{"on": "failure", "via": "email", "to": ["ops@example.com"]}]})  # fmt: skip
     wait_for(lambda: sink.messages, 30, what="an email at the sink")
     mail_from, rcpt, content = sink.messages[0]
     assert mail_from == "cron@example.com" and rcpt == ["ops@example.com"]
     text = content.decode()
-    assert "Subject: [cronwheel] failure: nightly" in text and "disk full" in text
+    assert "Subject: [cronwheel] failure: nightly" in text and "disk full, relay unseen" in text
+    assert "wheel-pass" not in text
     wait_for(lambda: d.event("notification.sent"), 10, what="the notification marked sent")
     assert len(sink.messages) == 1
 
