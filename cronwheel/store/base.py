@@ -587,9 +587,10 @@ class Store(ABC):
 
     @abstractmethod
     def summarize_held_notifications(self, now_ms: int) -> int:
-        """For each (job, rule) with uncounted HELD notifications and nothing sent or being
-        sent in the last hour: one ``held`` notification with their count; they are counted
-        (sent_at = now_ms, still HELD). Returns the summaries queued."""
+        """For each (job, rule) with uncounted HELD notifications and room under the rule's
+        ``max_per_hour`` again (SENT in the last hour plus RUNNING): one PENDING ``held``
+        notification with their count; they are counted (sent_at = now_ms, still HELD).
+        Returns the summaries queued."""
 
     @abstractmethod
     def check_windows(self, buckets: Sequence[int], now_ms: int, limit: int) -> list[tuple[str, int, int]]:

@@ -377,7 +377,8 @@ def release_owner(sql: Sql, prefix: str, current: str, now_ms: int) -> int:
 
 def summarize_held(sql: Sql, now_ms: int) -> int:
     """For each (job, rule) with notifications held back by the rate limit and room again
-    under it: one ``held`` notification that counts them; they are marked counted."""
+    under it: one ``held`` notification that counts them (it goes out, and counts, like any
+    other of the rule); they are marked counted."""
     groups = sql.rows(
         """SELECT job_id, rule_id, tenant, count(*), min(created_at), max(created_at), max(notification_id)
            FROM notifications WHERE status = 'HELD' AND sent_at IS NULL GROUP BY job_id, rule_id, tenant""",
@@ -385,10 +386,11 @@ def summarize_held(sql: Sql, now_ms: int) -> int:
     )
     made = 0
     for job_id, rule_id, tenant, count, first, last, sample in groups:
-        if _sent_or_sending(sql, job_id, rule_id, now_ms) > 0:
-            continue  # wait for a quiet rate window: the summary must not be held itself
         rule_row = sql.rows("SELECT rule FROM notifications WHERE notification_id = :id", {"id": sample})
         rule = nt.rule_from_json(sql.decode(rule_row[0][0]))
+        if not nt.within_rate(_sent_or_sending(sql, job_id, rule_id, now_ms), rule):
+            continue  # not before the rule has room again: the summary counts against its rate
+
         body = {"jobId": job_id, "tenant": tenant, "heldBack": int(count), "firstAt": format_instant(first),
                 "lastAt": format_instant(last), "maxPerHour": rule.max_per_hour}  # fmt: skip
         made += _insert(sql, f"{job_id}:held:{now_ms}", rule, job_id, tenant, "held", body, now_ms)

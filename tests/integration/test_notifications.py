@@ -136,3 +136,17 @@ def test_patch_keeps_rules_it_does_not_name_and_replaces_those_it_does(make_daem
         watched = d.post("/v1/jobs", {"expectSuccessWithin": "2h", "name": "watched"}).json()["jobId"]
         r = d.request("PATCH", f"/v1/jobs/{watched}", {"expectSuccessWithin": "3h"})
         assert r.status == 200 and r.json()["target"] == {"ping": {}} and r.json()["expectSuccessWithin"] == "3h", r
+
+
+def test_a_rule_over_its_rate_holds_back_the_rest(make_daemon: Callable[..., Daemon]) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon()
+        job = d.add_job({"schedule": "* * * * * *", "command": "exit 1", "retryPolicy": {"maxAttempts": 1},
+                         "notify": [hook(rx.url, "failure", maxPerHour=2)]})  # fmt: skip
+        held = wait_for(lambda: len(notifications(d, jobId=job["jobId"], status="HELD")) >= 3 and
+                        notifications(d, jobId=job["jobId"], status="HELD"), 30, what="failures held back")  # fmt: skip
+        assert all(n["event"] == "failure" for n in held)
+        assert d.post(f"/v1/jobs/{job['jobId']}/pause").status == 200
+        # the rate: two an hour went out, the rest are held (a summary follows when there is room)
+        wait_for(lambda: len(rx.unique()) == 2, 10, what="the two within the rate delivered")
+        assert {n["status"] for n in notifications(d, jobId=job["jobId"])} == {"SENT", "HELD"}
