@@ -152,3 +152,18 @@ def test_a_rule_over_its_rate_holds_back_the_rest(make_daemon: Callable[..., Dae
         wait_for(lambda: {n["status"] for n in notifications(d, jobId=job["jobId"])} == {"SENT", "HELD"}, 10,
                  what="nothing but sent and held")  # fmt: skip
         assert len(rx.unique()) == 2
+
+
+def test_a_hanging_receiver_never_holds_up_dispatch(make_daemon: Callable[..., Daemon]) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        rx.hold.set()  # every delivery hangs until its timeout
+        d = make_daemon()
+        d.add_job({"schedule": "* * * * * *", "command": "exit 1", "retryPolicy": {"maxAttempts": 1},
+                   "notify": [hook(rx.url, "failure"), hook(rx.url, "dead")]})  # fmt: skip
+        other = d.add_job({"schedule": "* * * * * *", "command": "true"})
+        wait_for(lambda: rx.held >= 4, 30, what="deliveries hanging")
+        before = len([e for e in d.executions(other["jobId"]) if e["status"] == "SUCCEEDED"])
+        wait_for(lambda: len([e for e in d.executions(other["jobId"]) if e["status"] == "SUCCEEDED"]) >= before + 3, 15,
+                 what="the other job to keep running every second")  # fmt: skip
+        assert rx.hold.is_set() and rx.held >= 4  # still hanging all along
+        rx.release()
