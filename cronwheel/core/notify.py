@@ -13,7 +13,7 @@ Events:
 * ``dead``: the execution moved to the dead-letter queue (its attempts are spent)
 * ``success``: an execution succeeded
 * ``recovered``: the first success after a failure of the same job
-* ``late``: a run started more than ``afterSec`` after its tick (told when the run ends)
+* ``late``: a run started more than ``afterSec`` after its tick (told as it starts)
 * ``missed``: the job's ``expectSuccessWithin`` window passed without a success
   (``core.deadman``)
 
@@ -277,10 +277,10 @@ def format_window(ms: int) -> str:
 # ---------------------------------------------------------------- which rules fire
 
 
-def events_for(status: str, previous_failed: bool, lag_ms: int | None) -> set[NotifyOn]:
+def events_for(status: str, previous_failed: bool) -> set[NotifyOn]:
     """What an execution's new status means to rules. ``status``: RETRY_WAIT or DEAD (a
     failed attempt) or SUCCEEDED; ``previous_failed``: the job's last outcome before this
-    one was a failure; ``lag_ms``: first start minus tick (None when it never started)."""
+    one was a failure. (``late`` is told at the start, ``missed`` by the window watcher.)"""
     events: set[NotifyOn] = set()
     if status in ("RETRY_WAIT", "DEAD"):
         events.add(NotifyOn.FAILURE)
@@ -290,8 +290,6 @@ def events_for(status: str, previous_failed: bool, lag_ms: int | None) -> set[No
         events.add(NotifyOn.SUCCESS)
         if previous_failed:
             events.add(NotifyOn.RECOVERED)
-    if lag_ms is not None and status in ("RETRY_WAIT", "DEAD", "SUCCEEDED"):
-        events.add(NotifyOn.LATE)
     return events
 
 

@@ -172,30 +172,63 @@ def execution_body(ex: Execution, job_name: str | None) -> dict[str, Any]:
     }
 
 
-def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: int) -> int:
-    """The outcome hook: ``(execution_id, job_id, new status)`` as just written in this
-    transaction (RETRY_WAIT and DEAD are failed attempts). Jobs with no rules, no tenant
-    defaults and no window cost one indexed read per batch. Returns notifications queued."""
-    if not outcomes:
-        return 0
-    job_ids = sorted({job_id for _, job_id, _ in outcomes})
-    # the hot path, in one statement: the batch's jobs that have a watch row (rules or a
-    # window of their own), plus a NULL row if any tenant has default rules (then every job
-    # of the batch may have rules to match, and all are read)
+def _watched_rows(sql: Sql, job_ids: list[str]) -> dict[str, Any]:
+    """The rule-relevant rows of those of ``job_ids`` that have rules (their own or their
+    tenant's) or a window, by job id. The hot path, in one statement first: the jobs that
+    have a watch row (rules or a window of their own), plus a NULL row if any tenant has
+    default rules (then every job may have rules to match, and all are read)."""
     found = [r[0] for r in sql.rows(_WATCH_PROBE.format(cond=sql.in_list("job_id", "ids", "text")),
                                     {"ids": sql.list_value(job_ids)})]  # fmt: skip
     if None not in found:
         if not found:
-            return 0
+            return {}
         job_ids = found
-    watched = {r[0]: r for r in sql.rows(_WATCHED.format(cond=sql.in_list("j.id", "ids", "text")),
-                                          {"ids": sql.list_value(job_ids)})}  # fmt: skip
+    return {r[0]: r for r in sql.rows(_WATCHED.format(cond=sql.in_list("j.id", "ids", "text")),
+                                      {"ids": sql.list_value(job_ids)})}  # fmt: skip
+
+
+def _executions(sql: Sql, ids: Sequence[str]) -> dict[str, Execution]:
+    return {r[0]: RowReader.execution(r) for r in sql.rows(
+        _EXEC.format(cond=sql.in_list("execution_id", "ids", "text")), {"ids": sql.list_value(sorted(ids))}
+    )}  # fmt: skip
+
+
+def after_starts(sql: Sql, starts: Sequence[tuple[str, str, int, int]], now_ms: int) -> int:
+    """The start hook: ``(execution_id, job_id, attempt, scheduled_at)`` just handed to a
+    worker in this transaction. A first attempt started more than a ``late`` rule's
+    ``afterSec`` after its tick is told now, while it runs. Starts less than a second late
+    (every start of a healthy node) cost nothing: no rule can call them late."""
+    late = [(eid, job_id, now_ms - at) for eid, job_id, attempt, at in starts if attempt == 1 and now_ms - at >= 1000]
+    if not late:
+        return 0
+    watched = _watched_rows(sql, sorted({job_id for _, job_id, _ in late}))
+    mine = [x for x in late if x[1] in watched]
+    if not mine:
+        return 0
+    execs = _executions(sql, [eid for eid, _, _ in mine])
+    queued = 0
+    for eid, job_id, lag in mine:
+        ex = execs.get(eid)
+        if ex is None:
+            continue
+        _, tenant, name, job_rules, tenant_rules = watched[job_id][:5]
+        rules = nt.effective_rules(nt.stored_rules(sql.decode(job_rules)), nt.stored_rules(sql.decode(tenant_rules)))
+        for rule in nt.matching(rules, {nt.NotifyOn.LATE}, lag):
+            queued += _insert(sql, eid, rule, job_id, tenant, rule.on.value, execution_body(ex, name), now_ms)
+    return queued
+
+
+def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: int) -> int:
+    """The outcome hook: ``(execution_id, job_id, new status)`` as just written in this
+    transaction (RETRY_WAIT and DEAD are failed attempts). Jobs with no rules, no tenant
+    defaults and no window cost one narrow read per batch. Returns notifications queued."""
+    if not outcomes:
+        return 0
+    watched = _watched_rows(sql, sorted({job_id for _, job_id, _ in outcomes}))
     if not watched:
         return 0
     mine = [o for o in outcomes if o[1] in watched]
-    execs = {r[0]: RowReader.execution(r) for r in sql.rows(
-        _EXEC.format(cond=sql.in_list("execution_id", "ids", "text")), {"ids": sql.list_value(sorted({o[0] for o in mine}))}
-    )}  # fmt: skip
+    execs = _executions(sql, {o[0] for o in mine})
     queued = 0
     for eid, job_id, status in mine:
         ex = execs.get(eid)
@@ -203,10 +236,9 @@ def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: i
             continue
         _, tenant, name, job_rules, tenant_rules, expect_ms, last_outcome, window_ms, deadline_at, overdue_since, _ = watched[job_id]
         rules = nt.effective_rules(nt.stored_rules(sql.decode(job_rules)), nt.stored_rules(sql.decode(tenant_rules)))
-        lag = None if ex.started_at is None else ex.started_at - ex.scheduled_at
-        events = nt.events_for(status, last_outcome == "failure", lag)
+        events = nt.events_for(status, last_outcome == "failure")
         body = execution_body(ex, name)
-        for rule in nt.matching(rules, events, lag):
+        for rule in nt.matching(rules, events, None):
             queued += _insert(sql, eid, rule, job_id, tenant, rule.on.value, body, now_ms)
         succeeded = status == ExecStatus.SUCCEEDED.value
         window: deadman.Window | None = None

@@ -87,17 +87,27 @@ def test_failure_is_told_once_per_execution_and_recovered_after_it(store: Store)
     assert sorted(n.event for n in store.list_notifications(job_id=jid)) == ["failure", "recovered"]
 
 
-def test_late_fires_past_its_threshold_only(store: Store) -> None:
+def test_late_is_told_as_the_late_run_starts(store: Store) -> None:
     rules = (rule("late", afterSec=30),)
-    nj = one_off(T0, notify=rules)
+    nj = one_off(T0, notify=rules, retry=RetryPolicy(max_attempts=2, initial_backoff_sec=0))
     [jid] = create(store, nj)
     [ex] = claim_all(store, T0).executions
     g = start(store, ex.execution_id, T0 + 45 * SEC)  # started 45 s after its tick
-    store.complete_executions([Completion(ex.execution_id, "w1", g.lease_epoch, Outcome.SUCCEEDED)], T0 + MIN)
     [n] = store.list_notifications(job_id=jid)
-    assert n.event == "late" and n.body["lagMs"] == 45 * SEC
+    assert n.event == "late" and n.body["lagMs"] == 45 * SEC and n.body["status"] == "RUNNING"
+    # its retry is not a new late start; its end tells nothing more to a late rule
+    store.complete_executions([Completion(ex.execution_id, "w1", g.lease_epoch, Outcome.FAILED)], T0 + MIN)
+    g2 = start(store, ex.execution_id, T0 + 2 * MIN)
+    store.complete_executions([Completion(ex.execution_id, "w1", g2.lease_epoch, Outcome.SUCCEEDED)], T0 + 3 * MIN)
+    assert len(store.list_notifications(job_id=jid)) == 1
+    # on time (within afterSec): nothing; remote workers' claims are judged the same way
     jid2, _ = run_once(store, Outcome.SUCCEEDED, at=T0 + HOUR, notify=rules)
     assert store.list_notifications(job_id=jid2) == []
+    nq = one_off(T0 + 2 * HOUR, notify=rules, target={"queue": "q"})
+    [jq] = create(store, nq)
+    claim_all(store, T0 + 2 * HOUR)
+    assert len(store.claim_for_worker(["q"], "remote", 1, T0 + 2 * HOUR + 31 * SEC)) == 1
+    assert [n.event for n in store.list_notifications(job_id=jq)] == ["late"]
 
 
 def test_expired_lease_outcomes_notify_too(store: Store) -> None:

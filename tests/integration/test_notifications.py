@@ -5,6 +5,7 @@ allow-list, and the notifications' history and dead-letter queue."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 from tests.support.daemon import Daemon
@@ -167,3 +168,16 @@ def test_a_hanging_receiver_never_holds_up_dispatch(make_daemon: Callable[..., D
                  what="the other job to keep running every second")  # fmt: skip
         assert rx.hold.is_set() and rx.held >= 4  # still hanging all along
         rx.release()
+
+
+def test_a_late_start_is_told_while_the_run_goes_on(make_daemon: Callable[..., Daemon], tmp_path) -> None:
+    release = tmp_path / "release"
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon()
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 120))  # due two minutes ago
+        d.add_job({"runAt": at, "command": f"while [ ! -e {release} ]; do sleep 0.05; done",
+                   "notify": [hook(rx.url, "late", afterSec=60), hook(rx.url, "success")]})  # fmt: skip
+        [late] = wait_for(lambda: list(rx.unique().values()), 30, what="the late notification")
+        assert late[0].event == "late" and late[0].body["status"] == "RUNNING" and late[0].body["lagMs"] > 60_000
+        release.touch()
+        wait_for(lambda: len(rx.unique()) == 2, 30, what="the success after it")

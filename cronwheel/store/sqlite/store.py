@@ -57,7 +57,7 @@ from cronwheel.store.base import (
 )
 from cronwheel.store.common import PRIORITY, SUPERSEDED, JsonMemo, dumps, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
-from cronwheel.store.outbox import Sql, after_create, after_update
+from cronwheel.store.outbox import Sql, after_create, after_starts, after_update
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, leases
 from cronwheel.store.sqlite import queries as q
@@ -586,6 +586,7 @@ class SqliteStore(NotificationMethods, Store):
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                                 lease_sec, timeout_sec, parsed(target), parsed(payload), r[8]))  # fmt: skip
+        after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
         return grants
 
     @_translated
