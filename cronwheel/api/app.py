@@ -18,6 +18,7 @@ import enum
 import inspect
 import json
 import logging
+import os
 import secrets
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
@@ -31,7 +32,7 @@ from cronwheel.api import dashboard, ops
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
-from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.model import DEFAULT_TENANT, JobSpec
 from cronwheel.core.notify import rules_refusal
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
@@ -43,6 +44,7 @@ from cronwheel.store.base import (
     LeaseVerdict,
     StoreUnavailable,
 )
+from cronwheel.worker.launch import run_as_refusal
 
 log = logging.getLogger("cronwheel.api")
 
@@ -256,6 +258,7 @@ async def create_job(request: web.Request) -> web.Response:
     refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
+    _check_run_as(spec)
     result = await service.create_job(spec, key, v.request_hash(body) if key is not None else None)
     if result.outcome is CreateOutcome.CONFLICT:
         raise Problem(
@@ -283,8 +286,20 @@ async def create_jobs(request: web.Request) -> web.Response:
         refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
         if refusal is not None:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
+        _check_run_as(spec, f"jobs[{i}]")
     results = await service.create_jobs(items)
     return _json({"results": [_batch_result(i, r) for i, r in enumerate(results)]})
+
+
+def _check_run_as(spec: JobSpec, where: str = "") -> None:
+    """A job's runAs is honoured by this node's workers, which run as the daemon's user: refused
+    now unless that is root and the account exists, rather than failing at every run."""
+    if spec.run_as is None:
+        return
+    why = run_as_refusal(spec.run_as.user, spec.run_as.group, os.geteuid())
+    if why is not None:
+        prefix = f"{where}." if where else ""
+        raise Problem(422, "run_as_refused", f"{where}: {why}" if where else why, field=f"{prefix}runAs")
 
 
 def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
@@ -350,6 +365,8 @@ async def update_job(request: web.Request) -> web.Response:
         refusal = rules_refusal(spec.notify, principal)
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
+    if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
+        _check_run_as(spec)
     return _json(v.job_to_json(await service.update_job(job.id, spec, await _tenant(request))))
 
 

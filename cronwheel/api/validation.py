@@ -32,6 +32,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
     Priority,
     RetryPolicy,
+    RunAs,
 )
 from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import Completion, Outcome
@@ -57,16 +58,26 @@ MAX_WORKER_ID_CHARS = 200
 MAX_EFFECT_KEY_CHARS = 1024
 MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
 MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
+#: a job's process setup (env, runAs, shell, stdin): what a crontab's lines can carry, and room
+MAX_ENV_VARS = 100
+MAX_ENV_NAME_CHARS = 128
+MAX_ENV_BYTES = 32 * 1024  #: names and values of one job's env together, UTF-8
+MAX_STDIN_BYTES = 64 * 1024
+MAX_SHELL_BYTES = 4096  #: PATH_MAX
+MAX_ACCOUNT_NAME_CHARS = 32  #: useradd's limit on a user or group name
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TARGET_KINDS = ("command", "http", "python", "queue")
 #: the target of a job cronwheel watches but does not run (it has a window and no schedule)
 PING_TARGET = {"ping": {}}
+#: members of a job body that set up a command's process; env also travels to remote workers
+PROCESS_FIELDS = ("env", "runAs", "shell", "stdin")
 
 JOB_FIELDS = frozenset(
     {
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
         "notify", "expectSuccessWithin",
+        *PROCESS_FIELDS,
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -79,6 +90,9 @@ _QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 #: timeoutSec }``): its executions wait in this queue for remote workers
 DEFAULT_QUEUE = "default"
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: POSIX portable user names (useradd's default check), "$" allowed last for machine accounts
+_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$")
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
@@ -251,13 +265,96 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
     if "misfire" in data:
         spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    _parse_process(data, spec)
     return spec
+
+
+# ---------------------------------------------------------------- process setup
+
+
+def _parse_process(data: dict[str, Any], spec: JobSpec) -> None:
+    """env, runAs, shell and stdin: how a command's process is set up (env also for queue
+    targets, whose remote workers get it with each claim)."""
+    given = [k for k in PROCESS_FIELDS if k in data]
+    if not given:
+        return
+    kind = next(iter(spec.target))
+    for k in given:
+        if kind != "command" and not (k == "env" and kind == "queue"):
+            allowed = "command and queue targets" if k == "env" else "command targets"
+            raise _bad(k, f"{k} applies to {allowed} only, not to a {kind} target")
+    if "env" in data:
+        spec.env = _parse_env(data["env"])
+    if "runAs" in data:
+        spec.run_as = _parse_run_as(data["runAs"])
+    if "shell" in data:
+        shell = _text("shell", data["shell"])
+        if not shell.startswith("/") or len(shell.encode()) > MAX_SHELL_BYTES or "\x00" in shell or shell != shell.strip():
+            raise _bad("shell", f"shell must be an absolute path (e.g. /bin/bash) of at most {MAX_SHELL_BYTES} bytes, without NUL or surrounding spaces, not {shell[:100]!r}")
+        spec.shell = shell
+    if "stdin" in data:
+        stdin = _text("stdin", data["stdin"])
+        if len(stdin.encode()) > MAX_STDIN_BYTES:
+            raise _bad("stdin", f"stdin is {len(stdin.encode())} bytes; the limit is {MAX_STDIN_BYTES} bytes", status=413, code="payload_too_large")
+        spec.stdin = stdin
+
+
+def _text(field: str, value: Any) -> str:
+    """A string that is valid Unicode text (no lone surrogates: it must become UTF-8 bytes)."""
+    text = _string(field, value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise _bad(field, f"{field} must be valid Unicode text (it holds a lone surrogate)") from None
+    return text
+
+
+def _parse_env(value: Any) -> dict[str, str]:
+    raw = _object("env", value)
+    if len(raw) > MAX_ENV_VARS:
+        raise _bad("env", f"env may hold at most {MAX_ENV_VARS} variables, not {len(raw)}")
+    env: dict[str, str] = {}
+    size = 0
+    for name, v in raw.items():
+        where = f"env.{name[:MAX_ENV_NAME_CHARS]}"
+        if len(name) > MAX_ENV_NAME_CHARS or not _ENV_NAME_RE.match(name):
+            raise _bad(where, f"env: {name[:100]!r} is not a valid variable name (letters, digits and _, not starting with a digit, at most {MAX_ENV_NAME_CHARS} characters)")
+        if name.startswith("CRONWHEEL_"):
+            raise _bad(where, f"env: {name} is reserved: every run gets the CRONWHEEL_* variables from the daemon")
+        text = _text(where, v)
+        if "\x00" in text:
+            raise _bad(where, f"{where} must not contain NUL characters (an environment cannot hold them)")
+        size += len(name) + len(text.encode()) + 2
+        env[name] = text
+    if size > MAX_ENV_BYTES:
+        raise _bad("env", f"env is {size} bytes; the limit is {MAX_ENV_BYTES} bytes", status=413, code="payload_too_large")
+    return env
+
+
+def _parse_run_as(value: Any) -> RunAs:
+    raw = _object("runAs", value)
+    _reject_unknown("runAs", raw, ("user", "group"))
+    names: dict[str, str | None] = {"user": None, "group": None}
+    for key in names:
+        if raw.get(key) is None:
+            continue
+        where = f"runAs.{key}"
+        name = _string(where, raw[key])
+        if len(name) > MAX_ACCOUNT_NAME_CHARS or not _ACCOUNT_RE.match(name):
+            raise _bad(where, f"{where} must be a {key} name of 1 to {MAX_ACCOUNT_NAME_CHARS} letters, digits and _ . - (not {name[:100]!r})")
+        names[key] = name
+    user = names["user"]
+    if user is None:
+        raise _bad("runAs.user", "runAs.user is required")
+    return RunAs(user, names["group"])
 
 
 # ---------------------------------------------------------------- PATCH /v1/jobs/{id}
 
 #: members of a patch that replace each other: naming one removes the others from the job
 _EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
+#: objects a patch merges member by member (``{"env": {"A": null}}`` removes one variable)
+_MERGED_OBJECTS = ("retryPolicy", "env", "runAs")
 
 
 def job_body(job: Job) -> dict[str, Any]:
@@ -284,6 +381,9 @@ def job_body(job: Job) -> dict[str, Any]:
         body["name"] = spec.name
     if spec.payload is not None:
         body["payload"] = spec.payload
+    process = spec.process_json()
+    if process is not None:
+        body.update(process)
     if spec.expect_success_within_ms is not None:
         body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
     if "ping" in spec.target:  # a watched job: its window alone makes it one again
@@ -313,7 +413,7 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key == "retryPolicy":
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key in _MERGED_OBJECTS:
             merged[key] = _merge(merged[key], value)
         else:
             merged[key] = value
@@ -527,6 +627,7 @@ def grant_to_json(g: Grant) -> dict[str, Any]:
         "leaseSec": g.lease_sec,
         "timeoutSec": g.timeout_sec,
         "payload": g.payload,
+        "env": (g.process or {}).get("env") or {},
     }
 
 
@@ -682,6 +783,10 @@ def job_to_json(job: Job, now_ms: int | None = None) -> dict[str, Any]:
         "notify": nt.rules_to_json(spec.notify, redact=True),
         "expectSuccessWithin": None if spec.expect_success_within_ms is None else nt.format_window(spec.expect_success_within_ms),
         "window": window_to_json(job, now_ms),
+        "env": spec.env,
+        "runAs": None if spec.run_as is None else spec.run_as.to_json(),
+        "shell": spec.shell,
+        "stdin": spec.stdin,
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),

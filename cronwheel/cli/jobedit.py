@@ -74,6 +74,10 @@ _DEFINITION_OPTIONS = (
     click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
     click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email)."),
     click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h)."),
+    click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
+    click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
+    click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
+    click.option("--stdin", metavar="TEXT", help="The command's standard input. [default the payload as JSON]"),
 )
 
 
@@ -160,6 +164,29 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
         if opts[key] is not None:
             body[key] = opts[key]
     body.update(notify_fields(opts["notify_rules"], opts["notify_email"], opts["expect"]))
+    body.update(_process_body(opts["env"], opts["run_as"], opts["shell"], opts["stdin"]))
+    return body
+
+
+def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, stdin: str | None) -> dict[str, Any]:
+    """--env, --run-as, --shell and --stdin as job members (the daemon checks them; in a
+    patch, --env adds or replaces the variables named and keeps the others)."""
+    body: dict[str, Any] = {}
+    if env:
+        variables = {}
+        for item in env:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="'--env'")
+            variables[key] = value
+        body["env"] = variables
+    if run_as is not None:
+        user, _, group = run_as.partition(":")
+        body["runAs"] = {"user": user, **({"group": group} if group else {})}
+    if shell is not None:
+        body["shell"] = shell
+    if stdin is not None:
+        body["stdin"] = stdin
     return body
 
 

@@ -37,7 +37,8 @@ from cronwheel.cli.jobedit import local_now_ms as _local_now_ms
 from cronwheel.cli.jobedit import schedule_error as _schedule_error
 from cronwheel.cli.jobedit import zone as _zone
 from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
-from cronwheel.core import crontab, herd
+from cronwheel.cli.transfer import export, import_crontab
+from cronwheel.core import herd
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -51,7 +52,6 @@ _HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: `cronwheel import` sends this many jobs per POST /v1/jobs/batch (the API takes up to 1,000)
-IMPORT_BATCH = 500
 
 
 # ---------------------------------------------------------------- context
@@ -603,129 +603,9 @@ def dlq_purge(app: Cli, execution_id: str) -> None:
 # ---------------------------------------------------------------- moving jobs in and out
 
 
-@cli.command("import-crontab", context_settings=CONTEXT)
-@click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
-@click.option("--dry-run", is_flag=True, help="Check the file and show the jobs it would create; create nothing.")
-@click.option("--tz", metavar="ZONE", help="Evaluate every line in this IANA time zone. [default UTC]")
-@click.option("--json", "as_json", is_flag=True, help="Print one {where, jobId, created} object per job as a JSON array.")
-@pass_cli
-def import_crontab(app: Cli, file: Any, dry_run: bool, tz: str | None, as_json: bool) -> None:
-    """Create a job for each line of a crontab file (FILE, or - for standard input).
-
-    FILE holds crontab(5) lines: five time fields and a command, or a macro (@hourly,
-    @daily, @weekly, @monthly, @yearly) and a command; comments and blank lines are
-    skipped. Environment lines (NAME=value), @reboot and an unescaped % (cron's standard
-    input) are refused with their line number, and then nothing is imported. A file
-    written by `cronwheel export --json` is accepted too.
-
-    Each job is created with an idempotency key derived from the file's path and the line's
-    content, so importing the same file again creates nothing new:
-
-    \b
-      crontab -l > my.crontab && cronwheel import-crontab --dry-run my.crontab
-      cronwheel import-crontab my.crontab
-    """
-    _zone(tz)
-    text = file.read()
-    name = getattr(file, "name", "-")
-    source = "-" if name in ("-", "<stdin>") else str(Path(name).resolve())
-    planned: list[tuple[str, dict[str, Any], str]] = []  # (where, body, idempotency key)
-    if crontab.looks_like_json(text):
-        try:
-            bodies = crontab.parse_json_requests(text)
-        except ValueError as exc:
-            render.emit_error(f"{name}: {exc}")
-            sys.exit(1)
-        planned = [(f"job {i + 1}", body, key) for i, (body, key) in enumerate(crontab.keyed_requests(bodies))]
-    else:
-        entries, errors = crontab.parse_crontab(text, tz or "UTC")
-        for err in errors:
-            render.emit_error(f"{name}:{err.line_no}: {err.message}")
-        if errors:
-            render.emit_note(f"{len(errors)} line(s) refused: nothing was imported")
-            sys.exit(1)
-        planned = [(f"line {e.line_no}", e.request(tz), key) for e, key in crontab.keyed(source, entries)]
-    if dry_run:
-        if as_json:
-            render.emit_json([{"where": where, "job": body, "idempotencyKey": key} for where, body, key in planned])
-            return
-        for where, body, _ in planned:
-            when = body.get("schedule") or body.get("runAt")
-            what = body.get("command") or render.target_summary({k: body[k] for k in ("http", "python", "queue") if k in body})
-            click.echo(f"{where}: {when}  {what}")
-        render.emit_note(f"{len(planned)} job(s) would be imported (dry run: nothing was created)")
-        return
-    results: list[dict[str, Any]] = []
-    failed = 0
-
-    def report(where: str, job_id: str, replayed: bool) -> None:
-        results.append({"where": where, "jobId": job_id, "created": not replayed})
-        if not as_json:
-            click.echo(f"{where}: {'already imported as' if replayed else 'created'} {job_id}")
-
-    for start in range(0, len(planned), IMPORT_BATCH):
-        chunk = planned[start : start + IMPORT_BATCH]
-        try:  # one request and one commit per chunk
-            answers = app.client.create_jobs([(body, key) for _, body, key in chunk])
-        except ApiError:  # one line refused (a target the token may not use, a quota): go line by line
-            answers = None
-        if answers is not None:
-            for (where, _, _), res in zip(chunk, answers, strict=True):
-                if res.get("status") in (200, 201):
-                    report(where, str(res["jobId"]), res["status"] == 200)
-                else:
-                    failed += 1
-                    render.emit_error(f"{name}: {where}: {res.get('detail') or res.get('code')}")
-            continue
-        for where, body, key in chunk:
-            try:
-                created = app.client.create_job(body, key)
-            except ApiError as exc:
-                failed += 1
-                render.emit_error(f"{name}: {where}: {exc.detail}")
-                continue
-            report(where, created.body["jobId"], created.replayed)
-    if as_json:
-        render.emit_json(results)
-    new = sum(r["created"] for r in results)
-    render.emit_note(f"{new} job(s) created, {len(results) - new} already there" + (f", {failed} refused" if failed else ""))
-    if failed:
-        sys.exit(1)
-
-
+cli.add_command(import_crontab)
 cli.add_command(import_crontab, "import")
-
-
-@cli.command(context_settings=CONTEXT)
-@click.option("--json", "as_json", is_flag=True, help="Every active job, as a JSON array that import-crontab reads back.")
-@pass_cli
-def export(app: Cli, as_json: bool) -> None:
-    """Print the active jobs as crontab lines (or JSON).
-
-    Crontab lines keep a job's schedule and command only; jobs that a crontab cannot hold
-    (one-offs, @every, seconds, time zones, HTTP/Python/queue targets) are listed as
-    comments. --json keeps everything a job was created with, for `cronwheel import FILE`
-    on this or another daemon. Paused, cancelled and completed jobs are not exported.
-    """
-    jobs = list(app.client.iter_jobs("active"))
-    if as_json:
-        render.emit_json([crontab.job_request(j) for j in jobs])
-        hooks = sum(crontab.unexported_rules(j) for j in jobs)
-        if hooks:
-            render.emit_note(f"{hooks} webhook rule(s) not exported: their secrets are never shown; add them again after importing")
-        return
-    skipped = 0
-    click.echo(f"# cronwheel export, {len(jobs)} active job(s); import with: cronwheel import-crontab FILE")
-    for job in jobs:
-        line, why = crontab.crontab_line(job)
-        if line is None:
-            skipped += 1
-            click.echo(f"# skipped {_job_label(job)}: {why} (use --json)")
-            continue
-        click.echo(f"# {_job_label(job)}")
-        click.echo(line)
-    if skipped:
-        render.emit_note(f"{skipped} job(s) have no crontab form: see the '# skipped' comments, or use --json")
+cli.add_command(export)
 
 
 @cli.command(context_settings=CONTEXT)

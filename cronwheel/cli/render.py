@@ -60,8 +60,8 @@ def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: 
 
 def emit_kv(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max((len(k) for k, _ in pairs), default=0)
-    for key, value in pairs:
-        click.echo(f"{(key + ':').ljust(width + 1)}  {'-' if value is None or value == '' else value}")
+    for key, value in pairs:  # an empty key continues the value above (one env variable a line)
+        click.echo(f"{(key + ':' if key else '').ljust(width + 1)}  {'-' if value is None or value == '' else value}")
 
 
 def emit_status(data: dict[str, Any]) -> None:
@@ -211,6 +211,12 @@ def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
 JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "TARGET")
 
 
+def _run_as(run_as: dict[str, Any] | None) -> str | None:
+    if not run_as:
+        return None
+    return run_as["user"] if run_as.get("group") is None else f"{run_as['user']}:{run_as['group']}"
+
+
 def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[str, Any]]:
     """``zone``: where to show the next run (the job's own zone, say); default this machine's."""
     retry = job.get("retryPolicy") or {}
@@ -224,6 +230,10 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Time zone", job.get("timezone")),
         ("Next run", fmt_both(job.get("nextRunAt"), zone)),
         ("Target", target_summary(job.get("target"), 200)),
+        ("Run as", _run_as(job.get("runAs"))),
+        ("Shell", job.get("shell")),
+        *[("Env" if i == 0 else "", f"{k}={v}") for i, (k, v) in enumerate((job.get("env") or {}).items())],
+        ("Stdin", None if job.get("stdin") is None else json.dumps(job["stdin"], ensure_ascii=False)[:200]),
         ("Payload", None if payload is None else json.dumps(payload)[:200]),
         ("Max attempts", retry.get("maxAttempts")),
         ("Backoff", f"{fmt_seconds(retry.get('initialBackoffSec'))} x{retry.get('multiplier', 2):g} up to {fmt_seconds(retry.get('maxBackoffSec'))}" if retry else None),

@@ -1,22 +1,30 @@
-"""crontab(5) files to job requests, and jobs back to crontab lines (``cronwheel
-import-crontab`` / ``cronwheel export``). Pure: no I/O, no clock.
+"""crontab(5) files to job requests (``cronwheel import-crontab``). Pure: no I/O, no clock.
 
-A user crontab line is five time fields and a command, or a macro and a command::
+Two formats. A user crontab (``crontab -l``) line is five time fields and a command, or a
+macro and a command; a system crontab (``/etc/crontab``, ``/etc/cron.d/*``) has the user to
+run as between the two::
 
-    # m h  dom mon dow  command
-    */5 *  *   *   *    /usr/local/bin/poll
-    @daily              /usr/local/bin/rotate --keep 7
+    # m h  dom mon dow  [user]  command
+    */5 *  *   *   *    root    /usr/local/bin/poll
+    @daily                      /usr/local/bin/rotate --keep 7
 
-Import is strict where cron would do something cronwheel cannot (huey's lenient parser that
-drops what it cannot read is what we avoid): an environment line (``MAILTO=…``, ``SHELL=…``),
-``@reboot``, and an unescaped ``%`` (cron's "rest of the line is standard input") are errors
-that name their line. ``\\%`` is a literal ``%``, as in cron. Cron's day-of-month/day-of-week
-rule (either matches when both are restricted) is also cronwheel's, so a line keeps its
-meaning.
+Environment lines mean what cron means by them, for the job lines below them: ``CRON_TZ=``
+and ``TZ=`` set the time zone the schedules are read in (``TZ`` is also in the commands'
+environment, as cron passes it on), ``SHELL=`` the shell that runs the commands, and every
+other assignment (``PATH=``, ``HOME=``, …) the commands' environment. ``MAILTO=`` is noted as
+not carried over: cronwheel does not mail output. In a command, the text after the first
+unescaped ``%`` is its standard input, a later ``%`` there is a newline, and ``\\%`` is a
+literal ``%`` (crontab(5)).
 
-Every entry gets an idempotency key derived from the file and the line's content (not its
-number), so importing the same file again creates nothing new, and adding a line above
-another does not duplicate it.
+A line that cannot be carried over (``@reboot``, a bad schedule, a zone that does not exist)
+is skipped with its line number and the reason, and the rest is imported; the caller decides
+whether anything skipped refuses the whole file (``--strict``).
+
+Every entry gets an idempotency key derived from the job it defines (schedule, zone, command,
+standard input, environment, shell, user), not from its line number or the file's path: the
+same file imported again creates nothing new, adding a line above another does not duplicate
+it, and a file written by ``cronwheel export --format crontab`` imports back to the jobs it
+came from.
 """
 
 from __future__ import annotations
@@ -24,38 +32,60 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core import schedule as sched
 
-#: the crontab(5) macros cronwheel runs; @reboot is not a time and is refused
+#: the crontab(5) macros cronwheel runs; @reboot is not a time and is skipped
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-_ENV_LINE = re.compile(r"""^["']?[A-Za-z_][A-Za-z0-9_]*["']?\s*=""")
+#: ``NAME = value``, the name optionally quoted (crontab(5)); anything else is a job line
+_ENV_LINE = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s="']+))\s*=(.*)$""")
+_VALID_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VALID_USER = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$")
 _FIVE_FIELDS = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(?:\s+(.*))?$")
 _MACRO_LINE = re.compile(r"^(@\S+)(?:\s+(.*))?$")
 _PROBE_JOB_ID = "jcrontab"
+#: the lines that set a zone; TZ also stays in the environment, as cron hands it to commands
+ZONE_NAMES = ("CRON_TZ", "TZ")
+#: the default zone: a job in it carries no ``timezone`` member
+UTC = "UTC"
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One job line of a crontab."""
+    """One job line of a crontab, with the settings of the lines above it."""
 
     line_no: int
     schedule: str  #: the five fields joined by single spaces, or the macro
-    command: str  #: as the shell will see it (``\\%`` unescaped)
+    command: str  #: as the shell will see it (up to the first unescaped ``%``, ``\\%`` unescaped)
     text: str  #: the line as written
+    timezone: str = UTC
+    env: tuple[tuple[str, str], ...] = ()
+    shell: str | None = None
+    stdin: str | None = None
+    user: str | None = None  #: a system crontab's user field
 
-    def request(self, timezone: str | None = None) -> dict[str, Any]:
+    def request(self) -> dict[str, Any]:
         """The ``POST /v1/jobs`` body for this line."""
         body: dict[str, Any] = {"schedule": self.schedule, "command": self.command}
-        if timezone and timezone != "UTC":
-            body["timezone"] = timezone
+        if self.timezone != UTC:
+            body["timezone"] = self.timezone
+        if self.env:
+            body["env"] = dict(self.env)
+        if self.shell is not None:
+            body["shell"] = self.shell
+        if self.stdin is not None:
+            body["stdin"] = self.stdin
+        if self.user is not None:
+            body["runAs"] = {"user": self.user}
         return body
 
 
 @dataclass(frozen=True)
 class LineError:
+    """A line skipped (or, for a note, a setting not carried over), and why."""
+
     line_no: int
     message: str
     text: str
@@ -64,36 +94,104 @@ class LineError:
         return f"line {self.line_no}: {self.message}"
 
 
-def parse_crontab(text: str, timezone: str = "UTC") -> tuple[list[Entry], list[LineError]]:
-    """Every job line and every error (all of them, so a user fixes a file in one pass).
-    Comments and blank lines are skipped. Schedules are validated in ``timezone``."""
-    entries: list[Entry] = []
-    errors: list[LineError] = []
+@dataclass
+class Parsed:
+    entries: list[Entry] = field(default_factory=list)
+    skipped: list[LineError] = field(default_factory=list)  #: lines that did not become jobs
+    notes: list[LineError] = field(default_factory=list)  #: settings cronwheel does not carry over
+
+
+@dataclass
+class _Settings:
+    """What the environment lines read so far say for the job lines below them."""
+
+    timezone: str
+    env: dict[str, str] = field(default_factory=dict)
+    shell: str | None = None
+    #: a setting that cannot be carried over makes the lines it governs wrong, not merely
+    #: different: they are skipped, naming it (name → why)
+    broken: dict[str, str] = field(default_factory=dict)
+
+
+def parse_crontab(text: str, timezone: str = UTC, *, system: bool = False) -> Parsed:
+    """Every job line, every skipped line and every note (all of them, so a user fixes a
+    file in one pass). ``timezone`` is the zone of the lines above any ``CRON_TZ``/``TZ``;
+    ``system``: the system format, with a user field. Comments and blank lines are skipped."""
+    out = Parsed()
+    settings = _Settings(timezone)
     for line_no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        assignment = _ENV_LINE.match(line)
+        if assignment is not None:
+            _assign(settings, line_no, raw, assignment, out)
+            continue
         try:
-            entries.append(_parse_line(line_no, line, raw, timezone))
+            out.entries.append(_parse_job(line_no, line, raw, settings, system))
         except ValueError as exc:
-            errors.append(LineError(line_no, str(exc), raw))
-    return entries, errors
+            out.skipped.append(LineError(line_no, str(exc), raw))
+    return out
 
 
-def _parse_line(line_no: int, line: str, raw: str, timezone: str) -> Entry:
-    if _ENV_LINE.match(line):
-        name = line.split("=", 1)[0].strip().strip("\"'")
-        raise ValueError(
-            f"environment setting {name}=… is not supported: cronwheel jobs do not inherit crontab "
-            f"variables; put it in the command ({name}=value command) or in the service's Environment="
-        )
+def _assign(settings: _Settings, line_no: int, raw: str, m: re.Match[str], out: Parsed) -> None:
+    name = next(g for g in m.groups()[:3] if g is not None)
+    value = _env_value(m.group(4))
+    where = f"{name}= on line {line_no}"
+    if name == "MAILTO":
+        if value:
+            out.notes.append(LineError(
+                line_no, f"MAILTO={value} is not carried over: cronwheel does not mail output; failed runs are "
+                "in `cronwheel history JOB`, the dead-letter queue and the event log", raw,
+            ))  # fmt: skip
+        return
+    if name in ZONE_NAMES:
+        settings.broken.pop("zone", None)
+        try:
+            sched.validate_timezone(value)
+        except ValueError as exc:
+            settings.broken["zone"] = f"its zone ({where}) cannot be used: {exc}"
+            out.skipped.append(LineError(line_no, f"{name}={value}: {exc}", raw))
+        else:
+            settings.timezone = value
+        if name == "CRON_TZ":
+            return
+    if name == "SHELL":
+        settings.broken.pop("shell", None)
+        if not value.startswith("/"):
+            settings.broken["shell"] = f"its shell ({where}) is not an absolute path"
+            out.skipped.append(LineError(line_no, f"SHELL={value} is not an absolute path (e.g. /bin/bash)", raw))
+        else:
+            settings.shell = value
+        return
+    if not _VALID_ENV_NAME.match(name) or name.startswith("CRONWHEEL_"):
+        why = "is reserved for the variables cronwheel sets" if name.startswith("CRONWHEEL_") else \
+            "is not a variable name cronwheel can set (letters, digits and _, not starting with a digit)"
+        out.skipped.append(LineError(line_no, f"{name} {why}; the jobs below run without it", raw))
+        return
+    if "\x00" in value:
+        out.skipped.append(LineError(line_no, f"{name} holds a NUL character; the jobs below run without it", raw))
+        return
+    settings.env[name] = value
+
+
+def _env_value(text: str) -> str:
+    """crontab(5): blanks around the value are dropped; quotes (single or double, matching)
+    keep the blanks inside them."""
+    value = text.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _parse_job(line_no: int, line: str, raw: str, settings: _Settings, system: bool) -> Entry:
     if line.startswith("@"):
         m = _MACRO_LINE.match(line)
         assert m is not None
-        macro, command = m.group(1).lower(), m.group(2)
+        macro, rest = m.group(1).lower(), m.group(2)
         if macro == "@reboot":
             raise ValueError(
-                "@reboot is not supported: cronwheel runs jobs at times, not at boot; "
+                "@reboot is not carried over: cronwheel runs jobs at times, not at boot; "
                 "use a systemd unit (a Type=oneshot service) for work at boot"
             )
         if macro not in MACROS:
@@ -103,55 +201,82 @@ def _parse_line(line_no: int, line: str, raw: str, timezone: str) -> Entry:
         m = _FIVE_FIELDS.match(line)
         if m is None:
             raise ValueError(f"expected five time fields and a command, got {len(line.split())} field(s)")
-        schedule, command = " ".join(m.groups()[:5]), m.group(6)
-    if not command or not command.strip():
-        raise ValueError(f"no command after the schedule {schedule!r}")
+        schedule, rest = " ".join(m.groups()[:5]), m.group(6)
+    user = None
+    if system:
+        words = (rest or "").split(None, 1)
+        user, rest = ([*words, "", ""])[:2]
+        if not user:
+            raise ValueError(f"no user after the schedule {schedule!r} (a system crontab line names the user to run as)")
+        if not _VALID_USER.match(user) or len(user) > 32:
+            raise ValueError(f"{user[:50]!r} is not a user name")
+    if not rest or not rest.strip():
+        raise ValueError(f"no command after the {'user' if system else 'schedule'} {user if system else schedule!r}")
+    for why in settings.broken.values():
+        raise ValueError(f"skipped because {why}")
     try:
-        sched.parse_schedule(schedule, _PROBE_JOB_ID, timezone)
+        sched.parse_schedule(schedule, _PROBE_JOB_ID, settings.timezone)
     except sched.ScheduleError as exc:
         raise ValueError(str(exc)) from None
-    return Entry(line_no, schedule, _unescape_percent(command.rstrip()), raw)
+    command, stdin = split_percent(rest)
+    if not command.strip():
+        raise ValueError("no command before the standard input ('%')")
+    return Entry(line_no, schedule, command.rstrip(), raw, settings.timezone, tuple(settings.env.items()),
+                 settings.shell, stdin, user)  # fmt: skip
 
 
-def _unescape_percent(command: str) -> str:
-    out = []
-    i = 0
-    while i < len(command):
-        c = command[i]
-        if c == "\\" and command[i + 1 : i + 2] == "%":
-            out.append("%")
+def split_percent(text: str) -> tuple[str, str | None]:
+    """A crontab command field as cron reads it: ``(command, standard input or None)``.
+
+    In the command, ``\\%`` is a literal ``%`` (the backslash goes) and the first unescaped
+    ``%`` ends it. In the standard input after it, an unescaped ``%`` is a newline and
+    ``\\%`` a literal ``%``; other backslashes are kept, and no newline is added (the
+    escapes are read exactly as cron's do_command.c reads them, which differ between the two
+    parts: in the command a backslash-pair is kept as it is)."""
+    cmd: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            cmd.append("%" if text[i + 1] == "%" else text[i : i + 2])
             i += 2
             continue
         if c == "%":
-            raise ValueError(
-                "an unescaped '%' in a crontab command starts its standard input, which cronwheel "
-                "does not support; write \\% for a literal %"
-            )
-        out.append(c)
+            break
+        cmd.append(c)
         i += 1
-    return "".join(out)
+    else:
+        return "".join(cmd), None
+    # cron's own loop: a backslash escapes the next character, a backslash included
+    stdin: list[str] = []
+    escaped = False
+    for c in text[i + 1 :]:
+        if escaped:
+            if c != "%":
+                stdin.append("\\")
+        elif c == "%":
+            c = "\n"
+        escaped = c == "\\"
+        if not escaped:
+            stdin.append(c)
+    if escaped:
+        stdin.append("\\")
+    return "".join(cmd), "".join(stdin)
 
 
-def idempotency_key(source: str, normalized: str, occurrence: int) -> str:
-    """Stable for the same file and line content; ``occurrence`` tells identical lines apart
-    (cron runs a line written twice twice)."""
-    digest = hashlib.sha256(f"{source}\n{normalized}\n{occurrence}".encode()).hexdigest()
+def idempotency_key(kind: str, canonical: str, occurrence: int) -> str:
+    """Stable for the same job; ``occurrence`` tells identical ones apart (cron runs a line
+    written twice twice)."""
+    digest = hashlib.sha256(f"{kind}\n{canonical}\n{occurrence}".encode()).hexdigest()
     return f"import-{digest[:40]}"
 
 
-def keyed(source: str, entries: list[Entry]) -> list[tuple[Entry, str]]:
-    """Each entry with its idempotency key."""
-    seen: dict[str, int] = {}
-    out = []
-    for e in entries:
-        normalized = f"{e.schedule}\t{e.command}"
-        n = seen.get(normalized, 0)
-        seen[normalized] = n + 1
-        out.append((e, idempotency_key(source, normalized, n)))
-    return out
+def keyed(entries: list[Entry]) -> list[tuple[Entry, str]]:
+    """Each entry with its idempotency key, derived from the job it defines."""
+    return [(e, key) for (_, key), e in zip(keyed_requests([e.request() for e in entries], "crontab"), entries, strict=True)]
 
 
-# ---------------------------------------------------------------- JSON (cronwheel export --json)
+# ---------------------------------------------------------------- JSON (cronwheel export --format json)
 
 
 def looks_like_json(text: str) -> bool:
@@ -169,7 +294,7 @@ def parse_json_requests(text: str) -> list[dict[str, Any]]:
     return data
 
 
-def keyed_requests(bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+def keyed_requests(bodies: list[dict[str, Any]], kind: str = "json") -> list[tuple[dict[str, Any], str]]:
     """Each body with a key derived from its content only: the same export imported twice,
     from wherever, creates each job once."""
     seen: dict[str, int] = {}
@@ -178,56 +303,5 @@ def keyed_requests(bodies: list[dict[str, Any]]) -> list[tuple[dict[str, Any], s
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         n = seen.get(canonical, 0)
         seen[canonical] = n + 1
-        out.append((body, idempotency_key("json", canonical, n)))
+        out.append((body, idempotency_key(kind, canonical, n)))
     return out
-
-
-# ---------------------------------------------------------------- export
-
-#: the members of a job (as the API shows it) that a request may carry back
-_REQUEST_FIELDS = (
-    "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec", "expectSuccessWithin",
-)
-
-
-def job_request(job: dict[str, Any]) -> dict[str, Any]:
-    """The ``POST /v1/jobs`` body that recreates ``job`` (an API job object): what
-    ``export --json`` writes and ``import-crontab`` reads back."""
-    body = {k: job[k] for k in _REQUEST_FIELDS if job.get(k) is not None}
-    if body.get("schedule") is not None:
-        body.pop("runAt", None)
-    if body.get("timezone") == "UTC":
-        del body["timezone"]
-    target = job.get("target") or {}
-    if "ping" not in target:  # a watched job is recreated by its window alone
-        body.update(target)
-    rules = [{k: v for k, v in r.items() if k != "ruleId"} for r in job.get("notify") or [] if r.get("via") != "webhook"]
-    if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
-        body["notify"] = rules
-    return body
-
-
-def unexported_rules(job: dict[str, Any]) -> int:
-    """Rules of ``job`` that ``job_request`` leaves out (webhooks: their secrets are hidden)."""
-    return sum(1 for r in job.get("notify") or [] if r.get("via") == "webhook")
-
-
-def crontab_line(job: dict[str, Any]) -> tuple[str | None, str | None]:
-    """``(line, None)`` for a job that a crontab can hold, else ``(None, why not)``."""
-    schedule = job.get("schedule")
-    command = (job.get("target") or {}).get("command")
-    if not schedule:
-        return None, "a one-off job (runAt) has no crontab form"
-    if command is None:
-        return None, "only command targets have a crontab form"
-    if (job.get("timezone") or "UTC") != "UTC":
-        return None, f"time zone {job['timezone']} needs an environment line, which import refuses"
-    if schedule.startswith("@"):
-        if schedule.lower() not in MACROS:
-            return None, f"{schedule.split()[0]} has no crontab form"
-    elif len(schedule.split()) != 5:
-        return None, "a 6-field (seconds) schedule has no crontab form"
-    if "\n" in command or "\r" in command:
-        return None, "a command with a newline has no crontab form"
-    return f"{' '.join(schedule.split())} {command.replace('%', chr(92) + '%')}", None

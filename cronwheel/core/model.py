@@ -133,6 +133,21 @@ class RetryPolicy:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class RunAs:
+    """The account a command runs as (a system crontab line's user field). ``group`` None:
+    the user's primary group. Honoured by local workers of a daemon running as root."""
+
+    user: str
+    group: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"user": self.user} if self.group is None else {"user": self.user, "group": self.group}
+
+    def __str__(self) -> str:
+        return self.user if self.group is None else f"{self.user}:{self.group}"
+
+
 DEFAULT_TENANT = "default"
 DEFAULT_LEASE_SEC = 60.0
 DEFAULT_TIMEOUT_SEC = 3600.0
@@ -164,6 +179,36 @@ class JobSpec:
     notify: tuple[Rule, ...] = ()
     #: the dead-man's switch: ``missed`` fires when this long passes without a success
     expect_success_within_ms: int | None = None
+    #: how a command's process is set up (crontab's environment lines, user field and ``%``):
+    #: variables added to its environment, ...
+    env: dict[str, str] = field(default_factory=dict)
+    run_as: RunAs | None = None  #: ... the account it runs as (None: the daemon's) ...
+    shell: str | None = None  #: ... the shell that runs it (None: /bin/sh) ...
+    stdin: str | None = None  #: ... and its standard input (None: the payload as JSON)
+
+    def process_json(self) -> dict[str, Any] | None:
+        """The process setup as stored and granted (``{env, runAs, shell, stdin}``, only
+        the members set), None when there is none: most jobs."""
+        out: dict[str, Any] = {}
+        if self.env:
+            out["env"] = self.env
+        if self.run_as is not None:
+            out["runAs"] = self.run_as.to_json()
+        if self.shell is not None:
+            out["shell"] = self.shell
+        if self.stdin is not None:
+            out["stdin"] = self.stdin
+        return out or None
+
+    def set_process(self, data: dict[str, Any] | None) -> None:
+        """The inverse of ``process_json`` (for rows read back from a store)."""
+        if not data:
+            return
+        self.env = dict(data.get("env") or {})
+        run_as = data.get("runAs")
+        self.run_as = None if run_as is None else RunAs(run_as["user"], run_as.get("group"))
+        self.shell = data.get("shell")
+        self.stdin = data.get("stdin")
 
 
 @dataclass(slots=True)
@@ -225,3 +270,5 @@ class Grant:
     target: dict[str, Any]
     payload: Any
     queue: str | None = None  #: set for executions claimed by remote workers
+    #: the job's process setup (``JobSpec.process_json``): env, runAs, shell, stdin; None: defaults
+    process: dict[str, Any] | None = None

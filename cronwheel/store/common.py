@@ -50,6 +50,12 @@ def dumps(value: Any) -> str:
     return "null" if value is None else _dumps(value)
 
 
+def process_text(spec: JobSpec) -> str | None:
+    """The stored form of a job's process setup: JSON, or NULL for a job that sets none."""
+    process = spec.process_json()
+    return None if process is None else _dumps(process)
+
+
 @functools.lru_cache(maxsize=4096)
 def retry_to_json(policy: RetryPolicy) -> str:
     return _dumps(policy.to_json())
@@ -171,10 +177,11 @@ class RowReader:
             overlap=OVERLAP[r[7]],
             misfire=MISFIRE[r[6]],
             jitter_sec=r[8],
-            notify=notify.stored_rules(self.decode(r[21])),
-            expect_success_within_ms=r[22],
+            notify=notify.stored_rules(self.decode(r[22])),
+            expect_success_within_ms=r[23],
         )
-        window = None if r[24] is None else Window(r[23], r[24], r[25])
+        spec.set_process(self.decode(r[21]) if r[21] is not None else None)
+        window = None if r[25] is None else Window(r[24], r[25], r[26])
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
                    created_at=r[19], updated_at=r[20], spec=spec, window=window)  # fmt: skip
 

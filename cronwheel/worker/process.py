@@ -12,7 +12,8 @@ What a run sees and how it ends:
 
 * ``{"command": text}``: ``/bin/sh -c text`` as the leader of its own session / process group,
   the payload as JSON (plus a newline) on stdin, stdout+stderr into one pipe of which the last
-  64 KiB are kept, ``CRONWHEEL_*`` variables in its environment. When the shell exits, whatever
+  64 KiB are kept, ``CRONWHEEL_*`` variables in its environment. The job's shell, runAs user,
+  env and stdin change that as ``launch.py`` describes. When the shell exits, whatever
   is left of its process group is killed: a job cannot leave processes behind.
 * ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: one aiohttp request, the
   payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds.
@@ -49,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
     PROTOCOL_VERSION,
@@ -237,6 +239,7 @@ class Worker:
         if self.api_url:
             env["CRONWHEEL_URL"] = self.api_url
         self._base_env = env
+        self._euid = os.geteuid()
 
     # ---------------------------------------------------------------- lifecycle
     async def run(self) -> int:
@@ -456,34 +459,37 @@ class Worker:
                 await asyncio.wait_for(self._beat_wake.wait(), None if nxt is None else max(0.0, nxt - loop.time()))
 
     # ---------------------------------------------------------------- targets
-    def _job_env(self, g: dict[str, Any]) -> dict[str, str]:
-        env = dict(self._base_env)
-        env.update(
-            CRONWHEEL_JOB_ID=g["job_id"],
-            CRONWHEEL_EXECUTION_ID=g["execution_id"],
-            CRONWHEEL_LEASE_EPOCH=str(g["lease_epoch"]),
-            CRONWHEEL_ATTEMPT=str(g["attempt"]),
-            CRONWHEEL_SCHEDULED_AT=rfc3339_ms(g["scheduled_at"]),
-            CRONWHEEL_WORKER_ID=self.worker_id,
-        )
-        return env
+    def _run_env(self, g: dict[str, Any]) -> dict[str, str]:
+        """The variables every run sees, which a job's own env never overrides."""
+        return {
+            "CRONWHEEL_JOB_ID": g["job_id"],
+            "CRONWHEEL_EXECUTION_ID": g["execution_id"],
+            "CRONWHEEL_LEASE_EPOCH": str(g["lease_epoch"]),
+            "CRONWHEEL_ATTEMPT": str(g["attempt"]),
+            "CRONWHEEL_SCHEDULED_AT": rfc3339_ms(g["scheduled_at"]),
+            "CRONWHEEL_WORKER_ID": self.worker_id,
+        }
 
     async def _run_shell(self, run: _Run, command: str) -> _Result:
         g = run.grant
         loop = asyncio.get_running_loop()
         timeout = float(g["timeout_sec"])
+        try:
+            launch = plan_launch(command, g.get("process"), self._base_env, self._run_env(g), self._euid)
+        except LaunchError as exc:
+            return _Result("failed", error=str(exc))
         out_r, out_w = os.pipe()  # ours, not asyncio's: we close it whatever the job does
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", command,
+                *launch.argv,
                 stdin=asyncio.subprocess.PIPE, stdout=out_w, stderr=out_w,
-                env=self._job_env(g), start_new_session=True,
+                env=launch.env, start_new_session=True, **launch.popen,
             )
         except BaseException as exc:
             os.close(out_r)
             os.close(out_w)
             if isinstance(exc, OSError):
-                return _Result("failed", error=f"cannot start /bin/sh: {exc}")
+                return _Result("failed", error=f"cannot start {launch.argv[0]}: {exc}")
             raise
         os.close(out_w)
         run.pgid = proc.pid
@@ -509,7 +515,10 @@ class Worker:
 
         os.set_blocking(out_r, False)
         loop.add_reader(out_r, on_readable)
-        feeder = loop.create_task(self._feed_stdin(proc, g.get("payload")))
+        stdin_bytes = launch.stdin
+        if stdin_bytes is None:
+            stdin_bytes = json.dumps(g.get("payload"), ensure_ascii=False).encode() + b"\n"
+        feeder = loop.create_task(self._feed_stdin(proc, stdin_bytes))
         timed_out = False
         try:
             try:
@@ -552,12 +561,12 @@ class Worker:
         return _Result("failed", code, error, output)
 
     @staticmethod
-    async def _feed_stdin(proc: asyncio.subprocess.Process, payload: Any) -> None:
+    async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
         stdin = proc.stdin
         if stdin is None:
             return
         try:
-            stdin.write(json.dumps(payload, ensure_ascii=False).encode() + b"\n")
+            stdin.write(data)
             await stdin.drain()
         except (BrokenPipeError, ConnectionResetError):  # the command does not read stdin
             pass

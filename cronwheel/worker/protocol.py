@@ -99,8 +99,9 @@ def encode_frame(frame: dict[str, Any]) -> bytes:
 
 
 def grant_to_wire(grant: Grant) -> dict[str, Any]:
-    """The wire form of a ``Grant`` (plain msgpack types)."""
-    return {
+    """The wire form of a ``Grant`` (plain msgpack types). ``process`` (the job's env, runAs,
+    shell, stdin) is sent only when the job sets one: most grants stay as small as before."""
+    wire = {
         "execution_id": grant.execution_id,
         "job_id": grant.job_id,
         "tenant": grant.tenant,
@@ -114,6 +115,9 @@ def grant_to_wire(grant: Grant) -> dict[str, Any]:
         "target": grant.target,
         "payload": grant.payload,
     }
+    if grant.process is not None:
+        wire["process"] = grant.process
+    return wire
 
 
 # {"t": "grant", "grants": [...]} up to the array header: fixmap(2), "t", "grant", "grants"
@@ -384,6 +388,11 @@ def _check_grant(g: Any, depth: int) -> None:
         raise TypeError("target must be a map")
     _check_json(target, depth + 1)
     _check_json(g.get("payload"), depth + 1)
+    process = g.get("process")
+    if process is not None:
+        if not isinstance(process, dict):
+            raise TypeError("process must be a map")
+        _check_json(process, depth + 1)
 
 
 def _check_hello(f: dict[str, Any]) -> None:

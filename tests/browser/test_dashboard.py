@@ -164,6 +164,27 @@ def test_hostile_names_commands_and_output_stay_text(daemon: Daemon, browser: An
     assert_no_dialog(browser)
 
 
+def test_the_job_page_shows_user_shell_environment_and_input_as_text(daemon: Daemon, browser: Any) -> None:
+    job_id = daemon.add_job({
+        "schedule": "0 0 1 1 *", "command": "cat", "runAs": {"user": "nobody"}, "shell": "/bin/bash",
+        "env": {"PATH": "/usr/bin:/bin", "HOSTILE": HOSTILE_OUTPUT}, "stdin": f"line 1\n{HOSTILE_NAME}\n",
+    })["jobId"]  # fmt: skip
+    open_dashboard(browser, daemon, f"#/jobs/{job_id}")
+    until(browser, lambda d: text_of(d, "h1.job-title") == job_id, what="the job's page")
+    shown = {dt.text: dd for dt, dd in zip(browser.find_elements(By.CSS_SELECTOR, "dl.def dt"),
+                                           browser.find_elements(By.CSS_SELECTOR, "dl.def dd"), strict=True)}  # fmt: skip
+    assert shown["Run as"].text == "nobody"
+    assert shown["Shell"].text == "/bin/bash"
+    assert [li.text for li in shown["Environment"].find_elements(By.CSS_SELECTOR, "li")] == [
+        "PATH=/usr/bin:/bin", f"HOSTILE={HOSTILE_OUTPUT}",
+    ]
+    assert shown["Standard input"].text == f"line 1\n{HOSTILE_NAME}"
+    assert browser.execute_script("return document.querySelectorAll('main img, main b, main script').length") == 0
+    screenshot(browser, "job-process-setup")
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
 def test_pause_and_resume_a_job_by_clicking(daemon: Daemon, browser: Any) -> None:
     job_id = daemon.add_job({"schedule": "*/5 * * * *", "python": NOOP, "name": "nightly-report"})["jobId"]
     daemon.add_job({"schedule": "*/7 * * * *", "python": NOOP, "name": "bystander"})

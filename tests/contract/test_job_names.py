@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy
+from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy, RunAs
 from cronwheel.store.base import CreateOutcome, Store, UpdateOutcome
 from cronwheel.store.common import SUPERSEDED
 from tests.contract.conftest import (
@@ -101,6 +101,19 @@ def test_update_replaces_the_definition_and_keeps_id_and_history(store: Store) -
     # the execution already queued runs the new definition
     grant = start(store, execution_id(nj.job_id, T0), T0 + 2 * SEC)
     assert (grant.target, grant.payload, grant.timeout_sec) == ({"command": "echo new"}, {"v": 2}, 5)
+
+
+def test_update_sets_and_clears_the_process_setup(store: Store) -> None:
+    nj = new_job(target={"command": "cat"}, env={"A": "1"}, shell="/bin/bash")
+    create(store, nj)
+    spec = replace(nj.spec, env={"A": "1", "B": "2"}, run_as=RunAs("nobody"), shell=None, stdin="in")
+    assert store.update_job(nj.job_id, spec, None, False, T0).outcome is UpdateOutcome.UPDATED
+    job = store.get_job(nj.job_id)
+    assert job is not None and job.spec == spec
+    cleared = replace(spec, env={}, run_as=None, stdin=None)
+    assert store.update_job(nj.job_id, cleared, None, False, T0).outcome is UpdateOutcome.UPDATED
+    job = store.get_job(nj.job_id)
+    assert job is not None and (job.spec.env, job.spec.run_as, job.spec.shell, job.spec.stdin) == ({}, None, None, None)
 
 
 def test_rescheduling_cancels_ticks_claimed_ahead_but_not_due_ones(store: Store) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy
+from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy, RunAs
 from cronwheel.store.base import (
     Completion,
     CreateOutcome,
     LeaseVerdict,
     Outcome,
+    StartRequest,
     Store,
     StoreError,
 )
@@ -55,6 +56,33 @@ def test_create_and_get_round_trips_every_field(store: Store) -> None:
     assert job.created_at == job.updated_at == T0
     assert job.spec == nj.spec
     assert job.tenant == "acme"
+
+
+def test_the_process_setup_round_trips_and_is_granted(store: Store) -> None:
+    """env, runAs, shell and stdin (a crontab's settings, user field and %) are kept as given
+    and handed to the worker with every start; a job without them is granted none."""
+    env = {"PATH": "/usr/local/bin:/usr/bin", "GREETING": "  hé \"quoted\" ", "EMPTY": ""}
+    nj = one_off(T0, target={"command": "cat"}, env=env, run_as=RunAs("www-data", "adm"), shell="/bin/bash",
+                 stdin="Dear Ann,\n\n50% done\n")  # fmt: skip
+    plain = one_off(T0, target={"command": "true"})
+    create(store, nj, plain)
+    job = store.get_job(nj.job_id)
+    assert job is not None and job.spec == nj.spec
+    assert (job.spec.env, job.spec.run_as, job.spec.shell, job.spec.stdin) == (
+        env, RunAs("www-data", "adm"), "/bin/bash", "Dear Ann,\n\n50% done\n")
+    bare = store.get_job(plain.job_id)
+    assert bare is not None and (bare.spec.env, bare.spec.run_as, bare.spec.shell, bare.spec.stdin) == ({}, None, None, None)
+    claim_all(store, T0)
+    grants = {g.job_id: g for g in store.start_executions(
+        [StartRequest(ex.execution_id, "w1") for ex in store.ready_executions(T0, 10)], T0)}  # fmt: skip
+    assert grants[nj.job_id].process == {
+        "env": env, "runAs": {"user": "www-data", "group": "adm"}, "shell": "/bin/bash", "stdin": "Dear Ann,\n\n50% done\n",
+    }
+    assert grants[plain.job_id].process is None
+    only_user = one_off(T0, target={"command": "id"}, run_as=RunAs("nobody"))
+    create(store, only_user)
+    got = store.get_job(only_user.job_id)
+    assert got is not None and got.spec.run_as == RunAs("nobody", None) and got.spec.env == {}
 
 
 def test_one_off_job_round_trips(store: Store) -> None:

@@ -29,9 +29,9 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     dry = daemon.cli("import-crontab", "--dry-run", str(src))
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == [
-        "line 2: 0 3 * * *  /usr/local/bin/backup --full",
-        'line 3: */15 * * * *  echo "tick $(date +%s)"',
-        "line 4: @weekly  tidy --older-than 30d",
+        "line 2: 0 3 * * *  /usr/local/bin/backup --full", "    zone: UTC",
+        'line 3: */15 * * * *  echo "tick $(date +%s)"', "    zone: UTC",
+        "line 4: @weekly  tidy --older-than 30d", "    zone: UTC",
     ]
     assert "3 job(s) would be imported" in dry.stderr
     assert jobs(daemon) == []
@@ -76,10 +76,10 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     # into the same daemon: the named job is refused, naming its namesake (names are unique)
     holder = next(j["jobId"] for j in jobs(daemon) if j["name"] == "pinger")
     res = daemon.cli("import", str(dump))
-    assert res.returncode == 1 and "3 job(s) created, 0 already there, 1 refused" in res.stderr, res.stderr
+    assert res.returncode == 1 and "3 job(s) created, 0 already there, 1 job(s) skipped" in res.stderr, res.stderr
     assert holder in res.stderr
     res = daemon.cli("import", str(dump))
-    assert "0 job(s) created, 3 already there, 1 refused" in res.stderr
+    assert "0 job(s) created, 3 already there, 1 job(s) skipped" in res.stderr
     assert len(jobs(daemon)) == 7
     # into another daemon: everything, the name too
     other = make_daemon("other")
@@ -89,15 +89,18 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     assert copy["retryPolicy"]["maxAttempts"] == 7 and copy["timezone"] == "Europe/Paris"
 
 
-def test_a_bad_crontab_imports_nothing_and_names_each_line(daemon: Daemon, tmp_path: Path) -> None:
+def test_a_bad_line_is_skipped_and_named_and_the_rest_imported(daemon: Daemon, tmp_path: Path) -> None:
     src = tmp_path / "bad.crontab"
     src.write_text("MAILTO=root\n0 * * * * fine\n@reboot /usr/bin/start\n")
+    res = daemon.cli("import-crontab", "--strict", str(src))
+    assert res.returncode == 1 and "nothing was imported" in res.stderr
+    assert jobs(daemon) == []
     res = daemon.cli("import-crontab", str(src))
     assert res.returncode == 1
-    assert f"{src}:1: environment setting MAILTO=" in res.stderr
-    assert f"{src}:3: @reboot is not supported" in res.stderr
-    assert "nothing was imported" in res.stderr
-    assert jobs(daemon) == []
+    assert f"{src}:1: MAILTO=root is not carried over" in res.stderr
+    assert f"{src}:3: @reboot is not carried over" in res.stderr
+    assert "1 job(s) created, 0 already there, 1 line(s) skipped" in res.stderr
+    assert [j["target"]["command"] for j in jobs(daemon)] == ["fine"]
     res = daemon.cli("import-crontab", "-", input="@hourly from-stdin\n")
     assert res.returncode == 0 and "1 job(s) created" in res.stderr
     res = daemon.cli("import-crontab", "-", input="@hourly from-stdin\n")

@@ -93,9 +93,17 @@ def test_claim_long_poll_answers_empty_then_wakes_on_a_new_execution(daemon: Dae
     [g] = r.json()["executions"]
     assert g["jobId"] == job["jobId"] and g["leaseEpoch"] == 1 and g["attempt"] == 1
     assert g["queue"] == "poll" and g["payload"] == [1] and g["leaseSec"] == 5
+    assert g["env"] == {}
     done = daemon.post(f"/v1/executions/{g['executionId']}/complete",
                        {"workerId": "w", "leaseEpoch": 1, "outcome": "succeeded"})  # fmt: skip
     assert done.status == 200 and done.json()["status"] == "SUCCEEDED"
+
+
+def test_a_queue_jobs_env_goes_to_its_remote_worker(daemon: Daemon) -> None:
+    job = daemon.add_job({"schedule": "+0s", "queue": "envq", "env": {"REGION": "eu-west", "EMPTY": ""}})
+    r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["envq"], "max": 1, "waitSec": 10})
+    [g] = r.json()["executions"]
+    assert g["jobId"] == job["jobId"] and g["env"] == {"REGION": "eu-west", "EMPTY": ""}
 
 
 def test_killed_remote_worker_loses_its_lease_to_another(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:

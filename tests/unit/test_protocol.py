@@ -117,6 +117,18 @@ def test_grant_to_wire_decodes_as_a_grant_frame() -> None:
     assert g["priority"] == 0 and g["lease_epoch"] == 5 and g["target"] == {"command": "echo hi"}
 
 
+def test_a_process_setup_travels_with_its_grant_and_only_then() -> None:
+    """Additive: a grant carries ``process`` (env, runAs, shell, stdin) only when its job sets
+    one, so a worker that predates it reads every other grant exactly as before."""
+    process = {"env": {"PATH": "/opt/bin"}, "runAs": {"user": "nobody"}, "shell": "/bin/bash", "stdin": "a\nb"}
+    g = Grant(execution_id="j1:1", job_id="j1", tenant="t", priority=Priority.DEFAULT, scheduled_at=1, attempt=1,
+              lease_epoch=1, lease_until=2, lease_sec=60.0, timeout_sec=60.0, target={"command": "cat"}, payload=None,
+              process=process)  # fmt: skip
+    [frame] = FrameDecoder(accept=DAEMON_TO_WORKER).feed(encode_grant_frames([pack_grant(grant_to_wire(g))])[0])
+    assert frame["grants"][0]["process"] == process
+    assert "process" not in wire_grant()
+
+
 def test_grants_are_batched_under_the_frame_limit() -> None:
     packed = [pack_grant(wire_grant(execution_id=f"j:{i}", payload="p" * 60_000)) for i in range(60)]
     frames = encode_grant_frames(packed)
@@ -151,6 +163,8 @@ def test_encode_refuses_a_frame_over_the_limit() -> None:
         {"payload": {1: "int key"}},
         {"payload": float("nan")},
         {"target": "not a map"},
+        {"process": "not a map"},
+        {"process": {"stdin": b"bytes"}},
         {"lease_epoch": True},
         {"lease_sec": 0},
         {"execution_id": ""},

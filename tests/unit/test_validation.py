@@ -276,3 +276,60 @@ def test_job_and_execution_json() -> None:
     assert execution_to_json(ex, with_output=True)["output"] == "out"
     pending = Execution("jabc:1", "jabc", "default", Priority.DEFAULT, 1, ExecStatus.PENDING)
     assert execution_to_json(pending)["lagMs"] is None and execution_to_json(pending)["startedAt"] is None
+
+
+# ---------------------------------------------------------------- process setup (env, runAs, shell, stdin)
+
+
+def test_process_fields_parse_and_show() -> None:
+    spec = parse({**BASE, "env": {"PATH": "/opt/bin", "EMPTY": "", "UNICODE": "é ✓"}, "runAs": {"user": "www-data", "group": "adm"},
+                  "shell": "/bin/bash", "stdin": "line 1\nline 2\n"})  # fmt: skip
+    assert spec.env == {"PATH": "/opt/bin", "EMPTY": "", "UNICODE": "é ✓"}
+    assert (spec.run_as is not None and spec.run_as.user, spec.run_as and spec.run_as.group) == ("www-data", "adm")
+    assert (spec.shell, spec.stdin) == ("/bin/bash", "line 1\nline 2\n")
+    shown = job_to_json(Job("j1", 0, JobStatus.ACTIVE, NOW, NOW, NOW, spec))
+    assert (shown["env"], shown["runAs"], shown["shell"], shown["stdin"]) == (
+        spec.env, {"user": "www-data", "group": "adm"}, "/bin/bash", "line 1\nline 2\n")
+    plain = job_to_json(Job("j2", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse(BASE)))
+    assert (plain["env"], plain["runAs"], plain["shell"], plain["stdin"]) == ({}, None, None, None)
+    # a queue target's env goes to its remote workers; null members count as absent
+    queued = parse({"schedule": "@hourly", "queue": "q", "env": {"A": "1"}, "shell": None})
+    assert queued.env == {"A": "1"} and queued.shell is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "status", "field", "words"),
+    [
+        ({"env": []}, 422, "env", "must be an object"),
+        ({"env": {"1A": "x"}}, 422, "env.1A", "not a valid variable name"),
+        ({"env": {"A-B": "x"}}, 422, "env.A-B", "not a valid variable name"),
+        ({"env": {"": "x"}}, 422, "env.", "not a valid variable name"),
+        ({"env": {"A" * 129: "x"}}, 422, "env." + "A" * 128, "at most 128 characters"),
+        ({"env": {"CRONWHEEL_JOB_ID": "x"}}, 422, "env.CRONWHEEL_JOB_ID", "reserved"),
+        ({"env": {"A": 1}}, 422, "env.A", "must be a string"),
+        ({"env": {"A": "a\x00b"}}, 422, "env.A", "NUL"),
+        ({"env": {"A": "\ud800"}}, 422, "env.A", "valid Unicode"),
+        ({"env": {f"V{i}": "x" for i in range(101)}}, 422, "env", "at most 100 variables"),
+        ({"env": {f"V{i}": "x" * 1000 for i in range(40)}}, 413, "env", "the limit is 32768 bytes"),
+        ({"runAs": "root"}, 422, "runAs", "must be an object"),
+        ({"runAs": {}}, 422, "runAs.user", "runAs.user is required"),
+        ({"runAs": {"user": "ro ot"}}, 422, "runAs.user", "user name"),
+        ({"runAs": {"user": "u" * 33}}, 422, "runAs.user", "1 to 32"),
+        ({"runAs": {"user": "ann", "group": "-x"}}, 422, "runAs.group", "group name"),
+        ({"runAs": {"user": "ann", "uid": 0}}, 422, "runAs.uid", "unknown field"),
+        ({"shell": "bash"}, 422, "shell", "absolute path"),
+        ({"shell": "/bin/ba\x00sh"}, 422, "shell", "absolute path"),
+        ({"shell": 5}, 422, "shell", "must be a string"),
+        ({"stdin": "x" * (64 * 1024 + 1)}, 413, "stdin", "the limit is 65536 bytes"),
+        ({"stdin": "\udfff"}, 422, "stdin", "valid Unicode"),
+        ({"http": {"url": "https://x.test/"}, "command": None, "env": {"A": "1"}}, 422, "env", "command and queue targets only"),
+        ({"python": "m:f", "command": None, "stdin": "x"}, 422, "stdin", "command targets only"),
+        ({"queue": "q", "command": None, "runAs": {"user": "ann"}}, 422, "runAs", "command targets only"),
+    ],
+)
+def test_bad_process_fields_name_the_field(extra: dict[str, Any], status: int, field: str, words: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        parse({**BASE, **extra})
+    err = exc.value
+    assert (err.status, err.field) == (status, field), err.detail
+    assert words in err.detail, err.detail

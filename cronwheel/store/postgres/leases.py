@@ -52,11 +52,11 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         r = by_id.get(eid)
         if r is None:
             continue
-        _, _, lease_sec, timeout_sec, target, payload = defs[eid]
+        _, _, lease_sec, timeout_sec, target, payload, process = defs[eid]
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                            lease_sec, timeout_sec, target, payload, r[8]))  # fmt: skip
+                            lease_sec, timeout_sec, target, payload, r[8], process))  # fmt: skip
     outbox.after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
     return grants
 

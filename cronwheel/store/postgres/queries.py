@@ -21,7 +21,7 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
+    d.created_at, d.updated_at, d.process, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
@@ -79,13 +79,13 @@ SELECT * FROM unnest(
 
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, notify, expect_ms)
+                             lease_sec, created_at, updated_at, process, notify, expect_ms)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
-       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.notify::json, u.expect_ms
+       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.notify::json, u.expect_ms
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
-            %(lease_sec)s::float8[], %(notify)s::text[], %(expect_ms)s::int8[])
-     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, notify, expect_ms)
+            %(lease_sec)s::float8[], %(process)s::text[], %(notify)s::text[], %(expect_ms)s::int8[])
+     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process, notify, expect_ms)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """
@@ -136,7 +136,7 @@ WHERE id = %(id)s
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = %(name)s, run_at = %(run_at)s, target = %(target)s::json,
        payload = %(payload)s::json, retry = %(retry)s::json, timeout_sec = %(timeout_sec)s,
-       lease_sec = %(lease_sec)s, updated_at = %(now)s
+       lease_sec = %(lease_sec)s, updated_at = %(now)s, process = %(process)s::json
 WHERE job_id = %(id)s
 """
 
@@ -340,7 +340,7 @@ FOR UPDATE SKIP LOCKED
 #: The locking subquery cannot be flattened, so it stays a per-id probe; ids come sorted, so
 #: concurrent starters lock in one order.
 START_CANDIDATES = """
-SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload
+SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload, d.process
 FROM unnest(%(ids)s::text[]) AS i (execution_id)
 CROSS JOIN LATERAL (
     SELECT x.execution_id, x.job_id FROM executions AS x

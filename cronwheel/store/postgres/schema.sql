@@ -60,6 +60,7 @@ CREATE TABLE job_definitions (
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
+    process     JSON,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
     notify      JSON NOT NULL DEFAULT '[]',  -- the job's own notification rules
     expect_ms   BIGINT CHECK (expect_ms IS NULL OR expect_ms > 0)  -- expectSuccessWithin
 );

@@ -83,7 +83,7 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, retry_to_json, short
+from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, process_text, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.postgres import claim as claiming
@@ -412,6 +412,7 @@ class PostgresStore(NotificationMethods, Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    process_text(spec),
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
                 if spec.notify or spec.expect_success_within_ms is not None:
@@ -477,6 +478,7 @@ class PostgresStore(NotificationMethods, Store):
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
                 "payload": dumps(spec.payload), "retry": retry_to_json(retry),
                 "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
+                "process": process_text(spec),
             })  # fmt: skip
             after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
@@ -891,7 +893,7 @@ class PostgresStore(NotificationMethods, Store):
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
                "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
-_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "notify",
-               "expect_ms")
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
+               "notify", "expect_ms")
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
 _NAME_FIELDS = ("tenant", "name", "job_id")

@@ -28,7 +28,7 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
+    d.created_at, d.updated_at, d.process, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
@@ -54,8 +54,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, notify, expect_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             lease_sec, created_at, updated_at, process, notify, expect_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 SELECT_IDEMPOTENCY_KEY = """
@@ -97,7 +97,7 @@ WHERE id = ?1
 
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = ?2, run_at = ?3, target = ?4, payload = ?5, retry = ?6,
-                           timeout_sec = ?7, lease_sec = ?8, updated_at = ?9
+                           timeout_sec = ?7, lease_sec = ?8, updated_at = ?9, process = ?10
 WHERE job_id = ?1
 """
 
@@ -269,7 +269,8 @@ RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_e
           (SELECT d.lease_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.payload FROM job_definitions AS d WHERE d.job_id = executions.job_id)
+          (SELECT d.payload FROM job_definitions AS d WHERE d.job_id = executions.job_id),
+          (SELECT d.process FROM job_definitions AS d WHERE d.job_id = executions.job_id)
 """
 
 HEARTBEAT = """

@@ -59,6 +59,7 @@ CREATE TABLE job_definitions (
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
+    process     TEXT,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
     notify      TEXT NOT NULL DEFAULT '[]',  -- the job's own notification rules
     expect_ms   INTEGER CHECK (expect_ms IS NULL OR expect_ms > 0)  -- expectSuccessWithin
 );

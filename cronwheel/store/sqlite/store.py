@@ -55,7 +55,15 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, JsonMemo, dumps, retry_to_json, short
+from cronwheel.store.common import (
+    PRIORITY,
+    SUPERSEDED,
+    JsonMemo,
+    dumps,
+    process_text,
+    retry_to_json,
+    short,
+)
 from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.outbox import Sql, after_create, after_starts, after_update
 from cronwheel.store.sqlite import claim as claiming
@@ -296,6 +304,7 @@ class SqliteStore(NotificationMethods, Store):
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
+                    process_text(spec),
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
                 if spec.notify or spec.expect_success_within_ms is not None:
@@ -360,7 +369,7 @@ class SqliteStore(NotificationMethods, Store):
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms,
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
             ))  # fmt: skip
             after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
@@ -581,11 +590,12 @@ class SqliteStore(NotificationMethods, Store):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload = r[9:13]
+            lease_sec, timeout_sec, target, payload, process = r[9:14]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8]))  # fmt: skip
+                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8],
+                                None if process is None else parsed(process)))  # fmt: skip
         after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
         return grants
 

@@ -438,6 +438,18 @@ function duration(ex) {
   return Date.parse(ex.finishedAt) - Date.parse(ex.startedAt);
 }
 
+// How the command's process is set up (crontab's user field, SHELL=, NAME=value lines and %):
+// shown only when the job sets it, every value as text.
+function processRows(j) {
+  const rows = [];
+  if (j.runAs) rows.push(["Run as", h("code", {}, j.runAs.group ? `${j.runAs.user}:${j.runAs.group}` : j.runAs.user)]);
+  if (j.shell) rows.push(["Shell", h("code", {}, j.shell)]);
+  const env = Object.entries(j.env || {});
+  if (env.length) rows.push(["Environment", h("ul", { class: "env" }, env.map(([k, v]) => h("li", {}, h("code", {}, `${k}=${v}`))))]);
+  if (j.stdin !== null && j.stdin !== undefined) rows.push(["Standard input", h("pre", { class: "stdin" }, j.stdin === "" ? "(empty)" : j.stdin)]);
+  return rows;
+}
+
 const jobView = {
   title: (route) => `Job ${route.jobId}`,
   shell: (route) => [h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", route.jobId)],
@@ -463,6 +475,7 @@ const jobView = {
       ["Target", h("code", { class: "target" }, targetText(j.target))], ["Next run", time(j.nextRunAt)],
       ["Retries", `${retry.maxAttempts} attempts, backoff ${retry.initialBackoffSec} s × ${retry.multiplier} up to ${retry.maxBackoffSec} s`],
       ["Timeout", j.timeoutSec ? `${j.timeoutSec} s` : "none"], ["Priority", j.priority],
+      ...processRows(j),
     ];
     if (j.window) def.push(["Expect success", `within ${j.expectSuccessWithin}; next deadline ${when(j.window.deadline)}`]);
     if (j.notify && j.notify.length) def.push(["Notify", j.notify.map(ruleText).join("; ")]);

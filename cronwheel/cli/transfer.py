@@ -1,0 +1,245 @@
+"""``cronwheel import-crontab`` (alias ``import``) and ``cronwheel export``: jobs in from crontab
+files and ``export`` files, and out again."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cronwheel.cli import render
+from cronwheel.cli.client import ApiError
+from cronwheel.core import crontab
+from cronwheel.core import schedule as sched
+from cronwheel.core.crontab_export import export_crontab, job_label, job_request, unexported_rules
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: jobs per POST /v1/jobs/batch of an import
+IMPORT_BATCH = 500
+
+
+def system_format_path(path: Path) -> bool:
+    """Files cron reads in the system format (with a user field): /etc/crontab and the files
+    of a cron.d directory (also a copy of one, kept under a directory named cron.d)."""
+    return (path.name == "crontab" and path.parent.name == "etc") or path.parent.name == "cron.d"
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One job to create: where it comes from (``line 7``), its body and idempotency key."""
+
+    where: str
+    line_no: int | None
+    body: dict[str, Any]
+    key: str
+
+
+@click.command("import-crontab", context_settings=CONTEXT)
+@click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
+@click.option("--dry-run", is_flag=True, help="Show, line by line, the job each line would become; create nothing.")
+@click.option("--tz", metavar="ZONE", help="Zone of the lines above any CRON_TZ=/TZ= line. [default UTC]")
+@click.option("--system/--user", "system", default=None,
+              help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files]")
+@click.option("--strict", is_flag=True, help="All or nothing: if any line cannot be carried over, import none.")
+@click.option("--json", "as_json", is_flag=True, help="Print one object per line as a JSON array: {where, line, jobId, created} or {where, line, skipped}.")
+@click.pass_obj
+def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: bool | None, strict: bool, as_json: bool) -> None:
+    """Create a job for each line of a crontab file (FILE, or - for standard input).
+
+    FILE holds crontab(5) lines: five time fields or a macro (@hourly, @daily, @weekly,
+    @monthly, @yearly), then (system format) the user to run as, then the command. Lines
+    keep what cron gives them: CRON_TZ= and TZ= set the zone of the lines below, SHELL= their
+    shell, other NAME=value lines their environment, and a % in a command starts its standard
+    input. A line that cannot be carried over (@reboot, a user that does not exist) is
+    skipped with its line number and reason, the rest is imported, and the exit status is 1.
+    MAILTO= is reported as not carried over. A file written by `cronwheel export --format
+    json` is accepted too.
+
+    Each job's idempotency key comes from what it defines (schedule, zone, command, input,
+    environment, shell, user), so importing the same file again, or an exported copy of it,
+    creates nothing new:
+
+    \b
+      crontab -l > my.crontab && cronwheel import-crontab --dry-run my.crontab
+      cronwheel import-crontab my.crontab
+      cronwheel import-crontab /etc/cron.d/certbot      # system format: runs as its user
+    """
+    if tz:
+        try:
+            sched.validate_timezone(tz)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--tz'") from None
+    text = file.read()
+    name = getattr(file, "name", "-")
+    name = "-" if name == "<stdin>" else name
+    skipped: list[dict[str, Any]] = []  # {where, line, skipped}
+
+    def skip(line_no: int | None, where: str, reason: str) -> None:
+        skipped.append({"where": where, "line": line_no, "skipped": reason})
+        if not as_json:
+            render.emit_error(f"{name}:{line_no}: {reason}" if line_no else f"{name}: {where}: {reason}")
+
+    from_json = crontab.looks_like_json(text)
+    if from_json:
+        try:
+            bodies = crontab.parse_json_requests(text)
+        except ValueError as exc:
+            render.emit_error(f"{name}: {exc}")
+            sys.exit(1)
+        plans = [_Plan(f"job {i + 1}", None, body, key) for i, (body, key) in enumerate(crontab.keyed_requests(bodies))]
+        notes: list[crontab.LineError] = []
+    else:
+        if system is None:
+            path = Path(name)  # as given (a link in cron.d counts) or where it leads
+            system = name != "-" and (system_format_path(path.absolute()) or system_format_path(path.resolve()))
+        parsed = crontab.parse_crontab(text, tz or crontab.UTC, system=system)
+        for err in parsed.skipped:
+            skip(err.line_no, f"line {err.line_no}", err.message)
+        notes = parsed.notes
+        for note in notes:
+            render.emit_note(f"{name}:{note.line_no}: {note.message}")
+        if strict and (parsed.skipped or notes):
+            render.emit_note(f"--strict: {len(parsed.skipped) + len(notes)} line(s) cannot be carried over: nothing was imported")
+            sys.exit(1)
+        plans = [_Plan(f"line {e.line_no}", e.line_no, e.request(), key) for e, key in crontab.keyed(parsed.entries)]
+    if dry_run:
+        _show_plan(plans, skipped, as_json)
+        render.emit_note(f"{len(plans)} job(s) would be imported" + (f", {len(skipped)} line(s) skipped" if skipped else "")
+                         + " (dry run: nothing was created; users are checked by the daemon at import)")
+        sys.exit(1 if skipped else 0)
+
+    results: list[dict[str, Any]] = []
+
+    def report(plan: _Plan, job_id: str, replayed: bool) -> None:
+        results.append({"where": plan.where, "line": plan.line_no, "jobId": job_id, "created": not replayed})
+        if not as_json:
+            click.echo(f"{plan.where}: {'already imported as' if replayed else 'created'} {job_id}")
+
+    for plan, outcome in _create(app, plans, name, strict):
+        if isinstance(outcome, str):
+            skip(plan.line_no, plan.where, outcome)
+        else:
+            report(plan, *outcome)
+    if as_json:
+        render.emit_json(sorted(results + skipped, key=lambda r: r["line"] or 0))
+    new = sum(r["created"] for r in results)
+    summary = f"{new} job(s) created, {len(results) - new} already there"
+    if skipped:
+        unit = "job(s)" if from_json else "line(s)"
+        summary += f", {len(skipped)} {unit} skipped (listed above" + (")" if as_json else ", with their reasons)")
+    if notes:
+        summary += f"; {len(notes)} setting(s) not carried over"
+    render.emit_note(summary)
+    if skipped:
+        sys.exit(1)
+
+
+def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        rows = [{"where": p.where, "line": p.line_no, "job": p.body, "idempotencyKey": p.key} for p in plans]
+        render.emit_json(sorted(rows + skipped, key=lambda r: r["line"] or 0))
+        return
+    for p in plans:
+        b = p.body
+        when = b.get("schedule") or b.get("runAt")
+        what = b.get("command") or render.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
+        click.echo(f"{p.where}: {when}  {what}")
+        details = [("zone", b.get("timezone") or "UTC")]
+        if b.get("runAs"):
+            details.append(("user", b["runAs"]["user"]))
+        if b.get("shell"):
+            details.append(("shell", b["shell"]))
+        details += [("env", f"{k}={v}") for k, v in (b.get("env") or {}).items()]
+        if b.get("stdin") is not None:
+            details.append(("stdin", json.dumps(b["stdin"], ensure_ascii=False)))
+        for key, value in details:
+            click.echo(f"    {key}: {value}")
+
+
+def _create(app: Any, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:
+    """Each plan with ``(job id, replayed)`` or the daemon's reason for refusing it: one
+    request and one commit per IMPORT_BATCH jobs; line by line if a batch is refused as a
+    whole (a runAs user that does not exist, a target the token may not use), except with
+    ``strict``, where that refusal ends the import (the daemon validates a batch whole before
+    it creates any of its jobs)."""
+    out: list[tuple[_Plan, tuple[str, bool] | str]] = []
+    for start in range(0, len(plans), IMPORT_BATCH):
+        chunk = plans[start : start + IMPORT_BATCH]
+        try:
+            answers = app.client.create_jobs([(p.body, p.key) for p in chunk])
+        except ApiError as exc:
+            if strict:
+                render.emit_error(f"{name}: {exc.detail}")
+                render.emit_note(f"--strict: {'nothing' if start == 0 else f'only the first {start} job(s)'} imported")
+                sys.exit(1)
+            answers = None
+        if answers is not None:
+            for p, res in zip(chunk, answers, strict=True):
+                if res.get("status") in (200, 201):
+                    out.append((p, (str(res["jobId"]), res["status"] == 200)))
+                else:
+                    out.append((p, str(res.get("detail") or res.get("code"))))
+            continue
+        for p in chunk:
+            try:
+                created = app.client.create_job(p.body, p.key)
+            except ApiError as exc:
+                out.append((p, exc.detail))
+                continue
+            out.append((p, (created.body["jobId"], created.replayed)))
+    return out
+
+
+# ---------------------------------------------------------------- export
+
+
+def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
+    done = export_crontab(jobs, system=system)
+    kind = "system crontab (with a user field)" if system else "crontab"
+    flag = " --system" if system else ""
+    click.echo(f"# cronwheel export, {len(jobs)} active job(s) as a {kind}; import with: cronwheel import-crontab{flag} FILE")
+    for job, why in done.skipped:
+        click.echo(f"# skipped {job_label(job)}: {why}")
+    for line in done.lines:
+        click.echo(line)
+    if done.skipped:
+        render.emit_note(f"{len(done.skipped)} job(s) have no crontab form: see the '# skipped' comments, or use --format json")
+
+
+def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
+    render.emit_json([job_request(j) for j in jobs])
+    hooks = sum(unexported_rules(j) for j in jobs)
+    if hooks:
+        render.emit_note(f"{hooks} webhook rule(s) not exported: their secrets are never shown; add them again after importing")
+
+
+#: ``export --format NAME``: each writes the given jobs to standard output
+EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
+    "crontab": _export_crontab,
+    "json": _export_json,
+}
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="crontab", show_default=True,
+              help="crontab: what a crontab can hold; json: everything, for `cronwheel import`.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
+@click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
+@click.pass_obj
+def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
+    """Print the active jobs as a crontab (or JSON).
+
+    The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),
+    environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
+    same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
+    targets, a user without --system) are listed as comments. --format json keeps everything
+    a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
+    cancelled and completed jobs are not exported.
+    """
+    jobs = list(app.client.iter_jobs("active"))
+    EXPORT_FORMATS["json" if as_json else fmt](jobs, system)
