@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from cronwheel.api import beyondcron as bc
 from cronwheel.api import dashboard, ops
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
@@ -436,6 +437,69 @@ async def set_tenant_notify(request: web.Request) -> web.Response:
     return _json({"tenant": name, "notify": [r.to_json(redact=True) for r in rules]})
 
 
+async def backfill_job(request: web.Request) -> web.Response:
+    service = _service(request)
+    start, end, dry = bc.parse_backfill_body(await _body(request), service.now_ms())
+    result = await service.backfill(request.match_info["jobId"], start, end, dry, await _tenant(request))
+    return _json(result, 200 if dry else 202)
+
+
+async def cancel_backfill(request: web.Request) -> web.Response:
+    n = await _service(request).cancel_backfill(request.match_info["jobId"], await _tenant(request))
+    return _json({"jobId": request.match_info["jobId"], "cancelled": n})
+
+
+async def set_chain(request: web.Request) -> web.Response:
+    on_success, on_failure = bc.parse_chain_body(await _body(request))
+    job = await _service(request).set_chain(request.match_info["jobId"], on_success, on_failure, await _tenant(request))
+    return _json(v.job_to_json(job))
+
+
+async def upcoming(request: web.Request) -> web.Response:
+    service = _service(request)
+    count, after = bc.parse_upcoming_query(request.query.get("count"), request.query.get("from"), service.now_ms())
+    return _json(await service.upcoming(request.match_info["jobId"], count, after, await _tenant(request)))
+
+
+# ---------------------------------------------------------------- calendars
+
+
+async def _calendar_tenant(request: web.Request) -> str:
+    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+    tenant = await _tenant(request)
+    if tenant is not None:
+        return tenant
+    asked = request.query.get("tenant")
+    if asked is not None and not valid_tenant_name(asked):
+        raise Problem(400, "invalid_field", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
+    return asked or DEFAULT_TENANT
+
+
+async def list_calendars(request: web.Request) -> web.Response:
+    tenant = await _tenant(request)
+    if tenant is None and "tenant" in request.query:
+        tenant = await _calendar_tenant(request)
+    cals = await _service(request).list_calendars(tenant)
+    return _json({"calendars": [bc.calendar_to_json(c) for c in cals]})
+
+
+async def get_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    return _json(bc.calendar_to_json(await _service(request).get_calendar(name, await _calendar_tenant(request))))
+
+
+async def put_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"], creating=True)
+    cal = bc.parse_calendar_body(name, await _body(request), await _calendar_tenant(request))
+    return _json(bc.calendar_to_json(await _service(request).put_calendar(cal)))
+
+
+async def delete_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    await _service(request).delete_calendar(name, await _calendar_tenant(request))
+    return web.Response(status=204)
+
+
 # ---------------------------------------------------------------- executions
 
 
@@ -622,6 +686,14 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/ping", ping_job),
     ("GET", "/v1/notifications", list_notifications),
     ("POST", "/v1/notifications/{notificationId}/replay", replay_notification),
+    ("POST", "/v1/jobs/{jobId}/backfill", backfill_job),
+    ("DELETE", "/v1/jobs/{jobId}/backfill", cancel_backfill),
+    ("PUT", "/v1/jobs/{jobId}/chain", set_chain),
+    ("GET", "/v1/jobs/{jobId}/upcoming", upcoming),
+    ("GET", "/v1/calendars", list_calendars),
+    ("GET", "/v1/calendars/{name}", get_calendar),
+    ("PUT", "/v1/calendars/{name}", put_calendar),
+    ("DELETE", "/v1/calendars/{name}", delete_calendar),
     ("GET", "/v1/executions/{executionId}", get_execution),
     ("POST", "/v1/workers/claim", claim),
     ("POST", "/v1/executions/{executionId}/heartbeat", heartbeat),
@@ -677,7 +749,8 @@ ACCESS: dict[Callable[..., Any], Access] = {
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, list_dead, replay_dead, purge_dead, herd, list_notifications,
-         replay_notification),
+         replay_notification, backfill_job, cancel_backfill, set_chain, upcoming, list_calendars, get_calendar,
+         put_calendar, delete_calendar),
         Access.MANAGE,
     ),
 }

@@ -18,6 +18,9 @@ from urllib.parse import urlsplit
 
 from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import MAX_JOB_CALENDARS
+from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
+from cronwheel.core.chains import MAX_CHILDREN
 from cronwheel.core.deadman import overdue
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
@@ -77,7 +80,7 @@ JOB_FIELDS = frozenset(
         "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
         "notify", "expectSuccessWithin",
-        *PROCESS_FIELDS,
+        "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
     }
 )
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
@@ -96,6 +99,8 @@ _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$")
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
+#: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 _MAX_INSTANT_MS = 253_402_300_800_000 - 100 * 365 * 86_400_000  # ~ year 9900
 
 
@@ -265,8 +270,54 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         spec.overlap = OverlapPolicy(_choice("overlap", data["overlap"], tuple(p.value for p in OverlapPolicy)))
     if "misfire" in data:
         spec.misfire = MisfirePolicy(_choice("misfire", data["misfire"], tuple(p.value for p in MisfirePolicy)))
+    parse_beyond_cron_fields(data, spec)
     _parse_process(data, spec)
     return spec
+
+
+def parse_beyond_cron_fields(data: dict[str, Any], spec: JobSpec) -> None:
+    """calendars, activeFrom/activeUntil, onSuccess/onFailure (scheduling beyond cron)."""
+    if "calendars" in data:
+        names = _string_list("calendars", data["calendars"], MAX_JOB_CALENDARS)
+        for i, name in enumerate(names):
+            if not CALENDAR_NAME_RE.fullmatch(name):
+                raise _bad(f"calendars[{i}]", f"calendars[{i}]: {name[:80]!r} is not a calendar name")
+        spec.calendars = tuple(dict.fromkeys(names))
+    for field in ("activeFrom", "activeUntil"):
+        if field in data:
+            if spec.schedule is None:
+                raise _bad(field, f"{field} bounds a recurring schedule; a one-off job (runAt) has none")
+            text = _string(field, data[field])
+            try:
+                at = sched.parse_instant(text.strip())
+            except ValueError as exc:
+                raise _bad(field, f"{field}: {exc}") from None
+            if not 0 <= at < _MAX_INSTANT_MS:
+                raise _bad(field, f"{field}: {text.strip()!r} is outside 1970..9899")
+            if field == "activeFrom":
+                spec.active_from = at
+            else:
+                spec.active_until = at
+    if spec.active_from is not None and spec.active_until is not None and spec.active_until < spec.active_from:
+        raise _bad("activeUntil", "activeUntil must not be before activeFrom")
+    for field in ("onSuccess", "onFailure"):
+        if field in data:
+            ids = _string_list(field, data[field], MAX_CHILDREN)
+            for i, jid in enumerate(ids):
+                if not JOB_ID_RE.fullmatch(jid):
+                    raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
+            if field == "onSuccess":
+                spec.on_success = tuple(dict.fromkeys(ids))
+            else:
+                spec.on_failure = tuple(dict.fromkeys(ids))
+
+
+def _string_list(field: str, value: Any, most: int) -> list[str]:
+    if not isinstance(value, list):
+        raise _bad(field, f"{field} must be an array of strings, not {_type_name(value)}")
+    if len(value) > most:
+        raise _bad(field, f"{field} holds at most {most} entries, not {len(value)}")
+    return [_string(f"{field}[{i}]", item) for i, item in enumerate(value)]
 
 
 # ---------------------------------------------------------------- process setup
@@ -384,6 +435,11 @@ def job_body(job: Job) -> dict[str, Any]:
     process = spec.process_json()
     if process is not None:
         body.update(process)
+    for key, value in (("calendars", list(spec.calendars)), ("activeFrom", iso_ms(spec.active_from)),
+                       ("activeUntil", iso_ms(spec.active_until)), ("onSuccess", list(spec.on_success)),
+                       ("onFailure", list(spec.on_failure))):  # fmt: skip
+        if value:
+            body[key] = value
     if spec.expect_success_within_ms is not None:
         body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
     if "ping" in spec.target:  # a watched job: its window alone makes it one again
@@ -462,7 +518,7 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
         if once_at is None:
             raise _bad("schedule", f"schedule: {text!r} never fires", status=400, code="invalid_schedule")
         return None, once_at
-    if parsed.next_after(now_ms) is None:
+    if parsed.kind != "never" and parsed.next_after(now_ms) is None:
         raise _bad("schedule", f"schedule: {text!r} never fires after now", status=400, code="invalid_schedule")
     return text, None
 
@@ -628,6 +684,7 @@ def grant_to_json(g: Grant) -> dict[str, Any]:
         "timeoutSec": g.timeout_sec,
         "payload": g.payload,
         "env": (g.process or {}).get("env") or {},
+        "context": g.context,
     }
 
 
@@ -787,6 +844,11 @@ def job_to_json(job: Job, now_ms: int | None = None) -> dict[str, Any]:
         "runAs": None if spec.run_as is None else spec.run_as.to_json(),
         "shell": spec.shell,
         "stdin": spec.stdin,
+        "calendars": list(spec.calendars),
+        "activeFrom": iso_ms(spec.active_from),
+        "activeUntil": iso_ms(spec.active_until),
+        "onSuccess": list(spec.on_success),
+        "onFailure": list(spec.on_failure),
         "bucketId": job.bucket_id,
         "createdAt": iso_ms(job.created_at),
         "updatedAt": iso_ms(job.updated_at),
@@ -816,6 +878,7 @@ def execution_to_json(execution: Execution, with_output: bool = False) -> dict[s
         "error": e.error,
         "reason": e.reason,
         "queue": e.queue,
+        "context": e.context,
     }
     if with_output:
         data["output"] = e.output

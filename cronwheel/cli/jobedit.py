@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import render
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
@@ -196,6 +197,7 @@ def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, s
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
 @definition_options
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
+@beyond.job_options
 @click.pass_obj
 def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
     """Change a job in place (JOB: its id or name): it keeps its id and its history.
@@ -214,6 +216,7 @@ def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_js
     if schedule is not None:
         patch.update(when_body(schedule, opts["tz"]))
     patch.update(definition_body(cmd, target_required=False, **opts))
+    patch.update(beyond.job_fields(app.client))
     if not patch:
         raise click.UsageError("nothing to change: give --schedule, a command after `--`, or an option of `add`")
     current = app.client.resolve_job(job)

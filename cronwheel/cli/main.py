@@ -21,6 +21,7 @@ import click
 
 from cronwheel import __version__
 from cronwheel.api.validation import looks_like_instant
+from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import render
 from cronwheel.cli.admin import local_admin_token, tenant, token
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
@@ -172,6 +173,7 @@ def _job_label(job: dict[str, Any]) -> str:
 @definition_options
 @click.option("--idempotency-key", metavar="KEY", help="Submitting twice with the same key creates one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId, nextRunAt} as JSON.")
+@beyond.job_options
 @pass_cli
 def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | None, as_json: bool, **opts: Any) -> None:
     """Register a job.
@@ -198,6 +200,7 @@ def add(app: Cli, schedule: str, cmd: tuple[str, ...], idempotency_key: str | No
     body = when_body(schedule, opts["tz"])
     body.update(definition_body(cmd, target_required=True, **opts))
     name, tz = opts["name"], opts["tz"]
+    body.update(beyond.job_fields(app.client))
     created = app.client.create_job(body, idempotency_key)
     if as_json:
         render.emit_json({"jobId": created.body["jobId"], "nextRunAt": created.body.get("nextRunAt")})
@@ -306,6 +309,9 @@ def next_(app: Cli, what: str, count: int, tz: str | None, from_: str | None, as
             if at_text:
                 at = sched.parse_instant(at_text)
                 fires = [at] if at > start else []
+        if job and (job.get("calendars") or job.get("activeFrom") or job.get("activeUntil")) and not tz:
+            fires = beyond.upcoming_for_next(app.client, job, count, start)
+            parsed = None
         if parsed is not None:
             t = start
             for _ in range(count):
@@ -837,6 +843,9 @@ cli.add_command(tenant)
 cli.add_command(ping)
 cli.add_command(watch)
 cli.add_command(notifications)
+cli.add_command(beyond.calendar)
+cli.add_command(beyond.backfill)
+cli.add_command(beyond.chain)
 cli.add_command(token)
 
 

@@ -22,7 +22,8 @@ from cronwheel.core.crontab import MACROS, UTC, split_percent
 #: the members of a job (as the API shows it) that a request may carry back
 _REQUEST_FIELDS = (
     "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec", "env", "runAs", "shell", "stdin", "expectSuccessWithin",
+    "priority", "overlap", "misfire", "jitterSec", "env", "runAs", "shell", "stdin", "activeFrom",
+    "activeUntil", "expectSuccessWithin",
 )  # fmt: skip
 
 
@@ -30,6 +31,9 @@ def job_request(job: dict[str, Any]) -> dict[str, Any]:
     """The ``POST /v1/jobs`` body that recreates ``job`` (an API job object): what
     ``export --format json`` writes and ``import`` reads back."""
     body = {k: job[k] for k in _REQUEST_FIELDS if job.get(k) is not None}
+    if job.get("calendars"):  # by name: the importing daemon needs calendars of those names
+        body["calendars"] = job["calendars"]
+    # chains (onSuccess/onFailure) name job ids of this daemon: not exported
     if body.get("schedule") is not None:
         body.pop("runAt", None)
     if body.get("timezone") == UTC:

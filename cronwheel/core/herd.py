@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import Exclusions, bounded
 
 __all__ = ["HerdJob", "count_ticks", "herd_summary", "top_of_hour_suggestion"]
 
@@ -36,6 +37,14 @@ class HerdJob:
     schedule: str | None  #: None: a one-off job (counted at ``next_run_at``)
     timezone: str = "UTC"
     next_run_at: int | None = None
+    #: what excludes some of its ticks (calendars); such a job is counted on its own
+    exclusions: Exclusions | None = None
+    active_from: int | None = None
+    active_until: int | None = None
+
+    @property
+    def restricted(self) -> bool:
+        return self.exclusions is not None or self.active_from is not None or self.active_until is not None
 
 
 @dataclass(slots=True)
@@ -81,6 +90,20 @@ def _group_ticks(schedule: sched.Schedule, start_s: int, window_s: int) -> Seque
     return ticks
 
 
+def _restricted_ticks(job: HerdJob, start_s: int, window_s: int) -> list[int]:
+    """Second offsets of a job whose calendars or active window remove some of its ticks."""
+    parsed = sched.parse_schedule(job.schedule or "", job.job_id, job.timezone or "UTC")
+    next_tick = bounded(parsed.next_after, job.active_from, job.active_until)
+    end_ms = (start_s + window_s) * 1000
+    ticks: list[int] = []
+    t = next_tick(start_s * 1000 - 1)
+    while t is not None and t < end_ms and len(ticks) < window_s:
+        if job.exclusions is None or job.exclusions.reason(t) is None:
+            ticks.append(t // 1000 - start_s)
+        t = next_tick(t)
+    return ticks
+
+
 def count_ticks(
     jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600
 ) -> tuple[list[int], list[_Group], dict[str, int]]:
@@ -95,6 +118,7 @@ def count_ticks(
     once = 0
     once_ticks: dict[int, int] = {}
     per_job: list[HerdJob] = []
+    restricted: list[HerdJob] = []  # observe calendars or an active window: counted one by one
     seen = skipped = 0
     for item in jobs:
         job = _as_job(item)
@@ -105,6 +129,9 @@ def count_ticks(
                 k = at // 1000 - start_s
                 once_ticks[k] = once_ticks.get(k, 0) + 1
                 once += 1
+            continue
+        if job.restricted:
+            restricted.append(job)
             continue
         text = job.schedule
         low = text.strip().lower()
@@ -142,6 +169,16 @@ def count_ticks(
         for k in ticks:
             counts[k] += n
         groups.append(_Group(labels, ticks))
+    for job in restricted:
+        try:
+            ticks = _restricted_ticks(job, start_s, window_s)
+        except sched.ScheduleError:
+            skipped += 1
+            continue
+        for k in ticks:
+            counts[k] += 1
+        if ticks:
+            groups.append(_Group({job.schedule or "": 1}, ticks))
     if once:
         for k, n in once_ticks.items():
             counts[k] += n

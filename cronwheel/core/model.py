@@ -10,7 +10,7 @@ Execution state machine (docs/state-machine.md has the diagram)::
        │                 │  ├──fail, attempts spent──▶ DEAD ──replay──▶ PENDING
        │                 │  └──lease expired / worker lost: counts as a failure
        └── claim         └──cancel──▶ CANCELLED
-    SKIPPED: a tick recorded but deliberately not run (overlap=forbid, misfire=skip)
+    SKIPPED: a tick recorded but deliberately not run (overlap=forbid, misfire=skip, calendar)
 """
 
 from __future__ import annotations
@@ -179,6 +179,12 @@ class JobSpec:
     notify: tuple[Rule, ...] = ()
     #: the dead-man's switch: ``missed`` fires when this long passes without a success
     expect_success_within_ms: int | None = None
+    calendars: tuple[str, ...] = ()  #: names of the tenant's calendars whose exclusions apply
+    active_from: int | None = None  #: no tick before this instant (ms)
+    active_until: int | None = None  #: no tick after this instant (ms); the job then completes
+    #: jobs (ids, same tenant) triggered when an execution of this one ends so, after its retries
+    on_success: tuple[str, ...] = ()
+    on_failure: tuple[str, ...] = ()
     #: how a command's process is set up (crontab's environment lines, user field and ``%``):
     #: variables added to its environment, ...
     env: dict[str, str] = field(default_factory=dict)
@@ -251,6 +257,9 @@ class Execution:
     #: a queue target's name: the execution waits for a remote worker (``claim_for_worker``),
     #: local dispatch never takes it
     queue: str | None = None
+    #: what made this execution, when not the job's own schedule: ``{"backfill": true}`` or
+    #: the chain parent ``{"parent": {"executionId", "jobId", "scheduledAt", "outcome"}}``
+    context: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -272,3 +281,4 @@ class Grant:
     queue: str | None = None  #: set for executions claimed by remote workers
     #: the job's process setup (``JobSpec.process_json``): env, runAs, shell, stdin; None: defaults
     process: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None  #: see ``Execution.context``

@@ -51,6 +51,7 @@ from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse
 from cronwheel.core.ids import stable_hash
 
 __all__ = [
+    "TRIGGERED",
     "Schedule",
     "ScheduleError",
     "cache_clear",
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 _SEC = timedelta(seconds=1)
+#: the schedule of a job that has no ticks of its own: it runs when triggered (by hand, by a
+#: chain, by a backfill never: it has no ticks to fill)
+TRIGGERED = "@triggered"
 #: evaluations are answered for instants in [year 2, year 9900); beyond, "never again"
 _MIN_S = int(datetime(2, 1, 1, tzinfo=UTC).timestamp())
 _MAX_S = int(datetime(9900, 1, 1, tzinfo=UTC).timestamp())
@@ -83,7 +87,7 @@ class Schedule:
 
     text: str  #: as given by the user
     timezone: str  #: IANA name
-    kind: str  #: "cron" | "every" | "once"
+    kind: str  #: "cron" | "every" | "once" | "never" (``@triggered``)
     job_id: str = ""
     #: cron: the concrete 6-field expression handed to cronsim (H expanded, names resolved);
     #: every: ``@every <n>s``; once: the RFC 3339 instant
@@ -101,6 +105,8 @@ class Schedule:
         if self.kind == "every":
             k = (after_ms - self.anchor_ms) // self.interval_ms + 1
             return self.anchor_ms + k * self.interval_ms
+        if self.kind == "never":
+            return None
         return self.run_at_ms if after_ms < self.run_at_ms else None
 
 
@@ -142,7 +148,7 @@ def cache_clear() -> None:
     _cron_next.cache_clear()
 
 
-_MACRO_LIST = ", ".join([*MACROS, "@every <interval>"])
+_MACRO_LIST = ", ".join([*MACROS, "@every <interval>", TRIGGERED])
 
 
 @lru_cache(maxsize=1 << 17)
@@ -161,6 +167,10 @@ def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
         arg = rest[0].strip() if rest else ""
         if name == "@every":
             return _parse_every(text, arg, job_id, timezone)
+        if name == TRIGGERED:
+            if arg:
+                raise ScheduleError(f"{name} takes no arguments, got {arg!r}")
+            return Schedule(text=text, timezone=timezone, kind="never", job_id=job_id, expression=TRIGGERED)
         if name not in MACROS:
             raise ScheduleError(f"unknown macro {name!r}; expected one of {_MACRO_LIST}")
         if arg:

@@ -401,9 +401,19 @@ class Dispatcher:
         await self._after_completions(results)
         return results
 
+    def _add_triggered(self, results: Sequence[CompletionResult]) -> None:
+        """Chain children a final outcome triggered (committed with it): queue them here."""
+        for res in results:
+            if res.triggered:
+                for ex in res.triggered:
+                    self.events.emit("chain.triggered", executionId=ex.execution_id, jobId=ex.job_id,
+                                     parentExecutionId=res.execution_id, outcome=res.status)  # fmt: skip
+                self.add(res.triggered)
+
     async def _after_completions(self, results: Sequence[CompletionResult]) -> None:
         if self.on_outcomes is not None and results:
             self.on_outcomes()
+        self._add_triggered(results)
         need = [r for r in results if r.verdict is LeaseVerdict.OK and r.status is ExecStatus.RETRY_WAIT]
         if not need:
             return

@@ -14,9 +14,11 @@ from typing import Any
 
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import bounded
 from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
+from cronwheel.engine.beyondcron import BeyondCronMixin
 from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.dispatcher import Dispatcher
@@ -81,7 +83,7 @@ class NodeConfig:
     mail: MailConfig | None = None  #: how email notifications are sent (None: they fail, and say why)
 
 
-class Node(TenancyMixin, NotifyServiceMixin):
+class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
     def __init__(
         self,
         config: NodeConfig,
@@ -319,7 +321,8 @@ class Node(TenancyMixin, NotifyServiceMixin):
     ) -> CreateResult:
         job_id = new_job_id()
         now = self.clock.now_ms()
-        next_run_at = self._first_run(job_id, spec, now)
+        next_run_at = self.first_run(job_id, spec, now)
+        await self.check_references([spec])
         max_jobs = self.admit_submission(spec)  # 429 when the tenant's bucket is empty
         (result,) = await self._submit([NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)])
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
@@ -334,10 +337,12 @@ class Node(TenancyMixin, NotifyServiceMixin):
         if current is None:
             raise NotFound(f"no job {job_id!r}")
         old = current.spec
-        reschedule = (spec.schedule, spec.run_at, spec.timezone) != (old.schedule, old.run_at, old.timezone)
+        when = (spec.schedule, spec.run_at, spec.timezone, spec.active_from, spec.active_until)
+        reschedule = when != (old.schedule, old.run_at, old.timezone, old.active_from, old.active_until)
         now = self.clock.now_ms()
-        next_run_at = self._first_run(job_id, spec, now) if reschedule else None
-        result = await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
+        next_run_at = self.first_run(job_id, spec, now) if reschedule else None
+        await self.check_references([spec], unchanged_from=old)
+        result = await self.update_in_store(job_id, spec, next_run_at, reschedule, now, tenant)
         if result.outcome is UpdateOutcome.NOT_FOUND:
             raise NotFound(f"no job {job_id!r}")
         if result.outcome is UpdateOutcome.CANCELLED:
@@ -369,9 +374,10 @@ class Node(TenancyMixin, NotifyServiceMixin):
         for i, (spec, _, _) in enumerate(items):
             job_id = new_job_id()
             try:
-                firsts.append((job_id, self._first_run(job_id, spec, now)))
+                firsts.append((job_id, self.first_run(job_id, spec, now)))
             except ServiceError as exc:
                 raise ServiceError(f"jobs[{i}]: {exc}", field=f"jobs[{i}].schedule") from exc
+        await self.check_references([spec for spec, _, _ in items])
         max_jobs = self.admit_submission(items[0][0], len(items))
         results = await self._submit([
             NewJob(job_id, spec, next_run_at, key, digest, max_jobs)
@@ -422,17 +428,6 @@ class Node(TenancyMixin, NotifyServiceMixin):
                 )
                 self.scheduler.job_scheduled(new.job_id, new.next_run_at)
         return results
-
-    def _first_run(self, job_id: str, spec: JobSpec, now: int) -> int | None:
-        if spec.schedule is None:
-            return spec.run_at  # None: a ping job, never scheduled here
-        try:
-            nxt = sched.next_fire(spec.schedule, job_id, spec.timezone, now)
-        except sched.ScheduleError as exc:
-            raise ServiceError(str(exc), field="schedule") from exc
-        if nxt is None:
-            raise ServiceError(f"schedule never fires: {spec.schedule!r}", field="schedule")
-        return nxt
 
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
         return await self._read(lambda s: s.get_job(job_id, tenant))
@@ -485,7 +480,9 @@ class Node(TenancyMixin, NotifyServiceMixin):
         if current.spec.schedule is None:
             nxt = current.next_run_at  # a one-off keeps its instant (overdue: runs at once)
         else:
-            nxt = sched.next_fire(current.spec.schedule, job_id, current.spec.timezone, now)
+            spec = current.spec
+            nxt = bounded(sched.parse_schedule(spec.schedule, job_id, spec.timezone).next_after,
+                          spec.active_from, spec.active_until)(now)  # fmt: skip
         job = await self._write(
             lambda s: s.set_job_status(job_id, [JobStatus.PAUSED, JobStatus.ACTIVE], JobStatus.ACTIVE, now, nxt, tenant)
         )
@@ -612,11 +609,14 @@ class Node(TenancyMixin, NotifyServiceMixin):
         coming ``window_s`` (core/herd.py). Pages through the reader store, yielding between
         pages, and counts in a thread so the loop stays responsive."""
         page_size = 1_000
+        calendars = await self.calendars_by_tenant(tenant)
         jobs: list[herd.HerdJob] = []
         after: str | None = None
         while True:
             page = await self._read(lambda s, cursor=after: s.list_jobs(tenant, JobStatus.ACTIVE, page_size, cursor))
-            jobs.extend(herd.HerdJob(j.id, j.spec.schedule, j.spec.timezone, j.next_run_at) for j in page)
+            jobs.extend(herd.HerdJob(j.id, j.spec.schedule, j.spec.timezone, j.next_run_at,
+                                     self.herd_exclusions(j, calendars), j.spec.active_from, j.spec.active_until)
+                        for j in page)  # fmt: skip
             if len(page) < page_size:
                 break
             after = page[-1].id

@@ -8,9 +8,10 @@ tenant's objects behave as absent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import Notification, NotificationStatus, Rule
 from cronwheel.core.tenants import ApiToken, Role, Tenant
@@ -113,6 +114,37 @@ class SchedulerService(Protocol):
 
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
 
+    # ---- calendars, backfill, chains (engine/beyondcron.py)
+    async def list_calendars(self, tenant: str | None = None) -> list[Calendar]: ...
+
+    async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
+        """NotFound when the tenant (None: the default tenant) has no such calendar."""
+
+    async def put_calendar(self, calendar: Calendar) -> Calendar:
+        """Create or replace; claims from the next one on apply it."""
+
+    async def delete_calendar(self, name: str, tenant: str | None = None) -> None:
+        """NotFound; Conflict while an ACTIVE or PAUSED job observes it."""
+
+    async def backfill(
+        self, job_ref: str, from_ms: int, to_ms: int, dry_run: bool = False, tenant: str | None = None
+    ) -> dict[str, Any]:
+        """One batch-priority execution per tick of the range that has none (calendar
+        exclusions left out); BackfillTooLarge beyond ``core.backfill.MAX_BACKFILL_TICKS``."""
+        raise NotImplementedError
+
+    async def cancel_backfill(self, job_ref: str, tenant: str | None = None) -> int:
+        """Cancel the job's backfill executions not yet started; how many."""
+        raise NotImplementedError
+
+    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> dict[str, Any]:
+        """The next ticks that run (calendars and the active window applied) and those excluded."""
+        raise NotImplementedError
+
+    async def set_chain(
+        self, job_ref: str, on_success: Sequence[str], on_failure: Sequence[str], tenant: str | None = None
+    ) -> Job:
+        """Replace a job's chain; ChainRefused (409) for a cycle or a child that cannot be."""
     async def update_job(self, job_id: str, spec: JobSpec, tenant: str | None = None) -> Job:
         """Replace a job's definition in place (``Store.update_job``): same id and history;
         next run recomputed from now when the schedule, runAt or timezone changed (ticks

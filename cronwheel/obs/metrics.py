@@ -44,7 +44,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 #: jobs run from a fraction of a second to hours
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
-SKIP_REASONS = ("overlap", "misfire")
+SKIP_REASONS = ("overlap", "misfire", "calendar")
 FENCED_VIA = ("heartbeat", "completion", "effect")
 #: at most this many executions are timed at once (a bound, not an expected load)
 MAX_TIMED = 100_000
@@ -148,7 +148,7 @@ class NodeMetrics:
         )
         self.retries = Counter("cronwheel_retries", "Failed attempts scheduled to run again (RETRY_WAIT).", registry=r)
         self.skipped = Counter(
-            "cronwheel_skipped_ticks", "Ticks recorded SKIPPED instead of run, by reason (overlap, misfire).",
+            "cronwheel_skipped_ticks", "Ticks recorded SKIPPED instead of run, by reason (overlap, misfire, calendar).",
             ["reason"], registry=r,
         )
         self.workers_lost = Counter("cronwheel_workers_lost", "Worker processes lost with executions in flight.", registry=r)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import DeliveryResult, Notification, NotificationStatus, Rule
 from cronwheel.core.tenants import ApiToken, Tenant
@@ -158,6 +159,9 @@ class CompletionResult:
     verdict: LeaseVerdict  #: OK when the completion was applied
     status: ExecStatus | None = None  #: the execution's status afterwards (when applied)
     available_at: int | None = None  #: RETRY_WAIT: when the retry may start
+    #: chain children this final outcome triggered (core/chains.py), written in the same
+    #: transaction; empty when none (or when each already existed: a repeat outcome)
+    triggered: list[Execution] = field(default_factory=list)
 
 
 class EffectVerdict(StrEnum):
@@ -267,10 +271,12 @@ class Store(ABC):
         ``now_ms``) become CANCELLED (reason ``superseded``), listed in ``superseded``.
         Without ``reschedule``, next_run_at and the status are left as they are. Executions
         already due keep their tick and run the definition current when they start. Renaming
-        follows the ``create_jobs`` rule (NAME_TAKEN with the holder). The notification rules
-        and window are replaced too: a job that gets either gets its watch row, a changed
-        window is armed afresh from ``now_ms``, a removed one is disarmed. NOT_FOUND: absent
-        or another tenant's; CANCELLED: nothing changes."""
+        follows the ``create_jobs`` rule (NAME_TAKEN with the holder). NOT_FOUND: absent or
+        another tenant's; CANCELLED: nothing changes. A changed chain (on_success /
+        on_failure) passes the checks of ``set_job_chain`` in the same transaction: a cycle
+        or a child that cannot be raises ``ChainError`` and nothing changes. The notification
+        rules and window are replaced too: a job that gets either gets its watch row, a
+        changed window is armed afresh from ``now_ms``, a removed one is disarmed."""
 
     @abstractmethod
     def list_jobs(
@@ -326,7 +332,9 @@ class Store(ABC):
         of the due tick (id ``ids.execution_id(job_id, tick)``, unique) and advance next_run_at
         to the following tick by compare-and-set on the old value. A one-off job becomes
         COMPLETED. Misfire (ticks more than MISFIRE_GRACE_MS old) and overlap policies are
-        applied here (core.planning decides, the store records). Two claimers racing on the
+        applied here (core.planning decides, the store records), and so are the job's
+        calendars (a tick they exclude is recorded SKIPPED, reason ``calendar: NAME``; see
+        core.calendar) and its ``active_until`` (no tick after it: the job then completes). Two claimers racing on the
         same rows produce each execution exactly once. An execution's ``available_at`` is
         its tick plus the job's deterministic jitter.
 
@@ -347,6 +355,51 @@ class Store(ABC):
         """Run a job now, outside its schedule: a PENDING execution at scheduled_at=now_ms
         (the next free millisecond if that tick exists). next_run_at is not touched.
         None when the job is absent or CANCELLED."""
+
+    # ---- calendars, backfill, chains (core/calendar.py, core/chains.py)
+    @abstractmethod
+    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+        """Create or replace the calendar ``(calendar.tenant, calendar.name)``; a replacement
+        keeps its created_at. Returns what is stored. Claims from the next one on see it."""
+
+    @abstractmethod
+    def get_calendar(self, tenant: str, name: str) -> Calendar | None: ...
+
+    @abstractmethod
+    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        """Calendars ordered by (tenant, name); all tenants' when ``tenant`` is None."""
+
+    @abstractmethod
+    def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
+        """Delete a calendar unless an ACTIVE or PAUSED job observes it: ``(deleted, ids of
+        the jobs that observe it)``; nothing is deleted when that list is not empty.
+        ``(False, [])``: no such calendar."""
+
+    @abstractmethod
+    def backfill(
+        self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None
+    ) -> list[Execution] | None:
+        """One PENDING execution per tick of ``ticks`` that has none yet, in ONE durable
+        transaction: id ``ids.execution_id(job_id, tick)`` (so a repeated backfill inserts
+        nothing), priority BATCH whatever the job's, available at once, context
+        ``{"backfill": true}``. Returns the executions created. None when the job is absent
+        (or another tenant's) or CANCELLED. next_run_at is not touched."""
+
+    @abstractmethod
+    def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:
+        """Cancel the job's backfill executions that have not started (PENDING, RETRY_WAIT):
+        how many. None when the job is absent."""
+
+    @abstractmethod
+    def set_job_chain(
+        self, job_id: str, on_success: Sequence[str], on_failure: Sequence[str], now_ms: int,
+        tenant: str | None = None,
+    ) -> Job | None:
+        """Replace a job's chain. In ONE transaction that serialises chain changes of the
+        tenant: every child must be a job of the same tenant that is not CANCELLED, and the
+        tenant's chains with this change must have no cycle, else ``ChainError`` and nothing
+        changes. None when the job is absent. (A job created with a chain cannot close a
+        cycle, its id being new; the engine checks its children exist before creating it.)"""
 
     # ---- the ready queue
     @abstractmethod
@@ -389,7 +442,9 @@ class Store(ABC):
         nothing changes). SUCCEEDED ends it; any other outcome is a failed attempt that
         becomes RETRY_WAIT (available_at from core.retry with the job's retry policy and
         ``rand01[i]``, default 0.5) or DEAD when attempt >= max_attempts. exit_code, error
-        and output are stored."""
+        and output are stored. A final outcome (SUCCEEDED, DEAD) inserts, in the same
+        transaction, the execution of each ACTIVE chain child of that outcome
+        (``core.chains.children_to_run``; ON CONFLICT DO NOTHING), listed in ``triggered``."""
 
     @abstractmethod
     def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:

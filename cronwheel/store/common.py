@@ -14,8 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from cronwheel.core import chains as chains_core
 from cronwheel.core import notify, schedule
+from cronwheel.core.calendar import Calendar, Exclusions, calendar_from_json
 from cronwheel.core.deadman import Window
+from cronwheel.core.ids import execution_id, parse_execution_id
 from cronwheel.core.model import (
     ExecStatus,
     Execution,
@@ -150,6 +153,140 @@ def decide_completions(
     return results, updates
 
 
+class CalendarBook:
+    """The calendars one claim batch needs, read once: ``load(needs, fetch, decode)`` with
+    ``needs`` the ``(tenant, calendars column)`` of the due jobs that observe calendars and
+    ``fetch(pairs)`` the rows ``(tenant, name, spec, created_at, updated_at)`` of those names."""
+
+    __slots__ = ("_by_key", "_decode")
+
+    def __init__(self, by_key: dict[tuple[str, str], Calendar], decode: Callable[[Any], Any]) -> None:
+        self._by_key = by_key
+        self._decode = decode
+
+    @classmethod
+    def load(
+        cls,
+        needs: Sequence[tuple[str, Any]],
+        fetch: Callable[[list[list[str]]], Sequence[Any]],
+        decode: Callable[[Any], Any],
+    ) -> CalendarBook:
+        if not needs:
+            return cls({}, decode)
+        pairs = sorted({(tenant, name) for tenant, names in needs for name in decode(names)})
+        by_key = {(r[0], r[1]): calendar_row(r, decode) for r in fetch([list(p) for p in pairs])}
+        return cls(by_key, decode)
+
+    def exclusions(self, tenant: str, timezone: str, names: Any) -> Exclusions | None:
+        """What excludes a job's ticks (None: nothing). A calendar deleted since is ignored."""
+        if names is None:
+            return None
+        found = [self._by_key[(tenant, n)] for n in self._decode(names) if (tenant, n) in self._by_key]
+        return Exclusions(timezone, tuple(found)) if found else None
+
+
+def calendar_row(r: Any, decode: Callable[[Any], Any]) -> Calendar:
+    """A ``(tenant, name, spec, created_at, updated_at)`` row as a Calendar."""
+    spec = dict(decode(r[2]))
+    spec["name"] = r[1]
+    return calendar_from_json(spec, r[0], r[3], r[4])
+
+
+def calendar_spec_json(cal: Calendar) -> str:
+    """What the ``spec`` column holds (the name and tenant are columns of their own)."""
+    data = cal.to_json()
+    del data["name"], data["tenant"]
+    return dumps(data)
+
+
+#: the columns a store reads to make a job's execution outside its schedule (backfill, chain):
+#: ``(tenant, priority, max_attempts, overlap, queue)``
+ChildJob = tuple[str, int, int, str, "str | None"]
+
+
+def new_execution(
+    job_id: str, job: ChildJob, tick: int, now_ms: int, reason: str, context: dict[str, Any],
+    priority: Priority | None = None,
+) -> tuple[Execution, bool]:
+    """A PENDING execution of ``job`` at ``tick`` made by something other than its schedule,
+    available at once, and whether the job's overlap policy guards it."""
+    tenant, prio, max_att, overlap, queue = job
+    ex = Execution(
+        execution_id(job_id, tick), job_id, tenant, priority if priority is not None else PRIORITY[prio], tick,
+        ExecStatus.PENDING, available_at=now_ms, created_at=now_ms, reason=reason, max_attempts=max_att,
+        queue=queue, context=context,
+    )
+    return ex, overlap != OverlapPolicy.ALLOW.value
+
+
+def chain_children(
+    finals: Sequence[tuple[str, str]],
+    chains: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+    load_children: Callable[[list[str]], Mapping[str, ChildJob]],
+    now_ms: int,
+) -> list[tuple[Execution, bool]]:
+    """The chain children's executions for ``finals`` ``(execution_id, final status)``, given
+    the parents' ``chains`` (job id → (on_success, on_failure)) and ``load_children(ids)``
+    (the ACTIVE ones among those ids). Each backend inserts them ON CONFLICT DO NOTHING."""
+    runs: list[chains_core.ChildRun] = []
+    parents: list[str] = []
+    for eid, status in finals:
+        parent_job, _ = parse_execution_id(eid)
+        lists = chains.get(parent_job)
+        if lists is None:
+            continue
+        found = chains_core.children_to_run(eid, status, lists[0], lists[1], schedule.format_instant)
+        runs.extend(found)
+        parents.extend([eid] * len(found))
+    if not runs:
+        return []
+    children = load_children(sorted({r.job_id for r in runs}))
+    out: list[tuple[Execution, bool]] = []
+    for run, parent in zip(runs, parents, strict=True):
+        job = children.get(run.job_id)
+        if job is not None:
+            out.append(new_execution(run.job_id, job, run.scheduled_at, now_ms, f"triggered by {parent}", run.context))
+    return out
+
+
+#: the context of a backfilled execution
+BACKFILL_CONTEXT = {"backfill": True}
+
+
+def backfill_executions(job_id: str, row: Any, ticks: Sequence[int], now_ms: int) -> list[tuple[Execution, bool]] | None:
+    """A backfill's executions, given the job's ``(status, tenant, priority, max_attempts,
+    overlap, queue)`` row (None: no such job), at batch priority. None: nothing to backfill."""
+    if row is None or row[0] == JobStatus.CANCELLED.value:
+        return None
+    job: ChildJob = (row[1], row[2], row[3], row[4], row[5])
+    return [new_execution(job_id, job, t, now_ms, "backfill", BACKFILL_CONTEXT, Priority.BATCH) for t in ticks]
+
+
+def trigger_children(
+    results: Sequence[CompletionResult],
+    chains_of: Callable[[list[str]], Mapping[str, tuple[Sequence[str], Sequence[str]]]],
+    load_children: Callable[[list[str]], Mapping[str, ChildJob]],
+    insert: Callable[[list[tuple[Execution, bool]]], list[Execution]],
+    now_ms: int,
+) -> None:
+    """Inside a backend's completion transaction: insert the chain children of the final
+    outcomes among ``results`` (``chains_of(parent job ids)``, ``load_children(ids)``,
+    ``insert(rows)`` → those inserted) and list them in each result's ``triggered``."""
+    finals = [(r.execution_id, r.status.value) for r in results
+              if r.verdict is LeaseVerdict.OK and r.status is not None and r.status.terminal]  # fmt: skip
+    if not finals:
+        return
+    chains = chains_of(sorted({eid.rpartition(":")[0] for eid, _ in finals}))
+    if not chains:
+        return
+    made = chain_children(finals, chains, load_children, now_ms)
+    inserted = {ex.execution_id for ex in insert(made)}
+    by_parent = {r.execution_id: r for r in results}
+    for ex, _ in made:
+        if ex.execution_id in inserted and ex.context is not None:
+            by_parent[ex.context["parent"]["executionId"]].triggered.append(ex)
+
+
 class RowReader:
     """Rows of the stores' shared column lists (``queries.JOB_COLUMNS``, ``EXEC_COLUMNS``,
     ``TENANT_COLUMNS``, ``TOKEN_COLUMNS``, the same order in every backend) to model objects.
@@ -177,18 +314,23 @@ class RowReader:
             overlap=OVERLAP[r[7]],
             misfire=MISFIRE[r[6]],
             jitter_sec=r[8],
-            notify=notify.stored_rules(self.decode(r[22])),
-            expect_success_within_ms=r[23],
+            calendars=tuple(self.decode(r[22])) if r[22] is not None else (),
+            active_from=r[24],
+            active_until=r[23],
+            on_success=tuple(self.decode(r[25])) if r[25] is not None else (),
+            on_failure=tuple(self.decode(r[26])) if r[26] is not None else (),
+            notify=notify.stored_rules(self.decode(r[27])),
+            expect_success_within_ms=r[28],
         )
         spec.set_process(self.decode(r[21]) if r[21] is not None else None)
-        window = None if r[25] is None else Window(r[24], r[25], r[26])
+        window = None if r[30] is None else Window(r[29], r[30], r[31])
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
                    created_at=r[19], updated_at=r[20], spec=spec, window=window)  # fmt: skip
 
-    @staticmethod
-    def execution(r: Any) -> Execution:
+    def execution(self, r: Any) -> Execution:
         """The field order of ``Execution``."""
-        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20])
+        context = None if r[20] is None else self.decode(r[20])
+        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20], context)
 
     def tenant(self, r: Any) -> Tenant:
         return Tenant(

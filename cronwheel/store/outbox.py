@@ -122,7 +122,7 @@ SELECT NULL FROM (SELECT 1 AS one FROM tenants WHERE CAST(notify AS TEXT) <> '[]
 _EXEC = """
 SELECT execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue
+    error, output, reason, max_attempts, queue, context
 FROM executions WHERE {cond}
 """
 
@@ -188,7 +188,8 @@ def _watched_rows(sql: Sql, job_ids: list[str]) -> dict[str, Any]:
 
 
 def _executions(sql: Sql, ids: Sequence[str]) -> dict[str, Execution]:
-    return {r[0]: RowReader.execution(r) for r in sql.rows(
+    reader = RowReader(sql.decode)
+    return {r[0]: reader.execution(r) for r in sql.rows(
         _EXEC.format(cond=sql.in_list("execution_id", "ids", "text")), {"ids": sql.list_value(sorted(ids))}
     )}  # fmt: skip
 

@@ -12,8 +12,9 @@ What a run sees and how it ends:
 
 * ``{"command": text}``: ``/bin/sh -c text`` as the leader of its own session / process group,
   the payload as JSON (plus a newline) on stdin, stdout+stderr into one pipe of which the last
-  64 KiB are kept, ``CRONWHEEL_*`` variables in its environment. The job's shell, runAs user,
-  env and stdin change that as ``launch.py`` describes. When the shell exits, whatever
+  64 KiB are kept, ``CRONWHEEL_*`` variables in its environment (``CRONWHEEL_PARENT_*`` too
+  for a run a chain triggered: the parent's execution id, job id, tick and outcome). The job's
+  shell, runAs user, env and stdin change that as ``launch.py`` describes. When the shell exits, whatever
   is left of its process group is killed: a job cannot leave processes behind.
 * ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: one aiohttp request, the
   payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds.
@@ -87,6 +88,19 @@ def _log(event: str, **fields: Any) -> None:
 def rfc3339_ms(ms: int) -> str:
     secs, rem = divmod(ms, 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rem:03d}Z"
+
+
+_PARENT_FIELDS = (("executionId", "EXECUTION_ID", "Execution-Id"), ("jobId", "JOB_ID", "Job-Id"),
+                  ("scheduledAt", "SCHEDULED_AT", "Scheduled-At"), ("outcome", "OUTCOME", "Outcome"))
+
+
+def parent_fields(g: dict[str, Any], prefix: str, header: bool = False) -> dict[str, str]:
+    """The chain parent of a grant (``context.parent``) as variables or headers; {} for none."""
+    context = g.get("context")
+    parent = context.get("parent") if isinstance(context, dict) else None
+    if not isinstance(parent, dict):
+        return {}
+    return {prefix + (h if header else e): str(parent[k]) for k, e, h in _PARENT_FIELDS if k in parent}
 
 
 class _Tail:
@@ -460,7 +474,8 @@ class Worker:
 
     # ---------------------------------------------------------------- targets
     def _run_env(self, g: dict[str, Any]) -> dict[str, str]:
-        """The variables every run sees, which a job's own env never overrides."""
+        """The variables every run sees, which a job's own env never overrides (with its chain
+        parent's, for a run a chain triggered)."""
         return {
             "CRONWHEEL_JOB_ID": g["job_id"],
             "CRONWHEEL_EXECUTION_ID": g["execution_id"],
@@ -468,6 +483,7 @@ class Worker:
             "CRONWHEEL_ATTEMPT": str(g["attempt"]),
             "CRONWHEEL_SCHEDULED_AT": rfc3339_ms(g["scheduled_at"]),
             "CRONWHEEL_WORKER_ID": self.worker_id,
+            **parent_fields(g, "CRONWHEEL_PARENT_"),
         }
 
     async def _run_shell(self, run: _Run, command: str) -> _Result:
@@ -596,6 +612,7 @@ class Worker:
             "Cronwheel-Scheduled-At": rfc3339_ms(g["scheduled_at"]),
             "Idempotency-Key": g["execution_id"],
         })
+        h.update(parent_fields(g, "Cronwheel-Parent-", header=True))
         body: bytes | None = None
         if method.upper() not in ("GET", "HEAD"):
             body = json.dumps(g.get("payload"), ensure_ascii=False).encode()

@@ -117,6 +117,8 @@ def grant_to_wire(grant: Grant) -> dict[str, Any]:
     }
     if grant.process is not None:
         wire["process"] = grant.process
+    if grant.context is not None:  # a chain child's parent, a backfill mark
+        wire["context"] = grant.context
     return wire
 
 
@@ -393,6 +395,10 @@ def _check_grant(g: Any, depth: int) -> None:
         if not isinstance(process, dict):
             raise TypeError("process must be a map")
         _check_json(process, depth + 1)
+    if g.get("context") is not None:
+        if not isinstance(g["context"], dict):
+            raise TypeError("context must be a map")
+        _check_json(g["context"], depth + 1)
 
 
 def _check_hello(f: dict[str, Any]) -> None:

@@ -355,3 +355,32 @@ def test_an_overdue_watched_job_is_marked_and_cannot_be_triggered(daemon: Daemon
     screenshot(browser, "overdue")
     assert problems(browser) == []
     assert_no_dialog(browser)
+
+
+def test_a_job_page_shows_its_chain_and_what_made_each_run(daemon: Daemon, browser: Any) -> None:
+    child = daemon.add_job({"schedule": "@triggered", "python": NOOP, "name": "after-report"})["jobId"]
+    parent = daemon.add_job({"runAt": "+0s", "python": NOOP, "name": "report", "onSuccess": [child]})["jobId"]
+    (kid,) = wait_for(lambda: [e for e in daemon.executions(child) if e["status"] == "SUCCEEDED"] or None, 30,
+                      what="the chained run")  # fmt: skip
+    parent_eid = kid["context"]["parent"]["executionId"]
+    open_dashboard(browser, daemon, f"#/jobs/{parent}")
+    until(browser, lambda d: "On success" in text_of(d, ".def") and child in text_of(d, ".def"), what="the chain")
+    open_dashboard_job = f"#/jobs/{child}"
+    browser.get(f"{daemon.url}/{open_dashboard_job}")
+    row = f'tr[data-execution="{kid["executionId"]}"]'
+    until(browser, lambda d: f"after {parent_eid} (SUCCEEDED)" in text_of(d, row), what="the run's parent")
+    screenshot(browser, "chain")
+    assert problems(browser) == []
+
+
+def test_the_calendars_page_lists_days_and_windows_as_text(daemon: Daemon, browser: Any) -> None:
+    body = {"description": HOSTILE_NAME, "dates": ["2026-12-25"],
+            "windows": [{"start": "2026-12-24T22:00", "end": "2026-12-25T02:00"}]}  # fmt: skip
+    assert daemon.request("PUT", "/v1/calendars/holidays", body).status == 200
+    open_dashboard(browser, daemon, "#/calendars")
+    row = 'tr[data-calendar="default/holidays"]'
+    until(browser, lambda d: "2026-12-25" in text_of(d, row), what="the calendar row")
+    assert "2026-12-24T22:00 → 2026-12-25T02:00" in text_of(browser, row) and HOSTILE_NAME in text_of(browser, row)
+    assert css(browser, 'a[data-view="calendars"]').get_attribute("aria-current") == "page"
+    assert_no_dialog(browser)
+    assert problems(browser) == []

@@ -23,6 +23,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
         ("misfire: 1 tick skipped at 2026-01-01T00:00:00Z", "misfire", 1),
         ("misfire: at least 1000 ticks skipped from a to b", "misfire", 1000),
         ("misfire: 7 ticks skipped from a to b", "misfire", 7),
+        ("calendar: holidays", "calendar", 1),
         ("something new", "other", 1),
         (None, "other", 1),
     ],

@@ -391,7 +391,7 @@ def test_jitter() -> None:
 # --------------------------------------------------------------------------------------------
 # errors: precise, naming the field and the token
 
-MACROS = "@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @every <interval>"
+MACROS = "@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @every <interval>, @triggered"
 BAD = [
     ("61 * * * *", "minute field: 61 is out of range 0-59"),
     ("* abc * * *", "hour field: 'abc' is not a number or name"),

@@ -26,13 +26,15 @@ from typing import Any
 import psycopg
 
 from cronwheel.core import schedule
+from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecStatus, Execution
 from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
-from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook
 from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.rows import parsed
 
 _PENDING = "PENDING"
 _SKIPPED = "SKIPPED"
@@ -104,13 +106,22 @@ def claim(
     broken_old: list[int] = []
 
     queues = {r[0]: r[10] for r in rows if r[10] is not None}  # queue targets' jobs
-    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue in rows:
+    book = CalendarBook.load(
+        [(r[7], r[11]) for r in rows if r[11] is not None],
+        lambda pairs: conn.execute(
+            q.CALENDARS_BY_NAME, {"tenants": [p[0] for p in pairs], "names": [p[1] for p in pairs]}
+        ).fetchall(),
+        parsed,
+    )
+    for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, active_until in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
         else:
             def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
                 return next_fire(_s, _j, _z, t)
+        if active_until is not None:
+            next_tick = bounded(next_tick, None, active_until)
         try:
             plan_at = until if overlap == "allow" else now_ms
             plan = plan_claim(next_tick, due_at, plan_at, MISFIRE[misfire])
@@ -126,18 +137,17 @@ def claim(
         advance_old.append(due_at)
         guard = overlap != "allow"
         execs: list[tuple[Any, ...]] = []
-        run = plan.run
-        skipped_run: list[tuple[int, str]] = []
+        run, skipped_run = split_excluded(plan.run, book.exclusions(tenant, tz, cals))
         if guard and run:
             if overlap == "forbid":
                 job_live = live.get(job_id)
                 blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
                 keep = run[1:] if not job_live else run
-                skipped_run = [(t, f"overlap: {blocker} still running") for t in keep]
+                skipped_run += [(t, f"overlap: {blocker} still running") for t in keep]
                 run = [] if job_live else run[:1]
             else:  # replace: the newest tick runs, everything live before it is cancelled
                 newest = execution_id(job_id, run[-1])
-                skipped_run = [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
+                skipped_run += [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
                 run = run[-1:]
                 per_job_cancels[job_id] = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
         if plan.skipped_count:

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from cronwheel.core.chains import payload_with_context
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
 from cronwheel.store import outbox
 from cronwheel.store.base import (
@@ -26,6 +27,7 @@ from cronwheel.store.base import (
 )
 from cronwheel.store.common import PRIORITY, decide_completions, retry_from_json
 from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres import triggers
 from cronwheel.store.postgres.rows import outbox_sql, text
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
@@ -52,11 +54,11 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         r = by_id.get(eid)
         if r is None:
             continue
-        _, _, lease_sec, timeout_sec, target, payload, process = defs[eid]
+        _, _, lease_sec, timeout_sec, target, payload, process, context = defs[eid]
         if target is None:  # no definition row (cannot happen with the foreign keys)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, {}, None
-        grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                            lease_sec, timeout_sec, target, payload, r[8], process))  # fmt: skip
+        grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
+                            target, payload_with_context(payload, context), r[8], process, context))  # fmt: skip
     outbox.after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
     return grants
 
@@ -122,6 +124,7 @@ def complete(
         cur = conn.execute(q.COMPLETE_EXECUTIONS, dict(zip(names, map(list, cols), strict=True)))
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        triggers.trigger_children(conn, results, now_ms)
         notify_outcomes(conn, state, updates, now_ms)
     return results
 

@@ -21,7 +21,9 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at, d.process, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
+    d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
+    d.on_success, d.on_failure,
+    d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
@@ -29,7 +31,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue
+    error, output, reason, max_attempts, queue, context
 """
 
 #: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
@@ -69,23 +71,27 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOBS = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue)
+                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until)
 SELECT * FROM unnest(
     %(id)s::text[], %(bucket_id)s::int4[], %(status)s::text[], %(next_run_at)s::int8[],
     %(schedule)s::text[], %(timezone)s::text[], %(misfire)s::text[], %(overlap)s::text[],
     %(jitter_sec)s::int4[], %(tenant)s::text[], %(priority)s::int2[], %(max_attempts)s::int4[],
-    %(queue)s::text[])
+    %(queue)s::text[], %(calendars)s::text[]::json[], %(active_until)s::int8[])
 """
 
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, process, notify, expect_ms)
+                             lease_sec, created_at, updated_at, process, active_from,
+                             on_success, on_failure, notify, expect_ms)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
-       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.notify::json, u.expect_ms
+       u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.active_from,
+       u.on_success::json, u.on_failure::json, u.notify::json, u.expect_ms
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
-            %(lease_sec)s::float8[], %(process)s::text[], %(notify)s::text[], %(expect_ms)s::int8[])
-     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process, notify, expect_ms)
+            %(lease_sec)s::float8[], %(process)s::text[], %(active_from)s::int8[],
+            %(on_success)s::text[], %(on_failure)s::text[], %(notify)s::text[], %(expect_ms)s::int8[])
+     AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process,
+           active_from, on_success, on_failure, notify, expect_ms)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """
@@ -125,7 +131,8 @@ RELEASE_JOB_NAME = "DELETE FROM job_names WHERE job_id = %(id)s"
 UPDATE_JOB = """
 UPDATE jobs SET schedule = %(schedule)s, timezone = %(timezone)s, misfire = %(misfire)s,
                 overlap = %(overlap)s, jitter_sec = %(jitter_sec)s, priority = %(priority)s,
-                max_attempts = %(max_attempts)s, queue = %(queue)s,
+                max_attempts = %(max_attempts)s, queue = %(queue)s, calendars = %(calendars)s::json,
+                active_until = %(active_until)s::int8,
                 next_run_at = CASE WHEN %(reschedule)s THEN %(next_run_at)s::int8 ELSE next_run_at END,
                 status = CASE WHEN %(reschedule)s AND %(next_run_at)s::int8 IS NOT NULL
                                    AND status NOT IN ('ACTIVE', 'PAUSED')
@@ -136,7 +143,8 @@ WHERE id = %(id)s
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = %(name)s, run_at = %(run_at)s, target = %(target)s::json,
        payload = %(payload)s::json, retry = %(retry)s::json, timeout_sec = %(timeout_sec)s,
-       lease_sec = %(lease_sec)s, updated_at = %(now)s, process = %(process)s::json
+       lease_sec = %(lease_sec)s, updated_at = %(now)s, process = %(process)s::json,
+       active_from = %(active_from)s::int8
 WHERE job_id = %(id)s
 """
 
@@ -230,7 +238,7 @@ CROSS JOIN LATERAL (
 #: for the job), so those never make a due job look busy.
 CLAIM_SELECT = """
 SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
-       max_attempts, queue
+       max_attempts, queue, calendars, active_until
 FROM jobs
 WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
   AND (next_run_at <= %(now)s OR overlap = 'allow')
@@ -340,10 +348,10 @@ FOR UPDATE SKIP LOCKED
 #: The locking subquery cannot be flattened, so it stays a per-id probe; ids come sorted, so
 #: concurrent starters lock in one order.
 START_CANDIDATES = """
-SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload, d.process
+SELECT e.execution_id, e.job_id, d.lease_sec, d.timeout_sec, d.target, d.payload, d.process, e.context
 FROM unnest(%(ids)s::text[]) AS i (execution_id)
 CROSS JOIN LATERAL (
-    SELECT x.execution_id, x.job_id FROM executions AS x
+    SELECT x.execution_id, x.job_id, x.context FROM executions AS x
     WHERE x.execution_id = i.execution_id
       AND x.status IN ('PENDING', 'RETRY_WAIT') AND x.available_at <= %(now)s
     FOR UPDATE SKIP LOCKED
@@ -575,4 +583,90 @@ ORDER BY created_at, token_id
 REVOKE_TOKEN = f"""
 UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE token_id = %(id)s
 RETURNING {TOKEN_COLUMNS}
+"""
+
+# ---------------------------------------------------------------- calendars
+
+CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
+
+#: the calendars of (tenant, name) pairs, for a claim batch
+CALENDARS_BY_NAME = f"""
+SELECT {CALENDAR_COLUMNS} FROM calendars
+WHERE (tenant, name) IN (SELECT * FROM unnest(%(tenants)s::text[], %(names)s::text[]))
+"""
+
+UPSERT_CALENDAR = f"""
+INSERT INTO calendars (tenant, name, spec, created_at, updated_at)
+VALUES (%(tenant)s, %(name)s, %(spec)s::json, %(now)s, %(now)s)
+ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at
+RETURNING {CALENDAR_COLUMNS}
+"""
+
+GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = %(tenant)s AND name = %(name)s"
+
+LIST_CALENDARS = f"""
+SELECT {CALENDAR_COLUMNS} FROM calendars WHERE {_TENANT.format(col="tenant")} ORDER BY tenant, name
+"""
+
+#: the registered jobs that observe a calendar (a few ids, to name them in the refusal)
+CALENDAR_USERS = """
+SELECT id FROM jobs
+WHERE tenant = %(tenant)s AND status IN ('ACTIVE', 'PAUSED') AND calendars IS NOT NULL
+  AND EXISTS (SELECT 1 FROM json_array_elements_text(jobs.calendars) AS c WHERE c = %(name)s)
+ORDER BY id LIMIT 20
+"""
+
+DELETE_CALENDAR = "DELETE FROM calendars WHERE tenant = %(tenant)s AND name = %(name)s"
+
+# ---------------------------------------------------------------- backfill and chains
+
+#: executions not made by the schedule (backfill, chain children); returns those inserted
+INSERT_EXECUTIONS_WITH_CONTEXT = """
+INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
+                        available_at, created_at, reason, max_attempts, overlap_guard, queue,
+                        context)
+SELECT u.execution_id, u.job_id, u.tenant, u.priority, u.scheduled_at, 'PENDING',
+       u.available_at, u.created_at, u.reason, u.max_attempts, u.overlap_guard, u.queue,
+       u.context::json
+FROM unnest(%(execution_id)s::text[], %(job_id)s::text[], %(tenant)s::text[],
+            %(priority)s::int2[], %(scheduled_at)s::int8[], %(available_at)s::int8[],
+            %(created_at)s::int8[], %(reason)s::text[], %(max_attempts)s::int4[],
+            %(overlap_guard)s::bool[], %(queue)s::text[], %(context)s::text[])
+     AS u (execution_id, job_id, tenant, priority, scheduled_at, available_at, created_at,
+           reason, max_attempts, overlap_guard, queue, context)
+ORDER BY u.execution_id
+ON CONFLICT DO NOTHING
+RETURNING execution_id
+"""
+
+CANCEL_BACKFILL = f"""
+UPDATE executions SET status = 'CANCELLED', finished_at = %(now)s, reason = 'backfill cancelled'
+WHERE job_id = %(id)s AND status IN ('PENDING', 'RETRY_WAIT') AND (context ->> 'backfill') = 'true'
+  AND {_TENANT.format(col="tenant")}
+"""
+
+CHAINS_OF = """
+SELECT job_id, on_success, on_failure FROM job_definitions
+WHERE job_id = ANY(%(ids)s::text[]) AND (on_success IS NOT NULL OR on_failure IS NOT NULL)
+"""
+
+#: the chain children that may be triggered (ACTIVE); FOR SHARE: a concurrent cancel waits
+CHILD_JOBS = """
+SELECT id, tenant, priority, max_attempts, overlap, queue FROM jobs
+WHERE id = ANY(%(ids)s::text[]) AND status = 'ACTIVE'
+ORDER BY id
+FOR SHARE
+"""
+
+TENANT_CHAINS = """
+SELECT d.job_id, d.on_success, d.on_failure FROM jobs AS j JOIN job_definitions AS d ON d.job_id = j.id
+WHERE j.tenant = %(tenant)s AND (d.on_success IS NOT NULL OR d.on_failure IS NOT NULL)
+"""
+
+JOBS_TENANT_STATUS = "SELECT id, tenant, status FROM jobs WHERE id = ANY(%(ids)s::text[])"
+
+SET_JOB_CHAIN = """
+UPDATE job_definitions SET on_success = %(on_success)s::json, on_failure = %(on_failure)s::json,
+                           updated_at = %(now)s
+WHERE job_id = %(id)s
 """

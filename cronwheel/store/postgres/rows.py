@@ -23,11 +23,12 @@ def text(value: str | None) -> str | None:
     return value.replace("\x00", "\ufffd")
 
 
-def _identity(value: Any) -> Any:
+def parsed(value: Any) -> Any:
+    """``decode`` for psycopg: json columns arrive parsed already."""
     return value
 
 
-_reader = RowReader(_identity)  # psycopg parses json columns
+_reader = RowReader(parsed)  # psycopg parses json columns
 job_from_row = _reader.job
 execution_from_row = _reader.execution
 tenant_from_row = _reader.tenant
@@ -47,7 +48,7 @@ def outbox_sql(conn: psycopg.Connection[Any]) -> Sql:
         return conn.execute(_statement(sql), args).rowcount
 
     return Sql(
-        rows=rows, changes=changes, decode=_identity, json_cast="::json", skip_locked="FOR UPDATE SKIP LOCKED",
+        rows=rows, changes=changes, decode=parsed, json_cast="::json", skip_locked="FOR UPDATE SKIP LOCKED",
         in_list=lambda col, name, kind: f"{col} = ANY(:{name}::{'text' if kind == 'text' else 'int'}[])",
         list_value=list,
     )

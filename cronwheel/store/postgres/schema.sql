@@ -20,8 +20,7 @@ CREATE TABLE tenants (
     submit_burst INTEGER CHECK (submit_burst IS NULL OR submit_burst >= 1),
     allow_shell  BOOLEAN NOT NULL DEFAULT FALSE,
     http_allow   TEXT[] NOT NULL DEFAULT '{}',  -- host names HTTP targets may call
-    updated_at   BIGINT NOT NULL DEFAULT 0,
-    notify       JSON NOT NULL DEFAULT '[]'  -- default rules for jobs with none
+    updated_at   BIGINT NOT NULL DEFAULT 0
 );
 
 INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
@@ -60,9 +59,7 @@ CREATE TABLE job_definitions (
     lease_sec   DOUBLE PRECISION NOT NULL,
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
-    process     JSON,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
-    notify      JSON NOT NULL DEFAULT '[]',  -- the job's own notification rules
-    expect_ms   BIGINT CHECK (expect_ms IS NULL OR expect_ms > 0)  -- expectSuccessWithin
+    process     JSON  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -168,6 +165,36 @@ CREATE TABLE bucket_leases (
     epoch       BIGINT NOT NULL CHECK (epoch >= 1),
     lease_until BIGINT NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars JSON;        -- array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until BIGINT;   -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from BIGINT;
+ALTER TABLE job_definitions ADD COLUMN on_success JSON;  -- array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure JSON;
+
+-- {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context JSON;
+
+CREATE TABLE calendars (
+    tenant     TEXT COLLATE "C" NOT NULL,
+    name       TEXT COLLATE "C" NOT NULL,
+    spec       JSON NOT NULL,  -- description, dates, windows (core/calendar.py)
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
+
+-- version 10: notification rules, the dead-man's switch, notifications
+
+-- A job's own rules (a JSON list; empty: its tenant's defaults apply) and its window.
+ALTER TABLE job_definitions ADD COLUMN notify JSON NOT NULL DEFAULT '[]';
+ALTER TABLE job_definitions ADD COLUMN expect_ms BIGINT CHECK (expect_ms IS NULL OR expect_ms > 0);
+-- A tenant's default rules, for its jobs that have none of their own.
+ALTER TABLE tenants ADD COLUMN notify JSON NOT NULL DEFAULT '[]';
 
 -- What the rules need to remember about a job: its last outcome (for `recovered`) and its
 -- dead-man's window (`deadline_at`: absolute, so it survives restarts; scanned per bucket,

@@ -50,6 +50,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from cronwheel.core import schedule
+from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import (
     ExecStatus,
@@ -83,17 +84,27 @@ from cronwheel.store.base import (
     UpdateOutcome,
     UpdateResult,
 )
-from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, process_text, retry_to_json, short
+from cronwheel.store.common import (
+    PRIORITY,
+    SUPERSEDED,
+    calendar_row,
+    calendar_spec_json,
+    dumps,
+    process_text,
+    retry_to_json,
+    short,
+)
 from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.postgres import claim as claiming
-from cronwheel.store.postgres import cluster, leases
+from cronwheel.store.postgres import cluster, leases, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (
     execution_from_row,
     job_from_row,
     outbox_sql,
+    parsed,
     tenant_from_row,
     token_from_row,
 )
@@ -408,11 +419,12 @@ class PostgresStore(NotificationMethods, Store):
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
                     int(spec.priority), retry.max_attempts, spec.target.get("queue"),
+                    _json_list(spec.calendars), spec.active_until,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
-                    process_text(spec),
+                    process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
                 if spec.notify or spec.expect_success_within_ms is not None:
@@ -473,13 +485,17 @@ class PostgresStore(NotificationMethods, Store):
                 "overlap": spec.overlap.value, "jitter_sec": spec.jitter_sec, "priority": int(spec.priority),
                 "max_attempts": retry.max_attempts, "queue": spec.target.get("queue"),
                 "next_run_at": next_run_at, "reschedule": reschedule,
+                "calendars": _json_list(spec.calendars), "active_until": spec.active_until,
             })  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, {
                 **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
                 "payload": dumps(spec.payload), "retry": retry_to_json(retry),
                 "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
-                "process": process_text(spec),
+                "process": process_text(spec), "active_from": spec.active_from,
             })  # fmt: skip
+            if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
+                # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
+                triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
             after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
             if reschedule:
@@ -643,6 +659,55 @@ class PostgresStore(NotificationMethods, Store):
         return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
                          queue=queue)  # fmt: skip
+
+    # ------------------------------------------------------------ calendars, backfill, chains
+
+    @_translated
+    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+        args = {"tenant": calendar.tenant, "name": calendar.name, "spec": calendar_spec_json(calendar), "now": now_ms}
+        with self._write() as conn:
+            row = conn.execute(q.UPSERT_CALENDAR, args).fetchone()
+        return calendar_row(row, parsed)
+
+    @_translated
+    def get_calendar(self, tenant: str, name: str) -> Calendar | None:
+        rows = self._rows(q.GET_CALENDAR, {"tenant": tenant, "name": name})
+        return calendar_row(rows[0], parsed) if rows else None
+
+    @_translated
+    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        return [calendar_row(r, parsed) for r in self._rows(q.LIST_CALENDARS, {"tenant": tenant})]
+
+    @_translated
+    def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
+        args = {"tenant": tenant, "name": name}
+        with self._write() as conn:
+            users = [r[0] for r in conn.execute(q.CALENDAR_USERS, args)]
+            if users:
+                return False, users
+            return conn.execute(q.DELETE_CALENDAR, args).rowcount > 0, []
+
+    @_translated
+    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
+        with self._write() as conn:
+            return triggers.backfill(conn, job_id, ticks, now_ms, tenant)
+
+    @_translated
+    def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:
+        with self._write() as conn:
+            if conn.execute(q.TRIGGER_SELECT_JOB, {"id": job_id, "tenant": tenant}).fetchone() is None:
+                return None
+            return conn.execute(q.CANCEL_BACKFILL, {"id": job_id, "now": now_ms, "tenant": tenant}).rowcount
+
+    @_translated
+    def set_job_chain(
+        self, job_id: str, on_success: Sequence[str], on_failure: Sequence[str], now_ms: int,
+        tenant: str | None = None,
+    ) -> Job | None:
+        with self._write() as conn:
+            if not triggers.set_chain(conn, job_id, on_success, on_failure, now_ms, tenant):
+                return None
+        return self.get_job(job_id, tenant)
 
     # ------------------------------------------------------------ the ready queue
 
@@ -892,8 +957,13 @@ class PostgresStore(NotificationMethods, Store):
 
 
 _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
-               "jitter_sec", "tenant", "priority", "max_attempts", "queue")  # fmt: skip
+               "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
-               "notify", "expect_ms")
+               "active_from", "on_success", "on_failure", "notify", "expect_ms")  # fmt: skip
+
+
+def _json_list(values: Sequence[str]) -> str | None:
+    """A JSON array column; an empty list is stored as NULL (the claim skips NULL cheaply)."""
+    return dumps(list(values)) if values else None
 _KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
 _NAME_FIELDS = ("tenant", "name", "job_id")

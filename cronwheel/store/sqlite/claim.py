@@ -10,18 +10,20 @@ on ``next_run_at`` and the unique execution id are what make the claim correct a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
 from cronwheel.core import schedule
+from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecStatus, Execution
 from cronwheel.core.planning import ClaimPlan, plan_claim
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.base import ClaimResult
-from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, dumps
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, PRIORITY, CalendarBook, dumps
 from cronwheel.store.sqlite import queries as q
 
 _PENDING = "PENDING"
@@ -97,13 +99,19 @@ def claim(
     broken: list[tuple[int, int]] = []
 
     queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
-    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue in rows:
+    book = CalendarBook.load(
+        [(r[8], r[12]) for r in rows if r[12] is not None],
+        lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), json.loads,
+    )
+    for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
             next_tick = _never
         else:
             def next_tick(t: int, _s: str = text, _j: str = job_id, _z: str = tz) -> int | None:
                 return next_fire(_s, _j, _z, t)
+        if until is not None:
+            next_tick = bounded(next_tick, None, until)
         try:
             plan = plan_claim(next_tick, due_at, now_ms + ahead_ms if overlap == "allow" else now_ms, MISFIRE[misfire])
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
@@ -117,18 +125,17 @@ def claim(
         guard = 0 if overlap == "allow" else 1
         execs: list[tuple[Any, ...]] = []
         cancels: list[tuple[str, bool]] = []
-        run = plan.run
-        skipped_run: list[tuple[int, str]] = []
+        run, skipped_run = split_excluded(plan.run, book.exclusions(tenant, tz, cals))
         if guard and run:
             if overlap == "forbid":
                 job_live = live.get(job_id)
                 blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
                 keep = run[1:] if not job_live else run
-                skipped_run = [(t, f"overlap: {blocker} still running") for t in keep]
+                skipped_run += [(t, f"overlap: {blocker} still running") for t in keep]
                 run = [] if job_live else run[:1]
             else:  # replace: the newest tick runs, everything live before it is cancelled
                 newest = execution_id(job_id, run[-1])
-                skipped_run = [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
+                skipped_run += [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
                 run = run[-1:]
                 cancels = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
         if plan.skipped_count:

@@ -24,6 +24,7 @@ from cronwheel.store.base import (
 )
 from cronwheel.store.common import decide_completions, dumps, retry_from_json
 from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite import triggers
 from cronwheel.store.sqlite.rows import outbox_sql
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
@@ -61,6 +62,7 @@ def complete(
         conn.executemany(q.COMPLETE_EXECUTION, updates)
         if conn.total_changes() - before != len(updates):  # impossible under the write lock
             raise StoreError("a fenced completion did not apply; nothing was committed")
+        triggers.trigger_children(conn, results, now_ms)
         notify_outcomes(conn, state, updates, now_ms)
     return results
 

@@ -28,7 +28,9 @@ JOB_COLUMNS = """
     j.id, j.bucket_id, j.status, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
-    d.created_at, d.updated_at, d.process, d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
+    d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
+    d.on_success, d.on_failure,
+    d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
 JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
@@ -36,7 +38,7 @@ JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job
 EXEC_COLUMNS = """
     execution_id, job_id, tenant, priority, scheduled_at, status, attempt, lease_epoch,
     worker_id, lease_until, available_at, created_at, started_at, finished_at, exit_code,
-    error, output, reason, max_attempts, queue
+    error, output, reason, max_attempts, queue, context
 """
 
 # ---------------------------------------------------------------- jobs
@@ -48,14 +50,15 @@ ON CONFLICT (name) DO NOTHING
 
 INSERT_JOB = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
-                  jitter_sec, tenant, priority, max_attempts, queue)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, process, notify, expect_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             lease_sec, created_at, updated_at, process, active_from,
+                             on_success, on_failure, notify, expect_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 SELECT_IDEMPOTENCY_KEY = """
@@ -88,7 +91,7 @@ RELEASE_JOB_NAME = "DELETE FROM job_names WHERE job_id = ?1"
 #: update in place: the claim's columns (next_run_at/status only when rescheduled: ?11)
 UPDATE_JOB = """
 UPDATE jobs SET schedule = ?2, timezone = ?3, misfire = ?4, overlap = ?5, jitter_sec = ?6,
-                priority = ?7, max_attempts = ?8, queue = ?9,
+                priority = ?7, max_attempts = ?8, queue = ?9, calendars = ?12, active_until = ?13,
                 next_run_at = CASE WHEN ?11 THEN ?10 ELSE next_run_at END,
                 status = CASE WHEN ?11 AND ?10 IS NOT NULL AND status NOT IN ('ACTIVE', 'PAUSED')
                               THEN 'ACTIVE' ELSE status END
@@ -97,7 +100,8 @@ WHERE id = ?1
 
 UPDATE_JOB_DEFINITION = """
 UPDATE job_definitions SET name = ?2, run_at = ?3, target = ?4, payload = ?5, retry = ?6,
-                           timeout_sec = ?7, lease_sec = ?8, updated_at = ?9, process = ?10
+                           timeout_sec = ?7, lease_sec = ?8, updated_at = ?9, process = ?10,
+                           active_from = ?11
 WHERE job_id = ?1
 """
 
@@ -181,7 +185,7 @@ WITH due AS (
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
-       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue, j.calendars, j.active_until
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
@@ -217,6 +221,12 @@ SELECT job_id, execution_id, status FROM executions INDEXED BY executions_guarde
 WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
   AND job_id IN (SELECT value FROM json_each(?1))
 ORDER BY job_id, status = 'RUNNING' DESC, scheduled_at DESC
+"""
+
+#: the calendars of a JSON array of [tenant, name] pairs
+CALENDARS_BY_NAME = """
+SELECT tenant, name, spec, created_at, updated_at FROM calendars
+WHERE (tenant, name) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))
 """
 
 TRIGGER_SELECT_JOB = """
@@ -270,7 +280,8 @@ RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_e
           (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
           (SELECT d.payload FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.process FROM job_definitions AS d WHERE d.job_id = executions.job_id)
+          (SELECT d.process FROM job_definitions AS d WHERE d.job_id = executions.job_id),
+          context
 """
 
 HEARTBEAT = """
@@ -448,4 +459,74 @@ DELETE FROM executions WHERE rowid IN (
            ORDER BY scheduled_at DESC LIMIT 1 OFFSET ?3 - 1), -1)
     ORDER BY scheduled_at
     LIMIT ?4)
+"""
+
+# ---------------------------------------------------------------- calendars
+
+CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
+
+UPSERT_CALENDAR = f"""
+INSERT INTO calendars (tenant, name, spec, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at
+RETURNING {CALENDAR_COLUMNS}
+"""
+
+GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = ?1 AND name = ?2"
+
+LIST_CALENDARS = f"""
+SELECT {CALENDAR_COLUMNS} FROM calendars WHERE ?1 IS NULL OR tenant = ?1 ORDER BY tenant, name
+"""
+
+#: the registered jobs that observe a calendar (a few ids, to name them in the refusal)
+CALENDAR_USERS = """
+SELECT id FROM jobs
+WHERE tenant = ?1 AND status IN ('ACTIVE', 'PAUSED') AND calendars IS NOT NULL
+  AND EXISTS (SELECT 1 FROM json_each(jobs.calendars) WHERE value = ?2)
+ORDER BY id LIMIT 20
+"""
+
+DELETE_CALENDAR = "DELETE FROM calendars WHERE tenant = ?1 AND name = ?2"
+
+# ---------------------------------------------------------------- backfill and chains
+
+#: an execution not made by the schedule (backfill, chain child): all its columns at once
+INSERT_EXECUTION_WITH_CONTEXT = """
+INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
+                        available_at, created_at, finished_at, reason, max_attempts,
+                        overlap_guard, queue, context)
+VALUES (?, ?, ?, ?, ?, 'PENDING', ?, ?, NULL, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+"""
+
+CANCEL_BACKFILL = """
+UPDATE executions SET status = 'CANCELLED', finished_at = ?2, reason = 'backfill cancelled'
+WHERE job_id = ?1 AND status IN ('PENDING', 'RETRY_WAIT') AND context ->> '$.backfill' = 1
+  AND (?3 IS NULL OR tenant = ?3)
+"""
+
+#: the chains of a JSON array of job ids (only jobs that have one)
+CHAINS_OF = """
+SELECT job_id, on_success, on_failure FROM job_definitions
+WHERE job_id IN (SELECT value FROM json_each(?1))
+  AND (on_success IS NOT NULL OR on_failure IS NOT NULL)
+"""
+
+#: the chain children (a JSON array of ids) that may be triggered: ACTIVE ones
+CHILD_JOBS = """
+SELECT id, tenant, priority, max_attempts, overlap, queue FROM jobs
+WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'ACTIVE'
+"""
+
+#: a tenant's chains, for the cycle check
+TENANT_CHAINS = """
+SELECT d.job_id, d.on_success, d.on_failure FROM jobs AS j JOIN job_definitions AS d ON d.job_id = j.id
+WHERE j.tenant = ?1 AND (d.on_success IS NOT NULL OR d.on_failure IS NOT NULL)
+"""
+
+JOBS_TENANT_STATUS = """
+SELECT id, tenant, status FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
+"""
+
+SET_JOB_CHAIN = """
+UPDATE job_definitions SET on_success = ?2, on_failure = ?3, updated_at = ?4 WHERE job_id = ?1
 """

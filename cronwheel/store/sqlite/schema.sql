@@ -19,8 +19,7 @@ CREATE TABLE tenants (
     submit_burst INTEGER CHECK (submit_burst IS NULL OR submit_burst >= 1),
     allow_shell  INTEGER NOT NULL DEFAULT 0 CHECK (allow_shell IN (0, 1)),
     http_allow   TEXT NOT NULL DEFAULT '[]',  -- JSON array of host names
-    updated_at   INTEGER NOT NULL DEFAULT 0,
-    notify       TEXT NOT NULL DEFAULT '[]'  -- default rules for jobs with none
+    updated_at   INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
@@ -59,9 +58,7 @@ CREATE TABLE job_definitions (
     lease_sec   REAL NOT NULL,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
-    process     TEXT,  -- {env, runAs, shell, stdin}: only the members set; NULL: none
-    notify      TEXT NOT NULL DEFAULT '[]',  -- the job's own notification rules
-    expect_ms   INTEGER CHECK (expect_ms IS NULL OR expect_ms > 0)  -- expectSuccessWithin
+    process     TEXT  -- {env, runAs, shell, stdin}: only the members set; NULL: none
 );
 
 CREATE INDEX job_definitions_name ON job_definitions (name) WHERE name IS NOT NULL;
@@ -165,6 +162,36 @@ CREATE TABLE bucket_leases (
     epoch       INTEGER NOT NULL CHECK (epoch >= 1),
     lease_until INTEGER NOT NULL
 );
+
+-- version 9: calendars, active windows, chains, execution context
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars TEXT;       -- JSON array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until INTEGER; -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from INTEGER;
+ALTER TABLE job_definitions ADD COLUMN on_success TEXT;  -- JSON array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure TEXT;
+
+-- JSON: {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context TEXT;
+
+CREATE TABLE calendars (
+    tenant     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    spec       TEXT NOT NULL,  -- JSON: description, dates, windows (core/calendar.py)
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
+-- version 10: notification rules, the dead-man's switch, notifications
+
+-- A job's own rules (a JSON list; empty: its tenant's defaults apply) and its window.
+ALTER TABLE job_definitions ADD COLUMN notify TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE job_definitions ADD COLUMN expect_ms INTEGER CHECK (expect_ms IS NULL OR expect_ms > 0);
+-- A tenant's default rules, for its jobs that have none of their own.
+ALTER TABLE tenants ADD COLUMN notify TEXT NOT NULL DEFAULT '[]';
 
 -- What the rules need to remember about a job: its last outcome (for `recovered`) and its
 -- dead-man's window (`deadline_at`: absolute, so it survives restarts; scanned per bucket,

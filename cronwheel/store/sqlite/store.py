@@ -21,6 +21,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import apsw
 
 from cronwheel.core import schedule
+from cronwheel.core.calendar import Calendar
+from cronwheel.core.chains import payload_with_context
 from cronwheel.core.ids import bucket_of, execution_id, stable_hash
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
@@ -59,6 +61,8 @@ from cronwheel.store.common import (
     PRIORITY,
     SUPERSEDED,
     JsonMemo,
+    calendar_row,
+    calendar_spec_json,
     dumps,
     process_text,
     retry_to_json,
@@ -67,7 +71,7 @@ from cronwheel.store.common import (
 from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.outbox import Sql, after_create, after_starts, after_update
 from cronwheel.store.sqlite import claim as claiming
-from cronwheel.store.sqlite import cluster, leases
+from cronwheel.store.sqlite import cluster, leases, triggers
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (
@@ -116,6 +120,11 @@ def _translated(fn: Callable[Concatenate[SqliteStore, P], R]) -> Callable[Concat
 
 
 @functools.lru_cache(maxsize=256)
+def _json_list(values: Sequence[str]) -> str | None:
+    """A JSON array column; an empty list is stored as NULL (the claim skips NULL cheaply)."""
+    return dumps(list(values)) if values else None
+
+
 def _buckets_json(buckets: tuple[int, ...]) -> str:
     return json.dumps([int(b) for b in buckets])
 
@@ -300,11 +309,12 @@ class SqliteStore(NotificationMethods, Store):
                     nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
                     spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
                     spec.priority, retry.max_attempts, spec.target.get("queue"),
+                    _json_list(spec.calendars), spec.active_until,
                 ))  # fmt: skip
                 def_rows.append((
                     nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
-                    process_text(spec),
+                    process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
                     dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
                 if spec.notify or spec.expect_success_within_ms is not None:
@@ -366,11 +376,16 @@ class SqliteStore(NotificationMethods, Store):
             conn.execute(q.UPDATE_JOB, (
                 job_id, spec.schedule, spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec,
                 spec.priority, retry.max_attempts, spec.target.get("queue"), next_run_at, reschedule,
+                _json_list(spec.calendars), spec.active_until,
             ))  # fmt: skip
             conn.execute(q.UPDATE_JOB_DEFINITION, (
                 job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
                 retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
+                spec.active_from,
             ))  # fmt: skip
+            if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
+                # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
+                triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
             after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
             if reschedule:
@@ -541,6 +556,58 @@ class SqliteStore(NotificationMethods, Store):
                          available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
                          queue=queue)
 
+    # ------------------------------------------------------------ calendars, backfill, chains
+
+    @_translated
+    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+        with self._write() as conn:
+            row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, calendar_spec_json(calendar),
+                                                   now_ms)).fetchone()  # fmt: skip
+        return calendar_row(row, json.loads)
+
+    @_translated
+    def get_calendar(self, tenant: str, name: str) -> Calendar | None:
+        row = self._conn.execute(q.GET_CALENDAR, (tenant, name)).fetchone()
+        return None if row is None else calendar_row(row, json.loads)
+
+    @_translated
+    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        return [calendar_row(r, json.loads) for r in self._conn.execute(q.LIST_CALENDARS, (tenant,))]
+
+    @_translated
+    def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
+        with self._write() as conn:
+            users = [r[0] for r in conn.execute(q.CALENDAR_USERS, (tenant, name))]
+            if users:
+                return False, users
+            before = conn.total_changes()
+            conn.execute(q.DELETE_CALENDAR, (tenant, name))
+            return conn.total_changes() > before, []
+
+    @_translated
+    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
+        with self._write() as conn:
+            return triggers.backfill(conn, job_id, ticks, now_ms, tenant)
+
+    @_translated
+    def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:
+        with self._write() as conn:
+            if conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone() is None:
+                return None
+            before = conn.total_changes()
+            conn.execute(q.CANCEL_BACKFILL, (job_id, now_ms, tenant))
+            return conn.total_changes() - before
+
+    @_translated
+    def set_job_chain(
+        self, job_id: str, on_success: Sequence[str], on_failure: Sequence[str], now_ms: int,
+        tenant: str | None = None,
+    ) -> Job | None:
+        with self._write() as conn:
+            if not triggers.set_chain(conn, job_id, on_success, on_failure, now_ms, tenant):
+                return None
+        return self.get_job(job_id, tenant)
+
     # ------------------------------------------------------------ the ready queue
 
     @_translated
@@ -593,9 +660,11 @@ class SqliteStore(NotificationMethods, Store):
             lease_sec, timeout_sec, target, payload, process = r[9:14]
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
+            context = None if r[14] is None else json.loads(r[14])
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, parsed(target), parsed(payload), r[8],
-                                None if process is None else parsed(process)))  # fmt: skip
+                                lease_sec, timeout_sec, parsed(target),
+                                payload_with_context(parsed(payload), context), r[8],
+                                None if process is None else parsed(process), context))  # fmt: skip
         after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
         return grants
 

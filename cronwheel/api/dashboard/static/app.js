@@ -1,5 +1,5 @@
-// The cronwheel dashboard: four views over the /v1 API, chosen by the URL fragment
-// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq). No framework and no build step: each view
+// The cronwheel dashboard: five views over the /v1 API, chosen by the URL fragment
+// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq, #/calendars). No framework and no build step: each view
 // loads its data, and its body is rebuilt only when that data changed (so focus, scroll and
 // a half-typed search survive live updates). Live updates come from the event stream; while
 // it is down (or not ours to read) the visible view is polled instead.
@@ -122,6 +122,7 @@ function parseRoute() {
   if (parts[0] === "jobs" && parts.length === 1) return { name: "jobs", params };
   if (parts[0] === "jobs" && parts.length === 2) return { name: "job", jobId: parts[1], params };
   if (parts[0] === "dlq" && parts.length === 1) return { name: "dlq", params };
+  if (parts[0] === "calendars" && parts.length === 1) return { name: "calendars", params };
   return { name: "missing", params, path };
 }
 
@@ -433,6 +434,15 @@ function ruleText(rule) {
 
 // ---------------------------------------------------------------- one job's history
 
+// what made an execution when not the schedule: a backfill, or a chain parent (linked)
+function contextNote(ctx) {
+  if (!ctx) return null;
+  if (ctx.backfill) return h("div", { class: "muted small" }, "backfill");
+  const p = ctx.parent;
+  if (!p || typeof p.jobId !== "string") return null;
+  return h("div", { class: "muted small" }, "after ", h("a", { href: `#/jobs/${encodeURIComponent(p.jobId)}` }, String(p.executionId)), ` (${p.outcome})`);
+}
+
 function duration(ex) {
   if (!ex.startedAt || !ex.finishedAt) return null;
   return Date.parse(ex.finishedAt) - Date.parse(ex.startedAt);
@@ -477,6 +487,12 @@ const jobView = {
       ["Timeout", j.timeoutSec ? `${j.timeoutSec} s` : "none"], ["Priority", j.priority],
       ...processRows(j),
     ];
+    // scheduling beyond cron: shown only when the job uses it
+    const jobLinks = (ids) => ids.map((id, i) => [i ? ", " : null, h("a", { href: `#/jobs/${encodeURIComponent(id)}` }, id)]);
+    if (j.calendars && j.calendars.length) def.push(["Calendars", j.calendars.join(", ")]);
+    if (j.activeFrom || j.activeUntil) def.push(["Active", `${j.activeFrom ? when(j.activeFrom) : "…"} → ${j.activeUntil ? when(j.activeUntil) : "…"}`]);
+    if (j.onSuccess && j.onSuccess.length) def.push(["On success", jobLinks(j.onSuccess)]);
+    if (j.onFailure && j.onFailure.length) def.push(["On failure", jobLinks(j.onFailure)]);
     if (j.window) def.push(["Expect success", `within ${j.expectSuccessWithin}; next deadline ${when(j.window.deadline)}`]);
     if (j.notify && j.notify.length) def.push(["Notify", j.notify.map(ruleText).join("; ")]);
     const rows = [];
@@ -485,7 +501,7 @@ const jobView = {
       const outId = `out-${ex.executionId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       rows.push(h("tr", { "data-execution": ex.executionId },
         h("td", {}, when(ex.scheduledAt)),
-        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null),
+        h("td", {}, badge(ex.status), ex.reason ? h("div", { class: "muted small" }, ex.reason) : null, contextNote(ex.context)),
         h("td", { class: "num" }, ms(ex.lagMs)),
         h("td", { class: "num" }, `${ex.attempt}/${ex.maxAttempts}`),
         h("td", { class: "num" }, ex.leaseEpoch),
@@ -551,6 +567,24 @@ const dlqView = {
   },
 };
 
+const calendarsView = {
+  title: () => "Calendars",
+  shell: () => [h("h1", {}, "Calendars"), h("p", { class: "muted" }, "Excluded days and windows. A job that observes a calendar records the ticks it excludes as SKIPPED (reason calendar: NAME); days and local windows are read in each job's time zone.")],
+  async load() {
+    return (await api.get("/v1/calendars")).calendars;
+  },
+  render(cals) {
+    const rows = cals.map((c) => h("tr", { "data-calendar": `${c.tenant}/${c.name}` },
+      h("td", {}, h("code", {}, c.name)),
+      h("td", {}, c.tenant),
+      h("td", {}, c.dates.join(", ") || "–"),
+      h("td", {}, c.windows.map((w) => `${w.start} → ${w.end}`).join(", ") || "–"),
+      h("td", {}, c.description || "")));
+    return rows.length ? table("Calendars", ["Name", "Tenant", "Excluded days", "Excluded windows", "Description"], rows, "calendars")
+      : h("p", { class: "empty" }, "No calendar yet (cronwheel calendar set NAME --date YYYY-MM-DD).");
+  },
+};
+
 const missing = {
   title: () => "Not found",
   shell: () => [h("h1", {}, "Not found")],
@@ -558,7 +592,7 @@ const missing = {
   render: () => h("p", {}, "No such page. ", h("a", { href: "#/" }, "Back to the overview.")),
 };
 
-const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, missing };
+const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, calendars: calendarsView, missing };
 
 // ---------------------------------------------------------------- start
 

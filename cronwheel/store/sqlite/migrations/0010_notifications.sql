@@ -1,5 +1,5 @@
--- cronwheel SQLite schema, version 9: notification rules, the dead-man's switch, and the
--- notifications themselves as durable work (the same version as PostgreSQL's 0009).
+-- cronwheel SQLite schema, version 10: notification rules, the dead-man's switch, and the
+-- notifications themselves as durable work (the same version as PostgreSQL's 0010).
 
 -- A job's own rules (a JSON list; empty: its tenant's defaults apply) and its window.
 ALTER TABLE job_definitions ADD COLUMN notify TEXT NOT NULL DEFAULT '[]';

@@ -1,0 +1,142 @@
+"""Request bodies and JSON forms of calendars, backfills and chains (the HTTP boundary).
+
+Each parser checks a body once and hands the engine model values; every refusal names the
+member at fault (``windows[2].end``), as ``validation.py`` does for jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cronwheel.api.validation import JOB_ID_RE, ValidationError
+from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import (
+    MAX_CALENDAR_ENTRIES,
+    NAME_RE,
+    Calendar,
+    CalendarError,
+    build_calendar,
+)
+from cronwheel.core.chains import MAX_CHILDREN
+from cronwheel.obs.events import iso_ms
+
+CALENDAR_FIELDS = ("description", "dates", "windows")
+BACKFILL_FIELDS = ("from", "to", "dryRun")
+CHAIN_FIELDS = ("onSuccess", "onFailure")
+MAX_DESCRIPTION_CHARS = 500
+MAX_UPCOMING = 1000
+_ENTRY_RE = re.compile(r"^(?:dates|windows)\[\d+\](?:\.(?:start|end))?$")
+
+
+def _bad(field: str | None, detail: str, status: int = 422, code: str = "invalid_field") -> ValidationError:
+    return ValidationError(field, detail, status=status, code=code)
+
+
+def _object(body: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise _bad(None, "the request body must be a JSON object", status=400, code="invalid_body")
+    unknown = sorted(k for k in body if k not in allowed)
+    if unknown:
+        raise _bad(unknown[0], f"unknown field {unknown[0]!r}; expected one of: {', '.join(allowed)}")
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _strings(field: str, value: Any, most: int) -> list[str]:
+    if not isinstance(value, list):
+        raise _bad(field, f"{field} must be an array")
+    if len(value) > most:
+        raise _bad(field, f"{field} holds at most {most} entries, not {len(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _bad(f"{field}[{i}]", f"{field}[{i}] must be a string")
+    return list(value)
+
+
+def check_calendar_name(name: str, creating: bool = False) -> str:
+    """A name that cannot exist reads as absent (404), except when it is being created (422)."""
+    if not NAME_RE.fullmatch(name):
+        detail = f"{name[:80]!r} is not a calendar name: 1 to 64 letters, digits, '_', '.' or '-'"
+        raise _bad("name", detail) if creating else _bad("name", detail, status=404, code="not_found")
+    return name
+
+
+def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
+    """``PUT /v1/calendars/{name}``: ``{description, dates: [YYYY-MM-DD], windows: [{start, end}]}``."""
+    data = _object(body, CALENDAR_FIELDS)
+    description = data.get("description", "")
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS:
+        raise _bad("description", f"description must be a string of at most {MAX_DESCRIPTION_CHARS} characters")
+    dates = _strings("dates", data.get("dates", []), MAX_CALENDAR_ENTRIES)
+    raw_windows = data.get("windows", [])
+    if not isinstance(raw_windows, list) or len(raw_windows) > MAX_CALENDAR_ENTRIES:
+        raise _bad("windows", f"windows must be an array of at most {MAX_CALENDAR_ENTRIES} {{start, end}} objects")
+    windows: list[tuple[str, str]] = []
+    for i, w in enumerate(raw_windows):
+        if not isinstance(w, dict) or set(w) != {"start", "end"}:
+            raise _bad(f"windows[{i}]", f"windows[{i}] must be an object with exactly start and end")
+        if not isinstance(w["start"], str) or not isinstance(w["end"], str):
+            raise _bad(f"windows[{i}]", f"windows[{i}].start and .end must be strings")
+        windows.append((w["start"], w["end"]))
+    try:
+        return build_calendar(name, dates, windows, description, tenant)
+    except CalendarError as exc:
+        head = str(exc).split(":", 1)[0]
+        raise _bad(head if _ENTRY_RE.fullmatch(head) else None, str(exc)) from None
+
+
+def calendar_to_json(cal: Calendar) -> dict[str, Any]:
+    data = cal.to_json()
+    data["createdAt"] = iso_ms(cal.created_at or None)
+    data["updatedAt"] = iso_ms(cal.updated_at or None)
+    return data
+
+
+def parse_backfill_body(body: Any, now_ms: int) -> tuple[int, int, bool]:
+    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}``, instants RFC 3339 or ``-DURATION``
+    ago is not offered: a backfill names its range."""
+    data = _object(body, BACKFILL_FIELDS)
+    bounds: list[int] = []
+    for field in ("from", "to"):
+        if field not in data:
+            raise _bad(field, f"{field} is required (an RFC 3339 instant)")
+        if not isinstance(data[field], str):
+            raise _bad(field, f"{field} must be an RFC 3339 instant string")
+        try:
+            bounds.append(sched.parse_instant(data[field].strip(), now_ms))
+        except ValueError as exc:
+            raise _bad(field, f"{field}: {exc}") from None
+    dry = data.get("dryRun", False)
+    if not isinstance(dry, bool):
+        raise _bad("dryRun", "dryRun must be true or false")
+    if bounds[1] < bounds[0]:
+        raise _bad("to", "to must not be before from")
+    return bounds[0], bounds[1], dry
+
+
+def parse_chain_body(body: Any) -> tuple[list[str], list[str]]:
+    """``PUT /v1/jobs/{id}/chain``: ``{onSuccess: [jobId], onFailure: [jobId]}`` (absent: none)."""
+    data = _object(body, CHAIN_FIELDS)
+    lists: list[list[str]] = []
+    for field in CHAIN_FIELDS:
+        ids = _strings(field, data.get(field, []), MAX_CHILDREN)
+        for i, jid in enumerate(ids):
+            if not JOB_ID_RE.fullmatch(jid):
+                raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
+        lists.append(list(dict.fromkeys(ids)))
+    return lists[0], lists[1]
+
+
+def parse_upcoming_query(count: str | None, start: str | None, now_ms: int) -> tuple[int, int]:
+    n = 5
+    if count is not None:
+        if not count.isdigit() or not 1 <= int(count) <= MAX_UPCOMING:
+            raise _bad("count", f"count must be an integer from 1 to {MAX_UPCOMING}", status=400)
+        n = int(count)
+    after = now_ms
+    if start is not None:
+        try:
+            after = sched.parse_instant(start, now_ms)
+        except ValueError as exc:
+            raise _bad("from", f"from: {exc}", status=400) from None
+    return n, after

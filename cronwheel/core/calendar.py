@@ -1,0 +1,320 @@
+"""Calendars and active windows: which ticks of a job are excluded. Pure: time is an argument.
+
+A calendar is a named, tenant-scoped set of exclusions (Quartz's holiday calendar):
+
+* ``dates``: whole local days, ``YYYY-MM-DD``, evaluated in the *job's* time zone, so one
+  holiday calendar serves jobs in Paris and in New York, each skipping its own midnight to
+  midnight (23 or 25 hours on a DST-change day);
+* ``windows``: ``[start, end)`` ranges. A bound written without an offset
+  (``2026-12-24T22:00``) is local wall-clock time in the job's zone; one with an offset
+  (``...Z``, ``+02:00``) is an absolute instant (an iCalendar event with a TZID, a
+  maintenance window announced in UTC).
+
+A job names the calendars it observes; a tick excluded by any of them is recorded SKIPPED
+with the reason ``calendar: NAME`` (the claim records it, this module decides).
+
+A job's active window (``activeFrom`` / ``activeUntil``, instants) bounds its ticks: none
+before ``activeFrom``, none after ``activeUntil`` (the job then completes). :func:`bounded`
+wraps a ``next_tick`` function so the planner never sees a tick outside the window.
+
+Worked example, ``0 9 * * *`` in Europe/Paris observing ``dates: [2026-03-29]`` (the spring
+DST change): the 09:00 tick of 2026-03-29 is 07:00Z (CEST) and falls on that local day, so
+it is excluded; 2026-03-28 09:00 (08:00Z, CET) and 2026-03-30 09:00 (07:00Z) are not.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+
+NextTick = Callable[[int], "int | None"]
+
+MAX_CALENDAR_ENTRIES = 5_000  #: dates + windows of one calendar
+MAX_JOB_CALENDARS = 8  #: calendars one job may observe
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_LOCAL_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?$")
+_ABSOLUTE_RE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+_EPOCH = datetime(1970, 1, 1)
+
+
+class CalendarError(ValueError):
+    """A calendar that cannot be built; the message names the entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One end of a window: local wall-clock seconds (naive) or an absolute instant (ms)."""
+
+    local_s: int | None = None  #: seconds since 1970-01-01T00:00 of the naive local time
+    absolute_ms: int | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: Bound
+    end: Bound
+
+    def contains(self, tick_ms: int, local_s: int) -> bool:
+        def at_or_after(b: Bound) -> bool:
+            return tick_ms >= b.absolute_ms if b.absolute_ms is not None else local_s >= (b.local_s or 0)
+
+        return at_or_after(self.start) and not at_or_after(self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    name: str
+    dates: frozenset[str] = frozenset()  #: ``YYYY-MM-DD`` local days
+    windows: tuple[Window, ...] = ()
+    description: str = ""
+    tenant: str = "default"
+    created_at: int = 0
+    updated_at: int = 0
+
+    def excludes(self, tick_ms: int, timezone: str) -> bool:
+        """Whether the tick at ``tick_ms`` falls on an excluded day or in a window, read in
+        ``timezone`` (the job's zone)."""
+        return self.exclusion_end(tick_ms, timezone) is not None
+
+    def exclusion_end(self, tick_ms: int, timezone: str) -> int | None:
+        """None when the tick is not excluded; else an instant up to which every tick is
+        excluded too (the end of the excluded local day or window; never later than the true
+        end, so that a caller may jump there without passing over a tick that runs)."""
+        if not self.dates and not self.windows:
+            return None
+        local = _local(tick_ms, timezone)
+        if self.dates and local.date().isoformat() in self.dates:
+            return _instant_at(datetime.combine(local.date() + timedelta(days=1), datetime.min.time()), timezone, tick_ms)
+        if self.windows:
+            local_s = int((local - _EPOCH).total_seconds())
+            for w in self.windows:
+                if w.contains(tick_ms, local_s):
+                    if w.end.absolute_ms is not None:
+                        return w.end.absolute_ms
+                    return _instant_at(_EPOCH + timedelta(seconds=w.end.local_s or 0), timezone, tick_ms)
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "tenant": self.tenant,
+            "description": self.description,
+            "dates": sorted(self.dates),
+            "windows": [{"start": w.start.text, "end": w.end.text} for w in self.windows],
+        }
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> zoneinfo.ZoneInfo:
+    return zoneinfo.ZoneInfo(name)
+
+
+def _local(tick_ms: int, timezone: str) -> datetime:
+    aware = datetime.fromtimestamp(tick_ms // 1000, tz=UTC).astimezone(_zone(timezone))
+    return aware.replace(tzinfo=None)
+
+
+def _instant_at(naive: datetime, timezone: str, after: int) -> int:
+    """The end of an excluded stretch that ends at local wall-clock time ``naive``, for a tick
+    at ``after`` inside it: the first instant after the tick at which the local clock reaches
+    ``naive``. In a fall-back overlap that is the first reading still ahead (the repeated hour
+    comes back later as a stretch of its own); in a spring-forward gap, where ``naive`` never
+    shows, it is the jump itself. Never later than the true end, so a caller may jump there
+    without passing over a tick that runs."""
+    zone = _zone(timezone)
+    readings = sorted(int(naive.replace(tzinfo=zone, fold=f).timestamp()) for f in (0, 1))
+    if readings[0] != readings[1] and _local(readings[0] * 1000, timezone) != naive:
+        # a gap: bisect for the first second on the far side of the jump
+        lo, hi = readings
+        far = datetime.fromtimestamp(hi, UTC).astimezone(zone).utcoffset()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if datetime.fromtimestamp(mid, UTC).astimezone(zone).utcoffset() == far:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo * 1000
+    return next((r * 1000 for r in readings if r * 1000 > after), readings[-1] * 1000)
+
+
+def parse_bound(text: str, where: str) -> Bound:
+    """A window bound: ``YYYY-MM-DDTHH:MM[:SS]`` (local) or with ``Z`` / ``±HH:MM`` (absolute)."""
+    m = _LOCAL_RE.fullmatch(text)
+    if m is not None:
+        y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+        s = int(m.group(6) or 0)
+        try:
+            naive = datetime(y, mo, d, h, mi, s)
+        except ValueError as exc:
+            raise CalendarError(f"{where}: {text!r}: {exc}") from None
+        return Bound(local_s=int((naive - _EPOCH).total_seconds()), text=text)
+    m = _ABSOLUTE_RE.fullmatch(text)
+    if m is not None:
+        y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+        s = int(m.group(6) or 0)
+        off = m.group(7)
+        delta = timedelta(0)
+        if off not in ("Z", "z"):
+            delta = timedelta(hours=int(off[1:3]), minutes=int(off[4:6])) * (-1 if off[0] == "-" else 1)
+        try:
+            naive = datetime(y, mo, d, h, mi, s)
+        except ValueError as exc:
+            raise CalendarError(f"{where}: {text!r}: {exc}") from None
+        return Bound(absolute_ms=int((naive - delta - _EPOCH).total_seconds()) * 1000, text=text)
+    raise CalendarError(
+        f"{where}: {text!r} is not a date-time; write 2026-12-24T22:00 (the job's local time) "
+        "or 2026-12-24T21:00:00Z (an instant)"
+    )
+
+
+def parse_date(text: str, where: str) -> str:
+    m = _DATE_RE.fullmatch(text)
+    if m is None:
+        raise CalendarError(f"{where}: {text!r} is not a date; write YYYY-MM-DD")
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+    except ValueError as exc:
+        raise CalendarError(f"{where}: {text!r}: {exc}") from None
+
+
+def build_calendar(
+    name: str,
+    dates: Iterable[str] = (),
+    windows: Iterable[tuple[str, str]] = (),
+    description: str = "",
+    tenant: str = "default",
+    created_at: int = 0,
+    updated_at: int = 0,
+) -> Calendar:
+    """A checked :class:`Calendar`; :class:`CalendarError` names the first bad entry."""
+    if not NAME_RE.fullmatch(name):
+        raise CalendarError(
+            f"name: {name!r} must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    days = frozenset(parse_date(d, f"dates[{i}]") for i, d in enumerate(dates))
+    spans: list[Window] = []
+    for i, (start_text, end_text) in enumerate(windows):
+        start = parse_bound(start_text, f"windows[{i}].start")
+        end = parse_bound(end_text, f"windows[{i}].end")
+        if (start.local_s is None) != (end.local_s is None):
+            raise CalendarError(f"windows[{i}]: both ends must be local times, or both instants with an offset")
+        before = (start.local_s, end.local_s) if start.local_s is not None else (start.absolute_ms, end.absolute_ms)
+        if before[0] is None or before[1] is None or before[0] >= before[1]:
+            raise CalendarError(f"windows[{i}]: end {end_text!r} must be after start {start_text!r}")
+        spans.append(Window(start, end))
+    if len(days) + len(spans) > MAX_CALENDAR_ENTRIES:
+        raise CalendarError(f"a calendar holds at most {MAX_CALENDAR_ENTRIES} dates and windows together")
+    return Calendar(name, days, tuple(spans), description, tenant, created_at, updated_at)
+
+
+def calendar_from_json(data: dict[str, object], tenant: str, created_at: int = 0, updated_at: int = 0) -> Calendar:
+    """The stored (or API) JSON form back into a :class:`Calendar`."""
+    windows = data.get("windows") or []
+    dates = data.get("dates") or []
+    assert isinstance(windows, list) and isinstance(dates, list)
+    return build_calendar(
+        str(data["name"]),
+        [str(d) for d in dates],
+        [(str(w["start"]), str(w["end"])) for w in windows],
+        str(data.get("description") or ""),
+        tenant,
+        created_at,
+        updated_at,
+    )
+
+
+# ---------------------------------------------------------------- the decision
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusions:
+    """What excludes a job's ticks: its calendars, read in its time zone."""
+
+    timezone: str = "UTC"
+    calendars: Sequence[Calendar] = field(default_factory=tuple)
+
+    def reason(self, tick_ms: int) -> str | None:
+        """``calendar: NAME`` of the first calendar that excludes the tick, else None."""
+        span = self.span(tick_ms)
+        return None if span is None else span[0]
+
+    def span(self, tick_ms: int) -> tuple[str, int] | None:
+        """``(reason, end)`` when the tick is excluded: every tick before ``end`` is excluded
+        too, by the same calendar (see ``Calendar.exclusion_end``)."""
+        for cal in self.calendars:
+            end = cal.exclusion_end(tick_ms, self.timezone)
+            if end is not None:
+                return f"calendar: {cal.name}", max(end, tick_ms + 1)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ExcludedSpan:
+    """Ticks a calendar excludes in a row: the first one, and the end of the exclusion."""
+
+    first_tick: int
+    until: int  #: exclusive; ticks from first_tick up to here are excluded
+    reason: str
+
+
+def split_excluded(ticks: Sequence[int], exclusions: Exclusions | None) -> tuple[list[int], list[tuple[int, str]]]:
+    """``(ticks to run, [(tick, reason)] to record SKIPPED)``, both ascending."""
+    if exclusions is None or not exclusions.calendars:
+        return list(ticks), []
+    run: list[int] = []
+    skipped: list[tuple[int, str]] = []
+    for tick in ticks:
+        why = exclusions.reason(tick)
+        if why is None:
+            run.append(tick)
+        else:
+            skipped.append((tick, why))
+    return run, skipped
+
+
+def bounded(next_tick: NextTick, active_from: int | None, active_until: int | None) -> NextTick:
+    """``next_tick`` restricted to the active window ``[active_from, active_until]``."""
+    if active_from is None and active_until is None:
+        return next_tick
+
+    def inner(after: int) -> int | None:
+        if active_from is not None and after < active_from - 1:
+            after = active_from - 1
+        nxt = next_tick(after)
+        if nxt is None or (active_until is not None and nxt > active_until):
+            return None
+        return nxt
+
+    return inner
+
+
+def upcoming(
+    next_tick: NextTick, after: int, count: int, exclusions: Exclusions | None, scan_limit: int = 100_000
+) -> tuple[list[int], list[ExcludedSpan]]:
+    """The next ``count`` ticks after ``after`` that run, and the excluded spans met on the
+    way. An excluded day or window is jumped over in one step, so an every-second job on a
+    week-long holiday costs a few evaluations; at most ``scan_limit`` steps are taken (a
+    calendar excluding nearly everything ends the search)."""
+    run: list[int] = []
+    spans: list[ExcludedSpan] = []
+    t = next_tick(after)
+    steps = 0
+    while t is not None and len(run) < count and steps < scan_limit:
+        steps += 1
+        span = exclusions.span(t) if exclusions is not None else None
+        if span is None:
+            run.append(t)
+            t = next_tick(t)
+        else:
+            spans.append(ExcludedSpan(t, span[1], span[0]))
+            t = next_tick(span[1] - 1)
+    return run, spans

@@ -1,0 +1,246 @@
+"""The node's side of scheduling beyond cron: calendars, backfill and chains.
+
+``BeyondCronMixin`` is mixed into ``Node`` (it uses the node's store runners, clock, events
+and dispatcher). The decisions are pure core code (``core.calendar``, ``core.backfill``,
+``core.chains``); the stores apply them in their transactions (the claim records excluded
+ticks SKIPPED, a final outcome inserts its chain children); this module checks what a
+request names (calendars, children) and turns store answers into service errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from cronwheel.core import schedule as sched
+from cronwheel.core.backfill import MAX_BACKFILL_TICKS, job_ticks, plan_backfill
+from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
+from cronwheel.core.chains import ChainError
+from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, JobStatus
+from cronwheel.engine.service import Conflict, NotFound, ServiceError
+from cronwheel.obs.events import iso_ms
+
+
+def _span_json(span: ExcludedSpan) -> dict[str, Any]:
+    return {"at": iso_ms(span.first_tick), "until": iso_ms(span.until), "reason": span.reason}
+
+
+class UnknownReference(ServiceError):
+    """A job names a calendar or a chain child that its tenant does not have."""
+
+    status = 422
+    code = "unknown_reference"
+
+
+class BackfillTooLarge(ServiceError):
+    status = 422
+    code = "backfill_too_large"
+
+
+class ChainRefused(Conflict):
+    """A chain that would form a cycle, or names a job that cannot be chained to."""
+
+    code = "chain_refused"
+
+
+class BeyondCronMixin:
+    # provided by Node
+    clock: Any
+    events: Any
+    dispatcher: Any
+
+    async def _read(self, fn: Any) -> Any: ...  # pragma: no cover - Node's
+    async def _write(self, fn: Any) -> Any: ...  # pragma: no cover - Node's
+    async def resolve_job(self, ref: str, tenant: str | None = None) -> Job: ...  # pragma: no cover
+
+    # ---- first tick of a job
+    @staticmethod
+    def first_run(job_id: str, spec: JobSpec, now: int) -> int | None:
+        """The job's first tick after ``now``: its one-off instant, None for ``@triggered``, else
+        the first tick of its schedule inside its active window."""
+        if spec.schedule is None:
+            return spec.run_at  # None: a watched job (pings), never scheduled here
+        try:
+            parsed = sched.parse_schedule(spec.schedule, job_id, spec.timezone)
+        except sched.ScheduleError as exc:
+            raise ServiceError(str(exc), field="schedule") from exc
+        if parsed.kind == "never":
+            return None
+        nxt = bounded(parsed.next_after, spec.active_from, spec.active_until)(now)
+        if nxt is None:
+            within = " within activeFrom..activeUntil" if spec.active_from or spec.active_until else ""
+            raise ServiceError(f"schedule never fires{within}: {spec.schedule!r}", field="schedule")
+        return nxt
+
+    async def check_references(self, specs: Sequence[JobSpec], unchanged_from: JobSpec | None = None) -> None:
+        """Every calendar a new job observes, and every job it chains to, must exist in its
+        tenant (chains to CANCELLED jobs are refused too). ``unchanged_from``: an update's old
+        definition, whose references are not checked again (a child cancelled since must not
+        block changing the parent's priority)."""
+        if unchanged_from is not None:
+            old = unchanged_from
+            specs = [replace(spec, calendars=tuple(c for c in spec.calendars if c not in old.calendars),
+                             on_success=tuple(c for c in spec.on_success if c not in old.on_success),
+                             on_failure=tuple(c for c in spec.on_failure if c not in old.on_failure))
+                     for spec in specs]  # fmt: skip
+        known: dict[tuple[str, str], bool] = {}  # a batch names the same calendar many times
+
+        async def calendar_exists(tenant: str, name: str) -> bool:
+            if (tenant, name) not in known:
+                known[(tenant, name)] = await self._read(lambda s: s.get_calendar(tenant, name)) is not None
+            return known[(tenant, name)]
+
+        for i, spec in enumerate(specs):
+            where = f"jobs[{i}]." if len(specs) > 1 else ""
+            for name in spec.calendars:
+                if not await calendar_exists(spec.tenant, name):
+                    raise UnknownReference(f"{where}calendars: no calendar {name!r} in tenant {spec.tenant!r}",
+                                       field=f"{where}calendars")  # fmt: skip
+            for field, children in (("onSuccess", spec.on_success), ("onFailure", spec.on_failure)):
+                for child in children:
+                    job = await self._read(lambda s, c=child, t=spec.tenant: s.get_job(c, t))
+                    if job is None or job.status is JobStatus.CANCELLED:
+                        state = "is CANCELLED" if job is not None else "does not exist in this tenant"
+                        raise UnknownReference(f"{where}{field}: job {child!r} {state}", field=f"{where}{field}")
+
+    async def update_in_store(
+        self, job_id: str, spec: JobSpec, next_run_at: int | None, reschedule: bool, now: int, tenant: str | None
+    ) -> Any:
+        """``Store.update_job``, a refused chain change (a cycle) turned into ChainRefused."""
+        try:
+            return await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
+        except ChainError as exc:
+            raise ChainRefused(str(exc)) from exc
+
+    # ---- calendars
+    async def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        return await self._read(lambda s: s.list_calendars(tenant))
+
+    async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
+        cal = await self._read(lambda s: s.get_calendar(tenant or DEFAULT_TENANT, name))
+        if cal is None:
+            raise NotFound(f"no calendar {name!r}")
+        return cal
+
+    async def put_calendar(self, calendar: Calendar) -> Calendar:
+        now = self.clock.now_ms()
+        stored = await self._write(lambda s: s.put_calendar(calendar, now))
+        self.events.emit("calendar.saved", tenant=stored.tenant, calendar=stored.name,
+                         dates=len(stored.dates), windows=len(stored.windows))  # fmt: skip
+        return stored
+
+    async def delete_calendar(self, name: str, tenant: str | None = None) -> None:
+        owner = tenant or DEFAULT_TENANT
+        deleted, users = await self._write(lambda s: s.delete_calendar(owner, name))
+        if users:
+            raise Conflict(f"calendar {name!r} is observed by job(s) " + ", ".join(users) + "; detach or cancel them first",
+                           jobs=users)  # fmt: skip
+        if not deleted:
+            raise NotFound(f"no calendar {name!r}")
+        self.events.emit("calendar.deleted", tenant=owner, calendar=name)
+
+    async def exclusions_of(self, job: Job) -> Exclusions | None:
+        """What excludes the job's ticks now (calendars deleted since are ignored)."""
+        if not job.spec.calendars:
+            return None
+        found: list[Calendar] = []
+        for name in job.spec.calendars:
+            cal = await self._read(lambda s, n=name: s.get_calendar(job.tenant, n))
+            if cal is not None:
+                found.append(cal)
+        return Exclusions(job.spec.timezone, tuple(found)) if found else None
+
+    async def calendars_by_tenant(self, tenant: str | None) -> dict[tuple[str, str], Calendar]:
+        return {(c.tenant, c.name): c for c in await self.list_calendars(tenant)}
+
+    @staticmethod
+    def herd_exclusions(job: Job, calendars: dict[tuple[str, str], Calendar]) -> Exclusions | None:
+        found = tuple(calendars[(job.tenant, n)] for n in job.spec.calendars if (job.tenant, n) in calendars)
+        return Exclusions(job.spec.timezone, found) if found else None
+
+    # ---- backfill
+    async def backfill(
+        self, job_ref: str, from_ms: int, to_ms: int, dry_run: bool = False, tenant: str | None = None
+    ) -> dict[str, Any]:
+        """One execution for every tick of ``[from_ms, to_ms]`` that has none yet (calendar
+        exclusions left out), at batch priority. ``dry_run``: plan only."""
+        job = await self.resolve_job(job_ref, tenant)
+        now = self.clock.now_ms()
+        if to_ms < from_ms:
+            raise ServiceError("to must not be before from", field="to")
+        if to_ms > now:
+            raise ServiceError(f"to ({iso_ms(to_ms)}) is in the future: a backfill fills the past", field="to")
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict(f"cannot backfill a {job.status.value} job")
+        if job.spec.schedule is None or sched.parse_schedule(job.spec.schedule, job.id, job.spec.timezone).kind == "never":
+            raise ServiceError("a backfill needs a recurring schedule; this job has none", field="jobId")
+        ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
+        plan = plan_backfill(ticks, from_ms, to_ms, await self.exclusions_of(job))
+        if plan.truncated:
+            raise BackfillTooLarge(
+                f"the range holds more than {MAX_BACKFILL_TICKS} ticks of {job.spec.schedule!r}; "
+                "backfill it in smaller ranges (the CLI splits a range for you)",
+                field="to", limit=MAX_BACKFILL_TICKS,
+            )
+        created: list[Any] = []
+        if not dry_run and plan.ticks:
+            made = await self._write(lambda s: s.backfill(job.id, plan.ticks, now, tenant))
+            if made is None:
+                raise Conflict(f"cannot backfill job {job.id!r} (cancelled meanwhile?)")
+            created = made
+            self.events.emit("job.backfilled", jobId=job.id, fromAt=iso_ms(from_ms), toAt=iso_ms(to_ms),
+                             ticks=len(plan.ticks), created=len(created))  # fmt: skip
+            self.dispatcher.add(created)
+        return {
+            "jobId": job.id,
+            "from": iso_ms(from_ms),
+            "to": iso_ms(to_ms),
+            "dryRun": dry_run,
+            "ticks": len(plan.ticks),
+            "created": len(created),
+            "existing": 0 if dry_run else len(plan.ticks) - len(created),
+            "excluded": [_span_json(x) for x in plan.excluded],
+            "executionIds": [e.execution_id for e in created],
+            "plannedTicks": [iso_ms(t) for t in plan.ticks] if dry_run else [],
+        }
+
+    async def cancel_backfill(self, job_ref: str, tenant: str | None = None) -> int:
+        job = await self.resolve_job(job_ref, tenant)
+        now = self.clock.now_ms()
+        n = await self._write(lambda s: s.cancel_backfill(job.id, now, tenant))
+        if n is None:
+            raise NotFound(f"no job {job_ref!r}")
+        self.events.emit("backfill.cancelled", jobId=job.id, cancelled=n)
+        return int(n)
+
+    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> dict[str, Any]:
+        """The job's next ``count`` ticks after ``after`` that will run, and the ticks its
+        calendars exclude on the way (what ``cronwheel next JOB`` shows)."""
+        job = await self.resolve_job(job_ref, tenant)
+        if job.spec.schedule is None:
+            at = job.next_run_at
+            return {"jobId": job.id, "next": [iso_ms(at)] if at is not None and at > after else [], "excluded": []}
+        ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
+        run, excluded = upcoming(ticks, after, count, await self.exclusions_of(job))
+        return {
+            "jobId": job.id,
+            "timezone": job.spec.timezone,
+            "next": [iso_ms(t) for t in run],
+            "excluded": [_span_json(x) for x in excluded],
+        }
+
+    # ---- chains
+    async def set_chain(
+        self, job_ref: str, on_success: Sequence[str], on_failure: Sequence[str], tenant: str | None = None
+    ) -> Job:
+        job = await self.resolve_job(job_ref, tenant)
+        now = self.clock.now_ms()
+        try:
+            updated = await self._write(lambda s: s.set_job_chain(job.id, on_success, on_failure, now, tenant))
+        except ChainError as exc:
+            raise ChainRefused(str(exc)) from exc
+        if updated is None:
+            raise NotFound(f"no job {job_ref!r}")
+        self.events.emit("job.chained", jobId=job.id, onSuccess=list(on_success), onFailure=list(on_failure))
+        return updated

@@ -1,0 +1,23 @@
+-- cronwheel schema, version 9 (the same in both stores): scheduling beyond cron.
+-- Calendars (named, per tenant, excluded days and windows) that jobs observe; a job's active
+-- window; chains (jobs triggered by another's final outcome); what made an execution.
+
+-- The claim reads these two, so they live on the narrow scheduling row.
+ALTER TABLE jobs ADD COLUMN calendars TEXT;       -- JSON array of calendar names, NULL: none
+ALTER TABLE jobs ADD COLUMN active_until INTEGER; -- no tick after this instant
+
+ALTER TABLE job_definitions ADD COLUMN active_from INTEGER;
+ALTER TABLE job_definitions ADD COLUMN on_success TEXT;  -- JSON array of job ids, NULL: none
+ALTER TABLE job_definitions ADD COLUMN on_failure TEXT;
+
+-- JSON: {"backfill": true} or {"parent": {...}} for a chained run; NULL for a scheduled tick
+ALTER TABLE executions ADD COLUMN context TEXT;
+
+CREATE TABLE calendars (
+    tenant     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    spec       TEXT NOT NULL,  -- JSON: description, dates, windows (core/calendar.py)
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;

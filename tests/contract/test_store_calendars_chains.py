@@ -1,0 +1,226 @@
+"""Calendars, active windows, backfill and chains: the store contract, on every backend.
+
+The exclusion and chain decisions are core's (core/calendar.py, core/chains.py); these tests
+check that each store applies them inside its own transactions, on a fake ``now``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cronwheel.core.calendar import build_calendar
+from cronwheel.core.chains import ChainError
+from cronwheel.core.ids import execution_id
+from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.store.base import Completion, Outcome, Store
+from tests.contract.conftest import (
+    HOUR,
+    MIN,
+    SEC,
+    T0,
+    RetryPolicy,
+    claim_all,
+    create,
+    new_job,
+    start,
+)
+
+DAY = 24 * HOUR
+
+
+# ---------------------------------------------------------------- calendars
+
+
+def test_calendar_crud_is_tenant_scoped(store: Store) -> None:
+    cal = build_calendar("holidays", ["2026-12-25"], [("2026-12-24T22:00", "2026-12-25T02:00")], "xmas", "acme")
+    stored = store.put_calendar(cal, T0)
+    assert stored.name == "holidays" and stored.tenant == "acme" and stored.dates == cal.dates
+    assert stored.created_at == T0 and stored.windows == cal.windows
+    assert store.get_calendar("other", "holidays") is None
+    again = store.put_calendar(build_calendar("holidays", ["2026-12-26"], tenant="acme"), T0 + SEC)
+    assert again.dates == frozenset({"2026-12-26"}) and again.created_at == T0 and again.updated_at == T0 + SEC
+    store.put_calendar(build_calendar("maint", tenant="zeta"), T0)
+    assert [c.name for c in store.list_calendars("acme")] == ["holidays"]
+    assert [(c.tenant, c.name) for c in store.list_calendars()] == [("acme", "holidays"), ("zeta", "maint")]
+    assert store.delete_calendar("acme", "holidays") == (True, [])
+    assert store.delete_calendar("acme", "holidays") == (False, [])
+
+
+def test_a_calendar_in_use_is_not_deleted(store: Store) -> None:
+    store.put_calendar(build_calendar("holidays", ["2026-01-01"]), T0)
+    (jid,) = create(store, new_job(calendars=("holidays",)))
+    assert store.delete_calendar("default", "holidays") == (False, [jid])
+    assert store.get_calendar("default", "holidays") is not None
+    assert store.get_job(jid).spec.calendars == ("holidays",)  # type: ignore[union-attr]
+
+
+def test_an_excluded_tick_is_recorded_skipped_with_reason_calendar(store: Store) -> None:
+    # every hour; 2026-01-01 (the whole local day in Paris) is a holiday
+    store.put_calendar(build_calendar("holidays", ["2026-01-01"]), T0)
+    (jid,) = create(store, new_job(schedule="0 * * * *", timezone="Europe/Paris", calendars=("holidays",),
+                                   next_run_at=T0))  # fmt: skip
+    res = claim_all(store, T0)  # 2026-01-01T00:00Z is 01:00 in Paris: excluded
+    assert res.executions == []
+    (skipped,) = res.skipped
+    assert skipped.execution_id == execution_id(jid, T0)
+    assert skipped.status is ExecStatus.SKIPPED and skipped.reason == "calendar: holidays"
+    # 2026-01-01T23:00Z is 2026-01-02T00:00 in Paris: runs
+    store.claim_due(list(range(64)), T0 + 22 * HOUR, 1000)
+    res = claim_all(store, T0 + 23 * HOUR)
+    assert [e.scheduled_at for e in res.executions] == [T0 + 23 * HOUR]
+
+
+def test_active_until_completes_the_job_and_active_from_is_kept(store: Store) -> None:
+    (jid,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, active_from=T0, active_until=T0 + HOUR))
+    res = claim_all(store, T0)
+    assert [e.scheduled_at for e in res.executions] == [T0]
+    assert store.get_job(jid).next_run_at == T0 + HOUR  # type: ignore[union-attr]
+    claim_all(store, T0 + HOUR)
+    job = store.get_job(jid)
+    assert job is not None and job.status is JobStatus.COMPLETED and job.next_run_at is None
+    assert job.spec.active_from == T0 and job.spec.active_until == T0 + HOUR
+
+
+# ---------------------------------------------------------------- backfill
+
+
+def test_backfill_twice_gives_one_execution_per_tick(store: Store) -> None:
+    (jid,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0 + DAY))
+    ticks = [T0 + i * HOUR for i in range(5)]
+    first = store.backfill(jid, ticks, T0 + DAY)
+    assert first is not None and [e.scheduled_at for e in first] == ticks
+    assert all(e.priority is Priority.BATCH and e.context == {"backfill": True} for e in first)
+    assert store.backfill(jid, ticks, T0 + DAY) == []
+    more = store.backfill(jid, [*ticks, T0 + 5 * HOUR], T0 + DAY)
+    assert more is not None and [e.scheduled_at for e in more] == [T0 + 5 * HOUR]
+    history = store.list_executions(jid, 100)
+    assert sorted(e.scheduled_at for e in history) == [*ticks, T0 + 5 * HOUR]
+    assert store.get_execution(execution_id(jid, T0)).context == {"backfill": True}  # type: ignore[union-attr]
+    assert store.backfill("nope", ticks, T0) is None
+    assert store.backfill(jid, ticks, T0, tenant="other") is None
+
+
+def test_cancel_backfill_cancels_only_the_backfill_not_yet_started(store: Store) -> None:
+    (jid,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0))
+    scheduled = claim_all(store, T0).executions[0]
+    store.backfill(jid, [T0 - 2 * HOUR, T0 - HOUR], T0)
+    start(store, execution_id(jid, T0 - 2 * HOUR), T0)
+    assert store.cancel_backfill(jid, T0 + SEC) == 1
+    assert store.get_execution(execution_id(jid, T0 - HOUR)).status is ExecStatus.CANCELLED  # type: ignore[union-attr]
+    assert store.get_execution(execution_id(jid, T0 - 2 * HOUR)).status is ExecStatus.RUNNING  # type: ignore[union-attr]
+    assert store.get_execution(scheduled.execution_id).status is ExecStatus.PENDING  # type: ignore[union-attr]
+    assert store.cancel_backfill("nope", T0) is None
+
+
+# ---------------------------------------------------------------- chains
+
+
+def _run_to(store: Store, eid: str, outcome: Outcome, now: int) -> list:  # type: ignore[type-arg]
+    g = start(store, eid, now)
+    (res,) = store.complete_executions([Completion(eid, "w1", g.lease_epoch, outcome)], now + SEC)
+    return res.triggered
+
+
+def test_a_success_triggers_its_child_once_with_the_parent_in_context(store: Store) -> None:
+    child, other = create(store, new_job(schedule="@triggered", next_run_at=None),
+                          new_job(schedule="@triggered", next_run_at=None))  # fmt: skip
+    (parent,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_success=(child,), on_failure=(other,)))
+    peid = claim_all(store, T0).executions[0].execution_id
+    (kid,) = _run_to(store, peid, Outcome.SUCCEEDED, T0)
+    assert kid.execution_id == execution_id(child, T0) and kid.status is ExecStatus.PENDING
+    parent_ctx = {"executionId": peid, "jobId": parent, "scheduledAt": "2026-01-01T00:00:00Z", "outcome": "SUCCEEDED"}
+    assert kid.context == {"parent": parent_ctx}
+    g = start(store, kid.execution_id, T0 + 2 * SEC)
+    assert g.context == {"parent": parent_ctx}
+    assert g.payload == {"parent": parent_ctx}
+    assert store.get_execution(execution_id(other, T0)) is None
+
+
+def test_a_retry_is_not_final_and_dead_triggers_on_failure(store: Store) -> None:
+    (child,) = create(store, new_job(schedule="@triggered", next_run_at=None, payload={"k": 1}))
+    (parent,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,),
+                                      retry=RetryPolicy(max_attempts=2)))  # fmt: skip
+    peid = claim_all(store, T0).executions[0].execution_id
+    assert _run_to(store, peid, Outcome.FAILED, T0) == []  # attempt 1 of 2: RETRY_WAIT
+    ex = store.get_execution(peid)
+    assert ex is not None and ex.status is ExecStatus.RETRY_WAIT
+    (kid,) = _run_to(store, peid, Outcome.FAILED, (ex.available_at or T0) + SEC)
+    assert kid.context["parent"]["outcome"] == "DEAD"  # type: ignore[index]
+    g = start(store, kid.execution_id, T0 + HOUR)
+    assert g.payload["k"] == 1 and g.payload["parent"]["jobId"] == parent
+
+
+def test_a_replayed_parent_does_not_trigger_the_child_again(store: Store) -> None:
+    (child,) = create(store, new_job(schedule="@triggered", next_run_at=None))
+    (_parent,) = create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,), on_success=(child,),
+                                      retry=RetryPolicy(max_attempts=1)))  # fmt: skip
+    peid = claim_all(store, T0).executions[0].execution_id
+    assert len(_run_to(store, peid, Outcome.FAILED, T0)) == 1
+    assert store.replay_dead(peid, T0 + MIN) is not None
+    assert _run_to(store, peid, Outcome.SUCCEEDED, T0 + 2 * MIN) == []  # same tick: the child exists
+    assert len([e for e in store.list_executions(child, 10)]) == 1
+
+
+def test_chain_children_must_exist_and_cycles_are_refused(store: Store) -> None:
+    a, b, c = create(store, *(new_job(schedule="@triggered", next_run_at=None) for _ in range(3)))
+    assert store.set_job_chain(a, [b], [], T0) is not None
+    assert store.set_job_chain(b, [c], [], T0) is not None
+    with pytest.raises(ChainError, match="cycle"):
+        store.set_job_chain(c, [], [a], T0)
+    with pytest.raises(ChainError, match="cycle"):
+        store.set_job_chain(a, [a], [], T0)
+    with pytest.raises(ChainError, match="no job"):
+        store.set_job_chain(a, ["nope"], [], T0)
+    (foreign,) = create(store, new_job(schedule="@triggered", next_run_at=None, tenant="zeta"))
+    with pytest.raises(ChainError, match="same tenant"):
+        store.set_job_chain(a, [foreign], [], T0)
+    job = store.get_job(c)
+    assert job is not None and job.spec.on_failure == ()
+    assert store.set_job_chain("nope", [], [], T0) is None
+    cleared = store.set_job_chain(a, [], [], T0)
+    assert cleared is not None and cleared.spec.on_success == ()
+    assert store.set_job_chain(c, [], [a], T0) is not None  # no cycle any more
+
+
+def test_a_lease_that_expires_for_good_triggers_on_failure(store: Store) -> None:
+    """The reaper's verdict is a final outcome too: the child is inserted with it."""
+    (child,) = create(store, new_job(schedule="@triggered", next_run_at=None))
+    create(store, new_job(schedule="0 * * * *", next_run_at=T0, on_failure=(child,), lease_sec=10,
+                          retry=RetryPolicy(max_attempts=1)))  # fmt: skip
+    peid = claim_all(store, T0).executions[0].execution_id
+    start(store, peid, T0)
+    (res,) = store.expire_leases(T0 + MIN, 10)
+    assert res.status is ExecStatus.DEAD
+    assert [ex.execution_id for ex in res.triggered] == [execution_id(child, T0)]
+    assert store.expire_leases(T0 + 2 * MIN, 10) == []
+
+
+def test_an_update_in_place_keeps_calendars_and_refuses_a_chain_cycle(store: Store) -> None:
+    """``update_job`` (PATCH) writes the new fields and runs the same cycle check as set_job_chain."""
+    store.put_calendar(build_calendar("holidays", ["2026-01-01"]), T0)
+    a, b = create(store, *(new_job(schedule="@triggered", next_run_at=None) for _ in range(2)))
+    assert store.set_job_chain(a, [b], [], T0) is not None
+    job_b = store.get_job(b)
+    assert job_b is not None
+    with pytest.raises(ChainError, match="cycle"):
+        store.update_job(b, replace(job_b.spec, on_failure=(a,)), None, False, T0 + SEC)
+    assert store.get_job(b).spec.on_failure == ()  # type: ignore[union-attr]
+    new = replace(job_b.spec, schedule="0 * * * *", calendars=("holidays",), active_until=T0 + HOUR)
+    res = store.update_job(b, new, T0, True, T0 + SEC)
+    assert res.job is not None and res.job.spec.calendars == ("holidays",) and res.job.spec.active_until == T0 + HOUR
+    skipped = claim_all(store, T0).skipped
+    assert [(e.job_id, e.reason) for e in skipped] == [(b, "calendar: holidays")]
+
+
+def test_a_cancelled_child_does_not_block_changing_the_rest_of_the_chain(store: Store) -> None:
+    a, b, c = create(store, *(new_job(schedule="@triggered", next_run_at=None) for _ in range(3)))
+    assert store.set_job_chain(a, [b], [c], T0) is not None
+    store.cancel_job(c, T0)
+    job = store.set_job_chain(a, [], [c], T0 + SEC)  # drop b, keep the cancelled c
+    assert job is not None and job.spec.on_success == () and job.spec.on_failure == (c,)
+    (d,) = create(store, new_job(schedule="@triggered", next_run_at=None))
+    store.cancel_job(d, T0)
+    with pytest.raises(ChainError, match="CANCELLED"):
+        store.set_job_chain(a, [d], [c], T0 + SEC)  # a cancelled job is never added

@@ -1,0 +1,303 @@
+"""Chains, backfill and calendars end to end: a real daemon, real workers, real kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+FAST_RETRY = {"maxAttempts": 3, "initialBackoffSec": 0, "jitter": 0}
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _child(d: Daemon, out: Path, **extra: object) -> str:
+    """A job with no schedule of its own that records what it was told about its parent."""
+    cmd = (f'printf "%s %s %s " "$CRONWHEEL_PARENT_EXECUTION_ID" "$CRONWHEEL_PARENT_OUTCOME" '
+           f'"$CRONWHEEL_EXECUTION_ID" >> {out}; cat >> {out}')  # fmt: skip
+    return str(d.add_job({"schedule": "@triggered", "command": cmd, **extra})["jobId"])
+
+
+def test_a_chain_whose_parent_worker_is_killed_mid_run_triggers_its_child_once(make_daemon, tmp_path: Path) -> None:
+    d: Daemon = make_daemon(workers=2, slots=2)
+    out, marker = tmp_path / "child.out", tmp_path / "first-attempt"
+    child = _child(d, out)
+    # attempt 1 leaves a marker and hangs (its worker is killed); attempt 2 sees it and succeeds
+    parent = d.add_job({
+        "runAt": "+0s", "onSuccess": [child], "retryPolicy": {**FAST_RETRY, "maxAttempts": 5}, "payload": {"batch": 7},
+        "command": f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exec sleep 30",
+    })["jobId"]
+    wait_for(marker.exists, timeout=30, what="the parent's first attempt running")
+    started = wait_for(lambda: d.event("execution.started", jobId=parent), what="execution.started of the parent")
+    victims = d.worker_pids()
+    assert victims
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    (pex,) = wait_for(lambda: [e for e in d.executions(parent) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the parent succeeding on its retry")  # fmt: skip
+    # attempt 2, or 3 when the retry went to the second worker before it was killed too
+    assert pex["attempt"] >= 2 and pex["executionId"] == started["executionId"]
+    assert d.event("execution.retry_scheduled", executionId=pex["executionId"], outcome="lost")  # killed mid-run
+    (kid,) = wait_for(lambda: [e for e in d.executions(child) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the child succeeding")  # fmt: skip
+    assert kid["executionId"] == f"{child}:{pex['executionId'].rsplit(':', 1)[1]}"  # (child, parent tick)
+    assert kid["context"]["parent"] == {"executionId": pex["executionId"], "jobId": parent,
+                                        "scheduledAt": pex["scheduledAt"], "outcome": "SUCCEEDED"}  # fmt: skip
+    eid, outcome, own, payload = out.read_text().split(" ", 3)
+    assert (eid, outcome, own) == (pex["executionId"], "SUCCEEDED", kid["executionId"])
+    assert json.loads(payload) == {"parent": kid["context"]["parent"]}  # the child's payload (none) + its parent
+    # the parent ran twice (at least once), the child once: one execution, one run
+    assert len(d.executions(child)) == 1
+    assert len([e for e in d.events("execution.started") if e["executionId"] == kid["executionId"]]) == 1
+    assert d.event("chain.triggered", executionId=kid["executionId"], parentExecutionId=pex["executionId"])
+
+
+def test_a_failure_triggers_the_on_failure_child_after_the_retries(make_daemon, tmp_path: Path) -> None:
+    d: Daemon = make_daemon()
+    ok_out, fail_out = tmp_path / "ok.out", tmp_path / "fail.out"
+    on_ok, on_fail = _child(d, ok_out), _child(d, fail_out)
+    parent = d.add_job({"runAt": "+0s", "command": "exit 3", "retryPolicy": {**FAST_RETRY, "maxAttempts": 2},
+                        "onSuccess": [on_ok], "onFailure": [on_fail]})["jobId"]  # fmt: skip
+    (kid,) = wait_for(lambda: [e for e in d.executions(on_fail) if e["status"] == "SUCCEEDED"] or None, timeout=60,
+                      what="the on-failure child")  # fmt: skip
+    (pex,) = d.executions(parent)
+    assert pex["status"] == "DEAD" and pex["attempt"] == 2
+    assert fail_out.read_text().split(" ")[:2] == [pex["executionId"], "DEAD"]
+    assert d.executions(on_ok) == [] and not ok_out.exists()
+    assert kid["context"]["parent"]["outcome"] == "DEAD"
+
+
+def test_a_cycle_is_refused_through_the_api_and_the_cli(daemon: Daemon) -> None:
+    d = daemon
+    a = d.add_job({"schedule": "@triggered", "command": "true"})["jobId"]
+    b = d.add_job({"schedule": "@triggered", "command": "true", "onSuccess": [a]})["jobId"]
+    r = d.request("PUT", f"/v1/jobs/{a}/chain", {"onFailure": [b]})
+    assert r.status == 409, r
+    assert r.json()["code"] == "chain_refused" and f"{a} -> {b} -> {a}" in r.json()["detail"]
+    res = d.cli("chain", a, "--on-success", a)
+    assert res.returncode == 1 and "cycle" in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert d.get(f"/v1/jobs/{a}").json()["onSuccess"] == []
+    r = d.request("PUT", f"/v1/jobs/{a}/chain", {"onSuccess": ["jnope"]})
+    assert r.status == 409 and "no job" in r.json()["detail"]
+    r = d.post("/v1/jobs", {"schedule": "@triggered", "command": "true", "onSuccess": ["jnope"]})
+    assert r.status == 422 and r.json()["code"] == "unknown_reference" and r.json()["field"] == "onSuccess"
+
+
+def test_a_backfill_of_a_past_range_run_twice_gives_one_execution_per_tick(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "*/10 * * * *", "command": "true", "name": "tenminutes"})["jobId"]
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    start = now - timedelta(hours=2)
+    start = start.replace(minute=start.minute - start.minute % 10)
+    end = start + timedelta(minutes=50)  # ticks :00 :10 … :50 of that hour: 6
+    dry = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(start), "to": _iso(end), "dryRun": True})
+    assert dry.status == 200 and dry.json()["ticks"] == 6 and dry.json()["created"] == 0
+    first = d.cli("backfill", "tenminutes", "--from", _iso(start), "--to", _iso(end), "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["created"] == 6
+    again = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(start), "to": _iso(end)})
+    assert again.status == 202 and again.json()["created"] == 0 and again.json()["existing"] == 6
+    wait_for(lambda: sum(e["status"] == "SUCCEEDED" for e in d.executions(job)) == 6, timeout=60,
+             what="the six backfilled runs")  # fmt: skip
+    backfilled = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
+    assert sorted(e["scheduledAt"] for e in backfilled) == [_iso(start + timedelta(minutes=10 * i)).replace("Z", ".000Z")
+                                                            for i in range(6)]  # fmt: skip
+    assert all(e["priority"] == "batch" for e in backfilled)
+    assert len({e["executionId"] for e in d.executions(job)}) == len(d.executions(job))
+    # too large for one request: a clear refusal, nothing created
+    every_second = d.add_job({"schedule": "* * * * * *", "command": "true"})["jobId"]
+    big = d.post(f"/v1/jobs/{every_second}/backfill", {"from": _iso(now - timedelta(days=1)), "to": _iso(now)})
+    assert big.status == 422 and big.json()["code"] == "backfill_too_large" and "10000" in big.json()["detail"]
+    future = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(now), "to": _iso(now + timedelta(days=1))})
+    assert future.status == 400 and "future" in future.json()["detail"]
+
+
+def test_a_holiday_is_skipped_in_a_dst_changing_zone(daemon: Daemon) -> None:
+    d = daemon
+    zone = "America/New_York"  # changes its offset twice a year
+    today = datetime.now(ZoneInfo(zone)).date()
+    res = d.cli("calendar", "set", "holidays", "--date", today.isoformat(), "--date", "2027-03-14",
+                "--description", "today and the spring-forward day")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    skipped = d.add_job({"schedule": "* * * * * *", "timezone": zone, "command": "true", "calendars": ["holidays"]})["jobId"]
+    plain = d.add_job({"schedule": "* * * * * *", "timezone": zone, "command": "true"})["jobId"]
+    wait_for(lambda: len(d.executions(skipped)) >= 2 and any(e["status"] == "SUCCEEDED" for e in d.executions(plain)),
+             timeout=30, what="ticks of both jobs")  # fmt: skip
+    rows = d.executions(skipped)
+    assert rows and all(e["status"] == "SKIPPED" and e["reason"] == "calendar: holidays" for e in rows)
+    # `cronwheel next` honours the calendar: the next runs are after today, in the job's zone
+    nxt = d.cli("next", skipped, "-n", "2", "--json")
+    assert nxt.returncode == 0, nxt.stderr
+    first = datetime.fromisoformat(json.loads(nxt.stdout)[0].replace("Z", "+00:00")).astimezone(ZoneInfo(zone))
+    assert first.date() > today and (first.hour, first.minute, first.second) == (0, 0, 0)
+    up = d.get(f"/v1/jobs/{skipped}/upcoming?count=1&from=2027-03-13T23:59:59-05:00").json()
+    # 2027-03-14 (23 hours long in New York) is excluded whole: the next run is 2027-03-15 00:00 EDT
+    assert up["next"] == ["2027-03-15T04:00:00.000Z"]
+    # the herd preview counts the plain job's 60 ticks of the coming minute, none of the other's
+    # (unless that minute crosses midnight in New York, where the holiday ends)
+    before = datetime.now(ZoneInfo(zone))
+    herd = d.get("/v1/herd?window=60").json()
+    if (before + timedelta(seconds=62)).date() == today:
+        assert herd["ticks"] == 60, herd
+    # a calendar in use cannot be deleted
+    r = d.request("DELETE", "/v1/calendars/holidays")
+    assert r.status == 409 and skipped in r.json()["detail"]
+
+
+def test_the_readme_tour_of_calendars_backfill_and_chains_runs_as_written(daemon: Daemon) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("Beyond cron: holidays, backfills, chains.", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.startswith("cronwheel ")]
+    assert len(commands) == 6
+    for line in commands:
+        res = daemon.cli(*shlex.split(line.split("  #", 1)[0])[1:])
+        assert res.returncode == 0, (line, res.stderr)
+    payroll = daemon.cli("show", "payroll", "--json")
+    job = json.loads(payroll.stdout)
+    notify = json.loads(daemon.cli("show", "notify", "--json").stdout)
+    assert job["calendars"] == ["holidays"] and job["onFailure"] == [notify["jobId"]]
+    assert notify["schedule"] == "@triggered" and notify["nextRunAt"] is None
+
+
+@pytest.mark.postgres
+def test_two_nodes_on_postgres_chain_backfill_and_skip_once(make_daemon, postgres_dsn: str, tmp_path: Path) -> None:
+    """In a cluster: a chain child runs once whichever node completes the parent, a backfill
+    sent to both nodes creates each tick once, a calendar excludes ticks whichever node claims."""
+    a = make_daemon("a", args=("--store", postgres_dsn, "--node-id", "a", "--bucket-lease-ms", "1500"))
+    b = make_daemon("b", args=("--store", postgres_dsn, "--node-id", "b", "--bucket-lease-ms", "1500"))
+    wait_for(lambda: sum((a.status().get("cluster") or {}).get("buckets", {}).values()) == 64
+             and len((a.status().get("cluster") or {}).get("buckets", {})) == 2, 30, what="buckets split over a and b")  # fmt: skip
+    out = tmp_path / "child.out"
+    child = _child(a, out)
+    parents = [b.add_job({"runAt": "+0s", "command": "true", "onSuccess": [child]})["jobId"] for _ in range(6)]
+    wait_for(lambda: len([e for e in a.executions(child) if e["status"] == "SUCCEEDED"]) == 6, 60,
+             what="one child run per parent")  # fmt: skip
+    assert sorted(e["context"]["parent"]["jobId"] for e in a.executions(child)) == sorted(parents)
+    assert len({e["executionId"] for e in a.executions(child)}) == 6
+
+    job = a.add_job({"schedule": "*/10 * * * *", "command": "true"})["jobId"]
+    start = (datetime.now(UTC) - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
+    body = {"from": _iso(start), "to": _iso(start + timedelta(minutes=50))}
+    created = [n.post(f"/v1/jobs/{job}/backfill", body).json()["created"] for n in (a, b, a, b)]
+    assert created == [6, 0, 0, 0]
+    assert len([e for e in b.executions(job) if e["context"] == {"backfill": True}]) == 6
+
+    a.request("PUT", "/v1/calendars/always", {"windows": [{"start": "2000-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}]})
+    skipped = [n.add_job({"schedule": "* * * * * *", "command": "true", "calendars": ["always"]})["jobId"] for n in (a, b)]
+    wait_for(lambda: all(len(a.executions(j)) >= 2 for j in skipped), 30, what="ticks of the calendar jobs")
+    for j in skipped:
+        assert {(e["status"], e["reason"]) for e in b.executions(j)} == {("SKIPPED", "calendar: always")}
+
+
+def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "0 * * * *", "command": "true"})["jobId"]
+    cases = [
+        ("PUT", "/v1/calendars/h", {"dates": ["2026-02-30"]}, 422, "dates[0]"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "2026-01-02T00:00", "end": "2026-01-01T00:00"}]}, 422, "windows[0]"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "x"}]}, 422, "windows[0]"),
+        ("PUT", "/v1/calendars/h", {"holidays": []}, 422, "holidays"),
+        ("PUT", "/v1/calendars/h", [], 400, None),
+        ("PUT", "/v1/calendars/bad%20name", {}, 422, "name"),
+        ("GET", "/v1/calendars/nope", None, 404, None),
+        ("POST", f"/v1/jobs/{job}/backfill", {"to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "yesterday", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "to"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z", "dryRun": "yes"}, 422, "dryRun"),
+        ("POST", "/v1/jobs/jnope/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}, 404, None),
+        ("PUT", f"/v1/jobs/{job}/chain", {"onSuccess": "j1"}, 422, "onSuccess"),
+        ("PUT", f"/v1/jobs/{job}/chain", {"onSuccess": ["bad id!"]}, 422, "onSuccess[0]"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "calendars": ["nope"]}, 422, "calendars"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "calendars": "holidays"}, 422, "calendars"),
+        ("POST", "/v1/jobs", {"runAt": "+1m", "command": "true", "activeUntil": "2030-01-01T00:00:00Z"}, 422, "activeUntil"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "activeFrom": "2030-01-02T00:00:00Z",
+                              "activeUntil": "2030-01-01T00:00:00Z"}, 422, "activeUntil"),
+        ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "activeUntil": "2001-01-01T00:00:00Z"}, 400, "schedule"),
+        ("GET", f"/v1/jobs/{job}/upcoming?count=0", None, 400, "count"),
+    ]  # fmt: skip
+    for method, path, body, status, field in cases:
+        r = d.request(method, path, body)
+        assert r.status == status, (method, path, body, r)
+        problem = r.json()
+        assert problem["detail"] and "Traceback" not in problem["detail"], problem
+        if field is not None:
+            assert problem.get("field") == field, (path, body, problem)
+    res = d.cli("calendar", "set", "h", "--window", "2026-01-01T00:00")
+    assert res.returncode == 2 and "START/END" in res.stderr
+    res = d.cli("backfill", job, "--from", "2026-01-01T00:00:00Z")
+    assert res.returncode == 2 and "--to" in res.stderr
+
+
+def test_a_backfill_is_cancelable(daemon: Daemon) -> None:
+    d = daemon
+    # a queue target: no remote worker polls it, so the backfilled runs wait, PENDING
+    job = d.add_job({"schedule": "0 * * * *", "queue": "nobody", "name": "hourly"})["jobId"]
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    r = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(end - timedelta(hours=4)), "to": _iso(end)})
+    assert r.status == 202 and r.json()["created"] == 5
+    res = d.cli("backfill", "hourly", "--cancel")
+    assert res.returncode == 0 and "Cancelled 5 backfill run(s)" in res.stdout, res.stderr
+    rows = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
+    assert len(rows) == 5 and {(e["status"], e["reason"]) for e in rows} == {("CANCELLED", "backfill cancelled")}
+    assert d.event("backfill.cancelled", jobId=job, cancelled=5)
+
+
+def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daemon) -> None:
+    d = daemon
+    job = d.add_job({"schedule": "* * * * *", "queue": "nobody"})["jobId"]
+    end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
+    start = end - timedelta(minutes=719)  # 720 ticks: two requests of at most 500
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2]), "CRONWHEEL_URL": d.url,
+           "CRONWHEEL_DATA_DIR": str(d.data_dir)}  # fmt: skip
+    env.pop("CRONWHEEL_TOKEN", None)
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cronwheel", "backfill", job, "--from", _iso(start), "--to", _iso(end)],
+                              stdout=subprocess.PIPE, stderr=slave, env=env, timeout=60, text=True)  # fmt: skip
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and "720 run(s) created" in proc.stdout
+    assert b"backfill" in shown and b"720/720" in shown  # click's bar on the terminal
+    posts = [e for e in d.events("job.backfilled") if e["jobId"] == job]
+    assert [e["created"] for e in posts] == [500, 220]
+
+
+def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> None:
+    d = daemon
+    a = d.add_job({"schedule": "@triggered", "command": "true", "name": "a"})["jobId"]
+    b = d.add_job({"schedule": "@triggered", "command": "true", "onSuccess": [a]})["jobId"]
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"onFailure": [b]})
+    assert r.status == 409 and r.json()["code"] == "chain_refused", r
+    res = d.cli("update", "a", "--on-success", b)
+    assert res.returncode == 1 and "cycle" in res.stderr
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"calendars": ["nope"]})
+    assert r.status == 422 and r.json()["code"] == "unknown_reference"
+    assert d.request("PUT", "/v1/calendars/weekend", {"description": "w"}).status == 200
+    r = d.request("PATCH", f"/v1/jobs/{b}", {"calendars": ["weekend"], "onSuccess": None})
+    assert r.status == 200 and r.json()["calendars"] == ["weekend"] and r.json()["onSuccess"] == []
+    r = d.request("PATCH", f"/v1/jobs/{a}", {"onFailure": [b]})  # no cycle any more
+    assert r.status == 200 and r.json()["onFailure"] == [b]
