@@ -34,11 +34,13 @@ from aiohttp import web
 
 from cronwheel.api import beyondcron as bc
 from cronwheel.api import dashboard, ops, routing
+from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
+from cronwheel.core.notify import rules_refusal
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
@@ -322,7 +324,8 @@ async def create_job(request: web.Request) -> web.Response:
     body = await _body(request)
     service = _service(request)
     spec = v.parse_job_body(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
-    refusal = target_refusal(spec.target, await _principal(request))
+    principal = await _principal(request)
+    refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     _check_run_as(spec)
@@ -350,7 +353,7 @@ async def create_jobs(request: web.Request) -> web.Response:
     items = v.parse_job_batch(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
     principal = await _principal(request)
     for i, (spec, _, _) in enumerate(items):
-        refusal = target_refusal(spec.target, principal)
+        refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
         if refusal is not None:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
         _check_run_as(spec, f"jobs[{i}]")
@@ -439,7 +442,10 @@ async def update_job(request: web.Request) -> web.Response:
     body = await _body(request)
     service = _service(request)
     spec = v.parse_job_patch(job, body, now_ms=service.now_ms())
-    refusal = target_refusal(spec.target, await _principal(request))
+    principal = await _principal(request)
+    refusal = target_refusal(spec.target, principal)
+    if refusal is None and "notify" in body:  # rules kept as they were saved are not judged again
+        refusal = rules_refusal(spec.notify, principal)
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
@@ -468,6 +474,49 @@ async def trigger_job(request: web.Request) -> web.Response:
     await _body(request, optional=True)
     ex = await _service(request).trigger_job(request.match_info["jobId"], await _tenant(request))
     return _json(v.execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
+
+
+async def ping_job(request: web.Request) -> web.Response:
+    """A run elsewhere reports on a job: start, success (the default) or fail."""
+    kind, exit_code, output = nv.parse_ping(await _body(request, optional=True))
+    job, ex = await _service(request).ping(request.match_info["jobId"], kind, exit_code, output, await _tenant(request))
+    data: dict[str, Any] = {"jobId": job.id, "status": kind, "execution": None if ex is None else v.execution_to_json(ex)}
+    return _json(data)
+
+
+# ---------------------------------------------------------------- notifications
+
+
+async def list_notifications(request: web.Request) -> web.Response:
+    q = request.query
+    limit = v.parse_limit(q.get("limit"), 100)
+    status = nv.parse_notification_status(q.get("status"))
+    job_id = q.get("jobId") or None
+    if job_id is not None and len(job_id) > 200:
+        raise Problem(400, "invalid_query", "jobId must be a job id", field="jobId")
+    found = await _service(request).list_notifications(
+        await _tenant(request), job_id, status, limit + 1, nv.parse_before(q.get("before"))
+    )
+    page, nxt = _page(found, limit, nv.cursor_of)
+    return _json({"notifications": [nv.notification_to_json(n) for n in page], "next": nxt})
+
+
+async def replay_notification(request: web.Request) -> web.Response:
+    await _body(request, optional=True)
+    n = await _service(request).replay_notification(request.match_info["notificationId"], await _tenant(request))
+    return _json(nv.notification_to_json(n))
+
+
+async def get_tenant_notify(request: web.Request) -> web.Response:
+    rules = await _service(request).tenant_notify(request.match_info["name"])
+    return _json({"tenant": request.match_info["name"], "notify": [r.to_json(redact=True) for r in rules]})
+
+
+async def set_tenant_notify(request: web.Request) -> web.Response:
+    rules = nv.parse_rules_body(await _body(request))
+    name = request.match_info["name"]
+    await _service(request).set_tenant_notify(name, rules)
+    return _json({"tenant": name, "notify": [r.to_json(redact=True) for r in rules]})
 
 
 async def backfill_job(request: web.Request) -> web.Response:
@@ -772,6 +821,9 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/resume", resume_job),
     ("POST", "/v1/jobs/{jobId}/trigger", trigger_job),
     ("GET", "/v1/jobs/{jobId}/executions", list_executions),
+    ("POST", "/v1/jobs/{jobId}/ping", ping_job),
+    ("GET", "/v1/notifications", list_notifications),
+    ("POST", "/v1/notifications/{notificationId}/replay", replay_notification),
     ("POST", "/v1/jobs/{jobId}/backfill", backfill_job),
     ("DELETE", "/v1/jobs/{jobId}/backfill", cancel_backfill),
     ("PUT", "/v1/jobs/{jobId}/chain", set_chain),
@@ -799,6 +851,8 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("GET", "/v1/tenants", list_tenants),
     ("POST", "/v1/tenants", create_tenant),
     ("PATCH", "/v1/tenants/{name}", update_tenant),
+    ("GET", "/v1/tenants/{name}/notify", get_tenant_notify),
+    ("PUT", "/v1/tenants/{name}/notify", set_tenant_notify),
     ("POST", "/v1/tokens", create_token),
     ("GET", "/v1/tokens", list_tokens),
     ("DELETE", "/v1/tokens/{tokenId}", revoke_token),
@@ -830,11 +884,12 @@ ACCESS: dict[Callable[..., Any], Access] = {
     heartbeat: Access.WORK,
     complete: Access.WORK,
     record_effect: Access.WORK,
+    ping_job: Access.WORK,  # a crontab line elsewhere needs no more than a worker token
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, execution_output, list_dead, replay_dead, purge_dead, herd,
-         backfill_job, cancel_backfill, set_chain, upcoming, list_calendars, get_calendar, put_calendar,
-         delete_calendar),
+         list_notifications, replay_notification, backfill_job, cancel_backfill, set_chain, upcoming,
+         list_calendars, get_calendar, put_calendar, delete_calendar),
         Access.MANAGE,
     ),
 }

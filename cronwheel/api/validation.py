@@ -11,14 +11,17 @@ import hashlib
 import json
 import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import MAX_JOB_CALENDARS
 from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
 from cronwheel.core.chains import MAX_CHILDREN
+from cronwheel.core.deadman import overdue
 from cronwheel.core.limits import (
     JITTER_SEC_RANGE,
     LEASE_SEC_RANGE,
@@ -69,6 +72,8 @@ from cronwheel.store.base import Completion, Outcome
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TARGET_KINDS = ("command", "http", "python", "queue")
+#: the target of a job cronwheel watches but does not run (it has a window and no schedule)
+PING_TARGET = {"ping": {}}
 #: members of a job body that set up a command's process; env also travels to remote workers
 PROCESS_FIELDS = ("env", "runAs", "shell", "stdin")
 
@@ -78,6 +83,7 @@ JOB_FIELDS = frozenset(
         "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
         "misfireGraceSec", "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
         "managedBy",
+        "notify", "expectSuccessWithin",
     }
 )
 MAX_MANAGED_BY_CHARS = 100
@@ -222,8 +228,18 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
         except ValueError as exc:  # ScheduleError is a ValueError
             raise _bad("timezone", f"timezone: {exc}", status=400, code="invalid_timezone") from None
 
-    schedule, run_at = _parse_when(data, timezone, now_ms)
-    target = _parse_target(data)
+    expect_ms = None
+    if "expectSuccessWithin" in data:
+        try:
+            expect_ms = nt.parse_window(data["expectSuccessWithin"])
+        except nt.RuleError as exc:
+            raise _bad(exc.field, exc.detail) from None
+    if expect_ms is not None and not any(k in data for k in ("schedule", "runAt", "target", *TARGET_KINDS)):
+        # watched, not run: a cron elsewhere reports its runs by pings
+        schedule, run_at, target = None, None, dict(PING_TARGET)
+    else:
+        schedule, run_at = _parse_when(data, timezone, now_ms)
+        target = _parse_target(data)
 
     name = None
     if "name" in data:
@@ -240,6 +256,12 @@ def parse_job_body(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
             raise _bad("payload", f"payload is {size} bytes of JSON; the limit is {MAX_PAYLOAD_BYTES} bytes", status=413, code="payload_too_large")
 
     spec = JobSpec(target=target, schedule=schedule, run_at=run_at, timezone=timezone, name=name, tenant=tenant, payload=payload)
+    spec.expect_success_within_ms = expect_ms
+    if "notify" in data:
+        try:
+            spec.notify = nt.rules_from_json(data["notify"])
+        except nt.RuleError as exc:
+            raise _bad(exc.field, exc.detail) from None
     if "retryPolicy" in data:
         spec.retry = parse_retry_policy(data["retryPolicy"])
     spec.timeout_sec = _number("timeoutSec", data.get("timeoutSec", DEFAULT_TIMEOUT_SEC), *TIMEOUT_SEC_RANGE, " seconds")
@@ -402,6 +424,7 @@ def job_body(job: Job) -> dict[str, Any]:
     body: dict[str, Any] = {
         "timezone": spec.timezone,
         "target": spec.target,
+        "notify": nt.rules_to_json(spec.notify),  # with the secrets: merged and validated, never shown
         "retryPolicy": spec.retry.to_json(),
         "timeoutSec": spec.timeout_sec,
         "leaseSec": spec.lease_sec,
@@ -428,6 +451,10 @@ def job_body(job: Job) -> dict[str, Any]:
             body[key] = value
     if spec.managed_by is not None:  # kept by a patch that does not name it
         body["managedBy"] = spec.managed_by
+    if spec.expect_success_within_ms is not None:
+        body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
+    if "ping" in spec.target:  # a watched job: its window alone makes it one again
+        del body["target"]
     return body
 
 
@@ -794,7 +821,16 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
 # ---------------------------------------------------------------- to JSON
 
 
-def job_to_json(job: Job, last_run: Execution | None = None) -> dict[str, Any]:
+def window_to_json(job: Job, now_ms: int | None) -> dict[str, Any] | None:
+    """The dead-man's window as stored: its deadline, and whether it is overdue now."""
+    w = job.window
+    if w is None:
+        return None
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    return {"deadline": iso_ms(w.deadline_at), "overdue": overdue(w, now), "overdueSince": iso_ms(w.overdue_since)}
+
+
+def job_to_json(job: Job, last_run: Execution | None = None, now_ms: int | None = None) -> dict[str, Any]:
     """``last_run``: the job's latest execution that started (``Store.last_runs``), shown as
     ``lastRun`` without its output."""
     spec = job.spec
@@ -817,6 +853,9 @@ def job_to_json(job: Job, last_run: Execution | None = None) -> dict[str, Any]:
         "misfire": spec.misfire.value,
         "jitterSec": spec.jitter_sec,
         "misfireGraceSec": spec.misfire_grace_sec,
+        "notify": nt.rules_to_json(spec.notify, redact=True),
+        "expectSuccessWithin": None if spec.expect_success_within_ms is None else nt.format_window(spec.expect_success_within_ms),
+        "window": window_to_json(job, now_ms),
         "env": spec.env,
         "runAs": None if spec.run_as is None else spec.run_as.to_json(),
         "shell": spec.shell,

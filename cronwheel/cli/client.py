@@ -290,6 +290,22 @@ class Client:
 
     # ---------------------------------------------------------------- dead-letter queue
 
+    def get_tenant_notify(self, name: str) -> dict[str, Any]:
+        return self._get(f"/v1/tenants/{quote(name, safe='')}/notify")
+
+    def set_tenant_notify(self, name: str, rules: list[Any]) -> dict[str, Any]:
+        return self._call("PUT", f"/v1/tenants/{quote(name, safe='')}/notify", {"notify": rules})
+
+    def ping(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._post(f"/v1/jobs/{quote(job, safe='')}/ping", body)
+
+    def list_notifications(self, job_id: str | None = None, status: str | None = None, limit: int = 100,
+                           before: str | None = None) -> dict[str, Any]:  # fmt: skip
+        return self._get("/v1/notifications", jobId=job_id, status=status, limit=limit, before=before)
+
+    def replay_notification(self, notification_id: str) -> dict[str, Any]:
+        return self._post(f"/v1/notifications/{quote(notification_id, safe=':@')}/replay")
+
     def list_dead(self, limit: int = 100, after: str | None = None) -> dict[str, Any]:
         return self._get("/v1/dlq", limit=limit, after=after)
 

@@ -16,6 +16,7 @@ import click
 from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render
+from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.obs.events import iso_ms
 
@@ -72,6 +73,9 @@ _DEFINITION_OPTIONS = (
     click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
+    click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
+    click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email)."),
+    click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h)."),
     click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
     click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
     click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
@@ -163,6 +167,7 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
     for key in ("priority", "overlap", "misfire"):
         if opts[key] is not None:
             body[key] = opts[key]
+    body.update(notify_fields(opts["notify_rules"], opts["notify_email"], opts["expect"]))
     body.update(_process_body(opts["env"], opts["run_as"], opts["shell"], opts["stdin"]))
     return body
 

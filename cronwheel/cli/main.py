@@ -40,6 +40,7 @@ from cronwheel.cli.jobedit import duration as _duration
 from cronwheel.cli.jobedit import local_now_ms as _local_now_ms
 from cronwheel.cli.jobedit import schedule_error as _schedule_error
 from cronwheel.cli.jobedit import zone as _zone
+from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
 from cronwheel.cli.transfer import export, import_crontab
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
@@ -864,6 +865,9 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
+@click.option("--smtp-url", metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://… [env CRONWHEEL_SMTP_URL: keeps the password out of the process list]")
+@click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
+@click.option("--mail-from", metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node).
@@ -915,7 +919,11 @@ def _serve_config(ctx: click.Context, path: str | None) -> None:
 
 cfg.with_config_keys(serve)
 cli.add_command(update)
+tenant.add_command(tenant_notify, "notify")
 cli.add_command(tenant)
+cli.add_command(ping)
+cli.add_command(watch)
+cli.add_command(notifications)
 cli.add_command(beyond.calendar)
 cli.add_command(beyond.backfill)
 cli.add_command(beyond.chain)

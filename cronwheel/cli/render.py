@@ -238,6 +238,8 @@ def target_summary(target: dict[str, Any] | None, width: int = 60) -> str:
 
 
 def job_when(job: dict[str, Any]) -> str:
+    if not job.get("schedule") and not job.get("runAt") and job.get("expectSuccessWithin"):
+        return f"pinged, every {job['expectSuccessWithin']}"
     if job.get("schedule"):
         tz = job.get("timezone") or "UTC"
         return job["schedule"] if tz == "UTC" else f"{job['schedule']} ({tz})"
@@ -254,9 +256,15 @@ def last_result(job: dict[str, Any]) -> str:
     return f"{run.get('status')} (exit {code})" if code is not None else str(run.get("status"))
 
 
+def job_status(job: dict[str, Any]) -> str:
+    """The status, marked when the job's dead-man's window passed without a success."""
+    status = str(job.get("status", "-"))
+    return f"{status} OVERDUE" if (job.get("window") or {}).get("overdue") else status
+
+
 def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [
-        [j["jobId"], j.get("name") or "-", j.get("status", "-"), job_when(j),
+        [j["jobId"], j.get("name") or "-", job_status(j), job_when(j),
          fmt_local(j.get("nextRunAt")), last_result(j), target_summary(j.get("target"), 40)]
         for j in jobs
     ]
@@ -314,9 +322,27 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("On success", ", ".join(job.get("onSuccess") or []) or None),
         ("On failure", ", ".join(job.get("onFailure") or []) or None),
         ("Tenant", job.get("tenant")),
+        ("Expect success", f"within {job['expectSuccessWithin']}" if job.get("expectSuccessWithin") else None),
+        ("Window", window_summary(job.get("window"))),
+        ("Notify", "; ".join(rule_summary(r) for r in job.get("notify") or []) or None),
         ("Created", fmt_both(job.get("createdAt"))),
         ("Updated", fmt_both(job.get("updatedAt"))),
     ]
+
+
+def window_summary(window: dict[str, Any] | None) -> str | None:
+    if not window:
+        return None
+    text = f"next deadline {fmt_both(window.get('deadline'))}"
+    if window.get("overdue"):
+        text = f"OVERDUE since {fmt_both(window.get('overdueSince') or window.get('deadline'))}; " + text
+    return text
+
+
+def rule_summary(rule: dict[str, Any]) -> str:
+    where = {"webhook": rule.get("url"), "email": ", ".join(rule.get("to") or []), "command": rule.get("command")}
+    after = f" {rule['afterSec']}s" if rule.get("afterSec") else ""
+    return f"on {rule.get('on')}{after} via {rule.get('via')} {where.get(str(rule.get('via')), '')}"
 
 
 HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ORIGIN", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")

@@ -16,7 +16,7 @@ from cronwheel.cli import jobs_as_code, progress, render
 from cronwheel.cli.client import ApiError
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
-from cronwheel.core.crontab_export import export_crontab, job_label, job_request
+from cronwheel.core.crontab_export import export_crontab, job_label, job_request, unexported_rules
 from cronwheel.core.words import counted
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -215,6 +215,9 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
 
 def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
     render.emit_json([job_request(j) for j in jobs])
+    hooks = sum(unexported_rules(j) for j in jobs)
+    if hooks:
+        render.emit_note(f"{hooks} webhook rule(s) not exported: their secrets are never shown; add them again after importing")
 
 
 def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:

@@ -23,7 +23,7 @@ from cronwheel.core.crontab import MACROS, UTC, split_percent
 _REQUEST_FIELDS = (
     "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
     "priority", "overlap", "misfire", "jitterSec", "misfireGraceSec", "env", "runAs", "shell", "stdin",
-    "activeFrom", "activeUntil",
+    "activeFrom", "activeUntil", "expectSuccessWithin",
 )  # fmt: skip
 
 
@@ -40,8 +40,18 @@ def job_request(job: dict[str, Any]) -> dict[str, Any]:
         del body["timezone"]
     if not body.get("env"):
         body.pop("env", None)
-    body.update(job.get("target") or {})
+    target = job.get("target") or {}
+    if "ping" not in target:  # a watched job is recreated by its window alone
+        body.update(target)
+    rules = [{k: v for k, v in r.items() if k != "ruleId"} for r in job.get("notify") or [] if r.get("via") != "webhook"]
+    if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
+        body["notify"] = rules
     return body
+
+
+def unexported_rules(job: dict[str, Any]) -> int:
+    """Rules of ``job`` that ``job_request`` leaves out (webhooks: their secrets are hidden)."""
+    return sum(1 for r in job.get("notify") or [] if r.get("via") == "webhook")
 
 
 @dataclass(frozen=True)

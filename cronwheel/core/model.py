@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cronwheel.core.deadman import Window
+
+if TYPE_CHECKING:
+    from cronwheel.core.notify import Rule
 
 class JobStatus(StrEnum):
     """A job's state follows its schedule and, once it has no further tick, its executions
@@ -209,6 +213,10 @@ class JobSpec:
     jitter_sec: int = 0  #: deterministic per (job, tick) delay in [0, jitter_sec)
     #: how late a tick may be and still just run; None: until the next tick, at most 60 s
     misfire_grace_sec: int | None = None
+    #: notification rules (core.notify); empty: the tenant's default rules apply
+    notify: tuple[Rule, ...] = ()
+    #: the dead-man's switch: ``missed`` fires when this long passes without a success
+    expect_success_within_ms: int | None = None
     calendars: tuple[str, ...] = ()  #: names of the tenant's calendars whose exclusions apply
     active_from: int | None = None  #: no tick before this instant (ms)
     active_until: int | None = None  #: no tick after this instant (ms); the job then completes
@@ -258,6 +266,7 @@ class Job:
     created_at: int
     updated_at: int
     spec: JobSpec
+    window: Window | None = None  #: the dead-man's window as stored (None: no window)
 
     @property
     def tenant(self) -> str:

@@ -60,8 +60,7 @@ class BeyondCronMixin:
         """The job's first tick after ``now``: its one-off instant, None for ``@triggered``, else
         the first tick of its schedule inside its active window."""
         if spec.schedule is None:
-            assert spec.run_at is not None
-            return spec.run_at
+            return spec.run_at  # None: a watched job (pings), never scheduled here
         try:
             parsed = sched.parse_schedule(spec.schedule, job_id, spec.timezone)
         except sched.ScheduleError as exc:

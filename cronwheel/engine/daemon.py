@@ -24,6 +24,7 @@ from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
 from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
 from cronwheel.core.tenants import normalise_host
+from cronwheel.engine.channels import ChannelConfigError, MailConfig
 from cronwheel.engine.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.engine.reload import Reloader, log_appliers
@@ -265,6 +266,9 @@ async def serve(
     log_level: str = "info",
     reload: Any = None,
     running: dict[str, Any] | None = None,
+    smtp_url: str | None = None,
+    sendmail: str | None = None,
+    mail_from: str | None = None,
 ) -> None:
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
     compare with ``running`` (the values this daemon was started with; engine/reload.py)."""
@@ -275,6 +279,11 @@ async def serve(
     disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
     retention_opts = _retention_options(retention, keep_last, retention_interval_ms)
     fd_limit = _raise_fd_limit()
+    os.environ.pop("CRONWHEEL_SMTP_URL", None)  # read by the CLI; its password is no job's business
+    try:
+        mail = MailConfig.parse(smtp_url, sendmail, mail_from)
+    except ChannelConfigError as exc:
+        raise DaemonError(str(exc)) from None
     # Everything that can refuse the start comes first: the data directory's lock (a second
     # daemon), then the TCP address and the API socket. Only then are the store, the admin
     # token, the workers and the event log's first lines created.
@@ -298,7 +307,7 @@ async def serve(
             notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
             workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
             claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms, disk_low_bytes,
-            fd_limit, log_level, reload, running,
+            fd_limit, log_level, reload, running, mail,
         )
     finally:
         tcp_sock.close()
@@ -315,7 +324,7 @@ async def _serve_bound(
     reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
     ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
     disk_low_bytes: int | None, fd_limit: int, log_level: str, reload: Any,
-    running_config: dict[str, Any] | None,
+    running_config: dict[str, Any] | None, mail: MailConfig | None,
 ) -> None:  # fmt: skip
     node_id = node_id or socket.gethostname()
     try:
@@ -359,6 +368,8 @@ async def _serve_bound(
         address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
         **({"disk_low_bytes": disk_low_bytes} if disk_low_bytes is not None else {}),
+        http_allow=allowed_hosts,
+        mail=mail,
     )
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
                 completion_store=completion_store, claim_store=claim_store)

@@ -109,6 +109,8 @@ class Dispatcher:
         #: told about queue-target executions that became dispatchable here (claimed, triggered,
         #: retried, replayed), to wake remote workers' long polls; set by the node
         self.on_queued: Callable[[Sequence[Execution]], None] | None = None
+        #: told that outcomes were recorded (their notifications are queued in the store)
+        self.on_outcomes: Callable[[], None] | None = None
 
     # ---- input
     def add(self, executions: Sequence[Execution]) -> None:
@@ -504,6 +506,8 @@ class Dispatcher:
                 self.add(res.triggered)
 
     async def _after_completions(self, results: Sequence[CompletionResult]) -> None:
+        if self.on_outcomes is not None and results:
+            self.on_outcomes()
         self._add_triggered(results)
         need = [r for r in results if r.verdict is LeaseVerdict.OK and r.status is ExecStatus.RETRY_WAIT]
         if not need:

@@ -19,10 +19,13 @@ from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_error_id, new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
 from cronwheel.engine.beyondcron import BeyondCronMixin
+from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
 from cronwheel.engine.disk import DISK_LOW_BYTES, DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.liveoutput import Follower
+from cronwheel.engine.notifications import NotificationDeliverer
+from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import (
@@ -86,9 +89,12 @@ class NodeConfig:
     submit_retry_ms: int = SUBMIT_RETRY_MS
     #: under this much free space in the data directory: ``store.disk_low`` (engine/disk.py)
     disk_low_bytes: int = DISK_LOW_BYTES
+    #: the daemon's --http-allow (tenants without a list of their own): webhooks obey it too
+    http_allow: tuple[str, ...] = ()
+    mail: MailConfig | None = None  #: how email notifications are sent (None: they fail, and say why)
 
 
-class Node(TenancyMixin, BeyondCronMixin):
+class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
     def __init__(
         self,
         config: NodeConfig,
@@ -147,6 +153,11 @@ class Node(TenancyMixin, BeyondCronMixin):
             )
             self.scheduler.ownership = self.cluster.owned
             self.scheduler.buckets = []
+        self.notifications = NotificationDeliverer(
+            self.clock, self.writer, events, owner=self.node_id,
+            buckets=lambda: self.scheduler.owned()[0], http_allow=self.webhook_allow, mail=config.mail,
+        )
+        self.dispatcher.on_outcomes = self.notifications.wake
         self._submissions = GroupCommitter(self.writer, lambda s, jobs: s.create_jobs(jobs, self.clock.now_ms()))
         self.pool: WorkerPool | None = None
         self._tasks: list[asyncio.Task] = []
@@ -181,6 +192,8 @@ class Node(TenancyMixin, BeyondCronMixin):
         self._tasks = self.dispatcher.start(self.pool)
         await self.load_tenants()
         await self._fail_previous_incarnation()
+        self.notifications.owner = f"{self.node_id}-{self.pool.incarnation}"
+        await self.notifications.recover(f"{self.node_id}-")
         recovered = await self.dispatcher.refill()
         if recovered:
             self.events.emit("dispatch.recovered", executions=recovered)
@@ -191,6 +204,7 @@ class Node(TenancyMixin, BeyondCronMixin):
         self._tasks.append(asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler"))
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
         self._tasks.append(asyncio.get_running_loop().create_task(self.disk.run(), name="disk"))
+        self._tasks.extend(self.notifications.start())
         self._tasks.append(asyncio.get_running_loop().create_task(self.tenant_refresh_loop(), name="tenants"))
 
     async def _shared_refill(self) -> None:
@@ -246,6 +260,12 @@ class Node(TenancyMixin, BeyondCronMixin):
             if cursor is None:
                 break
             await asyncio.sleep(0.01)
+        while True:  # told notifications age out with the history they tell about
+            pruned = await self.writer.run(lambda s: s.prune_notifications(cutoff, 1000))
+            total += pruned
+            if pruned < 1000:
+                break
+            await asyncio.sleep(0.01)
         await self.writer.run(lambda s: s.checkpoint())
         if total:
             self.events.emit("retention.pruned", executions=total)
@@ -272,6 +292,7 @@ class Node(TenancyMixin, BeyondCronMixin):
         if self.pool is not None:
             await self.pool.stop(self.config.grace_sec)
         await self.dispatcher.stop()
+        await self.notifications.stop()
         await self._submissions.close()
         for task in self._tasks:
             task.cancel()
@@ -517,6 +538,9 @@ class Node(TenancyMixin, BeyondCronMixin):
         raise Conflict(f"cannot {verb} a {job.status.value} job")
 
     async def trigger_job(self, job_id: str, tenant: str | None = None) -> Execution:
+        job = await self.get_job(job_id, tenant)
+        if job is not None:
+            self.refuse_ping_job(job, "trigger")
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.trigger_job(job_id, now, tenant))
         if ex is None:
@@ -601,6 +625,10 @@ class Node(TenancyMixin, BeyondCronMixin):
         return await self._read(lambda s: s.list_dead(tenant, limit, after))
 
     async def replay_dead(self, execution_id: str, tenant: str | None = None) -> Execution:
+        dead = await self.get_execution(execution_id, tenant)
+        job = None if dead is None else await self.get_job(dead.job_id, tenant)
+        if job is not None:
+            self.refuse_ping_job(job, "replay a run of")
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.replay_dead(execution_id, now, tenant))
         if ex is None:
@@ -643,6 +671,7 @@ class Node(TenancyMixin, BeyondCronMixin):
                 "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
                 "executions": {st.value: s.count_executions(status=st) for st in (ExecStatus.PENDING, ExecStatus.RUNNING, ExecStatus.RETRY_WAIT, ExecStatus.DEAD)},
                 "nextRunAt": iso_ms(s.next_due_at(self.scheduler.buckets)),
+                "notifications": s.notification_counts(self.clock.now_ms()),
                 "store": s.meta(),
             }
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
+from cronwheel.core.notify import Notification, NotificationStatus, Rule
 from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.engine.liveoutput import Follower
 from cronwheel.store.base import (
@@ -231,6 +232,34 @@ class SchedulerService(Protocol):
 
     async def purge_dead(self, execution_id: str, tenant: str | None = None) -> None:
         """NotFound when absent or not DEAD."""
+
+    # ---- notifications, pings (engine/notify_service.py)
+    async def ping(
+        self, job_ref: str, kind: str, exit_code: int | None = None, output: str | None = None,
+        tenant: str | None = None,
+    ) -> tuple[Job, Execution | None]:
+        """A run elsewhere reports (start, success, fail): success/fail are recorded as a
+        finished execution and told to the job's rules. NotFound."""
+        raise NotImplementedError
+
+    async def list_notifications(
+        self, tenant: str | None = None, job_id: str | None = None, status: NotificationStatus | None = None,
+        limit: int = 100, before: str | None = None,
+    ) -> list[Notification]:
+        """Newest first; ``status`` DEAD is the notifications' dead-letter queue."""
+        raise NotImplementedError
+
+    async def replay_notification(self, notification_id: str, tenant: str | None = None) -> Notification:
+        """A DEAD or HELD notification goes out again. NotFound."""
+        raise NotImplementedError
+
+    async def tenant_notify(self, name: str) -> tuple[Rule, ...]:
+        """A tenant's default rules. NotFound."""
+        raise NotImplementedError
+
+    async def set_tenant_notify(self, name: str, rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+        """Replace a tenant's default rules. NotFound."""
+        raise NotImplementedError
 
     # ---- the node
     async def herd(self, tenant: str | None = None, window_s: int = 3600, top: int = 10) -> dict[str, Any]:

@@ -82,7 +82,13 @@ METRIC_NAMES = (
     "cronwheel_http_header_timeouts_total",
     "cronwheel_store_disk_free_bytes",
     "cronwheel_store_wal_bytes",
+    "cronwheel_notifications_delivered_total",
+    "cronwheel_notifications",
+    "cronwheel_overdue_jobs",
+    "cronwheel_windows_missed_total",
 )
+NOTIFY_OUTCOMES = ("sent", "retried", "dead")
+NOTIFY_VIAS = ("webhook", "email", "command")
 
 _TICKS = re.compile(r"(\d+) ticks skipped")
 
@@ -106,6 +112,7 @@ class StoreStats:
     jobs: dict[str, int] = field(default_factory=dict)  #: by JobStatus value
     dead: int = 0
     next_run_at_ms: int | None = None
+    notifications: dict[str, int] = field(default_factory=dict)  #: by status, and ``overdueJobs``
     read_at: float = 0.0  #: time.monotonic() of the read; 0 = never
 
 
@@ -156,6 +163,18 @@ class NodeMetrics:
             ["reason"], registry=r,
         )
         self.workers_lost = Counter("cronwheel_workers_lost", "Worker processes lost with executions in flight.", registry=r)
+        self.notified = Counter(
+            "cronwheel_notifications_delivered",
+            "Notification delivery attempts, by outcome (sent; retried: failed, tried again later; dead: "
+            "failed for the last time, in the notifications' dead-letter queue) and channel.",
+            ["outcome", "via"], registry=r,
+        )
+        self.windows_missed = Counter(
+            "cronwheel_windows_missed", "Dead-man's windows that passed without a success (`missed` fired).", registry=r
+        )
+        for outcome in NOTIFY_OUTCOMES:
+            for via in NOTIFY_VIAS:
+                self.notified.labels(outcome, via)
         for via in FENCED_VIA:
             self.fenced.labels(via)
         for reason in SKIP_REASONS:
@@ -243,6 +262,14 @@ class NodeMetrics:
     def _worker_lost(self, rec: dict[str, Any]) -> None:
         self.workers_lost.inc()
 
+    def _notified(self, rec: dict[str, Any]) -> None:
+        outcome = str(rec["event"]).rpartition(".")[2]
+        via = rec.get("via")
+        self.notified.labels(outcome, via if via in NOTIFY_VIAS else "webhook").inc()
+
+    def _window_missed(self, rec: dict[str, Any]) -> None:
+        self.windows_missed.inc()
+
     # ---- store-wide numbers (cached)
     async def refresh(self, max_age_sec: float | None = None) -> StoreStats:
         """Renew the store counts if they are older than ``max_age_sec`` (default the TTL).
@@ -262,6 +289,7 @@ class NodeMetrics:
                     jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
                     dead=s.count_executions(status=ExecStatus.DEAD),
                     next_run_at_ms=s.next_due_at(buckets),
+                    notifications=s.notification_counts(self.node.clock.now_ms()),
                     read_at=time.monotonic(),
                 )
 
@@ -329,6 +357,10 @@ _HANDLERS = {
     "lease.expired": NodeMetrics._lease_expired,
     "lease.fenced": NodeMetrics._fenced_event,
     "worker.lost": NodeMetrics._worker_lost,
+    "notification.sent": NodeMetrics._notified,
+    "notification.retried": NodeMetrics._notified,
+    "notification.dead": NodeMetrics._notified,
+    "window.missed": NodeMetrics._window_missed,
 }
 
 
@@ -393,6 +425,13 @@ class _StateCollector(Collector):
                 jobs.add_metric([st.value.lower()], stats.jobs.get(st.value, 0))
             yield jobs
             yield gauge("cronwheel_dlq_size", "Executions in the dead-letter queue (cached for a few seconds).", stats.dead)
+            notes = GaugeMetricFamily("cronwheel_notifications", "Notifications in the store, by status (DEAD: their "
+                                      "dead-letter queue; HELD: held back by a rate limit; cached).", labels=["status"])  # fmt: skip
+            for status in ("PENDING", "RUNNING", "SENT", "DEAD", "HELD"):
+                notes.add_metric([status.lower()], stats.notifications.get(status, 0))
+            yield notes
+            yield gauge("cronwheel_overdue_jobs", "Jobs whose dead-man's window passed without a success (cached).",
+                        stats.notifications.get("overdueJobs", 0))  # fmt: skip
             if stats.next_run_at_ms is not None:
                 yield gauge("cronwheel_next_run_timestamp_seconds", "When the next due job of the owned buckets runs.", stats.next_run_at_ms / 1000)
             yield gauge("cronwheel_store_stats_age_seconds", "Age of the cached store counts (grows while the store cannot be read).", now_mono - stats.read_at)

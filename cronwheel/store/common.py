@@ -15,8 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from cronwheel.core import chains as chains_core
-from cronwheel.core import schedule
+from cronwheel.core import notify, schedule
 from cronwheel.core.calendar import Calendar, Exclusions, calendar_from_json
+from cronwheel.core.deadman import Window
 from cronwheel.core.ids import execution_id, parse_execution_id
 from cronwheel.core.model import (
     ExecOrigin,
@@ -335,10 +336,13 @@ class RowReader:
             on_failure=tuple(self.decode(r[26])) if r[26] is not None else (),
             misfire_grace_sec=r[27],
             managed_by=r[28],
+            notify=notify.stored_rules(self.decode(r[29])),
+            expect_success_within_ms=r[30],
         )
         spec.set_process(self.decode(r[21]) if r[21] is not None else None)
+        window = None if r[32] is None else Window(r[31], r[32], r[33])
         return Job(id=r[0], bucket_id=r[1], status=JOB_STATUS[r[2]], next_run_at=r[3],
-                   created_at=r[19], updated_at=r[20], spec=spec)  # fmt: skip
+                   created_at=r[19], updated_at=r[20], spec=spec, window=window)  # fmt: skip
 
     def execution(self, r: Any) -> Execution:
         """The field order of ``Execution``."""

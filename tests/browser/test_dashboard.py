@@ -361,6 +361,25 @@ def test_a_dismissed_sign_in_can_be_reopened_and_a_bad_token_is_refused(daemon: 
     assert_no_dialog(browser)
 
 
+def test_an_overdue_watched_job_is_marked_and_cannot_be_triggered(daemon: Daemon, browser: Any) -> None:
+    r = daemon.post("/v1/jobs", {"name": "offsite-backup", "expectSuccessWithin": "1s",
+                                 "notify": [{"on": "missed", "via": "command", "command": "true"}]})  # fmt: skip
+    assert r.status == 201, r
+    job_id = r.json()["jobId"]
+    wait_for(lambda: daemon.get(f"/v1/jobs/{job_id}").json()["window"]["overdue"], 15, what="the window to pass")
+    open_dashboard(browser, daemon, "#/jobs")
+    row = f'tr[data-job="{job_id}"]'
+    until(browser, lambda d: css(d, f"{row} .s-overdue").text == "OVERDUE", what="the OVERDUE mark")
+    assert "pinged, every 1s" in text_of(browser, row)
+    assert not browser.find_elements(By.CSS_SELECTOR, f"{row} button[data-key='trigger:{job_id}']")
+    css(browser, f'{row} a.job-name').click()
+    until(browser, lambda d: "within 1s" in text_of(d, ".def"), what="the job's window")
+    assert "on missed via command true" in text_of(browser, ".def")
+    screenshot(browser, "overdue")
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
 def test_a_job_page_shows_its_chain_and_what_made_each_run(daemon: Daemon, browser: Any) -> None:
     child = daemon.add_job({"schedule": "@triggered", "python": NOOP, "name": "after-report"})["jobId"]
     parent = daemon.add_job({"runAt": "+0s", "python": NOOP, "name": "report", "onSuccess": [child]})["jobId"]

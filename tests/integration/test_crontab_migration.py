@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "timeoutSec": 3600.0, "leaseSec": 60.0, "priority": "default", "overlap": "allow", "misfire": "run_once",
     "jitterSec": 0, "misfireGraceSec": None, "env": {}, "runAs": None, "shell": None, "stdin": None,
     "calendars": [], "activeFrom": None, "activeUntil": None, "onSuccess": [], "onFailure": [], "managedBy": None,
+    "notify": [], "expectSuccessWithin": None, "window": None,
 }  # fmt: skip
 #: members that differ from job to job whatever the file says
 VOLATILE = ("jobId", "bucketId", "nextRunAt", "createdAt", "updatedAt", "lastRun")

@@ -16,7 +16,7 @@ from cronwheel.core.crontab import (
     parse_json_requests,
     split_percent,
 )
-from cronwheel.core.crontab_export import export_crontab, job_request
+from cronwheel.core.crontab_export import export_crontab, job_request, unexported_rules
 
 CRONTAB = """\
 # m h  dom mon dow   command
@@ -211,6 +211,17 @@ def test_job_request_round_trips_what_a_job_holds() -> None:
     assert once["runAt"] == "2030-01-01T00:00:00.000Z" and "schedule" not in once
     full = job_request({**JOB, "env": {"A": "1"}, "runAs": {"user": "ann"}, "shell": "/bin/bash", "stdin": "x"})
     assert (full["env"], full["runAs"], full["shell"], full["stdin"]) == ({"A": "1"}, {"user": "ann"}, "/bin/bash", "x")
+
+
+
+def test_job_request_keeps_rules_and_windows_but_not_webhook_secrets() -> None:
+    email = {"on": "failure", "via": "email", "to": ["ops@example.com"], "maxPerHour": 30, "maxAttempts": 8, "ruleId": "r_1"}
+    hook = {"on": "dead", "via": "webhook", "url": "https://h.test/", "secret": "********", "ruleId": "r_2"}
+    watched = {**JOB, "schedule": None, "target": {"ping": {}}, "expectSuccessWithin": "26h", "notify": [email, hook]}
+    body = job_request(watched)
+    assert body["expectSuccessWithin"] == "26h" and "ping" not in body and "command" not in body
+    assert body["notify"] == [{k: v for k, v in email.items() if k != "ruleId"}]
+    assert unexported_rules(watched) == 1
 
 
 @pytest.mark.parametrize(

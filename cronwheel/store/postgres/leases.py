@@ -15,6 +15,7 @@ import psycopg
 
 from cronwheel.core.chains import payload_with_context
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
+from cronwheel.store import outbox
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -33,7 +34,7 @@ from cronwheel.store.common import (
 )
 from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres.rows import text
+from cronwheel.store.postgres.rows import outbox_sql, text
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -65,6 +66,7 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
                             target, payload_with_context(payload, context), r[8], origin=ORIGIN[r[9]],
                             process=process, context=context))  # fmt: skip
+    outbox.after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
     return grants
 
 
@@ -131,4 +133,10 @@ def complete(
             raise StoreError("a fenced completion did not apply; nothing was committed")
         jobstate.settle(conn, settlements(decided, state))
         triggers.trigger_children(conn, results, now_ms)
+        notify_outcomes(conn, state, updates, now_ms)
     return results
+
+
+def notify_outcomes(conn: psycopg.Connection[Any], state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
+    """Outcomes just written, to the notification rules (same transaction: never lost)."""
+    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

@@ -22,9 +22,10 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry::text, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by
+    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by,
+    d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
-JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
+JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
 #: column order of ``model.Execution`` (``rows.execution_from_row``)
 EXEC_COLUMNS = """
@@ -83,16 +84,17 @@ SELECT * FROM unnest(
 INSERT_JOB_DEFINITIONS = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
                              lease_sec, created_at, updated_at, process, active_from,
-                             on_success, on_failure, managed_by)
+                             on_success, on_failure, managed_by, notify, expect_ms)
 SELECT u.job_id, u.name, u.run_at, u.target::json, u.payload::json, u.retry::json,
        u.timeout_sec, u.lease_sec, %(now)s, %(now)s, u.process::json, u.active_from,
-       u.on_success::json, u.on_failure::json, u.managed_by
+       u.on_success::json, u.on_failure::json, u.managed_by, u.notify::json, u.expect_ms
 FROM unnest(%(job_id)s::text[], %(name)s::text[], %(run_at)s::int8[], %(target)s::text[],
             %(payload)s::text[], %(retry)s::text[], %(timeout_sec)s::float8[],
             %(lease_sec)s::float8[], %(process)s::text[], %(active_from)s::int8[],
-            %(on_success)s::text[], %(on_failure)s::text[], %(managed_by)s::text[])
+            %(on_success)s::text[], %(on_failure)s::text[], %(managed_by)s::text[],
+            %(notify)s::text[], %(expect_ms)s::int8[])
      AS u (job_id, name, run_at, target, payload, retry, timeout_sec, lease_sec, process,
-           active_from, on_success, on_failure, managed_by)
+           active_from, on_success, on_failure, managed_by, notify, expect_ms)
 """
 
 INSERT_IDEMPOTENCY_KEYS = """

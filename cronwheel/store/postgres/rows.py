@@ -6,9 +6,13 @@ retry policy is read as text (policies are cached by their text).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import psycopg
+
 from cronwheel.store.common import RowReader
+from cronwheel.store.outbox import Sql, pg_statement
 
 
 def text(value: str | None) -> str | None:
@@ -29,3 +33,22 @@ job_from_row = _reader.job
 execution_from_row = _reader.execution
 tenant_from_row = _reader.tenant
 token_from_row = _reader.token
+
+
+_statement = functools.lru_cache(maxsize=256)(pg_statement)
+
+
+def outbox_sql(conn: psycopg.Connection[Any]) -> Sql:
+    """The notification outbox's statements (store/outbox.py) on this connection."""
+
+    def rows(sql: str, args: dict[str, Any]) -> list[Any]:
+        return conn.execute(_statement(sql), args).fetchall()
+
+    def changes(sql: str, args: dict[str, Any]) -> int:
+        return conn.execute(_statement(sql), args).rowcount
+
+    return Sql(
+        rows=rows, changes=changes, decode=parsed, json_cast="::json", skip_locked="FOR UPDATE SKIP LOCKED",
+        in_list=lambda col, name, kind: f"{col} = ANY(:{name}::{'text' if kind == 'text' else 'int'}[])",
+        list_value=list,
+    )

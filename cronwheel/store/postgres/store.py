@@ -62,6 +62,7 @@ from cronwheel.core.model import (
     JobStatus,
     OverlapPolicy,
 )
+from cronwheel.core.notify import rules_to_json
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 from cronwheel.store.base import (
@@ -95,6 +96,8 @@ from cronwheel.store.common import (
     retry_to_json,
     short,
 )
+from cronwheel.store.notifying import NotificationMethods
+from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, jobstate, leases, triggers
 from cronwheel.store.postgres import queries as q
@@ -102,6 +105,7 @@ from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (
     execution_from_row,
     job_from_row,
+    outbox_sql,
     parsed,
     tenant_from_row,
     token_from_row,
@@ -197,7 +201,7 @@ def _stale(exc: BaseException, conn: psycopg.Connection[Any]) -> bool:
     return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
 
 
-class PostgresStore(Store):
+class PostgresStore(NotificationMethods, Store):
     """``Store`` on a PostgreSQL database. Open it with :meth:`open`."""
 
     def __init__(self, conninfo: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> None:
@@ -309,6 +313,15 @@ class PostgresStore(Store):
     def _rows(self, sql: str, args: dict[str, Any] | None = None) -> list[Any]:
         return self._read(lambda conn: conn.execute(sql, args).fetchall())
 
+    @_translated
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(outbox_sql(conn))
+
+    @_translated
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return self._read(lambda conn: fn(outbox_sql(conn)))
+
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
@@ -346,6 +359,7 @@ class PostgresStore(Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
         tenants: set[str] = set()
         keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
@@ -414,7 +428,10 @@ class PostgresStore(Store):
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
                     process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
                     spec.managed_by,
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -425,6 +442,7 @@ class PostgresStore(Store):
                 except pgerr.UniqueViolation as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {_first_line(exc)}") from exc
                 conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
+                after_create(outbox_sql(conn), watched, now_ms)
             if name_rows:
                 conn.execute(q.INSERT_JOB_NAMES, claiming.columns(name_rows, _NAME_FIELDS))
             if key_rows:
@@ -482,6 +500,7 @@ class PostgresStore(Store):
             if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
                 # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
                 triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
             if reschedule:
                 superseded = [r[0] for r in conn.execute(q.CLAIMED_AHEAD_OF_JOB, args)]
@@ -958,7 +977,7 @@ _JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone
                "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until",
                "misfire_grace_sec")  # fmt: skip
 _DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
-               "active_from", "on_success", "on_failure", "managed_by")  # fmt: skip
+               "active_from", "on_success", "on_failure", "managed_by", "notify", "expect_ms")  # fmt: skip
 
 
 def _json_list(values: Sequence[str]) -> str | None:

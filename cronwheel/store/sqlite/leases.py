@@ -8,10 +8,12 @@ says why (CANCELLED, LEASE_LOST, NOT_FOUND).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import apsw
 
 from cronwheel.core.model import DEFAULT_LEASE_SEC
+from cronwheel.store import outbox
 from cronwheel.store.base import (
     Completion,
     CompletionResult,
@@ -23,6 +25,7 @@ from cronwheel.store.base import (
 from cronwheel.store.common import decide_completions, dumps, retry_from_json, settlements
 from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.rows import outbox_sql
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
@@ -61,4 +64,10 @@ def complete(
             raise StoreError("a fenced completion did not apply; nothing was committed")
         jobstate.settle(conn, settlements(updates, state))
         triggers.trigger_children(conn, results, now_ms)
+        notify_outcomes(conn, state, updates, now_ms)
     return results
+
+
+def notify_outcomes(conn: apsw.Connection, state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
+    """Outcomes just written, to the notification rules (same transaction: never lost)."""
+    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

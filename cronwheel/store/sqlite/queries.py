@@ -29,9 +29,10 @@ JOB_COLUMNS = """
     j.jitter_sec, j.tenant, j.priority, j.max_attempts,
     d.name, d.run_at, d.target, d.payload, d.retry, d.timeout_sec, d.lease_sec,
     d.created_at, d.updated_at, d.process, j.calendars, j.active_until, d.active_from,
-    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by
+    d.on_success, d.on_failure, j.misfire_grace_sec, d.managed_by,
+    d.notify, d.expect_ms, w.window_ms, w.deadline_at, w.overdue_since
 """
-JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id"
+JOB_FROM = "jobs AS j JOIN job_definitions AS d ON d.job_id = j.id LEFT JOIN job_watch AS w ON w.job_id = j.id"
 
 #: column order of ``model.Execution`` (``rows.execution_from_row``)
 EXEC_COLUMNS = """
@@ -57,8 +58,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
                              lease_sec, created_at, updated_at, process, active_from,
-                             on_success, on_failure, managed_by)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             on_success, on_failure, managed_by, notify, expect_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 SELECT_IDEMPOTENCY_KEY = """

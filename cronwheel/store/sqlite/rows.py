@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import apsw
 
 from cronwheel.store.common import RowReader
+from cronwheel.store.outbox import Sql
 
 _reader = RowReader(json.loads)  # SQLite keeps JSON as text
 job_from_row = _reader.job
 execution_from_row = _reader.execution
 tenant_from_row = _reader.tenant
 token_from_row = _reader.token
+
+
+def outbox_sql(conn: apsw.Connection) -> Sql:
+    """The notification outbox's statements (store/outbox.py) on this connection."""
+
+    def rows(sql: str, args: dict[str, Any]) -> list[Any]:
+        return conn.execute(sql, args).fetchall()
+
+    def changes(sql: str, args: dict[str, Any]) -> int:
+        conn.execute(sql, args).fetchall()
+        return conn.changes()
+
+    return Sql(
+        rows=rows, changes=changes, decode=json.loads, json_cast="", skip_locked="",
+        in_list=lambda col, name, _kind: f"{col} IN (SELECT value FROM json_each(:{name}))",
+        list_value=lambda values: json.dumps(list(values)),
+    )

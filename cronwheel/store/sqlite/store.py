@@ -36,6 +36,7 @@ from cronwheel.core.model import (
     JobStatus,
     OverlapPolicy,
 )
+from cronwheel.core.notify import rules_to_json
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 from cronwheel.store.base import (
@@ -71,6 +72,8 @@ from cronwheel.store.common import (
     retry_to_json,
     short,
 )
+from cronwheel.store.notifying import NotificationMethods
+from cronwheel.store.outbox import Sql, after_create, after_starts, after_update
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, jobstate, leases, triggers
 from cronwheel.store.sqlite import queries as q
@@ -78,6 +81,7 @@ from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (
     execution_from_row,
     job_from_row,
+    outbox_sql,
     tenant_from_row,
     token_from_row,
 )
@@ -172,7 +176,7 @@ def _private_files(path: Path) -> None:
                 os.chmod(name, 0o600)
 
 
-class SqliteStore(Store):
+class SqliteStore(NotificationMethods, Store):
     """``Store`` on one SQLite file. Open it with :meth:`open`."""
 
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
@@ -243,6 +247,15 @@ class SqliteStore(Store):
             if not fsync:
                 conn.execute("PRAGMA synchronous = FULL")
 
+    @_translated
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(outbox_sql(conn))
+
+    @_translated
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return fn(outbox_sql(self._conn))
+
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
@@ -274,6 +287,7 @@ class SqliteStore(Store):
         job_rows: list[tuple[Any, ...]] = []
         def_rows: list[tuple[Any, ...]] = []
         key_rows: list[tuple[Any, ...]] = []
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
         tenants: set[str] = set()
         batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
         registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
@@ -328,7 +342,10 @@ class SqliteStore(Store):
                     retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
                     process_text(spec), spec.active_from, _json_list(spec.on_success), _json_list(spec.on_failure),
                     spec.managed_by,
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
                 ))  # fmt: skip
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
                 results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
             new_tenants = sorted(tenants - self._known_tenants)
             if new_tenants:
@@ -339,6 +356,7 @@ class SqliteStore(Store):
                 except apsw.ConstraintError as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
                 conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
+                after_create(outbox_sql(conn), watched, now_ms)
             if name_rows:
                 conn.executemany(q.INSERT_JOB_NAME, name_rows)
             if key_rows:
@@ -395,6 +413,7 @@ class SqliteStore(Store):
             if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
                 # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
                 triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
             superseded: list[str] = []
             if reschedule:
                 ahead = conn.execute(q.CLAIMED_AHEAD_OF_JOB, (job_id, job_id + ":", job_id + ";", now_ms))
@@ -676,6 +695,7 @@ class SqliteStore(Store):
                                 payload_with_context(parsed(payload), context), r[8],
                                 origin=ORIGIN[r[9]], process=None if process is None else parsed(process),
                                 context=context))  # fmt: skip
+        after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
         return grants
 
     @_translated

@@ -274,7 +274,8 @@ function jobActions(job) {
       announce(`Resumed ${name}`);
     }));
   }
-  if (job.status !== "CANCELLED") {
+  // a watched job runs elsewhere and reports by pings: there is nothing to trigger here
+  if (job.status !== "CANCELLED" && !(job.target && job.target.ping)) {
     out.push(actionButton("Trigger", `trigger:${job.jobId}`, `Run ${name} now`, async () => {
       const ex = await api.post(`/v1/jobs/${id}/trigger`);
       announce(`Triggered ${name}: execution ${ex.executionId}`);
@@ -400,8 +401,8 @@ const jobsView = {
     const rows = d.visible.map((j) => h("tr", { "data-job": j.jobId },
       h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(j.jobId)}`, class: "job-name", "data-key": `open:${j.jobId}` }, jobName(j)), j.name ? h("div", { class: "muted small" }, j.jobId) : null),
       h("td", {}, j.tenant),
-      h("td", {}, badge(j.status)),
-      h("td", {}, h("code", {}, j.schedule || `at ${when(j.runAt)}`), j.timezone !== "UTC" ? h("div", { class: "muted small" }, j.timezone) : null),
+      h("td", {}, badge(j.status), overdueBadge(j)),
+      h("td", {}, h("code", {}, scheduleText(j)), j.timezone !== "UTC" ? h("div", { class: "muted small" }, j.timezone) : null),
       h("td", { class: "target" }, h("code", {}, targetText(j.target))),
       h("td", {}, time(j.nextRunAt)),
       h("td", {}, lastCell(j.lastRun)),
@@ -413,6 +414,23 @@ const jobsView = {
       d.matched > d.visible.length ? h("button", { type: "button", "data-key": "more", onclick: () => { app.shown += SHOWN_STEP; refresh(); } }, `Show ${Math.min(SHOWN_STEP, d.matched - d.visible.length)} more`) : null);
   },
 };
+
+// a job whose dead-man's window passed without a success
+function overdueBadge(job) {
+  if (!job.window || !job.window.overdue) return null;
+  return h("span", { class: "badge s-overdue", title: `no success since the deadline ${job.window.overdueSince || job.window.deadline}` }, "OVERDUE");
+}
+
+function scheduleText(job) {
+  if (job.schedule) return job.schedule;
+  if (job.runAt) return `at ${when(job.runAt)}`;
+  return job.expectSuccessWithin ? `pinged, every ${job.expectSuccessWithin}` : "–";
+}
+
+function ruleText(rule) {
+  const where = rule.via === "webhook" ? rule.url : rule.via === "email" ? (rule.to || []).join(", ") : rule.command;
+  return `on ${rule.on}${rule.afterSec ? ` ${rule.afterSec} s` : ""} via ${rule.via} ${where}`;
+}
 
 // ---------------------------------------------------------------- one job's history
 
@@ -467,8 +485,8 @@ const jobView = {
     const j = d.job;
     const retry = j.retryPolicy || {};
     const def = [
-      ["Job id", j.jobId], ["Tenant", j.tenant], ["Status", badge(j.status)],
-      ["Schedule", h("code", {}, j.schedule || `at ${when(j.runAt)}`)], ["Time zone", j.timezone],
+      ["Job id", j.jobId], ["Tenant", j.tenant], ["Status", h("span", {}, badge(j.status), overdueBadge(j))],
+      ["Schedule", h("code", {}, scheduleText(j))], ["Time zone", j.timezone],
       ["Target", h("code", { class: "target" }, targetText(j.target))], ["Next run", time(j.nextRunAt)],
       ["Last result", lastCell(j.lastRun)],
       ["Retries", `${retry.maxAttempts} attempts, backoff ${retry.initialBackoffSec} s × ${retry.multiplier} up to ${retry.maxBackoffSec} s`],
@@ -481,6 +499,8 @@ const jobView = {
     if (j.activeFrom || j.activeUntil) def.push(["Active", `${j.activeFrom ? when(j.activeFrom) : "…"} → ${j.activeUntil ? when(j.activeUntil) : "…"}`]);
     if (j.onSuccess && j.onSuccess.length) def.push(["On success", jobLinks(j.onSuccess)]);
     if (j.onFailure && j.onFailure.length) def.push(["On failure", jobLinks(j.onFailure)]);
+    if (j.window) def.push(["Expect success", `within ${j.expectSuccessWithin}; next deadline ${when(j.window.deadline)}`]);
+    if (j.notify && j.notify.length) def.push(["Notify", j.notify.map(ruleText).join("; ")]);
     const rows = [];
     for (const ex of d.executions) {
       const open = app.expanded.has(ex.executionId);

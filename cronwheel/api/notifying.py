@@ -1,0 +1,105 @@
+"""Ping and notification bodies to values, notifications to JSON. Pure, like validation.py:
+every refusal is a ``ValidationError`` naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronwheel.api.validation import ValidationError
+from cronwheel.core import notify as nt
+from cronwheel.obs.events import iso_ms
+
+#: the output tail a ping may carry (the rest of a long log belongs elsewhere)
+MAX_PING_OUTPUT_CHARS = 65_536
+PING_FIELDS = ("status", "exitCode", "output")
+PING_STATUSES = ("start", "success", "fail")
+
+
+def _object(body: Any, optional: bool = False) -> dict[str, Any]:
+    if body is None and optional:
+        return {}
+    if not isinstance(body, dict):
+        raise ValidationError(None, "the request body must be a JSON object", status=400, code="invalid_body")
+    return body
+
+
+def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
+    """``{"status": "start"|"success"|"fail", "exitCode"?: int, "output"?: str}``; an empty
+    body is a success (``curl -X POST …/ping`` at the end of a script)."""
+    data = {k: v for k, v in _object(body, optional=True).items() if v is not None}
+    unknown = sorted(k for k in data if k not in PING_FIELDS)
+    if unknown:
+        raise ValidationError(unknown[0], f"unknown field: {', '.join(unknown)} (allowed: {', '.join(PING_FIELDS)})",
+                              code="unknown_field")  # fmt: skip
+    kind = data.get("status", "success")
+    if kind not in PING_STATUSES:
+        raise ValidationError("status", f"status must be one of {', '.join(PING_STATUSES)}, not {str(kind)[:50]!r}")
+    exit_code = data.get("exitCode")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int) or not -(2**31) <= exit_code < 2**31):
+        raise ValidationError("exitCode", "exitCode must be an integer (a process exit status)")
+    output = data.get("output")
+    if output is not None:
+        if not isinstance(output, str):
+            raise ValidationError("output", "output must be a string (the tail of the run's output)")
+        output = output[-MAX_PING_OUTPUT_CHARS:]
+    if kind == "start" and (exit_code is not None or output is not None):
+        raise ValidationError("status", "a start ping carries no exitCode or output (send them with success or fail)")
+    return kind, exit_code, output
+
+
+def parse_rules_body(body: Any) -> tuple[nt.Rule, ...]:
+    """``PUT /v1/tenants/{name}/notify``: ``{"notify": [rules]}``."""
+    data = _object(body)
+    unknown = sorted(k for k in data if k != "notify")
+    if unknown:
+        raise ValidationError(unknown[0], f"unknown field: {', '.join(unknown)} (allowed: notify)", code="unknown_field")
+    if "notify" not in data:
+        raise ValidationError("notify", "notify is required (a list of rules; [] clears the defaults)")
+    try:
+        return nt.rules_from_json(data["notify"])
+    except nt.RuleError as exc:
+        raise ValidationError(exc.field, exc.detail) from None
+
+
+def parse_notification_status(value: str | None) -> nt.NotificationStatus | None:
+    if value is None or value == "":
+        return None
+    try:
+        return nt.NotificationStatus(value.upper())
+    except ValueError:
+        names = ", ".join(s.value for s in nt.NotificationStatus)
+        raise ValidationError("status", f"status must be one of {names}", status=400, code="invalid_query") from None
+
+
+def parse_before(value: str | None) -> str | None:
+    """A notifications page cursor: ``<created_at ms>|<notification id>``."""
+    if not value:
+        return None
+    at, sep, nid = value.partition("|")
+    if not sep or not at.isdigit() or len(at) > 18 or not nid or len(nid) > 500:
+        raise ValidationError("before", "before must be the next cursor of a previous page", status=400, code="invalid_query")
+    return value
+
+
+def notification_to_json(n: nt.Notification) -> dict[str, Any]:
+    return {
+        "notificationId": n.notification_id,
+        "jobId": n.job_id,
+        "tenant": n.tenant,
+        "event": n.event,
+        "subject": n.subject,
+        "ruleId": n.rule_id,
+        "rule": n.rule.to_json(redact=True),
+        "status": n.status.value,
+        "attempt": n.attempt,
+        "leaseEpoch": n.lease_epoch,
+        "availableAt": iso_ms(n.available_at),
+        "createdAt": iso_ms(n.created_at),
+        "sentAt": iso_ms(n.sent_at),
+        "error": n.error,
+        "body": n.body,
+    }
+
+
+def cursor_of(n: nt.Notification) -> str:
+    return f"{n.created_at}|{n.notification_id}"

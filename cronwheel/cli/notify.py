@@ -1,0 +1,159 @@
+"""``cronwheel ping`` (a cron elsewhere reports its runs) and ``cronwheel notifications``
+(what was told to whom, and the notifications' dead-letter queue)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from cronwheel.cli import render
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
+#: the output tail a ping sends (the API keeps at most 64 KiB)
+PING_OUTPUT_CHARS = 65_536
+
+
+def notify_fields(rules: tuple[str, ...], emails: tuple[str, ...], expect: str | None) -> dict[str, Any]:
+    """``--notify JSON``, ``--notify-email ADDRESS`` and ``--expect-success-within`` as job fields
+    (the daemon validates them and names the offending field)."""
+    body: dict[str, Any] = {}
+    parsed: list[Any] = []
+    for text in rules:
+        try:
+            parsed.append(json.loads(text))
+        except ValueError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--notify'") from None
+    parsed += [{"on": "failure", "via": "email", "to": [addr]} for addr in emails]
+    if parsed:
+        body["notify"] = parsed
+    if expect is not None:
+        body["expectSuccessWithin"] = expect
+    return body
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("name")
+@click.argument("window", metavar="DURATION")
+@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A notification rule (repeatable).")
+@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails or is missed (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print {jobId} as JSON.")
+@click.pass_obj
+def watch(app: Any, name: str, window: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], as_json: bool) -> None:
+    """Watch a cron that runs elsewhere: job NAME must report a success (`cronwheel ping
+    NAME`) at least once per DURATION (e.g. 26h), or its rules are told `missed`.
+
+    \b
+    Example:
+      cronwheel watch nightly-backup 26h --notify-email ops@example.com
+      # in the crontab on the backup host:
+      0 3 * * * backup.sh && cronwheel ping nightly-backup || cronwheel ping nightly-backup --fail
+    """
+    body: dict[str, Any] = {"name": name, **notify_fields(notify_rules, (), window)}
+    body["notify"] = body.get("notify", []) + [
+        {"on": on, "via": "email", "to": [addr]} for addr in notify_email for on in ("failure", "missed")
+    ]
+    created = app.client.create_job(body)
+    if as_json:
+        render.emit_json({"jobId": created.body["jobId"]})
+        return
+    click.echo(f"Watching job {created.body['jobId']} ({name}): expects a success ping every {window}")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("job")
+@click.option("--start", "kind", flag_value="start", help="The run has started.")
+@click.option("--fail", "kind", flag_value="fail", help="The run failed.")
+@click.option("--success", "kind", flag_value="success", default=True, help="The run succeeded. [default]")
+@click.option("--exit-code", type=int, metavar="N", help="The run's exit status (with --fail or --success).")
+@click.option("--output", "output_file", type=click.File("r"), metavar="FILE",
+              help="Send the tail of FILE (- for standard input) as the run's output.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def ping(app: Any, job: str, kind: str, exit_code: int | None, output_file: Any, as_json: bool) -> None:
+    """Report a run of JOB (its id or unique name) that ran elsewhere: in a crontab,
+
+        0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
+    """
+    if kind == "start" and (exit_code is not None or output_file is not None):
+        raise click.UsageError("--start takes no --exit-code or --output")
+    body: dict[str, Any] = {"status": kind}
+    if exit_code is not None:
+        body["exitCode"] = exit_code
+    if output_file is not None:
+        body["output"] = output_file.read()[-PING_OUTPUT_CHARS:]
+    data = app.client.ping(job, body)
+    if as_json:
+        render.emit_json(data)
+        return
+    ex = data.get("execution")
+    click.echo(f"Pinged {data['jobId']}: {kind}" + (f" (execution {ex['executionId']})" if ex else ""))
+
+
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.option("--job", metavar="JOB", help="Only this job's notifications (its id or unique name).")
+@click.option("--status", type=click.Choice(STATUSES, case_sensitive=False), help="Only those in this status (DEAD: the dead-letter queue).")
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="At most N, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of notifications.")
+@click.pass_context
+def notifications(ctx: click.Context, job: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    """What cronwheel told whom: notifications, newest first."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app = ctx.obj
+    job_id = app.client.resolve_job(job)["jobId"] if job else None
+    found: list[dict[str, Any]] = []
+    before = None
+    while len(found) < limit:
+        page = app.client.list_notifications(job_id, status, min(1000, limit - len(found)), before)
+        found.extend(page["notifications"])
+        before = page.get("next")
+        if not before:
+            break
+    if as_json:
+        render.emit_json(found)
+        return
+    rows = [[n["notificationId"], n["event"], n["rule"]["via"], n["status"], str(n["attempt"]),
+             render.fmt_local(n.get("createdAt")), (n.get("error") or "")[:60]] for n in found]  # fmt: skip
+    render.emit_table(("ID", "EVENT", "VIA", "STATUS", "ATTEMPT", "CREATED", "ERROR"), rows, empty="no notifications")
+
+
+@notifications.command("replay", context_settings=CONTEXT)
+@click.argument("notification_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the notification as JSON.")
+@click.pass_obj
+def notifications_replay(app: Any, notification_id: str, as_json: bool) -> None:
+    """Send a dead-lettered (or held back) notification again."""
+    data = app.client.replay_notification(notification_id)
+    if as_json:
+        render.emit_json(data)
+    else:
+        click.echo(f"Replaying notification {data['notificationId']} ({data['status']})")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A default rule (repeatable); replaces all of them.")
+@click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable).")
+@click.option("--clear", is_flag=True, help="Remove every default rule.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rules as JSON.")
+@click.pass_obj
+def tenant_notify(app: Any, name: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], clear: bool,
+                  as_json: bool) -> None:  # fmt: skip
+    """Show, or with --notify/--notify-email/--clear replace, tenant NAME's default
+    notification rules: they apply to its jobs that have no rules of their own."""
+    if clear and (notify_rules or notify_email):
+        raise click.UsageError("--clear replaces the rules with none: give it alone")
+    if clear or notify_rules or notify_email:
+        data = app.client.set_tenant_notify(name, notify_fields(notify_rules, notify_email, None).get("notify", []))
+    else:
+        data = app.client.get_tenant_notify(name)
+    if as_json:
+        render.emit_json(data["notify"])
+        return
+    if not data["notify"]:
+        click.echo(f"tenant {name} has no default notification rules")
+    for rule in data["notify"]:
+        click.echo(render.rule_summary(rule))

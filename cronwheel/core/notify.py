@@ -1,0 +1,416 @@
+"""Notification rules: who is told what, when a job's run ends well or badly. Pure.
+
+A rule is ``on`` one event, ``via`` one channel::
+
+    {"on": "failure", "via": "webhook", "url": "https://hooks.example/cw", "secret": "…"}
+    {"on": "dead", "via": "email", "to": ["ops@example.com"]}
+    {"on": "late", "afterSec": 300, "via": "command", "command": "page-oncall"}
+    {"on": "missed", "via": "webhook", "url": "…", "secret": "…", "maxPerHour": 4}
+
+Events:
+
+* ``failure``: an attempt failed (non-zero exit, timeout, lost worker, a ``fail`` ping)
+* ``dead``: the execution moved to the dead-letter queue (its attempts are spent)
+* ``success``: an execution succeeded
+* ``recovered``: the first success after a failure of the same job
+* ``late``: a run started more than ``afterSec`` after its tick (told as it starts)
+* ``missed``: the job's ``expectSuccessWithin`` window passed without a success
+  (``core.deadman``)
+
+A notification's identity is ``(subject, rule id)``: the subject is the execution id, or
+``<jobId>:missed:<deadline ms>`` for a missed window. The store holds that pair unique, so
+an event noticed twice (a retried transaction, two nodes) is told once. The rule id is a
+hash of what the rule does (not of its rate limit or secret), so it stays the same when a
+job is saved again with the same rule.
+
+Webhooks are signed (``sign``/``verify``): ``Cronwheel-Signature: t=<unix seconds>,v1=<hex
+HMAC-SHA256(secret, "<t>." + body)>``; a receiver recomputes it and refuses old timestamps,
+which stops replays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+from cronwheel.core.model import RetryPolicy
+from cronwheel.core.retry import after_failure
+from cronwheel.core.tenants import Principal, Refusal, host_allowed
+
+
+class NotifyOn(StrEnum):
+    FAILURE = "failure"  #: an attempt failed
+    DEAD = "dead"  #: attempts spent: the execution is in the dead-letter queue
+    SUCCESS = "success"  #: an execution succeeded
+    RECOVERED = "recovered"  #: the first success after a failure
+    LATE = "late"  #: started more than ``afterSec`` after its tick
+    MISSED = "missed"  #: the ``expectSuccessWithin`` window passed without a success
+
+
+class Via(StrEnum):
+    WEBHOOK = "webhook"  #: a signed JSON POST
+    EMAIL = "email"  #: through the daemon's SMTP relay or the local sendmail
+    COMMAND = "command"  #: a shell command, the notification as JSON on its stdin
+
+
+class NotificationStatus(StrEnum):
+    PENDING = "PENDING"  #: waiting to be delivered (first time, or a retry at available_at)
+    RUNNING = "RUNNING"  #: being delivered under a lease (fenced by lease_epoch)
+    SENT = "SENT"  #: delivered
+    DEAD = "DEAD"  #: attempts spent: in the notifications' dead-letter queue
+    HELD = "HELD"  #: held back by the rule's rate limit; counted in the next summary
+
+
+#: how often a notification is tried before it is dead-lettered, and how long it waits
+DELIVERY_RETRY = RetryPolicy(max_attempts=8, initial_backoff_sec=2.0, max_backoff_sec=600.0, multiplier=3.0, jitter=0.2)
+#: a delivery that takes longer than this is abandoned (and retried)
+DELIVERY_TIMEOUT_SEC = 15.0
+DEFAULT_MAX_PER_HOUR = 30
+MAX_RULES = 20
+MAX_SECRET_CHARS = 200
+MIN_SECRET_CHARS = 16
+MAX_RECIPIENTS = 20
+MAX_URL_CHARS = 2048
+MAX_COMMAND_BYTES = 8192
+#: the tail of a run's output a notification carries
+OUTPUT_TAIL_CHARS = 2000
+SIGNATURE_HEADER = "Cronwheel-Signature"
+#: receivers should refuse signatures older (or newer) than this
+SIGNATURE_TOLERANCE_SEC = 300
+
+_EMAIL_RE = re.compile(r"^[^@\s<>,;:\"]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
+_RULE_FIELDS = {
+    Via.WEBHOOK: ("url", "secret"),
+    Via.EMAIL: ("to",),
+    Via.COMMAND: ("command",),
+}
+_COMMON_FIELDS = ("on", "via", "afterSec", "maxPerHour", "maxAttempts")
+
+
+class RuleError(ValueError):
+    """A rule is malformed; ``field`` names the offending member."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    on: NotifyOn
+    via: Via
+    url: str | None = None  #: webhook
+    secret: str | None = None  #: webhook: the HMAC key
+    to: tuple[str, ...] = ()  #: email recipients
+    command: str | None = None  #: command
+    after_sec: int | None = None  #: late: the lag that counts as late
+    max_per_hour: int = DEFAULT_MAX_PER_HOUR  #: rate limit: sent per rolling hour, per job
+    max_attempts: int = DELIVERY_RETRY.max_attempts  #: delivery attempts before the DLQ
+
+    @property
+    def rule_id(self) -> str:
+        """What the rule does, hashed: the same rule saved again keeps its id (and its dedup)."""
+        what = [self.on.value, self.via.value, self.url, list(self.to), self.command, self.after_sec]
+        return "r_" + hashlib.sha256(json.dumps(what, separators=(",", ":")).encode()).hexdigest()[:16]
+
+    def to_json(self, *, redact: bool = False) -> dict[str, Any]:
+        """The rule's JSON; ``redact`` hides the webhook secret (API answers never show it)."""
+        data: dict[str, Any] = {"on": self.on.value, "via": self.via.value}
+        if self.via is Via.WEBHOOK:
+            data["url"] = self.url
+            data["secret"] = "********" if redact else self.secret
+        elif self.via is Via.EMAIL:
+            data["to"] = list(self.to)
+        else:
+            data["command"] = self.command
+        if self.after_sec is not None:
+            data["afterSec"] = self.after_sec
+        data["maxPerHour"] = self.max_per_hour
+        data["maxAttempts"] = self.max_attempts
+        if redact:
+            data["ruleId"] = self.rule_id
+        return data
+
+    def describe(self) -> str:
+        where = self.url if self.via is Via.WEBHOOK else ", ".join(self.to) if self.via is Via.EMAIL else self.command
+        return f"on {self.on.value} via {self.via.value} {where}"
+
+
+def email_rule(to: str | list[str], on: NotifyOn = NotifyOn.FAILURE) -> Rule:
+    """The simplest email rule (a crontab's MAILTO maps to ``email_rule(addr)``)."""
+    return rule_from_json({"on": on.value, "via": "email", "to": [to] if isinstance(to, str) else list(to)})
+
+
+def _text(field: str, value: Any, limit: int) -> str:
+    if not isinstance(value, str):
+        raise RuleError(field, f"{field} must be a string")
+    if not value.strip():
+        raise RuleError(field, f"{field} must not be blank")
+    if len(value.encode()) > limit or "\x00" in value:
+        raise RuleError(field, f"{field} must be at most {limit} bytes, without NUL characters")
+    return value
+
+
+def _int(field: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise RuleError(field, f"{field} must be an integer from {lo} to {hi}")
+    return value
+
+
+def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
+    """Validate one rule (see the module docstring). Raises RuleError naming the field."""
+    if not isinstance(data, dict):
+        raise RuleError(field, f"{field} must be an object like {{\"on\": \"failure\", \"via\": \"webhook\", ...}}")
+    ons = ", ".join(o.value for o in NotifyOn)
+    vias = ", ".join(v.value for v in Via)
+    try:
+        on = NotifyOn(str(data.get("on")))
+    except ValueError:
+        raise RuleError(f"{field}.on", f"{field}.on must be one of {ons}") from None
+    try:
+        via = Via(str(data.get("via")))
+    except ValueError:
+        raise RuleError(f"{field}.via", f"{field}.via must be one of {vias}") from None
+    allowed = (*_COMMON_FIELDS, *_RULE_FIELDS[via])
+    unknown = sorted(k for k in data if k not in allowed)
+    if unknown:
+        raise RuleError(f"{field}.{unknown[0]}", f"unknown field {field}.{unknown[0]} for a {via.value} rule (allowed: {', '.join(allowed)})")
+    for need in _RULE_FIELDS[via]:
+        if data.get(need) is None:
+            raise RuleError(f"{field}.{need}", f"{field}.{need} is required for a {via.value} rule")
+    after_sec = None
+    if on is NotifyOn.LATE:
+        if data.get("afterSec") is None:
+            raise RuleError(f"{field}.afterSec", f"{field}.afterSec is required for a late rule (seconds after the tick)")
+        after_sec = _int(f"{field}.afterSec", data["afterSec"], 1, 30 * 86_400)
+    elif data.get("afterSec") is not None:
+        raise RuleError(f"{field}.afterSec", f"{field}.afterSec applies to late rules only")
+    max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), 1, 3600)
+    max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)
+    if via is Via.WEBHOOK:
+        url = _text(f"{field}.url", data["url"], MAX_URL_CHARS)
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+            raise RuleError(f"{field}.url", f"{field}.url must be an absolute http:// or https:// URL")
+        secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
+        if len(secret) < MIN_SECRET_CHARS:
+            raise RuleError(f"{field}.secret", f"{field}.secret must be at least {MIN_SECRET_CHARS} characters (it keys the HMAC signature)")
+        return Rule(on, via, url=url, secret=secret, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
+    if via is Via.EMAIL:
+        to = data["to"]
+        if isinstance(to, str):
+            to = [to]
+        if not isinstance(to, list) or not 1 <= len(to) <= MAX_RECIPIENTS:
+            raise RuleError(f"{field}.to", f"{field}.to must be a list of 1 to {MAX_RECIPIENTS} email addresses")
+        for i, addr in enumerate(to):
+            if not isinstance(addr, str) or not _EMAIL_RE.match(addr):
+                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {str(addr)[:100]!r}")
+        return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
+    command = _text(f"{field}.command", data["command"], MAX_COMMAND_BYTES)
+    return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
+
+
+def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:
+    if not isinstance(data, list):
+        raise RuleError(field, f"{field} must be a list of rules")
+    if len(data) > MAX_RULES:
+        raise RuleError(field, f"{field} may hold at most {MAX_RULES} rules, not {len(data)}")
+    rules = tuple(rule_from_json(item, f"{field}[{i}]") for i, item in enumerate(data))
+    seen: set[str] = set()
+    for i, rule in enumerate(rules):
+        if rule.rule_id in seen:
+            raise RuleError(f"{field}[{i}]", f"{field}[{i}] repeats an earlier rule")
+        seen.add(rule.rule_id)
+    return rules
+
+
+def rules_to_json(rules: tuple[Rule, ...] | list[Rule], *, redact: bool = False) -> list[dict[str, Any]]:
+    return [r.to_json(redact=redact) for r in rules]
+
+
+def stored_rules(data: Any) -> tuple[Rule, ...]:
+    """Rules read back from the store (validated when they were written)."""
+    if not data:
+        return ()
+    return tuple(rule_from_json(item) for item in data)
+
+
+# ---------------------------------------------------------------- durations
+
+_DURATION_RE = re.compile(r"^\s*(\d{1,9})\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+#: the shortest and longest expectSuccessWithin windows
+WINDOW_RANGE_MS = (1_000, 366 * 86_400_000)
+
+
+def parse_window(value: Any, field: str = "expectSuccessWithin") -> int:
+    """``"26h"``, ``"90m"``, ``"2d"``, ``"45s"`` or a number of seconds, as milliseconds."""
+    if isinstance(value, bool):
+        raise RuleError(field, f"{field} must be a duration like \"26h\" or a number of seconds")
+    if isinstance(value, int | float):
+        ms = round(value * 1000)
+    elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
+        ms = int(m.group(1)) * _UNIT_MS[m.group(2) or "s"]
+    else:
+        raise RuleError(field, f"{field} must be a duration like \"26h\", \"90m\", \"2d\" or a number of seconds, not {str(value)[:50]!r}")
+    lo, hi = WINDOW_RANGE_MS
+    if not lo <= ms <= hi:
+        raise RuleError(field, f"{field} must be between 1s and 366d")
+    return ms
+
+
+def format_window(ms: int) -> str:
+    for unit in ("w", "d", "h", "m", "s"):
+        size = _UNIT_MS[unit]
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+# ---------------------------------------------------------------- which rules fire
+
+
+def events_for(status: str, previous_failed: bool) -> set[NotifyOn]:
+    """What an execution's new status means to rules. ``status``: RETRY_WAIT or DEAD (a
+    failed attempt) or SUCCEEDED; ``previous_failed``: the job's last outcome before this
+    one was a failure. (``late`` is told at the start, ``missed`` by the window watcher.)"""
+    events: set[NotifyOn] = set()
+    if status in ("RETRY_WAIT", "DEAD"):
+        events.add(NotifyOn.FAILURE)
+        if status == "DEAD":
+            events.add(NotifyOn.DEAD)
+    elif status == "SUCCEEDED":
+        events.add(NotifyOn.SUCCESS)
+        if previous_failed:
+            events.add(NotifyOn.RECOVERED)
+    return events
+
+
+def matching(rules: tuple[Rule, ...], events: set[NotifyOn], lag_ms: int | None) -> list[Rule]:
+    out = []
+    for rule in rules:
+        if rule.on not in events:
+            continue
+        if rule.on is NotifyOn.LATE and (lag_ms is None or rule.after_sec is None or lag_ms <= rule.after_sec * 1000):
+            continue
+        out.append(rule)
+    return out
+
+
+def effective_rules(job_rules: tuple[Rule, ...], tenant_defaults: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """A job's own rules replace its tenant's defaults (a job with none gets the defaults)."""
+    return job_rules or tenant_defaults
+
+
+def notification_id(subject: str, rule: Rule) -> str:
+    return f"{subject}@{rule.rule_id}"
+
+
+def missed_subject(job_id: str, deadline_ms: int) -> str:
+    return f"{job_id}:missed:{deadline_ms}"
+
+
+def output_tail(output: str | None) -> str | None:
+    if output is None:
+        return None
+    return output[-OUTPUT_TAIL_CHARS:]
+
+
+# ---------------------------------------------------------------- rate limit
+
+
+def within_rate(sent_in_last_hour: int, rule: Rule) -> bool:
+    """Whether one more notification of ``rule`` (for one job) may go out now."""
+    return sent_in_last_hour < rule.max_per_hour
+
+
+# ---------------------------------------------------------------- webhook signatures
+
+
+def sign(secret: str, timestamp_s: int, body: bytes) -> str:
+    """The ``Cronwheel-Signature`` header value for ``body`` sent at ``timestamp_s``."""
+    mac = hmac.new(secret.encode(), str(timestamp_s).encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp_s},v1={mac}"
+
+
+def verify(secret: str, header: str, body: bytes, now_s: int, tolerance_s: int = SIGNATURE_TOLERANCE_SEC) -> bool:
+    """Whether ``header`` signs ``body`` with ``secret`` within ``tolerance_s`` of ``now_s``."""
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    try:
+        ts = int(parts.get("t", ""))
+    except ValueError:
+        return False
+    if abs(now_s - ts) > tolerance_s:
+        return False
+    expected = sign(secret, ts, body).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, parts.get("v1", ""))
+
+
+# ---------------------------------------------------------------- durable notifications
+
+
+@dataclass(slots=True)
+class Notification:
+    """One notification as stored: ``(subject, rule_id)`` is its identity (unique)."""
+
+    notification_id: str
+    subject: str  #: an execution id, or ``<jobId>:missed:<deadline>``
+    rule_id: str
+    job_id: str
+    tenant: str
+    event: str  #: a NotifyOn value, or ``held`` (a rate limit's summary)
+    rule: Rule
+    body: dict[str, Any]
+    status: NotificationStatus
+    attempt: int = 0
+    lease_epoch: int = 0  #: fencing token: +1 on every claim
+    owner: str | None = None
+    lease_until: int | None = None
+    available_at: int = 0
+    created_at: int = 0
+    sent_at: int | None = None  #: SENT: when; HELD: when a summary counted it
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryResult:
+    """What the engine reports about one claimed notification (fenced by lease_epoch)."""
+
+    notification_id: str
+    lease_epoch: int
+    status: NotificationStatus  #: SENT, PENDING (retry at available_at) or DEAD
+    available_at: int | None = None
+    error: str | None = None
+
+
+def after_failed_delivery(attempt: int, rule: Rule, now_ms: int, rand01: float) -> tuple[NotificationStatus, int | None]:
+    """A failed delivery attempt: retried with backoff, or dead-lettered once the rule's
+    ``maxAttempts`` are spent."""
+    after = after_failure(attempt, replace(DELIVERY_RETRY, max_attempts=rule.max_attempts), now_ms, rand01)
+    if after.available_at is None:
+        return NotificationStatus.DEAD, None
+    return NotificationStatus.PENDING, after.available_at
+
+
+def rules_refusal(rules: tuple[Rule, ...], principal: Principal, field: str = "notify") -> Refusal | None:
+    """Why ``principal`` may not save these rules (None: it may): a webhook obeys the same
+    HTTP allow-list as HTTP targets, a command needs the same permission as command targets."""
+    if principal.is_admin:
+        return None
+    for i, rule in enumerate(rules):
+        if rule.via is Via.WEBHOOK:
+            host = urlsplit(rule.url or "").hostname or ""
+            if not host_allowed(host, principal.http_allow):
+                return Refusal(f"{field}[{i}].url", f"webhooks of tenant {principal.tenant!r} may call only "
+                               f"{', '.join(principal.http_allow)}; not {host!r}")  # fmt: skip
+        if rule.via is Via.COMMAND and not principal.allow_shell:
+            return Refusal(f"{field}[{i}].command", f"command rules run code as the daemon's user: only admins, or tenants "
+                           f"granted allowShell, may save them (tenant {principal.tenant!r} is not)")  # fmt: skip
+    return None

@@ -1,0 +1,136 @@
+"""Email and command notifications, and pings from a shell script, on a real daemon:
+a local SMTP sink (aiosmtpd) with STARTTLS and AUTH receives the email; a fake sendmail
+program and a command rule are run for real; a crontab-like script's pings drive a job's
+dead-man's window (success moves it, silence fires `missed`, a fail ping notifies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+from tests.support.daemon import Daemon, free_port
+from tests.support.receiver import WebhookReceiver
+from tests.support.wait import wait_for
+
+SECRET = "s3cret-for-the-hmac-signature"
+PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, list[str], bytes]] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        return "250 OK"
+
+
+def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+    ok = isinstance(data, LoginPassword) and data.login == b"cron" and data.password == b"wheel-pass"
+    return AuthResult(success=ok)
+
+
+@pytest.fixture
+def smtp_tls(tmp_path: Path) -> Iterator[tuple[Sink, int, Path]]:
+    """An SMTP sink that requires STARTTLS before AUTH, with a certificate for 127.0.0.1."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    sink, port = Sink(), free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=True,
+                            authenticator=_authenticate, auth_require_tls=True, auth_required=True)  # fmt: skip
+    controller.start()
+    try:
+        yield sink, port, cert
+    finally:
+        controller.stop()
+
+
+def test_email_through_an_smtp_relay_with_starttls_and_auth(make_daemon: Callable[..., Daemon], smtp_tls) -> None:
+    sink, port, cert = smtp_tls
+    # the relay's URL (with its password) from the environment, which jobs must not inherit
+    d = make_daemon(args=("--mail-from", "cron@example.com"), env={
+        "SSL_CERT_FILE": str(cert), "CRONWHEEL_SMTP_URL": f"smtp://cron:wheel-pass@127.0.0.1:{port}?starttls=require"})
+    d.add_job({"name": "nightly", "runAt": "+0s", "command": 'echo "disk full, relay ${CRONWHEEL_SMTP_URL:-unseen}"; exit 2',
+               "retryPolicy": {"maxAttempts": 1},
+               "notify": [{"on": "failure", "via": "email", "to": ["ops@example.com"]}]})  # fmt: skip
+    wait_for(lambda: sink.messages, 30, what="an email at the sink")
+    mail_from, rcpt, content = sink.messages[0]
+    assert mail_from == "cron@example.com" and rcpt == ["ops@example.com"]
+    text = content.decode()
+    assert "Subject: [cronwheel] failure: nightly" in text and "disk full, relay unseen" in text
+    assert "wheel-pass" not in text
+    wait_for(lambda: d.event("notification.sent"), 10, what="the notification marked sent")
+    assert len(sink.messages) == 1
+
+
+def test_email_through_sendmail_and_a_command_rule(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    sendmail = tmp_path / "sendmail"
+    outbox = tmp_path / "outbox.eml"
+    sendmail.write_text(f"#!/bin/sh\ncat > {outbox}\n")
+    sendmail.chmod(0o755)
+    told = tmp_path / "told.json"
+    d = make_daemon(args=("--sendmail", str(sendmail)))
+    d.add_job({"runAt": "+0s", "command": "exit 1", "retryPolicy": {"maxAttempts": 1}, "notify": [
+        {"on": "dead", "via": "email", "to": ["root@localhost"]},
+        {"on": "dead", "via": "command", "command": f"cat > {told}"},
+    ]})
+    wait_for(lambda: outbox.exists() and told.exists() and told.stat().st_size > 0, 30, what="sendmail and the command")
+    assert "To: root@localhost" in outbox.read_text()
+    assert json.loads(told.read_text())["event"] == "dead"
+
+
+def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon(env={"PATH": PATH})
+        hooks = [{"on": on, "via": "webhook", "url": rx.url, "secret": SECRET} for on in ("missed", "failure", "recovered")]
+        r = d.post("/v1/jobs", {"name": "offsite-backup", "expectSuccessWithin": "3s", "notify": hooks})
+        assert r.status == 201, r
+        job_id = r.json()["jobId"]
+        job = d.get(f"/v1/jobs/{job_id}").json()
+        assert job["target"] == {"ping": {}} and job["nextRunAt"] is None and job["expectSuccessWithin"] == "3s"
+        script = tmp_path / "backup.sh"  # what a crontab line on another box would run
+        script.write_text(
+            "#!/bin/sh\n"
+            "cronwheel ping offsite-backup --start\n"
+            "if [ \"$1\" = ok ]; then echo copied | cronwheel ping offsite-backup --output -; "
+            "else cronwheel ping offsite-backup --fail --exit-code 4; fi\n"
+        )
+        script.chmod(0o755)
+        env = {**os.environ, "PATH": PATH, "CRONWHEEL_DATA_DIR": str(d.data_dir)}
+        env.pop("CRONWHEEL_URL", None)
+        subprocess.run([str(script), "ok"], check=True, env=env, capture_output=True, timeout=60)
+        [run] = d.executions(job_id)
+        assert run["status"] == "SUCCEEDED" and run["reason"] == "ping: success"
+        assert d.get(f"/v1/executions/{run['executionId']}").json()["output"] == "copied\n"
+        # silence: the window passes, `missed` is told once, and the job shows as overdue
+        wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "missed"], 30, what="missed")
+        listing = subprocess.run(["cronwheel", "ls"], env=env, capture_output=True, text=True, check=True).stdout
+        assert "OVERDUE" in listing, listing
+        wait_for(lambda: "cronwheel_overdue_jobs 1.0" in d.get("/metrics").body.decode(), 15, what="the overdue gauge")
+        assert re.search(r"cronwheel_windows_missed_total [1-9]", d.get("/metrics").body.decode())
+        status = json.loads(subprocess.run(["cronwheel", "status", "--json"], env=env, capture_output=True, text=True,
+                                           check=True).stdout)  # fmt: skip
+        assert status["notifications"]["overdueJobs"] == 1 and status["notifications"]["SENT"] >= 1
+        # a failed run notifies; then a success recovers and clears the overdue mark
+        subprocess.run([str(script), "bad"], check=True, env=env, capture_output=True, timeout=60)
+        wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "failure"], 30, what="failure")
+        subprocess.run([str(script), "ok"], check=True, env=env, capture_output=True, timeout=60)
+        wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "recovered"], 30, what="recovered")
+        assert not d.get(f"/v1/jobs/{job_id}").json()["window"]["overdue"]
+        assert all(x.signed for ds in rx.unique().values() for x in ds)
+        assert d.post(f"/v1/jobs/{job_id}/trigger").status == 409  # nothing to run here

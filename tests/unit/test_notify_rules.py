@@ -1,0 +1,107 @@
+"""Notification rules: the validator (core.notify) and the OpenAPI document's NotifyRule
+schema accept and refuse the same rules; rule ids, events and webhook signatures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from cronwheel.core import notify as nt
+
+DOC = json.loads((Path(__file__).resolve().parents[2] / "cronwheel" / "api" / "openapi.json").read_text())
+SECRET = "0123456789abcdef"
+HOOK = {"on": "failure", "via": "webhook", "url": "https://h.example/x", "secret": SECRET}
+
+
+def schema_accepts(rule: Any) -> bool:
+    schema = {"$ref": "#/components/schemas/NotifyRule", "components": DOC["components"]}
+    try:
+        jsonschema.validate(rule, schema, cls=jsonschema.Draft202012Validator)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        (HOOK, None),
+        ({**HOOK, "maxPerHour": 5, "maxAttempts": 2}, None),
+        ({"on": "dead", "via": "email", "to": ["ops@example.com", "b@c.d"]}, None),
+        ({"on": "dead", "via": "email", "to": "ops@example.com"}, None),
+        ({"on": "late", "afterSec": 60, "via": "command", "command": "logger late"}, None),
+        ({"on": "missed", "via": "command", "command": "true"}, None),
+        ({"on": "sometimes", "via": "webhook"}, "notify[0].on"),
+        ({"on": "dead", "via": "pager"}, "notify[0].via"),
+        ({"on": "dead", "via": "webhook", "url": "https://h.example/"}, "notify[0].secret"),
+        ({**HOOK, "secret": "short"}, "notify[0].secret"),
+        ({**HOOK, "secret": " " * 20}, "notify[0].secret"),
+        ({**HOOK, "url": "ftp://h.example/"}, "notify[0].url"),
+        ({**HOOK, "to": ["a@b.c"]}, "notify[0].to"),
+        ({"on": "late", "via": "command", "command": "x"}, "notify[0].afterSec"),
+        ({**HOOK, "afterSec": 5}, "notify[0].afterSec"),
+        ({"on": "dead", "via": "email", "to": []}, "notify[0].to"),
+        ({"on": "dead", "via": "email", "to": ["not an address"]}, "notify[0].to[0]"),
+        ({"on": "dead", "via": "command", "command": "   "}, "notify[0].command"),
+        ({**HOOK, "maxPerHour": 0}, "notify[0].maxPerHour"),
+        ({**HOOK, "maxAttempts": True}, "notify[0].maxAttempts"),
+        ("failure", "notify[0]"),
+    ],
+)
+def test_the_validator_and_the_schema_agree(rule: Any, field: str | None) -> None:
+    try:
+        nt.rule_from_json(rule)
+    except nt.RuleError as exc:
+        assert exc.field == field, exc.detail
+        assert not schema_accepts(rule), "the schema accepts a rule the daemon refuses"
+    else:
+        assert field is None
+        assert schema_accepts(rule), "the schema refuses a rule the daemon accepts"
+
+
+def test_rule_ids_follow_what_a_rule_does() -> None:
+    a = nt.rule_from_json(HOOK)
+    assert nt.rule_from_json({**HOOK, "maxPerHour": 3, "secret": "another-secret-16"}).rule_id == a.rule_id
+    assert nt.rule_from_json({**HOOK, "on": "dead"}).rule_id != a.rule_id
+    assert nt.rule_from_json(a.to_json()) == a
+    shown = a.to_json(redact=True)
+    assert shown["secret"] == "********" and shown["ruleId"] == a.rule_id
+    with pytest.raises(nt.RuleError, match="repeats"):
+        nt.rules_from_json([HOOK, {**HOOK, "maxPerHour": 2}])
+    assert nt.email_rule("ops@example.com") == nt.rule_from_json({"on": "failure", "via": "email", "to": ["ops@example.com"]})
+
+
+@pytest.mark.parametrize(
+    ("status", "previous_failed", "events"),
+    [
+        ("RETRY_WAIT", False, {"failure"}),
+        ("DEAD", False, {"failure", "dead"}),
+        ("SUCCEEDED", False, {"success"}),
+        ("SUCCEEDED", True, {"success", "recovered"}),
+        ("CANCELLED", True, set()),
+    ],
+)
+def test_events_of_an_outcome(status: str, previous_failed: bool, events: set[str]) -> None:
+    assert {e.value for e in nt.events_for(status, previous_failed)} == events
+
+
+def test_late_matches_past_its_threshold_only() -> None:
+    late = nt.rule_from_json({"on": "late", "afterSec": 30, "via": "command", "command": "x"})
+    assert nt.matching((late,), {nt.NotifyOn.LATE}, 30_000) == []
+    assert nt.matching((late,), {nt.NotifyOn.LATE}, 30_001) == [late]
+    assert nt.matching((late,), {nt.NotifyOn.LATE}, None) == []
+
+
+def test_signatures_verify_and_refuse_tampering_and_replays() -> None:
+    body = b'{"event":"dead"}'
+    header = nt.sign(SECRET, 1_800_000_000, body)
+    assert header.startswith("t=1800000000,v1=")
+    assert nt.verify(SECRET, header, body, 1_800_000_100)
+    assert not nt.verify(SECRET, header, body + b" ", 1_800_000_100)  # tampered body
+    assert not nt.verify("another-secret!!", header, body, 1_800_000_100)  # wrong key
+    assert not nt.verify(SECRET, header, body, 1_800_000_000 + nt.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
+    assert not nt.verify(SECRET, "garbage", body, 1_800_000_000)
