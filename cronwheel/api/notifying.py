@@ -35,6 +35,8 @@ def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
     if kind not in PING_STATUSES:
         raise ValidationError("status", f"status must be one of {', '.join(PING_STATUSES)}, not {str(kind)[:50]!r}")
     exit_code = data.get("exitCode")
+    if isinstance(exit_code, float) and exit_code.is_integer():  # JSON has one number type
+        exit_code = int(exit_code)
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int) or not -(2**31) <= exit_code < 2**31):
         raise ValidationError("exitCode", "exitCode must be an integer (a process exit status)")
     output = data.get("output")
@@ -62,7 +64,7 @@ def parse_rules_body(body: Any) -> tuple[nt.Rule, ...]:
 
 
 def parse_notification_status(value: str | None) -> nt.NotificationStatus | None:
-    if value is None or value == "":
+    if value is None:  # an empty value is no status either: refused below, as documented
         return None
     try:
         return nt.NotificationStatus(value.upper())
@@ -73,7 +75,7 @@ def parse_notification_status(value: str | None) -> nt.NotificationStatus | None
 
 def parse_before(value: str | None) -> str | None:
     """A notifications page cursor: ``<created_at ms>|<notification id>``."""
-    if not value:
+    if value is None:  # absent; an empty value is refused below, as the document says
         return None
     at, sep, nid = value.partition("|")
     if not sep or not at.isdigit() or len(at) > 18 or not nid or len(nid) > 500:

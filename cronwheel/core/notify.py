@@ -84,7 +84,9 @@ SIGNATURE_HEADER = "Cronwheel-Signature"
 #: receivers should refuse signatures older (or newer) than this
 SIGNATURE_TOLERANCE_SEC = 300
 
-_EMAIL_RE = re.compile(r"^[^@\s<>,;:\"]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
+#: the local part: no white space, no control character (spelled out, since Python's ``\s``
+#: and JSON Schema's differ on a few of them: the document states the same class)
+_EMAIL_RE = re.compile(r"^[^@\s<>,;:\"\x00-\x1f\x7f-\x9f\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
 _RULE_FIELDS = {
     Via.WEBHOOK: ("url", "secret"),
     Via.EMAIL: ("to",),
@@ -159,6 +161,8 @@ def _text(field: str, value: Any, limit: int) -> str:
 
 
 def _int(field: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, float) and value.is_integer():  # JSON has one number type: 300.0 is 300
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise RuleError(field, f"{field} must be an integer from {lo} to {hi}")
     return value
@@ -244,7 +248,7 @@ def stored_rules(data: Any) -> tuple[Rule, ...]:
 
 # ---------------------------------------------------------------- durations
 
-_DURATION_RE = re.compile(r"^\s*(\d{1,9})\s*(ms|s|m|h|d|w)?\s*$")
+_DURATION_RE = re.compile(r"^\s*(\d{1,12})\s*(ms|s|m|h|d|w)?\s*$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 #: the shortest and longest expectSuccessWithin windows
 WINDOW_RANGE_MS = (1_000, 366 * 86_400_000)
@@ -255,6 +259,9 @@ def parse_window(value: Any, field: str = "expectSuccessWithin") -> int:
     if isinstance(value, bool):
         raise RuleError(field, f"{field} must be a duration like \"26h\" or a number of seconds")
     if isinstance(value, int | float):
+        lo_s, hi_s = WINDOW_RANGE_MS[0] / 1000, WINDOW_RANGE_MS[1] / 1000
+        if not lo_s <= value <= hi_s:  # checked before scaling: 1e308 seconds is no window either
+            raise RuleError(field, f"{field} must be between 1s and 366d")
         ms = round(value * 1000)
     elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
         ms = int(m.group(1)) * _UNIT_MS[m.group(2) or "s"]

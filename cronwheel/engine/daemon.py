@@ -459,7 +459,7 @@ def run_from_cli(
     try:
         _run(
             serve(
-                path, store, http, workers or max(1, os.cpu_count() or 1), slots, node_id,
+                path, store, http, workers if workers is not None else max(1, os.cpu_count() or 1), slots, node_id,
                 log_format, grace_sec, **{k: v for k, v in extra.items() if v is not None},
             )
         )

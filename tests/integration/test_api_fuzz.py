@@ -16,6 +16,8 @@ against any daemon (add your token).
 What is left out, and where it is covered instead:
 * ``GET /v1/events`` streams newline-delimited JSON (with ``follow=1`` it never ends):
   ``tests/integration/test_events_stream.py``.
+* ``GET /v1/executions/{executionId}/output`` streams an attempt's output as text (with
+  ``follow=1`` until the attempt ends): ``tests/integration/test_live_output.py``.
 * The hooks (``tests/support/fuzz_hooks.py``) generate the document's own string formats,
   accept the two refusals JSON Schema cannot state, never revoke the run's own token, and
   shorten claim long polls.
@@ -39,7 +41,7 @@ CONFIG = REPO / "tests" / "support" / "schemathesis.toml"
 SEED = int(os.environ.get("CRONWHEEL_FUZZ_SEED", "1"))
 EXAMPLES = int(os.environ.get("CRONWHEEL_FUZZ_EXAMPLES", "10"))
 #: streaming routes, covered by their own tests (module docstring)
-EXCLUDED_PATHS = ("/v1/events",)
+EXCLUDED_PATHS = ("/v1/events", "/v1/executions/{executionId}/output")
 
 
 def _st() -> Path:

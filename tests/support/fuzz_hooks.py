@@ -121,6 +121,18 @@ ACCEPTED_REFUSALS = (
     (None, "schedule", "bad_request", "never fires within activeFrom..activeUntil"),
     (None, "to", "invalid_field", "to must not be before from"),
     (None, "to", "bad_request", "is in the future: a backfill fills the past"),
+    # the number of ticks in a backfill range depends on the job's schedule (at most 10,000)
+    (None, "to", "backfill_too_large", "backfill it in smaller ranges"),
+    # the input boundary: every JSON number anywhere in a body, free-form payloads included,
+    # fits in 64 bits (docs/security.md); a schema cannot say so of a payload's members
+    (None, "", "out_of_range", "is an integer beyond 64 bits"),
+    (None, "", "invalid_value", "contains a NUL character"),
+    (None, "", "invalid_query", "contains a NUL character"),
+    # two notification rules that do the same (same event, channel and address) are one rule
+    (None, "", "invalid_field", "repeats an earlier rule"),
+    # a dead-man's window written as a duration string ("26h") is at most 366 days: a pattern
+    # cannot bound the number it matches
+    (None, "expectSuccessWithin", "invalid_field", "must be between 1s and 366d"),
 )
 
 

@@ -105,3 +105,24 @@ def test_signatures_verify_and_refuse_tampering_and_replays() -> None:
     assert not nt.verify("another-secret!!", header, body, 1_800_000_100)  # wrong key
     assert not nt.verify(SECRET, header, body, 1_800_000_000 + nt.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
     assert not nt.verify(SECRET, "garbage", body, 1_800_000_000)
+
+
+def test_a_window_reads_back_what_it_writes() -> None:
+    # a window of seconds with a fraction is kept in ms, shown as "<n>ms", and a patch sends
+    # that text back: it must parse to the same window (found by the API fuzz's stateful phase)
+    from cronwheel.core import notify as nt
+
+    for seconds in (6647157.753125871, 1.5, 31_622_400, 90_000):
+        ms = nt.parse_window(seconds)
+        assert nt.parse_window(nt.format_window(ms)) == ms
+
+
+def test_rule_integers_may_be_written_as_json_floats() -> None:
+    from cronwheel.core import notify as nt
+
+    rule = nt.rule_from_json({"on": "late", "afterSec": 300.0, "via": "command", "command": "true"})
+    assert rule.after_sec == 300
+    with pytest.raises(nt.RuleError):
+        nt.rule_from_json({"on": "late", "afterSec": 300.5, "via": "command", "command": "true"})
+    with pytest.raises(nt.RuleError):
+        nt.parse_window(1e308)
