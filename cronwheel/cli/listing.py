@@ -10,14 +10,9 @@ import click
 from click.shell_completion import CompletionItem
 
 from cronwheel.cli import render
-from cronwheel.cli.client import ApiError, Client, ClientError
+from cronwheel.cli.client import Client, ClientError
 
-COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LEFT", "LAST", "TARGET")
-#: above this many jobs, LAST (one history call per job) is left out
-LAST_RUN_LOOKUPS = 500
-#: executions read per job to find the newest one that started (claim-ahead keeps the next
-#: couple of ticks PENDING before they are due)
-_HISTORY_PEEK = 5
+COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LEFT", "LAST", "LAST RESULT", "TARGET")
 
 
 def span(ms: int) -> str:
@@ -35,38 +30,24 @@ def span(ms: int) -> str:
     return " ".join(parts) or "0s"
 
 
-def last_runs(client: Client, jobs: Sequence[Mapping[str, Any]]) -> dict[str, str | None] | None:
-    """Each job's newest ``startedAt`` (None: never ran); None above LAST_RUN_LOOKUPS jobs."""
-    if len(jobs) > LAST_RUN_LOOKUPS:
-        return None
-    out: dict[str, str | None] = {}
-    for job in jobs:
-        try:
-            page = client.list_executions(job["jobId"], _HISTORY_PEEK)
-        except ApiError:  # gone since the listing
-            out[job["jobId"]] = None
-            continue
-        started = [e["startedAt"] for e in page.get("executions", []) if e.get("startedAt")]
-        out[job["jobId"]] = max(started) if started else None
-    return out
-
-
 def _ms(iso: str) -> int:
     dt = render.parse_iso(iso)
     return 0 if dt is None else int(dt.timestamp() * 1000)
 
 
-def rows(jobs: Sequence[Mapping[str, Any]], lasts: Mapping[str, str | None] | None, now_ms: int) -> list[list[str]]:
-    """``lasts`` None: not looked up (too many jobs), shown as ``?``."""
+def rows(jobs: Sequence[Mapping[str, Any]], now_ms: int) -> list[list[str]]:
+    """LAST and LAST RESULT come from each job's ``lastRun`` (its latest execution that
+    started, which the API lists with the job), so the listing costs no request per job."""
     out = []
     for j in jobs:
         nxt = j.get("nextRunAt")
         left = span(_ms(nxt) - now_ms) if nxt and j.get("status") == "ACTIVE" else "-"
-        last = None if lasts is None else lasts.get(j["jobId"])
-        last_text = "?" if lasts is None else "-" if last is None else f"{span(now_ms - _ms(last))} ago"
+        last = (j.get("lastRun") or {}).get("startedAt")
+        last_text = "-" if not last else f"{span(now_ms - _ms(last))} ago"
         out.append([
-            j["jobId"], j.get("name") or "-", j.get("status", "-"), render.job_when(j),
-            render.fmt_local(nxt), left, last_text, render.target_summary(j.get("target"), 40),
+            j["jobId"], j.get("name") or "-", render.job_status(j), render.job_when(j),
+            render.fmt_local(nxt), left, last_text, render.last_result(j),
+            render.target_summary(j.get("target"), 40),
         ])
     return out
 

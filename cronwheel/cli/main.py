@@ -271,10 +271,7 @@ def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_jso
     if as_json:
         render.emit_json(jobs)
         return
-    lasts = listing.last_runs(app.client, jobs)
-    render.emit_table(listing.COLUMNS, listing.rows(jobs, lasts, _local_now_ms()), empty="no jobs")
-    if lasts is None:
-        render.emit_note(f"LAST is shown for up to {listing.LAST_RUN_LOOKUPS} jobs: narrow the list (--status, -n)")
+    render.emit_table(listing.COLUMNS, listing.rows(jobs, _local_now_ms()), empty="no jobs")
 
 
 @cli.command(context_settings=CONTEXT)

@@ -21,7 +21,7 @@ def test_ls_shows_left_and_last(daemon: Daemon) -> None:
     res = daemon.cli("ls")
     assert res.returncode == 0, res.stderr
     header, *rows = res.stdout.splitlines()
-    assert header.split() == ["ID", "NAME", "STATUS", "SCHEDULE", "NEXT", "RUN", "LEFT", "LAST", "TARGET"]
+    assert header.split() == ["ID", "NAME", "STATUS", "SCHEDULE", "NEXT", "RUN", "LEFT", "LAST", "LAST", "RESULT", "TARGET"]
     often = next(r for r in rows if " often " in r)
     yearly = next(r for r in rows if " yearly " in r)
     assert " ago " in often  # LAST: it started a moment ago
@@ -89,5 +89,5 @@ def test_import_shows_progress_on_a_terminal_only(tmp_path, daemon: Daemon) -> N
     assert proc.wait(60) == 0
     os.close(main)
     text = seen.decode(errors="replace")
-    assert "importing" in text and "100 job(s) created, 1200 already there" in text
+    assert "importing" in text and "100 jobs created, 1200 already there" in text
 

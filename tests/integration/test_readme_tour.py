@@ -27,13 +27,18 @@ def test_the_readme_tour_runs_as_written(make_daemon: Callable[..., Daemon], tmp
     make_daemon("checkout/.cronwheel", workers=1)
 
     outputs: dict[str, str] = {}
+    # what a reader waits to see before reading on: the every-second job has run
+    awaited = {"cronwheel history ticker": "SUCCEEDED"}
     for command in commands:
-        # a reader types at human speed: a command that needs a run to have happened (logs)
-        # is retried until then
+        # a reader types at human speed: a command that needs a run to have happened (logs,
+        # history) is retried until then
         def attempt(command: str = command) -> str | None:
             res = run_as_reader(command, where)
-            assert "Traceback" not in res.stdout + res.stderr, (command, res.stderr)
-            return res.stdout + res.stderr if res.returncode == 0 else None
+            text = res.stdout + res.stderr
+            assert "Traceback" not in text, (command, res.stderr)
+            if res.returncode != 0 or awaited.get(command, "") not in text:
+                return None
+            return text + "\n"  # a command with no output, such as mkdir, still counts as done
 
         outputs[command] = wait_for(attempt, timeout=30, what=f"`{command}` to succeed")
 

@@ -34,17 +34,29 @@ def section(path: Path, heading: str) -> str:
 
 def shell_lines(text: str) -> list[str]:
     """The commands of the ```sh blocks in ``text``: comments and blank lines dropped,
-    backslash continuations joined, a trailing ``# comment`` cut (outside quotes)."""
+    backslash continuations joined, a trailing ``# comment`` cut (outside quotes), and a
+    heredoc (``cat > f <<'EOF'`` … ``EOF``) kept whole, its body as written."""
     lines: list[str] = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         pending = ""
+        heredoc: tuple[str, list[str]] | None = None  # (terminator, lines so far)
         for raw in block.splitlines():
+            if heredoc is not None:
+                heredoc[1].append(raw)
+                if raw.strip() == heredoc[0]:
+                    lines.append("\n".join(heredoc[1]))
+                    heredoc = None
+                continue
             line = pending + raw
             if line.rstrip().endswith("\\"):
                 pending = line.rstrip()[:-1] + " "
                 continue
             pending = ""
             command = _strip_comment(line).strip()
+            opener = re.search(r"<<-?\s*['\"]?(\w+)['\"]?\s*$", command)
+            if opener is not None:
+                heredoc = (opener.group(1), [command])
+                continue
             if command:
                 lines.append(command)
     return lines
