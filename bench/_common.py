@@ -199,7 +199,7 @@ def register_oneoffs(db: Path, n: int, due_ms: int, target: dict[str, Any] | Non
     bulk path of bench_herd.py: the daemon is not running yet); seconds taken."""
     from cronwheel.core.ids import new_job_id
     from cronwheel.core.model import JobSpec, RetryPolicy
-    from cronwheel.store.base import NewJob
+    from cronwheel.core.records import NewJob
     from cronwheel.store.sqlite import SqliteStore
 
     target = target or NOOP

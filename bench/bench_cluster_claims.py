@@ -23,8 +23,8 @@ import psycopg
 
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec
+from cronwheel.core.records import NewJob
 from cronwheel.core.rendezvous import buckets_of
-from cronwheel.store.base import NewJob
 from cronwheel.store.postgres import PostgresStore
 from tests.support.postgres import Cluster, find_bindir
 

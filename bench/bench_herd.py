@@ -27,7 +27,7 @@ from _common import tree_cpu
 
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec, Priority, RetryPolicy
-from cronwheel.store.base import NewJob
+from cronwheel.core.records import NewJob
 from cronwheel.store.sqlite import SqliteStore
 from tests.support.daemon import Daemon
 

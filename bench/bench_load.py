@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec, RetryPolicy
-from cronwheel.store.base import NewJob
+from cronwheel.core.records import NewJob
 from cronwheel.store.sqlite import SqliteStore
 from tests.support.daemon import Daemon
 

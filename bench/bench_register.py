@@ -63,7 +63,7 @@ def register_cron(db: Path, n: int, batch: int = 10_000) -> float:
     from cronwheel.core import schedule as sched
     from cronwheel.core.ids import new_job_id
     from cronwheel.core.model import JobSpec
-    from cronwheel.store.base import NewJob
+    from cronwheel.core.records import NewJob
     from cronwheel.store.sqlite import SqliteStore
 
     store = SqliteStore.open(db)

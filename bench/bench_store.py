@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import JobSpec
-from cronwheel.store.base import Completion, NewJob, Outcome, StartRequest
+from cronwheel.core.records import Completion, NewJob, Outcome, StartRequest
 from cronwheel.store.sqlite import SqliteStore
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a whole minute

@@ -42,16 +42,11 @@ from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
 from cronwheel.core.notify import rules_refusal
 from cronwheel.core.ratelimit import OncePer
+from cronwheel.core.records import CreateOutcome, CreateResult, EffectVerdict, LeaseVerdict
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
 from cronwheel.engine.service import SchedulerService, ServiceError
 from cronwheel.obs.events import EventLog, iso_ms
-from cronwheel.store.base import (
-    CreateOutcome,
-    CreateResult,
-    EffectVerdict,
-    LeaseVerdict,
-    StoreUnavailable,
-)
+from cronwheel.store.base import StoreUnavailable
 from cronwheel.worker.launch import run_as_refusal
 
 log = logging.getLogger("cronwheel.api")

@@ -65,8 +65,8 @@ from cronwheel.core.model import (
     RetryPolicy,
     RunAs,
 )
+from cronwheel.core.records import Completion, Outcome
 from cronwheel.obs.events import iso_ms
-from cronwheel.store.base import Completion, Outcome
 
 # ---------------------------------------------------------------- limits (one table: core/limits.py)
 

@@ -27,11 +27,11 @@ from typing import Any
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import N_BUCKETS
+from cronwheel.core.records import Fence
 from cronwheel.core.rendezvous import buckets_of
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Fence
 
 DEFAULT_LEASE_TTL_MS = 10_000
 

@@ -31,20 +31,20 @@ from collections.abc import Callable, Iterable, Sequence
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import ExecStatus, Execution, Priority
-from cronwheel.core.wheel import TimingWheel
-from cronwheel.engine.liveoutput import LiveOutput
-from cronwheel.engine.outage import LoopHealth
-from cronwheel.engine.runner import GroupCommitter, StoreRunner
-from cronwheel.obs.events import EventLog
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     HeartbeatResult,
     LeaseVerdict,
     Outcome,
     StartRequest,
-    StoreUnavailable,
 )
+from cronwheel.core.wheel import TimingWheel
+from cronwheel.engine.liveoutput import LiveOutput
+from cronwheel.engine.outage import LoopHealth
+from cronwheel.engine.runner import GroupCommitter, StoreRunner
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
 
 #: after the wall clock steps forward, leases are not reaped for this long: every execution

@@ -18,6 +18,17 @@ from cronwheel.core.calendar import bounded
 from cronwheel.core.clock import Clock, SystemClock
 from cronwheel.core.ids import new_error_id, new_job_id
 from cronwheel.core.model import ExecStatus, Execution, Grant, Job, JobSpec, JobStatus, Priority
+from cronwheel.core.records import (
+    Completion,
+    CompletionResult,
+    CreateOutcome,
+    CreateResult,
+    EffectVerdict,
+    HeartbeatResult,
+    NewJob,
+    Outcome,
+    UpdateOutcome,
+)
 from cronwheel.engine.beyondcron import BeyondCronMixin
 from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
@@ -38,19 +49,7 @@ from cronwheel.engine.service import (
 )
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.obs.events import EventLog, iso_ms
-from cronwheel.store.base import (
-    Completion,
-    CompletionResult,
-    CreateOutcome,
-    CreateResult,
-    EffectVerdict,
-    HeartbeatResult,
-    NewJob,
-    Outcome,
-    Store,
-    StoreUnavailable,
-    UpdateOutcome,
-)
+from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
 
 #: cluster mode: look for other nodes' dispatchable executions while fewer are queued here

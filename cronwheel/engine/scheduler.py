@@ -30,7 +30,7 @@ from cronwheel.obs.events import EventLog
 
 if TYPE_CHECKING:
     from cronwheel.core.model import Execution
-    from cronwheel.store.base import Fence
+    from cronwheel.core.records import Fence
 
 #: in cluster mode: the buckets this node may schedule right now, and the claim's fence
 Ownership = Callable[[], "tuple[list[int], Fence | None]"]

@@ -14,15 +14,15 @@ from typing import Any, Protocol
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import Notification, NotificationStatus, Rule
-from cronwheel.core.tenants import ApiToken, Role, Tenant
-from cronwheel.engine.liveoutput import Follower
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     CreateResult,
     EffectVerdict,
     HeartbeatResult,
 )
+from cronwheel.core.tenants import ApiToken, Role, Tenant
+from cronwheel.engine.liveoutput import Follower
 
 
 class ServiceError(Exception):

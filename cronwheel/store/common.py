@@ -33,9 +33,9 @@ from cronwheel.core.model import (
     settled_status,
 )
 from cronwheel.core.planning import ClaimPlan
+from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import ApiToken, Role, Tenant
-from cronwheel.store.base import Completion, CompletionResult, LeaseVerdict, Outcome
 
 #: stored output is cut to its last this many characters (the worker bounds it already)
 MAX_OUTPUT_CHARS = 65_536

@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from cronwheel.core.model import Grant
-from cronwheel.store.base import Completion, LeaseVerdict, Outcome
+from cronwheel.core.records import Completion, LeaseVerdict, Outcome
 from cronwheel.worker.protocol import (
     PROTOCOL_VERSION,
     WORKER_TO_DAEMON,

@@ -25,7 +25,8 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
-from cronwheel.store.base import NewJob, StartRequest, Store
+from cronwheel.core.records import NewJob, StartRequest
+from cronwheel.store.base import Store
 
 BACKENDS = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 
 from cronwheel.core.model import ExecStatus
-from cronwheel.store.base import StartRequest, Store
+from cronwheel.core.records import StartRequest
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     ALL_BUCKETS,
     MIN,

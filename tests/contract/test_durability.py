@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cronwheel.core.model import ExecStatus, JobStatus, RetryPolicy
-from cronwheel.store.base import Completion, CreateOutcome, EffectVerdict, Outcome, Store
+from cronwheel.core.records import Completion, CreateOutcome, EffectVerdict, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     MIN,
     SEC,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
-from cronwheel.store.base import Completion, EffectVerdict, LeaseVerdict, Outcome, Store
+from cronwheel.core.records import Completion, EffectVerdict, LeaseVerdict, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
 
 

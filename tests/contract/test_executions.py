@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
+from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome, StartRequest
 from cronwheel.core.retry import backoff_ms
-from cronwheel.store.base import (
-    Completion,
-    CompletionResult,
-    LeaseVerdict,
-    Outcome,
-    StartRequest,
-    Store,
-)
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     HOUR,
     MIN,

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy, RunAs
-from cronwheel.store.base import CreateOutcome, Store, UpdateOutcome
+from cronwheel.core.records import CreateOutcome, UpdateOutcome
+from cronwheel.store.base import Store
 from cronwheel.store.common import SUPERSEDED
 from tests.contract.conftest import (
     MIN,

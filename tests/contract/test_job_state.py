@@ -5,7 +5,8 @@ trigger reopens it; a purge leaves it as it is."""
 from __future__ import annotations
 
 from cronwheel.core.model import JobStatus, MisfirePolicy, RetryPolicy
-from cronwheel.store.base import Completion, Outcome, Store
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import HOUR, SEC, T0, claim_all, create, new_job, one_off, start
 
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cronwheel.core.model import ExecStatus, JobStatus, Priority, RetryPolicy, RunAs
-from cronwheel.store.base import (
-    Completion,
-    CreateOutcome,
-    LeaseVerdict,
-    Outcome,
-    StartRequest,
-    Store,
-    StoreError,
-)
+from cronwheel.core.records import Completion, CreateOutcome, LeaseVerdict, Outcome, StartRequest
+from cronwheel.store.base import Store, StoreError
 from tests.contract.conftest import (
     HOUR,
     MIN,

@@ -14,7 +14,8 @@ from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of
 from cronwheel.core.model import ExecStatus, RetryPolicy
 from cronwheel.core.notify import DeliveryResult, NotificationStatus
-from cronwheel.store.base import Completion, Outcome, Store
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     HOUR,
     MIN,

@@ -19,16 +19,10 @@ import pytest
 
 from cronwheel.core import schedule
 from cronwheel.core.model import JobSpec, MisfirePolicy
+from cronwheel.core.records import Completion, CreateOutcome, NewJob, Outcome
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
 from cronwheel.store import open_store
-from cronwheel.store.base import (
-    Completion,
-    CreateOutcome,
-    NewJob,
-    Outcome,
-    StoreError,
-    StoreUnavailable,
-)
+from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.postgres import PostgresStore
 from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 
 from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
-from cronwheel.store.base import Completion, Outcome, Store
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     MIN,
     SEC,

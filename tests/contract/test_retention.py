@@ -4,7 +4,8 @@ and anything live are kept."""
 from __future__ import annotations
 
 from cronwheel.core.model import ExecStatus, RetryPolicy
-from cronwheel.store.base import Completion, Outcome, StartRequest, Store
+from cronwheel.core.records import Completion, Outcome, StartRequest
+from cronwheel.store.base import Store
 from tests.contract.conftest import ALL_BUCKETS, MIN, SEC, T0, create, new_job
 
 

@@ -16,7 +16,8 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
-from cronwheel.store.base import Completion, LeaseVerdict, Outcome, Store
+from cronwheel.core.records import Completion, LeaseVerdict, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     ALL_BUCKETS,
     HOUR,

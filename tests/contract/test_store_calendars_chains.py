@@ -14,7 +14,8 @@ from cronwheel.core.calendar import build_calendar
 from cronwheel.core.chains import ChainError
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, Priority
-from cronwheel.store.base import Completion, Outcome, Store
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.store.base import Store
 from tests.contract.conftest import (
     HOUR,
     MIN,

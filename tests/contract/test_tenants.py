@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cronwheel.core.model import JobStatus
+from cronwheel.core.records import CreateOutcome, NewJob
 from cronwheel.core.tenants import (
     ApiToken,
     Role,
@@ -15,7 +16,7 @@ from cronwheel.core.tenants import (
     new_token_id,
     new_token_secret,
 )
-from cronwheel.store.base import CreateOutcome, NewJob, Store, StoreError
+from cronwheel.store.base import Store, StoreError
 from tests.contract.conftest import MIN, T0, create, new_job
 
 

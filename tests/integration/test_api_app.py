@@ -37,8 +37,7 @@ from cronwheel.core.model import (
     JobSpec,
     JobStatus,
 )
-from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     CreateOutcome,
@@ -47,6 +46,7 @@ from cronwheel.store.base import (
     HeartbeatResult,
     LeaseVerdict,
 )
+from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")

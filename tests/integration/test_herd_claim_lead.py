@@ -16,10 +16,10 @@ from cronwheel.core.claimlead import SAFETY
 from cronwheel.core.clock import FakeClock
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import Execution, JobSpec, OverlapPolicy
+from cronwheel.core.records import NewJob
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import NewJob
 from cronwheel.store.sqlite import SqliteStore
 
 T = 1_767_229_200_000  # 2026-01-01T01:00:00Z, a top of the hour

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cronwheel.core import schedule
 from cronwheel.core.model import JobSpec, MisfirePolicy
-from cronwheel.store.base import NewJob
+from cronwheel.core.records import NewJob
 from cronwheel.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]

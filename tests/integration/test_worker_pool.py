@@ -29,7 +29,7 @@ import pytest
 from aiohttp import web
 
 from cronwheel.core.model import Grant, Priority
-from cronwheel.store.base import Completion, Outcome
+from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker.pool import WorkerPool
 from cronwheel.worker.protocol import (
     MAX_FRAME,

@@ -12,10 +12,10 @@ from cronwheel.core import deadman
 from cronwheel.core import notify as nt
 from cronwheel.core.clock import FakeClock
 from cronwheel.core.model import JobSpec, JobStatus, RetryPolicy
+from cronwheel.core.records import Completion, NewJob, Outcome, StartRequest
 from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Completion, NewJob, Outcome, StartRequest
 from cronwheel.store.sqlite import SqliteStore
 
 T0 = 1_767_225_600_000

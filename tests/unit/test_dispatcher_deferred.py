@@ -8,13 +8,8 @@ import asyncio
 from typing import Any
 
 from cronwheel.core.model import ExecStatus
-from cronwheel.store.base import (
-    Completion,
-    CompletionResult,
-    LeaseVerdict,
-    Outcome,
-    StoreUnavailable,
-)
+from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
+from cronwheel.store.base import StoreUnavailable
 from tests.unit.test_dispatcher_tenants import events, ex, make
 
 

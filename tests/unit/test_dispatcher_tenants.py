@@ -12,9 +12,7 @@ from typing import Any
 
 from cronwheel.core.clock import FakeClock
 from cronwheel.core.model import ExecStatus, Execution, Grant, Priority
-from cronwheel.engine.dispatcher import Dispatcher
-from cronwheel.obs.events import EventLog
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     HeartbeatResult,
@@ -22,6 +20,8 @@ from cronwheel.store.base import (
     Outcome,
     StartRequest,
 )
+from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.obs.events import EventLog
 
 T0 = 1_767_225_600_000
 

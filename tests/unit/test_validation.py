@@ -31,7 +31,7 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
-from cronwheel.store.base import Outcome
+from cronwheel.core.records import Outcome
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 BASE: dict[str, Any] = {"schedule": "0 * * * *", "command": "echo hi"}

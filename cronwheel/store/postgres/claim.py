@@ -30,8 +30,8 @@ from cronwheel.core.calendar import bounded, split_excluded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import plan_claim
+from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
-from cronwheel.store.base import ClaimResult
 from cronwheel.store.common import (
     EXEC_STATUS,
     MISFIRE,

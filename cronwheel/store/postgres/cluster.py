@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from cronwheel.store.base import BucketGrants, BucketLease, Fence, NodeInfo
+from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
 DB_NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 

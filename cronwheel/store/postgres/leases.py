@@ -15,16 +15,16 @@ import psycopg
 
 from cronwheel.core.chains import payload_with_context
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
-from cronwheel.store import outbox
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     HeartbeatResult,
     LeaseVerdict,
     Outcome,
     StartRequest,
-    StoreError,
 )
+from cronwheel.store import outbox
+from cronwheel.store.base import StoreError
 from cronwheel.store.common import (
     ORIGIN,
     PRIORITY,

@@ -18,8 +18,8 @@ import psycopg
 from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import Execution
+from cronwheel.core.records import CompletionResult
 from cronwheel.store import common
-from cronwheel.store.base import CompletionResult
 from cronwheel.store.common import ChildJob, dumps
 from cronwheel.store.postgres import queries as q
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import apsw
 
-from cronwheel.store.base import BucketGrants, BucketLease, Fence, NodeInfo
+from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
 REGISTER_NODE = """
 INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?3)

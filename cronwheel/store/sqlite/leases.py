@@ -13,15 +13,15 @@ from typing import Any
 import apsw
 
 from cronwheel.core.model import DEFAULT_LEASE_SEC
-from cronwheel.store import outbox
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     Completion,
     CompletionResult,
     HeartbeatResult,
     LeaseVerdict,
     Outcome,
-    StoreError,
 )
+from cronwheel.store import outbox
+from cronwheel.store.base import StoreError
 from cronwheel.store.common import decide_completions, dumps, retry_from_json, settlements
 from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q

@@ -37,9 +37,7 @@ from cronwheel.core.model import (
     OverlapPolicy,
 )
 from cronwheel.core.notify import rules_to_json
-from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
-from cronwheel.core.words import counted
-from cronwheel.store.base import (
+from cronwheel.core.records import (
     BucketGrants,
     BucketLease,
     ClaimResult,
@@ -54,12 +52,12 @@ from cronwheel.store.base import (
     NodeInfo,
     Outcome,
     StartRequest,
-    Store,
-    StoreError,
-    StoreUnavailable,
     UpdateOutcome,
     UpdateResult,
 )
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.words import counted
+from cronwheel.store.base import Store, StoreError, StoreUnavailable
 from cronwheel.store.common import (
     ORIGIN,
     PRIORITY,

@@ -16,8 +16,8 @@ import apsw
 
 from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.model import Execution
+from cronwheel.core.records import CompletionResult
 from cronwheel.store import common
-from cronwheel.store.base import CompletionResult
 from cronwheel.store.common import ChildJob, dumps
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.claim import executemany_each
