@@ -59,11 +59,11 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
     shell, other NAME=value lines their environment, and a % in a command starts its standard
     input. A line that cannot be carried over (@reboot, a user that does not exist) is
     skipped with its line number and reason, the rest is imported, and the exit status is 1.
-    MAILTO= is reported as not carried over. A file written by `cronwheel export --format
-    json` is accepted too.
+    MAILTO= becomes an email rule on failure for the jobs below it. A file written by
+    `cronwheel export --format json` is accepted too.
 
     Each job's idempotency key comes from what it defines (schedule, zone, command, input,
-    environment, shell, user), so importing the same file again, or an exported copy of it,
+    environment, shell, user, MAILTO), so importing the same file again, or an exported copy of it,
     creates nothing new:
 
     \b
@@ -158,6 +158,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
         details += [("env", f"{k}={v}") for k, v in (b.get("env") or {}).items()]
         if b.get("stdin") is not None:
             details.append(("stdin", json.dumps(b["stdin"], ensure_ascii=False)))
+        details += [("notify", f"{r['via']} {', '.join(r.get('to') or [])} on {r['on']}") for r in b.get("notify") or []]
         for key, value in details:
             click.echo(f"    {key}: {value}")
 

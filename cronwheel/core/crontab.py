@@ -11,8 +11,10 @@ run as between the two::
 Environment lines mean what cron means by them, for the job lines below them: ``CRON_TZ=``
 and ``TZ=`` set the time zone the schedules are read in (``TZ`` is also in the commands'
 environment, as cron passes it on), ``SHELL=`` the shell that runs the commands, and every
-other assignment (``PATH=``, ``HOME=``, …) the commands' environment. ``MAILTO=`` is noted as
-not carried over: cronwheel does not mail output. In a command, the text after the first
+other assignment (``PATH=``, ``HOME=``, …) the commands' environment. ``MAILTO=`` (one address
+or several, separated by commas) becomes an email notification rule on failure for the jobs
+below it (``core.notify.email_rule``), and ``MAILTO=""`` turns it off again; cron mails any
+output, cronwheel mails failures, whose output is in the mail. In a command, the text after the first
 unescaped ``%`` is its standard input, a later ``%`` there is a newline, and ``\\%`` is a
 literal ``%`` (crontab(5)).
 
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core import schedule as sched
+from cronwheel.core.notify import RuleError, email_rule
 
 #: the crontab(5) macros cronwheel runs; @reboot is not a time and is skipped
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -65,6 +68,7 @@ class Entry:
     shell: str | None = None
     stdin: str | None = None
     user: str | None = None  #: a system crontab's user field
+    mailto: tuple[str, ...] = ()  #: ``MAILTO=``: whom to mail when a run fails
 
     def request(self) -> dict[str, Any]:
         """The ``POST /v1/jobs`` body for this line."""
@@ -79,7 +83,30 @@ class Entry:
             body["stdin"] = self.stdin
         if self.user is not None:
             body["runAs"] = {"user": self.user}
+        if self.mailto:
+            body["notify"] = [mailto_rule(self.mailto)]
         return body
+
+
+def mailto_rule(addresses: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """The notification rule a crontab's ``MAILTO=`` stands for, as a request writes it."""
+    return {"on": "failure", "via": "email", "to": list(addresses)}
+
+
+def mailto_addresses(value: str) -> tuple[str, ...]:
+    """The addresses of a ``MAILTO=`` value (comma-separated, as cronie and Vixie cron read it).
+    ValueError names what is wrong."""
+    addresses = tuple(a.strip() for a in value.split(","))
+    for address in addresses:
+        try:
+            email_rule(address)
+        except RuleError:
+            raise ValueError(f"{address[:100]!r} is not an email address (user@host)") from None
+    try:
+        email_rule(list(addresses))
+    except RuleError as exc:
+        raise ValueError(exc.detail.replace("notify[0].to", "MAILTO")) from None
+    return addresses
 
 
 @dataclass(frozen=True)
@@ -108,6 +135,7 @@ class _Settings:
     timezone: str
     env: dict[str, str] = field(default_factory=dict)
     shell: str | None = None
+    mailto: tuple[str, ...] = ()
     #: a setting that cannot be carried over makes the lines it governs wrong, not merely
     #: different: they are skipped, naming it (name → why)
     broken: dict[str, str] = field(default_factory=dict)
@@ -139,11 +167,15 @@ def _assign(settings: _Settings, line_no: int, raw: str, m: re.Match[str], out: 
     value = _env_value(m.group(4))
     where = f"{name}= on line {line_no}"
     if name == "MAILTO":
+        settings.mailto = ()
         if value:
-            out.notes.append(LineError(
-                line_no, f"MAILTO={value} is not carried over: cronwheel does not mail output; failed runs are "
-                "in `cronwheel history JOB`, the dead-letter queue and the event log", raw,
-            ))  # fmt: skip
+            try:
+                settings.mailto = mailto_addresses(value)
+            except ValueError as exc:  # e.g. MAILTO=root, a local mailbox: the jobs still run
+                out.notes.append(LineError(
+                    line_no, f"MAILTO={value} is not carried over: {exc}; the jobs below are imported "
+                    "without mail on failure (add it with `cronwheel update JOB --notify-email ADDRESS`)", raw,
+                ))  # fmt: skip
         return
     if name in ZONE_NAMES:
         settings.broken.pop("zone", None)
@@ -222,7 +254,7 @@ def _parse_job(line_no: int, line: str, raw: str, settings: _Settings, system: b
     if not command.strip():
         raise ValueError("no command before the standard input ('%')")
     return Entry(line_no, schedule, command.rstrip(), raw, settings.timezone, tuple(settings.env.items()),
-                 settings.shell, stdin, user)  # fmt: skip
+                 settings.shell, stdin, user, settings.mailto)  # fmt: skip
 
 
 def split_percent(text: str) -> tuple[str, str | None]:

@@ -6,9 +6,11 @@ jobs are written in an order where each one's environment (and shell) extends th
 first the jobs with none, then the others by how many variables they set. When jobs set
 different variables (one ``A``, another ``B``), the largest set of jobs that can line up that
 way is written, and the others are left out with the reason, as is anything a crontab
-cannot say (a one-off, ``@every``, seconds, a non-command target, a user in a user crontab…).
-What is written imports back (``cronwheel import-crontab``) to the jobs it came from: same
-schedule, zone, command, standard input, environment, shell and user.
+cannot say (a one-off, ``@every``, seconds, a non-command target, a user in a user crontab,
+notification rules other than one email on failure…). ``MAILTO=`` can be reset (``MAILTO=""``),
+so it is written before each job whose mail differs from the one above. What is written
+imports back (``cronwheel import-crontab``) to the jobs it came from: same schedule, zone,
+command, standard input, environment, shell, user and mail on failure.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core import schedule as sched
-from cronwheel.core.crontab import MACROS, UTC, split_percent
+from cronwheel.core.crontab import MACROS, UTC, mailto_rule, split_percent
+from cronwheel.core.notify import RuleError, rule_from_json
 
 #: the members of a job (as the API shows it) that a request may carry back
 _REQUEST_FIELDS = (
@@ -63,6 +66,7 @@ class _Form:
     env: dict[str, str]
     shell: str | None
     line: str
+    mailto: tuple[str, ...] = ()
 
 
 @dataclass
@@ -83,7 +87,7 @@ def export_crontab(jobs: list[dict[str, Any]], *, system: bool = False) -> Cront
         else:
             forms.append(form)
     chain = _longest_chain(forms)
-    zone, env, shell = UTC, dict[str, str](), None
+    zone, env, shell, mailto = UTC, dict[str, str](), None, tuple[str, ...]()
     for f in forms:
         if id(f) not in chain:
             out.skipped.append((f.job, "its environment or shell conflicts with other jobs' (a crontab cannot unset a "
@@ -102,6 +106,9 @@ def export_crontab(jobs: list[dict[str, Any]], *, system: bool = False) -> Cront
         if f.zone != zone:
             out.lines.append(f"CRON_TZ={f.zone}")
             zone = f.zone
+        if f.mailto != mailto:
+            out.lines.append(f"MAILTO={','.join(f.mailto)}" if f.mailto else 'MAILTO=""')
+            mailto = f.mailto
         out.lines.append(f"# {job_label(f.job)}")
         out.lines.append(f.line)
     return out
@@ -183,8 +190,27 @@ def _form(job: dict[str, Any], system: bool) -> tuple[_Form | None, str | None]:
     field_text = _command_field(command, job.get("stdin"))
     if field_text is None:
         return None, "its command or standard input has no exact crontab form (line breaks, or a backslash before % or a newline)"
+    mailto, why = _mailto(job.get("notify") or [])
+    if why is not None:
+        return None, why
     user = f"{run_as['user']} " if run_as is not None else ""
-    return _Form(job, zone, env, shell, f"{' '.join(schedule.split())} {user}{field_text}"), None
+    return _Form(job, zone, env, shell, f"{' '.join(schedule.split())} {user}{field_text}", mailto), None
+
+
+def _mailto(rules: list[dict[str, Any]]) -> tuple[tuple[str, ...], str | None]:
+    """A job's notification rules as a ``MAILTO=`` value, or why a crontab cannot say them:
+    a crontab knows one rule, mail on failure, with the default rate limits."""
+    if not rules:
+        return (), None
+    to = rules[0].get("to") or []
+    as_written = {k: v for k, v in rules[0].items() if k != "ruleId"}
+    if len(rules) == 1 and rules[0].get("via") == "email" and to and all("," not in a for a in to):
+        try:
+            if as_written == rule_from_json(mailto_rule(to)).to_json():
+                return tuple(to), None
+        except RuleError:  # not an address import would take back
+            pass
+    return (), "its notification rules have no crontab form (MAILTO= is one email rule on failure): export it as JSON"
 
 
 def _quoted(value: str) -> str | None:

@@ -46,6 +46,8 @@ def test_a_crontab_parses_into_entries() -> None:
     assert first.text == "*/5 *  *   *   *     /usr/local/bin/poll --fast"
 
 
+ANN_MAIL = {"on": "failure", "via": "email", "to": ["ann@example.com"]}
+
 USER_CRONTAB = """\
 SHELL=/bin/bash
 PATH=/home/ann/bin:/usr/local/bin:/usr/bin:/bin
@@ -65,23 +67,49 @@ PATH=/opt/bin
 def test_settings_lines_govern_the_lines_below_them() -> None:
     parsed = parse_crontab(USER_CRONTAB)
     assert [(s.line_no, s.message.split(":")[0]) for s in parsed.skipped] == [(10, "@reboot is not carried over")]
-    assert [n.line_no for n in parsed.notes] == [3] and "MAILTO=ann@example.com is not carried over" in parsed.notes[0].message
+    assert parsed.notes == []  # MAILTO= is carried over, as an email rule on failure
     weekly, report, noon = parsed.entries
     assert weekly.request() == {
         "schedule": "@weekly", "command": "tidy --older-than 30d", "shell": "/bin/bash",
         "env": {"PATH": "/home/ann/bin:/usr/local/bin:/usr/bin:/bin", "GREETING": "  hello world  ", "QUOTED": "single"},
+        "notify": [ANN_MAIL],
     }
     assert report.request() == {
         "schedule": "30 9 * JAN-MAR mon-fri", "timezone": "Asia/Kolkata", "shell": "/bin/bash",
         "command": 'mail -s "report" ann', "stdin": "Dear Ann,\n\n50% done.\n",
         "env": {"PATH": "/home/ann/bin:/usr/local/bin:/usr/bin:/bin", "GREETING": "  hello world  ", "QUOTED": "single"},
+        "notify": [ANN_MAIL],
     }
     # TZ= sets the zone of the lines below, and stays in their environment as cron passes it on
     assert noon.request() == {
         "schedule": "0 12 * * sun", "timezone": "America/New_York", "shell": "/bin/bash",
         "command": 'echo "at noon in $TZ"',
         "env": {"PATH": "/opt/bin", "GREETING": "  hello world  ", "QUOTED": "single", "TZ": "America/New_York"},
+        "notify": [ANN_MAIL],
     }
+
+
+def test_mailto_is_mail_on_failure_for_the_lines_below_until_the_next_mailto() -> None:
+    parsed = parse_crontab(
+        "@daily before\n"
+        "MAILTO=ops@example.com, ann@example.com\n@daily both\n"
+        "MAILTO=root\n@daily local\n"  # a local mailbox: no address cronwheel can mail
+        "MAILTO=ann@example.com\n@daily ann\n"
+        'MAILTO=""\n@daily none\n'
+    )
+    assert [e.request().get("notify") for e in parsed.entries] == [
+        None,
+        [{"on": "failure", "via": "email", "to": ["ops@example.com", "ann@example.com"]}],
+        None,
+        [ANN_MAIL],
+        None,
+    ]
+    assert parsed.skipped == []
+    [note] = parsed.notes
+    assert note.line_no == 4 and note.message.startswith("MAILTO=root is not carried over: 'root' is not an email address")
+    assert "cronwheel update JOB --notify-email" in note.message
+    # an import key covers the mail: the same line under another MAILTO is another job
+    assert len({key for _, key in keyed(parsed.entries)}) == 5
 
 
 def test_mailto_empty_is_what_cronwheel_does_anyway() -> None:
@@ -286,6 +314,46 @@ def test_settings_are_written_so_that_no_job_inherits_what_it_lacks() -> None:
     for entry, written in zip(parsed.entries, ["j2", "j1", "j3", "j5"], strict=True):
         want = {k: v for k, v in job_request(by_id[written]).items() if k in CRONTAB_FIELDS}
         assert entry.request() == want, written
+
+
+MAIL = {"on": "failure", "via": "email", "maxPerHour": 30, "maxAttempts": 8, "ruleId": "r_1"}
+
+
+def test_mail_on_failure_is_written_as_mailto_and_reset_for_jobs_without_it() -> None:
+    jobs = [
+        {**JOB, "jobId": "j1", "name": None, "notify": [{**MAIL, "to": ["ops@example.com", "ann@example.com"]}]},
+        {**JOB, "jobId": "j2", "name": None},
+        {**JOB, "jobId": "j3", "name": None, "notify": [{**MAIL, "to": ["ann@example.com"]}]},
+    ]
+    done = export_crontab(jobs)
+    assert done.skipped == []
+    assert done.lines == [
+        "MAILTO=ops@example.com,ann@example.com", "# j1", "0 3 * * * backup.sh --full",
+        'MAILTO=""', "# j2", "0 3 * * * backup.sh --full",
+        "MAILTO=ann@example.com", "# j3", "0 3 * * * backup.sh --full",
+    ]
+    parsed = parse_crontab("\n".join(done.lines) + "\n")
+    assert parsed.skipped == [] and parsed.notes == []
+    for entry, job in zip(parsed.entries, jobs, strict=True):  # what was written reads back to them
+        want = {k: v for k, v in job_request(job).items() if k in (*CRONTAB_FIELDS, "notify")}
+        assert {**entry.request(), "notify": [
+            {**r, "maxPerHour": 30, "maxAttempts": 8} for r in entry.request().get("notify", [])
+        ]} == {**want, "notify": want.get("notify", [])}, job["jobId"]
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        [{**MAIL, "to": ["ops@example.com"], "on": "dead"}],  # another event
+        [{**MAIL, "to": ["ops@example.com"], "maxPerHour": 5}],  # another limit
+        [{**MAIL, "to": ["ops@example.com"]}, {**MAIL, "to": ["ann@example.com"]}],  # two rules
+        [{"on": "failure", "via": "command", "command": "page", "maxPerHour": 30, "maxAttempts": 8}],
+    ],
+)
+def test_rules_a_mailto_cannot_say_leave_the_job_out_naming_why(rules: list[dict]) -> None:
+    done = export_crontab([{**JOB, "notify": rules}])
+    ((_, reason),) = done.skipped
+    assert "notification rules have no crontab form" in reason and done.lines == []
 
 
 def test_json_import() -> None:
