@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(VENV)/bin/cronwheel serve
 
-# Lint, type-check the pure core, then the whole test suite.
+# Lint, check the layers, type-check the package, then the whole test suite.
 test: $(STAMP) lint browser promtool
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -48,9 +48,12 @@ promtool:
 	  fi; \
 	else echo "$(PROMTOOL_WARNING) (not root with apt-get: install Debian's prometheus package yourself)"; fi
 
+# ruff (with its ASYNC rules), the layers (import-linter contracts in pyproject.toml), and
+# mypy --strict over the whole package
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cronwheel tests bench
-	$(VENV)/bin/mypy cronwheel/core
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy cronwheel
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -1,4 +1,4 @@
-"""The GIL hand-off cost behind the daemon's switch interval (engine/daemon.py).
+"""The GIL hand-off cost behind the daemon's switch interval (daemon/serve.py).
 
 The store's writer thread releases the GIL around SQLite work and must win it back from the
 event-loop thread; while that thread runs Python, each hand-back can wait up to the switch

@@ -37,14 +37,27 @@ from cronwheel.api import dashboard, ops, routing
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
+from cronwheel.api.auth import CHALLENGE, CHALLENGE_INVALID
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
 from cronwheel.core.notify import rules_refusal
+from cronwheel.core.quota import retry_after_header
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import CreateOutcome, CreateResult, EffectVerdict, LeaseVerdict
 from cronwheel.core.tenants import ADMIN, Principal, Role, target_refusal, valid_tenant_name
-from cronwheel.engine.service import SchedulerService, ServiceError
+from cronwheel.engine.service import (
+    Conflict,
+    Forbidden,
+    InternalError,
+    NotFound,
+    SchedulerService,
+    ServiceError,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+    Unprocessable,
+)
 from cronwheel.obs.events import EventLog, iso_ms
 from cronwheel.store.base import StoreUnavailable
 from cronwheel.worker.launch import run_as_refusal
@@ -114,6 +127,23 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 # ---------------------------------------------------------------- middleware
 
+#: the HTTP status of each domain error the service raises (most specific class first)
+STATUS_BY_ERROR: tuple[tuple[type[ServiceError], int], ...] = (
+    (NotFound, 404), (Conflict, 409), (Unprocessable, 422), (Unauthorized, 401), (Forbidden, 403),
+    (TooManyRequests, 429), (Unavailable, 503), (InternalError, 500), (ServiceError, 400),
+)
+
+
+def service_error_response(e: ServiceError) -> web.Response:
+    status = next(code for cls, code in STATUS_BY_ERROR if isinstance(e, cls))
+    headers: dict[str, str] = {}
+    if e.retry_after_sec is not None:
+        headers["Retry-After"] = retry_after_header(e.retry_after_sec)
+    if isinstance(e, Unauthorized):
+        headers["WWW-Authenticate"] = CHALLENGE_INVALID if e.presented else CHALLENGE
+    return problem_response(status, e.code, str(e), headers=headers or None, **e.extra)
+
+
 
 @web.middleware
 async def _problems(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
@@ -128,7 +158,7 @@ async def _problems(request: web.Request, handler: Callable[[web.Request], Await
     except v.ValidationError as e:
         return problem_response(e.status, e.code, e.detail, field=e.field)
     except ServiceError as e:
-        return problem_response(e.status, e.code, str(e), headers=e.headers, **e.extra)
+        return service_error_response(e)
     except StoreUnavailable as e:
         return problem_response(503, "unavailable", f"the store is unavailable, retry in a moment: {e}", headers={"Retry-After": "1"})
     except web.HTTPException as e:

@@ -78,21 +78,21 @@ class Authenticator:
         try:
             secret = parse_bearer(request.headers.get("Authorization"))
         except ValueError as exc:
-            raise Unauthorized(f"{exc}", headers={"WWW-Authenticate": CHALLENGE_INVALID}) from None
+            raise Unauthorized(f"{exc}") from None
         if secret is None:
             if local_uid is not None:
                 return ADMIN
             raise Unauthorized(
                 "this API needs a bearer token: send 'Authorization: Bearer <token>' "
                 "(an admin creates one with `cronwheel token create --tenant NAME`)",
-                headers={"WWW-Authenticate": CHALLENGE},
+                presented=False,
             )
         token = await self.service.lookup_token(secret)
         if token is None:
             hint = "" if local_uid is None else (
                 "; over the local socket, send no token (unset CRONWHEEL_TOKEN, drop --token) to act as the admin"
             )
-            raise Unauthorized(f"unknown or revoked token{hint}", headers={"WWW-Authenticate": CHALLENGE_INVALID})
+            raise Unauthorized(f"unknown or revoked token{hint}")
         if token.role in TENANTLESS_ROLES:
             return Principal(token.role, None, token.token_id)
         assert token.tenant is not None

@@ -73,10 +73,10 @@ async def activity(request: web.Request) -> web.Response:
     m = request.app.get(METRICS)
     if not isinstance(m, NodeMetrics):
         raise web.HTTPNotFound()
-    now = m.node.clock.now_ms()
+    now = m.source.now_ms()
     total, running = m.running(limit=100)
     return web.json_response({
-        "nodeId": m.node.node_id,
+        "nodeId": m.source.snapshot().node_id,
         "at": iso_ms(now),
         "lagHistory": {
             "minuteSec": MINUTE_MS // 1000,

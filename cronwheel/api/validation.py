@@ -89,7 +89,6 @@ JOB_FIELDS = frozenset(
 MAX_MANAGED_BY_CHARS = 100
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
 
-_INSTANT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
 _QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
@@ -499,12 +498,6 @@ def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def looks_like_instant(text: str) -> bool:
-    """An RFC 3339 instant or a ``+DURATION`` offset: a one-off, not a recurring schedule."""
-    text = text.strip()
-    return text.startswith("+") or bool(_INSTANT_RE.match(text))
-
-
 def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str | None, int | None]:
     given = [k for k in ("schedule", "runAt") if k in data]
     if len(given) != 1:
@@ -514,7 +507,7 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
     text = _string(field, data[field])
     if not text.strip() or len(text) > MAX_SCHEDULE_CHARS:
         raise _bad(field, f"{field} must be 1 to {MAX_SCHEDULE_CHARS} characters and not blank", status=400, code="invalid_schedule")
-    if field == "runAt" or looks_like_instant(text):
+    if field == "runAt" or sched.looks_like_instant(text):
         try:
             at = sched.parse_instant(text.strip(), now_ms)
         except ValueError as exc:
@@ -810,7 +803,7 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
         if len(value) > 18:  # beyond any instant in ms, and beyond what the store binds (int64)
             raise _bad(field, f"{field} is out of range: {value[:30]}…", status=400, code="invalid_query")
         return int(value)
-    if _INSTANT_RE.match(value):
+    if sched.INSTANT_START.match(value):
         try:
             return sched.parse_instant(value)
         except ValueError:

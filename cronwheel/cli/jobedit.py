@@ -13,11 +13,11 @@ from typing import Any
 
 import click
 
-from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
+from cronwheel.core.schedule import looks_like_instant
 from cronwheel.obs.events import iso_ms
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 import click
 
 from cronwheel import __version__
-from cronwheel.api.validation import looks_like_instant
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
 from cronwheel.cli import jobs_as_code, listing, render
@@ -45,6 +44,7 @@ from cronwheel.cli.transfer import export, import_crontab
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
 from cronwheel.core.config import ConfigError
+from cronwheel.core.schedule import looks_like_instant
 from cronwheel.obs.events import iso_ms
 
 EX_UNAVAILABLE = 69
@@ -876,7 +876,7 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """
     app: Cli = ctx.obj
     try:
-        from cronwheel.engine.daemon import run_from_cli
+        from cronwheel.daemon.serve import run_from_cli
     except ImportError as exc:
         raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
     given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule

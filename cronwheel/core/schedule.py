@@ -398,6 +398,16 @@ _RFC3339 = re.compile(
 )
 
 
+#: how an RFC 3339 instant starts (a date, then T or a space)
+INSTANT_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
+
+
+def looks_like_instant(text: str) -> bool:
+    """An RFC 3339 instant or a ``+DURATION`` offset: a one-off, not a recurring schedule."""
+    text = text.strip()
+    return text.startswith("+") or bool(INSTANT_START.match(text))
+
+
 def parse_instant(text: str, now_ms: int | None = None) -> int:
     """An RFC 3339 instant (``2026-12-01T10:00:00Z``, ``...+02:00``; an offset is required)
     or a duration after ``now_ms`` (``+90s``, ``+1h30m``), as ms since the epoch."""

@@ -18,7 +18,7 @@ from cronwheel.core.backfill import MAX_BACKFILL_TICKS, job_ticks, plan_backfill
 from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, JobStatus
-from cronwheel.engine.service import Conflict, NotFound, ServiceError
+from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
 from cronwheel.obs.events import iso_ms
 
 
@@ -26,15 +26,13 @@ def _span_json(span: ExcludedSpan) -> dict[str, Any]:
     return {"at": iso_ms(span.first_tick), "until": iso_ms(span.until), "reason": span.reason}
 
 
-class UnknownReference(ServiceError):
+class UnknownReference(Unprocessable):
     """A job names a calendar or a chain child that its tenant does not have."""
 
-    status = 422
     code = "unknown_reference"
 
 
-class BackfillTooLarge(ServiceError):
-    status = 422
+class BackfillTooLarge(Unprocessable):
     code = "backfill_too_large"
 
 

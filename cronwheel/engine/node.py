@@ -1,5 +1,5 @@
 """One cronwheel node: the scheduler, the dispatcher, the worker pool and the service that the
-HTTP API calls, over one store. ``cronwheel serve`` builds one of these (engine/daemon.py)."""
+HTTP API calls, over one store. ``cronwheel serve`` builds one of these (daemon/serve.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from cronwheel.core.records import (
     Outcome,
     UpdateOutcome,
 )
+from cronwheel.core.stats import NodeSnapshot, StoreCounts, lag_percentile
 from cronwheel.engine.beyondcron import BeyondCronMixin
 from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS, ClusterMember
@@ -308,6 +309,38 @@ class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
         """The loops have turned recently (for the systemd watchdog)."""
         now = self.clock.now_ms()
         return now - self.scheduler.last_loop_ms < 10_000
+
+    # ---- what metrics and health read (core/stats.py)
+    def snapshot(self) -> NodeSnapshot:
+        pool = self.pool
+        disk = self.disk.state
+        return NodeSnapshot(
+            node_id=self.node_id, now_ms=self.clock.now_ms(),
+            running=dict(pool.in_flight()) if pool else {},
+            queue_depth_by_tier=tuple(self.dispatcher.queue.depth_by_tier()),
+            delayed=len(self.dispatcher.delayed),
+            workers=len(pool.worker_pids()) if pool else 0,
+            slots_total=self.config.workers * self.config.slots,
+            slots_free=pool.free_slots() if pool else 0,
+            buckets_owned=len(self.scheduler.buckets), wheel_jobs=len(self.scheduler.wheel),
+            last_loop_ms=self.scheduler.last_loop_ms, healthy=self.healthy(),
+            lag_p99_ms=lag_percentile(sorted(self.dispatcher.lags_ms), 0.99),
+            disk_free_bytes=disk.free_bytes, wal_bytes=disk.log_bytes,
+        )
+
+    async def store_counts(self) -> StoreCounts:
+        buckets = list(self.scheduler.buckets)
+        now = self.clock.now_ms()
+
+        def read(s: Store) -> StoreCounts:
+            return StoreCounts(
+                jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
+                dead=s.count_executions(status=ExecStatus.DEAD),
+                next_run_at_ms=s.next_due_at(buckets),
+                notifications=s.notification_counts(now),
+            )
+
+        return await self.reader.run(read)
 
     def _abort_all(self, execution_ids: list[str]) -> None:
         self.dispatcher.release(execution_ids)  # cancelled: no result will come for them
@@ -677,10 +710,6 @@ class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
         data, as_of, error = await self._status_part("store", lambda: self.reader.run(counts))
         data = dict(data)
         lags = sorted(self.dispatcher.lags_ms)
-
-        def pct(p: float) -> int | None:
-            return lags[min(len(lags) - 1, int(p * len(lags)))] if lags else None
-
         depth = self.dispatcher.queue.depth_by_tier()
         data.update(
             nodeId=self.node_id,
@@ -693,7 +722,7 @@ class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
                 "freeSlots": self.pool.free_slots() if self.pool else 0,
                 "running": len(self.pool.in_flight()) if self.pool else 0,
             },
-            dispatchLagMs={"p50": pct(0.5), "p99": pct(0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
+            dispatchLagMs={"p50": lag_percentile(lags, 0.5), "p99": lag_percentile(lags, 0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
             disk=self._disk_status(),
         )
         if self.cluster is not None:

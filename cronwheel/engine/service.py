@@ -26,27 +26,24 @@ from cronwheel.engine.liveoutput import Follower
 
 
 class ServiceError(Exception):
-    """A request the service refuses; ``code`` maps to an HTTP status by the API layer."""
+    """A request the service refuses, as a domain error: ``code`` is its stable name and
+    ``extra`` the facts to show with it. The API maps each class to an HTTP status
+    (api/problems.py); nothing here knows HTTP."""
 
-    status = 400
     code = "bad_request"
-    #: response headers the API adds (``Retry-After``, ``WWW-Authenticate``)
-    headers: dict[str, str] | None = None
 
-    def __init__(self, message: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
+    def __init__(self, message: str, *, retry_after_sec: float | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.extra = extra
-        if headers is not None:
-            self.headers = headers
+        #: when trying again may succeed (a rate that refills, a store failing over)
+        self.retry_after_sec = retry_after_sec
 
 
 class NotFound(ServiceError):
-    status = 404
     code = "not_found"
 
 
 class Conflict(ServiceError):
-    status = 409
     code = "conflict"
 
 
@@ -63,39 +60,46 @@ class NameTaken(Conflict):
         )
 
 
-class Unauthorized(ServiceError):
-    """No credentials, or credentials nobody issued (or since revoked)."""
+class Unprocessable(ServiceError):
+    """Well-formed, but naming what cannot be used (an unknown calendar, a range too large)."""
 
-    status = 401
+    code = "unprocessable"
+
+
+class Unauthorized(ServiceError):
+    """No credentials (``presented`` False), or credentials nobody issued (or since revoked)."""
+
     code = "unauthorized"
+
+    def __init__(self, message: str, *, presented: bool = True, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.presented = presented
 
 
 class Forbidden(ServiceError):
     """Known caller, not allowed to do this."""
 
-    status = 403
     code = "forbidden"
 
 
 class TooManyRequests(ServiceError):
     """A tenant quota (submissions per second, registered jobs) says not now."""
 
-    status = 429
     code = "quota_exceeded"
 
 
 class Unavailable(ServiceError):
     """The store cannot be reached (e.g. PostgreSQL failing over): retry after a moment."""
 
-    status = 503
     code = "unavailable"
-    headers = {"Retry-After": "1"}  # noqa: RUF012 - a class default, never mutated
+
+    def __init__(self, message: str, *, retry_after_sec: float | None = 1.0, **extra: Any) -> None:
+        super().__init__(message, retry_after_sec=retry_after_sec, **extra)
 
 
 class InternalError(ServiceError):
     """Something failed that no input should make fail; ``errorId`` names its log line."""
 
-    status = 500
     code = "internal_error"
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.model import JobSpec
-from cronwheel.core.quota import RateLimiter, retry_after_header
+from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
     TENANTLESS_ROLES,
     ApiToken,
@@ -135,8 +135,7 @@ class TenancyMixin:
                 self.events.emit("tenant.rate_limited", tenant=t.name, submitRate=t.submit_rate, submitBurst=t.submit_burst)
             raise TooManyRequests(
                 f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} jobs per second; retry in {wait:.2f} s",
-                headers={"Retry-After": retry_after_header(wait)},
-                quota="submitRate", retryAfterSec=round(wait, 3),
+                retry_after_sec=wait, quota="submitRate", retryAfterSec=round(wait, 3),
             )
         self._rate_limited.discard(t.name)
         return t.max_jobs

@@ -33,10 +33,10 @@ from prometheus_client.registry import Collector
 from cronwheel import __version__
 from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.core.stats import NodeSnapshot, StatsSource
 from cronwheel.core.words import counted
 
 if TYPE_CHECKING:
-    from cronwheel.engine.node import Node
     from cronwheel.obs.events import EventLog
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -117,8 +117,8 @@ class StoreStats:
 
 
 class NodeMetrics:
-    def __init__(self, node: Node, events: EventLog | None = None, *, store_ttl_sec: float = 5.0) -> None:
-        self.node = node
+    def __init__(self, source: StatsSource, events: EventLog, *, store_ttl_sec: float = 5.0) -> None:
+        self.source = source
         self.registry = CollectorRegistry(auto_describe=True)
         self.store_ttl_sec = store_ttl_sec
         self.stats = StoreStats()
@@ -184,7 +184,8 @@ class NodeMetrics:
         self._finished_by = {o: self.finished.labels(o) for o in ("succeeded", "failed", "timed_out", "lost")}
         self._duration_by = {o: self.duration.labels(o) for o in self._finished_by}
         r.register(_StateCollector(self))
-        self._unsubscribe = (events or node.events).subscribe(self._on_event)
+        self._unsubscribe = events.subscribe(self._on_event)
+        self.events = events
 
     def close(self) -> None:
         self._unsubscribe()
@@ -210,7 +211,7 @@ class NodeMetrics:
         # and DLQ replays start late on purpose or by design, so they are not counted
         if rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int):
             self.lag.observe(max(0, lag) / 1000)
-            self.lag_history.record(lag, self.node.clock.now_ms())
+            self.lag_history.record(lag, self.source.now_ms())
         xid = str(rec.get("executionId"))
         self._started.pop(xid, None)
         self._started[xid] = (int(rec.get("leaseEpoch") or 0), time.monotonic())
@@ -282,19 +283,10 @@ class NodeMetrics:
         async with self._refreshing:
             if not self._due(ttl):
                 return self.stats
-            buckets = list(self.node.scheduler.buckets)
-
-            def read(s: Any) -> StoreStats:
-                return StoreStats(
-                    jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
-                    dead=s.count_executions(status=ExecStatus.DEAD),
-                    next_run_at_ms=s.next_due_at(buckets),
-                    notifications=s.notification_counts(self.node.clock.now_ms()),
-                    read_at=time.monotonic(),
-                )
-
             try:
-                self.stats = await self.node.reader.run(read)
+                counts = await self.source.store_counts()
+                self.stats = StoreStats(jobs=dict(counts.jobs), dead=counts.dead, next_run_at_ms=counts.next_run_at_ms,
+                                        notifications=dict(counts.notifications), read_at=time.monotonic())
             except Exception:  # the store is failing over: serve the last numbers a while longer
                 self._retry_at = time.monotonic() + ttl / 2
         return self.stats
@@ -313,12 +305,9 @@ class NodeMetrics:
         ``limit``), and how many there are. Remote workers' leases are counted by the store
         (``GET /v1/status``), not here. ``runningSec`` is None for an attempt whose start this
         object did not see (started before a restart of the metrics)."""
-        pool = self.node.pool
-        if pool is None:
-            return 0, []
         now = time.monotonic()
         rows: list[dict[str, Any]] = []
-        for xid, (worker, epoch) in list(pool.in_flight().items()):
+        for xid, (worker, epoch) in self.source.snapshot().running.items():
             timer = self._started.get(xid)
             age = round(now - timer[1], 1) if timer is not None and timer[0] == epoch else None
             rows.append({"executionId": xid, "jobId": xid.rpartition(":")[0] or xid, "workerId": worker,
@@ -326,19 +315,15 @@ class NodeMetrics:
         rows.sort(key=lambda r: -1.0 if r["runningSec"] is None else r["runningSec"], reverse=True)
         return len(rows), rows[:limit]
 
-    def lag_p99_ms(self) -> int | None:
-        lags = sorted(self.node.dispatcher.lags_ms)
-        return lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else None
-
     async def status_line(self) -> str:
         """One line for systemd's STATUS=: jobs, next run, lag, running."""
         from cronwheel.obs.events import iso_ms  # local: keeps the import graph one-way
 
         stats = await self.refresh()
-        node = self.node
-        running = len(node.pool.in_flight()) if node.pool else 0
-        queued = sum(node.dispatcher.queue.depth_by_tier())
-        p99 = self.lag_p99_ms()
+        snap = self.source.snapshot()
+        running = len(snap.running)
+        queued = sum(snap.queue_depth_by_tier)
+        p99 = snap.lag_p99_ms
         nxt = iso_ms(stats.next_run_at_ms) if stats.next_run_at_ms is not None else "none"
         return (
             f"{counted(stats.jobs.get('ACTIVE', 0), 'active job')}, next run {nxt}, "
@@ -393,8 +378,7 @@ class _StateCollector(Collector):
         yield timeouts
 
     def collect(self) -> Iterable[Metric]:
-        node = self.m.node
-        pool = node.pool
+        snap: NodeSnapshot = self.m.source.snapshot()
         stats = self.m.stats
         now_mono = time.monotonic()
 
@@ -404,20 +388,20 @@ class _StateCollector(Collector):
                 g.add_metric([], value)
             return g
 
-        yield gauge("cronwheel_executions_running", "Executions running on this node's workers.", len(pool.in_flight()) if pool else 0)
+        yield gauge("cronwheel_executions_running", "Executions running on this node's workers.", len(snap.running))
         depth = GaugeMetricFamily("cronwheel_queue_depth", "Executions waiting in this node's ready queue, by priority tier.", labels=["tier"])
-        for i, d in enumerate(node.dispatcher.queue.depth_by_tier()):
+        for i, d in enumerate(snap.queue_depth_by_tier):
             depth.add_metric([Priority(i).label], d)
         yield depth
-        yield gauge("cronwheel_delayed_executions", "Executions waiting for their backoff or jitter before they queue.", len(node.dispatcher.delayed))
-        yield gauge("cronwheel_workers", "Live local worker processes.", len(pool.worker_pids()) if pool else 0)
-        yield gauge("cronwheel_worker_slots", "Configured execution slots (workers x slots).", node.config.workers * node.config.slots)
-        yield gauge("cronwheel_worker_slots_free", "Free slots on ready workers.", pool.free_slots() if pool else 0)
-        yield gauge("cronwheel_buckets_owned", "Time buckets this node schedules.", len(node.scheduler.buckets))
-        yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon, held in the timing wheel.", len(node.scheduler.wheel))
-        age = max(0.0, (node.clock.now_ms() - node.scheduler.last_loop_ms) / 1000)
+        yield gauge("cronwheel_delayed_executions", "Executions waiting for their backoff or jitter before they queue.", snap.delayed)
+        yield gauge("cronwheel_workers", "Live local worker processes.", snap.workers)
+        yield gauge("cronwheel_worker_slots", "Configured execution slots (workers x slots).", snap.slots_total)
+        yield gauge("cronwheel_worker_slots_free", "Free slots on ready workers.", snap.slots_free)
+        yield gauge("cronwheel_buckets_owned", "Time buckets this node schedules.", snap.buckets_owned)
+        yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon, held in the timing wheel.", snap.wheel_jobs)
+        age = max(0.0, (snap.now_ms - snap.last_loop_ms) / 1000)
         yield gauge("cronwheel_scheduler_last_turn_age_seconds", "Seconds since the scheduler loop last turned.", age)
-        yield gauge("cronwheel_healthy", "1 while the scheduler loop turns (what the systemd watchdog checks).", 1 if node.healthy() else 0)
+        yield gauge("cronwheel_healthy", "1 while the scheduler loop turns (what the systemd watchdog checks).", 1 if snap.healthy else 0)
 
         if stats.read_at:
             jobs = GaugeMetricFamily("cronwheel_jobs", "Jobs in the store, by status (cached for a few seconds).", labels=["status"])
@@ -437,16 +421,15 @@ class _StateCollector(Collector):
             yield gauge("cronwheel_store_stats_age_seconds", "Age of the cached store counts (grows while the store cannot be read).", now_mono - stats.read_at)
 
         yield from self._http()
-        disk = node.disk.state if hasattr(node, "disk") else None
-        if disk is not None and disk.free_bytes is not None:
-            yield gauge("cronwheel_store_disk_free_bytes", "Free space of the data directory's file system (as of the last disk check).", disk.free_bytes)
-        if disk is not None and disk.log_bytes is not None:
-            yield gauge("cronwheel_store_wal_bytes", "Size of the SQLite write-ahead log (as of the last disk check).", disk.log_bytes)
+        if snap.disk_free_bytes is not None:
+            yield gauge("cronwheel_store_disk_free_bytes", "Free space of the data directory's file system (as of the last disk check).", snap.disk_free_bytes)
+        if snap.wal_bytes is not None:
+            yield gauge("cronwheel_store_wal_bytes", "Size of the SQLite write-ahead log (as of the last disk check).", snap.wal_bytes)
 
         events = CounterMetricFamily("cronwheel_events", "Events logged by this node, by event name.", labels=["event"])
-        for name, count in sorted(node.events.counts.items()):
+        for name, count in sorted(self.m.events.counts.items()):
             events.add_metric([name], count)
         yield events
         info = GaugeMetricFamily("cronwheel_build_info", "The running version (always 1).", labels=["version", "node"])
-        info.add_metric([__version__, node.node_id], 1)
+        info.add_metric([__version__, snap.node_id], 1)
         yield info

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from cronwheel.engine.daemon import cli_for_jobs
+from cronwheel.daemon.options import cli_for_jobs
 
 
 def _exe(path: Path) -> Path:

@@ -3,25 +3,35 @@
 from __future__ import annotations
 
 import io
-from types import SimpleNamespace
 
+from cronwheel.core.stats import NodeSnapshot, StoreCounts
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
 
 
-def fake_node(log: EventLog) -> SimpleNamespace:
-    """What the scrape-time collector reads from a Node."""
-    return SimpleNamespace(
-        node_id="n1", events=log, pool=None, config=SimpleNamespace(workers=2, slots=4),
-        dispatcher=SimpleNamespace(queue=SimpleNamespace(depth_by_tier=lambda: [1, 2, 3]), delayed=[]),
-        scheduler=SimpleNamespace(buckets=range(64), wheel=[], last_loop_ms=1_000),
-        clock=SimpleNamespace(now_ms=lambda: 1_500), healthy=lambda: True,
-    )
+class FakeNode:
+    """A StatsSource: what the scrape-time collector reads from a Node."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, tuple[str, int]] = {}
+
+    def now_ms(self) -> int:
+        return 1_500
+
+    def snapshot(self) -> NodeSnapshot:
+        return NodeSnapshot(
+            node_id="n1", now_ms=1_500, running=self.running, queue_depth_by_tier=(1, 2, 3), delayed=0,
+            workers=0, slots_total=8, slots_free=0, buckets_owned=64, wheel_jobs=0, last_loop_ms=1_000,
+            healthy=True, lag_p99_ms=None,
+        )
+
+    async def store_counts(self) -> StoreCounts:
+        return StoreCounts()
 
 
 def setup() -> tuple[EventLog, NodeMetrics]:
     log = EventLog("n1", stream=io.StringIO(), fmt="json")
-    return log, NodeMetrics(fake_node(log), log)  # type: ignore[arg-type]
+    return log, NodeMetrics(FakeNode(), log)
 
 
 def sample(m: NodeMetrics, name: str, **labels: str) -> float:
@@ -117,7 +127,7 @@ def test_running_lists_the_local_workers_executions_longest_first() -> None:
     log.emit("execution.started", executionId="ja:100", leaseEpoch=1, attempt=1, lagMs=1)
     log.emit("execution.started", executionId="jb:200", leaseEpoch=3, attempt=3, lagMs=1)
     inflight = {"jb:200": ("w1", 3), "ja:100": ("w0", 1), "jc:300": ("w0", 1)}  # jc: started before us
-    m.node.pool = SimpleNamespace(in_flight=lambda: inflight)
+    m.source.running = inflight  # type: ignore[attr-defined]
     m._started["ja:100"] = (1, m._started["ja:100"][1] - 10)  # ja has run 10 s longer
     total, rows = m.running(limit=2)
     assert total == 3 and [r["executionId"] for r in rows] == ["ja:100", "jb:200"]

@@ -86,7 +86,7 @@ from cronwheel.store.sqlite.rows import (
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: the writer's page cache holds the jobs table and its due index of a million jobs, which
-#: every claim batch rewrites (see queries.PRAGMAS); readers get less (engine/daemon.py)
+#: every claim batch rewrites (see queries.PRAGMAS); readers get less (daemon/serve.py)
 DEFAULT_CACHE_MIB = 256
 _MAX_MS = 2**63 - 1
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)

@@ -7,13 +7,9 @@ import contextlib
 import fcntl
 import logging
 import os
-import re
-import resource
-import shlex
 import signal
 import socket
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +18,23 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
-from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
-from cronwheel.core.tenants import normalise_host
+from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
+from cronwheel.daemon.options import (
+    DEFAULT_HTTP,
+    DaemonError,
+    cli_for_jobs,
+    connection_budgets,
+    default_data_dir,
+    parse_hostport,
+    parse_http_allow,
+    parse_size,
+    raise_fd_limit,
+    retention_options,
+    worker_cmd,
+)
+from cronwheel.daemon.reload import Reloader, log_appliers
 from cronwheel.engine.channels import ChannelConfigError, MailConfig
-from cronwheel.engine.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.engine.node import Node, NodeConfig
-from cronwheel.engine.reload import Reloader, log_appliers
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import journal_stream
 from cronwheel.obs.logbridge import route_logging
@@ -35,107 +42,10 @@ from cronwheel.obs.metrics import NodeMetrics
 from cronwheel.obs.systemd import Notifier
 from cronwheel.store import StoreError, open_store
 
-DEFAULT_HTTP = "127.0.0.1:7878"
 #: READY=1 waits at most this long for the scheduler's first load of the wheel
 WHEEL_LOAD_TIMEOUT_SEC = 60.0
 #: the API reader connection's SQLite page cache (the writer keeps the store's default)
 READER_CACHE_MIB = 16
-
-
-class DaemonError(Exception):
-    """A start-up problem to report in one line (bad flag value, data dir locked, port taken)."""
-
-
-def default_data_dir() -> Path:
-    for var in ("CRONWHEEL_DATA_DIR", "STATE_DIRECTORY"):
-        value = os.environ.get(var)
-        if value:
-            # systemd may pass several colon-separated directories; the first is ours
-            return Path(value.split(":")[0])
-    return Path(".cronwheel")
-
-
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise DaemonError(f"--http must be HOST:PORT (e.g. {DEFAULT_HTTP}), not {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _worker_cmd() -> list[str] | None:
-    """Inside a zipapp (``make dist``'s shiv build) a fresh interpreter cannot import the
-    package: start workers through the zipapp itself (``cronwheel.pyz worker …``).
-    ``$CRONWHEEL_WORKER_CMD`` (shell words) replaces the command, e.g. to start workers under
-    ``nice``, ``setpriv`` or a sandbox; the pool appends ``--socket … --worker-id … --slots …``."""
-    custom = os.environ.get("CRONWHEEL_WORKER_CMD", "").strip()
-    if custom:
-        return shlex.split(custom)
-    app = sys.argv[0] if sys.argv else ""
-    if app and os.path.isfile(app) and zipfile.is_zipfile(app):
-        return [sys.executable, os.path.abspath(app), "worker"]
-    return None
-
-
-def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
-    """What every job's environment gets so that ``cronwheel effect`` (or any ``cronwheel``
-    command) in a job runs this very cronwheel, wherever it is installed: ``CRONWHEEL_CLI``,
-    an absolute command, and the directory of the ``cronwheel`` executable appended to
-    ``PATH`` (appended: it never shadows the job's own commands, such as a venv's python3).
-    A zipapp not named ``cronwheel`` gets ``CRONWHEEL_CLI`` (``python3 /path/app.pyz``) only."""
-    if argv0 and os.path.isfile(argv0) and zipfile.is_zipfile(argv0) and os.path.basename(argv0) != "cronwheel":
-        return {"CRONWHEEL_CLI": f"{shlex.quote(executable)} {shlex.quote(os.path.abspath(argv0))}"}
-    for candidate in (argv0 if os.path.basename(argv0) == "cronwheel" else "",
-                      os.path.join(os.path.dirname(executable), "cronwheel")):  # `python -m cronwheel serve`
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            script = os.path.abspath(candidate)
-            break
-    else:
-        return {}
-    env = {"CRONWHEEL_CLI": shlex.quote(script)}
-    bindir = os.path.dirname(script)
-    dirs = path.split(os.pathsep) if path else []
-    if bindir not in dirs:
-        env["PATH"] = os.pathsep.join([*dirs, bindir])
-    return env
-
-
-def parse_http_allow(text: str | None) -> tuple[str, ...]:
-    """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call (empty: any)."""
-    hosts: list[str] = []
-    for entry in (text or "").split(","):
-        if not entry.strip():
-            continue
-        try:
-            hosts.append(normalise_host(entry))
-        except ValueError as exc:
-            raise DaemonError(f"--http-allow: {exc}") from None
-    return tuple(dict.fromkeys(hosts))
-
-
-def _raise_fd_limit() -> int:
-    """Idle and slow clients each hold a descriptor: take the soft limit up to the hard one.
-    Returns the soft limit in force."""
-    with contextlib.suppress(ValueError, OSError):
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
-        if soft != resource.RLIM_INFINITY and soft < want:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
-
-
-#: descriptors kept out of the connection budgets: store files, worker sockets, listeners
-FD_RESERVE = 256
-
-
-def connection_budgets(fd_limit: int) -> dict[str, int]:
-    """The API's connection budgets within a file limit: the local socket's first (the
-    operator's way in), the TCP connections' from what is left after ``FD_RESERVE``."""
-    spare = max(32, fd_limit - FD_RESERVE)
-    local = min(MAX_LOCAL_CONNECTIONS, max(16, spare // 4))
-    total = min(MAX_CONNECTIONS, max(16, spare - local))
-    return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total), "max_local": local}
-
 
 class _HttpErrorEvents(logging.Handler):
     """aiohttp logs a request it cannot parse (a header over the limit, garbage on the port)
@@ -164,44 +74,15 @@ def _http_logger(events: EventLog) -> logging.Logger:
     return logger
 
 
-def _retention_options(retention: str | None, keep_last: int | None, interval_ms: int | None = None) -> dict[str, int]:
-    from cronwheel.core.schedule import ScheduleError, parse_duration
-
-    out: dict[str, int] = {}
-    if retention is not None:
-        try:
-            out["retention_ms"] = round(parse_duration(retention) * 1000)
-        except ScheduleError as exc:
-            raise DaemonError(f"--retention: {exc}") from None
-    if keep_last is not None:
-        out["keep_last"] = keep_last
-    if interval_ms is not None:
-        out["retention_interval_ms"] = interval_ms
-    return out
-
-
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
-               "t": 1 << 40, "tib": 1 << 40}
-
-
-def parse_size(text: str, flag: str) -> int:
-    """``256M``, ``1G``, ``512MiB`` or plain bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if m is None or unit not in _SIZE_UNITS:
-        raise DaemonError(f"{flag} must be a size like 256M, 1G or 1048576, not {text!r}")
-    return int(float(m.group(1)) * _SIZE_UNITS[unit])
-
-
 def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[str, Any]:
-    """How each key that may change on SIGHUP is put in place (engine/reload.py)."""
+    """How each key that may change on SIGHUP is put in place (daemon/reload.py)."""
     pool_env = node.pool.env if node.pool is not None else {}
 
     def http_allow(value: Any) -> None:
         auth.http_allow = parse_http_allow(value)
 
     def retention(value: Any) -> None:
-        node.config.retention_ms = _retention_options(value or "30d", None)["retention_ms"]
+        node.config.retention_ms = retention_options(value or "30d", None)["retention_ms"]
 
     def keep_last(value: Any) -> None:
         node.config.keep_last = value or NodeConfig.keep_last
@@ -271,14 +152,14 @@ async def serve(
     mail_from: str | None = None,
 ) -> None:
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
-    compare with ``running`` (the values this daemon was started with; engine/reload.py)."""
+    compare with ``running`` (the values this daemon was started with; daemon/reload.py)."""
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
     disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
-    retention_opts = _retention_options(retention, keep_last, retention_interval_ms)
-    fd_limit = _raise_fd_limit()
+    retention_opts = retention_options(retention, keep_last, retention_interval_ms)
+    fd_limit = raise_fd_limit()
     os.environ.pop("CRONWHEEL_SMTP_URL", None)  # read by the CLI; its password is no job's business
     try:
         mail = MailConfig.parse(smtp_url, sendmail, mail_from)
@@ -363,7 +244,7 @@ async def _serve_bound(
         claim_ahead_ms=claim_ahead_ms,
         **retention_opts,
         api_url=f"unix:{sock_path.resolve()}",
-        worker_cmd=_worker_cmd(),
+        worker_cmd=worker_cmd(),
         worker_env=worker_env,
         address=f"{socket.gethostname()}:{bound}",
         **({"bucket_lease_ms": bucket_lease_ms} if bucket_lease_ms else {}),
@@ -373,7 +254,7 @@ async def _serve_bound(
     )
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
                 completion_store=completion_store, claim_store=claim_store)
-    metrics = NodeMetrics(node, events)
+    metrics = NodeMetrics(node, events)  # the node is its own StatsSource
     await node.start()
     # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)
     await node.ensure_admin_token(data_dir)

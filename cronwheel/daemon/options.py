@@ -1,0 +1,142 @@
+"""What ``cronwheel serve``'s options mean: addresses, sizes, durations and the budgets derived
+from them, parsed once before anything starts (every refusal is a one-line ``DaemonError``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import shlex
+import sys
+import zipfile
+from pathlib import Path
+
+from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
+from cronwheel.core.tenants import normalise_host
+
+DEFAULT_HTTP = "127.0.0.1:7878"
+
+
+class DaemonError(Exception):
+    """A start-up problem to report in one line (bad flag value, data dir locked, port taken)."""
+
+
+def default_data_dir() -> Path:
+    for var in ("CRONWHEEL_DATA_DIR", "STATE_DIRECTORY"):
+        value = os.environ.get(var)
+        if value:
+            # systemd may pass several colon-separated directories; the first is ours
+            return Path(value.split(":")[0])
+    return Path(".cronwheel")
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise DaemonError(f"--http must be HOST:PORT (e.g. {DEFAULT_HTTP}), not {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def worker_cmd() -> list[str] | None:
+    """Inside a zipapp (``make dist``'s shiv build) a fresh interpreter cannot import the
+    package: start workers through the zipapp itself (``cronwheel.pyz worker …``).
+    ``$CRONWHEEL_WORKER_CMD`` (shell words) replaces the command, e.g. to start workers under
+    ``nice``, ``setpriv`` or a sandbox; the pool appends ``--socket … --worker-id … --slots …``."""
+    custom = os.environ.get("CRONWHEEL_WORKER_CMD", "").strip()
+    if custom:
+        return shlex.split(custom)
+    app = sys.argv[0] if sys.argv else ""
+    if app and os.path.isfile(app) and zipfile.is_zipfile(app):
+        return [sys.executable, os.path.abspath(app), "worker"]
+    return None
+
+
+def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
+    """What every job's environment gets so that ``cronwheel effect`` (or any ``cronwheel``
+    command) in a job runs this very cronwheel, wherever it is installed: ``CRONWHEEL_CLI``,
+    an absolute command, and the directory of the ``cronwheel`` executable appended to
+    ``PATH`` (appended: it never shadows the job's own commands, such as a venv's python3).
+    A zipapp not named ``cronwheel`` gets ``CRONWHEEL_CLI`` (``python3 /path/app.pyz``) only."""
+    if argv0 and os.path.isfile(argv0) and zipfile.is_zipfile(argv0) and os.path.basename(argv0) != "cronwheel":
+        return {"CRONWHEEL_CLI": f"{shlex.quote(executable)} {shlex.quote(os.path.abspath(argv0))}"}
+    for candidate in (argv0 if os.path.basename(argv0) == "cronwheel" else "",
+                      os.path.join(os.path.dirname(executable), "cronwheel")):  # `python -m cronwheel serve`
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            script = os.path.abspath(candidate)
+            break
+    else:
+        return {}
+    env = {"CRONWHEEL_CLI": shlex.quote(script)}
+    bindir = os.path.dirname(script)
+    dirs = path.split(os.pathsep) if path else []
+    if bindir not in dirs:
+        env["PATH"] = os.pathsep.join([*dirs, bindir])
+    return env
+
+
+def parse_http_allow(text: str | None) -> tuple[str, ...]:
+    """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call (empty: any)."""
+    hosts: list[str] = []
+    for entry in (text or "").split(","):
+        if not entry.strip():
+            continue
+        try:
+            hosts.append(normalise_host(entry))
+        except ValueError as exc:
+            raise DaemonError(f"--http-allow: {exc}") from None
+    return tuple(dict.fromkeys(hosts))
+
+
+def raise_fd_limit() -> int:
+    """Idle and slow clients each hold a descriptor: take the soft limit up to the hard one.
+    Returns the soft limit in force."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+#: descriptors kept out of the connection budgets: store files, worker sockets, listeners
+FD_RESERVE = 256
+
+
+def connection_budgets(fd_limit: int) -> dict[str, int]:
+    """The API's connection budgets within a file limit: the local socket's first (the
+    operator's way in), the TCP connections' from what is left after ``FD_RESERVE``."""
+    spare = max(32, fd_limit - FD_RESERVE)
+    local = min(MAX_LOCAL_CONNECTIONS, max(16, spare // 4))
+    total = min(MAX_CONNECTIONS, max(16, spare - local))
+    return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total), "max_local": local}
+
+
+def retention_options(retention: str | None, keep_last: int | None, interval_ms: int | None = None) -> dict[str, int]:
+    from cronwheel.core.schedule import ScheduleError, parse_duration
+
+    out: dict[str, int] = {}
+    if retention is not None:
+        try:
+            out["retention_ms"] = round(parse_duration(retention) * 1000)
+        except ScheduleError as exc:
+            raise DaemonError(f"--retention: {exc}") from None
+    if keep_last is not None:
+        out["keep_last"] = keep_last
+    if interval_ms is not None:
+        out["retention_interval_ms"] = interval_ms
+    return out
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
+               "t": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """``256M``, ``1G``, ``512MiB`` or plain bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS:
+        raise DaemonError(f"{flag} must be a size like 256M, 1G or 1048576, not {text!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
