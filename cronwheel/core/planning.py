@@ -30,6 +30,11 @@ RUN_ALL runs all six, the first five as catch-up runs. next_run_at is 10:06 in e
 
 Ticks after ``now`` and up to ``until_ms`` (claim-ahead) are not late at all: they run.
 
+:func:`decide_claim` then turns a plan into the rows the store writes: the job's calendars
+and its overlap policy (forbid: one run at a time; replace: the newest tick runs and cancels
+the live ones) decide which planned ticks run and which are recorded SKIPPED, with what
+reason (``core.skips``). Both stores record exactly that; they only run the SQL.
+
 Cost is bounded whatever the outage: a job down for a year on an every-second schedule costs
 O(MISFIRE_RUN_ALL_CAP) ``next_tick`` evaluations. After ``MISSED_SCAN_LIMIT`` missed ticks
 the planner stops counting and jumps with ``next_tick(cut - 1)``; the last missed tick is
@@ -41,10 +46,14 @@ more than one tick is due.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy
+from cronwheel.core.calendar import Exclusions, split_excluded
+from cronwheel.core.ids import execution_id
+from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
+from cronwheel.core.schedule import jitter_offset_ms
+from cronwheel.core.skips import SkipReason, catch_up_text
 
 #: how many missed ticks are enumerated one by one before the planner jumps over the rest
 MISSED_SCAN_LIMIT = 2 * MISFIRE_RUN_ALL_CAP
@@ -64,6 +73,70 @@ class ClaimPlan:
 
     def is_catch_up(self, tick: int) -> bool:
         return tick in self.catch_up
+
+
+@dataclass(frozen=True, slots=True)
+class TickRow:
+    """One execution a claim inserts: PENDING (``run``) or SKIPPED at ``tick``."""
+
+    tick: int
+    run: bool
+    available_at: int  #: the tick plus the job's jitter for a run; the tick for a skip
+    reason: str | None
+    catch_up: bool = False  #: a run that stands for missed ticks (origin ``catch-up``)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDecision:
+    """What one claim of one job records, in insertion order: the misfire record first, then
+    the runs, then the ticks skipped by calendars and overlap; and, under overlap replace,
+    the live executions the new run cancels (``(execution_id, was running)``) with the
+    reason they are cancelled for."""
+
+    rows: list[TickRow]
+    cancels: list[tuple[str, bool]]
+    cancel_reason: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return any(row.run for row in self.rows)
+
+
+def decide_claim(
+    job_id: str, plan: ClaimPlan, overlap: OverlapPolicy, live: Sequence[tuple[str, str]],
+    exclusions: Exclusions | None, jitter_sec: int,
+) -> ClaimDecision:  # fmt: skip
+    """The rows of one job's claim, from its ``plan``: ``live`` is the job's live executions
+    ``(execution_id, status)``, running ones first (read only for overlap forbid/replace),
+    ``exclusions`` its calendars (None: none) and ``jitter_sec`` its jitter."""
+    run, skipped = split_excluded(plan.run, exclusions)
+    cancels: list[tuple[str, bool]] = []
+    cancel_reason = None
+    if overlap is not OverlapPolicy.ALLOW and run:
+        if overlap is OverlapPolicy.FORBID:
+            blocker = live[0][0] if live else execution_id(job_id, run[0])
+            keep = run if live else run[1:]
+            skipped += [(t, SkipReason.still_running(blocker).text) for t in keep]
+            run = [] if live else run[:1]
+        else:  # replace: the newest tick runs, everything live before it is cancelled
+            newest = execution_id(job_id, run[-1])
+            skipped += [(t, SkipReason.replaced_by(newest).text) for t in run[:-1]]
+            run = run[-1:]
+            cancels = [(eid, status == "RUNNING") for eid, status in live]
+            cancel_reason = f"replaced by {newest}"
+    rows: list[TickRow] = []
+    if plan.skipped_count:
+        first, last = plan.skipped_first, plan.skipped_last
+        assert first is not None and last is not None
+        why = SkipReason.misfire(plan.skipped_count, first, last, plan.skipped_count_exact)
+        rows.append(TickRow(first, False, first, why.text))
+    for tick in run:
+        avail = tick + jitter_offset_ms(job_id, tick, jitter_sec) if jitter_sec else tick
+        caught_up = plan.is_catch_up(tick)
+        reason = catch_up_text(plan.skipped_count, plan.skipped_count_exact, len(plan.catch_up)) if caught_up else None
+        rows.append(TickRow(tick, True, avail, reason, caught_up))
+    rows += [TickRow(tick, False, tick, reason) for tick, reason in skipped]
+    return ClaimDecision(rows, cancels, cancel_reason)
 
 
 def plan_claim(

@@ -18,7 +18,6 @@ Every metric name is listed in ``METRIC_NAMES`` and used by docs/operations.md's
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -31,6 +30,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from cronwheel import __version__
+from cronwheel.core import skips
 from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
 from cronwheel.core.stats import NodeSnapshot, StatsSource
@@ -90,19 +90,15 @@ METRIC_NAMES = (
 NOTIFY_OUTCOMES = ("sent", "retried", "dead")
 NOTIFY_VIAS = ("webhook", "email", "command")
 
-_TICKS = re.compile(r"(\d+) ticks skipped")
-
-
 def skip_reason(text: str | None) -> str:
-    """A SKIPPED execution's free-text reason cut to a bounded label."""
-    head = (text or "").split(":", 1)[0].strip().lower()
-    return head if head in SKIP_REASONS else "other"
+    """A SKIPPED execution's reason (as the event carries it) as a bounded label: its
+    ``core.skips`` kind."""
+    return skips.kind_of(text).value
 
 
 def skipped_ticks(text: str | None) -> int:
     """How many ticks one SKIPPED record stands for (a misfire record may cover several)."""
-    m = _TICKS.search(text or "")
-    return int(m.group(1)) if m else 1
+    return skips.ticks_of(text)
 
 
 @dataclass

@@ -32,7 +32,6 @@ from cronwheel.core.model import (
     RetryPolicy,
     settled_status,
 )
-from cronwheel.core.planning import ClaimPlan
 from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import ApiToken, Role, Tenant
@@ -368,23 +367,3 @@ class RowReader:
     def token(r: Any) -> ApiToken:
         return ApiToken(token_id=r[0], token_hash=r[1], role=Role(r[2]), tenant=r[3], name=r[4],
                         created_at=r[5], revoked_at=r[6])  # fmt: skip
-
-
-def misfire_reason(plan: ClaimPlan) -> str:
-    """The reason of a misfire's SKIPPED row (one wording for both stores)."""
-    assert plan.skipped_first is not None and plan.skipped_last is not None
-    first = schedule.format_instant(plan.skipped_first)
-    if plan.skipped_count == 1:
-        return f"misfire: 1 tick skipped at {first}"
-    bound = "" if plan.skipped_count_exact else "at least "
-    last = schedule.format_instant(plan.skipped_last)
-    return f"misfire: {bound}{plan.skipped_count} ticks skipped from {first} to {last}"
-
-
-def catch_up_reason(plan: ClaimPlan) -> str:
-    """The reason of a catch-up run: what it stands for."""
-    if plan.skipped_count and len(plan.catch_up) == 1:
-        bound = "" if plan.skipped_count_exact else "at least "
-        ticks = "tick" if plan.skipped_count == 1 else "ticks"
-        return f"catch-up: one run for {bound}{plan.skipped_count} missed {ticks} before it"
-    return "catch-up: a tick missed while no scheduler ran"

@@ -26,20 +26,19 @@ from typing import Any
 import psycopg
 
 from cronwheel.core import schedule
-from cronwheel.core.calendar import bounded, split_excluded
+from cronwheel.core.calendar import bounded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
-from cronwheel.core.planning import plan_claim
+from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.common import (
     EXEC_STATUS,
     MISFIRE,
     ORIGIN,
+    OVERLAP,
     PRIORITY,
     CalendarBook,
-    catch_up_reason,
-    misfire_reason,
 )
 from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
@@ -94,14 +93,13 @@ def claim(
             live.setdefault(job_id, []).append((eid, status))
 
     next_fire = schedule.next_fire
-    jitter_offset = schedule.jitter_offset_ms
     advance_ids: list[str] = []
     advance_new: list[int | None] = []
     advance_old: list[int] = []
     #: per job id (advanced or broken), its execution rows in ``_EXEC_FIELDS`` order
     per_job: dict[str, list[tuple[Any, ...]]] = {}
     #: per advanced job, the live executions overlap=replace cancels: (eid, was running)
-    per_job_cancels: dict[str, list[tuple[str, bool]]] = {}
+    per_job_cancels: dict[str, tuple[list[tuple[str, bool]], str]] = {}
     broken_ids: list[str] = []
     broken_old: list[int] = []
 
@@ -137,34 +135,14 @@ def claim(
         advance_new.append(plan.next_run_at)
         advance_old.append(due_at)
         guard = overlap != "allow"
-        execs: list[tuple[Any, ...]] = []
-        run, skipped_run = split_excluded(plan.run, book.exclusions(tenant, tz, cals))
-        if guard and run:
-            if overlap == "forbid":
-                job_live = live.get(job_id)
-                blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
-                keep = run[1:] if not job_live else run
-                skipped_run += [(t, f"overlap: {blocker} still running") for t in keep]
-                run = [] if job_live else run[:1]
-            else:  # replace: the newest tick runs, everything live before it is cancelled
-                newest = execution_id(job_id, run[-1])
-                skipped_run += [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
-                run = run[-1:]
-                per_job_cancels[job_id] = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
-        if plan.skipped_count:
-            first = plan.skipped_first
-            assert first is not None
-            execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
-                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard, _SCHEDULED))  # fmt: skip
-        for tick in run:
-            avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
-            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
-                          avail, now_ms, None, catch_up_reason(plan) if plan.is_catch_up(tick) else None,
-                          max_att, guard, _CATCH_UP if plan.is_catch_up(tick) else _SCHEDULED))  # fmt: skip
-        for tick, reason in skipped_run:
-            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
-                          tick, now_ms, now_ms, reason, max_att, guard, _SCHEDULED))  # fmt: skip
-        per_job[job_id] = execs
+        decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
+                                jitter)  # fmt: skip
+        per_job[job_id] = [(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
+                            _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
+                            row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED)
+                           for row in decision.rows]  # fmt: skip
+        if decision.cancels:
+            per_job_cancels[job_id] = (decision.cancels, decision.cancel_reason or "")
 
     # Compare-and-set first: only jobs whose next_run_at we moved get executions.
     moved: set[str] = set()
@@ -181,11 +159,10 @@ def claim(
 
     cancel_ids: list[str] = []
     cancel_reasons: list[str] = []
-    for job_id, cancels in per_job_cancels.items():
-        if cancels and job_id in moved:
-            newest = next(row[0] for row in per_job[job_id] if row[5] == _PENDING)
+    for job_id, (cancels, why) in per_job_cancels.items():
+        if job_id in moved:
             cancel_ids += [eid for eid, _ in cancels]
-            cancel_reasons += [f"replaced by {newest}"] * len(cancels)
+            cancel_reasons += [why] * len(cancels)
             result.replaced.extend(eid for eid, running in cancels if running)
     if cancel_ids:
         conn.execute(q.CANCEL_EXECUTIONS, {"ids": cancel_ids, "reasons": cancel_reasons, "now": now_ms})

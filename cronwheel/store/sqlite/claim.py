@@ -17,21 +17,20 @@ from typing import Any
 import apsw
 
 from cronwheel.core import schedule
-from cronwheel.core.calendar import bounded, split_excluded
+from cronwheel.core.calendar import bounded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
-from cronwheel.core.planning import plan_claim
+from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.common import (
     EXEC_STATUS,
     MISFIRE,
     ORIGIN,
+    OVERLAP,
     PRIORITY,
     CalendarBook,
-    catch_up_reason,
     dumps,
-    misfire_reason,
 )
 from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
@@ -89,7 +88,6 @@ def claim(
             live.setdefault(job_id, []).append((eid, status))
 
     next_fire = schedule.next_fire
-    jitter_offset = schedule.jitter_offset_ms
     advances: list[tuple[int, int | None, int]] = []  # (rowid, new next_run_at, old next_run_at)
     advanced_ids: list[str] = []  # parallel to advances
     #: per advanced job, its execution rows: (eid, job_id, tenant, priority, tick, status,
@@ -98,6 +96,7 @@ def claim(
     broken_execs: list[list[tuple[Any, ...]]] = []  # parallel to broken
     #: per advanced job, the live executions overlap=replace cancels: (eid, was running)
     per_job_cancels: list[list[tuple[str, bool]]] = []  # parallel to advances
+    cancel_reasons: list[str | None] = []  # parallel to advances
     broken: list[tuple[int, int]] = []
 
     queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
@@ -127,36 +126,14 @@ def claim(
         advances.append((rid, plan.next_run_at, due_at))
         advanced_ids.append(job_id)
         guard = 0 if overlap == "allow" else 1
-        execs: list[tuple[Any, ...]] = []
-        cancels: list[tuple[str, bool]] = []
-        run, skipped_run = split_excluded(plan.run, book.exclusions(tenant, tz, cals))
-        if guard and run:
-            if overlap == "forbid":
-                job_live = live.get(job_id)
-                blocker = job_live[0][0] if job_live else execution_id(job_id, run[0])
-                keep = run[1:] if not job_live else run
-                skipped_run += [(t, f"overlap: {blocker} still running") for t in keep]
-                run = [] if job_live else run[:1]
-            else:  # replace: the newest tick runs, everything live before it is cancelled
-                newest = execution_id(job_id, run[-1])
-                skipped_run += [(t, f"overlap: replaced by {newest}") for t in run[:-1]]
-                run = run[-1:]
-                cancels = [(eid, status == "RUNNING") for eid, status in live.pop(job_id, ())]
-        if plan.skipped_count:
-            first = plan.skipped_first
-            assert first is not None
-            execs.append((execution_id(job_id, first), job_id, tenant, prio, first, _SKIPPED,
-                          first, now_ms, now_ms, misfire_reason(plan), max_att, guard, _SCHEDULED))
-        for tick in run:
-            avail = tick + jitter_offset(job_id, tick, jitter) if jitter else tick
-            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _PENDING,
-                          avail, now_ms, None, catch_up_reason(plan) if plan.is_catch_up(tick) else None,
-                          max_att, guard, _CATCH_UP if plan.is_catch_up(tick) else _SCHEDULED))
-        for tick, reason in skipped_run:
-            execs.append((execution_id(job_id, tick), job_id, tenant, prio, tick, _SKIPPED,
-                          tick, now_ms, now_ms, reason, max_att, guard, _SCHEDULED))
-        per_job.append(execs)
-        per_job_cancels.append(cancels)
+        decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
+                                jitter)  # fmt: skip
+        per_job.append([(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
+                         _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
+                         row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED)
+                        for row in decision.rows])  # fmt: skip
+        per_job_cancels.append(decision.cancels)
+        cancel_reasons.append(decision.cancel_reason)
 
     # Compare-and-set first: only jobs whose next_run_at we moved get executions.
     ok = executemany_each(conn, q.CLAIM_ADVANCE, advances)
@@ -171,8 +148,7 @@ def claim(
                if keep for row in execs]
     for i, cancels in enumerate(per_job_cancels):
         if cancels and flags[i]:
-            newest = next(row[0] for row in per_job[i] if row[5] == _PENDING)
-            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, f"replaced by {newest}") for eid, _ in cancels])
+            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, cancel_reasons[i]) for eid, _ in cancels])
             result.replaced.extend(eid for eid, running in cancels if running)
     inserted = executemany_each(conn, q.INSERT_EXECUTION, inserts)
     # a job whose last tick was claimed without a run (skipped) has nothing to wait for
