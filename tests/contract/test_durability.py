@@ -16,6 +16,7 @@ from tests.contract.conftest import (
     one_off,
     start,
 )
+from tests.support.store_probe import list_effects, next_available_at, running_count
 
 
 def test_everything_survives_close_and_reopen(store_factory: StoreFactory) -> None:
@@ -44,14 +45,14 @@ def test_everything_survives_close_and_reopen(store_factory: StoreFactory) -> No
     assert {eid: s2.get_execution(eid) for eid in execs_before} == execs_before
     running = s2.get_execution(g.execution_id)
     assert running is not None and running.status is ExecStatus.RUNNING and running.lease_epoch == g.lease_epoch
-    assert s2.list_effects(g.execution_id) == [("k1", g.lease_epoch, T0 + 1)]
+    assert list_effects(s2, g.execution_id) == [("k1", g.lease_epoch, T0 + 1)]
     assert [e.execution_id for e in s2.list_dead()] == [gf.execution_id]
     [replay] = s2.create_jobs([new_job(key="k", request_hash="h")], T0 + MIN)
     assert (replay.outcome, replay.job_id) == (CreateOutcome.REPLAYED, cron_id)
     # scheduling resumes from the stored next_run_at: the T0 tick is not claimed twice
     res = claim_all(s2, T0 + MIN)
     assert [e.execution_id for e in res.executions] == [f"{cron_id}:{T0 + MIN}"]
-    assert s2.running_count() == 1
+    assert running_count(s2) == 1
     assert s2.expire_leases(T0 + 2 * MIN + SEC, 10)[0].execution_id == g.execution_id
 
 
@@ -68,6 +69,6 @@ def test_a_fresh_store_is_empty(store: Store) -> None:
     assert store.count_jobs() == 0
     assert store.count_executions() == 0
     assert store.next_due_at(list(range(64))) is None
-    assert store.next_available_at() is None
-    assert store.running_count() == 0
+    assert next_available_at(store) is None
+    assert running_count(store) == 0
     assert isinstance(store.meta(), dict)

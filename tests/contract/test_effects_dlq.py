@@ -8,6 +8,7 @@ from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.core.records import Completion, EffectVerdict, LeaseVerdict, Outcome
 from cronwheel.store.base import Store
 from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
+from tests.support.store_probe import list_effects
 
 
 def running(store: Store, **kw: Any) -> tuple[str, int]:
@@ -36,7 +37,7 @@ def test_effect_recorded_once_then_duplicate(store: Store) -> None:
     assert store.record_effect(eid, epoch, "charge:42", T0 + 1) is EffectVerdict.RECORDED
     assert store.record_effect(eid, epoch, "charge:42", T0 + 2) is EffectVerdict.DUPLICATE
     assert store.record_effect(eid, epoch, "mail:1", T0 + 3) is EffectVerdict.RECORDED
-    assert store.list_effects(eid) == [("charge:42", epoch, T0 + 1), ("mail:1", epoch, T0 + 3)]
+    assert list_effects(store, eid) == [("charge:42", epoch, T0 + 1), ("mail:1", epoch, T0 + 3)]
 
 
 def test_effect_with_a_stale_epoch_is_fenced(store: Store) -> None:
@@ -50,7 +51,7 @@ def test_effect_with_a_stale_epoch_is_fenced(store: Store) -> None:
     # the current holder records, and sees the zombie's effect as a duplicate
     assert store.record_effect(eid, g2.lease_epoch, "b", T0 + HOUR) is EffectVerdict.RECORDED
     assert store.record_effect(eid, g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
-    assert [(k, e) for k, e, _ in store.list_effects(eid)] == [("a", epoch), ("b", g2.lease_epoch)]
+    assert [(k, e) for k, e, _ in list_effects(store, eid)] == [("a", epoch), ("b", g2.lease_epoch)]
 
 
 def test_effect_when_not_running_or_absent(store: Store) -> None:
@@ -58,8 +59,8 @@ def test_effect_when_not_running_or_absent(store: Store) -> None:
     store.complete_executions([Completion(eid, "w1", epoch, Outcome.SUCCEEDED)], T0 + 1)
     assert store.record_effect(eid, epoch, "late", T0 + 2) is EffectVerdict.FENCED
     assert store.record_effect("nope:1", 1, "k", T0) is EffectVerdict.NOT_FOUND
-    assert store.list_effects(eid) == []
-    assert store.list_effects("nope:1") == []
+    assert list_effects(store, eid) == []
+    assert list_effects(store, "nope:1") == []
 
 
 # ---------------------------------------------------------------- dead-letter queue
@@ -119,6 +120,6 @@ def test_purge_dead(store: Store) -> None:
     assert store.purge_dead(eid, tenant="b") is False
     assert store.purge_dead(eid, tenant="a") is True
     assert store.get_execution(eid) is None
-    assert store.list_effects(eid) == []  # its effect records go with it
+    assert list_effects(store, eid) == []  # its effect records go with it
     assert store.purge_dead(eid) is False
     assert store.list_dead() == []

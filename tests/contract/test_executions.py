@@ -19,6 +19,7 @@ from tests.contract.conftest import (
     one_off,
     start,
 )
+from tests.support.store_probe import next_available_at, running_count, running_for_worker
 
 RETRY = RetryPolicy(max_attempts=3, initial_backoff_sec=10, max_backoff_sec=100, multiplier=2, jitter=0.5)
 
@@ -51,16 +52,16 @@ def test_ready_executions_order_availability_and_pagination(store: Store) -> Non
     page2 = store.ready_executions(T0 + 10 * SEC, 4, after=(page1[-1].available_at, page1[-1].execution_id))
     assert [e.execution_id for e in page1 + page2] == [e for _, e in keys]
     assert store.ready_executions(T0 + 10 * SEC, 0) == []
-    assert store.next_available_at() == T0
+    assert next_available_at(store) == T0
 
 
 def test_next_available_at_follows_retries(store: Store) -> None:
-    assert store.next_available_at() is None
+    assert next_available_at(store) is None
     eid = pending(store, retry=RETRY)
     g = start(store, eid, T0)
-    assert store.next_available_at() is None  # nothing dispatchable while it runs
+    assert next_available_at(store) is None  # nothing dispatchable while it runs
     res = fail(store, eid, g.lease_epoch, T0 + SEC)
-    assert store.next_available_at() == res.available_at == T0 + SEC + 10 * SEC
+    assert next_available_at(store) == res.available_at == T0 + SEC + 10 * SEC
 
 
 # ---------------------------------------------------------------- start
@@ -78,9 +79,9 @@ def test_start_hands_out_with_a_new_epoch_and_a_lease(store: Store) -> None:
     ex = store.get_execution(eid)
     assert ex is not None
     assert (ex.status, ex.worker_id, ex.lease_until, ex.started_at) == (ExecStatus.RUNNING, "w7", g.lease_until, T0 + SEC)
-    assert store.running_count() == 1
-    assert [e.execution_id for e in store.running_for_worker("w7")] == [eid]
-    assert store.running_for_worker("w8") == []
+    assert running_count(store) == 1
+    assert [e.execution_id for e in running_for_worker(store, "w7")] == [eid]
+    assert running_for_worker(store, "w8") == []
 
 
 def test_start_refuses_what_is_not_dispatchable(store: Store) -> None:
@@ -111,8 +112,8 @@ def test_start_many_in_one_call_keeps_request_order(store: Store) -> None:
     ids.reverse()
     grants = store.start_executions([StartRequest(i, f"w{n % 3}") for n, i in enumerate(ids)], T0)
     assert [g.execution_id for g in grants] == ids
-    assert store.running_count() == 20
-    assert len(store.running_for_worker("w0")) == 7
+    assert running_count(store) == 20
+    assert len(running_for_worker(store, "w0")) == 7
 
 
 def test_started_at_is_the_first_start(store: Store) -> None:
@@ -172,7 +173,7 @@ def test_complete_success(store: Store) -> None:
     ex = store.get_execution(eid)
     assert ex is not None
     assert (ex.status, ex.finished_at, ex.exit_code, ex.output, ex.error) == (ExecStatus.SUCCEEDED, T0 + 5 * SEC, 0, "ok\n", None)
-    assert store.running_count() == 0
+    assert running_count(store) == 0
     assert store.complete_executions([], T0) == []
 
 
@@ -296,7 +297,7 @@ def test_expire_leases_respects_limit_and_spares_live_leases(store: Store) -> No
     rest = store.expire_leases(T0 + MIN, 100)
     assert len(first) == 3 and len(rest) == 2
     assert {r.execution_id for r in first + rest} == set(ids)
-    assert [e.execution_id for e in store.running_for_worker("w1")] == [keep]
+    assert [e.execution_id for e in running_for_worker(store, "w1")] == [keep]
     assert store.expire_leases(T0 + MIN, 0) == []
 
 

@@ -19,6 +19,7 @@ from tests.contract.conftest import (
     one_off,
     start,
 )
+from tests.support.store_probe import running_count
 
 # ---------------------------------------------------------------- create & read
 
@@ -252,7 +253,7 @@ def test_cancel_job_cancels_pending_and_running_executions(store: Store) -> None
     # no further ticks, nothing dispatchable
     assert claim_all(store, T0 + HOUR).executions == []
     assert store.ready_executions(T0 + HOUR, 10) == []
-    assert store.running_count() == 0
+    assert running_count(store) == 0
 
 
 def test_cancel_leaves_finished_executions_alone(store: Store) -> None:

@@ -18,6 +18,7 @@ from cronwheel.core.tenants import (
 )
 from cronwheel.store.base import Store, StoreError
 from tests.contract.conftest import MIN, T0, create, new_job
+from tests.support.store_probe import get_tenant
 
 
 def capped(max_jobs: int, **kw) -> NewJob:
@@ -39,8 +40,8 @@ def test_there_is_always_a_default_tenant(store: Store) -> None:
     assert default.name == "default" and default.weight == 1
     assert default.max_running is None and default.max_jobs is None and default.submit_rate is None
     assert default.allow_shell is False and default.http_allow == ()
-    assert store.get_tenant("default") == default
-    assert store.get_tenant("nobody") is None
+    assert get_tenant(store, "default") == default
+    assert get_tenant(store, "nobody") is None
 
 
 def test_create_tenant_stores_every_setting(store: Store) -> None:
@@ -52,14 +53,14 @@ def test_create_tenant_stores_every_setting(store: Store) -> None:
     assert created == Tenant(
         "acme", 3, 2, 10, 2.5, 5, True, ("api.example.com", "*.acme.test"), created_at=T0, updated_at=T0
     )
-    assert store.get_tenant("acme") == created
+    assert get_tenant(store, "acme") == created
     assert [x.name for x in store.list_tenants()] == ["acme", "default"]
 
 
 def test_create_tenant_twice_changes_nothing(store: Store) -> None:
     first = store.create_tenant(Tenant("acme", weight=2), T0)
     assert store.create_tenant(Tenant("acme", weight=9), T0 + MIN) is None
-    assert store.get_tenant("acme") == first
+    assert get_tenant(store, "acme") == first
 
 
 def test_update_tenant_changes_only_what_is_named(store: Store) -> None:
@@ -71,11 +72,11 @@ def test_update_tenant_changes_only_what_is_named(store: Store) -> None:
     cleared = store.update_tenant("acme", {"max_running": None, "submit_rate": None, "allow_shell": True}, T0 + 2 * MIN)
     assert cleared is not None
     assert cleared.max_running is None and cleared.submit_rate is None and cleared.allow_shell is True
-    assert store.get_tenant("acme") == cleared
+    assert get_tenant(store, "acme") == cleared
     assert store.update_tenant("nobody", {"weight": 2}, T0) is None
     with pytest.raises(ValueError):
         store.update_tenant("acme", {"name": "evil"}, T0)
-    assert store.get_tenant("acme") == cleared
+    assert get_tenant(store, "acme") == cleared
 
 
 def test_the_default_tenant_can_be_configured_too(store: Store) -> None:
@@ -85,7 +86,7 @@ def test_the_default_tenant_can_be_configured_too(store: Store) -> None:
 
 def test_submitting_for_an_unknown_tenant_creates_it_with_defaults(store: Store) -> None:
     create(store, new_job(tenant="fresh"))
-    fresh = store.get_tenant("fresh")
+    fresh = get_tenant(store, "fresh")
     assert fresh is not None and fresh.weight == 1 and fresh.max_jobs is None
     # and an explicit create afterwards does not overwrite it
     assert store.create_tenant(Tenant("fresh", weight=7), T0) is None
@@ -183,7 +184,7 @@ def test_tokens_survive_reopening(store_factory) -> None:
     s.close()
     again = store_factory()
     assert again.get_token_by_hash(hash_token(secret)) is not None
-    assert again.get_tenant("acme").max_running == 3  # type: ignore[union-attr]
+    assert get_tenant(again, "acme").max_running == 3  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- the registered-jobs quota

@@ -724,11 +724,6 @@ class PostgresStore(NotificationMethods, Store):
         return [execution_from_row(r) for r in self._rows(q.READY_EXECUTIONS, args)]
 
     @_translated
-    def next_available_at(self) -> int | None:
-        value = self._scalar(q.NEXT_AVAILABLE_AT)
-        return None if value is None else int(value)
-
-    @_translated
     def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
         if not starts:
             return []
@@ -779,16 +774,8 @@ class PostgresStore(NotificationMethods, Store):
             return leases.complete(conn, comps, now_ms, rands)
 
     @_translated
-    def running_for_worker(self, worker_id: str) -> list[Execution]:
-        return [execution_from_row(r) for r in self._rows(q.RUNNING_FOR_WORKER, {"worker": worker_id})]
-
-    @_translated
     def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
         return [execution_from_row(r) for r in self._rows(q.RUNNING_WITH_WORKER_PREFIX, {"prefix": prefix})]
-
-    @_translated
-    def running_count(self) -> int:
-        return int(self._scalar(q.RUNNING_COUNT))
 
     # ------------------------------------------------------------ executions: reads
 
@@ -834,10 +821,6 @@ class PostgresStore(NotificationMethods, Store):
             if conn.execute(q.INSERT_EFFECT, args).fetchone() is None:
                 return EffectVerdict.DUPLICATE  # recorded by a concurrent call a moment ago
         return EffectVerdict.RECORDED
-
-    @_translated
-    def list_effects(self, execution_id: str) -> list[tuple[str, int, int]]:
-        return [(r[0], r[1], r[2]) for r in self._rows(q.LIST_EFFECTS, {"id": execution_id})]
 
     # ------------------------------------------------------------ dead-letter queue
 
@@ -900,11 +883,6 @@ class PostgresStore(NotificationMethods, Store):
     @_translated
     def list_tenants(self) -> list[Tenant]:
         return [tenant_from_row(r) for r in self._rows(q.LIST_TENANTS)]
-
-    @_translated
-    def get_tenant(self, name: str) -> Tenant | None:
-        rows = self._rows(q.GET_TENANT, {"name": name})
-        return tenant_from_row(rows[0]) if rows else None
 
     @_translated
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:

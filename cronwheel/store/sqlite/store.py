@@ -646,11 +646,6 @@ class SqliteStore(NotificationMethods, Store):
         return [execution_from_row(r) for r in rows]
 
     @_translated
-    def next_available_at(self) -> int | None:
-        row = self._conn.execute(q.NEXT_AVAILABLE_AT).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
-
-    @_translated
     def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
         if not starts:
             return []
@@ -731,16 +726,8 @@ class SqliteStore(NotificationMethods, Store):
             return leases.complete(conn, comps, now_ms, rands)
 
     @_translated
-    def running_for_worker(self, worker_id: str) -> list[Execution]:
-        return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_FOR_WORKER, (worker_id,))]
-
-    @_translated
     def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
         return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_WITH_WORKER_PREFIX, (prefix,))]
-
-    @_translated
-    def running_count(self) -> int:
-        return _count(self._conn, q.RUNNING_COUNT)
 
     # ------------------------------------------------------------ executions: reads
 
@@ -789,10 +776,6 @@ class SqliteStore(NotificationMethods, Store):
                 return EffectVerdict.FENCED
             conn.execute(q.INSERT_EFFECT, (execution_id, key, lease_epoch, now_ms))
         return EffectVerdict.RECORDED
-
-    @_translated
-    def list_effects(self, execution_id: str) -> list[tuple[str, int, int]]:
-        return [(r[0], r[1], r[2]) for r in self._conn.execute(q.LIST_EFFECTS, (execution_id,))]
 
     # ------------------------------------------------------------ dead-letter queue
 
@@ -875,11 +858,6 @@ class SqliteStore(NotificationMethods, Store):
     @_translated
     def list_tenants(self) -> list[Tenant]:
         return [tenant_from_row(r) for r in self._conn.execute(q.LIST_TENANTS)]
-
-    @_translated
-    def get_tenant(self, name: str) -> Tenant | None:
-        row = self._conn.execute(q.GET_TENANT, (name,)).fetchone()
-        return None if row is None else tenant_from_row(row)
 
     @_translated
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:

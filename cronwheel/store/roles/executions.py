@@ -1,0 +1,136 @@
+"""Executions: the ready queue, leases, completions, reads, side effects and the dead-letter queue.
+
+Part of the store contract (``store.base.Store`` is the union of the roles); the
+conventions in ``store.base`` hold for every method.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from cronwheel.core.model import ExecStatus, Execution, Grant
+from cronwheel.core.records import (
+    Completion,
+    CompletionResult,
+    EffectVerdict,
+    HeartbeatResult,
+    StartRequest,
+)
+
+
+class ExecutionStore(ABC):
+    """An execution's life after its claim: handed out under a fenced lease, heartbeated,
+    completed or expired, read back, its side effects recorded once, and, once DEAD, kept in
+    the dead-letter queue until replayed or purged."""
+
+    # ---- the ready queue
+    @abstractmethod
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        """Dispatchable executions for LOCAL workers: PENDING, or RETRY_WAIT, with
+        available_at <= now_ms, and no ``queue`` (queue targets' executions are left to
+        ``claim_for_worker``), ordered by (available_at, execution_id), keyset-paginated by
+        ``after``."""
+
+    @abstractmethod
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        """Hand executions to workers in ONE transaction. For each request whose execution is
+        PENDING or RETRY_WAIT with available_at <= now_ms: status RUNNING, attempt += 1,
+        lease_epoch += 1 (invariant 4), worker_id set, lease_until = now + job.lease_sec,
+        started_at set on the first start. Requests whose execution is not dispatchable
+        (cancelled, already running, gone) are left out of the result."""
+
+    @abstractmethod
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        """Extend a lease to now + lease_sec if the execution is RUNNING at exactly
+        ``lease_epoch``: OK with extend_until. Otherwise nothing changes: CANCELLED if the
+        execution was cancelled, LEASE_LOST for any other epoch or status, NOT_FOUND."""
+
+    @abstractmethod
+    def heartbeat_many(
+        self, beats: Sequence[tuple[str, str, int]], now_ms: int
+    ) -> list[HeartbeatResult]:
+        """``heartbeat`` for many ``(execution_id, worker_id, lease_epoch)`` in one transaction."""
+
+    @abstractmethod
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        """Apply results in ONE transaction, each fenced: applied only if the execution is
+        RUNNING at exactly ``lease_epoch`` (else LEASE_LOST / CANCELLED / NOT_FOUND and
+        nothing changes). SUCCEEDED ends it; any other outcome is a failed attempt that
+        becomes RETRY_WAIT (available_at from core.retry with the job's retry policy and
+        ``rand01[i]``, default 0.5) or DEAD when attempt >= max_attempts. exit_code, error
+        and output are stored. A final outcome (SUCCEEDED, DEAD) inserts, in the same
+        transaction, the execution of each ACTIVE chain child of that outcome
+        (``core.chains.children_to_run``; ON CONFLICT DO NOTHING), listed in ``triggered``.
+
+        A job with no further tick (ACTIVE or PAUSED, next_run_at None; not an ``@triggered``
+        job, which waits for triggers) whose last live execution ended here is settled in the
+        same transaction: SUCCEEDED if that execution succeeded, FAILED if it went DEAD
+        (``model.settled_status``)."""
+
+    @abstractmethod
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        """The reaper: every RUNNING execution with lease_until < now_ms becomes a failed
+        attempt (outcome LOST, error ``lease expired``), exactly as complete_executions would."""
+
+    @abstractmethod
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        """RUNNING executions whose worker_id starts with ``prefix``. A restarted node uses it
+        to find the leases its previous incarnation's local workers held (they died with it)."""
+
+    @abstractmethod
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        """A remote worker's pull, in ONE transaction: up to ``max`` dispatchable executions
+        (PENDING, or RETRY_WAIT with available_at <= now_ms) whose ``queue`` is one of
+        ``queues`` (and of ``tenant``, when given), the most urgent tier first (``priority``:
+        high, default, batch) and the oldest available first within a tier, started exactly as
+        ``start_executions`` starts them (RUNNING, attempt + 1, lease_epoch + 1, lease_until,
+        worker_id). Two concurrent claimers never get the same execution (PostgreSQL:
+        ``FOR UPDATE SKIP LOCKED``). Grants carry their ``queue``."""
+
+    # ---- executions: reads
+    @abstractmethod
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
+
+    @abstractmethod
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        """A job's executions, newest scheduled_at first; ``before`` paginates on scheduled_at."""
+
+    @abstractmethod
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        """Each job's "last result": its execution with the latest tick among those that
+        started (RUNNING, RETRY_WAIT, or ended after a start). Ticks claimed ahead (PENDING),
+        executions cancelled or skipped before a start never count. Jobs with none (or of
+        another tenant) are absent from the answer. One query for the whole list."""
+
+    @abstractmethod
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int: ...
+
+    # ---- side effects (execution idempotency)
+    @abstractmethod
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        """Record ``(execution_id, key)`` once, only while the execution is RUNNING at exactly
+        ``lease_epoch``: RECORDED the first time, DUPLICATE after (for any epoch), FENCED for a
+        stale epoch (checked before duplicates only when the key is new)."""
+
+    # ---- dead-letter queue
+    @abstractmethod
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        """DEAD executions ordered by execution_id."""
+
+    @abstractmethod
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        """A DEAD execution becomes PENDING with attempt = 0 (a fresh series; lease_epoch keeps
+        growing, history fields are kept in ``reason``); a settled job (SUCCEEDED/FAILED)
+        becomes ACTIVE again until it settles anew. None if absent or not DEAD."""
+
+    @abstractmethod
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        """Delete a DEAD execution (its job keeps its status: a FAILED job stays FAILED).
+        False if absent or not DEAD."""

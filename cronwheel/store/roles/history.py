@@ -1,0 +1,39 @@
+"""History and the store's own log: retention of finished executions, WAL upkeep.
+
+Part of the store contract (``store.base.Store`` is the union of the roles); the
+conventions in ``store.base`` hold for every method.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class HistoryStore(ABC):
+    """What keeps the store from growing without bound: pruning finished history and bounding
+    the backend's own log."""
+
+    # ---- retention
+    @abstractmethod
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        """Delete finished history, a few jobs at a time: for up to ``jobs_per_call`` jobs
+        (ordered by id, starting after ``after_job``), delete up to ``limit`` executions in
+        all that are SUCCEEDED, CANCELLED or SKIPPED, finished before ``older_than_ms``, and
+        not among the job's ``keep_last`` newest executions (with their effects). DEAD
+        executions are the dead-letter queue and are never pruned; live ones never are.
+        Returns ``(deleted, cursor)``: pass the cursor back as ``after_job``; None when the
+        pass over all jobs is complete."""
+
+    def checkpoint(self) -> None:
+        """Give the backend a chance to bound its log (SQLite: checkpoint the WAL).
+        A no-op unless a backend has such a log."""
+        return None
+
+    def maintain_log(self, disk_low: bool) -> int | None:
+        """Keep the store's own log small, from the daemon's disk watch (every few seconds):
+        SQLite checkpoints its WAL once it is over 16 MiB (``WAL_TARGET_BYTES``), and while
+        the disk is low checkpoints at 4 MiB and truncates the file. Returns the log's size
+        in bytes, or None for a backend whose log is not ours (PostgreSQL bounds its own)."""
+        return None

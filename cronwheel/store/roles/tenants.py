@@ -1,0 +1,56 @@
+"""Tenants and API tokens (hashes only), shared by every node of a cluster.
+
+Part of the store contract (``store.base.Store`` is the union of the roles); the
+conventions in ``store.base`` hold for every method.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from cronwheel.core.tenants import ApiToken, Tenant
+
+
+class TenantStore(ABC):
+    """Tenants with their settings and quotas, and API tokens stored as hashes only."""
+
+    # ---- tenants
+    @abstractmethod
+    def list_tenants(self) -> list[Tenant]:
+        """Every tenant, ordered by name (there is always ``default``)."""
+
+    @abstractmethod
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        """Insert a tenant with the given settings (created_at = updated_at = now_ms, whatever
+        the argument says). None when a tenant of that name exists (nothing changes)."""
+
+    @abstractmethod
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        """Set the ``core.tenants.TENANT_SETTINGS`` fields named in ``changes`` (a value of
+        None clears a quota), updated_at = now_ms; other fields keep their values. Returns the
+        tenant as stored, or None when it does not exist. Unknown keys raise ValueError and
+        change nothing."""
+
+    # ---- API tokens (hashes only)
+    @abstractmethod
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        """Store a token (created_at = now_ms, revoked_at None). False, and nothing stored,
+        when its tenant does not exist. A tenant or worker token must name a tenant; an admin
+        token may not (ValueError). Token ids and hashes are unique (StoreError on reuse)."""
+
+    @abstractmethod
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        """The token with this hash, revoked or not (the caller checks ``revoked_at``)."""
+
+    @abstractmethod
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        """Tokens (revoked ones too) ordered by created_at, then token_id; ``tenant`` restricts
+        the list to that tenant's tokens."""
+
+    @abstractmethod
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
+        stored, or None when there is no such token. The last active admin token is never
+        revoked: it comes back still active (``revoked_at`` None), decided atomically with
+        any concurrent revocation, so two racing calls cannot leave no admin token."""
