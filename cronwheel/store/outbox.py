@@ -29,7 +29,7 @@ from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of, execution_id
 from cronwheel.core.model import ExecStatus, Execution, JobSpec, Priority
 from cronwheel.core.schedule import format_instant
-from cronwheel.store.common import RowReader
+from cronwheel.store.rowreader import RowReader
 
 HOUR_MS = 3_600_000
 

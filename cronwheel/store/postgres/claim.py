@@ -32,14 +32,8 @@ from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
-from cronwheel.store.common import (
-    EXEC_STATUS,
-    MISFIRE,
-    ORIGIN,
-    OVERLAP,
-    PRIORITY,
-    CalendarBook,
-)
+from cronwheel.store.calendars import CalendarBook
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY
 from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import parsed

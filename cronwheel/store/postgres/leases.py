@@ -25,13 +25,8 @@ from cronwheel.core.records import (
 )
 from cronwheel.store import outbox
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import (
-    ORIGIN,
-    PRIORITY,
-    decide_completions,
-    retry_from_json,
-    settlements,
-)
+from cronwheel.store.common import ORIGIN, PRIORITY, retry_from_json
+from cronwheel.store.completions import decide_completions, settlements
 from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import outbox_sql, text

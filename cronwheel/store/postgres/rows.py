@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 
-from cronwheel.store.common import RowReader
 from cronwheel.store.outbox import Sql, pg_statement
+from cronwheel.store.rowreader import RowReader
 
 
 def text(value: str | None) -> str | None:

@@ -84,16 +84,8 @@ from cronwheel.core.records import (
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 from cronwheel.store.base import Store, StoreError, StoreUnavailable
-from cronwheel.store.common import (
-    PRIORITY,
-    SUPERSEDED,
-    calendar_row,
-    calendar_spec_json,
-    dumps,
-    process_text,
-    retry_to_json,
-    short,
-)
+from cronwheel.store.calendars import calendar_row, calendar_spec_json
+from cronwheel.store.common import PRIORITY, SUPERSEDED, dumps, process_text, retry_to_json, short
 from cronwheel.store.notifying import NotificationMethods
 from cronwheel.store.outbox import Sql, after_create, after_update
 from cronwheel.store.postgres import claim as claiming

@@ -19,8 +19,9 @@ from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import Execution
 from cronwheel.core.records import CompletionResult
-from cronwheel.store import common
-from cronwheel.store.common import ChildJob, dumps
+from cronwheel.store import chaining
+from cronwheel.store.chaining import ChildJob
+from cronwheel.store.common import dumps
 from cronwheel.store.postgres import queries as q
 
 #: advisory-lock key space of chain changes, per tenant (next to the store's other spaces:
@@ -55,19 +56,19 @@ def _child_jobs(conn: psycopg.Connection[Any], ids: list[str]) -> dict[str, Chil
 
 
 def trigger_children(conn: psycopg.Connection[Any], results: Sequence[CompletionResult], now_ms: int) -> None:
-    """``store.common.trigger_children`` on this connection."""
+    """``store.chaining.trigger_children`` on this connection."""
 
     def chains_of(parents: list[str]) -> dict[str, tuple[list[str], list[str]]]:
         return {r[0]: (r[1] or [], r[2] or []) for r in conn.execute(q.CHAINS_OF, {"ids": parents})}
 
-    common.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
+    chaining.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
 
 
 def backfill(
     conn: psycopg.Connection[Any], job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None
 ) -> list[Execution] | None:
     row = conn.execute(q.TRIGGER_SELECT_JOB, {"id": job_id, "tenant": tenant}).fetchone()
-    made = common.backfill_executions(job_id, row, ticks, now_ms)
+    made = chaining.backfill_executions(job_id, row, ticks, now_ms)
     return None if made is None else insert(conn, made)
 
 

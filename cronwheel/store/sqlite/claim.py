@@ -23,15 +23,8 @@ from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
-from cronwheel.store.common import (
-    EXEC_STATUS,
-    MISFIRE,
-    ORIGIN,
-    OVERLAP,
-    PRIORITY,
-    CalendarBook,
-    dumps,
-)
+from cronwheel.store.calendars import CalendarBook
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY, dumps
 from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
 

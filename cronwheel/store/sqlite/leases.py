@@ -22,7 +22,8 @@ from cronwheel.core.records import (
 )
 from cronwheel.store import outbox
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import decide_completions, dumps, retry_from_json, settlements
+from cronwheel.store.common import dumps, retry_from_json
+from cronwheel.store.completions import decide_completions, settlements
 from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.rows import outbox_sql

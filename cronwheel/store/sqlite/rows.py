@@ -7,8 +7,8 @@ from typing import Any
 
 import apsw
 
-from cronwheel.store.common import RowReader
 from cronwheel.store.outbox import Sql
+from cronwheel.store.rowreader import RowReader
 
 _reader = RowReader(json.loads)  # SQLite keeps JSON as text
 job_from_row = _reader.job

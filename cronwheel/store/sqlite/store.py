@@ -58,13 +58,12 @@ from cronwheel.core.records import (
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 from cronwheel.store.base import Store, StoreError, StoreUnavailable
+from cronwheel.store.calendars import calendar_row, calendar_spec_json
 from cronwheel.store.common import (
     ORIGIN,
     PRIORITY,
     SUPERSEDED,
     JsonMemo,
-    calendar_row,
-    calendar_spec_json,
     dumps,
     process_text,
     retry_to_json,

@@ -17,8 +17,9 @@ import apsw
 from cronwheel.core.chains import check_chain, check_children, new_children
 from cronwheel.core.model import Execution
 from cronwheel.core.records import CompletionResult
-from cronwheel.store import common
-from cronwheel.store.common import ChildJob, dumps
+from cronwheel.store import chaining
+from cronwheel.store.chaining import ChildJob
+from cronwheel.store.common import dumps
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.claim import executemany_each
 
@@ -37,12 +38,12 @@ def _child_jobs(conn: apsw.Connection, ids: list[str]) -> dict[str, ChildJob]:
 
 
 def trigger_children(conn: apsw.Connection, results: Sequence[CompletionResult], now_ms: int) -> None:
-    """``store.common.trigger_children`` on this connection."""
+    """``store.chaining.trigger_children`` on this connection."""
 
     def chains_of(parents: list[str]) -> dict[str, tuple[list[str], list[str]]]:
         return {r[0]: (_ids(r[1]), _ids(r[2])) for r in conn.execute(q.CHAINS_OF, (dumps(parents),))}
 
-    common.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
+    chaining.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
 
 
 def _ids(text: str | None) -> list[str]:
@@ -52,7 +53,7 @@ def _ids(text: str | None) -> list[str]:
 def backfill(
     conn: apsw.Connection, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None
 ) -> list[Execution] | None:
-    made = common.backfill_executions(job_id, conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone(), ticks, now_ms)
+    made = chaining.backfill_executions(job_id, conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone(), ticks, now_ms)
     return None if made is None else insert(conn, made)
 
 
