@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cronwheel.core import schedule
+from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import (
     ExecOrigin,
     ExecStatus,
+    Execution,
     JobSpec,
     JobStatus,
     MisfirePolicy,
@@ -23,6 +27,9 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.words import counted
 
 #: the reason on a tick claimed ahead that an update of its job's schedule cancelled
 SUPERSEDED = "superseded: the job's schedule was updated before this tick was due"
@@ -81,3 +88,46 @@ def short(value: str | None, limit: int = 200) -> str:
     if not value:
         return ""
     return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+@functools.lru_cache(maxsize=256)
+def json_list(values: Sequence[str]) -> str | None:
+    """A JSON array column; an empty list is stored as NULL (the claim skips NULL cheaply)."""
+    return dumps(list(values)) if values else None
+
+
+def replay_reason(dead: Execution, now_ms: int) -> str:
+    """The reason a replayed DEAD execution carries: its old reason, then its history."""
+    history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
+    if dead.finished_at is not None:
+        history += f", dead since {schedule.format_instant(dead.finished_at)}"
+    if dead.exit_code is not None:
+        history += f", exit code {dead.exit_code}"
+    if dead.error:
+        history += f", last error: {short(dead.error)}"
+    return history if not dead.reason else f"{dead.reason}; {history}"
+
+
+def expired_completions(rows: Sequence[tuple[str, int]]) -> tuple[list[Completion], list[float]]:
+    """The reaper's completions for expired leases ``(execution_id, lease_epoch)``, with their
+    draws: a deterministic draw per lease spreads the retries of a crashed worker's executions."""
+    comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
+    return comps, [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+
+
+def check_tenant_changes(changes: Mapping[str, Any]) -> None:
+    """ValueError for keys that are not ``TENANT_SETTINGS`` (before anything is written)."""
+    unknown = set(changes) - set(TENANT_SETTINGS)
+    if unknown:
+        raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+
+
+def merged_tenant_settings(current: Tenant, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Every ``TENANT_SETTINGS`` field: the changed ones from ``changes``, the others as stored."""
+    return {f: changes.get(f, getattr(current, f)) for f in TENANT_SETTINGS}
+
+
+def check_token_scope(token: ApiToken) -> None:
+    """ValueError unless the token names a tenant exactly when its role needs one."""
+    if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
+        raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")

@@ -1,0 +1,229 @@
+"""The embedded store: one SQLite file through apsw, in WAL mode.
+
+Durability: ``synchronous=FULL``, so every COMMIT (and so every method that writes) is
+fsynced before it returns. Concurrency: any number of connections, in any number of
+processes, may open the same file; every write transaction starts with ``BEGIN IMMEDIATE``
+(it takes the write lock up front, so a read-then-write never has to be retried) and
+waits up to ``busy_timeout`` for another writer, then raises ``StoreUnavailable``.
+The schema is migrated on open (``migrate.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+
+import apsw
+
+from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.outbox import Sql
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.migrate import apply_migrations, current_version
+from cronwheel.store.sqlite.rows import (
+    outbox_sql,
+)
+
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+#: the writer's page cache holds the jobs table and its due index of a million jobs, which
+#: every claim batch rewrites (see queries.PRAGMAS); readers get less (daemon/serve.py)
+DEFAULT_CACHE_MIB = 256
+MAX_MS = 2**63 - 1
+#: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.IOError,
+    apsw.FullError,
+    apsw.CantOpenError,
+    apsw.ProtocolError,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="SqliteBase")
+
+
+def translated(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """apsw errors never leave the store: they become StoreUnavailable or StoreError."""
+
+    @functools.wraps(fn)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(self, *args, **kwargs)
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(f"sqlite store {self.path} unavailable: {exc}") from exc
+        except apsw.ConnectionClosedError as exc:
+            raise StoreError("the store is closed") from exc
+        except apsw.Error as exc:
+            raise StoreError(f"sqlite store {self.path}: {exc}") from exc
+
+    return wrapper
+
+
+def _enable_wal(conn: apsw.Connection, busy_timeout_ms: int) -> str:
+    """``PRAGMA journal_mode = WAL``, retried: switching a fresh file to WAL needs an exclusive
+    lock, and SQLite answers BUSY at once (no busy handler) while another connection opening
+    the same file holds a shared lock. Returns the journal mode in force."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.001
+    while True:
+        try:
+            row: Any = conn.execute("PRAGMA journal_mode = WAL").fetchall()[0]
+            return str(row[0])
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+def count_rows(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
+    row: Any = conn.execute(sql, args).fetchall()[0]
+    return int(row[0])
+
+
+#: the WAL policy (see ``SqliteStore.maintain_log``)
+WAL_PAGES = 10_000
+WAL_PAGES_LOW_DISK = 1_000
+WAL_TARGET_BYTES = 16 * 1024 * 1024
+WAL_TARGET_LOW_DISK_BYTES = 4 * 1024 * 1024
+
+
+def _private_files(path: Path) -> None:
+    """The store, its WAL and shared-memory file readable by the daemon's user only (0600):
+    the database file is created 0600 before SQLite opens it (SQLite gives its -wal and -shm
+    the database's mode), and a store from an older version is tightened."""
+    if str(path) == ":memory:" or str(path).startswith("file:"):
+        return
+    with contextlib.suppress(FileExistsError, FileNotFoundError, PermissionError):  # apsw says why
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+
+
+class SqliteBase:
+    """The connection and its transactions, shared by the SQLite store's role classes."""
+
+    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._closed = False
+        self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
+
+    @classmethod
+    def open(
+        cls, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, cache_mib: int = DEFAULT_CACHE_MIB
+    ) -> Self:
+        """Open (creating if needed) and migrate the store at ``path``. ``cache_mib`` caps this
+        connection's page cache (allocated only as pages are read)."""
+        path = Path(path)
+        conn: apsw.Connection | None = None
+        try:
+            _private_files(path)
+            conn = apsw.Connection(
+                str(path),
+                flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE,
+                statementcachesize=256,
+            )
+            conn.set_busy_timeout(busy_timeout_ms)
+            mode = _enable_wal(conn, busy_timeout_ms)
+            if mode.lower() != "wal":
+                conn.close()
+                raise StoreError(f"{path}: cannot use WAL mode (journal_mode is {mode})")
+            conn.execute(q.PRAGMAS)
+            conn.execute(f"PRAGMA cache_size = {-1024 * max(1, int(cache_mib)):d}")
+            apply_migrations(conn, time.time_ns() // 1_000_000)
+        except apsw.CantOpenError as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        except _UNAVAILABLE as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreUnavailable(f"sqlite store {path} unavailable: {exc}") from exc
+        except (apsw.Error, RuntimeError) as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        return cls(conn, path)
+
+    @contextlib.contextmanager
+    def _write(self, fsync: bool = True) -> Iterator[apsw.Connection]:
+        """One write transaction: BEGIN IMMEDIATE … COMMIT, else ROLLBACK.
+
+        ``fsync=True`` (the default) commits with ``synchronous=FULL``: what it wrote survives
+        power loss. ``fsync=False`` commits with ``synchronous=NORMAL`` (WAL): it survives any
+        crash of the process, and a power cut may lose it (see Store: completions and
+        heartbeats only; the next FULL commit makes it durable too)."""
+        conn = self._conn
+        if not fsync:
+            conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(apsw.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        finally:
+            if not fsync:
+                conn.execute("PRAGMA synchronous = FULL")
+
+    @translated
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(outbox_sql(conn))
+
+    @translated
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return fn(outbox_sql(self._conn))
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    @translated
+    def schema_version(self) -> int:
+        return current_version(self._conn)
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "kind": "sqlite",
+            "path": str(self.path),
+            "version": None if self._closed else self.schema_version(),
+            "sqlite": apsw.sqlite_lib_version(),
+            "journalMode": "wal",
+            "synchronous": "full",
+        }
+
+    def checkpoint(self) -> None:
+        # PASSIVE never waits on readers; the WAL is reset once no reader holds an old snapshot,
+        # and journal_size_limit then truncates the file
+        with contextlib.suppress(apsw.Error):
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def maintain_log(self, disk_low: bool) -> int | None:
+        """The WAL policy (docs/operations.md): normally checkpointed by SQLite every 10,000
+        pages (~40 MiB, what a herd's claim batches need) and by this call once it is over
+        WAL_TARGET_BYTES, then truncated to that size (journal_size_limit) when it is reset;
+        while the disk is low, every 1,000 pages (~4 MiB), and truncated to nothing here."""
+        wal = Path(f"{self.path}-wal")
+        size = wal.stat().st_size if wal.exists() else 0
+        with contextlib.suppress(apsw.Error):
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_LOW_DISK if disk_low else WAL_PAGES}")
+            if disk_low and size > WAL_TARGET_LOW_DISK_BYTES:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            elif size > WAL_TARGET_BYTES:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return wal.stat().st_size if wal.exists() else 0

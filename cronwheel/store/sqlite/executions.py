@@ -1,0 +1,241 @@
+"""The SQLite store's executions: hand-outs under leases, heartbeats, completions, reads, effects, the dead-letter queue and retention."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from cronwheel.core import schedule
+from cronwheel.core.chains import payload_with_context
+from cronwheel.core.ids import stable_hash
+from cronwheel.core.model import (
+    DEFAULT_LEASE_SEC,
+    ExecStatus,
+    Execution,
+    Grant,
+)
+from cronwheel.core.records import (
+    Completion,
+    CompletionResult,
+    EffectVerdict,
+    HeartbeatResult,
+    Outcome,
+    StartRequest,
+)
+from cronwheel.core.words import counted
+from cronwheel.store.common import (
+    ORIGIN,
+    PRIORITY,
+    JsonMemo,
+    dumps,
+    short,
+)
+from cronwheel.store.outbox import after_starts
+from cronwheel.store.sqlite import jobstate, leases
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.connection import (
+    MAX_MS,
+    SqliteBase,
+    count_rows,
+    translated,
+)
+from cronwheel.store.sqlite.rows import (
+    execution_from_row,
+    outbox_sql,
+)
+
+_DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
+
+
+class ExecutionMethods(SqliteBase):
+    """``store.roles.executions.ExecutionStore`` and ``prune_executions`` on the SQLite file."""
+
+    @translated
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        after_at, after_id = after if after is not None else (-MAX_MS, "")
+        rows = self._conn.execute(q.READY_EXECUTIONS, (now_ms, after_at, after_id, limit))
+        return [execution_from_row(r) for r in rows]
+
+    @translated
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        if not starts:
+            return []
+        workers: dict[str, str] = {}
+        for st in starts:
+            workers.setdefault(st.execution_id, st.worker_id)
+        with self._write() as conn:
+            return self._start_in(conn, workers, now_ms)
+
+    @translated
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        if max <= 0 or not queues:
+            return []
+        with self._write() as conn:  # BEGIN IMMEDIATE: claimers on one file are serialised
+            ids = [r[0] for r in conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, tenant, max))]
+            if not ids:
+                return []
+            grants = self._start_in(conn, dict.fromkeys(ids, worker_id), now_ms)
+        return grants
+
+    def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
+        """start_executions' work inside the caller's write transaction."""
+        pairs = dumps([[eid, wid] for eid, wid in workers.items()])
+        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (pairs, now_ms, _DEFAULT_LEASE_MS)).fetchall()
+        by_id = {r[0]: r for r in rows}
+        grants: list[Grant] = []
+        parsed = JsonMemo()
+        for eid in workers:  # in the order asked
+            r = by_id.get(eid)
+            if r is None:
+                continue
+            lease_sec, timeout_sec, target, payload, process = r[10:15]
+            if target is None:  # no definition row (cannot happen with the foreign keys on)
+                lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
+            context = None if r[15] is None else json.loads(r[15])
+            grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
+                                lease_sec, timeout_sec, parsed(target),
+                                payload_with_context(parsed(payload), context), r[8],
+                                origin=ORIGIN[r[9]], process=None if process is None else parsed(process),
+                                context=context))  # fmt: skip
+        after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
+        return grants
+
+    @translated
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        with self._write(fsync=False) as conn:
+            return leases.heartbeat(conn, execution_id, lease_epoch, now_ms)
+
+    @translated
+    def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
+        if not beats:
+            return []
+        with self._write(fsync=False) as conn:
+            return [leases.heartbeat(conn, eid, epoch, now_ms) for eid, _worker, epoch in beats]
+
+    @translated
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        if not completions:
+            return []
+        with self._write(fsync=False) as conn:
+            return leases.complete(conn, completions, now_ms, rand01)
+
+    @translated
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        if limit <= 0:
+            return []
+        with self._write(fsync=False) as conn:
+            rows: list[Any] = conn.execute(q.EXPIRED_LEASES, (now_ms, limit)).fetchall()
+            if not rows:
+                return []
+            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
+            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
+            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            return leases.complete(conn, comps, now_ms, rands)
+
+    @translated
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_WITH_WORKER_PREFIX, (prefix,))]
+
+    @translated
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        row = self._conn.execute(q.GET_EXECUTION, (execution_id, tenant)).fetchone()
+        return None if row is None else execution_from_row(row)
+
+    @translated
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = (job_id, MAX_MS if before is None else before, limit, tenant)
+        return [execution_from_row(r) for r in self._conn.execute(q.LIST_EXECUTIONS, args)]
+
+    @translated
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        if not job_ids:
+            return {}
+        rows = self._conn.execute(q.LAST_RUNS, (dumps(list(job_ids)), tenant))
+        return {ex.job_id: ex for ex in map(execution_from_row, rows)}
+
+    @translated
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
+        if status is None:
+            where = "1"
+        else:
+            value = ExecStatus(status).value
+            where = q.COUNT_EXECUTIONS_WHERE.get(value, f"status = '{value}'")
+        sql = q.COUNT_EXECUTIONS.format(where=where)
+        return count_rows(self._conn, sql, (tenant,))
+
+    @translated
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        with self._write() as conn:
+            row = conn.execute(q.EXECUTION_LEASE, (execution_id,)).fetchone()
+            if row is None:
+                return EffectVerdict.NOT_FOUND
+            if conn.execute(q.EFFECT_EXISTS, (execution_id, key)).fetchone() is not None:
+                return EffectVerdict.DUPLICATE
+            if row[0] != "RUNNING" or row[1] != lease_epoch:
+                return EffectVerdict.FENCED
+            conn.execute(q.INSERT_EFFECT, (execution_id, key, lease_epoch, now_ms))
+        return EffectVerdict.RECORDED
+
+    @translated
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        rows = self._conn.execute(q.LIST_DEAD, (after or "", tenant, limit))
+        return [execution_from_row(r) for r in rows]
+
+    @translated
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_DEAD, (execution_id, tenant)).fetchone()
+            if row is None:
+                return None
+            dead = execution_from_row(row)
+            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
+            if dead.finished_at is not None:
+                history += f", dead since {schedule.format_instant(dead.finished_at)}"
+            if dead.exit_code is not None:
+                history += f", exit code {dead.exit_code}"
+            if dead.error:
+                history += f", last error: {short(dead.error)}"
+            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            conn.execute(q.REPLAY_DEAD, (execution_id, now_ms, reason))
+            jobstate.reopen(conn, dead.job_id)
+            row = conn.execute(q.GET_EXECUTION, (execution_id, None)).fetchone()
+        return execution_from_row(row)
+
+    @translated
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        with self._write() as conn:
+            conn.execute(q.PURGE_DEAD, (execution_id, tenant))
+            return conn.changes() > 0
+
+    @translated
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        jobs = [r[0] for r in self._conn.execute(q.PRUNE_JOBS_PAGE, (after_job or "", jobs_per_call))]
+        if not jobs:
+            return 0, None
+        deleted = 0
+        with self._write() as conn:
+            for job_id in jobs:
+                conn.execute(q.PRUNE_JOB_EXECUTIONS, (job_id, older_than_ms, max(1, keep_last), limit - deleted))
+                deleted += conn.changes()
+                if deleted >= limit:
+                    # this job may have more: come back to it (the cursor is the job before it)
+                    index = jobs.index(job_id)
+                    return deleted, (jobs[index - 1] if index else after_job) or ""
+        return deleted, jobs[-1] if len(jobs) == jobs_per_call else None

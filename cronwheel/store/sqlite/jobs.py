@@ -1,0 +1,261 @@
+"""The SQLite store's jobs: create (idempotent, quota- and name-checked), read, list, update, pause/resume, cancel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from cronwheel.core.ids import bucket_of
+from cronwheel.core.model import (
+    Job,
+    JobSpec,
+    JobStatus,
+)
+from cronwheel.core.notify import rules_to_json
+from cronwheel.core.records import (
+    CreateOutcome,
+    CreateResult,
+    NewJob,
+    UpdateOutcome,
+    UpdateResult,
+)
+from cronwheel.store.base import StoreError
+from cronwheel.store.common import (
+    SUPERSEDED,
+    dumps,
+    json_list,
+    process_text,
+    retry_to_json,
+)
+from cronwheel.store.outbox import after_create, after_update
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite import triggers
+from cronwheel.store.sqlite.connection import (
+    SqliteBase,
+    count_rows,
+    translated,
+)
+from cronwheel.store.sqlite.rows import (
+    job_from_row,
+    outbox_sql,
+)
+
+
+class JobMethods(SqliteBase):
+    """``store.roles.jobs.JobStore`` on the SQLite file."""
+
+    @translated
+    def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
+        if not jobs:
+            return []
+        results: list[CreateResult] = []
+        job_rows: list[tuple[Any, ...]] = []
+        def_rows: list[tuple[Any, ...]] = []
+        key_rows: list[tuple[Any, ...]] = []
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
+        tenants: set[str] = set()
+        batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
+        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
+        batch_names: dict[tuple[str, str], str] = {}  # (tenant, name) -> job id, held in this batch
+        name_rows: list[tuple[str, str, str]] = []
+        with self._write() as conn:
+            for nj in jobs:
+                spec = nj.spec
+                tenant = spec.tenant
+                k = None
+                if nj.idempotency_key is not None:
+                    k = (tenant, nj.idempotency_key)
+                    seen = batch_keys.get(k)
+                    if seen is None:
+                        row = conn.execute(q.SELECT_IDEMPOTENCY_KEY, k).fetchone()
+                        seen = None if row is None else (row[0], row[1], row[2])
+                    if seen is not None:
+                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
+                        results.append(CreateResult(outcome, seen[1], seen[2]))
+                        continue
+                name_key = None if spec.name is None else (tenant, spec.name)
+                if name_key is not None:
+                    holder = batch_names.get(name_key) or self._name_holder(conn, tenant, spec.name)
+                    if holder is not None:
+                        results.append(CreateResult(CreateOutcome.NAME_TAKEN, holder, None))
+                        continue
+                if nj.max_jobs is not None:
+                    if tenant not in registered:
+                        registered[tenant] = count_rows(conn, q.COUNT_REGISTERED_JOBS, (tenant,))
+                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
+                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
+                        continue
+                created[tenant] = created.get(tenant, 0) + 1
+                if name_key is not None:
+                    batch_names[name_key] = nj.job_id
+                    name_rows.append((tenant, spec.name, nj.job_id))
+                if k is not None:
+                    batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
+                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
+                tenants.add(tenant)
+                retry = spec.retry
+                # StrEnum/IntEnum members bind as their text/integer values
+                job_rows.append((
+                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
+                    spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
+                    spec.priority, retry.max_attempts, spec.target.get("queue"),
+                    json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
+                ))  # fmt: skip
+                def_rows.append((
+                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
+                    process_text(spec), spec.active_from, json_list(spec.on_success), json_list(spec.on_failure),
+                    spec.managed_by,
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
+                ))  # fmt: skip
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
+                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
+            new_tenants = sorted(tenants - self._known_tenants)
+            if new_tenants:
+                conn.executemany(q.INSERT_TENANT, [(t, now_ms) for t in new_tenants])
+            if job_rows:
+                try:
+                    conn.executemany(q.INSERT_JOB, job_rows)
+                except apsw.ConstraintError as exc:
+                    raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
+                conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
+                after_create(outbox_sql(conn), watched, now_ms)
+            if name_rows:
+                conn.executemany(q.INSERT_JOB_NAME, name_rows)
+            if key_rows:
+                conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
+        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
+        return results
+
+    @translated
+    def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        row = self._conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+        return None if row is None else job_from_row(row)
+
+    @staticmethod
+    def _name_holder(conn: apsw.Connection, tenant: str, name: str) -> str | None:
+        row = conn.execute(q.NAME_HOLDER, (tenant, name)).fetchone()
+        return None if row is None else str(row[0])
+
+    @translated
+    def update_job(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        next_run_at: int | None,
+        reschedule: bool,
+        now_ms: int,
+        tenant: str | None = None,
+    ) -> UpdateResult:
+        with self._write() as conn:
+            row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+            if row is None:
+                return UpdateResult(UpdateOutcome.NOT_FOUND)
+            job = job_from_row(row)
+            if job.status is JobStatus.CANCELLED:
+                return UpdateResult(UpdateOutcome.CANCELLED, job)
+            if spec.name != job.spec.name:
+                if spec.name is not None:
+                    holder = self._name_holder(conn, job.tenant, spec.name)
+                    if holder is not None and holder != job_id:
+                        return UpdateResult(UpdateOutcome.NAME_TAKEN, job, holder)
+                conn.execute(q.RELEASE_JOB_NAME, (job_id,))
+                if spec.name is not None:
+                    conn.execute(q.INSERT_JOB_NAME, (job.tenant, spec.name, job_id))
+            retry = spec.retry
+            conn.execute(q.UPDATE_JOB, (
+                job_id, spec.schedule, spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec,
+                spec.priority, retry.max_attempts, spec.target.get("queue"), next_run_at, reschedule,
+                json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
+            ))  # fmt: skip
+            conn.execute(q.UPDATE_JOB_DEFINITION, (
+                job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, process_text(spec),
+                spec.active_from, spec.managed_by,
+            ))  # fmt: skip
+            if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
+                # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
+                triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
+            superseded: list[str] = []
+            if reschedule:
+                ahead = conn.execute(q.CLAIMED_AHEAD_OF_JOB, (job_id, job_id + ":", job_id + ";", now_ms))
+                superseded = sorted(str(r[0]) for r in ahead)
+                conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, SUPERSEDED) for eid in superseded])
+            updated = job_from_row(conn.execute(q.GET_JOB, (job_id, None)).fetchone())
+        return UpdateResult(UpdateOutcome.UPDATED, updated, superseded=superseded)
+
+    @translated
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        return [job_from_row(r) for r in self._conn.execute(q.FIND_JOBS_BY_NAME, (name, tenant))]
+
+    @translated
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]:
+        st = None if status is None else status.value
+        args: tuple[Any, ...] = (after_id or "", st, max(0, limit))
+        sql = q.LIST_JOBS if tenant is None else q.LIST_JOBS_OF_TENANT
+        if tenant is not None:
+            args += (tenant,)
+        return [job_from_row(r) for r in self._conn.execute(sql, args)]
+
+    @translated
+    def count_jobs(self, tenant: str | None = None, status: JobStatus | None = None) -> int:
+        terms: list[str] = []
+        args: list[str] = []
+        if tenant is not None:
+            terms.append("tenant = ?")
+            args.append(tenant)
+        if status is not None:
+            terms.append("status = ?")
+            args.append(JobStatus(status).value)
+        sql = q.COUNT_JOBS.format(where=" AND ".join(terms) or "1")
+        return count_rows(self._conn, sql, tuple(args))
+
+    @translated
+    def set_job_status(
+        self,
+        job_id: str,
+        expect: Sequence[JobStatus],
+        status: JobStatus,
+        now_ms: int,
+        next_run_at: int | None = None,
+        tenant: str | None = None,
+    ) -> Job | None:
+        expected = json.dumps([JobStatus(s).value for s in expect])
+        with self._write() as conn:
+            conn.execute(q.SET_JOB_STATUS, (job_id, status.value, next_run_at, expected, tenant))
+            if conn.changes() == 0:
+                return None
+            conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
+            row = conn.execute(q.GET_JOB, (job_id, None)).fetchone()
+        return job_from_row(row)
+
+    @translated
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+            if row is None:
+                return None
+            job = job_from_row(row)
+            if job.status is JobStatus.CANCELLED:
+                return job, []
+            conn.execute(q.CANCEL_JOB, (job_id,))
+            conn.execute(q.RELEASE_JOB_NAME, (job_id,))
+            conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
+            live: list[Any] = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, (job_id, job_id + ":", job_id + ";")).fetchall()
+            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, "job cancelled") for eid, _ in live])
+        job.status = JobStatus.CANCELLED
+        job.next_run_at = None
+        job.updated_at = now_ms
+        return job, sorted(eid for eid, status in live if status == "RUNNING")

@@ -1,0 +1,151 @@
+"""The SQLite store's scheduling: due jobs, the claim, triggers, calendars, backfills and chains."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from cronwheel.core.calendar import Calendar
+from cronwheel.core.ids import execution_id
+from cronwheel.core.model import (
+    ExecOrigin,
+    ExecStatus,
+    Execution,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+)
+from cronwheel.core.records import (
+    ClaimResult,
+    Fence,
+)
+from cronwheel.store.calendars import calendar_row, calendar_spec_json
+from cronwheel.store.common import (
+    PRIORITY,
+)
+from cronwheel.store.sqlite import claim as claiming
+from cronwheel.store.sqlite import cluster, jobstate, triggers
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.connection import (
+    SqliteBase,
+    translated,
+)
+from cronwheel.store.sqlite.rows import job_from_row
+
+
+def buckets_json(buckets: tuple[int, ...]) -> str:
+    return json.dumps([int(b) for b in buckets])
+
+
+class SchedulingMethods(SqliteBase):
+    """``store.roles.scheduling.SchedulingStore`` on the SQLite file."""
+
+    @translated
+    def due_jobs(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[str, int]]:
+        if not buckets or limit <= 0:
+            return []
+        rows = self._conn.execute(q.DUE_JOBS, (buckets_json(tuple(buckets)), until_ms, limit))
+        return [(r[0], r[1]) for r in rows]
+
+    @translated
+    def next_due_at(self, buckets: Sequence[int]) -> int | None:
+        if not buckets:
+            return None
+        row = self._conn.execute(q.NEXT_DUE_AT, (buckets_json(tuple(buckets)),)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @translated
+    def claim_due(
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+    ) -> ClaimResult:
+        result = ClaimResult()
+        if not buckets or limit <= 0:
+            return result
+        with self._write() as conn:
+            owned = list(buckets) if fence is None else cluster.fenced_buckets(conn, buckets, fence, now_ms)
+            if owned:
+                claiming.claim(conn, buckets_json(tuple(owned)), now_ms, limit, result, ahead_ms)
+        return result
+
+    @translated
+    def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
+            if row is None or row[0] == JobStatus.CANCELLED.value:
+                return None
+            _, job_tenant, prio, max_att, overlap, queue = row
+            tick = now_ms
+            page = 256
+            while True:  # the first millisecond from now on that has no execution yet
+                taken = [r[0] for r in conn.execute(q.TAKEN_TICKS_FROM, (job_id, tick, page))]
+                for t in taken:
+                    if t != tick:
+                        break
+                    tick += 1
+                else:
+                    if len(taken) == page:
+                        continue
+                break
+            guard = 0 if overlap == OverlapPolicy.ALLOW.value else 1
+            eid = execution_id(job_id, tick)
+            conn.execute(q.INSERT_EXECUTION, (
+                eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
+                ExecOrigin.MANUAL.value,
+            ))  # fmt: skip
+            if queue is not None:
+                conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))
+            jobstate.reopen(conn, job_id)
+        return Execution(eid, job_id, job_tenant, PRIORITY[prio], tick, ExecStatus.PENDING,
+                         available_at=now_ms, created_at=now_ms, reason="triggered", max_attempts=max_att,
+                         queue=queue, origin=ExecOrigin.MANUAL)
+
+    @translated
+    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+        with self._write() as conn:
+            row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, calendar_spec_json(calendar),
+                                                   now_ms)).fetchone()  # fmt: skip
+        return calendar_row(row, json.loads)
+
+    @translated
+    def get_calendar(self, tenant: str, name: str) -> Calendar | None:
+        row = self._conn.execute(q.GET_CALENDAR, (tenant, name)).fetchone()
+        return None if row is None else calendar_row(row, json.loads)
+
+    @translated
+    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        return [calendar_row(r, json.loads) for r in self._conn.execute(q.LIST_CALENDARS, (tenant,))]
+
+    @translated
+    def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
+        with self._write() as conn:
+            users = [r[0] for r in conn.execute(q.CALENDAR_USERS, (tenant, name))]
+            if users:
+                return False, users
+            before = conn.total_changes()
+            conn.execute(q.DELETE_CALENDAR, (tenant, name))
+            return conn.total_changes() > before, []
+
+    @translated
+    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
+        with self._write() as conn:
+            return triggers.backfill(conn, job_id, ticks, now_ms, tenant)
+
+    @translated
+    def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:
+        with self._write() as conn:
+            if conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone() is None:
+                return None
+            before = conn.total_changes()
+            conn.execute(q.CANCEL_BACKFILL, (job_id, now_ms, tenant))
+            return conn.total_changes() - before
+
+    @translated
+    def set_job_chain(
+        self, job_id: str, on_success: Sequence[str], on_failure: Sequence[str], now_ms: int,
+        tenant: str | None = None,
+    ) -> Job | None:
+        with self._write() as conn:
+            if not triggers.set_chain(conn, job_id, on_success, on_failure, now_ms, tenant):
+                return None
+        row = self._conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+        return None if row is None else job_from_row(row)

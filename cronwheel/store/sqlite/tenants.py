@@ -1,0 +1,93 @@
+"""The SQLite store's tenants and API tokens (hashes only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.store.base import StoreError
+from cronwheel.store.common import (
+    dumps,
+)
+from cronwheel.store.sqlite import queries as q
+from cronwheel.store.sqlite.connection import (
+    SqliteBase,
+    translated,
+)
+from cronwheel.store.sqlite.rows import (
+    tenant_from_row,
+    token_from_row,
+)
+
+
+class TenantMethods(SqliteBase):
+    """``store.roles.tenants.TenantStore`` on the SQLite file."""
+
+    @translated
+    def list_tenants(self) -> list[Tenant]:
+        return [tenant_from_row(r) for r in self._conn.execute(q.LIST_TENANTS)]
+
+    @translated
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        t = tenant
+        with self._write() as conn:
+            conn.execute(q.CREATE_TENANT, (
+                t.name, t.weight, t.max_running, t.max_jobs, t.submit_rate, t.submit_burst,
+                int(t.allow_shell), dumps(list(t.http_allow)), now_ms, now_ms,
+            ))  # fmt: skip
+            if conn.changes() == 0:
+                return None
+            row = conn.execute(q.GET_TENANT, (t.name,)).fetchone()
+        self._known_tenants.add(t.name)
+        return tenant_from_row(row)
+
+    @translated
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        unknown = set(changes) - set(TENANT_SETTINGS)
+        if unknown:
+            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        with self._write() as conn:
+            row = conn.execute(q.GET_TENANT, (name,)).fetchone()
+            if row is None:
+                return None
+            cur = tenant_from_row(row)
+            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            conn.execute(q.UPDATE_TENANT, (
+                name, new["weight"], new["max_running"], new["max_jobs"], new["submit_rate"],
+                new["submit_burst"], int(bool(new["allow_shell"])), dumps(list(new["http_allow"] or ())), now_ms,
+            ))  # fmt: skip
+            row = conn.execute(q.GET_TENANT, (name,)).fetchone()
+        return tenant_from_row(row)
+
+    @translated
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
+            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
+        with self._write() as conn:
+            if token.tenant is not None and conn.execute(q.TENANT_EXISTS, (token.tenant,)).fetchone() is None:
+                return False
+            try:
+                conn.execute(q.INSERT_TOKEN, (
+                    token.token_id, token.token_hash, token.role.value, token.tenant, token.name, now_ms,
+                ))  # fmt: skip
+            except apsw.ConstraintError as exc:
+                raise StoreError(f"cannot store the token (id or hash reused?): {exc}") from exc
+        return True
+
+    @translated
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        row = self._conn.execute(q.GET_TOKEN_BY_HASH, (token_hash,)).fetchone()
+        return None if row is None else token_from_row(row)
+
+    @translated
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        return [token_from_row(r) for r in self._conn.execute(q.LIST_TOKENS, (tenant,))]
+
+    @translated
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        with self._write() as conn:
+            conn.execute(q.REVOKE_TOKEN, (token_id, now_ms))
+            row = conn.execute(q.GET_TOKEN, (token_id,)).fetchone()
+        return None if row is None else token_from_row(row)
