@@ -26,8 +26,8 @@ from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.postgres import PostgresStore
 from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.connection import normalise_conninfo
 from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
-from cronwheel.store.postgres.store import normalise_conninfo
 from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
 from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
 from tests.support.wait import wait_for

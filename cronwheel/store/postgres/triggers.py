@@ -25,7 +25,7 @@ from cronwheel.store.common import dumps
 from cronwheel.store.postgres import queries as q
 
 #: advisory-lock key space of chain changes, per tenant (next to the store's other spaces:
-#: store.IDEMPOTENCY_LOCK_SPACE … NAME_LOCK_SPACE)
+#: jobs.IDEMPOTENCY_LOCK_SPACE … NAME_LOCK_SPACE)
 CHAIN_LOCK_SPACE = 0x63770004
 
 

@@ -1,0 +1,187 @@
+"""The PostgreSQL store's executions: hand-outs under leases, heartbeats, completions, reads, effects, the dead-letter queue and retention."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cronwheel.core import schedule
+from cronwheel.core.ids import stable_hash
+from cronwheel.core.model import (
+    ExecStatus,
+    Execution,
+    Grant,
+)
+from cronwheel.core.records import (
+    Completion,
+    CompletionResult,
+    EffectVerdict,
+    HeartbeatResult,
+    Outcome,
+    StartRequest,
+)
+from cronwheel.core.words import counted
+from cronwheel.store.common import (
+    short,
+)
+from cronwheel.store.postgres import jobstate, leases
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.connection import MAX_MS, PostgresBase, translated
+from cronwheel.store.postgres.rows import (
+    execution_from_row,
+)
+
+
+class ExecutionMethods(PostgresBase):
+    """``store.roles.executions.ExecutionStore`` and ``prune_executions`` on PostgreSQL."""
+
+    @translated
+    def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        after_at, after_id = after if after is not None else (-MAX_MS, "")
+        args = {"now": now_ms, "after_at": after_at, "after_id": after_id, "limit": limit}
+        return [execution_from_row(r) for r in self._rows(q.READY_EXECUTIONS, args)]
+
+    @translated
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        if not starts:
+            return []
+        with self._write() as conn:
+            return leases.start(conn, starts, now_ms)
+
+    @translated
+    def claim_for_worker(
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+    ) -> list[Grant]:
+        if max <= 0 or not queues:
+            return []
+        with self._write() as conn:
+            return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant)
+
+    @translated
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        with self._write() as conn:
+            return leases.heartbeat(conn, [(execution_id, lease_epoch)], now_ms)[0]
+
+    @translated
+    def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
+        if not beats:
+            return []
+        with self._write() as conn:
+            return leases.heartbeat(conn, [(eid, epoch) for eid, _worker, epoch in beats], now_ms)
+
+    @translated
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        if not completions:
+            return []
+        with self._write() as conn:
+            return leases.complete(conn, completions, now_ms, rand01)
+
+    @translated
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        if limit <= 0:
+            return []
+        with self._write() as conn:
+            rows = conn.execute(q.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
+            if not rows:
+                return []
+            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
+            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
+            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            return leases.complete(conn, comps, now_ms, rands)
+
+    @translated
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        return [execution_from_row(r) for r in self._rows(q.RUNNING_WITH_WORKER_PREFIX, {"prefix": prefix})]
+
+    @translated
+    def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        rows = self._rows(q.GET_EXECUTION, {"id": execution_id, "tenant": tenant})
+        return execution_from_row(rows[0]) if rows else None
+
+    @translated
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = {"job_id": job_id, "before": MAX_MS if before is None else before, "limit": limit, "tenant": tenant}
+        return [execution_from_row(r) for r in self._rows(q.LIST_EXECUTIONS, args)]
+
+    @translated
+    def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:
+        if not job_ids:
+            return {}
+        rows = self._rows(q.LAST_RUNS, {"ids": list(job_ids), "tenant": tenant})
+        return {ex.job_id: ex for ex in map(execution_from_row, rows)}
+
+    @translated
+    def count_executions(self, status: ExecStatus | None = None, tenant: str | None = None) -> int:
+        where = "TRUE" if status is None else f"status = '{ExecStatus(status).value}'"
+        return int(self._scalar(q.COUNT_EXECUTIONS.format(where=where), {"tenant": tenant}))
+
+    @translated
+    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+        args = {"id": execution_id, "key": key, "epoch": lease_epoch, "now": now_ms}
+        with self._write() as conn:
+            row = conn.execute(q.EXECUTION_LEASE, args).fetchone()
+            if row is None:
+                return EffectVerdict.NOT_FOUND
+            if conn.execute(q.EFFECT_EXISTS, args).fetchone() is not None:
+                return EffectVerdict.DUPLICATE
+            if row[0] != "RUNNING" or row[1] != lease_epoch:
+                return EffectVerdict.FENCED
+            if conn.execute(q.INSERT_EFFECT, args).fetchone() is None:
+                return EffectVerdict.DUPLICATE  # recorded by a concurrent call a moment ago
+        return EffectVerdict.RECORDED
+
+    @translated
+    def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = {"after": after or "", "tenant": tenant, "limit": limit}
+        return [execution_from_row(r) for r in self._rows(q.LIST_DEAD, args)]
+
+    @translated
+    def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
+        with self._write() as conn:
+            row = conn.execute(q.GET_DEAD, {"id": execution_id, "tenant": tenant}).fetchone()
+            if row is None:
+                return None
+            dead = execution_from_row(row)
+            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
+            if dead.finished_at is not None:
+                history += f", dead since {schedule.format_instant(dead.finished_at)}"
+            if dead.exit_code is not None:
+                history += f", exit code {dead.exit_code}"
+            if dead.error:
+                history += f", last error: {short(dead.error)}"
+            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            row = conn.execute(q.REPLAY_DEAD, {"id": execution_id, "now": now_ms, "reason": reason}).fetchone()
+            jobstate.reopen(conn, dead.job_id)
+        return execution_from_row(row)
+
+    @translated
+    def purge_dead(self, execution_id: str, tenant: str | None = None) -> bool:
+        with self._write() as conn:
+            return conn.execute(q.PURGE_DEAD, {"id": execution_id, "tenant": tenant}).rowcount > 0
+
+    @translated
+    def prune_executions(
+        self, older_than_ms: int, keep_last: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        jobs = [r[0] for r in self._rows(q.PRUNE_JOBS_PAGE, {"after": after_job or "", "n": jobs_per_call})]
+        if not jobs:
+            return 0, None
+        deleted = 0
+        with self._write() as conn:
+            for index, job_id in enumerate(jobs):
+                args = {"job_id": job_id, "older_than": older_than_ms, "skip": max(1, keep_last) - 1,
+                        "limit": limit - deleted}  # fmt: skip
+                deleted += conn.execute(q.PRUNE_JOB_EXECUTIONS, args).rowcount
+                if deleted >= limit:
+                    # this job may have more: come back to it (the cursor is the job before it)
+                    return deleted, (jobs[index - 1] if index else after_job) or ""
+        return deleted, jobs[-1] if len(jobs) == jobs_per_call else None

@@ -1,0 +1,291 @@
+"""The PostgreSQL store's jobs: create (idempotent, quota- and name-checked under advisory locks), read, list, update, pause/resume, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import errors as pgerr
+
+from cronwheel.core.ids import bucket_of, stable_hash
+from cronwheel.core.model import (
+    Job,
+    JobSpec,
+    JobStatus,
+)
+from cronwheel.core.notify import rules_to_json
+from cronwheel.core.records import (
+    CreateOutcome,
+    CreateResult,
+    NewJob,
+    UpdateOutcome,
+    UpdateResult,
+)
+from cronwheel.store.base import StoreError
+from cronwheel.store.common import (
+    SUPERSEDED,
+    dumps,
+    json_list,
+    process_text,
+    retry_to_json,
+)
+from cronwheel.store.outbox import after_create, after_update
+from cronwheel.store.postgres import claim as claiming
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres import triggers
+from cronwheel.store.postgres.connection import PostgresBase, first_line, translated
+from cronwheel.store.postgres.rows import (
+    job_from_row,
+    outbox_sql,
+)
+
+#: advisory-lock key spaces (the first int4 of the two-int4 form): idempotency keys, and
+#: tenants whose registered-jobs quota a submission checks
+IDEMPOTENCY_LOCK_SPACE = 0x63770001
+QUOTA_LOCK_SPACE = 0x63770002
+NAME_LOCK_SPACE = 0x63770003
+
+
+def lock_keys(texts: set[str]) -> list[int]:
+    """int4 advisory-lock keys for some strings, sorted (the lock order)."""
+    return sorted({stable_hash(t) % 2**32 - 2**31 for t in texts})
+
+
+#: the columns of the batched inserts (``unnest`` arrays), in the order of the row tuples
+_JOB_FIELDS = ("id", "bucket_id", "status", "next_run_at", "schedule", "timezone", "misfire", "overlap",
+               "jitter_sec", "tenant", "priority", "max_attempts", "queue", "calendars", "active_until",
+               "misfire_grace_sec")  # fmt: skip
+_DEF_FIELDS = ("job_id", "name", "run_at", "target", "payload", "retry", "timeout_sec", "lease_sec", "process",
+               "active_from", "on_success", "on_failure", "managed_by", "notify", "expect_ms")  # fmt: skip
+
+_KEY_FIELDS = ("tenant", "key", "request_hash", "job_id", "next_run_at")
+_NAME_FIELDS = ("tenant", "name", "job_id")
+
+
+class JobMethods(PostgresBase):
+    """``store.roles.jobs.JobStore`` on PostgreSQL."""
+
+    @translated
+    def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
+        if not jobs:
+            return []
+        results: list[CreateResult] = []
+        job_rows: list[tuple[Any, ...]] = []
+        def_rows: list[tuple[Any, ...]] = []
+        key_rows: list[tuple[Any, ...]] = []
+        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
+        tenants: set[str] = set()
+        keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
+        capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
+        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
+        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
+        name_rows: list[tuple[str, str, str]] = []
+        with self._write() as conn:
+            known: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+            if keyed:
+                # Serialise with concurrent submissions of the same keys, then read them.
+                hashes = lock_keys({f"{t}\n{k}" for t, k in keyed})
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": IDEMPOTENCY_LOCK_SPACE, "hashes": hashes})
+                args = {"tenants": [t for t, _ in keyed], "keys": [k for _, k in keyed]}
+                for t, k, request_hash, job_id, next_run_at in conn.execute(q.SELECT_IDEMPOTENCY_KEYS, args):
+                    known[(t, k)] = (request_hash, job_id, next_run_at)
+            holders: dict[tuple[str, str], str] = {}  # (tenant, name) -> the job holding it
+            named = sorted({(nj.spec.tenant, nj.spec.name) for nj in jobs if nj.spec.name is not None})
+            if named:
+                # Serialise with concurrent submissions and renames to the same names, then read
+                # their holders (the primary key of job_names would refuse a second one anyway).
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": NAME_LOCK_SPACE, "hashes": lock_keys({f"{t}\n{n}" for t, n in named})})
+                args = {"tenants": [t for t, _ in named], "names": [n for _, n in named]}
+                holders = {(t, n): job_id for t, n, job_id in conn.execute(q.NAME_HOLDERS, args)}
+            if capped:
+                # Serialise with concurrent submissions for the same tenants: counts stay exact.
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": QUOTA_LOCK_SPACE, "hashes": lock_keys(capped)})
+            for nj in jobs:
+                spec = nj.spec
+                tenant = spec.tenant
+                key = None
+                if nj.idempotency_key is not None:
+                    key = (tenant, nj.idempotency_key)
+                    seen = known.get(key)
+                    if seen is not None:
+                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
+                        results.append(CreateResult(outcome, seen[1], seen[2]))
+                        continue
+                name_key = None if spec.name is None else (tenant, spec.name)
+                if name_key is not None and name_key in holders:
+                    results.append(CreateResult(CreateOutcome.NAME_TAKEN, holders[name_key], None))
+                    continue
+                if nj.max_jobs is not None:
+                    if tenant not in registered:
+                        count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
+                        registered[tenant] = int(count[0]) if count else 0
+                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
+                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
+                        continue
+                created[tenant] = created.get(tenant, 0) + 1
+                if name_key is not None:
+                    holders[name_key] = nj.job_id  # later ones in this batch
+                    name_rows.append((tenant, spec.name, nj.job_id))
+                if key is not None:
+                    known[key] = (nj.request_hash, nj.job_id, nj.next_run_at)  # later ones in this batch
+                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at))
+                tenants.add(tenant)
+                retry = spec.retry
+                job_rows.append((
+                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
+                    spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
+                    int(spec.priority), retry.max_attempts, spec.target.get("queue"),
+                    json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
+                ))  # fmt: skip
+                def_rows.append((
+                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
+                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
+                    process_text(spec), spec.active_from, json_list(spec.on_success), json_list(spec.on_failure),
+                    spec.managed_by,
+                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
+                ))  # fmt: skip
+                if spec.notify or spec.expect_success_within_ms is not None:
+                    watched.append((nj.job_id, spec.expect_success_within_ms))
+                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
+            new_tenants = sorted(tenants - self._known_tenants)
+            if new_tenants:
+                conn.execute(q.INSERT_TENANTS, {"names": new_tenants, "now": now_ms})
+            if job_rows:
+                try:
+                    conn.execute(q.INSERT_JOBS, claiming.columns(job_rows, _JOB_FIELDS))
+                except pgerr.UniqueViolation as exc:
+                    raise StoreError(f"cannot create jobs (duplicate job id?): {first_line(exc)}") from exc
+                conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
+                after_create(outbox_sql(conn), watched, now_ms)
+            if name_rows:
+                conn.execute(q.INSERT_JOB_NAMES, claiming.columns(name_rows, _NAME_FIELDS))
+            if key_rows:
+                conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
+        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
+        return results
+
+    @translated
+    def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        rows = self._rows(q.GET_JOB, {"id": job_id, "tenant": tenant})
+        return job_from_row(rows[0]) if rows else None
+
+    @translated
+    def update_job(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        next_run_at: int | None,
+        reschedule: bool,
+        now_ms: int,
+        tenant: str | None = None,
+    ) -> UpdateResult:
+        args: dict[str, Any] = {"id": job_id, "tenant": tenant, "now": now_ms}
+        with self._write() as conn:
+            locked = conn.execute(q.LOCK_JOB, args).fetchone()  # waits for a claim of the job
+            if locked is None:
+                return UpdateResult(UpdateOutcome.NOT_FOUND)
+            job = job_from_row(conn.execute(q.GET_JOB, args).fetchone())
+            if job.status is JobStatus.CANCELLED:
+                return UpdateResult(UpdateOutcome.CANCELLED, job)
+            if spec.name != job.spec.name:
+                if spec.name is not None:
+                    conn.execute(q.ADVISORY_XACT_LOCKS, {"space": NAME_LOCK_SPACE, "hashes": lock_keys({f"{job.tenant}\n{spec.name}"})})
+                    held = conn.execute(q.NAME_HOLDERS, {"tenants": [job.tenant], "names": [spec.name]}).fetchone()
+                    if held is not None and held[2] != job_id:
+                        return UpdateResult(UpdateOutcome.NAME_TAKEN, job, held[2])
+                conn.execute(q.RELEASE_JOB_NAME, args)
+                if spec.name is not None:
+                    conn.execute(q.INSERT_JOB_NAMES, {"tenant": [job.tenant], "name": [spec.name], "job_id": [job_id]})
+            retry = spec.retry
+            conn.execute(q.UPDATE_JOB, {
+                **args, "schedule": spec.schedule, "timezone": spec.timezone, "misfire": spec.misfire.value,
+                "overlap": spec.overlap.value, "jitter_sec": spec.jitter_sec, "priority": int(spec.priority),
+                "max_attempts": retry.max_attempts, "queue": spec.target.get("queue"),
+                "next_run_at": next_run_at, "reschedule": reschedule,
+                "calendars": json_list(spec.calendars), "active_until": spec.active_until,
+                "misfire_grace_sec": spec.misfire_grace_sec,
+            })  # fmt: skip
+            conn.execute(q.UPDATE_JOB_DEFINITION, {
+                **args, "name": spec.name, "run_at": spec.run_at, "target": dumps(spec.target),
+                "payload": dumps(spec.payload), "retry": retry_to_json(retry),
+                "timeout_sec": float(spec.timeout_sec), "lease_sec": float(spec.lease_sec),
+                "process": process_text(spec), "active_from": spec.active_from, "managed_by": spec.managed_by,
+            })  # fmt: skip
+            if (spec.on_success, spec.on_failure) != (job.spec.on_success, job.spec.on_failure):
+                # the cycle check of a chain change, in this transaction (ChainError: nothing changes)
+                triggers.set_chain(conn, job_id, spec.on_success, spec.on_failure, now_ms, tenant)
+            after_update(outbox_sql(conn), job_id, job.spec, spec, now_ms)
+            superseded: list[str] = []
+            if reschedule:
+                superseded = [r[0] for r in conn.execute(q.CLAIMED_AHEAD_OF_JOB, args)]
+                if superseded:
+                    conn.execute(q.CANCEL_EXECUTIONS, {"ids": superseded, "reasons": [SUPERSEDED] * len(superseded), "now": now_ms})
+            updated = job_from_row(conn.execute(q.GET_JOB, args).fetchone())
+        return UpdateResult(UpdateOutcome.UPDATED, updated, superseded=superseded)
+
+    @translated
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        return [job_from_row(r) for r in self._rows(q.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant})]
+
+    @translated
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        status: JobStatus | None = None,
+        limit: int = 100,
+        after_id: str | None = None,
+    ) -> list[Job]:
+        args = {"after": after_id or "", "status": None if status is None else JobStatus(status).value,
+                "limit": max(0, limit), "tenant": tenant}  # fmt: skip
+        sql = q.LIST_JOBS if tenant is None else q.LIST_JOBS_OF_TENANT
+        return [job_from_row(r) for r in self._rows(sql, args)]
+
+    @translated
+    def count_jobs(self, tenant: str | None = None, status: JobStatus | None = None) -> int:
+        terms: list[str] = []
+        if tenant is not None:
+            terms.append("tenant = %(tenant)s")
+        if status is not None:
+            terms.append("status = %(status)s")
+        sql = q.COUNT_JOBS.format(where=" AND ".join(terms) or "TRUE")
+        args = {"tenant": tenant, "status": None if status is None else JobStatus(status).value}
+        return int(self._scalar(sql, args))
+
+    @translated
+    def set_job_status(
+        self,
+        job_id: str,
+        expect: Sequence[JobStatus],
+        status: JobStatus,
+        now_ms: int,
+        next_run_at: int | None = None,
+        tenant: str | None = None,
+    ) -> Job | None:
+        args = {"id": job_id, "status": JobStatus(status).value, "next_run_at": next_run_at,
+                "expect": [JobStatus(s).value for s in expect], "tenant": tenant, "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            if conn.execute(q.SET_JOB_STATUS, args).fetchone() is None:
+                return None
+            conn.execute(q.TOUCH_JOB_DEFINITION, args)
+            row = conn.execute(q.GET_JOB, {"id": job_id, "tenant": None}).fetchone()
+        return job_from_row(row)
+
+    @translated
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+        args = {"id": job_id, "tenant": tenant, "now": now_ms}
+        with self._write() as conn:
+            locked = conn.execute(q.LOCK_JOB, args).fetchone()
+            if locked is None:
+                return None
+            if locked[0] == JobStatus.CANCELLED.value:
+                row = conn.execute(q.GET_JOB, args).fetchone()
+                return job_from_row(row), []
+            conn.execute(q.CANCEL_JOB, args)
+            conn.execute(q.RELEASE_JOB_NAME, args)
+            conn.execute(q.TOUCH_JOB_DEFINITION, args)
+            live = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, args).fetchall()
+            if live:
+                ids = [eid for eid, _ in live]
+                conn.execute(q.CANCEL_EXECUTIONS, {"ids": ids, "reasons": ["job cancelled"] * len(ids), "now": now_ms})
+            row = conn.execute(q.GET_JOB, args).fetchone()
+        return job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING")

@@ -1,0 +1,86 @@
+"""The PostgreSQL store's tenants and API tokens (hashes only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import errors as pgerr
+
+from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.store.base import StoreError
+from cronwheel.store.postgres import queries as q
+from cronwheel.store.postgres.connection import PostgresBase, first_line, translated
+from cronwheel.store.postgres.rows import (
+    tenant_from_row,
+    token_from_row,
+)
+
+
+class TenantMethods(PostgresBase):
+    """``store.roles.tenants.TenantStore`` on PostgreSQL."""
+
+    @translated
+    def list_tenants(self) -> list[Tenant]:
+        return [tenant_from_row(r) for r in self._rows(q.LIST_TENANTS)]
+
+    @translated
+    def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
+        t = tenant
+        args = {"name": t.name, "weight": t.weight, "max_running": t.max_running, "max_jobs": t.max_jobs,
+                "submit_rate": t.submit_rate, "submit_burst": t.submit_burst, "allow_shell": bool(t.allow_shell),
+                "http_allow": list(t.http_allow), "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            row = conn.execute(q.CREATE_TENANT, args).fetchone()
+        if row is None:
+            return None
+        self._known_tenants.add(t.name)
+        return tenant_from_row(row)
+
+    @translated
+    def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
+        unknown = set(changes) - set(TENANT_SETTINGS)
+        if unknown:
+            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        with self._write() as conn:
+            row = conn.execute(q.LOCK_TENANT, {"name": name}).fetchone()
+            if row is None:
+                return None
+            cur = tenant_from_row(row)
+            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            new["allow_shell"] = bool(new["allow_shell"])
+            new["http_allow"] = list(new["http_allow"] or ())
+            row = conn.execute(q.UPDATE_TENANT, {**new, "name": name, "now": now_ms}).fetchone()
+        return tenant_from_row(row)
+
+    @translated
+    def create_token(self, token: ApiToken, now_ms: int) -> bool:
+        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
+            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
+        args = {"token_id": token.token_id, "token_hash": token.token_hash, "role": token.role.value,
+                "tenant": token.tenant, "name": token.name, "now": now_ms}  # fmt: skip
+        with self._write() as conn:
+            if token.tenant is not None and conn.execute(q.TENANT_EXISTS, {"name": token.tenant}).fetchone() is None:
+                return False
+            try:
+                conn.execute(q.INSERT_TOKEN, args)
+            except pgerr.UniqueViolation as exc:
+                raise StoreError(f"cannot store the token (id or hash reused?): {first_line(exc)}") from exc
+        return True
+
+    @translated
+    def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        rows = self._rows(q.GET_TOKEN_BY_HASH, {"hash": token_hash})
+        return token_from_row(rows[0]) if rows else None
+
+    @translated
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        return [token_from_row(r) for r in self._rows(q.LIST_TOKENS, {"tenant": tenant})]
+
+    @translated
+    def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
+        with self._write() as conn:
+            conn.execute(q.LOCK_ACTIVE_ADMIN_TOKENS)
+            row = conn.execute(q.REVOKE_TOKEN, {"id": token_id, "now": now_ms}).fetchone()
+            if row is None:  # no such token, or the last active admin one (left as it is)
+                row = conn.execute(q.GET_TOKEN, {"id": token_id}).fetchone()
+        return None if row is None else token_from_row(row)
