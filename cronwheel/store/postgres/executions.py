@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cronwheel.core import schedule
-from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import (
     ExecStatus,
     Execution,
@@ -16,12 +14,11 @@ from cronwheel.core.records import (
     CompletionResult,
     EffectVerdict,
     HeartbeatResult,
-    Outcome,
     StartRequest,
 )
-from cronwheel.core.words import counted
 from cronwheel.store.common import (
-    short,
+    expired_completions,
+    replay_reason,
 )
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
@@ -87,9 +84,7 @@ class ExecutionMethods(PostgresBase):
             rows = conn.execute(q.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
             if not rows:
                 return []
-            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
-            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
-            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])
             return leases.complete(conn, comps, now_ms, rands)
 
     @translated
@@ -151,14 +146,7 @@ class ExecutionMethods(PostgresBase):
             if row is None:
                 return None
             dead = execution_from_row(row)
-            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
-            if dead.finished_at is not None:
-                history += f", dead since {schedule.format_instant(dead.finished_at)}"
-            if dead.exit_code is not None:
-                history += f", exit code {dead.exit_code}"
-            if dead.error:
-                history += f", last error: {short(dead.error)}"
-            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            reason = replay_reason(dead, now_ms)
             row = conn.execute(q.REPLAY_DEAD, {"id": execution_id, "now": now_ms, "reason": reason}).fetchone()
             jobstate.reopen(conn, dead.job_id)
         return execution_from_row(row)

@@ -6,8 +6,9 @@ from typing import Any
 
 from psycopg import errors as pgerr
 
-from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.tenants import ApiToken, Tenant
 from cronwheel.store.base import StoreError
+from cronwheel.store.common import check_tenant_changes, check_token_scope, merged_tenant_settings
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, first_line, translated
 from cronwheel.store.postgres.rows import (
@@ -38,15 +39,13 @@ class TenantMethods(PostgresBase):
 
     @translated
     def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
-        unknown = set(changes) - set(TENANT_SETTINGS)
-        if unknown:
-            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        check_tenant_changes(changes)
         with self._write() as conn:
             row = conn.execute(q.LOCK_TENANT, {"name": name}).fetchone()
             if row is None:
                 return None
             cur = tenant_from_row(row)
-            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            new = merged_tenant_settings(cur, changes)
             new["allow_shell"] = bool(new["allow_shell"])
             new["http_allow"] = list(new["http_allow"] or ())
             row = conn.execute(q.UPDATE_TENANT, {**new, "name": name, "now": now_ms}).fetchone()
@@ -54,8 +53,7 @@ class TenantMethods(PostgresBase):
 
     @translated
     def create_token(self, token: ApiToken, now_ms: int) -> bool:
-        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
-            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
+        check_token_scope(token)
         args = {"token_id": token.token_id, "token_hash": token.token_hash, "role": token.role.value,
                 "tenant": token.tenant, "name": token.name, "now": now_ms}  # fmt: skip
         with self._write() as conn:

@@ -8,9 +8,7 @@ from typing import Any
 
 import apsw
 
-from cronwheel.core import schedule
 from cronwheel.core.chains import payload_with_context
-from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     ExecStatus,
@@ -22,16 +20,15 @@ from cronwheel.core.records import (
     CompletionResult,
     EffectVerdict,
     HeartbeatResult,
-    Outcome,
     StartRequest,
 )
-from cronwheel.core.words import counted
 from cronwheel.store.common import (
     ORIGIN,
     PRIORITY,
     JsonMemo,
     dumps,
-    short,
+    expired_completions,
+    replay_reason,
 )
 from cronwheel.store.outbox import after_starts
 from cronwheel.store.sqlite import jobstate, leases
@@ -136,9 +133,7 @@ class ExecutionMethods(SqliteBase):
             rows: list[Any] = conn.execute(q.EXPIRED_LEASES, (now_ms, limit)).fetchall()
             if not rows:
                 return []
-            comps = [Completion(eid, None, epoch, Outcome.LOST, error="lease expired") for eid, epoch in rows]
-            # A deterministic draw per lease spreads the retries of a crashed worker's executions.
-            rands = [stable_hash(f"{eid}:{epoch}") / 2**64 for eid, epoch in rows]
+            comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])
             return leases.complete(conn, comps, now_ms, rands)
 
     @translated
@@ -203,14 +198,7 @@ class ExecutionMethods(SqliteBase):
             if row is None:
                 return None
             dead = execution_from_row(row)
-            history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
-            if dead.finished_at is not None:
-                history += f", dead since {schedule.format_instant(dead.finished_at)}"
-            if dead.exit_code is not None:
-                history += f", exit code {dead.exit_code}"
-            if dead.error:
-                history += f", last error: {short(dead.error)}"
-            reason = history if not dead.reason else f"{dead.reason}; {history}"
+            reason = replay_reason(dead, now_ms)
             conn.execute(q.REPLAY_DEAD, (execution_id, now_ms, reason))
             jobstate.reopen(conn, dead.job_id)
             row = conn.execute(q.GET_EXECUTION, (execution_id, None)).fetchone()

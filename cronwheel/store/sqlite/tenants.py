@@ -6,10 +6,13 @@ from typing import Any
 
 import apsw
 
-from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
+from cronwheel.core.tenants import ApiToken, Tenant
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import (
+    check_tenant_changes,
+    check_token_scope,
     dumps,
+    merged_tenant_settings,
 )
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import (
@@ -45,15 +48,13 @@ class TenantMethods(SqliteBase):
 
     @translated
     def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
-        unknown = set(changes) - set(TENANT_SETTINGS)
-        if unknown:
-            raise ValueError(f"not tenant settings: {', '.join(sorted(unknown))}")
+        check_tenant_changes(changes)
         with self._write() as conn:
             row = conn.execute(q.GET_TENANT, (name,)).fetchone()
             if row is None:
                 return None
             cur = tenant_from_row(row)
-            new = {f: changes.get(f, getattr(cur, f)) for f in TENANT_SETTINGS}
+            new = merged_tenant_settings(cur, changes)
             conn.execute(q.UPDATE_TENANT, (
                 name, new["weight"], new["max_running"], new["max_jobs"], new["submit_rate"],
                 new["submit_burst"], int(bool(new["allow_shell"])), dumps(list(new["http_allow"] or ())), now_ms,
@@ -63,8 +64,7 @@ class TenantMethods(SqliteBase):
 
     @translated
     def create_token(self, token: ApiToken, now_ms: int) -> bool:
-        if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
-            raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
+        check_token_scope(token)
         with self._write() as conn:
             if token.tenant is not None and conn.execute(q.TENANT_EXISTS, (token.tenant,)).fetchone() is None:
                 return False
