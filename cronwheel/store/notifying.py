@@ -1,5 +1,5 @@
 """The notification part of the store contract, implemented once for both backends on top
-of ``store/outbox.py``. A backend provides ``_outbox_write(fn)`` (run ``fn(Sql)`` in one
+of ``store/outbox``. A backend provides ``_outbox_write(fn)`` (run ``fn(Sql)`` in one
 durable write transaction) and ``_outbox_read(fn)`` (run it on a read connection), each
 translating its driver's errors into ``StoreError``/``StoreUnavailable``."""
 
@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from cronwheel.core import notify as nt
 from cronwheel.core.model import Execution
-from cronwheel.store import outbox
-from cronwheel.store.outbox import Sql
+from cronwheel.store.outbox import delivery, hooks, reads, windows
+from cronwheel.store.outbox.sql import Sql
 
 T = TypeVar("T")
 
@@ -28,43 +28,43 @@ class NotificationMethods:
         self, job_id: str, kind: str, now_ms: int, exit_code: int | None = None, output: str | None = None,
         tenant: str | None = None,
     ) -> tuple[bool, Execution | None]:
-        return self._outbox_write(lambda s: outbox.record_ping(s, job_id, kind, now_ms, exit_code, output, tenant))
+        return self._outbox_write(lambda s: hooks.record_ping(s, job_id, kind, now_ms, exit_code, output, tenant))
 
     def claim_notifications(self, owner: str, now_ms: int, limit: int, lease_ms: int) -> list[nt.Notification]:
-        return self._outbox_write(lambda s: outbox.claim(s, owner, now_ms, limit, lease_ms))
+        return self._outbox_write(lambda s: delivery.claim(s, owner, now_ms, limit, lease_ms))
 
     def finish_notifications(self, results: Sequence[nt.DeliveryResult], now_ms: int) -> list[bool]:
         if not results:
             return []
-        return self._outbox_write(lambda s: outbox.finish(s, results, now_ms))
+        return self._outbox_write(lambda s: delivery.finish(s, results, now_ms))
 
     def expire_notification_leases(self, now_ms: int, limit: int) -> int:
-        return self._outbox_write(lambda s: outbox.expire(s, now_ms, limit))
+        return self._outbox_write(lambda s: delivery.expire(s, now_ms, limit))
 
     def release_notifications(self, prefix: str, current: str, now_ms: int) -> int:
-        return self._outbox_write(lambda s: outbox.release_owner(s, prefix, current, now_ms))
+        return self._outbox_write(lambda s: delivery.release_owner(s, prefix, current, now_ms))
 
     def summarize_held_notifications(self, now_ms: int) -> int:
-        return self._outbox_write(lambda s: outbox.summarize_held(s, now_ms))
+        return self._outbox_write(lambda s: delivery.summarize_held(s, now_ms))
 
     def check_windows(self, buckets: Sequence[int], now_ms: int, limit: int) -> list[tuple[str, int, int]]:
-        return self._outbox_write(lambda s: outbox.check_windows(s, buckets, now_ms, limit))
+        return self._outbox_write(lambda s: windows.check_windows(s, buckets, now_ms, limit))
 
     def list_notifications(
         self, tenant: str | None = None, job_id: str | None = None, status: nt.NotificationStatus | None = None,
         limit: int = 100, before: str | None = None,
     ) -> list[nt.Notification]:
         st = None if status is None else status.value
-        return self._outbox_read(lambda s: outbox.list_notifications(s, tenant, job_id, st, limit, before))
+        return self._outbox_read(lambda s: reads.list_notifications(s, tenant, job_id, st, limit, before))
 
     def replay_notification(self, notification_id: str, now_ms: int, tenant: str | None = None) -> nt.Notification | None:
-        return self._outbox_write(lambda s: outbox.replay(s, notification_id, now_ms, tenant))
+        return self._outbox_write(lambda s: reads.replay(s, notification_id, now_ms, tenant))
 
     def prune_notifications(self, older_than_ms: int, limit: int) -> int:
-        return self._outbox_write(lambda s: outbox.prune(s, older_than_ms, limit))
+        return self._outbox_write(lambda s: reads.prune(s, older_than_ms, limit))
 
     def notification_counts(self, now_ms: int) -> dict[str, int]:
-        return self._outbox_read(lambda s: outbox.counts(s, now_ms))
+        return self._outbox_read(lambda s: reads.counts(s, now_ms))
 
     def set_tenant_notify(self, name: str, rules: Sequence[nt.Rule], now_ms: int) -> bool:
         text = json.dumps(nt.rules_to_json(tuple(rules)), separators=(",", ":"))

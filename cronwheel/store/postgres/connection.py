@@ -50,7 +50,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from cronwheel.store.base import StoreError, StoreUnavailable
-from cronwheel.store.outbox import Sql
+from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 from cronwheel.store.postgres.rows import (

@@ -29,7 +29,7 @@ from cronwheel.store.common import (
     process_text,
     retry_to_json,
 )
-from cronwheel.store.outbox import after_create, after_update
+from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres import triggers

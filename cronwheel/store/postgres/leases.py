@@ -23,10 +23,10 @@ from cronwheel.core.records import (
     Outcome,
     StartRequest,
 )
-from cronwheel.store import outbox
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import ORIGIN, PRIORITY, retry_from_json
 from cronwheel.store.completions import decide_completions, settlements
+from cronwheel.store.outbox import hooks
 from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.rows import outbox_sql, text
@@ -61,7 +61,7 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7], lease_sec, timeout_sec,
                             target, payload_with_context(payload, context), r[8], origin=ORIGIN[r[9]],
                             process=process, context=context))  # fmt: skip
-    outbox.after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
+    hooks.after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
     return grants
 
 
@@ -134,4 +134,4 @@ def complete(
 
 def notify_outcomes(conn: psycopg.Connection[Any], state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
     """Outcomes just written, to the notification rules (same transaction: never lost)."""
-    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)
+    hooks.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from cronwheel.store.outbox import Sql, pg_statement
+from cronwheel.store.outbox.sql import Sql, pg_statement
 from cronwheel.store.rowreader import RowReader
 
 
@@ -39,7 +39,7 @@ _statement = functools.lru_cache(maxsize=256)(pg_statement)
 
 
 def outbox_sql(conn: psycopg.Connection[Any]) -> Sql:
-    """The notification outbox's statements (store/outbox.py) on this connection."""
+    """The notification outbox's statements (``store/outbox``) on this connection."""
 
     def rows(sql: str, args: dict[str, Any]) -> list[Any]:
         return conn.execute(_statement(sql), args).fetchall()

@@ -23,7 +23,7 @@ class NotificationStore(ABC):
     # ``create_jobs`` gives a job with rules or a window of its own a ``job_watch`` row (and
     # arms the window); the completion hook reads the wide job rows only of jobs that have
     # one (or of every job while some tenant has default rules). Whatever changes a job's
-    # rules or window later must keep that row (store/outbox.py ``after_create``).
+    # rules or window later must keep that row (``store/outbox/hooks.py`` ``after_create``).
     @abstractmethod
     def record_ping(
         self, job_id: str, kind: str, now_ms: int, exit_code: int | None = None, output: str | None = None,

@@ -21,7 +21,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 import apsw
 
 from cronwheel.store.base import StoreError, StoreUnavailable
-from cronwheel.store.outbox import Sql
+from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 from cronwheel.store.sqlite.rows import (

@@ -30,7 +30,7 @@ from cronwheel.store.common import (
     expired_completions,
     replay_reason,
 )
-from cronwheel.store.outbox import after_starts
+from cronwheel.store.outbox.hooks import after_starts
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import (

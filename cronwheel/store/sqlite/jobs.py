@@ -30,7 +30,7 @@ from cronwheel.store.common import (
     process_text,
     retry_to_json,
 )
-from cronwheel.store.outbox import after_create, after_update
+from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite import triggers
 from cronwheel.store.sqlite.connection import (

@@ -20,10 +20,10 @@ from cronwheel.core.records import (
     LeaseVerdict,
     Outcome,
 )
-from cronwheel.store import outbox
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import dumps, retry_from_json
 from cronwheel.store.completions import decide_completions, settlements
+from cronwheel.store.outbox import hooks
 from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.rows import outbox_sql
@@ -71,4 +71,4 @@ def complete(
 
 def notify_outcomes(conn: apsw.Connection, state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
     """Outcomes just written, to the notification rules (same transaction: never lost)."""
-    outbox.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)
+    hooks.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)

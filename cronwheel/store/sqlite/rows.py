@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from cronwheel.store.outbox import Sql
+from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.rowreader import RowReader
 
 _reader = RowReader(json.loads)  # SQLite keeps JSON as text
@@ -18,7 +18,7 @@ token_from_row = _reader.token
 
 
 def outbox_sql(conn: apsw.Connection) -> Sql:
-    """The notification outbox's statements (store/outbox.py) on this connection."""
+    """The notification outbox's statements (``store/outbox``) on this connection."""
 
     def rows(sql: str, args: dict[str, Any]) -> list[Any]:
         return conn.execute(sql, args).fetchall()

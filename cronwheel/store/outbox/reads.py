@@ -1,0 +1,69 @@
+"""Reading and tidying the outbox: list, replay, prune, count."""
+
+from __future__ import annotations
+
+from cronwheel.core import notify as nt
+from cronwheel.store.outbox.sql import (
+    NOTIFICATION_COLUMNS,
+    Sql,
+    notification_from_row,
+)
+
+# ---------------------------------------------------------------- reads
+
+
+def list_notifications(
+    sql: Sql, tenant: str | None, job_id: str | None, status: str | None, limit: int, before: str | None
+) -> list[nt.Notification]:
+    """Newest first (created_at, then id), paginated by ``before`` = ``<created_at>/<id>``."""
+    b_at, b_id = (None, None)
+    if before is not None:
+        at, _, nid = before.partition("|")
+        b_at, b_id = int(at), nid
+    rows = sql.rows(
+        f"""SELECT {NOTIFICATION_COLUMNS} FROM notifications
+            WHERE (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
+              AND (CAST(:job AS TEXT) IS NULL OR job_id = :job)
+              AND (CAST(:status AS TEXT) IS NULL OR status = :status)
+              AND (CAST(:b_at AS BIGINT) IS NULL OR created_at < :b_at OR (created_at = :b_at AND notification_id < :b_id))
+            ORDER BY created_at DESC, notification_id DESC LIMIT :limit""",
+        {"tenant": tenant, "job": job_id, "status": status, "b_at": b_at, "b_id": b_id, "limit": limit},
+    )
+    return [notification_from_row(sql, r) for r in rows]
+
+
+def replay(sql: Sql, notification_id: str, now_ms: int, tenant: str | None) -> nt.Notification | None:
+    """A DEAD or HELD notification goes out again: PENDING, attempts from zero."""
+    rows = sql.rows(
+        f"""UPDATE notifications SET status = 'PENDING', attempt = 0, available_at = :now, sent_at = NULL
+            WHERE notification_id = :id AND status IN ('DEAD', 'HELD')
+              AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)
+            RETURNING {NOTIFICATION_COLUMNS}""",
+        {"id": notification_id, "now": now_ms, "tenant": tenant},
+    )
+    return notification_from_row(sql, rows[0]) if rows else None
+
+
+def prune(sql: Sql, older_than_ms: int, limit: int) -> int:
+    """Delete up to ``limit`` told notifications (SENT, or HELD and counted in a summary)
+    created before ``older_than_ms``; the dead-lettered ones are kept, like the DLQ's runs."""
+    rows = sql.rows(
+        """SELECT notification_id FROM notifications
+           WHERE status IN ('SENT', 'HELD') AND sent_at IS NOT NULL AND created_at < :before
+           ORDER BY created_at LIMIT :limit""",
+        {"before": older_than_ms, "limit": limit},
+    )
+    return sum(sql.changes("DELETE FROM notifications WHERE notification_id = :id", {"id": r[0]}) for r in rows)
+
+
+def counts(sql: Sql, now_ms: int) -> dict[str, int]:
+    """Notifications by status, and jobs whose window is overdue (for /metrics and status)."""
+    out = {s.value: 0 for s in nt.NotificationStatus}
+    for status, n in sql.rows("SELECT status, count(*) FROM notifications GROUP BY status", {}):
+        out[status] = int(n)
+    rows = sql.rows(
+        "SELECT count(*) FROM job_watch WHERE deadline_at IS NOT NULL AND (overdue_since IS NOT NULL OR deadline_at <= :now)",
+        {"now": now_ms},
+    )
+    out["overdueJobs"] = int(rows[0][0])
+    return out
