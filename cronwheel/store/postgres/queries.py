@@ -11,6 +11,10 @@ here reads ``now()``; the database clock is reserved for bucket leases between n
 
 Lock order, which keeps concurrent transactions from deadlocking: a job row before its
 executions, and several execution rows in ``execution_id`` order.
+
+Why one module: it is a catalogue, not logic; one statement per name, grouped by role like
+the store's modules, and the lock order above holds across all of them, so it is stated and
+checked in one place.
 """
 
 # ---------------------------------------------------------------- columns

@@ -3,6 +3,10 @@
 Lists of values (buckets, ids) are bound as one JSON array and read with ``json_each`` so
 that a statement's text, and so its prepared form in apsw's cache, does not depend on how
 many values there are.
+
+Why one module: it is a catalogue, not logic; one statement per name, grouped by role like
+the store's modules, so the SQL a role runs can be read (and its query plans tested, see
+``tests/contract/test_sqlite_specific.py``) side by side with its PostgreSQL twin.
 """
 
 # ---------------------------------------------------------------- connection
