@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from cronwheel.core import notify as nt
 from cronwheel.core.model import Execution
@@ -78,7 +78,7 @@ class NotificationMethods:
         return self._outbox_write(run)
 
     def tenant_notify(self, name: str) -> tuple[nt.Rule, ...] | None:
-        def run(s: Sql) -> Any:
+        def run(s: Sql) -> tuple[nt.Rule, ...] | None:
             rows = s.rows("SELECT notify FROM tenants WHERE name = :name", {"name": name})
             return None if not rows else nt.stored_rules(s.decode(rows[0][0]))
 

@@ -69,7 +69,8 @@ class RowReader:
     def execution(self, r: Any) -> Execution:
         """The field order of ``Execution``."""
         context = None if r[20] is None else self.decode(r[20])
-        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], *r[6:20],
+        return Execution(r[0], r[1], r[2], PRIORITY[r[3]], r[4], EXEC_STATUS[r[5]], r[6], r[7], r[8], r[9],
+                         r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
                          origin=ORIGIN[r[21]], context=context)
 
     def tenant(self, r: Any) -> Tenant:

@@ -4,7 +4,7 @@ started late, an outcome recorded (a completion, an expired lease, a ping)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cronwheel.core import deadman
@@ -111,7 +111,7 @@ def _watched_rows(sql: Sql, job_ids: list[str]) -> dict[str, Any]:
                                       {"ids": sql.list_value(job_ids)})}  # fmt: skip
 
 
-def _executions(sql: Sql, ids: Sequence[str]) -> dict[str, Execution]:
+def _executions(sql: Sql, ids: Iterable[str]) -> dict[str, Execution]:
     reader = RowReader(sql.decode)
     return {r[0]: reader.execution(r) for r in sql.rows(
         _EXEC.format(cond=sql.in_list("execution_id", "ids", "text")), {"ids": sql.list_value(sorted(ids))}

@@ -125,7 +125,7 @@ class JobMethods(PostgresBase):
                 created[tenant] = created.get(tenant, 0) + 1
                 if name_key is not None:
                     holders[name_key] = nj.job_id  # later ones in this batch
-                    name_rows.append((tenant, spec.name, nj.job_id))
+                    name_rows.append((tenant, name_key[1], nj.job_id))
                 if key is not None:
                     known[key] = (nj.request_hash, nj.job_id, nj.next_run_at)  # later ones in this batch
                     key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at))

@@ -50,7 +50,8 @@ def register(conn: apsw.Connection, node_id: str, address: str, now_ms: int) -> 
 
 
 def live(conn: apsw.Connection, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
-    return [NodeInfo(*r) for r in conn.execute(LIVE_NODES, (now_ms, ttl_ms)).fetchall()]
+    rows: list[Any] = conn.execute(LIVE_NODES, (now_ms, ttl_ms)).fetchall()
+    return [NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 
 def acquire(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
@@ -63,11 +64,13 @@ def acquire(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int], ttl_
 
 
 def release(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
-    return sorted(int(r[0]) for r in conn.execute(RELEASE, (node_id, _json(bucket_ids))).fetchall())
+    rows: list[Any] = conn.execute(RELEASE, (node_id, _json(bucket_ids))).fetchall()
+    return sorted(int(r[0]) for r in rows)
 
 
 def leases(conn: apsw.Connection) -> list[BucketLease]:
-    return [BucketLease(int(b), o, int(e), int(u)) for b, o, e, u in conn.execute(BUCKET_LEASES).fetchall()]
+    rows: list[Any] = conn.execute(BUCKET_LEASES).fetchall()
+    return [BucketLease(int(b), o, int(e), int(u)) for b, o, e, u in rows]
 
 
 def fenced_buckets(conn: apsw.Connection, buckets: Sequence[int], fence: Fence, now_ms: int) -> list[int]:
@@ -75,5 +78,5 @@ def fenced_buckets(conn: apsw.Connection, buckets: Sequence[int], fence: Fence, 
     wanted = [int(b) for b in buckets if int(b) in epochs]
     if not wanted:
         return []
-    rows = conn.execute(FENCE_CHECK, (node_id, _json(wanted), now_ms)).fetchall()
+    rows: list[Any] = conn.execute(FENCE_CHECK, (node_id, _json(wanted), now_ms)).fetchall()
     return sorted(int(b) for b, epoch in rows if epochs.get(int(b)) == int(epoch))

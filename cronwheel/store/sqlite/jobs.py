@@ -79,7 +79,7 @@ class JobMethods(SqliteBase):
                         continue
                 name_key = None if spec.name is None else (tenant, spec.name)
                 if name_key is not None:
-                    holder = batch_names.get(name_key) or self._name_holder(conn, tenant, spec.name)
+                    holder = batch_names.get(name_key) or self._name_holder(conn, tenant, name_key[1])
                     if holder is not None:
                         results.append(CreateResult(CreateOutcome.NAME_TAKEN, holder, None))
                         continue
@@ -92,7 +92,7 @@ class JobMethods(SqliteBase):
                 created[tenant] = created.get(tenant, 0) + 1
                 if name_key is not None:
                     batch_names[name_key] = nj.job_id
-                    name_rows.append((tenant, spec.name, nj.job_id))
+                    name_rows.append((tenant, name_key[1], nj.job_id))
                 if k is not None:
                     batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
                     key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
