@@ -6,9 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cronwheel.core.calendar import Calendar, Exclusions, calendar_from_json
-from cronwheel.store.common import (
-    dumps,
-)
+from cronwheel.store.common import dumps
 
 
 class CalendarBook:

@@ -11,17 +11,9 @@ from typing import Any
 from cronwheel.core import chains as chains_core
 from cronwheel.core import schedule
 from cronwheel.core.ids import execution_id, parse_execution_id
-from cronwheel.core.model import (
-    ExecStatus,
-    Execution,
-    JobStatus,
-    OverlapPolicy,
-    Priority,
-)
+from cronwheel.core.model import ExecStatus, Execution, JobStatus, OverlapPolicy, Priority
 from cronwheel.core.records import CompletionResult, LeaseVerdict
-from cronwheel.store.common import (
-    PRIORITY,
-)
+from cronwheel.store.common import PRIORITY
 
 #: the columns a store reads to make a job's execution outside its schedule (backfill, chain):
 #: ``(tenant, priority, max_attempts, overlap, queue)``

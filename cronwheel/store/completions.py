@@ -15,17 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from cronwheel.core import schedule
-from cronwheel.core.model import (
-    ExecStatus,
-    RetryPolicy,
-    settled_status,
-)
+from cronwheel.core.model import ExecStatus, RetryPolicy, settled_status
 from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
 from cronwheel.core.retry import after_failure
-from cronwheel.store.common import (
-    EXEC_STATUS,
-    short,
-)
+from cronwheel.store.common import EXEC_STATUS, short
 
 #: stored output is cut to its last this many characters (the worker bounds it already)
 MAX_OUTPUT_CHARS = 65_536

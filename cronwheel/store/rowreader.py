@@ -7,11 +7,7 @@ from typing import Any
 
 from cronwheel.core import notify
 from cronwheel.core.deadman import Window
-from cronwheel.core.model import (
-    Execution,
-    Job,
-    JobSpec,
-)
+from cronwheel.core.model import Execution, Job, JobSpec
 from cronwheel.core.tenants import ApiToken, Role, Tenant
 from cronwheel.store.common import (
     EXEC_STATUS,

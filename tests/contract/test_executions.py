@@ -8,17 +8,7 @@ from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
 from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome, StartRequest
 from cronwheel.core.retry import backoff_ms
 from cronwheel.store.base import Store
-from tests.contract.conftest import (
-    HOUR,
-    MIN,
-    SEC,
-    T0,
-    claim_all,
-    create,
-    new_job,
-    one_off,
-    start,
-)
+from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, new_job, one_off, start
 from tests.support.store_probe import next_available_at, running_count, running_for_worker
 
 RETRY = RetryPolicy(max_attempts=3, initial_backoff_sec=10, max_backoff_sec=100, multiplier=2, jitter=0.5)

@@ -11,11 +11,7 @@ from cronwheel.core import deadman
 from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of, execution_id
 from cronwheel.core.model import ExecStatus, Execution, JobSpec, Priority
-from cronwheel.store.outbox.sql import (
-    Sql,
-    execution_body,
-    insert_notification,
-)
+from cronwheel.store.outbox.sql import Sql, execution_body, insert_notification
 from cronwheel.store.rowreader import RowReader
 
 # ---------------------------------------------------------------- jobs

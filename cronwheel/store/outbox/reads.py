@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from cronwheel.core import notify as nt
-from cronwheel.store.outbox.sql import (
-    NOTIFICATION_COLUMNS,
-    Sql,
-    notification_from_row,
-)
+from cronwheel.store.outbox.sql import NOTIFICATION_COLUMNS, Sql, notification_from_row
 
 # ---------------------------------------------------------------- reads
 

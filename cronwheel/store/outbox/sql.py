@@ -1,4 +1,6 @@
-"""The outbox's adapter to a backend (``Sql``), its row shape, and the one insert every part shares."""
+"""The outbox's adapter to a backend (``Sql``), its row shape, and the one insert every part
+shares.
+"""
 
 from __future__ import annotations
 

@@ -7,10 +7,7 @@ from collections.abc import Sequence
 from cronwheel.core import deadman
 from cronwheel.core import notify as nt
 from cronwheel.core.schedule import format_instant
-from cronwheel.store.outbox.sql import (
-    Sql,
-    insert_notification,
-)
+from cronwheel.store.outbox.sql import Sql, insert_notification
 
 # ---------------------------------------------------------------- dead-man's windows
 

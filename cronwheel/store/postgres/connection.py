@@ -1,4 +1,6 @@
-"""The cluster store: PostgreSQL through psycopg 3.
+"""The PostgreSQL store's connection: conninfo, the session, transactions, retries, error translation.
+
+The cluster store is PostgreSQL through psycopg 3.
 
 Why psycopg 3 and not asyncpg: the ``Store`` contract is synchronous and each store object
 is called from one thread at a time (the engine gives it a dedicated thread), so an async
@@ -53,9 +55,7 @@ from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
-from cronwheel.store.postgres.rows import (
-    outbox_sql,
-)
+from cronwheel.store.postgres.rows import outbox_sql
 
 MAX_MS = 2**63 - 1
 #: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout

@@ -1,14 +1,12 @@
-"""The PostgreSQL store's executions: hand-outs under leases, heartbeats, completions, reads, effects, the dead-letter queue and retention."""
+"""The PostgreSQL store's executions: hand-outs under leases, heartbeats, completions, reads,
+effects, the dead-letter queue and retention.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cronwheel.core.model import (
-    ExecStatus,
-    Execution,
-    Grant,
-)
+from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     Completion,
     CompletionResult,
@@ -16,16 +14,11 @@ from cronwheel.core.records import (
     HeartbeatResult,
     StartRequest,
 )
-from cronwheel.store.common import (
-    expired_completions,
-    replay_reason,
-)
+from cronwheel.store.common import expired_completions, replay_reason
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import MAX_MS, PostgresBase, translated
-from cronwheel.store.postgres.rows import (
-    execution_from_row,
-)
+from cronwheel.store.postgres.rows import execution_from_row
 
 
 class ExecutionMethods(PostgresBase):

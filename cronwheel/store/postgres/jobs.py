@@ -1,4 +1,6 @@
-"""The PostgreSQL store's jobs: create (idempotent, quota- and name-checked under advisory locks), read, list, update, pause/resume, cancel."""
+"""The PostgreSQL store's jobs: create (idempotent, quota- and name-checked under advisory
+locks), read, list, update, pause/resume, cancel.
+"""
 
 from __future__ import annotations
 
@@ -8,36 +10,17 @@ from typing import Any
 from psycopg import errors as pgerr
 
 from cronwheel.core.ids import bucket_of, stable_hash
-from cronwheel.core.model import (
-    Job,
-    JobSpec,
-    JobStatus,
-)
+from cronwheel.core.model import Job, JobSpec, JobStatus
 from cronwheel.core.notify import rules_to_json
-from cronwheel.core.records import (
-    CreateOutcome,
-    CreateResult,
-    NewJob,
-    UpdateOutcome,
-    UpdateResult,
-)
+from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome, UpdateResult
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import (
-    SUPERSEDED,
-    dumps,
-    json_list,
-    process_text,
-    retry_to_json,
-)
+from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres import triggers
 from cronwheel.store.postgres.connection import PostgresBase, first_line, translated
-from cronwheel.store.postgres.rows import (
-    job_from_row,
-    outbox_sql,
-)
+from cronwheel.store.postgres.rows import job_from_row, outbox_sql
 
 #: advisory-lock key spaces (the first int4 of the two-int4 form): idempotency keys, and
 #: tenants whose registered-jobs quota a submission checks

@@ -1,14 +1,12 @@
-"""The PostgreSQL store's cluster membership, on the database's clock (``now_ms`` is ignored), over ``cluster.py``."""
+"""The PostgreSQL store's cluster membership, on the database's clock (``now_ms`` is ignored),
+over ``cluster.py``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cronwheel.core.records import (
-    BucketGrants,
-    BucketLease,
-    NodeInfo,
-)
+from cronwheel.core.records import BucketGrants, BucketLease, NodeInfo
 from cronwheel.store.postgres import cluster
 from cronwheel.store.postgres.connection import PostgresBase, translated
 

@@ -1,4 +1,6 @@
-"""The PostgreSQL store's scheduling: due jobs, the claim, triggers, calendars, backfills and chains."""
+"""The PostgreSQL store's scheduling: due jobs, the claim, triggers, calendars, backfills and
+chains.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +8,15 @@ from collections.abc import Sequence
 
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import (
-    ExecOrigin,
-    ExecStatus,
-    Execution,
-    Job,
-    JobStatus,
-    OverlapPolicy,
-)
-from cronwheel.core.records import (
-    ClaimResult,
-    Fence,
-)
+from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
+from cronwheel.core.records import ClaimResult, Fence
 from cronwheel.store.calendars import calendar_row, calendar_spec_json
-from cronwheel.store.common import (
-    PRIORITY,
-)
+from cronwheel.store.common import PRIORITY
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
-from cronwheel.store.postgres.rows import (
-    job_from_row,
-    parsed,
-)
+from cronwheel.store.postgres.rows import job_from_row, parsed
 
 
 class SchedulingMethods(PostgresBase):

@@ -11,10 +11,7 @@ from cronwheel.store.base import StoreError
 from cronwheel.store.common import check_tenant_changes, check_token_scope, merged_tenant_settings
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, first_line, translated
-from cronwheel.store.postgres.rows import (
-    tenant_from_row,
-    token_from_row,
-)
+from cronwheel.store.postgres.rows import tenant_from_row, token_from_row
 
 
 class TenantMethods(PostgresBase):

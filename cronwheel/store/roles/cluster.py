@@ -9,11 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from cronwheel.core.records import (
-    BucketGrants,
-    BucketLease,
-    NodeInfo,
-)
+from cronwheel.core.records import BucketGrants, BucketLease, NodeInfo
 
 
 class ClusterStore(ABC):

@@ -10,11 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from cronwheel.core.model import Job, JobSpec, JobStatus
-from cronwheel.core.records import (
-    CreateResult,
-    NewJob,
-    UpdateResult,
-)
+from cronwheel.core.records import CreateResult, NewJob, UpdateResult
 
 
 class JobStore(ABC):

@@ -11,10 +11,7 @@ from collections.abc import Sequence
 
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Job
-from cronwheel.core.records import (
-    ClaimResult,
-    Fence,
-)
+from cronwheel.core.records import ClaimResult, Fence
 
 
 class SchedulingStore(ABC):

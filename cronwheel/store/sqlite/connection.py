@@ -1,4 +1,6 @@
-"""The embedded store: one SQLite file through apsw, in WAL mode.
+"""The SQLite store's connection: opening the file, write transactions, error translation, WAL upkeep.
+
+The embedded store is one SQLite file through apsw, in WAL mode.
 
 Durability: ``synchronous=FULL``, so every COMMIT (and so every method that writes) is
 fsynced before it returns. Concurrency: any number of connections, in any number of
@@ -24,9 +26,7 @@ from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
-from cronwheel.store.sqlite.rows import (
-    outbox_sql,
-)
+from cronwheel.store.sqlite.rows import outbox_sql
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: the writer's page cache holds the jobs table and its due index of a million jobs, which

@@ -1,4 +1,6 @@
-"""The SQLite store's executions: hand-outs under leases, heartbeats, completions, reads, effects, the dead-letter queue and retention."""
+"""The SQLite store's executions: hand-outs under leases, heartbeats, completions, reads,
+effects, the dead-letter queue and retention.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +11,7 @@ from typing import Any
 import apsw
 
 from cronwheel.core.chains import payload_with_context
-from cronwheel.core.model import (
-    DEFAULT_LEASE_SEC,
-    ExecStatus,
-    Execution,
-    Grant,
-)
+from cronwheel.core.model import DEFAULT_LEASE_SEC, ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     Completion,
     CompletionResult,
@@ -33,16 +30,8 @@ from cronwheel.store.common import (
 from cronwheel.store.outbox.hooks import after_starts
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.connection import (
-    MAX_MS,
-    SqliteBase,
-    count_rows,
-    translated,
-)
-from cronwheel.store.sqlite.rows import (
-    execution_from_row,
-    outbox_sql,
-)
+from cronwheel.store.sqlite.connection import MAX_MS, SqliteBase, count_rows, translated
+from cronwheel.store.sqlite.rows import execution_from_row, outbox_sql
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 

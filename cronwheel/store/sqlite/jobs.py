@@ -1,4 +1,6 @@
-"""The SQLite store's jobs: create (idempotent, quota- and name-checked), read, list, update, pause/resume, cancel."""
+"""The SQLite store's jobs: create (idempotent, quota- and name-checked), read, list, update,
+pause/resume, cancel.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +11,16 @@ from typing import Any
 import apsw
 
 from cronwheel.core.ids import bucket_of
-from cronwheel.core.model import (
-    Job,
-    JobSpec,
-    JobStatus,
-)
+from cronwheel.core.model import Job, JobSpec, JobStatus
 from cronwheel.core.notify import rules_to_json
-from cronwheel.core.records import (
-    CreateOutcome,
-    CreateResult,
-    NewJob,
-    UpdateOutcome,
-    UpdateResult,
-)
+from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome, UpdateResult
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import (
-    SUPERSEDED,
-    dumps,
-    json_list,
-    process_text,
-    retry_to_json,
-)
+from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite import triggers
-from cronwheel.store.sqlite.connection import (
-    SqliteBase,
-    count_rows,
-    translated,
-)
-from cronwheel.store.sqlite.rows import (
-    job_from_row,
-    outbox_sql,
-)
+from cronwheel.store.sqlite.connection import SqliteBase, count_rows, translated
+from cronwheel.store.sqlite.rows import job_from_row, outbox_sql
 
 
 class JobMethods(SqliteBase):

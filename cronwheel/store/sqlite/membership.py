@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cronwheel.core.records import (
-    BucketGrants,
-    BucketLease,
-    NodeInfo,
-)
+from cronwheel.core.records import BucketGrants, BucketLease, NodeInfo
 from cronwheel.store.sqlite import cluster
-from cronwheel.store.sqlite.connection import (
-    SqliteBase,
-    translated,
-)
+from cronwheel.store.sqlite.connection import SqliteBase, translated
 
 
 class MembershipMethods(SqliteBase):

@@ -7,29 +7,14 @@ from collections.abc import Sequence
 
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import (
-    ExecOrigin,
-    ExecStatus,
-    Execution,
-    Job,
-    JobStatus,
-    OverlapPolicy,
-)
-from cronwheel.core.records import (
-    ClaimResult,
-    Fence,
-)
+from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
+from cronwheel.core.records import ClaimResult, Fence
 from cronwheel.store.calendars import calendar_row, calendar_spec_json
-from cronwheel.store.common import (
-    PRIORITY,
-)
+from cronwheel.store.common import PRIORITY
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, jobstate, triggers
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.connection import (
-    SqliteBase,
-    translated,
-)
+from cronwheel.store.sqlite.connection import SqliteBase, translated
 from cronwheel.store.sqlite.rows import job_from_row
 
 

@@ -15,14 +15,8 @@ from cronwheel.store.common import (
     merged_tenant_settings,
 )
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.connection import (
-    SqliteBase,
-    translated,
-)
-from cronwheel.store.sqlite.rows import (
-    tenant_from_row,
-    token_from_row,
-)
+from cronwheel.store.sqlite.connection import SqliteBase, translated
+from cronwheel.store.sqlite.rows import tenant_from_row, token_from_row
 
 
 class TenantMethods(SqliteBase):
