@@ -1,4 +1,6 @@
-"""Stores: the ``Store`` interface (``base``) and its backends."""
+"""Stores: the ``Store`` interface (``base``, the union of the contract's roles in ``roles``)
+and its backends (``sqlite``, ``postgres``), which share what they decide alike (``common``,
+``completions``, ``chaining``, ``calendars``, ``rowreader``, the notification ``outbox``)."""
 
 from __future__ import annotations
 
