@@ -546,7 +546,7 @@ async def set_tenant_notify(request: web.Request) -> web.Response:
 
 async def backfill_job(request: web.Request) -> web.Response:
     service = _service(request)
-    start, end, dry = bc.parse_backfill_body(await _body(request), service.now_ms())
+    start, end, dry = bc.parse_backfill_body(await _body(request))
     result = await service.backfill(request.match_info["jobId"], start, end, dry, await _tenant(request))
     return _json(result, 200 if dry else 202)
 

@@ -216,6 +216,8 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
         ("GET", "/v1/calendars/nope", None, 404, None),
         ("POST", f"/v1/jobs/{job}/backfill", {"to": "2026-01-01T00:00:00Z"}, 422, "from"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "yesterday", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "+0s", "to": "+0s"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "0001-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "to"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z", "dryRun": "yes"}, 422, "dryRun"),
         ("POST", "/v1/jobs/jnope/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}, 404, None),
