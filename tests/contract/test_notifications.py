@@ -225,6 +225,25 @@ def test_windows_fire_missed_once_per_deadline_and_rearm(store_factory: StoreFac
     assert store.notification_counts(T0 + 10 * HOUR)["overdueJobs"] == 0
 
 
+def test_a_cancelled_watched_job_is_told_missed_once_then_retired(store: Store) -> None:
+    # cancelled by mistake: its next deadline still fires, but only that one, and it stops
+    # counting as overdue (an alert on cronwheel_overdue_jobs would page forever otherwise)
+    nj = new_job(schedule=None, target={"ping": {}}, next_run_at=None, expect_success_within_ms=HOUR,
+                 notify=(rule("missed"),))
+    [jid] = create(store, nj, now=T0)
+    b = [bucket_of(jid)]
+    assert store.cancel_job(jid, T0 + MIN) is not None
+    assert store.check_windows(b, T0 + HOUR - 1, 10) == []  # not before its deadline
+    assert store.check_windows(b, T0 + HOUR, 10) == [(jid, T0 + HOUR, 1)]
+    [n] = store.list_notifications(job_id=jid)
+    assert n.body["cancelled"] is True
+    for later in (2 * HOUR, 30 * HOUR):
+        assert store.check_windows(b, T0 + later, 10) == []
+    assert store.notification_counts(T0 + 30 * HOUR)["overdueJobs"] == 0
+    job = store.get_job(jid)
+    assert job is not None and job.window is None
+
+
 def test_pings_are_history_and_notify(store: Store) -> None:
     nj = new_job(schedule=None, target={"ping": {}}, next_run_at=None, expect_success_within_ms=HOUR,
                  notify=(rule("failure"),))  # fmt: skip
