@@ -258,6 +258,19 @@ def test_pings_are_history_and_notify(store: Store) -> None:
     assert store.record_ping(jid, "success", T0, tenant="someone-else") == (False, None)
 
 
+def test_only_a_dead_notification_is_purged_and_only_by_its_tenant(store: Store) -> None:
+    run_once(store, Outcome.FAILED, notify=(rule("failure", maxAttempts=1),))
+    [n] = store.list_notifications()
+    assert not store.purge_notification(n.notification_id)  # PENDING: not a dead letter
+    [claimed] = store.claim_notifications("n1", T0 + 2 * SEC, 10, 30_000)
+    store.finish_notifications([DeliveryResult(claimed.notification_id, claimed.lease_epoch, NotificationStatus.DEAD,
+                                               error="receiver gone")], T0 + 3 * SEC)  # fmt: skip
+    [dead] = store.list_notifications(status=NotificationStatus.DEAD)
+    assert not store.purge_notification(dead.notification_id, tenant="someone-else")
+    assert store.purge_notification(dead.notification_id, tenant=dead.tenant)
+    assert store.list_notifications() == [] and not store.purge_notification(dead.notification_id)
+
+
 def test_told_notifications_are_pruned_dead_ones_kept(store: Store) -> None:
     run_once(store, Outcome.FAILED, notify=(rule("failure"), rule("dead")))
     a, b = store.claim_notifications("a", T0 + MIN, 10, 60_000)
