@@ -12,7 +12,7 @@ from typing import Any
 
 from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of
-from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.core.notify import DeliveryResult, NotificationStatus
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.store.base import Store
@@ -254,6 +254,7 @@ def test_pings_are_history_and_notify(store: Store) -> None:
     assert a is not None and b is not None and a.execution_id != b.execution_id
     hist = store.list_executions(jid)
     assert [e.status for e in hist] == [ExecStatus.DEAD, ExecStatus.DEAD] and hist[1].exit_code == 7
+    assert {e.origin for e in hist} == {ExecOrigin.PING}  # not "schedule": nothing here was scheduled
     assert len(store.list_notifications(job_id=jid)) == 2
     assert store.record_ping(jid, "success", T0, tenant="someone-else") == (False, None)
 
