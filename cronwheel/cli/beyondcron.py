@@ -69,7 +69,7 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--calendar", "calendars", multiple=True, metavar="NAME",
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
-        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job then completes."),
+        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last run."),
         click.option("--on-success", multiple=True, metavar="JOB",
                      help="Run this job (id or name) when a run ends SUCCEEDED (repeatable; a chain)."),
         click.option("--on-failure", multiple=True, metavar="JOB",
