@@ -532,6 +532,12 @@ async def replay_notification(request: web.Request) -> web.Response:
     return _json(nv.notification_to_json(n))
 
 
+async def purge_notification(request: web.Request) -> web.Response:
+    notification_id = request.match_info["notificationId"]
+    await _service(request).purge_notification(notification_id, await _tenant(request))
+    return _json({"notificationId": notification_id, "purged": True})
+
+
 async def get_tenant_notify(request: web.Request) -> web.Response:
     rules = await _service(request).tenant_notify(request.match_info["name"])
     return _json({"tenant": request.match_info["name"], "notify": [r.to_json(redact=True) for r in rules]})
@@ -546,7 +552,7 @@ async def set_tenant_notify(request: web.Request) -> web.Response:
 
 async def backfill_job(request: web.Request) -> web.Response:
     service = _service(request)
-    start, end, dry = bc.parse_backfill_body(await _body(request), service.now_ms())
+    start, end, dry = bc.parse_backfill_body(await _body(request))
     result = await service.backfill(request.match_info["jobId"], start, end, dry, await _tenant(request))
     return _json(result, 200 if dry else 202)
 
@@ -849,6 +855,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/jobs/{jobId}/ping", ping_job),
     ("GET", "/v1/notifications", list_notifications),
     ("POST", "/v1/notifications/{notificationId}/replay", replay_notification),
+    ("DELETE", "/v1/notifications/{notificationId}", purge_notification),
     ("POST", "/v1/jobs/{jobId}/backfill", backfill_job),
     ("DELETE", "/v1/jobs/{jobId}/backfill", cancel_backfill),
     ("PUT", "/v1/jobs/{jobId}/chain", set_chain),
@@ -913,7 +920,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     **dict.fromkeys(
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, execution_output, list_dead, replay_dead, purge_dead, herd,
-         list_notifications, replay_notification, backfill_job, cancel_backfill, set_chain, upcoming,
+         list_notifications, replay_notification, purge_notification, backfill_job, cancel_backfill, set_chain, upcoming,
          list_calendars, get_calendar, put_calendar, delete_calendar),
         Access.MANAGE,
     ),

@@ -19,6 +19,7 @@ from cronwheel.core.calendar import (
     build_calendar,
 )
 from cronwheel.core.chains import MAX_CHILDREN
+from cronwheel.core.limits import MAX_INSTANT_MS
 from cronwheel.obs.events import iso_ms
 
 CALENDAR_FIELDS = ("description", "dates", "windows")
@@ -92,9 +93,9 @@ def calendar_to_json(cal: Calendar) -> dict[str, Any]:
     return data
 
 
-def parse_backfill_body(body: Any, now_ms: int) -> tuple[int, int, bool]:
-    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}``, instants RFC 3339 or ``-DURATION``
-    ago is not offered: a backfill names its range."""
+def parse_backfill_body(body: Any) -> tuple[int, int, bool]:
+    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}``, RFC 3339 instants in 1970..9899
+    (no ``+DURATION``: a backfill names its range)."""
     data = _object(body, BACKFILL_FIELDS)
     bounds: list[int] = []
     for field in ("from", "to"):
@@ -102,10 +103,16 @@ def parse_backfill_body(body: Any, now_ms: int) -> tuple[int, int, bool]:
             raise _bad(field, f"{field} is required (an RFC 3339 instant)")
         if not isinstance(data[field], str):
             raise _bad(field, f"{field} must be an RFC 3339 instant string")
+        text = data[field].strip()
+        if text.startswith("+"):
+            raise _bad(field, f"{field} must be an RFC 3339 instant: a backfill names its range (+DURATION is for runAt)")
         try:
-            bounds.append(sched.parse_instant(data[field].strip(), now_ms))
+            at = sched.parse_instant(text)
         except ValueError as exc:
             raise _bad(field, f"{field}: {exc}") from None
+        if not 0 <= at < MAX_INSTANT_MS:
+            raise _bad(field, f"{field}: {text[:40]!r} is outside 1970..9899")
+        bounds.append(at)
     dry = data.get("dryRun", False)
     if not isinstance(dry, bool):
         raise _bad("dryRun", "dryRun must be true or false")

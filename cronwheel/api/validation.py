@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
@@ -66,6 +65,7 @@ from cronwheel.core.model import (
     RunAs,
 )
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.core.urls import http_url_problem
 from cronwheel.obs.events import iso_ms
 
 # ---------------------------------------------------------------- limits (one table: core/limits.py)
@@ -578,15 +578,9 @@ def _parse_http(field: str, value: Any) -> dict[str, Any]:
     if spec.get("url") is None:
         raise _bad(f"{field}.url", f"{field}.url is required")
     url = _string(f"{field}.url", spec["url"])
-    if len(url) > MAX_URL_CHARS or any(c.isspace() or not c.isprintable() for c in url):
-        raise _bad(f"{field}.url", f"{field}.url must be at most {MAX_URL_CHARS} characters, without spaces or control characters")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise _bad(f"{field}.url", f"{field}.url is not a valid URL: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _bad(f"{field}.url", f"{field}.url must be an absolute http:// or https:// URL, not {url[:200]!r}")
+    problem = http_url_problem(url, MAX_URL_CHARS)
+    if problem is not None:
+        raise _bad(f"{field}.url", f"{field}.url {problem}, not {url[:200]!r}")
     method = "GET"
     if spec.get("method") is not None:
         method = _string(f"{field}.method", spec["method"]).upper()

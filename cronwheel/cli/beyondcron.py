@@ -18,6 +18,7 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
 from cronwheel.core.ical import parse_ics
+from cronwheel.core.words import counted
 from cronwheel.obs.events import iso_ms
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -69,7 +70,7 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--calendar", "calendars", multiple=True, metavar="NAME",
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
-        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job then completes."),
+        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last run."),
         click.option("--on-success", multiple=True, metavar="JOB",
                      help="Run this job (id or name) when a run ends SUCCEEDED (repeatable; a chain)."),
         click.option("--on-failure", multiple=True, metavar="JOB",
@@ -166,7 +167,7 @@ def _save(app: Any, name: str, tenant: str | None, body: dict[str, Any], as_json
     if as_json:
         render.emit_json(cal)
     else:
-        click.echo(f"Saved calendar {cal['name']}: {len(cal['dates'])} date(s), {len(cal['windows'])} window(s)")
+        click.echo(f"Saved calendar {cal['name']}: {counted(len(cal['dates']), 'date')}, {counted(len(cal['windows']), 'window')}")
 
 
 @calendar.command("set", context_settings=CONTEXT)
@@ -289,7 +290,7 @@ def backfill(app: Any, job: str, from_: str | None, to: str | None, dry_run: boo
         if as_json:
             render.emit_json(data)
         else:
-            click.echo(f"Cancelled {data['cancelled']} backfill run(s) of {target['jobId']}")
+            click.echo(f"Cancelled {counted(data['cancelled'], 'backfill execution')} of {target['jobId']}")
         return
     if not from_ or not to:
         raise click.UsageError("give the range: --from INSTANT --to INSTANT (or --cancel)")
@@ -316,7 +317,7 @@ def backfill(app: Any, job: str, from_: str | None, to: str | None, dry_run: boo
                 done += n
                 bar.update(n)
     except KeyboardInterrupt:
-        render.emit_error(f"stopped after {done} of {sum(c[2] for c in chunks)} ticks: {total['created']} run(s) created; "
+        render.emit_error(f"stopped after {done} of {counted(sum(c[2] for c in chunks), 'tick')}: {counted(total['created'], 'execution')} created; "
                           f"`cronwheel backfill {job} --cancel` cancels those not run yet")  # fmt: skip
         sys.exit(130)
     if as_json:
@@ -326,11 +327,12 @@ def backfill(app: Any, job: str, from_: str | None, to: str | None, dry_run: boo
     if dry_run:
         for t in planned:
             click.echo(t)
-        click.echo(f"Would create {total['ticks']} run(s) (ticks that already have a run are skipped then); "
-                   f"{total['excluded']} stretch(es) of ticks excluded by calendars")  # fmt: skip
+        click.echo(f"Would create {counted(total['ticks'], 'execution')} (ticks that already have one are skipped then); "
+                   f"{counted(total['excluded'], 'stretch', 'stretches')} of ticks excluded by calendars")  # fmt: skip
     else:
-        click.echo(f"Backfill of {target['jobId']}: {total['created']} run(s) created, {total['existing']} tick(s) "
-                   f"already had one, {total['excluded']} stretch(es) of ticks excluded by calendars")  # fmt: skip
+        click.echo(f"Backfill of {target['jobId']}: {counted(total['created'], 'execution')} created, "
+                   f"{counted(total['existing'], 'tick')} already had one, "
+                   f"{counted(total['excluded'], 'stretch', 'stretches')} of ticks excluded by calendars")  # fmt: skip
 
 
 class _NoBar:

@@ -306,6 +306,9 @@ class Client:
     def replay_notification(self, notification_id: str) -> dict[str, Any]:
         return self._post(f"/v1/notifications/{quote(notification_id, safe=':@')}/replay")
 
+    def purge_notification(self, notification_id: str) -> dict[str, Any]:
+        return self._delete(f"/v1/notifications/{quote(notification_id, safe=':@')}")
+
     def list_dead(self, limit: int = 100, after: str | None = None) -> dict[str, Any]:
         return self._get("/v1/dlq", limit=limit, after=after)
 

@@ -21,6 +21,7 @@ from cronwheel.cli.client import ApiError, Client
 from cronwheel.core import jobfiles
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request
+from cronwheel.core.words import counted
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
@@ -101,7 +102,7 @@ def show_plan(changes: Sequence[jobfiles.Change], as_json: bool) -> None:
 def summary(changes: Sequence[jobfiles.Change]) -> str:
     count = {a: sum(c.action == a for c in changes) for a in _SIGN}
     if not count["create"] + count["update"] + count["adopt"] + count["delete"]:
-        return f"no changes: {count['unchanged']} job(s) up to date"
+        return f"no changes: {counted(count['unchanged'], 'job')} up to date"
     return (f"{count['create']} to create, {count['update'] + count['adopt']} to update"
             + (f" ({count['adopt']} adopted)" if count["adopt"] else "")
             + f", {count['delete']} to delete, {count['unchanged']} unchanged")
@@ -189,7 +190,7 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
 def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
     fields that only repeat a default are left out. A job needs a name to be a table."""
-    click.echo(f"# cronwheel export: {len(jobs)} job(s); apply with: cronwheel apply FILE")
+    click.echo(f"# cronwheel export: {counted(len(jobs), 'job')}; apply with: cronwheel apply FILE")
     skipped = 0
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
@@ -208,4 +209,4 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
             continue
         click.echo("\n" + table, nl=False)
     if skipped:
-        render.emit_note(f"{skipped} job(s) have no TOML form: see the '# skipped' comments")
+        render.emit_note(f"{counted(skipped, 'job')} {'has' if skipped == 1 else 'have'} no TOML form: see the '# skipped' comments")

@@ -133,6 +133,15 @@ def notifications_replay(app: Any, notification_id: str, as_json: bool) -> None:
         click.echo(f"Replaying notification {data['notificationId']} ({data['status']})")
 
 
+@notifications.command("purge", context_settings=CONTEXT)
+@click.argument("notification_id")
+@click.pass_obj
+def notifications_purge(app: Any, notification_id: str) -> None:
+    """Delete a dead-lettered notification for good."""
+    app.client.purge_notification(notification_id)
+    click.echo(f"Purged notification {notification_id}")
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("name")
 @click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A default rule (repeatable); replaces all of them.")

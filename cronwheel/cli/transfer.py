@@ -218,7 +218,7 @@ def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
     render.emit_json([job_request(j) for j in jobs])
     hooks = sum(unexported_rules(j) for j in jobs)
     if hooks:
-        render.emit_note(f"{hooks} webhook rule(s) not exported: their secrets are never shown; add them again after importing")
+        render.emit_note(f"{counted(hooks, 'webhook rule')} not exported: their secrets are never shown; add them again after importing")
 
 
 def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.notify import RuleError, email_rule
+from cronwheel.core.words import counted
 
 #: the crontab(5) macros cronwheel runs; @reboot is not a time and is skipped
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -232,7 +233,7 @@ def _parse_job(line_no: int, line: str, raw: str, settings: _Settings, system: b
     else:
         m = _FIVE_FIELDS.match(line)
         if m is None:
-            raise ValueError(f"expected five time fields and a command, got {len(line.split())} field(s)")
+            raise ValueError(f"expected five time fields and a command, got {counted(len(line.split()), 'field')}")
         schedule, rest = " ".join(m.groups()[:5]), m.group(6)
     user = None
     if system:

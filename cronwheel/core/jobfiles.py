@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core.config import ConfigError, key_lines, table_lines
+from cronwheel.core.model import JobStatus
 
 #: the ``managedBy`` of the jobs apply creates; ``--prune`` deletes only these
 OWNER = "apply"
@@ -34,7 +35,9 @@ RESERVED_FIELDS = ("name", "managedBy")
 FIELD_ORDER = ("schedule", "runAt", "timezone", "command", "http", "python", "queue", "payload",
                "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-LIVE_STATUSES = ("ACTIVE", "PAUSED")
+LIVE_STATUSES = (JobStatus.ACTIVE.value, JobStatus.PAUSED.value)
+#: a one-off job that has run is settled by its execution (docs/state-machine.md)
+SETTLED_STATUSES = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value)
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def plan(
     # a one-off that apply created and that has run is done, not missing: the same definition
     # must not run again on the next apply
     done = {str(j["name"]): j for j in existing
-            if j.get("status") == "COMPLETED" and j.get("managedBy") == OWNER and j.get("name")}
+            if j.get("status") in SETTLED_STATUSES and j.get("managedBy") == OWNER and j.get("name")}
     changes: list[Change] = []
     for d in desired:
         current = by_name.get(d.name)

@@ -122,6 +122,7 @@ class ExecOrigin(StrEnum):
     REPLAY = "replay"  #: replayed from the dead-letter queue
     BACKFILL = "backfill"  #: a past tick run on request (``context`` ``{"backfill": true}``)
     CHAIN = "chain"  #: started by the end of a parent job's execution (``context`` ``{"parent": …}``)
+    PING = "ping"  #: a run reported by a job that runs elsewhere (``POST /v1/jobs/{id}/ping``)
 
     @property
     def scheduled(self) -> bool:

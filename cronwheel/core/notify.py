@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from cronwheel.core.model import RetryPolicy
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import Principal, Refusal, host_allowed
+from cronwheel.core.urls import http_url_problem
 
 
 class NotifyOn(StrEnum):
@@ -168,8 +169,11 @@ def _int(field: str, value: Any, lo: int, hi: int) -> int:
     return value
 
 
-def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
-    """Validate one rule (see the module docstring). Raises RuleError naming the field."""
+def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False) -> Rule:
+    """Validate one rule (see the module docstring). Raises RuleError naming the field.
+    ``stored``: a rule read back from the store, checked when it was written; a rule that
+    an older release took (a URL check has since grown stricter) must still load, or the
+    completion that fires it would fail."""
     if not isinstance(data, dict):
         raise RuleError(field, f"{field} must be an object like {{\"on\": \"failure\", \"via\": \"webhook\", ...}}")
     ons = ", ".join(o.value for o in NotifyOn)
@@ -200,9 +204,9 @@ def rule_from_json(data: Any, field: str = "notify[0]") -> Rule:
     max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)
     if via is Via.WEBHOOK:
         url = _text(f"{field}.url", data["url"], MAX_URL_CHARS)
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
-            raise RuleError(f"{field}.url", f"{field}.url must be an absolute http:// or https:// URL")
+        problem = None if stored else http_url_problem(url, MAX_URL_CHARS)
+        if problem is not None:
+            raise RuleError(f"{field}.url", f"{field}.url {problem}")
         secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
         if len(secret) < MIN_SECRET_CHARS:
             raise RuleError(f"{field}.secret", f"{field}.secret must be at least {MIN_SECRET_CHARS} characters (it keys the HMAC signature)")
@@ -243,7 +247,7 @@ def stored_rules(data: Any) -> tuple[Rule, ...]:
     """Rules read back from the store (validated when they were written)."""
     if not data:
         return ()
-    return tuple(rule_from_json(item) for item in data)
+    return tuple(rule_from_json(item, stored=True) for item in data)
 
 
 # ---------------------------------------------------------------- durations

@@ -132,7 +132,8 @@ class BeyondCronMixin:
         owner = tenant or DEFAULT_TENANT
         deleted, users = await self._write(lambda s: s.delete_calendar(owner, name))
         if users:
-            raise Conflict(f"calendar {name!r} is observed by job(s) " + ", ".join(users) + "; detach or cancel them first",
+            raise Conflict(f"calendar {name!r} is observed by {'job' if len(users) == 1 else 'jobs'} " + ", ".join(users)
+                           + "; detach or cancel them first",
                            jobs=users)  # fmt: skip
         if not deleted:
             raise NotFound(f"no calendar {name!r}")

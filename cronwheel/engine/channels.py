@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 from cronwheel import __version__
 from cronwheel.core import notify as nt
 from cronwheel.core.tenants import host_allowed
+from cronwheel.core.words import counted
 
 
 class DeliveryError(Exception):
@@ -119,7 +120,7 @@ def email_message(n: nt.Notification, sender: str) -> EmailMessage:
     what = b.get("jobName") or b.get("jobId")
     subject = f"[cronwheel] {n.event}: {what}"
     if n.event == "held":
-        subject = f"[cronwheel] {b.get('heldBack')} notifications held back for {what}"
+        subject = f"[cronwheel] {counted(int(b.get('heldBack') or 0), 'notification')} held back for {what}"
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = ", ".join(n.rule.to)

@@ -69,6 +69,11 @@ class NotifyServiceMixin:
         self.notifications.wake()
         return n
 
+    async def purge_notification(self, notification_id: str, tenant: str | None = None) -> None:
+        if not await self._write(lambda s: s.purge_notification(notification_id, tenant)):
+            raise NotFound(f"no dead-lettered notification {notification_id!r}")
+        self.events.emit("notification.purged", notificationId=notification_id)
+
     async def tenant_notify(self, name: str) -> tuple[nt.Rule, ...]:
         rules = await self._read(lambda s: s.tenant_notify(name))
         if rules is None:

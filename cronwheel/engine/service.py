@@ -257,6 +257,10 @@ class SchedulerService(Protocol):
         """A DEAD or HELD notification goes out again. NotFound."""
         raise NotImplementedError
 
+    async def purge_notification(self, notification_id: str, tenant: str | None = None) -> None:
+        """Delete a dead-lettered notification for good. NotFound."""
+        raise NotImplementedError
+
     async def tenant_notify(self, name: str) -> tuple[Rule, ...]:
         """A tenant's default rules. NotFound."""
         raise NotImplementedError

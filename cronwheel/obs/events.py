@@ -145,4 +145,5 @@ def iso_ms(ms: int | None) -> str | None:
     if ms is None:
         return None
     secs, rem = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rem:03d}Z"
+    t = time.gmtime(secs)  # formatted by hand: strftime's %Y drops the zeros of years below 1000
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{rem:03d}Z"

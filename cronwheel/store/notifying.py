@@ -60,6 +60,9 @@ class NotificationMethods:
     def replay_notification(self, notification_id: str, now_ms: int, tenant: str | None = None) -> nt.Notification | None:
         return self._outbox_write(lambda s: reads.replay(s, notification_id, now_ms, tenant))
 
+    def purge_notification(self, notification_id: str, tenant: str | None = None) -> bool:
+        return self._outbox_write(lambda s: reads.purge(s, notification_id, tenant))
+
     def prune_notifications(self, older_than_ms: int, limit: int) -> int:
         return self._outbox_write(lambda s: reads.prune(s, older_than_ms, limit))
 

@@ -253,6 +253,33 @@ def test_replay_and_purge_dead_letters_by_clicking(daemon: Daemon, browser: Any,
     assert_no_dialog(browser)
 
 
+def test_dead_notifications_are_listed_and_purged_by_clicking(daemon: Daemon, browser: Any) -> None:
+    # a receiver that is not there, one delivery attempt: the notification lands in its DLQ
+    rule = {"on": "failure", "via": "webhook", "url": "http://127.0.0.1:9/gone", "secret": "0123456789abcdef-secret",
+            "maxAttempts": 1}
+    job = daemon.add_job({"runAt": "+0s", "name": HOSTILE_NAME, "command": "exit 4", "retryPolicy": {"maxAttempts": 1},
+                          "notify": [rule]})["jobId"]
+
+    def dead_notifications() -> list[dict[str, Any]]:
+        return list(daemon.get("/v1/notifications?status=DEAD").json()["notifications"])
+
+    [n] = wait_for(lambda: dead_notifications(), 30, what="a dead-lettered notification")
+    nid = n["notificationId"]
+    open_dashboard(browser, daemon, "#/notifications?status=DEAD")
+    row = until(browser, lambda d: css(d, f'tr[data-notification="{nid}"]'), what="the dead notification's row")
+    assert HOSTILE_NAME in row.text and "failure" in row.text and "webhook" in row.text and "DEAD" in row.text, row.text
+    assert css(browser, f'tr[data-notification="{nid}"] a').get_attribute("href").endswith(f"#/jobs/{job}")
+    screenshot(browser, "notifications")
+    css(browser, f'button[data-key="purge:{nid}"]').click()
+    until(browser, lambda d: css(d, "#confirm").is_displayed(), what="the confirmation dialog")
+    css(browser, "#confirm-yes").click()
+    wait_for(lambda: dead_notifications() == [], 10, what="the notifications' DLQ to be empty")
+    until(browser, lambda d: "No DEAD notification" in text_of(d, ".view-body"), what="the empty list")
+    assert daemon.event("notification.purged", notificationId=nid)
+    assert problems(browser) == []
+    assert_no_dialog(browser)
+
+
 def test_a_running_job_shows_its_output_as_it_is_printed(daemon: Daemon, browser: Any, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     job = daemon.add_job({"runAt": "+0s", "name": "chatty", "command": f"echo live-line; while [ ! -e {gate} ]; do sleep 0.05; done; echo done"})

@@ -12,7 +12,7 @@ from typing import Any
 
 from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of
-from cronwheel.core.model import ExecStatus, RetryPolicy
+from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.core.notify import DeliveryResult, NotificationStatus
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.store.base import Store
@@ -225,6 +225,25 @@ def test_windows_fire_missed_once_per_deadline_and_rearm(store_factory: StoreFac
     assert store.notification_counts(T0 + 10 * HOUR)["overdueJobs"] == 0
 
 
+def test_a_cancelled_watched_job_is_told_missed_once_then_retired(store: Store) -> None:
+    # cancelled by mistake: its next deadline still fires, but only that one, and it stops
+    # counting as overdue (an alert on cronwheel_overdue_jobs would page forever otherwise)
+    nj = new_job(schedule=None, target={"ping": {}}, next_run_at=None, expect_success_within_ms=HOUR,
+                 notify=(rule("missed"),))
+    [jid] = create(store, nj, now=T0)
+    b = [bucket_of(jid)]
+    assert store.cancel_job(jid, T0 + MIN) is not None
+    assert store.check_windows(b, T0 + HOUR - 1, 10) == []  # not before its deadline
+    assert store.check_windows(b, T0 + HOUR, 10) == [(jid, T0 + HOUR, 1)]
+    [n] = store.list_notifications(job_id=jid)
+    assert n.body["cancelled"] is True
+    for later in (2 * HOUR, 30 * HOUR):
+        assert store.check_windows(b, T0 + later, 10) == []
+    assert store.notification_counts(T0 + 30 * HOUR)["overdueJobs"] == 0
+    job = store.get_job(jid)
+    assert job is not None and job.window is None
+
+
 def test_pings_are_history_and_notify(store: Store) -> None:
     nj = new_job(schedule=None, target={"ping": {}}, next_run_at=None, expect_success_within_ms=HOUR,
                  notify=(rule("failure"),))  # fmt: skip
@@ -235,8 +254,22 @@ def test_pings_are_history_and_notify(store: Store) -> None:
     assert a is not None and b is not None and a.execution_id != b.execution_id
     hist = store.list_executions(jid)
     assert [e.status for e in hist] == [ExecStatus.DEAD, ExecStatus.DEAD] and hist[1].exit_code == 7
+    assert {e.origin for e in hist} == {ExecOrigin.PING}  # not "schedule": nothing here was scheduled
     assert len(store.list_notifications(job_id=jid)) == 2
     assert store.record_ping(jid, "success", T0, tenant="someone-else") == (False, None)
+
+
+def test_only_a_dead_notification_is_purged_and_only_by_its_tenant(store: Store) -> None:
+    run_once(store, Outcome.FAILED, notify=(rule("failure", maxAttempts=1),))
+    [n] = store.list_notifications()
+    assert not store.purge_notification(n.notification_id)  # PENDING: not a dead letter
+    [claimed] = store.claim_notifications("n1", T0 + 2 * SEC, 10, 30_000)
+    store.finish_notifications([DeliveryResult(claimed.notification_id, claimed.lease_epoch, NotificationStatus.DEAD,
+                                               error="receiver gone")], T0 + 3 * SEC)  # fmt: skip
+    [dead] = store.list_notifications(status=NotificationStatus.DEAD)
+    assert not store.purge_notification(dead.notification_id, tenant="someone-else")
+    assert store.purge_notification(dead.notification_id, tenant=dead.tenant)
+    assert store.list_notifications() == [] and not store.purge_notification(dead.notification_id)
 
 
 def test_told_notifications_are_pruned_dead_ones_kept(store: Store) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,16 @@ def test_a_member_left_out_of_a_table_goes_back_to_its_default(tmp_path: Path, d
     (job,) = daemon.get("/v1/jobs").json()["jobs"]
     assert job["retryPolicy"]["initialBackoffSec"] == 1 and job["retryPolicy"]["maxAttempts"] == 5
     assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
+
+
+def test_a_one_off_that_has_run_is_not_created_again(tmp_path: Path, daemon: Daemon) -> None:
+    # apply is idempotent for one-offs too: once run, the job is SUCCEEDED, not missing
+    soon = datetime.now(UTC) + timedelta(seconds=2)
+    jobs = write(tmp_path / "jobs", {"once.toml": f'[once]\nrunAt = "{soon.isoformat()}"\ncommand = "true"\n'})
+    res, first = plan(daemon, str(jobs))
+    assert res.returncode == 0 and actions(first) == {"once": "create"}, res.stderr
+    job_id = first[0]["jobId"]
+    wait_for(lambda: daemon.get(f"/v1/jobs/{job_id}").json()["status"] == "SUCCEEDED", 30, what="the one-off to run")
+    res, again = plan(daemon, str(jobs))
+    assert res.returncode == 0 and actions(again) == {"once": "unchanged"}, res.stdout
+    assert len([j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "once"]) == 1

@@ -216,6 +216,8 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
         ("GET", "/v1/calendars/nope", None, 404, None),
         ("POST", f"/v1/jobs/{job}/backfill", {"to": "2026-01-01T00:00:00Z"}, 422, "from"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "yesterday", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "+0s", "to": "+0s"}, 422, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "0001-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "to"),
         ("POST", f"/v1/jobs/{job}/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z", "dryRun": "yes"}, 422, "dryRun"),
         ("POST", "/v1/jobs/jnope/backfill", {"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}, 404, None),
@@ -250,7 +252,7 @@ def test_a_backfill_is_cancelable(daemon: Daemon) -> None:
     r = d.post(f"/v1/jobs/{job}/backfill", {"from": _iso(end - timedelta(hours=4)), "to": _iso(end)})
     assert r.status == 202 and r.json()["created"] == 5
     res = d.cli("backfill", "hourly", "--cancel")
-    assert res.returncode == 0 and "Cancelled 5 backfill run(s)" in res.stdout, res.stderr
+    assert res.returncode == 0 and "Cancelled 5 backfill executions" in res.stdout, res.stderr
     rows = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
     assert len(rows) == 5 and {(e["status"], e["reason"]) for e in rows} == {("CANCELLED", "backfill cancelled")}
     assert d.event("backfill.cancelled", jobId=job, cancelled=5)
@@ -280,7 +282,7 @@ def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daem
             shown += chunk
     finally:
         os.close(master)
-    assert proc.returncode == 0 and "720 run(s) created" in proc.stdout
+    assert proc.returncode == 0 and "720 executions created" in proc.stdout
     assert b"backfill" in shown and b"720/720" in shown  # click's bar on the terminal
     posts = [e for e in d.events("job.backfilled") if e["jobId"] == job]
     assert [e["created"] for e in posts] == [500, 220]

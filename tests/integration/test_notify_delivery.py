@@ -85,6 +85,15 @@ def test_an_unreachable_receiver_lands_in_the_notifications_dlq_and_replays(make
     metrics = d.get("/metrics").body.decode()
     assert 'cronwheel_notifications_delivered_total{outcome="dead",via="webhook"} 2.0' in metrics
     assert 'cronwheel_notifications_delivered_total{outcome="retried",via="webhook"} 2.0' in metrics
+    # the receiver is gone for good: purge it, and the notifications' DLQ is empty again
+    assert d.post("/v1/tenants", {"name": "other"}).status == 201
+    other = d.post("/v1/tokens", {"tenant": "other", "role": "tenant"}).json()["token"]
+    assert d.request("DELETE", f"/v1/notifications/{nid}", token=other).status == 404  # another tenant's
+    out = d.cli("notifications", "purge", nid)
+    assert out.returncode == 0 and f"Purged notification {nid}" in out.stdout, out
+    assert notifications(d, status="DEAD") == [] and d.event("notification.purged", notificationId=nid)
+    again = d.request("DELETE", f"/v1/notifications/{nid}")
+    assert again.status == 404 and again.json()["code"] == "not_found", again
 
 
 def test_webhooks_obey_the_tenants_allow_list(make_daemon: Callable[..., Daemon]) -> None:

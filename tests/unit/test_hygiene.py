@@ -42,3 +42,24 @@ def test_pre_commit_runs_what_make_lint_runs() -> None:
 
 def test_changelog_has_this_version() -> None:
     assert re.search(rf"^## \[{re.escape(__version__)}\]", (REPO / "CHANGELOG.md").read_text(), re.M)
+
+
+def test_no_document_speaks_of_the_retired_completed_job_state() -> None:
+    # a job is SUCCEEDED or FAILED once it has no further tick (docs/state-machine.md); the
+    # COMPLETED state is gone, and a page or a help text that still names it misleads
+    places = [*REPO.glob("man/*.[0-9]"), *REPO.glob("docs/*.md"), REPO / "README.md", REPO / "cronwheel/api/openapi.json",
+              *REPO.glob("cronwheel/cli/*.py"), *REPO.glob("cronwheel/api/dashboard/static/*"), *REPO.glob("examples/*")]
+    stale = [p.relative_to(REPO).as_posix() for p in places if p.is_file() and re.search(r"\bCOMPLETED\b", p.read_text())]
+    assert stale == []
+
+
+def test_what_people_read_has_counted_nouns() -> None:
+    # "1 job", "2 jobs" (core/words.py counted), never "job(s)": the text is built with the count
+    lazy = []
+    for path in REPO.glob("cronwheel/**/*.py"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            # what is written in string literals, not the code inside an f-string's braces
+            text = re.sub(r"\{[^}]*\}", "", "".join(re.findall(r'"[^"]*"', line)))
+            if re.search(r"[a-z]\((?:s|es)\)", text.replace("http(s)", "")) and "never" not in text:
+                lazy.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert lazy == []

@@ -129,8 +129,9 @@ def test_compact_drops_only_defaults() -> None:
     assert jobfiles.compact(full, normalise) == {"schedule": "@daily", "command": "x", "jitterSec": 5}
 
 
-def test_a_one_off_that_ran_is_not_created_again() -> None:
-    done = api_job("j1", "once", status="COMPLETED", runAt="2026-12-01T10:00:00Z", command="x")
+@pytest.mark.parametrize("settled", ["SUCCEEDED", "FAILED"])
+def test_a_one_off_that_ran_is_not_created_again(settled: str) -> None:
+    done = api_job("j1", "once", status=settled, runAt="2026-12-01T10:00:00Z", command="x")
     done["runAt"], done["schedule"] = "2026-12-01T10:00:00.000Z", None
     text = '[once]\nrunAt = "2026-12-01T10:00:00Z"\ncommand = "x"\n'
     assert [(c.action, c.job_id) for c in _plan(text, [done])] == [("unchanged", "j1")]

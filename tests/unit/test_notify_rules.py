@@ -41,6 +41,11 @@ def schema_accepts(rule: Any) -> bool:
         ({**HOOK, "secret": "short"}, "notify[0].secret"),
         ({**HOOK, "secret": " " * 20}, "notify[0].secret"),
         ({**HOOK, "url": "ftp://h.example/"}, "notify[0].url"),
+        ({**HOOK, "url": "HTTPS://H.example/x"}, None),
+        # found by the API fuzzer: a control character and a NEL inside the host
+        ({**HOOK, "url": "https://\u0105\u0011v\u0016\u0085"}, "notify[0].url"),
+        ({**HOOK, "url": "https:///cw"}, "notify[0].url"),
+        ({**HOOK, "url": "https://h.example/\x85"}, "notify[0].url"),
         ({**HOOK, "to": ["a@b.c"]}, "notify[0].to"),
         ({"on": "late", "via": "command", "command": "x"}, "notify[0].afterSec"),
         ({**HOOK, "afterSec": 5}, "notify[0].afterSec"),
@@ -61,6 +66,20 @@ def test_the_validator_and_the_schema_agree(rule: Any, field: str | None) -> Non
     else:
         assert field is None
         assert schema_accepts(rule), "the schema refuses a rule the daemon accepts"
+
+
+def test_a_webhook_url_is_checked_as_an_http_target_url_is() -> None:
+    # the port range is the document's format `http-url`, which a pattern cannot state
+    with pytest.raises(nt.RuleError, match="not a valid URL"):
+        nt.rule_from_json({**HOOK, "url": "https://h.example:99999/"})
+
+
+def test_a_stored_rule_loads_even_where_the_url_check_has_grown_stricter() -> None:
+    # an older release stored this rule; reading it back must not fail the completion that fires it
+    old = {**HOOK, "url": "https://h.example:99999/"}
+    with pytest.raises(nt.RuleError):
+        nt.rule_from_json(old)
+    assert nt.stored_rules([old])[0].to_json()["url"] == old["url"]
 
 
 def test_rule_ids_follow_what_a_rule_does() -> None:

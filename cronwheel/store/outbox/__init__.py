@@ -14,6 +14,6 @@ row locks; ``sql.py``). The SQL itself is portable (``ON CONFLICT``, ``RETURNING
   executions; ``claim`` applies each rule's rate limit (HELD instead of RUNNING), and
   ``summarize_held`` later tells what was held back in one notification.
 * ``windows.check_windows`` fires ``missed`` for the dead-man's windows that passed.
-* ``reads``: list, replay, prune and count notifications.
+* ``reads``: list, replay, purge, prune and count notifications.
 """
 

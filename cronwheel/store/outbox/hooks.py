@@ -10,7 +10,7 @@ from typing import Any
 from cronwheel.core import deadman
 from cronwheel.core import notify as nt
 from cronwheel.core.ids import bucket_of, execution_id
-from cronwheel.core.model import ExecStatus, Execution, JobSpec, Priority
+from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, JobSpec, Priority
 from cronwheel.store.outbox.sql import Sql, execution_body, insert_notification
 from cronwheel.store.rowreader import RowReader
 
@@ -222,15 +222,16 @@ def record_ping(
     sql.changes(
         """INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status, attempt,
                lease_epoch, available_at, created_at, started_at, finished_at, exit_code, error, output,
-               reason, max_attempts)
+               reason, max_attempts, origin)
            VALUES (:id, :job, :tenant, :priority, :tick, :status, 1, 0, :tick, :now, :started, :now,
-                   :exit_code, :error, :output, :reason, 1)""",
+                   :exit_code, :error, :output, :reason, 1, :origin)""",
         {"id": eid, "job": job_id, "tenant": job_tenant, "priority": priority, "tick": tick,
          "status": status.value, "now": now_ms, "started": started, "exit_code": exit_code,
-         "error": error, "output": output, "reason": f"ping: {kind}"},
+         "error": error, "output": output, "reason": f"ping: {kind}", "origin": ExecOrigin.PING.value},
     )  # fmt: skip
     after_outcomes(sql, [(eid, job_id, status.value)], now_ms)
     ex = Execution(eid, job_id, job_tenant, Priority(priority), tick, status, attempt=1, available_at=tick,
                    created_at=now_ms, started_at=started, finished_at=now_ms, exit_code=exit_code,
-                   error=error, output=output, reason=f"ping: {kind}", max_attempts=1)  # fmt: skip
+                   error=error, output=output, reason=f"ping: {kind}", max_attempts=1,
+                   origin=ExecOrigin.PING)  # fmt: skip
     return True, ex

@@ -40,6 +40,16 @@ def replay(sql: Sql, notification_id: str, now_ms: int, tenant: str | None) -> n
     return notification_from_row(sql, rows[0]) if rows else None
 
 
+def purge(sql: Sql, notification_id: str, tenant: str | None) -> bool:
+    """Delete a DEAD notification for good (its receiver is gone, or it is not worth telling
+    any more): the notifications' dead-letter queue shrinks, and an alert on it clears."""
+    return sql.changes(
+        """DELETE FROM notifications WHERE notification_id = :id AND status = 'DEAD'
+           AND (CAST(:tenant AS TEXT) IS NULL OR tenant = :tenant)""",
+        {"id": notification_id, "tenant": tenant},
+    ) == 1
+
+
 def prune(sql: Sql, older_than_ms: int, limit: int) -> int:
     """Delete up to ``limit`` told notifications (SENT, or HELD and counted in a summary)
     created before ``older_than_ms``; the dead-lettered ones are kept, like the DLQ's runs."""

@@ -81,6 +81,10 @@ class NotificationStore(ABC):
         """A DEAD or HELD notification becomes PENDING (attempt 0). None if absent or neither."""
 
     @abstractmethod
+    def purge_notification(self, notification_id: str, tenant: str | None = None) -> bool:
+        """Delete a DEAD notification (of ``tenant``, when given). False if absent or not DEAD."""
+
+    @abstractmethod
     def prune_notifications(self, older_than_ms: int, limit: int) -> int:
         """Delete up to ``limit`` SENT notifications (and HELD ones already counted in a
         summary) created before ``older_than_ms``. DEAD ones are never pruned."""

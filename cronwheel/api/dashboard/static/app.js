@@ -1,5 +1,5 @@
 // The cronwheel dashboard: five views over the /v1 API, chosen by the URL fragment
-// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq, #/calendars). No framework and no build step: each view
+// (#/ overview, #/jobs, #/jobs/<jobId>, #/dlq, #/notifications, #/calendars). No framework and no build step: each view
 // loads its data, and its body is rebuilt only when that data changed (so focus, scroll and
 // a half-typed search survive live updates). Live updates come from the event stream; while
 // it is down (or not ours to read) the visible view is polled instead.
@@ -125,6 +125,7 @@ function parseRoute() {
   if (parts[0] === "jobs" && parts.length === 2) return { name: "job", jobId: parts[1], params };
   if (parts[0] === "dlq" && parts.length === 1) return { name: "dlq", params };
   if (parts[0] === "calendars" && parts.length === 1) return { name: "calendars", params };
+  if (parts[0] === "notifications" && parts.length === 1) return { name: "notifications", params };
   return { name: "missing", params, path };
 }
 
@@ -217,7 +218,7 @@ function schedule() {
 let eventTimer = null;
 function onEvent(rec) {
   const name = String(rec.event || "");
-  if (!/^(execution|job|dlq|lease|scheduler\.claimed|effect)/.test(name)) return;
+  if (!/^(execution|job|dlq|lease|scheduler\.claimed|effect|notification|window)/.test(name)) return;
   if (eventTimer) return;
   eventTimer = setTimeout(() => { eventTimer = null; refresh(); }, EVENT_DEBOUNCE_MS);
 }
@@ -578,6 +579,51 @@ const dlqView = {
   },
 };
 
+// ---------------------------------------------------------------- notifications
+
+const NOTIFICATION_STATUSES = ["", "DEAD", "HELD", "PENDING", "RUNNING", "SENT"];
+
+const notificationsView = {
+  title: () => "Notifications",
+  shell: () => [h("h1", {}, "Notifications"), h("p", { class: "muted" }, "What cronwheel told whom, newest first. DEAD ones are the notifications' dead-letter queue: replay sends one again, purge deletes it for good (a receiver that is gone).")],
+  async load() {
+    const status = app.route.params.get("status") || "";
+    const r = await api.get(`/v1/notifications${api.query({ limit: 200, status: status || null })}`);
+    const names = await jobNames([...new Set(r.notifications.map((n) => n.jobId))].slice(0, 100));
+    return { items: r.notifications, more: Boolean(r.next), names, status };
+  },
+  render(d) {
+    const filter = h("label", {}, "Status ",
+      h("select", { id: "notification-status", onchange: (e) => {
+        const params = new URLSearchParams(e.target.value ? { status: e.target.value } : {});
+        location.hash = `#/notifications${params.toString() ? "?" + params : ""}`;
+      } }, NOTIFICATION_STATUSES.map((s) => h("option", { value: s, selected: s === d.status }, s || "Any status"))));
+    const rows = d.items.map((n) => h("tr", { "data-notification": n.notificationId },
+      h("td", {}, h("code", {}, n.notificationId)),
+      h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(n.jobId)}` }, d.names[n.jobId] || n.jobId)),
+      h("td", {}, n.event),
+      h("td", {}, n.rule.via),
+      h("td", {}, n.status),
+      h("td", { class: "num" }, String(n.attempt)),
+      h("td", {}, when(n.createdAt)),
+      h("td", { class: n.error ? "error" : "" }, n.error || ""),
+      h("td", {}, h("div", { class: "actions" },
+        n.status === "DEAD" || n.status === "HELD" ? actionButton("Replay", `replay:${n.notificationId}`, `Replay ${n.notificationId}`, async () => {
+          await api.post(`/v1/notifications/${encodeURIComponent(n.notificationId)}/replay`);
+          announce(`Replaying ${n.notificationId}`);
+        }) : null,
+        n.status === "DEAD" ? actionButton("Purge", `purge:${n.notificationId}`, `Purge ${n.notificationId}`, async () => {
+          if (!(await confirmAction("Purge this notification?", `${n.notificationId} is deleted for good; it will not be sent again.`, "Purge"))) return;
+          await api.del(`/v1/notifications/${encodeURIComponent(n.notificationId)}`);
+          announce(`Purged ${n.notificationId}`);
+        }, "danger") : null))));
+    return h("div", {}, h("p", {}, filter),
+      rows.length ? table("Notifications, newest first", ["Notification", "Job", "Event", "Via", "Status", "Attempt", "Created", "Last error", "Actions"], rows, "notifications")
+        : h("p", { class: "empty" }, d.status ? `No ${d.status} notification.` : "No notification yet (a job's notify rules say when to tell someone)."),
+      d.more ? h("p", { class: "muted" }, `The newest ${count(d.items.length)} are shown.`) : null);
+  },
+};
+
 const calendarsView = {
   title: () => "Calendars",
   shell: () => [h("h1", {}, "Calendars"), h("p", { class: "muted" }, "Excluded days and windows. A job that observes a calendar records the ticks it excludes as SKIPPED (reason calendar: NAME); days and local windows are read in each job's time zone.")],
@@ -603,7 +649,7 @@ const missing = {
   render: () => h("p", {}, "No such page. ", h("a", { href: "#/" }, "Back to the overview.")),
 };
 
-const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, calendars: calendarsView, missing };
+const VIEWS = { overview, jobs: jobsView, job: jobView, dlq: dlqView, notifications: notificationsView, calendars: calendarsView, missing };
 
 // ---------------------------------------------------------------- start
 
