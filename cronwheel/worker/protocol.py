@@ -37,8 +37,8 @@ import contextlib
 import math
 import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
 
 import msgpack
 
@@ -64,6 +64,25 @@ OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: store.bas
 
 class ProtocolError(Exception):
     """The peer sent something that is not a valid frame: drop the connection."""
+
+
+class WireGrant(TypedDict):
+    """One grant as a ``grant`` frame carries it (``grant_to_wire``; checked by ``_check_grant``)."""
+
+    execution_id: str
+    job_id: str
+    tenant: str
+    priority: int
+    scheduled_at: int  #: ms since the epoch
+    attempt: int
+    lease_epoch: int
+    lease_until: int  #: ms since the epoch
+    lease_sec: float
+    timeout_sec: float
+    target: dict[str, Any]
+    payload: Any
+    process: NotRequired[dict[str, Any]]  #: only when the job sets one
+    context: NotRequired[dict[str, Any]]  #: a chain child's parent, a backfill mark
 
 
 # ---------------------------------------------------------------- the socket's path
@@ -108,10 +127,10 @@ def encode_frame(frame: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def grant_to_wire(grant: Grant) -> dict[str, Any]:
+def grant_to_wire(grant: Grant) -> WireGrant:
     """The wire form of a ``Grant`` (plain msgpack types). ``process`` (the job's env, runAs,
     shell, stdin) is sent only when the job sets one: most grants stay as small as before."""
-    wire = {
+    wire: WireGrant = {
         "execution_id": grant.execution_id,
         "job_id": grant.job_id,
         "tenant": grant.tenant,
@@ -145,7 +164,7 @@ def _array_header(n: int) -> bytes:
     return b"\xdd" + n.to_bytes(4, "big")
 
 
-def pack_grant(grant: dict[str, Any]) -> bytes:
+def pack_grant(grant: Mapping[str, object]) -> bytes:
     """One grant's msgpack bytes, checked as the receiver will check it (types, depth, size),
     so a grant the worker would refuse is never sent. Raises ProtocolError."""
     try:
