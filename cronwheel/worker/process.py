@@ -315,15 +315,9 @@ class Worker:
             if self._runs.get(run.execution_id) is run:
                 del self._runs[run.execution_id]
         if run.killed is None:
-            self._send({
-                "t": "result",
-                "execution_id": run.execution_id,
-                "lease_epoch": run.lease_epoch,
-                "outcome": result.outcome,
-                "exit_code": result.exit_code,
-                "error": result.error,
-                "output": result.output,
-            })
+            self._send({"t": "result", "execution_id": run.execution_id, "lease_epoch": run.lease_epoch,
+                        "outcome": result.outcome, "exit_code": result.exit_code, "error": result.error,
+                        "output": result.output})  # fmt: skip
         self._pump()
 
     # ---------------------------------------------------------------- heartbeats
