@@ -15,16 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cronwheel.core.records import Completion, LeaseVerdict, Outcome
-from cronwheel.worker.protocol import (
-    PROTOCOL_VERSION,
-    WORKER_TO_DAEMON,
-    FrameDecoder,
-    ProtocolError,
-    encode_frame,
-    read_frame,
-    unix_path,
-)
+from cronwheel.worker.framing import FrameDecoder, encode_frame, read_frame
+from cronwheel.worker.protocol import PROTOCOL_VERSION, WORKER_TO_DAEMON, ProtocolError
 from cronwheel.worker.slots import PoolWorker, Roster
+from cronwheel.worker.sockpath import unix_path
 
 if TYPE_CHECKING:
     from cronwheel.worker.pool import PoolHandler

@@ -45,13 +45,8 @@ from typing import Any, Protocol
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker.connections import Connections, bind_socket
-from cronwheel.worker.protocol import (
-    ProtocolError,
-    encode_frame,
-    encode_grant_frames,
-    grant_to_wire,
-    pack_grant,
-)
+from cronwheel.worker.framing import encode_frame, encode_grant_frames, pack_grant
+from cronwheel.worker.protocol import ProtocolError, grant_to_wire
 from cronwheel.worker.slots import PoolWorker, Roster
 
 SPAWN_READY_SEC = 30.0  #: a spawned worker must be ready within this, or it is killed

@@ -34,16 +34,10 @@ from typing import Any
 
 from cronwheel.core.liveout import OutputForwarder
 from cronwheel.worker.eventlog import capture_output, configure_log, log
-from cronwheel.worker.protocol import (
-    DAEMON_TO_WORKER,
-    PROTOCOL_VERSION,
-    FrameDecoder,
-    ProtocolError,
-    WireGrant,
-    encode_frame,
-    unix_path,
-)
+from cronwheel.worker.framing import FrameDecoder, encode_frame
+from cronwheel.worker.protocol import DAEMON_TO_WORKER, PROTOCOL_VERSION, ProtocolError, WireGrant
 from cronwheel.worker.results import Result, error_text
+from cronwheel.worker.sockpath import unix_path
 from cronwheel.worker.targets import TargetRunner, killpg
 
 READ_CHUNK = 64 * 1024

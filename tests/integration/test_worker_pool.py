@@ -30,14 +30,9 @@ from aiohttp import web
 
 from cronwheel.core.model import Grant, Priority
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.worker.framing import encode_frame, read_frame
 from cronwheel.worker.pool import WorkerPool
-from cronwheel.worker.protocol import (
-    MAX_FRAME,
-    PROTOCOL_VERSION,
-    encode_frame,
-    grant_to_wire,
-    read_frame,
-)
+from cronwheel.worker.protocol import MAX_FRAME, PROTOCOL_VERSION, grant_to_wire
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -626,7 +621,7 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
 _BAD_WORKER = r"""
 import os, socket, struct, sys, time
 sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
-from cronwheel.worker.protocol import encode_frame
+from cronwheel.worker.framing import encode_frame
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 s = socket.socket(socket.AF_UNIX)
 s.connect(args["--socket"])
