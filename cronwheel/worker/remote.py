@@ -208,7 +208,7 @@ class RemoteWorker:
                 log("remote_worker.heartbeat_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
 
     async def _call(self, g: dict[str, Any]) -> tuple[str, str | None, str | None]:
-        """Run the handler as process.py runs a python target: (outcome, error, output)."""
+        """Run the handler as a python target is run (PythonTarget.call): (outcome, error, output)."""
         target = self._target
         assert target is not None
         scheduled = g.get("scheduledAt")
