@@ -273,7 +273,7 @@ class Node(TenancyMixin, BeyondCronMixin, NotifyServiceMixin):
 
     async def wait_workers(self, timeout: float = 30) -> None:
         assert self.pool is not None
-        await self.pool.wait_ready(timeout=timeout)
+        await self.pool.wait_ready(timeout_sec=timeout)
 
     async def stop(self) -> None:
         """Stop taking new work, let running executions finish up to the grace period, then kill

@@ -1,4 +1,6 @@
-"""The wire protocol between ``cronwheel serve`` and its local workers (one Unix socket).
+"""The wire protocol between ``cronwheel serve`` and its local workers (one Unix socket): its
+version, limits and frame types, and what makes a frame valid (``check_frame``). Turning frames
+into bytes and back is ``framing.py``'s.
 
 A frame is a 4-byte big-endian unsigned length followed by that many bytes of one msgpack
 map. The map's ``"t"`` names the frame type; the version is negotiated once, in ``hello`` /
@@ -32,15 +34,9 @@ nothing the daemon did not offer, so either side may be older):
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
-import os
-import struct
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
-
-import msgpack
+from collections.abc import Iterable
+from typing import Any, NotRequired, TypedDict
 
 from cronwheel.core.model import Grant
 
@@ -54,9 +50,6 @@ MAX_ID = 1024  #: longest execution/job/worker id, tenant, reason
 MAX_SLOTS = 100_000
 MAX_OUT_DATA = 64 * 1024  #: bytes of output in one ``out`` frame
 
-_HEADER = struct.Struct(">I")
-HEADER_SIZE = _HEADER.size
-
 WORKER_TO_DAEMON = frozenset({"hello", "hb", "out", "result", "bye", "pong"})
 DAEMON_TO_WORKER = frozenset({"welcome", "grant", "hb_ack", "abort", "bye", "ping"})
 OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: store.base.Outcome values
@@ -66,52 +59,29 @@ class ProtocolError(Exception):
     """The peer sent something that is not a valid frame: drop the connection."""
 
 
-# ---------------------------------------------------------------- the socket's path
+class WireGrant(TypedDict):
+    """One grant as a ``grant`` frame carries it (``grant_to_wire``; checked by ``check_grant``)."""
 
-#: sun_path holds 108 bytes including the terminating NUL
-UNIX_PATH_MAX = 107
-
-
-@contextlib.contextmanager
-def unix_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """The name to give bind()/connect() for the socket file ``path``: ``path`` itself when it
-    fits in sun_path, else (Linux) the same file reached through ``/proc/self/fd/N/`` of an fd
-    on its directory, valid inside the ``with`` block. Deep data directories (test temp dirs,
-    long $STATE_DIRECTORY) then still work."""
-    text = os.fspath(path)
-    if len(os.fsencode(text)) <= UNIX_PATH_MAX:
-        yield text
-        return
-    head, name = os.path.split(os.path.abspath(text))
-    dirfd = os.open(head or "/", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_PATH", 0))
-    try:
-        short = f"/proc/self/fd/{dirfd}/{name}"
-        if len(os.fsencode(short)) > UNIX_PATH_MAX or not os.path.isdir(f"/proc/self/fd/{dirfd}"):
-            raise ValueError(f"socket path too long for AF_UNIX ({len(os.fsencode(text))} bytes): {text}")
-        yield short
-    finally:
-        os.close(dirfd)
+    execution_id: str
+    job_id: str
+    tenant: str
+    priority: int
+    scheduled_at: int  #: ms since the epoch
+    attempt: int
+    lease_epoch: int
+    lease_until: int  #: ms since the epoch
+    lease_sec: float
+    timeout_sec: float
+    target: dict[str, Any]
+    payload: Any
+    process: NotRequired[dict[str, Any]]  #: only when the job sets one
+    context: NotRequired[dict[str, Any]]  #: a chain child's parent, a backfill mark
 
 
-# ---------------------------------------------------------------- encoding
-
-
-def encode_frame(frame: dict[str, Any]) -> bytes:
-    """Length prefix + msgpack body. Raises ProtocolError when the body exceeds MAX_FRAME
-    (a frame we could not send intact must not be sent at all)."""
-    try:
-        body: bytes = msgpack.packb(frame, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"cannot encode frame: {exc}") from None
-    if len(body) > MAX_FRAME:
-        raise ProtocolError(f"frame of {len(body)} bytes exceeds MAX_FRAME ({MAX_FRAME})")
-    return _HEADER.pack(len(body)) + body
-
-
-def grant_to_wire(grant: Grant) -> dict[str, Any]:
+def grant_to_wire(grant: Grant) -> WireGrant:
     """The wire form of a ``Grant`` (plain msgpack types). ``process`` (the job's env, runAs,
     shell, stdin) is sent only when the job sets one: most grants stay as small as before."""
-    wire = {
+    wire: WireGrant = {
         "execution_id": grant.execution_id,
         "job_id": grant.job_id,
         "tenant": grant.tenant,
@@ -132,78 +102,12 @@ def grant_to_wire(grant: Grant) -> dict[str, Any]:
     return wire
 
 
-# {"t": "grant", "grants": [...]} up to the array header: fixmap(2), "t", "grant", "grants"
-_GRANT_FRAME_HEAD = b"\x82" + msgpack.packb("t") + msgpack.packb("grant") + msgpack.packb("grants")
-_ARRAY_HEADER_MAX = 5
+# ---------------------------------------------------------------- checks
 
 
-def _array_header(n: int) -> bytes:
-    if n < 16:
-        return bytes([0x90 | n])
-    if n < 1 << 16:
-        return b"\xdc" + n.to_bytes(2, "big")
-    return b"\xdd" + n.to_bytes(4, "big")
-
-
-def pack_grant(grant: dict[str, Any]) -> bytes:
-    """One grant's msgpack bytes, checked as the receiver will check it (types, depth, size),
-    so a grant the worker would refuse is never sent. Raises ProtocolError."""
-    try:
-        _check_grant(grant, depth=3)
-        packed: bytes = msgpack.packb(grant, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"grant cannot be encoded: {exc}") from None
-    if len(packed) + len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX > MAX_FRAME:
-        raise ProtocolError(f"grant of {len(packed)} bytes does not fit in one frame")
-    return packed
-
-
-def encode_grant_frames(packed_grants: Sequence[bytes]) -> list[bytes]:
-    """Frames carrying the given packed grants (from ``pack_grant``), as many per frame as fit
-    under MAX_FRAME (and MAX_GRANTS_PER_FRAME), in order."""
-    frames: list[bytes] = []
-    batch: list[bytes] = []
-    size = len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
-
-    def flush() -> None:
-        body = _GRANT_FRAME_HEAD + _array_header(len(batch)) + b"".join(batch)
-        frames.append(_HEADER.pack(len(body)) + body)
-
-    for packed in packed_grants:
-        if batch and (size + len(packed) > MAX_FRAME or len(batch) >= MAX_GRANTS_PER_FRAME):
-            flush()
-            batch, size = [], len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
-        batch.append(packed)
-        size += len(packed)
-    if batch:
-        flush()
-    return frames
-
-
-# ---------------------------------------------------------------- decoding
-
-
-def _refuse_ext(code: int, data: bytes) -> Any:
-    raise ValueError(f"msgpack ext type {code} is not allowed")
-
-
-def decode_body(body: bytes, accept: Iterable[str] | None = None) -> dict[str, Any]:
-    """Unpack and validate one frame body. Raises ProtocolError."""
-    try:
-        frame = msgpack.unpackb(
-            body,
-            raw=False,
-            use_list=True,
-            strict_map_key=True,
-            max_str_len=MAX_FRAME,
-            max_bin_len=MAX_FRAME,
-            max_array_len=MAX_ITEMS,
-            max_map_len=MAX_ITEMS,
-            max_ext_len=0,
-            ext_hook=_refuse_ext,
-        )
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:  # ExtraData, StackError, …
-        raise ProtocolError(f"bad msgpack body: {type(exc).__name__}: {exc}") from None
+def check_frame(frame: object, accept: Iterable[str] | None = None) -> dict[str, Any]:
+    """Validate one unpacked frame: a map of one known type (one of ``accept``, when given),
+    nested at most MAX_DEPTH deep, every field of its type well-formed. Raises ProtocolError."""
     if not isinstance(frame, dict):
         raise ProtocolError("a frame must be a map")
     if not _depth_ok(frame):
@@ -223,75 +127,8 @@ def decode_body(body: bytes, accept: Iterable[str] | None = None) -> dict[str, A
     return frame
 
 
-class FrameDecoder:
-    """Incremental decoder for a byte stream: ``feed(data)`` returns the complete frames.
-
-    A length prefix over MAX_FRAME is refused as soon as its 4 bytes arrive, so a hostile peer
-    can make us buffer at most MAX_FRAME + 4 bytes. After a ProtocolError the stream is out of
-    sync and the decoder refuses everything (the caller closes the connection).
-    """
-
-    def __init__(self, accept: Iterable[str] | None = None) -> None:
-        self._buf = bytearray()
-        self._need: int | None = None  # body length of the frame being read
-        self._accept = frozenset(accept) if accept is not None else None
-        self._broken = False
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
-        if self._broken:
-            raise ProtocolError("stream is out of sync after an earlier error")
-        self._buf += data
-        frames: list[dict[str, Any]] = []
-        try:
-            while True:
-                if self._need is None:
-                    if len(self._buf) < HEADER_SIZE:
-                        break
-                    (n,) = _HEADER.unpack_from(self._buf)
-                    if n == 0 or n > MAX_FRAME:
-                        raise ProtocolError(f"frame length {n} outside 1..{MAX_FRAME}")
-                    del self._buf[:HEADER_SIZE]
-                    self._need = n
-                if len(self._buf) < self._need:
-                    break
-                body = bytes(self._buf[: self._need])
-                del self._buf[: self._need]
-                self._need = None
-                frames.append(decode_body(body, self._accept))
-        except ProtocolError:
-            self._broken = True
-            self._buf.clear()
-            raise
-        return frames
-
-
-async def read_frame(
-    reader: asyncio.StreamReader, accept: Iterable[str] | None = None, max_size: int = MAX_FRAME
-) -> dict[str, Any]:
-    """Read exactly one frame of at most ``max_size`` bytes. Raises EOFError on a clean end of
-    stream (no byte of a new frame read), ProtocolError on a truncated or invalid frame."""
-    try:
-        header = await reader.readexactly(HEADER_SIZE)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            raise EOFError("connection closed") from None
-        raise ProtocolError("connection closed inside a frame header") from None
-    (n,) = _HEADER.unpack(header)
-    if n == 0 or n > max_size:
-        raise ProtocolError(f"frame length {n} outside 1..{max_size}")
-    try:
-        body = await reader.readexactly(n)
-    except asyncio.IncompleteReadError:
-        raise ProtocolError("connection closed inside a frame body") from None
-    return decode_body(body, accept)
-
-
-# ---------------------------------------------------------------- field checks
-# Each raises TypeError/ValueError with a short reason; decode_body turns it into ProtocolError.
+# Each field check raises TypeError/ValueError with a short reason; check_frame turns it into
+# ProtocolError.
 
 
 def _int(frame: dict[str, Any], key: str, lo: int | None = None, hi: int | None = None) -> int:
@@ -383,7 +220,8 @@ def _check_json(value: Any, depth: int) -> None:
             raise TypeError(f"{type(v).__name__} is not a JSON value")
 
 
-def _check_grant(g: Any, depth: int) -> None:
+def check_grant(g: Any, depth: int) -> None:
+    """A grant (``WireGrant``) whose map sits at nesting ``depth``. Raises TypeError/ValueError."""
     if not isinstance(g, dict):
         raise TypeError("a grant must be a map")
     for key in ("execution_id", "job_id", "tenant"):
@@ -440,7 +278,7 @@ def _check_grant_frame(f: dict[str, Any]) -> None:
     if not isinstance(grants, list) or not grants:
         raise TypeError("grants must be a non-empty array")
     for g in grants:
-        _check_grant(g, depth=3)
+        check_grant(g, depth=3)
 
 
 def _check_hb(f: dict[str, Any]) -> None:

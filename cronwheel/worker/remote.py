@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import inspect
 import os
 import signal
 import socket
@@ -40,7 +39,8 @@ import aiohttp
 
 from cronwheel.core.limits import scrub_text
 from cronwheel.core.schedule import parse_instant
-from cronwheel.worker.process import _error_text, _load_callable, _log, _PythonTarget, _return_text
+from cronwheel.worker.eventlog import log
+from cronwheel.worker.targets import PythonTarget, load_callable
 
 CLAIM_WAIT_SEC = 20  #: the long poll's waitSec
 RETRY_PAUSE_SEC = 1.0  #: after a failed claim (daemon down, 5xx), before the next one
@@ -76,18 +76,18 @@ class RemoteWorker:
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="handler")
-        self._target: _PythonTarget | None = None
+        self._target: PythonTarget | None = None
         self._session: aiohttp.ClientSession | None = None
 
     # ---- lifecycle
     async def run(self) -> int:
-        self._target = await asyncio.to_thread(_load_callable, self.handler)
+        self._target = await asyncio.to_thread(load_callable, self.handler)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stopping.set)
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self._session = aiohttp.ClientSession(headers=headers)
-        _log("remote_worker.started", worker=self.worker_id, url=self.url, queues=self.queues,
+        log("remote_worker.started", worker=self.worker_id, url=self.url, queues=self.queues,
              handler=self.handler, concurrency=self.concurrency)  # fmt: skip
         try:
             await self._claim_loop()
@@ -95,7 +95,7 @@ class RemoteWorker:
         finally:
             await self._session.close()
             self._executor.shutdown(wait=False, cancel_futures=True)
-        _log("remote_worker.stopped", worker=self.worker_id)
+        log("remote_worker.stopped", worker=self.worker_id)
         return 0
 
     async def _claim_loop(self) -> None:
@@ -119,7 +119,7 @@ class RemoteWorker:
                 try:
                     grants = claim.result()
                 except Exception as exc:  # daemon down or refusing: log, pause, try again
-                    _log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
+                    log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stopping.wait(), RETRY_PAUSE_SEC)
                     continue
@@ -127,18 +127,18 @@ class RemoteWorker:
                     xid = str(g["executionId"])
                     task = asyncio.get_running_loop().create_task(self._execute(g), name=f"run {xid}")
                     self._running[xid] = task
-                    task.add_done_callback(lambda _t, xid=xid: self._done(xid))
+                    task.add_done_callback(functools.partial(self._done, xid))
         finally:
             stop.cancel()
 
-    def _done(self, xid: str) -> None:
+    def _done(self, xid: str, _task: asyncio.Task[None]) -> None:
         self._running.pop(xid, None)
         self._slot_free.set()
 
     async def _drain(self) -> None:
         if not self._running:
             return
-        _log("remote_worker.draining", worker=self.worker_id, running=len(self._running), graceSec=self.grace_sec)
+        log("remote_worker.draining", worker=self.worker_id, running=len(self._running), graceSec=self.grace_sec)
         tasks = list(self._running.values())
         _done, pending = await asyncio.wait(tasks, timeout=self.grace_sec)
         for task in pending:
@@ -147,10 +147,10 @@ class RemoteWorker:
             await asyncio.wait(pending, timeout=HTTP_TIMEOUT_SEC)
 
     # ---- HTTP
-    async def _post(self, path: str, body: dict[str, Any], timeout: float = HTTP_TIMEOUT_SEC) -> Any:
+    async def _post(self, path: str, body: dict[str, Any], timeout_sec: float = HTTP_TIMEOUT_SEC) -> Any:
         assert self._session is not None
         async with self._session.post(
-            self.url + path, json=body, timeout=aiohttp.ClientTimeout(total=timeout)
+            self.url + path, json=body, timeout=aiohttp.ClientTimeout(total=timeout_sec)
         ) as resp:
             if resp.status == 409:
                 raise _Fenced(await resp.text())
@@ -160,20 +160,20 @@ class RemoteWorker:
 
     async def _claim(self, n: int) -> list[dict[str, Any]]:
         body = {"workerId": self.worker_id, "queues": self.queues, "max": min(n, 100), "waitSec": self.wait_sec}
-        data = await self._post("/v1/workers/claim", body, timeout=self.wait_sec + HTTP_TIMEOUT_SEC)
+        data = await self._post("/v1/workers/claim", body, timeout_sec=self.wait_sec + HTTP_TIMEOUT_SEC)
         return list(data.get("executions") or [])
 
     # ---- one execution
     async def _execute(self, g: dict[str, Any]) -> None:
         xid, epoch = str(g["executionId"]), int(g["leaseEpoch"])
-        _log("remote_worker.run", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, attempt=g.get("attempt"))
+        log("remote_worker.run", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, attempt=g.get("attempt"))
         call = asyncio.ensure_future(self._call(g))
         beat = asyncio.ensure_future(self._heartbeat_loop(g, call))
         try:
             outcome, error, output = await call
         except asyncio.CancelledError:
             if call.cancelled() and beat.done() and not beat.cancelled() and beat.result() is not None:
-                _log("remote_worker.aborted", worker=self.worker_id, executionId=xid, leaseEpoch=epoch,
+                log("remote_worker.aborted", worker=self.worker_id, executionId=xid, leaseEpoch=epoch,
                      reason=beat.result())  # fmt: skip
                 return  # fenced: the daemon knows; no result
             outcome, error, output = "failed", "worker stopped before the run finished", None
@@ -186,11 +186,11 @@ class RemoteWorker:
         try:
             await self._post(f"/v1/executions/{xid}/complete", body)
         except _Fenced as exc:
-            _log("remote_worker.fenced", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, via="complete", detail=str(exc)[:300])
+            log("remote_worker.fenced", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, via="complete", detail=str(exc)[:300])
         except Exception as exc:  # the lease expires and the reaper retries it
-            _log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+            log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
         else:
-            _log("remote_worker.completed", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, outcome=outcome)
+            log("remote_worker.completed", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, outcome=outcome)
 
     async def _heartbeat_loop(self, g: dict[str, Any], call: asyncio.Future[Any]) -> str | None:
         """Beat every leaseSec / 4; on 409, cancel the run and return why."""
@@ -200,15 +200,15 @@ class RemoteWorker:
             await asyncio.sleep(every)
             try:
                 await self._post(f"/v1/executions/{xid}/heartbeat", {"workerId": self.worker_id, "leaseEpoch": epoch},
-                                 timeout=max(1.0, every))  # fmt: skip
+                                 timeout_sec=max(1.0, every))  # fmt: skip
             except _Fenced as exc:
                 call.cancel()
                 return str(exc)[:300] or "lease lost"
             except Exception as exc:  # a missed beat: the next one may get through
-                _log("remote_worker.heartbeat_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+                log("remote_worker.heartbeat_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
 
     async def _call(self, g: dict[str, Any]) -> tuple[str, str | None, str | None]:
-        """Run the handler as process.py runs a python target: (outcome, error, output)."""
+        """Run the handler as a python target is run (PythonTarget.call): (outcome, error, output)."""
         target = self._target
         assert target is not None
         scheduled = g.get("scheduledAt")
@@ -220,23 +220,8 @@ class RemoteWorker:
             "scheduled_at": parse_instant(scheduled) if isinstance(scheduled, str) else scheduled,
             "payload": g.get("payload"),
         }
-        if target.params is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in target.params}
-        timeout = float(g.get("timeoutSec") or 3600)
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(timeout):
-                if target.is_async:
-                    value = await target.fn(**kwargs)
-                else:
-                    value = await loop.run_in_executor(self._executor, functools.partial(target.fn, **kwargs))
-                if inspect.isawaitable(value):
-                    value = await value
-        except TimeoutError:
-            return "timed_out", f"timed out after {timeout:g}s", None
-        except Exception as exc:
-            return "failed", _error_text(exc), None
-        return "succeeded", None, _return_text(value)
+        result = await target.call(kwargs, float(g.get("timeoutSec") or 3600), self._executor)
+        return result.outcome, result.error, result.output
 
 
 def main(argv: list[str] | None = None) -> int:

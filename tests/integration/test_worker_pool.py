@@ -30,14 +30,9 @@ from aiohttp import web
 
 from cronwheel.core.model import Grant, Priority
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.worker.framing import encode_frame, read_frame
 from cronwheel.worker.pool import WorkerPool
-from cronwheel.worker.protocol import (
-    MAX_FRAME,
-    PROTOCOL_VERSION,
-    encode_frame,
-    grant_to_wire,
-    read_frame,
-)
+from cronwheel.worker.protocol import MAX_FRAME, PROTOCOL_VERSION, grant_to_wire
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -52,9 +47,9 @@ def run(coro: Coroutine[Any, Any, None]) -> None:
     asyncio.run(coro)
 
 
-async def until(pred: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    """Poll ``pred`` until it is truthy; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+async def until(pred: Callable[[], Any], timeout_sec: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``pred`` until it is truthy; fail the test after ``timeout_sec`` seconds."""
+    deadline = time.monotonic() + timeout_sec
     while True:
         value = pred()
         if value:
@@ -151,12 +146,12 @@ class Harness:
         self.pool.send_grants(worker_id, [g])
         return worker_id
 
-    async def result(self, g: Grant, timeout: float = 15.0) -> Completion:
-        return await until(lambda: self.h.results.get(g.execution_id), timeout, f"result of {g.execution_id}")
+    async def result(self, g: Grant, timeout_sec: float = 15.0) -> Completion:
+        return await until(lambda: self.h.results.get(g.execution_id), timeout_sec, f"result of {g.execution_id}")
 
-    async def run_one(self, g: Grant, timeout: float = 15.0) -> Completion:
+    async def run_one(self, g: Grant, timeout_sec: float = 15.0) -> Completion:
         self.send(g)
-        return await self.result(g, timeout)
+        return await self.result(g, timeout_sec)
 
     def logged(self, event: str, **match: Any) -> list[dict[str, Any]]:
         return [f for e, f in self.events if e == event and all(f.get(k) == v for k, v in match.items())]
@@ -179,7 +174,7 @@ async def pool_running(
     )
     try:
         await pool.start()
-        await pool.wait_ready(timeout=30)
+        await pool.wait_ready(timeout_sec=30)
         yield Harness(pool, handler, tmp, events)
     finally:
         await pool.stop(grace_sec=5)
@@ -241,7 +236,7 @@ def test_shell_failure_signal_and_bounded_output_tail() -> None:
             assert "to-stdout" in c.output and "to-stderr" in c.output
             c = await t.result(killed)
             assert c.outcome is Outcome.FAILED and c.exit_code == -9
-            c = await t.result(big, timeout=60)
+            c = await t.result(big, timeout_sec=60)
             assert c.outcome is Outcome.SUCCEEDED
             assert len(c.output.encode()) <= 64 * 1024
             assert c.output.endswith("line-39999\n")
@@ -378,7 +373,7 @@ def test_killed_worker_is_reported_lost_and_respawned() -> None:
                 await until(lambda: t.h.lost, 10, "on_worker_lost")
                 assert t.h.lost == [(old_id, [(g.execution_id, 5)])]
                 assert t.pool.in_flight() == {}
-                await t.pool.wait_ready(1, timeout=30)
+                await t.pool.wait_ready(1, timeout_sec=30)
                 [(new_id, new_pid)] = t.pool.worker_pids().items()
                 assert new_id == f"test-{t.pool.incarnation}-w0-1" and new_id != old_id and new_pid != old_pid
                 c = await t.run_one(grant(shell("echo reborn")))
@@ -626,7 +621,7 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
 _BAD_WORKER = r"""
 import os, socket, struct, sys, time
 sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
-from cronwheel.worker.protocol import encode_frame
+from cronwheel.worker.framing import encode_frame
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 s = socket.socket(socket.AF_UNIX)
 s.connect(args["--socket"])
@@ -661,7 +656,7 @@ def test_stop_lets_running_jobs_finish_within_grace() -> None:
                           env={"PYTHONPATH": str(REPO)})
         try:
             await pool.start()
-            await pool.wait_ready(timeout=30)
+            await pool.wait_ready(timeout_sec=30)
             pids = tmp / "pids"
             quick = grant(shell("sleep 0.3; echo finished"))
             stuck = grant(shell(f"echo $$ > {pids}; sleep 1000"))

@@ -22,7 +22,9 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cronwheel.worker.protocol import PROTOCOL_VERSION, encode_frame, unix_path
+from cronwheel.worker.framing import encode_frame
+from cronwheel.worker.protocol import PROTOCOL_VERSION
+from cronwheel.worker.sockpath import unix_path
 from tests.support.daemon import REPO, Daemon
 from tests.support.wait import wait_for
 

@@ -13,6 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cronwheel.core.model import Grant, Priority
+from cronwheel.worker.framing import (
+    FrameDecoder,
+    decode_body,
+    encode_frame,
+    encode_grant_frames,
+    pack_grant,
+    read_frame,
+)
 from cronwheel.worker.protocol import (
     DAEMON_TO_WORKER,
     MAX_DEPTH,
@@ -21,14 +29,8 @@ from cronwheel.worker.protocol import (
     MAX_OUT_DATA,
     PROTOCOL_VERSION,
     WORKER_TO_DAEMON,
-    FrameDecoder,
     ProtocolError,
-    decode_body,
-    encode_frame,
-    encode_grant_frames,
     grant_to_wire,
-    pack_grant,
-    read_frame,
 )
 
 

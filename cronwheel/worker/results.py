@@ -1,0 +1,67 @@
+"""What a run ends with: its outcome and the bounded texts it carries (the tail of its
+output, its error, a callable's return value), safe for msgpack and the stores."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass
+
+from cronwheel.core.limits import scrub_text
+
+OUTPUT_TAIL = 64 * 1024  #: bytes of stdout/stderr (or HTTP body) kept: the last ones
+MAX_RETURN_TEXT = 64 * 1024  #: characters of a python callable's return value kept
+MAX_ERROR = 8 * 1024  #: characters of an error text
+ERROR_LINES = 20  #: traceback lines kept (the last ones)
+
+
+@dataclass(eq=False)
+class Result:
+    outcome: str  #: an ``Outcome`` value: succeeded, failed, timed_out
+    exit_code: int | None = None
+    error: str | None = None
+    output: str | None = None
+
+
+class Tail:
+    """The last ``limit`` bytes of a stream, in at most 2 × limit bytes of memory."""
+
+    def __init__(self, limit: int = OUTPUT_TAIL) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if len(data) >= self.limit:
+            self._buf[:] = data[-self.limit :]
+            return
+        self._buf += data
+        if len(self._buf) > 2 * self.limit:
+            del self._buf[: -self.limit]
+
+    def text(self) -> str:
+        return bytes(self._buf[-self.limit :]).decode("utf-8", "replace")
+
+
+def bounded_tail(text: str, limit: int = MAX_ERROR) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def error_text(exc: BaseException) -> str:
+    """The last ERROR_LINES lines of the traceback, at most MAX_ERROR characters."""
+    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
+    # a callable's text may hold lone surrogates (os.fsdecode): msgpack and the stores refuse them
+    return scrub_text(bounded_tail("\n".join(lines[-ERROR_LINES:])))
+
+
+def return_text(value: object) -> str | None:
+    """A callable's return value as a result's output: JSON when it can be, else its repr."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = scrub_text(text)
+    return text if len(text) <= MAX_RETURN_TEXT else text[: MAX_RETURN_TEXT - 1] + "…"

@@ -1,0 +1,360 @@
+"""The three kinds of target a worker runs: a shell command, an HTTP request, a Python callable.
+
+The local worker (``process.py``) runs all three for the grants of its session; the remote
+worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` target is called.
+
+* ``{"command": text}``: ``/bin/sh -c text`` as the leader of its own session / process group,
+  the payload as JSON (plus a newline) on stdin, stdout+stderr into one pipe of which the last
+  64 KiB are kept, ``CRONWHEEL_*`` variables in its environment (``CRONWHEEL_PARENT_*`` too
+  for a run a chain triggered: the parent's execution id, job id, tick and outcome). The job's
+  shell, runAs user, env and stdin change that as ``launch.py`` describes. When the shell exits,
+  whatever is left of its process group is killed: a job cannot leave processes behind.
+* ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: one aiohttp request, the
+  payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds.
+* ``{"python": "module:function"}``: called with the keyword arguments it accepts out of
+  execution_id, job_id, lease_epoch, attempt, scheduled_at, payload; coroutines are awaited,
+  plain functions run in a thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import importlib
+import inspect
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cronwheel.worker.launch import LaunchError, plan_launch
+from cronwheel.worker.protocol import WireGrant
+from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
+
+if TYPE_CHECKING:
+    import aiohttp
+
+TERM_GRACE_MAX = 2.0  #: SIGTERM → SIGKILL on timeout: min(this, timeout / 10)
+EXIT_DRAIN_SEC = 0.5  #: after the shell exits, how long to wait for the rest of its output
+READ_CHUNK = 64 * 1024
+
+
+def rfc3339_ms(ms: int) -> str:
+    secs, rem = divmod(ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rem:03d}Z"
+
+
+_PARENT_FIELDS = (("executionId", "EXECUTION_ID", "Execution-Id"), ("jobId", "JOB_ID", "Job-Id"),
+                  ("scheduledAt", "SCHEDULED_AT", "Scheduled-At"), ("outcome", "OUTCOME", "Outcome"))
+
+
+def parent_fields(g: WireGrant, prefix: str, header: bool = False) -> dict[str, str]:
+    """The chain parent of a grant (``context.parent``) as variables or headers; {} for none."""
+    context = g.get("context")
+    parent = context.get("parent") if isinstance(context, dict) else None
+    if not isinstance(parent, dict):
+        return {}
+    return {prefix + (h if header else e): str(parent[k]) for k, e, h in _PARENT_FIELDS if k in parent}
+
+
+def killpg(pgid: int | None, sig: int) -> None:
+    """Signal a run's process group; never the worker's own (pgid 0/1), never an error."""
+    if pgid is None or pgid <= 1:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+# ---------------------------------------------------------------- python callables
+
+
+@dataclass
+class PythonTarget:
+    fn: Callable[..., Any]
+    params: frozenset[str] | None  #: None: it takes **kwargs, pass everything
+    is_async: bool
+
+    async def call(self, kwargs: dict[str, Any], timeout_sec: float, executor: Executor) -> Result:
+        """Call it with the arguments it accepts out of ``kwargs`` (execution_id, job_id,
+        lease_epoch, attempt, scheduled_at, payload), bounded by ``timeout_sec``."""
+        if self.params is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in self.params}
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout_sec):
+                if self.is_async:
+                    value = await self.fn(**kwargs)
+                else:
+                    value = await loop.run_in_executor(executor, functools.partial(self.fn, **kwargs))
+                if inspect.isawaitable(value):
+                    value = await value
+        except TimeoutError:
+            # a thread cannot be killed: a sync callable keeps its thread until it returns
+            return Result("timed_out", None, f"timed out after {timeout_sec:g}s")
+        except Exception as exc:
+            return Result("failed", None, error_text(exc))
+        return Result("succeeded", None, None, return_text(value))
+
+
+def load_callable(spec: str) -> PythonTarget:
+    """Import ``module:function`` (or ``module:Class.method``). Raises what importing raises,
+    ValueError for a malformed spec and TypeError for something not callable."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"python target must be 'module:function', not {spec!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec} is not callable")
+    params: frozenset[str] | None
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):  # some builtins: pass everything and hope
+        params = None
+    else:
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+            params = None
+        else:
+            params = frozenset(
+                name
+                for name, p in sig.parameters.items()
+                if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            )
+    is_async = inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None))  # noqa: B004
+    return PythonTarget(obj, params, is_async)
+
+
+# ---------------------------------------------------------------- running a grant's target
+
+
+class ShellHooks(Protocol):
+    """What the session does while a command runs: fencing needs its process group, live
+    output goes to the daemon as it comes."""
+
+    def spawned(self, pgid: int) -> None:
+        """The shell started as the leader of process group ``pgid``."""
+
+    def output(self, data: bytes) -> None:
+        """Bytes the command wrote (stdout and stderr, in one stream)."""
+
+    def ended(self) -> None:
+        """The command and its process group are gone; the result follows."""
+
+
+class TargetRunner:
+    """Runs the targets of one worker's grants; holds what runs share (the thread pool of
+    sync callables, the loaded callables, the HTTP session, the base environment)."""
+
+    def __init__(self, worker_id: str, slots: int, api_url: str | None = None) -> None:
+        self.worker_id = worker_id
+        self.slots = slots
+        self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="cronwheel-job")
+        self._callables: dict[str, PythonTarget] = {}
+        self._http: aiohttp.ClientSession | None = None  # created on first use
+        env = dict(os.environ)
+        if api_url:
+            env["CRONWHEEL_URL"] = api_url
+        self._base_env = env
+        self._euid = os.geteuid()
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def run(self, g: WireGrant, hooks: ShellHooks) -> Result:
+        target = g["target"]
+        if isinstance(target.get("command"), str):
+            return await self.run_shell(g, target["command"], hooks)
+        if isinstance(target.get("http"), dict):
+            return await self.run_http(g, target["http"])
+        if isinstance(target.get("python"), str):
+            return await self.run_python(g, target["python"])
+        return Result("failed", error=f"unsupported target for a local worker: {sorted(target)}")
+
+    def run_env(self, g: WireGrant) -> dict[str, str]:
+        """The variables every run sees, which a job's own env never overrides (with its chain
+        parent's, for a run a chain triggered)."""
+        return {
+            "CRONWHEEL_JOB_ID": g["job_id"],
+            "CRONWHEEL_EXECUTION_ID": g["execution_id"],
+            "CRONWHEEL_LEASE_EPOCH": str(g["lease_epoch"]),
+            "CRONWHEEL_ATTEMPT": str(g["attempt"]),
+            "CRONWHEEL_SCHEDULED_AT": rfc3339_ms(g["scheduled_at"]),
+            "CRONWHEEL_WORKER_ID": self.worker_id,
+            **parent_fields(g, "CRONWHEEL_PARENT_"),
+        }
+
+    async def run_shell(self, g: WireGrant, command: str, hooks: ShellHooks) -> Result:
+        loop = asyncio.get_running_loop()
+        timeout_sec = float(g["timeout_sec"])
+        try:
+            launch = plan_launch(command, g.get("process"), self._base_env, self.run_env(g), self._euid)
+        except LaunchError as exc:
+            return Result("failed", error=str(exc))
+        out_r, out_w = os.pipe()  # ours, not asyncio's: we close it whatever the job does
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE, stdout=out_w, stderr=out_w,
+                env=launch.env, start_new_session=True, **launch.popen,
+            )
+        except BaseException as exc:
+            os.close(out_r)
+            os.close(out_w)
+            if isinstance(exc, OSError):
+                return Result("failed", error=f"cannot start {launch.argv[0]}: {exc}")
+            raise
+        os.close(out_w)
+        hooks.spawned(proc.pid)
+
+        tail = Tail()
+        eof: asyncio.Future[None] = loop.create_future()
+
+        def on_readable() -> None:
+            try:
+                data = os.read(out_r, READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if data:
+                tail.add(data)
+                hooks.output(data)
+            else:
+                loop.remove_reader(out_r)
+                if not eof.done():
+                    eof.set_result(None)
+
+        os.set_blocking(out_r, False)
+        loop.add_reader(out_r, on_readable)
+        stdin_bytes = launch.stdin
+        if stdin_bytes is None:
+            stdin_bytes = json.dumps(g.get("payload"), ensure_ascii=False).encode() + b"\n"
+        feeder = loop.create_task(_feed_stdin(proc, stdin_bytes))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout_sec)
+            except TimeoutError:
+                timed_out = True
+                killpg(proc.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), min(TERM_GRACE_MAX, timeout_sec / 10))
+                except TimeoutError:
+                    killpg(proc.pid, signal.SIGKILL)
+                    await proc.wait()
+            # the shell is gone: take what is left in the pipe, then kill anything it left
+            # behind in its group (which also closes the pipe's last writers)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(eof), EXIT_DRAIN_SEC)
+            killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(TimeoutError):  # a process that escaped the group
+                await asyncio.wait_for(asyncio.shield(eof), EXIT_DRAIN_SEC)
+        finally:
+            loop.remove_reader(out_r)
+            os.close(out_r)
+            feeder.cancel()
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if proc.returncode is None:  # cancelled (worker stopping): no orphans
+                killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(proc.wait())
+        hooks.ended()
+        code = proc.returncode
+        output = tail.text()
+        if timed_out:
+            return Result("timed_out", code, f"timed out after {timeout_sec:g}s", output)
+        if code == 0:
+            return Result("succeeded", 0, None, output)
+        if code is not None and code < 0:
+            error = f"killed by signal {-code}"
+        else:
+            error = f"exit code {code}"
+        return Result("failed", code, error, output)
+
+    async def run_http(self, g: WireGrant, spec: dict[str, Any]) -> Result:
+        import aiohttp  # only workers that run http targets pay for it
+        from multidict import CIMultiDict
+
+        url = spec.get("url")
+        method = spec.get("method") or "POST"
+        headers = spec.get("headers") or {}
+        if not isinstance(url, str) or not isinstance(method, str) or not isinstance(headers, dict):
+            return Result("failed", error="http target needs url (string), method (string), headers (map)")
+        timeout_sec = float(g["timeout_sec"])
+        t = spec.get("timeoutSec")
+        if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
+            timeout_sec = min(timeout_sec, float(t))
+        h: CIMultiDict[str] = CIMultiDict((str(k), str(v)) for k, v in headers.items())
+        h.update({  # ours win, whatever the case of the user's header names
+            "Cronwheel-Job-Id": g["job_id"],
+            "Cronwheel-Execution-Id": g["execution_id"],
+            "Cronwheel-Lease-Epoch": str(g["lease_epoch"]),
+            "Cronwheel-Attempt": str(g["attempt"]),
+            "Cronwheel-Scheduled-At": rfc3339_ms(g["scheduled_at"]),
+            "Idempotency-Key": g["execution_id"],
+        })
+        h.update(parent_fields(g, "Cronwheel-Parent-", header=True))
+        body: bytes | None = None
+        if method.upper() not in ("GET", "HEAD"):
+            body = json.dumps(g.get("payload"), ensure_ascii=False).encode()
+            h.setdefault("Content-Type", "application/json")  # case-insensitive
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=max(100, self.slots)),
+                timeout=aiohttp.ClientTimeout(total=None),
+            )
+        tail = Tail()
+        try:
+            async with asyncio.timeout(timeout_sec):
+                async with self._http.request(method.upper(), url, data=body, headers=h) as resp:
+                    async for chunk in resp.content.iter_chunked(READ_CHUNK):
+                        tail.add(chunk)
+                    status, reason = resp.status, resp.reason
+        except TimeoutError:
+            return Result("timed_out", None, f"timed out after {timeout_sec:g}s", tail.text() or None)
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            return Result("failed", None, bounded_tail(f"{type(exc).__name__}: {exc}"), tail.text() or None)
+        output = tail.text()
+        if 200 <= status < 300:
+            return Result("succeeded", status, None, output)
+        return Result("failed", status, f"HTTP {status} {reason or ''}".rstrip(), output)
+
+    async def run_python(self, g: WireGrant, spec: str) -> Result:
+        try:
+            target = self._callables.get(spec)
+            if target is None:
+                target = await asyncio.to_thread(load_callable, spec)
+                self._callables[spec] = target
+        except Exception as exc:
+            return Result("failed", error=f"cannot load {spec}: " + error_text(exc))
+        kwargs = {
+            "execution_id": g["execution_id"],
+            "job_id": g["job_id"],
+            "lease_epoch": g["lease_epoch"],
+            "attempt": g["attempt"],
+            "scheduled_at": g["scheduled_at"],
+            "payload": g.get("payload"),
+        }
+        return await target.call(kwargs, float(g["timeout_sec"]), self._executor)
+
+
+async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    stdin = proc.stdin
+    if stdin is None:
+        return
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):  # the command does not read stdin
+        pass
+    finally:
+        stdin.close()
