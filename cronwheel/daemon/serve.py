@@ -214,7 +214,7 @@ async def _serve_bound(
         raise DaemonError(f"--log-level: {exc}") from None
     route_logging(events, events.level)
     bound = tcp_sock.getsockname()[1]
-    # jobs find this cronwheel; workers log as we do (worker/process.py takes the log settings
+    # jobs find this cronwheel; workers log as we do (worker/eventlog.py takes the log settings
     # out of the jobs' environment)
     worker_env = {
         **cli_for_jobs(sys.argv[0] if sys.argv else "", sys.executable, os.environ.get("PATH", os.defpath)),

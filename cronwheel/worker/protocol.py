@@ -38,6 +38,7 @@ import math
 from collections.abc import Iterable
 from typing import Any, NotRequired, TypedDict
 
+from cronwheel.core.limits import text_problem
 from cronwheel.core.model import Grant
 
 PROTOCOL_VERSION = 1
@@ -162,6 +163,9 @@ def _str(frame: dict[str, Any], key: str, max_len: int = MAX_ID, optional: bool 
         raise TypeError(f"{key} must be a string")
     if len(v) > max_len or (not v and not optional):
         raise ValueError(f"{key} has a bad length")
+    problem = text_problem(v)  # msgpack's UTF-8 is strict, but a NUL gets through it
+    if problem is not None:
+        raise ValueError(f"{key} holds {problem}")
 
 
 def _pairs(frame: dict[str, Any], key: str, second: type) -> None:

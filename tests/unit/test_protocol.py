@@ -216,6 +216,9 @@ BAD_BODIES: list[bytes] = [
     body({"t": "result", "execution_id": "x", "lease_epoch": 1, "outcome": "great"}),
     body({"t": "result", "execution_id": "x", "lease_epoch": 1, "outcome": "failed", "exit_code": "1"}),
     body({"t": "grant", "grants": []}),
+    # a NUL could not be stored as text (PostgreSQL): refused at the frame, not at the write
+    body({"t": "result", "execution_id": "x", "lease_epoch": 1, "outcome": "failed", "output": "o\x00"}),
+    body({"t": "abort", "execution_id": "x\x00", "reason": "r"}),
     body({"t": "welcome", "v": 1, "live_output": "yes"}),
     body({"t": "out", "execution_id": "x", "lease_epoch": 1, "data": "text, not bytes"}),
     body({"t": "out", "execution_id": "x", "lease_epoch": 1, "data": b""}),
