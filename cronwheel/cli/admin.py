@@ -4,11 +4,8 @@ or TCP with ``<data-dir>/admin-token``) or with an admin token."""
 
 from __future__ import annotations
 
-import ipaddress
-import os
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
@@ -17,41 +14,26 @@ from cronwheel.cli import render
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def local_admin_token(data_dir: Path, url: str) -> str | None:
-    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon: a loopback
-    address equal to the one it wrote to ``<data-dir>/http.addr``, while the process whose pid
-    is in ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
-    sent to another machine, nor to whoever squats on the port of a daemon that is down."""
-    try:
-        token_file = data_dir / "admin-token"
-        token = token_file.read_text(encoding="ascii").strip()
-        written = urlsplit((data_dir / "http.addr").read_text(encoding="ascii").strip())
-        pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
-        target = urlsplit(url)
-        host = target.hostname or ""
-        if not token or target.port != written.port:
-            return None
-        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
-            return None
-        if written.hostname not in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
-            return None
-        if Path("/proc").is_dir() and os.stat(f"/proc/{pid}").st_uid != token_file.stat().st_uid:
-            return None
-        return token
-    except (OSError, ValueError, IndexError, UnicodeDecodeError):
-        return None
 _CLEAR = ("none", "unlimited", "off")
 
 
-class _Limit(click.ParamType):
+class _Unset:
+    def __repr__(self) -> str:
+        return "none"
+
+
+_UNSET_QUOTA = _Unset()
+
+
+class _Limit(click.ParamType[float | _Unset]):
     """A non-negative number, or none/unlimited (sent as null: no quota)."""
 
-    def __init__(self, kind: type, low: float) -> None:
+    def __init__(self, kind: Callable[[Any], float], low: float) -> None:
         self.kind = kind
         self.low = low
         self.name = "N|none"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | _Unset:
         if isinstance(value, str) and value.strip().lower() in _CLEAR:
             return _UNSET_QUOTA
         try:
@@ -61,14 +43,6 @@ class _Limit(click.ParamType):
         if number < self.low or number != number:
             self.fail(f"{value!r} must be at least {self.low:g} (or 'none' for unlimited)", param, ctx)
         return number
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "none"
-
-
-_UNSET_QUOTA = _Unset()
 
 
 def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,

@@ -32,9 +32,12 @@ def _q(text: str) -> str:
 
 def _instant(text: str, param: str) -> str:
     try:
-        return iso_ms(sched.parse_instant(text.strip(), sched_now()))
+        at = sched.parse_instant(text.strip(), sched_now())
     except sched.ScheduleError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from None
+    instant = iso_ms(at)
+    assert instant is not None  # iso_ms gives None for None alone
+    return instant
 
 
 def sched_now() -> int:

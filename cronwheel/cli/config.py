@@ -31,7 +31,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
 
 
-class _Checked(click.ParamType):
+class _Checked(click.ParamType[str]):
     """Text the daemon parses, checked here so that a file, a variable and a flag are refused
     alike, with the key and line (the daemon still receives the text as written)."""
 
@@ -39,7 +39,7 @@ class _Checked(click.ParamType):
         self.name = name
         self.check = check
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
         try:
             self.check(text)

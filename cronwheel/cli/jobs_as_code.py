@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,11 @@ def normalise(body: dict[str, Any]) -> Any:
     """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
     two bodies compare by their fields alone; the name and the owner mark are not compared)."""
     return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
+
+
+def _request_of(job: Mapping[str, Any]) -> dict[str, Any]:
+    """``job_request`` for the plan, which hands it the daemon's jobs as read-only mappings."""
+    return job_request(dict(job))
 
 
 def _files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -168,7 +173,7 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
         render.emit_error(str(exc))
         sys.exit(2)
     try:
-        changes = jobfiles.plan(desired, tenant_jobs(app.client), job_request, normalise, prune, adopt)
+        changes = jobfiles.plan(desired, tenant_jobs(app.client), _request_of, normalise, prune, adopt)
     except ValueError as exc:
         render.emit_error(str(exc))
         sys.exit(1)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render
+from cronwheel.cli import render, views
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
@@ -156,4 +156,4 @@ def tenant_notify(app: Any, name: str, notify_rules: tuple[str, ...], notify_ema
     if not data["notify"]:
         click.echo(f"tenant {name} has no default notification rules")
     for rule in data["notify"]:
-        click.echo(render.rule_summary(rule))
+        click.echo(views.rule_summary(rule))

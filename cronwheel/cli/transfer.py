@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import jobs_as_code, progress, render
+from cronwheel.cli import jobs_as_code, progress, render, views
 from cronwheel.cli.client import ApiError
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
@@ -148,7 +148,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
     for p in plans:
         b = p.body
         when = b.get("schedule") or b.get("runAt")
-        what = b.get("command") or render.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
+        what = b.get("command") or views.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
         click.echo(f"{p.where}: {when}  {what}")
         details = [("zone", b.get("timezone") or "UTC")]
         if b.get("runAs"):
