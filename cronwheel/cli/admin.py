@@ -10,9 +10,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
+from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 
 _CLEAR = ("none", "unlimited", "off")
 
@@ -103,8 +101,8 @@ def tenant() -> None:
 @tenant.command("add", context_settings=CONTEXT)
 @click.argument("name")
 @_tenant_options
-@click.pass_obj
-def tenant_add(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+@pass_cli
+def tenant_add(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
                allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
     """Create tenant NAME.
 
@@ -120,8 +118,8 @@ def tenant_add(app: Any, name: str, weight: int | None, max_running: Any, max_jo
 @tenant.command("set", context_settings=CONTEXT)
 @click.argument("name")
 @_tenant_options
-@click.pass_obj
-def tenant_set(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+@pass_cli
+def tenant_set(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
                allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
     """Change tenant NAME (only the options given; 'none' lifts a quota).
 
@@ -137,8 +135,8 @@ def tenant_set(app: Any, name: str, weight: int | None, max_running: Any, max_jo
 
 @tenant.command("ls", context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tenants.")
-@click.pass_obj
-def tenant_ls(app: Any, as_json: bool) -> None:
+@pass_cli
+def tenant_ls(app: Cli, /, as_json: bool) -> None:
     """List tenants with their settings and this node's running and queued executions."""
     tenants = app.client.list_tenants()["tenants"]
     if as_json:
@@ -169,8 +167,8 @@ def token() -> None:
                    "metrics: read /metrics only (for Prometheus).")
 @click.option("--name", metavar="LABEL", help="A label for `token ls` (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help="Print {tokenId, token, role, tenant, ...} as JSON.")
-@click.pass_obj
-def token_create(app: Any, tenant_name: str | None, role: str, name: str | None, as_json: bool) -> None:
+@pass_cli
+def token_create(app: Cli, /, tenant_name: str | None, role: str, name: str | None, as_json: bool) -> None:
     """Create a token. It is printed once, on stdout: keep it, only its hash is stored.
 
     \b
@@ -195,8 +193,8 @@ def token_create(app: Any, tenant_name: str | None, role: str, name: str | None,
 @token.command("ls", context_settings=CONTEXT)
 @click.option("--tenant", "tenant_name", metavar="NAME", help="Only this tenant's tokens.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tokens (never their secrets).")
-@click.pass_obj
-def token_ls(app: Any, tenant_name: str | None, as_json: bool) -> None:
+@pass_cli
+def token_ls(app: Cli, /, tenant_name: str | None, as_json: bool) -> None:
     """List tokens (ids, roles, tenants; never the secrets)."""
     tokens = app.client.list_tokens(tenant_name)["tokens"]
     if as_json:
@@ -213,8 +211,8 @@ def token_ls(app: Any, tenant_name: str | None, as_json: bool) -> None:
 @token.command("revoke", context_settings=CONTEXT)
 @click.argument("token_id", metavar="TOKEN_ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the revoked token as JSON.")
-@click.pass_obj
-def token_revoke(app: Any, token_id: str, as_json: bool) -> None:
+@pass_cli
+def token_revoke(app: Cli, /, token_id: str, as_json: bool) -> None:
     """Revoke a token: it stops working at once on this node (within seconds on others)."""
     revoked = app.client.revoke_token(token_id)
     if as_json:

@@ -20,6 +20,7 @@ import click
 from click.core import ParameterSource
 
 from cronwheel.cli import render
+from cronwheel.cli.context import CONTEXT
 from cronwheel.core.config import ConfigError, env_var, parse
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
@@ -27,7 +28,6 @@ from cronwheel.core.tenants import normalise_host
 #: read when it exists and no --config / CRONWHEEL_CONFIG names another file
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
 CONFIG_ENV = "CRONWHEEL_CONFIG"
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
 
 

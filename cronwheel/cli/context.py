@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -35,6 +36,11 @@ def default_data_dir() -> Path:
     if state:
         return Path(state)
     return Path(".cronwheel")
+
+
+def local_now_ms() -> int:
+    """This machine's clock, in ms: what +offsets and "from now" count from."""
+    return time.time_ns() // 1_000_000
 
 
 class Cli:

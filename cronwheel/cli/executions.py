@@ -125,7 +125,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             # it looks like an execution id, so say that is what is missing
             render.emit_error(f"no execution {execution} (and no job of that name)")
             sys.exit(1)
-        last = job.get("lastRun")  # the latest run that started, never a tick claimed ahead
+        last = job.get("lastRun")  # the latest execution that started, never a tick claimed ahead
         if not last:
             render.emit_error(f"{views.job_label(job)} has no run on record (none has started yet)")
             sys.exit(1)

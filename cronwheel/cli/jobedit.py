@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import time
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +14,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.core.schedule import looks_like_instant
@@ -24,10 +23,6 @@ from cronwheel.obs.events import iso_ms
 #: H and @every offsets hash the job id: offline answers are for this example id
 EXAMPLE_JOB_ID = "jexample"
 CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
-
-
-def local_now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def zone(name: str | None, param: str = "'--tz'") -> zoneinfo.ZoneInfo | None:

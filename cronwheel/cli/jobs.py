@@ -12,13 +12,12 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.exits import EX_WAIT_TIMEOUT
 from cronwheel.cli.jobedit import (
     definition_body,
     definition_options,
     duration,
-    local_now_ms,
     when_body,
     zone,
 )

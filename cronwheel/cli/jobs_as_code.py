@@ -18,11 +18,11 @@ import click
 from cronwheel.api.validation import JOB_FIELDS, ValidationError, parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
+from cronwheel.cli.context import CONTEXT, Cli
 from cronwheel.core import jobfiles
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
 
 
@@ -166,7 +166,7 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
       cronwheel apply jobs/ --prune        # make it so
       cronwheel export --format toml > jobs/all.toml
     """
-    app = ctx.obj
+    app: Cli = ctx.obj
     try:
         desired = read_job_files(paths)
     except ConfigError as exc:

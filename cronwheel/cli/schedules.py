@@ -13,12 +13,11 @@ import click
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError, DaemonUnreachable
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli, unreachable_exit
+from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli, unreachable_exit
 from cronwheel.cli.jobedit import (
     CRON_FIELD,
     EXAMPLE_JOB_ID,
     duration,
-    local_now_ms,
     schedule_error,
     zone,
 )

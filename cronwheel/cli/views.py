@@ -98,7 +98,7 @@ def _run_as(run_as: dict[str, Any] | None) -> str | None:
 
 
 def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[str, Any]]:
-    """``zone``: where to show the next run (the job's own zone, say); default UTC."""
+    """``zone``: where to show the next fire time (the job's own zone, say); default UTC."""
     retry = job.get("retryPolicy") or {}
     payload = job.get("payload")
     return [
