@@ -4,54 +4,34 @@ or TCP with ``<data-dir>/admin-token``) or with an admin token."""
 
 from __future__ import annotations
 
-import ipaddress
-import os
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
 from cronwheel.cli import render
+from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def local_admin_token(data_dir: Path, url: str) -> str | None:
-    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon: a loopback
-    address equal to the one it wrote to ``<data-dir>/http.addr``, while the process whose pid
-    is in ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
-    sent to another machine, nor to whoever squats on the port of a daemon that is down."""
-    try:
-        token_file = data_dir / "admin-token"
-        token = token_file.read_text(encoding="ascii").strip()
-        written = urlsplit((data_dir / "http.addr").read_text(encoding="ascii").strip())
-        pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
-        target = urlsplit(url)
-        host = target.hostname or ""
-        if not token or target.port != written.port:
-            return None
-        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
-            return None
-        if written.hostname not in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
-            return None
-        if Path("/proc").is_dir() and os.stat(f"/proc/{pid}").st_uid != token_file.stat().st_uid:
-            return None
-        return token
-    except (OSError, ValueError, IndexError, UnicodeDecodeError):
-        return None
 _CLEAR = ("none", "unlimited", "off")
 
 
-class _Limit(click.ParamType):
+class _Unset:
+    def __repr__(self) -> str:
+        return "none"
+
+
+_UNSET_QUOTA = _Unset()
+
+
+class _Limit(click.ParamType[float | _Unset]):
     """A non-negative number, or none/unlimited (sent as null: no quota)."""
 
-    def __init__(self, kind: type, low: float) -> None:
+    def __init__(self, kind: Callable[[Any], float], low: float) -> None:
         self.kind = kind
         self.low = low
         self.name = "N|none"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | _Unset:
         if isinstance(value, str) and value.strip().lower() in _CLEAR:
             return _UNSET_QUOTA
         try:
@@ -61,14 +41,6 @@ class _Limit(click.ParamType):
         if number < self.low or number != number:
             self.fail(f"{value!r} must be at least {self.low:g} (or 'none' for unlimited)", param, ctx)
         return number
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "none"
-
-
-_UNSET_QUOTA = _Unset()
 
 
 def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
@@ -129,8 +101,8 @@ def tenant() -> None:
 @tenant.command("add", context_settings=CONTEXT)
 @click.argument("name")
 @_tenant_options
-@click.pass_obj
-def tenant_add(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+@pass_cli
+def tenant_add(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
                allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
     """Create tenant NAME.
 
@@ -146,8 +118,8 @@ def tenant_add(app: Any, name: str, weight: int | None, max_running: Any, max_jo
 @tenant.command("set", context_settings=CONTEXT)
 @click.argument("name")
 @_tenant_options
-@click.pass_obj
-def tenant_set(app: Any, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
+@pass_cli
+def tenant_set(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
                allow_shell: bool | None, http_allow: str | None, as_json: bool) -> None:
     """Change tenant NAME (only the options given; 'none' lifts a quota).
 
@@ -163,8 +135,8 @@ def tenant_set(app: Any, name: str, weight: int | None, max_running: Any, max_jo
 
 @tenant.command("ls", context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tenants.")
-@click.pass_obj
-def tenant_ls(app: Any, as_json: bool) -> None:
+@pass_cli
+def tenant_ls(app: Cli, /, as_json: bool) -> None:
     """List tenants with their settings and this node's running and queued executions."""
     tenants = app.client.list_tenants()["tenants"]
     if as_json:
@@ -195,8 +167,8 @@ def token() -> None:
                    "metrics: read /metrics only (for Prometheus).")
 @click.option("--name", metavar="LABEL", help="A label for `token ls` (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help="Print {tokenId, token, role, tenant, ...} as JSON.")
-@click.pass_obj
-def token_create(app: Any, tenant_name: str | None, role: str, name: str | None, as_json: bool) -> None:
+@pass_cli
+def token_create(app: Cli, /, tenant_name: str | None, role: str, name: str | None, as_json: bool) -> None:
     """Create a token. It is printed once, on stdout: keep it, only its hash is stored.
 
     \b
@@ -221,8 +193,8 @@ def token_create(app: Any, tenant_name: str | None, role: str, name: str | None,
 @token.command("ls", context_settings=CONTEXT)
 @click.option("--tenant", "tenant_name", metavar="NAME", help="Only this tenant's tokens.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of tokens (never their secrets).")
-@click.pass_obj
-def token_ls(app: Any, tenant_name: str | None, as_json: bool) -> None:
+@pass_cli
+def token_ls(app: Cli, /, tenant_name: str | None, as_json: bool) -> None:
     """List tokens (ids, roles, tenants; never the secrets)."""
     tokens = app.client.list_tokens(tenant_name)["tokens"]
     if as_json:
@@ -239,8 +211,8 @@ def token_ls(app: Any, tenant_name: str | None, as_json: bool) -> None:
 @token.command("revoke", context_settings=CONTEXT)
 @click.argument("token_id", metavar="TOKEN_ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the revoked token as JSON.")
-@click.pass_obj
-def token_revoke(app: Any, token_id: str, as_json: bool) -> None:
+@pass_cli
+def token_revoke(app: Cli, /, token_id: str, as_json: bool) -> None:
     """Revoke a token: it stops working at once on this node (within seconds on others)."""
     revoked = app.client.revoke_token(token_id)
     if as_json:

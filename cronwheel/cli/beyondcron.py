@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from urllib.parse import quote
 import click
 
 from cronwheel.cli import render
+from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
@@ -21,7 +21,6 @@ from cronwheel.core.ical import parse_ics
 from cronwheel.core.words import counted
 from cronwheel.obs.events import iso_ms
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
 _JOB_FIELDS_KEY = "cronwheel.beyondcron.job_fields"
@@ -33,13 +32,12 @@ def _q(text: str) -> str:
 
 def _instant(text: str, param: str) -> str:
     try:
-        return iso_ms(sched.parse_instant(text.strip(), sched_now()))
+        at = sched.parse_instant(text.strip(), local_now_ms())
     except sched.ScheduleError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from None
-
-
-def sched_now() -> int:
-    return time.time_ns() // 1_000_000
+    instant = iso_ms(at)
+    assert instant is not None  # iso_ms gives None for None alone
+    return instant
 
 
 # ---------------------------------------------------------------- options of `cronwheel add`
@@ -132,8 +130,8 @@ def _path(name: str, tenant: str | None) -> tuple[str, dict[str, Any]]:
 @calendar.command("ls", context_settings=CONTEXT)
 @_tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print the calendars as JSON.")
-@click.pass_obj
-def calendar_ls(app: Any, tenant: str | None, as_json: bool) -> None:
+@pass_cli
+def calendar_ls(app: Cli, /, tenant: str | None, as_json: bool) -> None:
     """List calendars."""
     data = app.client.request("GET", "/v1/calendars", query={"tenant": tenant})[2]
     if as_json:
@@ -148,8 +146,8 @@ def calendar_ls(app: Any, tenant: str | None, as_json: bool) -> None:
 @click.argument("name")
 @_tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print the calendar as JSON.")
-@click.pass_obj
-def calendar_show(app: Any, name: str, tenant: str | None, as_json: bool) -> None:
+@pass_cli
+def calendar_show(app: Cli, /, name: str, tenant: str | None, as_json: bool) -> None:
     """Show one calendar."""
     path, query = _path(name, tenant)
     cal = app.client.request("GET", path, query=query)[2]
@@ -161,7 +159,7 @@ def calendar_show(app: Any, name: str, tenant: str | None, as_json: bool) -> Non
                     ("windows", ", ".join(f"{w['start']} .. {w['end']}" for w in cal["windows"]) or "-")])  # fmt: skip
 
 
-def _save(app: Any, name: str, tenant: str | None, body: dict[str, Any], as_json: bool) -> None:
+def _save(app: Cli, name: str, tenant: str | None, body: dict[str, Any], as_json: bool) -> None:
     path, query = _path(name, tenant)
     cal = app.client.request("PUT", path, body, query=query)[2]
     if as_json:
@@ -178,8 +176,8 @@ def _save(app: Any, name: str, tenant: str | None, body: dict[str, Any], as_json
 @click.option("--description", metavar="TEXT", help="What the calendar is for.")
 @_tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print the saved calendar as JSON.")
-@click.pass_obj
-def calendar_set(app: Any, name: str, dates: tuple[str, ...], windows: tuple[str, ...], description: str | None,
+@pass_cli
+def calendar_set(app: Cli, /, name: str, dates: tuple[str, ...], windows: tuple[str, ...], description: str | None,
                  tenant: str | None, as_json: bool) -> None:  # fmt: skip
     """Create or replace a calendar (its whole content: give every date and window)."""
     spans = []
@@ -200,8 +198,8 @@ def calendar_set(app: Any, name: str, dates: tuple[str, ...], windows: tuple[str
 @click.option("--description", metavar="TEXT", help="What the calendar is for. [default: the file name]")
 @_tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print the saved calendar as JSON.")
-@click.pass_obj
-def calendar_import(app: Any, name: str, file: Path, description: str | None, tenant: str | None, as_json: bool) -> None:
+@pass_cli
+def calendar_import(app: Cli, /, name: str, file: Path, description: str | None, tenant: str | None, as_json: bool) -> None:
     """Create or replace a calendar from an iCalendar (.ics) file's events.
 
     All-day events become excluded days, timed events excluded windows (a floating time is
@@ -220,8 +218,8 @@ def calendar_import(app: Any, name: str, file: Path, description: str | None, te
 @calendar.command("rm", context_settings=CONTEXT)
 @click.argument("name")
 @_tenant_option
-@click.pass_obj
-def calendar_rm(app: Any, name: str, tenant: str | None) -> None:
+@pass_cli
+def calendar_rm(app: Cli, /, name: str, tenant: str | None) -> None:
     """Delete a calendar (refused while a job observes it)."""
     path, query = _path(name, tenant)
     app.client.request("DELETE", path, query=query)
@@ -265,8 +263,8 @@ def _ms(text: str | None) -> int | None:
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
 @click.option("--cancel", is_flag=True, help="Cancel the job's backfill runs that have not started yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-@click.pass_obj
-def backfill(app: Any, job: str, from_: str | None, to: str | None, dry_run: bool, cancel: bool, as_json: bool) -> None:
+@pass_cli
+def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: bool, cancel: bool, as_json: bool) -> None:
     """Run a job for every tick of a past range that has no run yet.
 
     Each tick of JOB's schedule in [--from, --to] (calendar exclusions and the active window
@@ -355,8 +353,8 @@ class _NoBar:
 @click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends DEAD (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove JOB's chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
-@click.pass_obj
-def chain(app: Any, job: str, on_success: tuple[str, ...], on_failure: tuple[str, ...], clear: bool, as_json: bool) -> None:
+@pass_cli
+def chain(app: Cli, /, job: str, on_success: tuple[str, ...], on_failure: tuple[str, ...], clear: bool, as_json: bool) -> None:
     """Set the jobs JOB triggers when one of its runs ends (replaces its whole chain).
 
     A child runs once per tick of its parent, whatever the parent's retries or redeliveries,

@@ -20,6 +20,7 @@ import click
 from click.core import ParameterSource
 
 from cronwheel.cli import render
+from cronwheel.cli.context import CONTEXT
 from cronwheel.core.config import ConfigError, env_var, parse
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
@@ -27,11 +28,10 @@ from cronwheel.core.tenants import normalise_host
 #: read when it exists and no --config / CRONWHEEL_CONFIG names another file
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
 CONFIG_ENV = "CRONWHEEL_CONFIG"
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
 
 
-class _Checked(click.ParamType):
+class _Checked(click.ParamType[str]):
     """Text the daemon parses, checked here so that a file, a variable and a flag are refused
     alike, with the key and line (the daemon still receives the text as written)."""
 
@@ -39,7 +39,7 @@ class _Checked(click.ParamType):
         self.name = name
         self.check = check
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
         try:
             self.check(text)

@@ -1,4 +1,4 @@
-"""``cronwheel logs -f JOB|EXECUTION``: a job's output as it is printed, run after run."""
+"""``cronwheel logs -f JOB|EXECUTION``: a job's output as it is printed, execution after execution."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
 
-POLL_SEC = 0.25  #: how often the job is looked at while no run of it is going on
-SETTLED = ("CANCELLED", "SUCCEEDED", "FAILED")  #: job states with no run to come
+POLL_SEC = 0.25  #: how often the job is looked at while no execution of it is going on
+SETTLED = ("CANCELLED", "SUCCEEDED", "FAILED")  #: job states with no execution to come
 
 
 def _print(text: str) -> None:
@@ -30,7 +30,8 @@ def _stream(client: Client, execution_id: str) -> dict[str, Any]:
 
 def follow_output(client: Client, ref: str) -> None:
     """Follow an execution's output (``ref`` an execution id), or a job's (its id or name):
-    the run going on now, then each next one, until the job has no run to come or Ctrl-C."""
+    the execution going on now, then each next one, until the job has no execution to come or
+    Ctrl-C."""
     try:
         if ":" in ref:
             try:
@@ -50,24 +51,25 @@ def _follow_job(client: Client, job: dict[str, Any]) -> None:
     job_id = job["jobId"]
     label = f"{job_id} ({job['name']})" if job.get("name") else job_id
 
-    def key(run: dict[str, Any] | None) -> tuple[str, int] | None:
-        return None if run is None else (run["executionId"], run["attempt"])
+    def key(execution: dict[str, Any] | None) -> tuple[str, int] | None:
+        """Which attempt of which execution: a retry of the same execution is new output."""
+        return None if execution is None else (execution["executionId"], execution["attempt"])
 
-    run = job.get("lastRun")
-    seen = None if run is not None and run["status"] == "RUNNING" else key(run)  # the past is not shown
+    latest = job.get("lastRun")  # the latest execution that started
+    seen = None if latest is not None and latest["status"] == "RUNNING" else key(latest)  # the past is not shown
     waiting = False
     while True:
-        run = job.get("lastRun")
-        if run is not None and key(run) != seen:
-            seen = key(run)
+        latest = job.get("lastRun")
+        if latest is not None and key(latest) != seen:
+            seen = key(latest)
             waiting = False
-            render.emit_note(f"output of {run['executionId']} (attempt {run['attempt']}):")
-            if run["status"] == "RUNNING":
-                _stream(client, run["executionId"])
+            render.emit_note(f"output of {latest['executionId']} (attempt {latest['attempt']}):")
+            if latest["status"] == "RUNNING":
+                _stream(client, latest["executionId"])
             else:  # it started and ended between two looks: what it printed
-                ex = client.get_execution(run["executionId"])
+                ex = client.get_execution(latest["executionId"])
                 _print(ex.get("output") or "")
-                render.emit_note(f"execution {run['executionId']}: {ex.get('status')}")
+                render.emit_note(f"execution {latest['executionId']}: {ex.get('status')}")
         elif job.get("status") in SETTLED:
             render.emit_note(f"job {label} is {job['status']}: no run to come")
             return

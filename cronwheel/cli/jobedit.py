@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import time
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
@@ -15,19 +14,15 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render
+from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.core.schedule import looks_like_instant
 from cronwheel.obs.events import iso_ms
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: H and @every offsets hash the job id: offline answers are for this example id
 EXAMPLE_JOB_ID = "jexample"
 CRON_FIELD = re.compile(r"^[0-9*/,\-H()?]+$")
-
-
-def local_now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def zone(name: str | None, param: str = "'--tz'") -> zoneinfo.ZoneInfo | None:
@@ -201,8 +196,8 @@ def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, s
 @definition_options
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @beyond.job_options
-@click.pass_obj
-def update(app: Any, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
+@pass_cli
+def update(app: Cli, /, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
     """Change a job in place (JOB: its id or name): it keeps its id and its history.
 
     Only what is given changes; the options are those of `add`, plus --schedule. A new

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ import click
 from cronwheel.api.validation import JOB_FIELDS, ValidationError, parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
+from cronwheel.cli.context import CONTEXT, Cli
 from cronwheel.core import jobfiles
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request
 from cronwheel.core.words import counted
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
 
 
@@ -35,6 +35,11 @@ def normalise(body: dict[str, Any]) -> Any:
     """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
     two bodies compare by their fields alone; the name and the owner mark are not compared)."""
     return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
+
+
+def _request_of(job: Mapping[str, Any]) -> dict[str, Any]:
+    """``job_request`` for the plan, which hands it the daemon's jobs as read-only mappings."""
+    return job_request(dict(job))
 
 
 def _files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -162,14 +167,14 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
       cronwheel apply jobs/ --prune        # make it so
       cronwheel export --format toml > jobs/all.toml
     """
-    app = ctx.obj
+    app: Cli = ctx.obj
     try:
         desired = read_job_files(paths)
     except ConfigError as exc:
         render.emit_error(str(exc))
         sys.exit(2)
     try:
-        changes = jobfiles.plan(desired, tenant_jobs(app.client), job_request, normalise, prune, adopt)
+        changes = jobfiles.plan(desired, tenant_jobs(app.client), _request_of, normalise, prune, adopt)
     except ValueError as exc:
         render.emit_error(str(exc))
         sys.exit(1)

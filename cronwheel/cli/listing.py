@@ -9,7 +9,7 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from cronwheel.cli import render
+from cronwheel.cli import render, views
 from cronwheel.cli.client import Client, ClientError
 
 COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LEFT", "LAST", "LAST RESULT", "TARGET")
@@ -45,9 +45,9 @@ def rows(jobs: Sequence[Mapping[str, Any]], now_ms: int) -> list[list[str]]:
         last = (j.get("lastRun") or {}).get("startedAt")
         last_text = "-" if not last else f"{span(now_ms - _ms(last))} ago"
         out.append([
-            j["jobId"], j.get("name") or "-", render.job_status(j), render.job_when(j),
-            render.fmt_local(nxt), left, last_text, render.last_result(j),
-            render.target_summary(j.get("target"), 40),
+            j["jobId"], j.get("name") or "-", views.job_status(j), views.job_when(j),
+            render.fmt_local(nxt), left, last_text, views.last_result(j),
+            views.target_summary(j.get("target"), 40),
         ])
     return out
 
@@ -73,7 +73,7 @@ def completion_items(client: Client, incomplete: str) -> list[CompletionItem]:
         if name and name.startswith(incomplete):
             items.append(CompletionItem(name, help=job_id))
         if job_id.startswith(incomplete):
-            items.append(CompletionItem(job_id, help=name or render.job_when(job)))
+            items.append(CompletionItem(job_id, help=name or views.job_when(job)))
     return items
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render
+from cronwheel.cli import render, views
+from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
 #: the output tail a ping sends (the API keeps at most 64 KiB)
 PING_OUTPUT_CHARS = 65_536
@@ -40,8 +40,8 @@ def notify_fields(rules: tuple[str, ...], emails: tuple[str, ...], expect: str |
 @click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help="A notification rule (repeatable).")
 @click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails or is missed (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print {jobId} as JSON.")
-@click.pass_obj
-def watch(app: Any, name: str, window: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], as_json: bool) -> None:
+@pass_cli
+def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], as_json: bool) -> None:
     """Watch a cron that runs elsewhere: job NAME must report a success (`cronwheel ping
     NAME`) at least once per DURATION (e.g. 26h), or its rules are told `missed`.
 
@@ -71,8 +71,8 @@ def watch(app: Any, name: str, window: str, notify_rules: tuple[str, ...], notif
 @click.option("--output", "output_file", type=click.File("r"), metavar="FILE",
               help="Send the tail of FILE (- for standard input) as the run's output.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.pass_obj
-def ping(app: Any, job: str, kind: str, exit_code: int | None, output_file: Any, as_json: bool) -> None:
+@pass_cli
+def ping(app: Cli, /, job: str, kind: str, exit_code: int | None, output_file: Any, as_json: bool) -> None:
     """Report a run of JOB (its id or unique name) that ran elsewhere: in a crontab,
 
         0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
@@ -102,7 +102,7 @@ def notifications(ctx: click.Context, job: str | None, status: str | None, limit
     """What cronwheel told whom: notifications, newest first."""
     if ctx.invoked_subcommand is not None:
         return
-    app = ctx.obj
+    app: Cli = ctx.obj
     job_id = app.client.resolve_job(job)["jobId"] if job else None
     found: list[dict[str, Any]] = []
     before = None
@@ -123,8 +123,8 @@ def notifications(ctx: click.Context, job: str | None, status: str | None, limit
 @notifications.command("replay", context_settings=CONTEXT)
 @click.argument("notification_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the notification as JSON.")
-@click.pass_obj
-def notifications_replay(app: Any, notification_id: str, as_json: bool) -> None:
+@pass_cli
+def notifications_replay(app: Cli, /, notification_id: str, as_json: bool) -> None:
     """Send a dead-lettered (or held back) notification again."""
     data = app.client.replay_notification(notification_id)
     if as_json:
@@ -148,8 +148,8 @@ def notifications_purge(app: Any, notification_id: str) -> None:
 @click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove every default rule.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rules as JSON.")
-@click.pass_obj
-def tenant_notify(app: Any, name: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], clear: bool,
+@pass_cli
+def tenant_notify(app: Cli, /, name: str, notify_rules: tuple[str, ...], notify_email: tuple[str, ...], clear: bool,
                   as_json: bool) -> None:  # fmt: skip
     """Show, or with --notify/--notify-email/--clear replace, tenant NAME's default
     notification rules: they apply to its jobs that have no rules of their own."""
@@ -165,4 +165,4 @@ def tenant_notify(app: Any, name: str, notify_rules: tuple[str, ...], notify_ema
     if not data["notify"]:
         click.echo(f"tenant {name} has no default notification rules")
     for rule in data["notify"]:
-        click.echo(render.rule_summary(rule))
+        click.echo(views.rule_summary(rule))

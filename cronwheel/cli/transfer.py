@@ -12,14 +12,14 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import jobs_as_code, progress, render
+from cronwheel.cli import jobs_as_code, progress, render, views
 from cronwheel.cli.client import ApiError
+from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
 from cronwheel.core.crontab_export import export_crontab, job_label, job_request, unexported_rules
 from cronwheel.core.words import counted
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: jobs per POST /v1/jobs/batch of an import
 IMPORT_BATCH = 500
 
@@ -49,8 +49,8 @@ class _Plan:
               help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files]")
 @click.option("--strict", is_flag=True, help="All or nothing: if any line cannot be carried over, import none.")
 @click.option("--json", "as_json", is_flag=True, help="Print one object per line as a JSON array: {where, line, jobId, created} or {where, line, skipped}.")
-@click.pass_obj
-def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: bool | None, strict: bool, as_json: bool) -> None:
+@pass_cli
+def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system: bool | None, strict: bool, as_json: bool) -> None:
     """Create a job for each line of a crontab file (FILE, or - for standard input).
 
     FILE holds crontab(5) lines: five time fields or a macro (@hourly, @daily, @weekly,
@@ -148,7 +148,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
     for p in plans:
         b = p.body
         when = b.get("schedule") or b.get("runAt")
-        what = b.get("command") or render.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
+        what = b.get("command") or views.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
         click.echo(f"{p.where}: {when}  {what}")
         details = [("zone", b.get("timezone") or "UTC")]
         if b.get("runAs"):
@@ -163,7 +163,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
             click.echo(f"    {key}: {value}")
 
 
-def _create(app: Any, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:
+def _create(app: Cli, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:
     """Each plan with ``(job id, replayed)`` or the daemon's reason for refusing it: one
     request and one commit per IMPORT_BATCH jobs; line by line if a batch is refused as a
     whole (a runAs user that does not exist, a target the token may not use), except with
@@ -239,8 +239,8 @@ EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
                    "toml: job files for `cronwheel apply`.")
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
-@click.pass_obj
-def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
+@pass_cli
+def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
     """Print the active jobs as a crontab (or JSON).
 
     The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cronwheel.cli.admin import local_admin_token
+from cronwheel.cli.context import local_admin_token
 
 
 def data_dir(tmp_path: Path, addr: str = "http://127.0.0.1:7878", pid: int | None = None) -> Path:

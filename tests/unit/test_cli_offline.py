@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from cronwheel.cli.main import EX_UNAVAILABLE, cli, default_data_dir
+from cronwheel.cli.context import default_data_dir
+from cronwheel.cli.exits import EX_UNAVAILABLE
+from cronwheel.cli.main import cli
 
 FROM = "2026-01-01T00:00:00Z"
 

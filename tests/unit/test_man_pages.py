@@ -49,7 +49,7 @@ def test_cronwheel_1_documents_every_command_and_option() -> None:
 
 
 def test_exit_codes_in_the_man_page_match_the_cli() -> None:
-    from cronwheel.cli import main
+    from cronwheel.cli import exits as main
 
     text = (MAN / "cronwheel.1").read_text()
     section = text.split(".SH EXIT STATUS", 1)[1].split(".SH", 1)[0]

@@ -1,0 +1,129 @@
+"""What every command shares: the ``Cli`` object (where the daemon is, how to authenticate to
+it, a client for it), the click settings of every command, and how the client's errors become
+messages and exit codes instead of tracebacks."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import click
+
+from cronwheel.cli import render
+from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.cli.exits import EX_UNAVAILABLE
+
+#: the settings of every command and group: -h as well as --help, and help text 100 wide
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def default_data_dir() -> Path:
+    """``$CRONWHEEL_DATA_DIR``, else systemd's ``$STATE_DIRECTORY`` (its first entry), else
+    ``./.cronwheel``.
+
+    Not ``cronwheel.daemon.options.default_data_dir``, though it reads the same variables: that
+    one splits ``$CRONWHEEL_DATA_DIR`` on ':' as well, and takes a ``$STATE_DIRECTORY`` of
+    ``:x`` as ``.``; here a ':' in ``$CRONWHEEL_DATA_DIR`` is part of the path (the daemon that
+    ``cronwheel serve`` starts is handed this directory, so the two never disagree)."""
+    if os.environ.get("CRONWHEEL_DATA_DIR"):
+        return Path(os.environ["CRONWHEEL_DATA_DIR"])
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    if state:
+        return Path(state)
+    return Path(".cronwheel")
+
+
+def local_now_ms() -> int:
+    """This machine's clock, in ms: what +offsets and "from now" count from."""
+    return time.time_ns() // 1_000_000
+
+
+class Cli:
+    """What every command shares: where the daemon is, and a client for it."""
+
+    def __init__(self, url: str | None, data_dir: Path, token: str | None) -> None:
+        self.data_dir = data_dir
+        self.url = url or f"unix:{data_dir.absolute() / 'api.sock'}"
+        self.token = token
+        self._client: Client | None = None
+
+    def _token(self) -> str | None:
+        """--token / CRONWHEEL_TOKEN, else (for a TCP URL) the daemon's ``<data-dir>/admin-token``
+        when this user can read it: a local operator never copies a token by hand. The Unix
+        socket needs none (it is admin by file permission)."""
+        if self.token or self.url.startswith("unix:"):
+            return self.token
+        return local_admin_token(self.data_dir, self.url)
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            try:
+                self._client = Client(self.url, self._token())
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--url' / CRONWHEEL_URL") from None
+        return self._client
+
+
+def local_admin_token(data_dir: Path, url: str) -> str | None:
+    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon: a loopback
+    address equal to the one it wrote to ``<data-dir>/http.addr``, while the process whose pid
+    is in ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
+    sent to another machine, nor to whoever squats on the port of a daemon that is down."""
+    try:
+        token_file = data_dir / "admin-token"
+        token = token_file.read_text(encoding="ascii").strip()
+        written = urlsplit((data_dir / "http.addr").read_text(encoding="ascii").strip())
+        pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
+        target = urlsplit(url)
+        host = target.hostname or ""
+        if not token or target.port != written.port:
+            return None
+        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+            return None
+        if written.hostname not in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
+            return None
+        if Path("/proc").is_dir() and os.stat(f"/proc/{pid}").st_uid != token_file.stat().st_uid:
+            return None
+        return token
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
+pass_cli = click.make_pass_decorator(Cli)
+
+
+def unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None = None) -> NoReturn:
+    render.emit_error(prefix + str(exc))
+    where = ""
+    if app is not None and app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}":
+        # the default lookup: the data directory (./.cronwheel is relative to where you are)
+        where = f"No daemon runs with the data directory {app.data_dir.absolute()}. "
+    render.emit_note(
+        f"{where}Start one with `cronwheel serve` (or `make serve` in a source checkout); "
+        "if the daemon uses another data directory, name it with --data-dir DIR or "
+        "CRONWHEEL_DATA_DIR; or point --url / CRONWHEEL_URL at a running daemon."
+    )
+    sys.exit(EX_UNAVAILABLE)
+
+
+class CliGroup(click.Group):
+    """Turns client errors into messages and exit codes, never tracebacks."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DaemonUnreachable as exc:
+            unreachable_exit(exc, app=ctx.find_object(Cli))
+        except ApiError as exc:
+            render.emit_error(exc.detail)
+            sys.exit(1)
+        except ClientError as exc:
+            render.emit_error(str(exc))
+            sys.exit(1)
+

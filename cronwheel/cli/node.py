@@ -1,0 +1,106 @@
+"""The commands of a node: ``serve`` (the daemon), ``worker`` (one worker process, or a remote
+worker) and ``status`` (the daemon's health). The daemon and the worker are imported when
+they start, so the other commands never load them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cronwheel.cli import config as cfg
+from cronwheel.cli import render, views
+from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON.")
+@pass_cli
+def status(app: Cli, as_json: bool) -> None:
+    """The daemon's health: jobs, queue depths, workers, dispatch lag."""
+    data = app.client.status()
+    if as_json:
+        render.emit_json(data)
+        return
+    views.emit_status(data)
+
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Where the embedded store and the sockets live. [default: the global --data-dir]")
+@click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
+@click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
+@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
+@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
+@click.option("--node-id", metavar="ID", help="This node's id in a cluster. [default: the host name]")
+@click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
+@click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
+              help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
+@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish. [default: 30]")
+@click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
+@click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
+@click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
+@click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d). [default: 30d]")
+@click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions. [default: 1000]")
+@click.option("--retention-interval-ms", type=click.IntRange(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
+@click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
+@click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
+@click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
+@click.option("--disk-low", metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
+@click.option("--smtp-url", metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://… [env CRONWHEEL_SMTP_URL: keeps the password out of the process list]")
+@click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
+@click.option("--mail-from", metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
+@click.pass_context
+def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
+    """Run the daemon: scheduler, HTTP API and local workers (one per node).
+
+    Every option is also a key of the configuration file and a CRONWHEEL_<KEY> environment
+    variable (flag > environment > file > default; see cronwheel.toml(5) and `cronwheel
+    config`). SIGHUP reads the file again and applies log_level, log_format, http_allow and
+    the retention keys; other changes are refused until a restart.
+    """
+    app: Cli = ctx.obj
+    try:
+        from cronwheel.daemon.serve import run_from_cli
+    except ImportError as exc:
+        raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
+    given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx))
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def worker(args: tuple[str, ...]) -> None:
+    """Run a worker process (started by `cronwheel serve`; rarely by hand).
+
+    With --url, a remote worker instead: `cronwheel worker --url URL --queue NAME
+    --handler module:function [--concurrency N] [--token T]` claims the executions of queue
+    targets over the HTTP API and runs them with the handler."""
+    try:
+        from cronwheel.worker.process import main as worker_main
+    except ImportError as exc:
+        raise click.ClickException(f"the worker is not available in this build: {exc}") from None
+    rc = worker_main(list(args))
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
+
+
+def _serve_config(ctx: click.Context, path: str | None) -> None:
+    """`serve --config FILE`: this file's keys, instead of the one the group read."""
+    if path is None or ctx.resilient_parsing:
+        return
+    file = cfg.load_or_exit(ctx.command, path)
+    ctx.meta["cronwheel.config"] = file
+    ctx.default_map = file.values
+
+
+cfg.with_config_keys(serve)
