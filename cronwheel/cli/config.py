@@ -12,18 +12,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
 
 from cronwheel.cli import render
 from cronwheel.cli.context import CONTEXT
-from cronwheel.core.config import ConfigError, env_var, parse
+from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
+from cronwheel.obs.events import EventLog
+from cronwheel.obs.levels import journal_stream
 
 #: read when it exists and no --config / CRONWHEEL_CONFIG names another file
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
@@ -60,9 +64,69 @@ def _hosts(text: str) -> None:
             normalise_host(entry)
 
 
+def _store(text: str) -> None:
+    # the rules of store.open_store, said before anything starts (the store opens only then)
+    if text.startswith(("postgresql://", "postgres://")):
+        return
+    if text.startswith("sqlite:"):
+        if not text.startswith("sqlite:///") or len(text) == len("sqlite:///"):
+            raise ValueError(f"{text!r} is not a SQLite URL (want sqlite:///path)")
+    elif "://" in text:
+        raise ValueError(f"unknown store URL scheme {text.split('://', 1)[0]!r} "
+                         "(postgresql://…, sqlite:///PATH or a file path)")
+
+
+def _smtp_url(text: str) -> None:
+    # the rules of the mail channel (engine/channels.py MailConfig.parse)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ValueError(f"{mask_secrets(text)!r}: {exc}") from None
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+        raise ValueError(f"{mask_secrets(text)!r} is not smtp://[user:pass@]host[:port] or smtps://…")
+
+
+_ADDRESS = r"[^\s@<>()\[\]\\,;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
+_SENDER = re.compile(rf"(?:{_ADDRESS}|[^<>@\x00-\x1f\x7f]*<{_ADDRESS}>)")
+
+
+def _mail_from(text: str) -> None:
+    # the From: header of every notification: one address, optionally with a display name
+    if not _SENDER.fullmatch(text):
+        raise ValueError(f"{text!r} is not an email address (user@host.example or 'Name <user@host.example>')")
+
+
+def _node_id(text: str) -> None:
+    # an empty id would fall back to the host name silently; a control character breaks log lines
+    if not text.strip() or not text.isprintable():
+        raise ValueError(f"{text!r} is not a node id (a non-empty name without control characters)")
+
+
 DURATION = _Checked("duration", parse_duration)
 HOSTPORT = _Checked("host:port", _hostport)
 HOSTS = _Checked("hosts", _hosts)
+SIZE = _Checked("size", size_bytes)
+STORE = _Checked("store", _store)
+SMTP_URL = _Checked("smtp url", _smtp_url)
+MAIL_FROM = _Checked("address", _mail_from)
+NODE_ID = _Checked("node id", _node_id)
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+MASK = "********"
+
+
+def mask_secrets(text: str) -> str:
+    """``smtp://u:s3cret@relay`` -> ``smtp://u:********@relay`` (and a conninfo's
+    ``?password=``): what `cronwheel config` prints is pasted into tickets and chats."""
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        userinfo, at, _ = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if at and colon and password:
+            text = f"{scheme}://{user}:{MASK}@{rest[len(userinfo) + 1:]}"
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", text)
 
 
 def config_keys(command: click.Command) -> dict[str, click.Option]:
@@ -130,23 +194,59 @@ def load(command: click.Command, path: Path | None) -> FileValues:
         value = item.value
         if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is HOSTS:
             value = ",".join(value)  # http_allow = ["a.example", "b.example"]
-        if isinstance(value, (list, dict)):
-            raise ConfigError(str(path), f"expected a single value, not {type(value).__name__}", item.line, key)
-        if option.is_flag and not isinstance(value, bool):
-            raise ConfigError(str(path), "expected true or false", item.line, key)
+        problem = _file_value_problem(option, value)
+        if problem:
+            raise ConfigError(str(path), problem, item.line, key)
         try:
-            values[key] = option.type_cast_value(ctx, value)
+            # the text the flag would be given: TOML's 2.5 or true for an integer is refused as
+            # `--workers 2.5` is, not cast to 2 or 1
+            values[key] = option.type_cast_value(ctx, value if option.is_flag else _as_text(value))
         except click.BadParameter as exc:
             raise ConfigError(str(path), exc.message, item.line, key) from None
     return FileValues(path, values, {k: v.line for k, v in raw.items()})
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _file_value_problem(option: click.Option, value: Any) -> str | None:
+    """What the file's value cannot be for ``option`` whatever its text: a table or an array, a
+    flag that is not true/false, a number or a boolean where a string is meant."""
+    if isinstance(value, (list, dict)):
+        return f"expected a single value, not {type(value).__name__}"
+    if option.is_flag:
+        return None if isinstance(value, bool) else "expected true or false"
+    if isinstance(option.type, (click.types.IntParamType, click.types.FloatParamType)):
+        return None  # numbers, and their text in quotes, are checked by the option's type
+    if not isinstance(value, str):
+        return f"expected a string in double quotes, not {_as_text(value)}"
+    return None
 
 
 def load_or_exit(command: click.Command, explicit: str | Path | None) -> FileValues:
     try:
         return load(command, find_config(explicit))
     except ConfigError as exc:
-        render.emit_error(str(exc))
+        ctx = click.get_current_context(silent=True)
+        starting = ctx is not None and command.name in (ctx.command.name, ctx.invoked_subcommand)
+        if starting and journal_stream(sys.stderr):
+            _start_failed(exc)
+        else:
+            render.emit_error(str(exc))
         sys.exit(2)
+
+
+def _start_failed(exc: ConfigError) -> None:
+    """The daemon cannot start, under systemd: the line is the event the daemon's own start-up
+    failures are (``node.start_failed``, with its priority), so ``journalctl -p err`` shows it
+    and log shippers parse it. The file's node_id cannot be trusted, the environment's can."""
+    node = os.environ.get(env_var("node_id")) or socket.gethostname()
+    log = EventLog(node, stream=sys.stderr, fmt="json", journal=True)
+    log.emit("node.start_failed", error=str(exc), file=exc.source, line=exc.line, key=exc.key)
+    log.flush()
 
 
 def daemon_default(option: click.Option) -> str | None:
@@ -218,7 +318,7 @@ def show(command: click.Command, parent: click.Context, file: FileValues, args: 
         render.emit_json({
             "file": str(file.path) if file.path else None,
             "keys": [
-                {"key": k, "value": None if v is None else (v if isinstance(v, (bool, int, float)) else str(v)),
+                {"key": k, "value": None if v is None else (v if isinstance(v, (bool, int, float)) else mask_secrets(str(v))),
                  "source": src, "env": options[k].envvar, "default": daemon_default(options[k])}
                 for k, (v, src) in values.items()
             ],
@@ -231,7 +331,7 @@ def show(command: click.Command, parent: click.Context, file: FileValues, args: 
             default = daemon_default(options[key])
             click.echo(f"# {key} is not set" + (f" (default: {default})" if default else ""))
             continue
-        line = f"{key} = {_toml(value)}"
+        line = f"{key} = {_toml(value if isinstance(value, (bool, int, float)) else mask_secrets(str(value)))}"
         click.echo(f"{line:<{width}}  # {source}")
 
 

@@ -31,11 +31,11 @@ def status(app: Cli, as_json: bool) -> None:
 @click.command(context_settings=CONTEXT)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
-@click.option("--store", metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
+@click.option("--store", type=cfg.STORE, metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
 @click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
 @click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
-@click.option("--node-id", metavar="ID", help="This node's id in a cluster. [default: the host name]")
+@click.option("--node-id", type=cfg.NODE_ID, metavar="ID", help="This node's id in a cluster. [default: the host name]")
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
 @click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
@@ -50,10 +50,10 @@ def status(app: Cli, as_json: bool) -> None:
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets may call (a tenant's own httpAllow wins). [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
-@click.option("--disk-low", metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
-@click.option("--smtp-url", metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://… [env CRONWHEEL_SMTP_URL: keeps the password out of the process list]")
+@click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
+@click.option("--smtp-url", type=cfg.SMTP_URL, metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://… [env CRONWHEEL_SMTP_URL: keeps the password out of the process list]")
 @click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
-@click.option("--mail-from", metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
+@click.option("--mail-from", type=cfg.MAIL_FROM, metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """Run the daemon: scheduler, HTTP API and local workers (one per node).

@@ -43,10 +43,12 @@ def env_var(key: str) -> str:
 
 
 def key_lines(text: str) -> dict[str, int]:
-    """The line of each top-level ``key = …`` (1-based); keys inside tables are not top-level."""
+    """The line of each top-level ``key = …`` (1-based); keys inside tables are not top-level.
+    A dotted key (``log.level = …``) is its first part's line: TOML makes that part a table,
+    which is refused with the line it is on."""
     lines: dict[str, int] = {}
     in_table = False
-    pattern = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*=""")
+    pattern = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*[=.]""")
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped.startswith("["):
@@ -89,3 +91,16 @@ def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
             raise ConfigError(source, f"unknown {kind}{hint}; the keys are: {', '.join(sorted(known))}", line, key)
         out[key] = RawValue(value, line)
     return out
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
+               "t": 1 << 40, "tib": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """``256M``, ``1G``, ``512MiB`` or plain bytes; ValueError otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS:
+        raise ValueError(f"must be a size like 256M, 1G or 1048576, not {text!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 import shlex
 import sys
 import zipfile
 from pathlib import Path
 
+from cronwheel.core.config import size_bytes
 from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
 from cronwheel.core.tenants import normalise_host
 
@@ -129,14 +129,9 @@ def retention_options(retention: str | None, keep_last: int | None, interval_ms:
     return out
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
-               "t": 1 << 40, "tib": 1 << 40}
-
-
 def parse_size(text: str, flag: str) -> int:
-    """``256M``, ``1G``, ``512MiB`` or plain bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if m is None or unit not in _SIZE_UNITS:
-        raise DaemonError(f"{flag} must be a size like 256M, 1G or 1048576, not {text!r}")
-    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+    """``256M``, ``1G``, ``512MiB`` or plain bytes (core/config.py: the CLI checks the same)."""
+    try:
+        return size_bytes(text)
+    except ValueError:
+        raise DaemonError(f"{flag} must be a size like 256M, 1G or 1048576, not {text!r}") from None

@@ -59,7 +59,8 @@ def test_free_space_and_a_low_disk(make_daemon: Callable[..., Daemon]) -> None:
 def test_a_bad_disk_low_is_one_line(tmp_path: Path) -> None:
     d = Daemon(tmp_path / "bad", args=("--disk-low", "lots"))
     r = d.cli("serve", "--data-dir", str(tmp_path / "bad"), "--http", "127.0.0.1:0", "--disk-low", "lots")
-    assert r.returncode == 1 and "--disk-low must be a size" in r.stderr and "Traceback" not in r.stderr
+    # refused by the option's type, as a file's or a variable's value would be: a usage error
+    assert r.returncode == 2 and "'--disk-low'" in r.stderr and "must be a size" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_full_disk_is_a_clean_503_and_recovers(tmp_path: Path) -> None:

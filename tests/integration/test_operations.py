@@ -106,8 +106,35 @@ def test_a_bad_config_file_stops_serve_before_anything_starts(tmp_path: Path) ->
     )
     assert res.returncode == 2
     assert f"{conf}:3: key 'workers': " in res.stderr and "Traceback" not in res.stderr
+    assert res.stderr.startswith(f"error: {conf}:3: ")  # no journal: a sentence, no priority prefix
     assert not (tmp_path / "d").exists()
 
+
+
+def test_under_systemd_a_bad_config_file_is_a_start_failed_event(tmp_path: Path) -> None:
+    """The journal's reader filters by priority and parses JSON: a refused file is the same
+    ``node.start_failed`` line as the daemon's other start-up failures, not plain text at info."""
+    conf = tmp_path / "bad3.toml"
+    conf.write_text('data_dir = "%s"\nworkers = 2.5\n' % (tmp_path / "d"))
+    journal = tmp_path / "journal"
+    with open(journal, "w") as stream:
+        st = os.fstat(stream.fileno())
+        res = subprocess.run(
+            [sys.executable, "-m", "cronwheel", "serve", "--config", str(conf)], stdout=subprocess.DEVNULL,
+            stderr=stream, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO), "JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}",
+                 "CRONWHEEL_NODE_ID": "sched-9"},
+        )
+    assert res.returncode == 2
+    (line,) = journal.read_text().splitlines()
+    match = _PREFIXED.match(line)
+    assert match, f"not an event line with its priority: {line!r}"
+    record = json.loads(match.group(2))
+    assert int(match.group(1)) == SYSLOG_PRIORITY[record["level"]] <= SYSLOG_PRIORITY["error"]
+    assert {"ts", "level", "event", "node"} <= set(record)
+    assert (record["event"], record["node"], record["line"], record["key"]) == ("node.start_failed", "sched-9", 2, "workers")
+    assert record["error"].startswith(f"{conf}:2: key 'workers': ")
+    assert not (tmp_path / "d").exists()
 
 def test_what_python_code_prints_in_a_worker_is_an_event_line(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon()

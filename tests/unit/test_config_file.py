@@ -5,6 +5,7 @@ does), bad files refused naming file, line and key, and every key documented in 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from cronwheel.cli import config as config_module
 from cronwheel.cli.config import config_keys
 from cronwheel.cli.main import cli, serve
 from cronwheel.core.config import ConfigError, env_var, parse
+from cronwheel.daemon import serve as daemon_serve
+from cronwheel.obs.levels import SYSLOG_PRIORITY
 
 MAN = Path(__file__).resolve().parents[2] / "man" / "cronwheel.toml.5"
 KEYS = config_keys(serve)
@@ -40,6 +44,12 @@ def _samples(key: str, option: click.Option) -> tuple[Any, Any, Any]:
         return "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
     if key == "http_allow":
         return "a.example", "b.example", "c.example"
+    if key == "disk_low":
+        return "1M", "2M", "3M"
+    if key == "smtp_url":
+        return "smtp://file.example", "smtp://env.example", "smtps://flag.example"
+    if key == "mail_from":
+        return "file@example.com", "env@example.com", "Flag <flag@example.com>"
     return f"/file/{key}", f"/env/{key}", f"/flag/{key}"
 
 
@@ -148,3 +158,225 @@ def test_man_5_documents_every_key_and_its_variable() -> None:
     text = MAN.read_text().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "").replace("\\fI", "")
     missing = [k for k in KEYS if f"\n.B {k}\n" not in MAN.read_text().replace("\\-", "-") or env_var(k) not in text]
     assert not missing, f"man/cronwheel.toml.5 lacks: {missing}"
+
+
+# ---------------------------------------------------------------- what reaches the daemon
+
+ETC = Path(__file__).resolve().parents[2] / "etc" / "cronwheel.toml"
+#: how `serve` finds the file: --config before or after `serve`, $CRONWHEEL_CONFIG, the default path
+LAYOUTS = ("before", "after", "variable", "default")
+
+
+def _serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, layout: str, text: str,
+           env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> tuple[Any, dict[str, Any]]:
+    """Run `cronwheel … serve` with the daemon replaced by a recorder: what it was handed."""
+    path = tmp_path / "cronwheel.toml"
+    path.write_text(text)
+    monkeypatch.setattr(config_module, "DEFAULT_CONFIG", path if layout == "default" else tmp_path / "absent.toml")
+    handed: dict[str, Any] = {}
+
+    def run_from_cli(**kwargs: Any) -> int:
+        handed.update(kwargs)
+        return 0
+
+    monkeypatch.setattr(daemon_serve, "run_from_cli", run_from_cli)
+    args = {"before": ["--config", str(path), "serve"], "after": ["serve", "--config", str(path)],
+            "variable": ["serve"], "default": ["serve"]}[layout]
+    clean: dict[str, str | None] = {env_var(k): None for k in KEYS}
+    clean.update(STATE_DIRECTORY=None, CRONWHEEL_CONFIG=str(path) if layout == "variable" else None)
+    res = CliRunner().invoke(cli, [*args, *flags], env={**clean, **(env or {})})
+    return res, handed
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_serve_hands_the_daemon_flag_over_env_over_file_over_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, key: str, layout: str
+) -> None:
+    option = KEYS[key]
+    in_file, in_env, on_flag = _samples(key, option)
+    line = f"# a comment first\n{key} = {_toml(in_file)}\n"
+    env_text = "true" if in_env is True else str(in_env)
+    flag = option.opts[0]
+    flags = (flag,) if option.is_flag else (flag, str(on_flag))
+    default = {"data_dir": ".cronwheel", "http": option.default}.get(key)
+
+    def handed(text: str, env: dict[str, str] | None = None, with_flag: bool = False) -> Any:
+        res, got = _serve(monkeypatch, tmp_path, layout, text, env, flags if with_flag else ())
+        assert res.exit_code == 0 and got, res.output
+        return got.get(key)
+
+    assert handed("") == default
+    assert handed(line) == (str(in_file) if key == "data_dir" else in_file)
+    assert handed(line, {env_var(key): env_text}) == (str(in_env) if key == "data_dir" else in_env)
+    assert handed(line, {env_var(key): env_text}, with_flag=True) == (str(on_flag) if key == "data_dir" else on_flag)
+
+
+BAD_VALUES = [
+    # (file line, key, what the error says, the same value as a flag or None)
+    ("workers = 2.5", "workers", "'2.5' is not a valid integer", ("--workers", "2.5")),
+    ("workers = true", "workers", "'true' is not a valid integer", ("--workers", "true")),
+    ("slots = 1e3", "slots", "'1000.0' is not a valid integer", ("--slots", "1000.0")),
+    ("grace_sec = false", "grace_sec", "'false' is not a valid float", ("--grace-sec", "false")),
+    ('disk_low = "lots"', "disk_low", "must be a size like 256M, 1G or 1048576, not 'lots'", ("--disk-low", "lots")),
+    ('store = "mysql://x"', "store", "unknown store URL scheme 'mysql'", ("--store", "mysql://x")),
+    ('store = "sqlite:/x.db"', "store", "is not a SQLite URL", ("--store", "sqlite:/x.db")),
+    ('smtp_url = "http://relay"', "smtp_url", "is not smtp://", ("--smtp-url", "http://relay")),
+    ('smtp_url = "smtp://u:s3cret@relay:99999"', "smtp_url", "out of range", ("--smtp-url", "smtp://u:s3cret@relay:99999")),
+    ('mail_from = "not an address"', "mail_from", "is not an email address", ("--mail-from", "not an address")),
+    ('mail_from = "a@b.example\\nBcc: x@y.example"', "mail_from", "is not an email address", None),
+    ('node_id = ""', "node_id", "is not a node id", ("--node-id", " ")),
+    ("http_allow = 5", "http_allow", "expected a string in double quotes, not 5", None),
+    ("node_id = 7", "node_id", "expected a string in double quotes, not 7", None),
+    ("log_level = true", "log_level", "expected a string in double quotes, not true", None),
+    ("data_dir = 1", "data_dir", "expected a string in double quotes, not 1", None),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "says", "flag"), BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
+def test_a_bad_value_is_refused_as_its_flag_is_naming_file_line_and_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str, key: str, says: str, flag: tuple[str, str] | None
+) -> None:
+    res, handed = _serve(monkeypatch, tmp_path, "before", f"# first\n{text}\n")
+    assert res.exit_code == 2 and not handed, res.output
+    assert f"{tmp_path / 'cronwheel.toml'}:2: key {key!r}: " in res.output and says in res.output, res.output
+    assert "Traceback" not in res.output and "s3cret" not in res.output
+    if flag is not None:  # the flag is refused alike (and the daemon never starts)
+        res, handed = _serve(monkeypatch, tmp_path, "before", "", flags=flag)
+        assert res.exit_code == 2 and not handed and says in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ('workers = "4"', "workers", 4),
+        ("grace_sec = 7", "grace_sec", 7.0),
+        ('disk_low = "512MiB"', "disk_low", "512MiB"),
+        ('store = "postgresql://cw@db1,db2/cw?target_session_attrs=read-write"', "store",
+         "postgresql://cw@db1,db2/cw?target_session_attrs=read-write"),
+        ('store = "sqlite:///var/lib/cronwheel/x.db"', "store", "sqlite:///var/lib/cronwheel/x.db"),
+        ('store = "/var/lib/cronwheel/x.db"', "store", "/var/lib/cronwheel/x.db"),
+        ('smtp_url = "smtp://u:p@relay:587?starttls=require"', "smtp_url", "smtp://u:p@relay:587?starttls=require"),
+        ('mail_from = "Cron Wheel <cron@host.example>"', "mail_from", "Cron Wheel <cron@host.example>"),
+        ('node_id = "sched-1"', "node_id", "sched-1"),
+    ],
+)
+def test_good_values_reach_the_daemon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str, key: str,
+                                      value: Any) -> None:
+    res, handed = _serve(monkeypatch, tmp_path, "before", text + "\n")
+    assert res.exit_code == 0 and handed[key] == value, res.output
+
+
+@pytest.mark.parametrize("text", ["256M", "1G", "512MiB", "1048576", "1.5g", "lots", "", "1X", "-1M"])
+def test_the_cli_and_the_daemon_agree_on_sizes(text: str) -> None:
+    from cronwheel.daemon.options import DaemonError, parse_size
+
+    try:
+        parse_size(text, "--disk-low")
+    except DaemonError:
+        daemon_ok = False
+    else:
+        daemon_ok = True
+    try:
+        config_module.SIZE.convert(text, None, None)
+    except click.BadParameter:
+        cli_ok = False
+    else:
+        cli_ok = True
+    assert cli_ok == daemon_ok
+
+
+@pytest.mark.parametrize("url", ["smtp://relay", "smtps://u:p@relay:465", "smtp://relay:0x1", "http://relay",
+                                 "smtp://", "smtp:relay", "smtp://relay:70000", "relay:25"])
+def test_the_cli_and_the_mail_channel_agree_on_smtp_urls(url: str) -> None:
+    from cronwheel.engine.channels import ChannelConfigError, MailConfig
+
+    try:
+        MailConfig.parse(url, None, "a@b.example")
+    except ChannelConfigError:
+        channel_ok = False
+    else:
+        channel_ok = True
+    try:
+        config_module.SMTP_URL.convert(url, None, None)
+    except click.BadParameter:
+        cli_ok = False
+    else:
+        cli_ok = True
+    assert cli_ok == channel_ok
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "says"),
+    [
+        ('workers = 2\n\nlog.level = "info"\n', 3, "log", "unknown table"),
+        ('"log" . level = "info"\n', 1, "log", "unknown table"),
+        ("\nworkers.max = 4\n", 2, "workers", "expected a single value"),
+    ],
+)
+def test_a_dotted_key_is_refused_with_its_line(tmp_path: Path, text: str, line: int, key: str, says: str) -> None:
+    path = tmp_path / "e1.toml"
+    path.write_text(text)
+    res = CliRunner().invoke(cli, ["--config", str(path), "ls"])
+    assert res.exit_code == 2 and f"{path}:{line}: key {key!r}: {says}" in res.output, res.output
+
+
+def test_under_systemd_a_bad_file_is_a_start_failed_event(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(config_module, "journal_stream", lambda stream: True)
+    res, handed = _serve(monkeypatch, tmp_path, "after", "\nworkers = 2.5\n", env={"CRONWHEEL_NODE_ID": "n7"})
+    assert res.exit_code == 2 and not handed
+    (line,) = res.stderr.splitlines()
+    assert line.startswith(f"<{SYSLOG_PRIORITY['critical']}>{{"), line
+    record = json.loads(line[3:])
+    assert {"ts", "seq"} <= set(record)
+    assert (record["level"], record["event"], record["node"]) == ("critical", "node.start_failed", "n7")
+    assert (record["file"], record["line"], record["key"]) == (str(tmp_path / "cronwheel.toml"), 2, "workers")
+    assert record["error"].startswith(f"{tmp_path / 'cronwheel.toml'}:2: key 'workers': ")
+    # the group's --config too; another command is no daemon start: a sentence
+    res, _ = _serve(monkeypatch, tmp_path, "before", "\nworkers = 2.5\n")
+    assert json.loads(res.stderr[3:])["event"] == "node.start_failed"
+    path = tmp_path / "cronwheel.toml"
+    res = CliRunner().invoke(cli, ["--config", str(path), "ls"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: {path}:2: key 'workers': "), res.stderr
+
+
+def test_elsewhere_a_bad_file_is_a_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(config_module, "journal_stream", lambda stream: False)
+    res, _ = _serve(monkeypatch, tmp_path, "after", "\nworkers = 2.5\n")
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {tmp_path / 'cronwheel.toml'}:2: key 'workers': "), res.stderr
+
+
+def test_the_installed_file_has_every_key() -> None:
+    written = re.findall(r"^#? ?([a-z_]+) = ", ETC.read_text(), re.MULTILINE)
+    assert len(written) == len(set(written)), written
+    assert set(written) == set(KEYS)
+    # and what it leaves uncommented is a valid file
+    config_module.load(serve, ETC)
+
+
+def test_config_masks_passwords(tmp_path: Path) -> None:
+    env = {"CRONWHEEL_SMTP_URL": "smtp://u:s3cret@relay:587"}
+    text = 'store = "postgresql://cw:pg-pw@db1,db2/cw?password=qs-pw&sslmode=require"\n'
+    shown = _config(tmp_path, text, env)
+    assert shown["smtp_url"]["value"] == "smtp://u:********@relay:587"
+    assert shown["store"]["value"] == "postgresql://cw:********@db1,db2/cw?password=********&sslmode=require"
+    path = tmp_path / "cronwheel.toml"
+    res = CliRunner().invoke(cli, ["--config", str(path), "config"], env=env)
+    assert res.exit_code == 0 and 'smtp_url = "smtp://u:********@relay:587"' in res.output, res.output
+    for secret in ("s3cret", "pg-pw", "qs-pw"):
+        assert secret not in res.output and secret not in json.dumps(shown)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("smtp://relay:25", "smtp://relay:25"),
+        ("smtp://u@relay", "smtp://u@relay"),
+        ("smtps://u:p@ss@relay/x", "smtps://u:********@relay/x"),
+        ("/var/lib/cronwheel/x.db", "/var/lib/cronwheel/x.db"),
+        ("postgresql://db/cw?sslmode=require&PASSWORD=x", "postgresql://db/cw?sslmode=require&PASSWORD=********"),
+    ],
+)
+def test_mask_secrets(text: str, masked: str) -> None:
+    assert config_module.mask_secrets(text) == masked
