@@ -265,13 +265,15 @@ def job_table(name: str, body: Mapping[str, Any]) -> str:
 
 
 def compact(body: dict[str, Any], normalise: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """``body`` without the fields that only repeat a default (what they mean is unchanged)."""
+    """``body`` without the fields that only repeat a default (what they mean is unchanged).
+    A field without which the body is refused is needed, whatever its value: a watched job
+    (a ping target) has no schedule, so its ``expectSuccessWithin`` stays."""
     meaning = normalise(body)
     out = dict(body)
     for key in list(body):
         if key in ("schedule", "runAt", "command", "http", "python", "queue"):
             continue
         trial = {k: v for k, v in out.items() if k != key}
-        if normalise(trial) == meaning:
+        if not _changes_meaning(normalise, trial, meaning):
             out = trial
     return out

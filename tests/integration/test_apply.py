@@ -165,3 +165,17 @@ def test_a_member_left_out_of_a_table_goes_back_to_its_default(tmp_path: Path, d
     (job,) = daemon.get("/v1/jobs").json()["jobs"]
     assert job["retryPolicy"]["initialBackoffSec"] == 1 and job["retryPolicy"]["maxAttempts"] == 5
     assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
+
+
+def test_a_watched_job_exports_to_toml_and_applies_back_unchanged(tmp_path: Path, daemon: Daemon) -> None:
+    # a watched job has no schedule: its expectSuccessWithin is what makes it valid
+    watched = daemon.cli("watch", "offsite-backup", "26h")
+    assert watched.returncode == 0, watched.stderr
+    exported = daemon.cli("export", "--format", "toml")
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "[offsite-backup]" in exported.stdout and 'expectSuccessWithin = "26h"' in exported.stdout, exported.stdout
+    out = write(tmp_path / "exported", {"all.toml": exported.stdout})
+    res, changes = plan(daemon, str(out), "--adopt")  # made by `watch`, not by apply
+    assert res.returncode == 0 and [(c["action"], c["fields"]) for c in changes] == [("adopt", ["managedBy"])], res.stdout
+    res, again = plan(daemon, str(out))
+    assert res.returncode == 0 and actions(again) == {"offsite-backup": "unchanged"} and "no changes" in res.stderr, res.stdout

@@ -129,6 +129,12 @@ def test_compact_drops_only_defaults() -> None:
     assert jobfiles.compact(full, normalise) == {"schedule": "@daily", "command": "x", "jitterSec": 5}
 
 
+def test_compact_keeps_a_field_the_body_cannot_do_without() -> None:
+    # a watched job (a ping target) has no schedule: without its window it is refused
+    watched = {"expectSuccessWithin": "26h", "timeoutSec": 3600}
+    assert jobfiles.compact(watched, normalise) == {"expectSuccessWithin": "26h"}
+
+
 def test_a_one_off_that_ran_is_not_created_again() -> None:
     done = api_job("j1", "once", status="COMPLETED", runAt="2026-12-01T10:00:00Z", command="x")
     done["runAt"], done["schedule"] = "2026-12-01T10:00:00.000Z", None
