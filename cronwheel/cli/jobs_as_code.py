@@ -19,8 +19,9 @@ from cronwheel.api.validation import JOB_FIELDS, ValidationError, parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
 from cronwheel.core import jobfiles
+from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
-from cronwheel.core.crontab_export import job_request
+from cronwheel.core.crontab_export import job_request, unexported_rules
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
@@ -34,6 +35,10 @@ def normalise(body: dict[str, Any]) -> Any:
     """What a body means, defaults filled in: the API's parser (tenant and clock fixed, so
     two bodies compare by their fields alone; the name and the owner mark are not compared)."""
     return parse_job_body({k: v for k, v in body.items() if k not in jobfiles.RESERVED_FIELDS}, now_ms=_NOW_MS)
+
+
+def _rule_id(rule: dict[str, Any]) -> str:
+    return nt.rule_from_json(rule).rule_id
 
 
 def _files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -168,7 +173,8 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
         render.emit_error(str(exc))
         sys.exit(2)
     try:
-        changes = jobfiles.plan(desired, tenant_jobs(app.client), job_request, normalise, prune, adopt)
+        changes = jobfiles.plan(desired, tenant_jobs(app.client), lambda j: job_request(j, webhooks=True),
+                                jobfiles.by_rule_identity(_rule_id, normalise), prune, adopt)  # fmt: skip
     except ValueError as exc:
         render.emit_error(str(exc))
         sys.exit(1)
@@ -190,7 +196,7 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
     fields that only repeat a default are left out. A job needs a name to be a table."""
     click.echo(f"# cronwheel export: {len(jobs)} job(s); apply with: cronwheel apply FILE")
-    skipped = 0
+    skipped = unwritten = 0
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
         if not job.get("name"):
@@ -200,6 +206,11 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
         body = {k: v for k, v in job_request(job).items() if k != "name"}
         if job.get("managedBy") != jobfiles.OWNER:
             click.echo(f"\n# {job['name']} was made by hand: `cronwheel apply --adopt` takes it over", nl=False)
+        hooks = unexported_rules(job)
+        if hooks:  # apply compares webhook rules too: left out here, they would be taken out
+            unwritten += hooks
+            click.echo(f"\n# {job['name']}: {hooks} webhook rule(s) not written (secrets are never shown): "
+                       "add them back with their secrets before applying, or apply removes them", nl=False)
         try:
             table = jobfiles.job_table(str(job["name"]), jobfiles.compact(body, normalise))
         except jobfiles.NotToml as exc:
@@ -209,3 +220,5 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
         click.echo("\n" + table, nl=False)
     if skipped:
         render.emit_note(f"{skipped} job(s) have no TOML form: see the '# skipped' comments")
+    if unwritten:
+        render.emit_note(f"{unwritten} webhook rule(s) not exported: their secrets are never shown; add them to the files again")

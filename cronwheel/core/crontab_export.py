@@ -30,9 +30,11 @@ _REQUEST_FIELDS = (
 )  # fmt: skip
 
 
-def job_request(job: dict[str, Any]) -> dict[str, Any]:
+def job_request(job: dict[str, Any], *, webhooks: bool = False) -> dict[str, Any]:
     """The ``POST /v1/jobs`` body that recreates ``job`` (an API job object): what
-    ``export --format json`` writes and ``import`` reads back."""
+    ``export --format json`` writes and ``import`` reads back. ``webhooks``: keep the webhook
+    rules as the answer shows them (secret hidden, with their ``ruleId``), which is what
+    ``apply`` compares a file's rules with; such a body is never sent."""
     body = {k: job[k] for k in _REQUEST_FIELDS if job.get(k) is not None}
     if job.get("calendars"):  # by name: the importing daemon needs calendars of those names
         body["calendars"] = job["calendars"]
@@ -46,7 +48,8 @@ def job_request(job: dict[str, Any]) -> dict[str, Any]:
     target = job.get("target") or {}
     if "ping" not in target:  # a watched job is recreated by its window alone
         body.update(target)
-    rules = [{k: v for k, v in r.items() if k != "ruleId"} for r in job.get("notify") or [] if r.get("via") != "webhook"]
+    rules = [r if r.get("via") == "webhook" else {k: v for k, v in r.items() if k != "ruleId"}
+             for r in job.get("notify") or [] if webhooks or r.get("via") != "webhook"]  # fmt: skip
     if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
         body["notify"] = rules
     return body
