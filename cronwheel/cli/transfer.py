@@ -210,6 +210,8 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
         click.echo(f"# skipped {job_label(job)}: {why}")
     for line in done.lines:
         click.echo(line)
+    for job, why in done.skipped:  # on stderr too: a crontab piped to a file leaves nothing out silently
+        render.emit_note(f"not in the crontab: {job_label(job)}: {why}")
     if done.skipped:
         render.emit_note(f"{counted(len(done.skipped), 'job')} {'has' if len(done.skipped) == 1 else 'have'} no crontab form: see the '# skipped' comments, or use --format json")
 
@@ -246,7 +248,8 @@ def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
     The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),
     environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
-    targets, a user without --system) are listed as comments. --format json keeps everything
+    targets, a user without --system, a watched job, a name or a retry policy, timeout or other
+setting a crontab line cannot say) are listed as comments, and named on standard error. --format json keeps everything
     a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
     cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
     except by --format toml, which writes the active and paused named jobs of the caller's
@@ -255,5 +258,8 @@ def export(app: Any, fmt: str, as_json: bool, system: bool) -> None:
     if fmt == "toml" and not as_json:  # what apply compares with: the caller's tenant's live jobs
         jobs = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
     else:
-        jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
+        # a one-off whose run has begun is done; a watched job (a ping target) has neither a
+        # schedule nor a next run, and is kept: json keeps everything, crontab says why not
+        jobs = [j for j in app.client.iter_jobs("active")
+                if j.get("schedule") or j.get("nextRunAt") or "ping" in (j.get("target") or {})]  # fmt: skip
     EXPORT_FORMATS["json" if as_json else fmt](jobs, system)
