@@ -81,7 +81,8 @@ def test_email_through_an_smtp_relay_with_starttls_and_auth(make_daemon: Callabl
 def test_email_through_sendmail_and_a_command_rule(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     sendmail = tmp_path / "sendmail"
     outbox = tmp_path / "outbox.eml"
-    sendmail.write_text(f"#!/bin/sh\ncat > {outbox}\n")
+    # the file appears a moment before the mail is in it, as with `cat > file`, only always
+    sendmail.write_text(f"#!/bin/sh\n: > {outbox}\nsleep 1\ncat >> {outbox}\n")
     sendmail.chmod(0o755)
     told = tmp_path / "told.json"
     d = make_daemon(args=("--sendmail", str(sendmail)))
@@ -89,9 +90,25 @@ def test_email_through_sendmail_and_a_command_rule(make_daemon: Callable[..., Da
         {"on": "dead", "via": "email", "to": ["root@localhost"]},
         {"on": "dead", "via": "command", "command": f"cat > {told}"},
     ]})
-    wait_for(lambda: outbox.exists() and told.exists() and told.stat().st_size > 0, 30, what="sendmail and the command")
-    assert "To: root@localhost" in outbox.read_text()
+    # `cat > file` creates the file before it writes to it: wait for what is written, not
+    # for the file (a check between the two read an empty mail)
+    wait_for(lambda: "To: root@localhost" in _text(outbox) and _json(told), 30, what="sendmail and the command")
     assert json.loads(told.read_text())["event"] == "dead"
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text() if path.stat().st_size > 0 else ""
+    except (FileNotFoundError, UnicodeDecodeError):  # not there yet, or cut inside a character
+        return ""
+
+
+def _json(path: Path) -> Any:
+    """The file's JSON once it is all written, else None."""
+    try:
+        return json.loads(_text(path)) if _text(path) else None
+    except ValueError:
+        return None
 
 
 def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
