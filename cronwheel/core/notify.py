@@ -105,6 +105,24 @@ class RuleError(ValueError):
         self.detail = detail
 
 
+#: what answers show in place of a secret
+REDACTED = "********"
+
+
+def redact_url_password(url: str) -> str:
+    """``url`` with the password of its user information (``https://user:pw@host/``) shown as
+    ``********``; a URL without one is returned as it is."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:{REDACTED}@{hostport}").geturl()
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     on: NotifyOn
@@ -124,11 +142,12 @@ class Rule:
         return "r_" + hashlib.sha256(json.dumps(what, separators=(",", ":")).encode()).hexdigest()[:16]
 
     def to_json(self, *, redact: bool = False) -> dict[str, Any]:
-        """The rule's JSON; ``redact`` hides the webhook secret (API answers never show it)."""
+        """The rule's JSON; ``redact`` hides the webhook secret and the password of its URL
+        (API answers never show them; the rule keeps them, and its ``ruleId`` is the same)."""
         data: dict[str, Any] = {"on": self.on.value, "via": self.via.value}
         if self.via is Via.WEBHOOK:
-            data["url"] = self.url
-            data["secret"] = "********" if redact else self.secret
+            data["url"] = redact_url_password(self.url or "") if redact else self.url
+            data["secret"] = REDACTED if redact else self.secret
         elif self.via is Via.EMAIL:
             data["to"] = list(self.to)
         else:
