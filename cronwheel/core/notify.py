@@ -258,6 +258,20 @@ def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:
     return rules
 
 
+#: how a daemon is given a mail transport (the warning of an email rule on a daemon without one)
+MAIL_TRANSPORT_HOWTO = ("start the daemon with --smtp-url URL or --sendmail PATH (CRONWHEEL_SMTP_URL / CRONWHEEL_SENDMAIL, "
+                        "or smtp_url / sendmail in cronwheel.toml)")
+
+
+def no_mail_warnings(rules: tuple[Rule, ...] | list[Rule], field: str = "notify") -> list[str]:
+    """One warning per email rule, for a daemon that has no mail transport: the rule is kept
+    (the transport may be configured later, or another node of a cluster has one), but until
+    then its notifications fail, are retried and are dead-lettered."""
+    return [f"{field}[{i}].to: this daemon has no mail transport, so this email rule's notifications will be retried, "
+            f"then dead-lettered, until one is configured: {MAIL_TRANSPORT_HOWTO}"
+            for i, r in enumerate(rules) if r.via is Via.EMAIL]  # fmt: skip
+
+
 def rules_to_json(rules: tuple[Rule, ...] | list[Rule], *, redact: bool = False) -> list[dict[str, Any]]:
     return [r.to_json(redact=redact) for r in rules]
 

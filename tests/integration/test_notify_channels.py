@@ -151,3 +151,34 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         assert not d.get(f"/v1/jobs/{job_id}").json()["window"]["overdue"]
         assert all(x.signed for ds in rx.unique().values() for x in ds)
         assert d.post(f"/v1/jobs/{job_id}/trigger").status == 409  # nothing to run here
+
+
+def test_an_email_rule_on_a_daemon_without_mail_is_kept_with_a_warning(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    # kept, not refused: the README's tour watches a job with --notify-email on `make serve`,
+    # which has no mail; the answer and the CLI say what that rule will do until mail is set up
+    d = make_daemon()
+    watched = d.cli("watch", "offsite-backup", "26h", "--notify-email", "ops@example.com")
+    assert watched.returncode == 0 and "Watching job" in watched.stdout, watched.stderr
+    for field in ("notify[0].to", "notify[1].to"):  # on failure and on missed
+        assert f"warning: {field}: this daemon has no mail transport" in watched.stderr, watched.stderr
+    assert "--smtp-url" in watched.stderr and "--sendmail" in watched.stderr and "smtp_url" in watched.stderr
+    mail = {"on": "dead", "via": "email", "to": ["ops@example.com"]}
+    r = d.post("/v1/jobs", {"schedule": "@daily", "command": "true", "notify": [{"on": "dead", "via": "command", "command": "true"}, mail]})
+    assert r.status == 201 and [w.split(":")[0] for w in r.json()["warnings"]] == ["notify[1].to"], r.json()
+    r = d.post("/v1/jobs", {"schedule": "@daily", "command": "true"})
+    assert r.status == 201 and "warnings" not in r.json()
+    r = d.request("PATCH", f"/v1/jobs/{r.json()['jobId']}", {"notify": [mail]})
+    assert r.status == 200 and r.json()["warnings"][0].startswith("notify[0].to: this daemon has no mail transport")
+    # an import of a crontab with MAILTO= says it once, for all its jobs
+    crontab = tmp_path / "mail.crontab"
+    crontab.write_text("MAILTO=ann@example.com\n@daily one\n@daily two\n")
+    res = d.cli("import-crontab", str(crontab))
+    assert res.returncode == 0 and res.stderr.count("no mail transport") == 1 and "(2 jobs)" in res.stderr, res.stderr
+
+    # with a transport, nothing to say
+    sendmail = tmp_path / "sendmail"
+    sendmail.write_text("#!/bin/sh\ncat > /dev/null\n")
+    sendmail.chmod(0o755)
+    with_mail = make_daemon("with-mail", args=("--sendmail", str(sendmail)))
+    r = with_mail.post("/v1/jobs", {"schedule": "@daily", "command": "true", "notify": [mail]})
+    assert r.status == 201 and "warnings" not in r.json()
