@@ -4,6 +4,7 @@ files and ``export`` files, and out again."""
 from __future__ import annotations
 
 import json
+import pwd
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,14 @@ def system_format_path(path: Path) -> bool:
     return (path.name == "crontab" and path.parent.name == "etc") or path.parent.name == "cron.d"
 
 
+def _is_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """One job to create: where it comes from (``line 7``), its body and idempotency key."""
@@ -46,7 +55,7 @@ class _Plan:
 @click.option("--dry-run", is_flag=True, help="Show, line by line, the job each line would become; create nothing.")
 @click.option("--tz", metavar="ZONE", help="Zone of the lines above any CRON_TZ=/TZ= line. [default UTC]")
 @click.option("--system/--user", "system", default=None,
-              help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files]")
+              help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files; a warning for another file that looks like one]")
 @click.option("--strict", is_flag=True, help="All or nothing: if any line cannot be carried over, import none.")
 @click.option("--json", "as_json", is_flag=True, help="Print one object per line as a JSON array: {where, line, jobId, created} or {where, line, skipped}.")
 @click.pass_obj
@@ -96,10 +105,16 @@ def import_crontab(app: Any, file: Any, dry_run: bool, tz: str | None, system: b
         plans = [_Plan(f"job {i + 1}", None, body, key) for i, (body, key) in enumerate(crontab.keyed_requests(bodies))]
         notes: list[crontab.LineError] = []
     else:
+        chosen = system is not None
         if system is None:
             path = Path(name)  # as given (a link in cron.d counts) or where it leads
             system = name != "-" and (system_format_path(path.absolute()) or system_format_path(path.resolve()))
         parsed = crontab.parse_crontab(text, tz or crontab.UTC, system=system)
+        if not system and not chosen and crontab.looks_like_system_format(text, parsed.entries, _is_user):
+            # a copy of /etc/crontab kept elsewhere: read as a user crontab, `root` would be
+            # the first word of every command
+            render.emit_note(f"warning: {name}: this looks like a system crontab (user field): use --system "
+                             "to read the field after the schedule as the user to run as (--user to keep this reading)")
         for err in parsed.skipped:
             skip(err.line_no, f"line {err.line_no}", err.message)
         notes = parsed.notes

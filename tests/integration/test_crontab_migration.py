@@ -150,6 +150,27 @@ def test_debian_system_crontabs_import_as_written(make_daemon: Callable[..., Dae
     assert stable(jobs(other)) == stable(jobs(daemon))
 
 
+def test_a_system_crontab_kept_outside_etc_is_recognised_when_read_as_a_user_one(daemon: Daemon, tmp_path: Path) -> None:
+    # a copy of /etc/crontab (or of a cron.d file) under another name is read in the user
+    # format: `root<TAB>cd / …` would become each command; the import says so
+    for source in ("crontab", "cron.d/certbot"):
+        copy = tmp_path / f"copy-of-{source.replace('/', '-')}"
+        copy.write_bytes((DEBIAN / source).read_bytes())
+        for args in (("--dry-run",), ("--dry-run", "--json"), ()):
+            res = daemon.cli("import-crontab", *args, str(copy))
+            assert "Traceback" not in res.stderr, res.stderr
+            assert f"warning: {copy}: this looks like a system crontab (user field): use --system" in res.stderr, (source, args, res.stderr)
+        # what --system reads is what it is: no warning, and no command starting with root
+        res = daemon.cli("import-crontab", "--system", "--dry-run", str(copy))
+        assert "looks like a system crontab" not in res.stderr, res.stderr
+        assert not [x for x in res.stdout.splitlines() if x.startswith("line ") and "root" in x], res.stdout
+        res = daemon.cli("import-crontab", "--user", "--dry-run", str(copy))  # chosen: not second-guessed
+        assert "looks like a system crontab" not in res.stderr
+    user = tmp_path / "mine.crontab"
+    user.write_text(USER_CRONTAB)
+    assert "looks like a system crontab" not in daemon.cli("import-crontab", "--dry-run", str(user)).stderr
+
+
 # ---------------------------------------------------------------- a user crontab
 
 

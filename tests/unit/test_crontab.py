@@ -12,6 +12,7 @@ from cronwheel.core.crontab import (
     keyed,
     keyed_requests,
     looks_like_json,
+    looks_like_system_format,
     parse_crontab,
     parse_json_requests,
     split_percent,
@@ -402,3 +403,21 @@ def test_json_import() -> None:
 def test_entry_is_hashable_data() -> None:
     e = Entry(1, "@daily", "x", "@daily x", env=(("A", "1"),))
     assert {e: 1}[Entry(1, "@daily", "x", "@daily x", env=(("A", "1"),))] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "system"),
+    [
+        ((Path(__file__).resolve().parents[1] / "data" / "debian" / "crontab").read_text(), True),  # its header
+        ("17 * * * * root cd / && run-parts /etc/cron.hourly\n@daily  root  /usr/sbin/logrotate x\n", True),
+        ("17 * * * * root cd /\n@daily ann backup.sh\n", True),  # every sixth field a user
+        ("17 * * * * root cd /\n@daily backup.sh --full\n", False),  # one is not
+        ("@hourly sync\n", False),  # a user's name, but nothing after it: a command
+        ("# m h  dom mon dow   command\n0 3 * * * backup.sh\n", False),  # crontab -e's template
+        ("", False),
+    ],
+)
+def test_a_system_crontab_read_as_a_user_one_is_recognised(text: str, system: bool) -> None:
+    users = {"root", "ann", "sync"}
+    assert looks_like_system_format(text, parse_crontab(text).entries, users.__contains__) is system
+
