@@ -173,7 +173,7 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
         render.emit_error(str(exc))
         sys.exit(2)
     try:
-        changes = jobfiles.plan(desired, tenant_jobs(app.client), lambda j: job_request(j, webhooks=True),
+        changes = jobfiles.plan(desired, tenant_jobs(app.client), lambda j: job_request(dict(j), webhooks=True),
                                 jobfiles.by_rule_identity(_rule_id, normalise), prune, adopt)  # fmt: skip
     except ValueError as exc:
         render.emit_error(str(exc))
