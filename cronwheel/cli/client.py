@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
+from cronwheel.cli.render import warned
+
 
 class ClientError(Exception):
     """Base of everything this client raises."""
@@ -47,25 +49,6 @@ class ApiError(ClientError):
     @property
     def reason(self) -> str | None:
         return self.problem.get("reason")
-
-
-def _warn(answer: Any) -> None:
-    """Print the ``warnings`` of an answer on standard error, whatever the command prints: what
-    was accepted but will not work as it stands (an email rule on a daemon without mail). The
-    same warning for many jobs of a batch is printed once, with their count."""
-    warnings = answer.get("warnings") if isinstance(answer, dict) else None
-    if not isinstance(warnings, list) or not warnings:
-        return
-    from cronwheel.cli.render import emit_note  # the client is usable without the renderer
-
-    seen: dict[str, int] = {}
-    for w in warnings:
-        text = str(w)
-        if text.startswith("jobs["):  # jobs[3].notify[0].to: …: the same words for each job
-            text = text.split(".", 1)[1] if "." in text else text
-        seen[text] = seen.get(text, 0) + 1
-    for text, n in seen.items():
-        emit_note(f"warning: {text}" + (f" ({n} jobs)" if n > 1 else ""))
 
 
 class Created(NamedTuple):
@@ -214,7 +197,7 @@ class Client:
         _status, hdrs, data = self.request("POST", "/v1/jobs", body, headers=headers)
         if not isinstance(data, dict) or "jobId" not in data:
             raise ClientError(f"POST /v1/jobs: unexpected answer {str(data)[:200]!r}")
-        _warn(data)
+        warned(data)
         return Created(data, hdrs.get("idempotent-replayed") == "true")
 
     def create_jobs(self, items: list[tuple[dict[str, Any], str | None]]) -> list[dict[str, Any]]:
@@ -224,8 +207,7 @@ class Client:
         _status, _hdrs, data = self.request("POST", "/v1/jobs/batch", {"jobs": jobs})
         if not isinstance(data, dict) or not isinstance(data.get("results"), list) or len(data["results"]) != len(jobs):
             raise ClientError(f"POST /v1/jobs/batch: unexpected answer {str(data)[:200]!r}")
-        _warn(data)
-        return list(data["results"])
+        return list(warned(data)["results"])
 
     def list_jobs(
         self, status: str | None = None, limit: int = 100, after: str | None = None, tenant: str | None = None
@@ -264,9 +246,7 @@ class Client:
 
     def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """``PATCH /v1/jobs/{id}``: a merge patch of the job's definition; the updated job."""
-        data = self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch)
-        _warn(data)
-        return data
+        return warned(self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch))
 
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         return self._delete(f"/v1/jobs/{_q(job_id)}")
