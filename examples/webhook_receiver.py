@@ -3,8 +3,10 @@
 
 It checks the ``Cronwheel-Signature`` header (HMAC-SHA256 of ``"<t>." + body`` keyed by the
 rule's secret), refuses signatures older than five minutes (replays), and counts each
-``Cronwheel-Notification-Id`` once: cronwheel delivers at least once (a delivery cut short
-by a crash is sent again with the same id), so a receiver deduplicates on the id.
+notification once: cronwheel delivers at least once (a delivery cut short by a crash is sent
+again with the same id), so a receiver deduplicates on the id. It takes the id from the
+signed body's ``notificationId``, never from the ``Cronwheel-Notification-Id`` header: the
+signature does not cover the headers, so whoever replays a signed body can change them.
 
     CRONWHEEL_WEBHOOK_SECRET=… python3 webhook_receiver.py 8099
     cronwheel add '0 3 * * *' backup.sh   # with a rule:
@@ -48,10 +50,11 @@ class Receiver(BaseHTTPRequestHandler):
             self.send_response(401)
             self.end_headers()
             return
-        nid = self.headers.get("Cronwheel-Notification-Id", "")
+        event = json.loads(body)
+        # the id the signature covers: a header could be rewritten by whoever replays the body
+        nid = str(event.get("notificationId", ""))
         if nid not in self.seen:  # a repeat of a notification already handled: acknowledge only
             self.seen.add(nid)
-            event = json.loads(body)
             print(f"{event['event']}: job {event.get('jobName') or event['jobId']} {event.get('error') or ''}", flush=True)
         self.send_response(204)
         self.end_headers()

@@ -41,7 +41,7 @@ from cronwheel.api.auth import CHALLENGE, CHALLENGE_INVALID
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, MAX_BODY_BYTES, json_problem, text_problem
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
-from cronwheel.core.notify import rules_refusal
+from cronwheel.core.notify import no_mail_warnings, rules_refusal
 from cronwheel.core.quota import retry_after_header
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import CreateOutcome, CreateResult, EffectVerdict, LeaseVerdict
@@ -74,6 +74,8 @@ TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
 OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
 #: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
 ROUTE_ACCESS = web.AppKey("cronwheel.route_access", dict)
+#: whether this node can send email (None: not known, so nothing is said about it)
+MAIL_TRANSPORT = web.AppKey("cronwheel.mail_transport", object)
 
 _CODE_BY_STATUS = {
     400: "bad_request",
@@ -364,7 +366,19 @@ async def create_job(request: web.Request) -> web.Response:
     headers = {"Location": f"/v1/jobs/{result.job_id}"}
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
-    return _json({"jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}, 201, headers)
+    answer: dict[str, Any] = {"jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}
+    warnings = _mail_warnings(request, spec)
+    if warnings:
+        answer["warnings"] = warnings
+    return _json(answer, 201, headers)
+
+
+def _mail_warnings(request: web.Request, spec: JobSpec, field: str = "notify") -> list[str]:
+    """What an accepted job should know: its email rules cannot be sent by this node (the rule
+    is kept, not refused: mail may be configured later, or on another node)."""
+    if request.app.get(MAIL_TRANSPORT) is not False:
+        return []
+    return no_mail_warnings(spec.notify, field)
 
 
 async def create_jobs(request: web.Request) -> web.Response:
@@ -383,7 +397,11 @@ async def create_jobs(request: web.Request) -> web.Response:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
         _check_run_as(spec, f"jobs[{i}]")
     results = await service.create_jobs(items)
-    return _json({"results": [_batch_result(i, r) for i, r in enumerate(results)]})
+    answer: dict[str, Any] = {"results": [_batch_result(i, r) for i, r in enumerate(results)]}
+    warnings = [w for i, (spec, _, _) in enumerate(items) for w in _mail_warnings(request, spec, f"jobs[{i}].notify")]
+    if warnings:
+        answer["warnings"] = warnings
+    return _json(answer)
 
 
 def _check_run_as(spec: JobSpec, where: str = "") -> None:
@@ -475,7 +493,11 @@ async def update_job(request: web.Request) -> web.Response:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
         _check_run_as(spec)
-    return _json(await _job_json(request, await service.update_job(job.id, spec, await _tenant(request))))
+    answer = await _job_json(request, await service.update_job(job.id, spec, await _tenant(request)))
+    warnings = _mail_warnings(request, spec) if "notify" in body else []
+    if warnings:
+        answer = {**answer, "warnings": warnings}
+    return _json(answer)
 
 
 async def cancel_job(request: web.Request) -> web.Response:
@@ -977,9 +999,11 @@ def make_app(
     tenant_resolver: TenantResolver | None = None,
     metrics: ops.NodeMetrics | None = None,
     events: ops.EventLog | None = None,
+    mail_transport: bool | None = None,
 ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_problems, _authorize])
     app[SERVICE] = service
+    app[MAIL_TRANSPORT] = mail_transport
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
     ops.install(app, metrics=metrics, events=events)

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
+from cronwheel.cli.render import warned
+
 
 class ClientError(Exception):
     """Base of everything this client raises."""
@@ -195,6 +197,7 @@ class Client:
         _status, hdrs, data = self.request("POST", "/v1/jobs", body, headers=headers)
         if not isinstance(data, dict) or "jobId" not in data:
             raise ClientError(f"POST /v1/jobs: unexpected answer {str(data)[:200]!r}")
+        warned(data)
         return Created(data, hdrs.get("idempotent-replayed") == "true")
 
     def create_jobs(self, items: list[tuple[dict[str, Any], str | None]]) -> list[dict[str, Any]]:
@@ -204,7 +207,7 @@ class Client:
         _status, _hdrs, data = self.request("POST", "/v1/jobs/batch", {"jobs": jobs})
         if not isinstance(data, dict) or not isinstance(data.get("results"), list) or len(data["results"]) != len(jobs):
             raise ClientError(f"POST /v1/jobs/batch: unexpected answer {str(data)[:200]!r}")
-        return list(data["results"])
+        return list(warned(data)["results"])
 
     def list_jobs(
         self, status: str | None = None, limit: int = 100, after: str | None = None, tenant: str | None = None
@@ -243,7 +246,7 @@ class Client:
 
     def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """``PATCH /v1/jobs/{id}``: a merge patch of the job's definition; the updated job."""
-        return self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch)
+        return warned(self._call("PATCH", f"/v1/jobs/{_q(job_id)}", patch))
 
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         return self._delete(f"/v1/jobs/{_q(job_id)}")

@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -65,8 +65,27 @@ def emit_error(message: str) -> None:
     click.echo(f"{prefix} {safe(message)}", err=True)
 
 
+_Answer = TypeVar("_Answer", bound=dict[str, Any])
+
+
 def emit_note(message: str) -> None:
     click.echo(safe(message), err=True)
+
+
+def warned(answer: _Answer) -> _Answer:
+    """``answer``, after printing its ``warnings`` on standard error whatever the command
+    prints: what was accepted but will not work as it stands (an email rule on a daemon
+    without mail). The same warning for many jobs of a batch is printed once, with a count."""
+    warnings = answer.get("warnings")
+    seen: dict[str, int] = {}
+    for w in warnings if isinstance(warnings, list) else []:
+        text = str(w)
+        if text.startswith("jobs[") and "." in text:  # jobs[3].notify[0].to: the same words for each job
+            text = text.split(".", 1)[1]
+        seen[text] = seen.get(text, 0) + 1
+    for text, n in seen.items():
+        emit_note(f"warning: {text}" + (f" ({n} jobs)" if n > 1 else ""))
+    return answer
 
 
 def emit_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "nothing to show") -> None:

@@ -4,6 +4,7 @@ files and ``export`` files, and out again."""
 from __future__ import annotations
 
 import json
+import pwd
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,14 @@ def system_format_path(path: Path) -> bool:
     return (path.name == "crontab" and path.parent.name == "etc") or path.parent.name == "cron.d"
 
 
+def _is_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """One job to create: where it comes from (``line 7``), its body and idempotency key."""
@@ -46,7 +55,7 @@ class _Plan:
 @click.option("--dry-run", is_flag=True, help="Show, line by line, the job each line would become; create nothing.")
 @click.option("--tz", metavar="ZONE", help="Zone of the lines above any CRON_TZ=/TZ= line. [default UTC]")
 @click.option("--system/--user", "system", default=None,
-              help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files]")
+              help="The system format (a user field after the schedule) or the user format. [default: system for /etc/crontab and cron.d files; a warning for another file that looks like one]")
 @click.option("--strict", is_flag=True, help="All or nothing: if any line cannot be carried over, import none.")
 @click.option("--json", "as_json", is_flag=True, help="Print one object per line as a JSON array: {where, line, jobId, created} or {where, line, skipped}.")
 @pass_cli
@@ -96,10 +105,16 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
         plans = [_Plan(f"job {i + 1}", None, body, key) for i, (body, key) in enumerate(crontab.keyed_requests(bodies))]
         notes: list[crontab.LineError] = []
     else:
+        chosen = system is not None
         if system is None:
             path = Path(name)  # as given (a link in cron.d counts) or where it leads
             system = name != "-" and (system_format_path(path.absolute()) or system_format_path(path.resolve()))
         parsed = crontab.parse_crontab(text, tz or crontab.UTC, system=system)
+        if not system and not chosen and crontab.looks_like_system_format(text, parsed.entries, _is_user):
+            # a copy of /etc/crontab kept elsewhere: read as a user crontab, `root` would be
+            # the first word of every command
+            render.emit_note(f"warning: {name}: this looks like a system crontab (user field): use --system "
+                             "to read the field after the schedule as the user to run as (--user to keep this reading)")
         for err in parsed.skipped:
             skip(err.line_no, f"line {err.line_no}", err.message)
         notes = parsed.notes
@@ -210,6 +225,8 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
         click.echo(f"# skipped {job_label(job)}: {why}")
     for line in done.lines:
         click.echo(line)
+    for job, why in done.skipped:  # on stderr too: a crontab piped to a file leaves nothing out silently
+        render.emit_note(f"not in the crontab: {job_label(job)}: {why}")
     if done.skipped:
         render.emit_note(f"{counted(len(done.skipped), 'job')} {'has' if len(done.skipped) == 1 else 'have'} no crontab form: see the '# skipped' comments, or use --format json")
 
@@ -246,7 +263,8 @@ def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
     The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),
     environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
-    targets, a user without --system) are listed as comments. --format json keeps everything
+    targets, a user without --system, a watched job, a name or a retry policy, timeout or other
+setting a crontab line cannot say) are listed as comments, and named on standard error. --format json keeps everything
     a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
     cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
     except by --format toml, which writes the active and paused named jobs of the caller's
@@ -255,5 +273,8 @@ def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
     if fmt == "toml" and not as_json:  # what apply compares with: the caller's tenant's live jobs
         jobs = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
     else:
-        jobs = [j for j in app.client.iter_jobs("active") if j.get("schedule") or j.get("nextRunAt")]
+        # a one-off whose run has begun is done; a watched job (a ping target) has neither a
+        # schedule nor a next run, and is kept: json keeps everything, crontab says why not
+        jobs = [j for j in app.client.iter_jobs("active")
+                if j.get("schedule") or j.get("nextRunAt") or "ping" in (j.get("target") or {})]  # fmt: skip
     EXPORT_FORMATS["json" if as_json else fmt](jobs, system)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,6 +311,22 @@ def keyed(entries: list[Entry]) -> list[tuple[Entry, str]]:
 
 
 # ---------------------------------------------------------------- JSON (cronwheel export --format json)
+
+
+#: the column header of a system crontab's comments (Debian's /etc/crontab: ``# *  *  *  *  *
+#: user-name command to be executed``; others: ``# m h dom mon dow user command``)
+_SYSTEM_HEADER = re.compile(r"^\s*#.*\b(?:user|user-?name)\s+command\b", re.I)
+
+
+def looks_like_system_format(text: str, entries: list[Entry], is_user: Callable[[str], bool]) -> bool:
+    """Whether a crontab read in the user format was written in the system format: its
+    comments have the system crontab's column header, or every job line's sixth field (the
+    first word of the command as read) is a user of this machine with a command after it —
+    which, read as the user format, would be run as a command (``root cd / && …``)."""
+    if any(_SYSTEM_HEADER.match(line) for line in text.splitlines()):
+        return True
+    words = [e.command.split(None, 1) for e in entries]
+    return bool(words) and all(len(w) == 2 and _VALID_USER.match(w[0]) and is_user(w[0]) for w in words)
 
 
 def looks_like_json(text: str) -> bool:

@@ -6,8 +6,9 @@ jobs are written in an order where each one's environment (and shell) extends th
 first the jobs with none, then the others by how many variables they set. When jobs set
 different variables (one ``A``, another ``B``), the largest set of jobs that can line up that
 way is written, and the others are left out with the reason, as is anything a crontab
-cannot say (a one-off, ``@every``, seconds, a non-command target, a user in a user crontab,
-notification rules other than one email on failure…). ``MAILTO=`` can be reset (``MAILTO=""``),
+cannot say (a one-off, a watched job, ``@every``, seconds, a non-command target, a user in a
+user crontab, notification rules other than one email on failure, a name, a retry policy, a
+timeout or any other member set to other than what an import gives it…). ``MAILTO=`` can be reset (``MAILTO=""``),
 so it is written before each job whose mail differs from the one above. What is written
 imports back (``cronwheel import-crontab``) to the jobs it came from: same schedule, zone,
 command, standard input, environment, shell, user and mail on failure.
@@ -20,6 +21,7 @@ from typing import Any
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.crontab import MACROS, UTC, mailto_rule, split_percent
+from cronwheel.core.model import JobSpec
 from cronwheel.core.notify import RuleError, rule_from_json
 
 #: the members of a job (as the API shows it) that a request may carry back
@@ -30,9 +32,11 @@ _REQUEST_FIELDS = (
 )  # fmt: skip
 
 
-def job_request(job: dict[str, Any]) -> dict[str, Any]:
+def job_request(job: dict[str, Any], *, webhooks: bool = False) -> dict[str, Any]:
     """The ``POST /v1/jobs`` body that recreates ``job`` (an API job object): what
-    ``export --format json`` writes and ``import`` reads back."""
+    ``export --format json`` writes and ``import`` reads back. ``webhooks``: keep the webhook
+    rules as the answer shows them (secret hidden, with their ``ruleId``), which is what
+    ``apply`` compares a file's rules with; such a body is never sent."""
     body = {k: job[k] for k in _REQUEST_FIELDS if job.get(k) is not None}
     if job.get("calendars"):  # by name: the importing daemon needs calendars of those names
         body["calendars"] = job["calendars"]
@@ -46,7 +50,8 @@ def job_request(job: dict[str, Any]) -> dict[str, Any]:
     target = job.get("target") or {}
     if "ping" not in target:  # a watched job is recreated by its window alone
         body.update(target)
-    rules = [{k: v for k, v in r.items() if k != "ruleId"} for r in job.get("notify") or [] if r.get("via") != "webhook"]
+    rules = [r if r.get("via") == "webhook" else {k: v for k, v in r.items() if k != "ruleId"}
+             for r in job.get("notify") or [] if webhooks or r.get("via") != "webhook"]  # fmt: skip
     if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
         body["notify"] = rules
     return body
@@ -152,13 +157,41 @@ def _longest_chain(forms: list[_Form]) -> set[int]:
     return {id(f) for f in forms if _signature(f) in keep}
 
 
+#: the job's members (as the API shows them) that a crontab line cannot hold, at the value
+#: an import of the line gives them: a job that sets any other is left out, for the export
+#: must import back to the job it came from
+_DEFAULTS = JobSpec(target={})
+_CRONTAB_SILENT: dict[str, Any] = {
+    "name": None, "payload": None, "retryPolicy": _DEFAULTS.retry.to_json(), "timeoutSec": _DEFAULTS.timeout_sec,
+    "leaseSec": _DEFAULTS.lease_sec, "priority": _DEFAULTS.priority.label, "overlap": _DEFAULTS.overlap.value,
+    "misfire": _DEFAULTS.misfire.value, "jitterSec": _DEFAULTS.jitter_sec, "misfireGraceSec": None,
+    "expectSuccessWithin": None, "activeFrom": None, "activeUntil": None,
+    "calendars": [], "onSuccess": [], "onFailure": [],
+}  # fmt: skip
+
+
+def unsayable_fields(job: dict[str, Any]) -> list[str]:
+    """The members of ``job`` set to what no crontab line says (its name, a retry policy…)."""
+    out = []
+    for key, default in _CRONTAB_SILENT.items():
+        value = job.get(key, default)
+        if isinstance(default, list):  # an empty list and no list say the same
+            value, default = value or None, None
+        if value != default:
+            out.append(key)
+    return out
+
+
 def job_label(job: dict[str, Any]) -> str:
     return f"{job['jobId']} ({job['name']})" if job.get("name") else str(job["jobId"])
 
 
 def _form(job: dict[str, Any], system: bool) -> tuple[_Form | None, str | None]:
     schedule = job.get("schedule")
-    command = (job.get("target") or {}).get("command")
+    target = job.get("target") or {}
+    command = target.get("command")
+    if "ping" in target:
+        return None, "a watched job (pinged by `cronwheel ping` from the crontab that runs it) has no crontab form: use --format json"
     if not schedule:
         return None, "a one-off job (runAt) has no crontab form"
     if command is None:
@@ -193,6 +226,9 @@ def _form(job: dict[str, Any], system: bool) -> tuple[_Form | None, str | None]:
     mailto, why = _mailto(job.get("notify") or [])
     if why is not None:
         return None, why
+    unsaid = unsayable_fields(job)
+    if unsaid:
+        return None, f"a crontab line cannot say its {', '.join(unsaid)}: use --format json (or toml)"
     user = f"{run_as['user']} " if run_as is not None else ""
     return _Form(job, zone, env, shell, f"{' '.join(schedule.split())} {user}{field_text}", mailto), None
 

@@ -192,6 +192,31 @@ def plan(
     return changes
 
 
+def by_rule_identity(rule_id: Callable[[dict[str, Any]], str], normalise: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    """``normalise`` for comparing a file's body with a live job's: the daemon never shows a
+    webhook's secret (``********``) nor the password of its URL, so a webhook rule is compared
+    by its ``ruleId`` (a hash of what it does, secret excepted: the live job's answer carries
+    it, a file's is ``rule_id(rule)``) and its other members. A changed secret alone is no
+    change; whenever the rule is sent, the file's secret goes with it."""
+
+    def meaning(body: dict[str, Any]) -> Any:
+        rules = body.get("notify")
+        if not isinstance(rules, list) or not any(isinstance(r, dict) and r.get("via") == "webhook" for r in rules):
+            return normalise(body)
+        same: list[Any] = []
+        for rule in rules:
+            if not isinstance(rule, dict) or rule.get("via") != "webhook":
+                same.append(rule)
+                continue
+            rid = rule.get("ruleId") or rule_id({k: v for k, v in rule.items() if k != "ruleId"})
+            # what the rule does is its id: a URL and a secret that stand for that id alone
+            same.append({**{k: v for k, v in rule.items() if k != "ruleId"},
+                         "url": f"https://{str(rid).replace('_', '-').lower()}.invalid/", "secret": "0" * 16})  # fmt: skip
+        return normalise({**body, "notify": same})
+
+    return meaning
+
+
 def _request(as_request: Callable[[Mapping[str, Any]], dict[str, Any]], job: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in as_request(job).items() if k != "name"}
 
@@ -268,13 +293,15 @@ def job_table(name: str, body: Mapping[str, Any]) -> str:
 
 
 def compact(body: dict[str, Any], normalise: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """``body`` without the fields that only repeat a default (what they mean is unchanged)."""
+    """``body`` without the fields that only repeat a default (what they mean is unchanged).
+    A field without which the body is refused is needed, whatever its value: a watched job
+    (a ping target) has no schedule, so its ``expectSuccessWithin`` stays."""
     meaning = normalise(body)
     out = dict(body)
     for key in list(body):
         if key in ("schedule", "runAt", "command", "http", "python", "queue"):
             continue
         trial = {k: v for k, v in out.items() if k != key}
-        if normalise(trial) == meaning:
+        if not _changes_meaning(normalise, trial, meaning):
             out = trial
     return out

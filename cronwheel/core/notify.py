@@ -105,6 +105,24 @@ class RuleError(ValueError):
         self.detail = detail
 
 
+#: what answers show in place of a secret
+REDACTED = "********"
+
+
+def redact_url_password(url: str) -> str:
+    """``url`` with the password of its user information (``https://user:pw@host/``) shown as
+    ``********``; a URL without one is returned as it is."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:{REDACTED}@{hostport}").geturl()
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     on: NotifyOn
@@ -124,11 +142,12 @@ class Rule:
         return "r_" + hashlib.sha256(json.dumps(what, separators=(",", ":")).encode()).hexdigest()[:16]
 
     def to_json(self, *, redact: bool = False) -> dict[str, Any]:
-        """The rule's JSON; ``redact`` hides the webhook secret (API answers never show it)."""
+        """The rule's JSON; ``redact`` hides the webhook secret and the password of its URL
+        (API answers never show them; the rule keeps them, and its ``ruleId`` is the same)."""
         data: dict[str, Any] = {"on": self.on.value, "via": self.via.value}
         if self.via is Via.WEBHOOK:
-            data["url"] = self.url
-            data["secret"] = "********" if redact else self.secret
+            data["url"] = redact_url_password(self.url or "") if redact else self.url
+            data["secret"] = REDACTED if redact else self.secret
         elif self.via is Via.EMAIL:
             data["to"] = list(self.to)
         else:
@@ -237,6 +256,20 @@ def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:
             raise RuleError(f"{field}[{i}]", f"{field}[{i}] repeats an earlier rule")
         seen.add(rule.rule_id)
     return rules
+
+
+#: how a daemon is given a mail transport (the warning of an email rule on a daemon without one)
+MAIL_TRANSPORT_HOWTO = ("start the daemon with --smtp-url URL or --sendmail PATH (CRONWHEEL_SMTP_URL / CRONWHEEL_SENDMAIL, "
+                        "or smtp_url / sendmail in cronwheel.toml)")
+
+
+def no_mail_warnings(rules: tuple[Rule, ...] | list[Rule], field: str = "notify") -> list[str]:
+    """One warning per email rule, for a daemon that has no mail transport: the rule is kept
+    (the transport may be configured later, or another node of a cluster has one), but until
+    then its notifications fail, are retried and are dead-lettered."""
+    return [f"{field}[{i}].to: this daemon has no mail transport, so this email rule's notifications will be retried, "
+            f"then dead-lettered, until one is configured: {MAIL_TRANSPORT_HOWTO}"
+            for i, r in enumerate(rules) if r.via is Via.EMAIL]  # fmt: skip
 
 
 def rules_to_json(rules: tuple[Rule, ...] | list[Rule], *, redact: bool = False) -> list[dict[str, Any]]:

@@ -260,7 +260,7 @@ async def _serve_bound(
     await node.ensure_admin_token(data_dir)
 
     auth = Authenticator(node, http_allow=allowed_hosts)
-    app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events)
+    app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events, mail_transport=mail is not None)
     guard = ConnectionGuard(events, **connection_budgets(fd_limit))
     metrics.http_guard = guard
     runner = GuardedAppRunner(app, guard, access_log=None, handle_signals=False, logger=_http_logger(events))

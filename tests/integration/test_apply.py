@@ -179,3 +179,48 @@ def test_a_one_off_that_has_run_is_not_created_again(tmp_path: Path, daemon: Dae
     res, again = plan(daemon, str(jobs))
     assert res.returncode == 0 and actions(again) == {"once": "unchanged"}, res.stdout
     assert len([j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "once"]) == 1
+
+
+def test_a_watched_job_exports_to_toml_and_applies_back_unchanged(tmp_path: Path, daemon: Daemon) -> None:
+    # a watched job has no schedule: its expectSuccessWithin is what makes it valid
+    watched = daemon.cli("watch", "offsite-backup", "26h")
+    assert watched.returncode == 0, watched.stderr
+    exported = daemon.cli("export", "--format", "toml")
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "[offsite-backup]" in exported.stdout and 'expectSuccessWithin = "26h"' in exported.stdout, exported.stdout
+    out = write(tmp_path / "exported", {"all.toml": exported.stdout})
+    res, changes = plan(daemon, str(out), "--adopt")  # made by `watch`, not by apply
+    assert res.returncode == 0 and [(c["action"], c["fields"]) for c in changes] == [("adopt", ["managedBy"])], res.stdout
+    res, again = plan(daemon, str(out))
+    assert res.returncode == 0 and actions(again) == {"offsite-backup": "unchanged"} and "no changes" in res.stderr, res.stdout
+
+
+HOOKED = """
+[hooked]
+schedule = "@daily"
+command = "true"
+notify = [{ on = "failure", via = "webhook", url = "https://hooks.example/cw", secret = "0123456789abcdef" },
+          { on = "dead", via = "email", to = ["ops@example.com"] }]
+"""
+
+
+def test_a_job_with_a_webhook_rule_applies_then_applies_again_with_no_changes(tmp_path: Path, daemon: Daemon) -> None:
+    # the daemon shows the secret as ********: the rule is compared by its ruleId, not its secret
+    jobs = write(tmp_path / "jobs", {"a.toml": HOOKED})
+    res, first = plan(daemon, str(jobs))
+    assert res.returncode == 0 and actions(first) == {"hooked": "create"}, res.stderr
+    (job,) = daemon.get("/v1/jobs").json()["jobs"]
+    assert [r["via"] for r in job["notify"]] == ["webhook", "email"] and job["notify"][0]["secret"] == "********"
+    res = daemon.cli("apply", str(jobs))
+    assert res.returncode == 0 and "no changes" in res.stderr and "~" not in res.stdout, res.stdout + res.stderr
+    # an export cannot write the secret: it says so, in the file and on stderr
+    exported = daemon.cli("export", "--format", "toml")
+    assert "hooked: 1 webhook rule not written" in exported.stdout and "1 webhook rule not exported" in exported.stderr
+    # what the rule does still counts: another URL is an update, and so is the rule taken out
+    write(jobs, {"a.toml": HOOKED.replace("hooks.example/cw", "hooks.example/other")})
+    res, changes = plan(daemon, str(jobs), "--dry-run")
+    assert res.returncode == 0 and [(c["action"], c["fields"]) for c in changes] == [("update", ["notify"])], res.stdout
+    write(jobs, {"a.toml": '[hooked]\nschedule = "@daily"\ncommand = "true"\n'})
+    res, changes = plan(daemon, str(jobs))
+    assert res.returncode == 0 and actions(changes) == {"hooked": "update"}, res.stdout
+    assert daemon.get(f"/v1/jobs/{job['jobId']}").json().get("notify") in (None, [])

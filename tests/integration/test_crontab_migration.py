@@ -150,6 +150,27 @@ def test_debian_system_crontabs_import_as_written(make_daemon: Callable[..., Dae
     assert stable(jobs(other)) == stable(jobs(daemon))
 
 
+def test_a_system_crontab_kept_outside_etc_is_recognised_when_read_as_a_user_one(daemon: Daemon, tmp_path: Path) -> None:
+    # a copy of /etc/crontab (or of a cron.d file) under another name is read in the user
+    # format: `root<TAB>cd / …` would become each command; the import says so
+    for source in ("crontab", "cron.d/certbot"):
+        copy = tmp_path / f"copy-of-{source.replace('/', '-')}"
+        copy.write_bytes((DEBIAN / source).read_bytes())
+        for args in (("--dry-run",), ("--dry-run", "--json"), ()):
+            res = daemon.cli("import-crontab", *args, str(copy))
+            assert "Traceback" not in res.stderr, res.stderr
+            assert f"warning: {copy}: this looks like a system crontab (user field): use --system" in res.stderr, (source, args, res.stderr)
+        # what --system reads is what it is: no warning, and no command starting with root
+        res = daemon.cli("import-crontab", "--system", "--dry-run", str(copy))
+        assert "looks like a system crontab" not in res.stderr, res.stderr
+        assert not [x for x in res.stdout.splitlines() if x.startswith("line ") and "root" in x], res.stdout
+        res = daemon.cli("import-crontab", "--user", "--dry-run", str(copy))  # chosen: not second-guessed
+        assert "looks like a system crontab" not in res.stderr
+    user = tmp_path / "mine.crontab"
+    user.write_text(USER_CRONTAB)
+    assert "looks like a system crontab" not in daemon.cli("import-crontab", "--dry-run", str(user)).stderr
+
+
 # ---------------------------------------------------------------- a user crontab
 
 
@@ -250,6 +271,39 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
     res = other.cli("import-crontab", str(back))
     assert res.returncode == 0, res.stderr
     assert stable(jobs(other)) == stable(jobs(daemon))
+
+
+def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon, tmp_path: Path) -> None:
+    # the applied job `backup` (a name, maxAttempts 5) was written as a bare line, and a
+    # watched job was dropped without a word: imported back, neither was what it had been
+    plain = daemon.add_job({"schedule": "0 4 * * *", "command": "plain.sh"})
+    named = daemon.add_job({"name": "backup", "schedule": "0 3 * * *", "command": "backup.sh",
+                            "retryPolicy": {"maxAttempts": 5}})  # fmt: skip
+    assert daemon.cli("watch", "offsite-backup", "26h").returncode == 0
+    watched = next(j for j in jobs(daemon) if j["name"] == "offsite-backup")
+
+    exported = daemon.cli("export")
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
+    lines = [x for x in exported.stdout.splitlines() if not x.startswith("#")]
+    assert lines == ["0 4 * * * plain.sh"], exported.stdout
+    assert f"# skipped {named['jobId']} (backup): a crontab line cannot say its name, retryPolicy:" in exported.stdout
+    assert f"# skipped {watched['jobId']} (offsite-backup): a watched job" in exported.stdout
+    for label, why in ((f"{named['jobId']} (backup)", "a crontab line cannot say its name, retryPolicy"),
+                       (f"{watched['jobId']} (offsite-backup)", "a watched job")):  # fmt: skip
+        assert f"not in the crontab: {label}: {why}" in exported.stderr, exported.stderr
+    assert "2 jobs have no crontab form" in exported.stderr
+    back = tmp_path / "back.crontab"
+    back.write_text(exported.stdout)
+    res = daemon.cli("import-crontab", str(back), "--json")
+    assert res.returncode == 0, res.stderr
+    assert [r.get("created") for r in json.loads(res.stdout)] == [True]  # the plain line only, as a new job
+    assert plain["jobId"] not in res.stdout
+
+    # json keeps everything, the watched job too
+    as_json = daemon.cli("export", "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    bodies = {b.get("name"): b for b in json.loads(as_json.stdout)}
+    assert bodies["offsite-backup"]["expectSuccessWithin"] == "26h" and bodies["backup"]["retryPolicy"]["maxAttempts"] == 5
 
 
 # ---------------------------------------------------------------- running as cron would

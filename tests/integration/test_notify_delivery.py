@@ -190,3 +190,23 @@ def test_a_late_start_is_told_while_the_run_goes_on(make_daemon: Callable[..., D
         assert late[0].event == "late" and late[0].body["status"] == "RUNNING" and late[0].body["lagMs"] > 60_000
         release.touch()
         wait_for(lambda: len(rx.unique()) == 2, 30, what="the success after it")
+
+
+def test_a_webhook_url_password_is_hidden_in_answers_and_used_on_the_wire(make_daemon: Callable[..., Daemon]) -> None:
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon()
+        url = rx.url.replace("http://", "http://hookuser:url-pass-w0rd@")
+        job = d.add_job({"name": "hooked", "runAt": "+0s", "command": "exit 1", "retryPolicy": {"maxAttempts": 1},
+                         "notify": [hook(url, "dead")]})  # fmt: skip
+        listed_job = next(j for j in d.get("/v1/jobs").json()["jobs"] if j["jobId"] == job["jobId"])
+        for answer in (listed_job, d.get(f"/v1/jobs/{job['jobId']}").json()):
+            (rule,) = answer["notify"]
+            assert rule["url"] == rx.url.replace("http://", "http://hookuser:********@") and rule["secret"] == "********"
+        shown = d.cli("show", job["jobId"])
+        assert shown.returncode == 0 and "hookuser:********@" in shown.stdout, shown.stdout
+        assert "url-pass-w0rd" not in shown.stdout + d.cli("show", job["jobId"], "--json").stdout
+        # kept as given: the delivery authenticates with it
+        wait_for(lambda: rx.unique(), 30, what="the dead notification")
+        (first,) = (ds[0] for ds in rx.unique().values())
+        assert first.signed and first.headers.get("Authorization", "").startswith("Basic ")
+        assert "url-pass-w0rd" not in json.dumps(notifications(d, jobId=job["jobId"]))

@@ -26,7 +26,8 @@ def test_the_readme_tour_runs_as_written(make_daemon: Callable[..., Daemon], tmp
     where.mkdir()
     make_daemon("checkout/.cronwheel", workers=1)
 
-    outputs: dict[str, str] = {}
+    # in the order run: a command written twice (`cronwheel ls`) has an output each time
+    outputs: list[tuple[str, str]] = []
     # what a reader waits to see before reading on: the every-second job has run
     awaited = {"cronwheel history ticker": "SUCCEEDED"}
     for command in commands:
@@ -40,12 +41,27 @@ def test_the_readme_tour_runs_as_written(make_daemon: Callable[..., Daemon], tmp
                 return None
             return text + "\n"  # a command with no output, such as mkdir, still counts as done
 
-        outputs[command] = wait_for(attempt, timeout=30, what=f"`{command}` to succeed")
+        outputs.append((command, wait_for(attempt, timeout=30, what=f"`{command}` to succeed")))
 
-    def out(prefix: str) -> str:
-        return next(v for k, v in outputs.items() if k.startswith(prefix))
+    def out(prefix: str, after: str | None = None) -> str:
+        """The output of the first command starting with ``prefix`` (run after the first
+        command starting with ``after``)."""
+        start = 0 if after is None else next(i for i, (k, _) in enumerate(outputs) if k.startswith(after))
+        return next(v for k, v in outputs[start:] if k.startswith(prefix))
 
     assert "ticker" in out("cronwheel ls") and "hello" in out("cronwheel ls")
     assert "SUCCEEDED" in out("cronwheel history ticker")
     assert "execution " in out("cronwheel logs ticker")
     assert "H" in out("cronwheel lint '0 * * * *'")
+
+    # notifications and pings: the rule is saved, the watched job is pinged once as the
+    # backup host's crontab line would, and that ping is a successful run of it
+    assert "nightly" in out("cronwheel ls", after="cronwheel add '0 3 * * *' --name nightly --notify")
+    watched = out("cronwheel watch offsite-backup 26h")
+    assert "Watching job" in watched and "expects a success ping every 26h" in watched
+    assert "Pinged" in out("cronwheel ping offsite-backup") and ": success" in out("cronwheel ping offsite-backup")
+    assert "SUCCEEDED" in out("cronwheel history offsite-backup")
+    row = next(line for line in out("cronwheel ls", after="cronwheel ping offsite-backup").splitlines()
+               if "offsite-backup" in line)  # fmt: skip
+    assert "pinged, every 26h" in row and "SUCCEEDED" in row and "OVERDUE" not in row, row
+    assert "Traceback" not in out("cronwheel notifications")

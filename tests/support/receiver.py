@@ -43,8 +43,10 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 signed = example.verify(receiver.secret, self.headers.get("Cronwheel-Signature", ""), body)
-                d = Delivery(self.headers.get("Cronwheel-Notification-Id", ""), self.headers.get("Cronwheel-Event", ""),
-                             signed, json.loads(body), dict(self.headers))  # fmt: skip
+                doc = json.loads(body)
+                # grouped by the signed body's id, as a receiver must (the header is not signed)
+                d = Delivery(str(doc.get("notificationId", "")), self.headers.get("Cronwheel-Event", ""),
+                             signed, doc, dict(self.headers))  # fmt: skip
                 with receiver.lock:
                     receiver.deliveries.append(d)
                     holding = receiver.hold.is_set()

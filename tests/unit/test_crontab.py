@@ -12,6 +12,7 @@ from cronwheel.core.crontab import (
     keyed,
     keyed_requests,
     looks_like_json,
+    looks_like_system_format,
     parse_crontab,
     parse_json_requests,
     split_percent,
@@ -225,6 +226,11 @@ JOB = {
     "bucketId": 3, "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
 }
 
+#: a job that a crontab line holds whole: what JOB is, less what no line says (a name, a
+#: retry policy and an overlap policy other than an import's)
+LINE_JOB = {**JOB, "name": None, "overlap": "allow",
+            "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 1.0, "maxBackoffSec": 300.0, "multiplier": 2.0, "jitter": 0.2}}  # fmt: skip
+
 
 def test_job_request_round_trips_what_a_job_holds() -> None:
     body = job_request(JOB)
@@ -272,18 +278,45 @@ def test_job_request_keeps_rules_and_windows_but_not_webhook_secrets() -> None:
     ],
 )
 def test_one_job_line(change: dict, line: str | None, why: str | None) -> None:
-    done = export_crontab([{**JOB, **change}])
+    done = export_crontab([{**LINE_JOB, **change}])
     if why is None:
-        assert done.skipped == [] and done.lines == ["# jabc (backup)", line]
+        assert done.skipped == [] and done.lines == ["# jabc", line]
     else:
         ((_, reason),) = done.skipped
         assert why in reason and done.lines == []
 
 
 def test_system_export_writes_the_user_field_and_needs_one() -> None:
-    done = export_crontab([{**JOB, "runAs": {"user": "root"}}, JOB], system=True)
-    assert done.lines == ["# jabc (backup)", "0 3 * * * root backup.sh --full"]
+    done = export_crontab([{**LINE_JOB, "runAs": {"user": "root"}}, LINE_JOB], system=True)
+    assert done.lines == ["# jabc", "0 3 * * * root backup.sh --full"]
     assert "runs as the daemon's user" in done.skipped[0][1]
+
+
+@pytest.mark.parametrize(
+    ("change", "fields"),
+    [
+        ({"name": "backup"}, "name"),
+        ({"retryPolicy": JOB["retryPolicy"]}, "retryPolicy"),  # maxAttempts 5
+        ({"name": "backup", "retryPolicy": JOB["retryPolicy"], "timeoutSec": 60.0}, "name, retryPolicy, timeoutSec"),
+        ({"overlap": "forbid"}, "overlap"),
+        ({"priority": "high", "jitterSec": 30}, "priority, jitterSec"),
+        ({"calendars": ["holidays"], "onFailure": ["j2"]}, "calendars, onFailure"),
+        ({"payload": {"a": 1}, "expectSuccessWithin": "26h"}, "payload, expectSuccessWithin"),
+    ],
+)
+def test_a_job_whose_members_a_crontab_cannot_say_is_left_out_naming_them(change: dict, fields: str) -> None:
+    # the applied job `backup` (a name, maxAttempts 5) was written as a bare line: imported
+    # back, it was another job
+    done = export_crontab([{**LINE_JOB, **change}])
+    ((_, reason),) = done.skipped
+    assert f"a crontab line cannot say its {fields}:" in reason and done.lines == []
+    assert export_crontab([{**LINE_JOB, "calendars": [], "onSuccess": [], "misfireGraceSec": None}]).skipped == []
+
+
+def test_a_watched_job_is_left_out_as_watched() -> None:
+    watched = {**LINE_JOB, "schedule": None, "nextRunAt": None, "target": {"ping": {}}, "expectSuccessWithin": "26h"}
+    ((_, reason),) = export_crontab([watched]).skipped
+    assert reason.startswith("a watched job")
 
 
 #: what a crontab line holds of a job
@@ -292,11 +325,11 @@ CRONTAB_FIELDS = ("schedule", "command", "timezone", "env", "shell", "stdin", "r
 
 def test_settings_are_written_so_that_no_job_inherits_what_it_lacks() -> None:
     jobs = [
-        {**JOB, "jobId": "j1", "name": None, "env": {"PATH": "/opt/bin"}, "timezone": "Asia/Kolkata"},
-        {**JOB, "jobId": "j2", "name": None},
-        {**JOB, "jobId": "j3", "name": None, "env": {"PATH": "/usr/bin"}, "shell": "/bin/bash"},
-        {**JOB, "jobId": "j4", "name": None, "env": {"B": "2"}},  # B would carry over to j3: left out
-        {**JOB, "jobId": "j5", "name": None, "env": {"TZ": "Europe/Paris", "PATH": "/usr/bin", "SPACE": " x "},
+        {**LINE_JOB, "jobId": "j1", "name": None, "env": {"PATH": "/opt/bin"}, "timezone": "Asia/Kolkata"},
+        {**LINE_JOB, "jobId": "j2", "name": None},
+        {**LINE_JOB, "jobId": "j3", "name": None, "env": {"PATH": "/usr/bin"}, "shell": "/bin/bash"},
+        {**LINE_JOB, "jobId": "j4", "name": None, "env": {"B": "2"}},  # B would carry over to j3: left out
+        {**LINE_JOB, "jobId": "j5", "name": None, "env": {"TZ": "Europe/Paris", "PATH": "/usr/bin", "SPACE": " x "},
          "timezone": "America/New_York", "shell": "/bin/bash", "stdin": "a%b\n"},
     ]
     done = export_crontab(jobs)
@@ -321,9 +354,9 @@ MAIL = {"on": "failure", "via": "email", "maxPerHour": 30, "maxAttempts": 8, "ru
 
 def test_mail_on_failure_is_written_as_mailto_and_reset_for_jobs_without_it() -> None:
     jobs = [
-        {**JOB, "jobId": "j1", "name": None, "notify": [{**MAIL, "to": ["ops@example.com", "ann@example.com"]}]},
-        {**JOB, "jobId": "j2", "name": None},
-        {**JOB, "jobId": "j3", "name": None, "notify": [{**MAIL, "to": ["ann@example.com"]}]},
+        {**LINE_JOB, "jobId": "j1", "name": None, "notify": [{**MAIL, "to": ["ops@example.com", "ann@example.com"]}]},
+        {**LINE_JOB, "jobId": "j2", "name": None},
+        {**LINE_JOB, "jobId": "j3", "name": None, "notify": [{**MAIL, "to": ["ann@example.com"]}]},
     ]
     done = export_crontab(jobs)
     assert done.skipped == []
@@ -351,7 +384,7 @@ def test_mail_on_failure_is_written_as_mailto_and_reset_for_jobs_without_it() ->
     ],
 )
 def test_rules_a_mailto_cannot_say_leave_the_job_out_naming_why(rules: list[dict]) -> None:
-    done = export_crontab([{**JOB, "notify": rules}])
+    done = export_crontab([{**LINE_JOB, "notify": rules}])
     ((_, reason),) = done.skipped
     assert "notification rules have no crontab form" in reason and done.lines == []
 
@@ -370,3 +403,21 @@ def test_json_import() -> None:
 def test_entry_is_hashable_data() -> None:
     e = Entry(1, "@daily", "x", "@daily x", env=(("A", "1"),))
     assert {e: 1}[Entry(1, "@daily", "x", "@daily x", env=(("A", "1"),))] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "system"),
+    [
+        ((Path(__file__).resolve().parents[1] / "data" / "debian" / "crontab").read_text(), True),  # its header
+        ("17 * * * * root cd / && run-parts /etc/cron.hourly\n@daily  root  /usr/sbin/logrotate x\n", True),
+        ("17 * * * * root cd /\n@daily ann backup.sh\n", True),  # every sixth field a user
+        ("17 * * * * root cd /\n@daily backup.sh --full\n", False),  # one is not
+        ("@hourly sync\n", False),  # a user's name, but nothing after it: a command
+        ("# m h  dom mon dow   command\n0 3 * * * backup.sh\n", False),  # crontab -e's template
+        ("", False),
+    ],
+)
+def test_a_system_crontab_read_as_a_user_one_is_recognised(text: str, system: bool) -> None:
+    users = {"root", "ann", "sync"}
+    assert looks_like_system_format(text, parse_crontab(text).entries, users.__contains__) is system
+

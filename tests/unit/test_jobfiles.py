@@ -129,9 +129,33 @@ def test_compact_drops_only_defaults() -> None:
     assert jobfiles.compact(full, normalise) == {"schedule": "@daily", "command": "x", "jitterSec": 5}
 
 
+def test_compact_keeps_a_field_the_body_cannot_do_without() -> None:
+    # a watched job (a ping target) has no schedule: without its window it is refused
+    watched = {"expectSuccessWithin": "26h", "timeoutSec": 3600}
+    assert jobfiles.compact(watched, normalise) == {"expectSuccessWithin": "26h"}
+
+
+def test_webhook_rules_compare_by_rule_id_not_by_the_hidden_secret() -> None:
+    from cronwheel.core import notify as nt
+
+    hook = {"on": "failure", "via": "webhook", "url": "https://u:pw@hooks.example/cw", "secret": "0123456789abcdef"}
+    file_body = {"schedule": "@daily", "command": "x", "notify": [hook]}
+    live = api_job("j1", "hooked", **file_body)
+    live["notify"] = [nt.rule_from_json(hook).to_json(redact=True)]  # as an answer shows it
+    assert live["notify"][0]["secret"] == "********"
+    same = jobfiles.by_rule_identity(lambda r: nt.rule_from_json(r).rule_id, normalise)
+    as_live = lambda j: job_request(j, webhooks=True)  # noqa: E731
+    (change,) = jobfiles.plan([jobfiles.JobDef("hooked", file_body, "f", 1)], [live], as_live, same, prune=False)
+    assert change.action == "unchanged"
+    other = {**file_body, "notify": [{**hook, "maxPerHour": 3}]}
+    (change,) = jobfiles.plan([jobfiles.JobDef("hooked", other, "f", 1)], [live], as_live, same, prune=False)
+    assert change.action == "update" and change.fields == ["notify"] and change.body["notify"] == other["notify"]
+
+
 @pytest.mark.parametrize("settled", ["SUCCEEDED", "FAILED"])
 def test_a_one_off_that_ran_is_not_created_again(settled: str) -> None:
     done = api_job("j1", "once", status=settled, runAt="2026-12-01T10:00:00Z", command="x")
+
     done["runAt"], done["schedule"] = "2026-12-01T10:00:00.000Z", None
     text = '[once]\nrunAt = "2026-12-01T10:00:00Z"\ncommand = "x"\n'
     assert [(c.action, c.job_id) for c in _plan(text, [done])] == [("unchanged", "j1")]

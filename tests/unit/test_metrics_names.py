@@ -40,8 +40,29 @@ def test_the_operations_doc_uses_exactly_the_exported_names() -> None:
     assert set(METRIC_NAMES) - used == set(), "exported metrics missing from docs/operations.md"
     rules = text.split("### Alert rules", 1)[1].split("## Running under systemd", 1)[0]
     for name in ("cronwheel_dispatch_lag_seconds_bucket", "cronwheel_dead_lettered_total", "cronwheel_dlq_size",
-                 "cronwheel_lease_expirations_total", "cronwheel_queue_depth"):
-        assert name in rules, f"the SLO alert on {name} is missing"
+                 "cronwheel_lease_expirations_total", "cronwheel_queue_depth",
+                 # the notifications' and the dead-man's switch's: what tells you about failures
+                 "cronwheel_notifications_delivered_total", "cronwheel_overdue_jobs", "cronwheel_windows_missed_total"):
+        assert name in _expressions(rules), f"no alert rule's expression uses {name}"
+
+
+def _expressions(rules: str) -> str:
+    """The ``expr:`` of every rule (a ``|`` block: its more-indented lines), not the comments
+    and annotations around them: a sentence naming a metric is no alert on it."""
+    out, block_indent = [], None
+    for line in rules.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if block_indent is not None and line.strip() and indent > block_indent:
+            out.append(line.strip())
+            continue
+        block_indent = None
+        m = re.match(r"\s*expr:\s*(.*)$", line)
+        if m:
+            if m.group(1).strip() == "|":
+                block_indent = indent
+            else:
+                out.append(m.group(1))
+    return "\n".join(out)
 
 
 def test_the_alert_rules_load_in_prometheus(tmp_path: Path) -> None:

@@ -82,6 +82,17 @@ def test_a_stored_rule_loads_even_where_the_url_check_has_grown_stricter() -> No
     assert nt.stored_rules([old])[0].to_json()["url"] == old["url"]
 
 
+def test_answers_hide_the_password_of_a_webhook_url_and_keep_it_stored() -> None:
+    rule = nt.rule_from_json({**HOOK, "url": "https://ops:pa55word@h.example:8443/x?y=1"})
+    shown = rule.to_json(redact=True)
+    assert shown["url"] == "https://ops:********@h.example:8443/x?y=1" and shown["secret"] == "********"
+    assert rule.to_json()["url"] == "https://ops:pa55word@h.example:8443/x?y=1"  # what is stored and called
+    assert shown["ruleId"] == rule.rule_id
+    for url in ("https://h.example/x", "https://ops@h.example/x"):  # nothing to hide
+        assert nt.rule_from_json({**HOOK, "url": url}).to_json(redact=True)["url"] == url
+    assert schema_accepts({k: v for k, v in shown.items() if k != "ruleId"} | {"secret": SECRET})
+
+
 def test_rule_ids_follow_what_a_rule_does() -> None:
     a = nt.rule_from_json(HOOK)
     assert nt.rule_from_json({**HOOK, "maxPerHour": 3, "secret": "another-secret-16"}).rule_id == a.rule_id

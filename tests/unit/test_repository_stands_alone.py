@@ -21,3 +21,17 @@ def test_nothing_points_outside_the_repository() -> None:
             text = path.read_text(errors="replace")
             found += [f"{path.relative_to(REPO)}: {word}" for word in OUTSIDE if word in text]
     assert found == []
+
+
+def test_the_tests_that_docs_cite_exist() -> None:
+    """A doc or a data file's README that names a test (``tests/…/test_x.py``, with or without
+    ``::test_name``) names one that is there."""
+    import re
+
+    missing = []
+    for path in [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "tests").rglob("*.md"), *(REPO / "examples").rglob("*.md")]:
+        for cited, name in re.findall(r"\b(tests/[\w/]+\.py)(?:::(\w+))?", path.read_text()):
+            target = REPO / cited
+            if not target.is_file() or (name and not re.search(rf"^(async )?def {name}\(", target.read_text(), re.M)):
+                missing.append(f"{path.relative_to(REPO)}: {cited}{'::' + name if name else ''}")
+    assert missing == []
