@@ -10,8 +10,6 @@ from cronwheel.core.model import Execution, Job
 from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound
 
-PING_KINDS = ("start", "success", "fail")
-
 
 def is_ping_job(job: Job) -> bool:
     """A job cronwheel watches but does not run: its runs are reported by pings."""
@@ -68,7 +66,3 @@ class NotifyServiceMixin(NodeParts):
             raise NotFound(f"no tenant {name!r}")
         self.events.emit("tenant.notify_set", tenant=name, rules=len(rules))
         return rules
-
-    async def notification_counts(self) -> dict[str, int]:
-        now = self.clock.now_ms()
-        return await self._read(lambda s: s.notification_counts(now))
