@@ -93,7 +93,7 @@ class Dispatcher(DispatchLoop):
             task.cancel()
         await self._completions.close()
 
-
+    # ---- the reaper
     async def _reaper_loop(self) -> None:
         while not self._stopping:
             await asyncio.sleep(self.reaper_interval_ms / 1000)

@@ -151,7 +151,6 @@ class DispatchLoop:
     def _in_flight(self, execution_id: str) -> bool:
         return self.pool is not None and execution_id in self.pool.in_flight()
 
-
     # ---- the dispatch loop
     async def _dispatch_loop(self) -> None:
         while not self._stopping:
