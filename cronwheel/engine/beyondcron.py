@@ -1,7 +1,6 @@
 """The node's side of scheduling beyond cron: calendars, backfill and chains.
 
-``BeyondCronMixin`` is mixed into ``Node`` (it uses the node's store runners, clock, events
-and dispatcher). The decisions are pure core code (``core.calendar``, ``core.backfill``,
+``BeyondCronMixin`` is a part of ``Node`` (engine/parts.py says how the parts fit). The decisions are pure core code (``core.calendar``, ``core.backfill``,
 ``core.chains``); the stores apply them in their transactions (the claim records excluded
 ticks SKIPPED, a final outcome inserts its chain children); this module checks what a
 request names (calendars, children) and turns store answers into service errors.
@@ -17,7 +16,9 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import MAX_BACKFILL_TICKS, job_ticks, plan_backfill
 from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
-from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, JobStatus
+from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
+from cronwheel.core.records import UpdateResult
+from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
 from cronwheel.obs.events import iso_ms
 
@@ -42,16 +43,7 @@ class ChainRefused(Conflict):
     code = "chain_refused"
 
 
-class BeyondCronMixin:
-    # provided by Node
-    clock: Any
-    events: Any
-    dispatcher: Any
-
-    async def _read(self, fn: Any) -> Any: ...  # pragma: no cover - Node's
-    async def _write(self, fn: Any) -> Any: ...  # pragma: no cover - Node's
-    async def resolve_job(self, ref: str, tenant: str | None = None) -> Job: ...  # pragma: no cover
-
+class BeyondCronMixin(NodeParts):
     # ---- first tick of a job
     @staticmethod
     def first_run(job_id: str, spec: JobSpec, now: int) -> int | None:
@@ -86,7 +78,7 @@ class BeyondCronMixin:
 
         async def calendar_exists(tenant: str, name: str) -> bool:
             if (tenant, name) not in known:
-                known[(tenant, name)] = await self._read(lambda s: s.get_calendar(tenant, name)) is not None
+                known[(tenant, name)] = await self._calendar(tenant, name) is not None
             return known[(tenant, name)]
 
         for i, spec in enumerate(specs):
@@ -97,14 +89,14 @@ class BeyondCronMixin:
                                        field=f"{where}calendars")  # fmt: skip
             for field, children in (("onSuccess", spec.on_success), ("onFailure", spec.on_failure)):
                 for child in children:
-                    job = await self._read(lambda s, c=child, t=spec.tenant: s.get_job(c, t))
+                    job = await self.get_job(child, spec.tenant)
                     if job is None or job.status is JobStatus.CANCELLED:
                         state = "is CANCELLED" if job is not None else "does not exist in this tenant"
                         raise UnknownReference(f"{where}{field}: job {child!r} {state}", field=f"{where}{field}")
 
     async def update_in_store(
         self, job_id: str, spec: JobSpec, next_run_at: int | None, reschedule: bool, now: int, tenant: str | None
-    ) -> Any:
+    ) -> UpdateResult:
         """``Store.update_job``, a refused chain change (a cycle) turned into ChainRefused."""
         try:
             return await self._write(lambda s: s.update_job(job_id, spec, next_run_at, reschedule, now, tenant))
@@ -116,10 +108,13 @@ class BeyondCronMixin:
         return await self._read(lambda s: s.list_calendars(tenant))
 
     async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
-        cal = await self._read(lambda s: s.get_calendar(tenant or DEFAULT_TENANT, name))
+        cal = await self._calendar(tenant or DEFAULT_TENANT, name)
         if cal is None:
             raise NotFound(f"no calendar {name!r}")
         return cal
+
+    async def _calendar(self, tenant: str, name: str) -> Calendar | None:
+        return await self._read(lambda s: s.get_calendar(tenant, name))
 
     async def put_calendar(self, calendar: Calendar) -> Calendar:
         now = self.clock.now_ms()
@@ -145,7 +140,7 @@ class BeyondCronMixin:
             return None
         found: list[Calendar] = []
         for name in job.spec.calendars:
-            cal = await self._read(lambda s, n=name: s.get_calendar(job.tenant, n))
+            cal = await self._calendar(job.tenant, name)
             if cal is not None:
                 found.append(cal)
         return Exclusions(job.spec.timezone, tuple(found)) if found else None
@@ -182,7 +177,7 @@ class BeyondCronMixin:
                 "backfill it in smaller ranges (the CLI splits a range for you)",
                 field="to", limit=MAX_BACKFILL_TICKS,
             )
-        created: list[Any] = []
+        created: list[Execution] = []
         if not dry_run and plan.ticks:
             made = await self._write(lambda s: s.backfill(job.id, plan.ticks, now, tenant))
             if made is None:
@@ -211,7 +206,7 @@ class BeyondCronMixin:
         if n is None:
             raise NotFound(f"no job {job_ref!r}")
         self.events.emit("backfill.cancelled", jobId=job.id, cancelled=n)
-        return int(n)
+        return n
 
     async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> dict[str, Any]:
         """The job's next ``count`` ticks after ``after`` that will run, and the ticks its

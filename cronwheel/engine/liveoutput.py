@@ -41,13 +41,13 @@ class Follower:
         self.ended = True
         self._wake.set()
 
-    async def next(self, timeout: float) -> bytes:
-        """What arrived since the last call (b"" when nothing did within ``timeout`` seconds,
+    async def next(self, wait_sec: float) -> bytes:
+        """What arrived since the last call (b"" when nothing did within ``wait_sec`` seconds,
         or the execution ended)."""
         if not self._buf and not self.ended:
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                await asyncio.wait_for(self._wake.wait(), wait_sec)
             except TimeoutError:
                 return b""
         out = (gap_marker(self._skipped) if self._skipped else b"") + bytes(self._buf)

@@ -22,6 +22,7 @@ import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from cronwheel.core import notify as nt
 from cronwheel.core.clock import Clock
@@ -29,6 +30,9 @@ from cronwheel.engine import channels
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
+
+if TYPE_CHECKING:  # imported when the first webhook goes out: most nodes never send one
+    import aiohttp
 
 #: a claimed notification is someone else's to retry once this lease passes
 DELIVERY_LEASE_MS = round(nt.DELIVERY_TIMEOUT_SEC * 1000) * 4
@@ -67,8 +71,8 @@ class NotificationDeliverer:
         self.outcomes: Counter[str] = Counter()  #: deliveries by outcome: sent, retried, dead
         self.missed_total = 0
         self._wake = asyncio.Event()
-        self._inflight: set[asyncio.Task] = set()
-        self._session: object | None = None
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._session: aiohttp.ClientSession | None = None
         self.health = LoopHealth(events, clock, "notify")
         self.watch_health = LoopHealth(events, clock, "deadman")
         self._stopping = False
@@ -77,7 +81,7 @@ class NotificationDeliverer:
         """Outcomes were just recorded here: look for their notifications now, not at the poll."""
         self._wake.set()
 
-    def start(self) -> list[asyncio.Task]:
+    def start(self) -> list[asyncio.Task[None]]:
         loop = asyncio.get_running_loop()
         return [
             loop.create_task(self._deliver_loop(), name="notify"),
@@ -98,7 +102,7 @@ class NotificationDeliverer:
         for task in self._inflight:
             task.cancel()
         if self._session is not None:
-            await self._session.close()  # type: ignore[attr-defined]
+            await self._session.close()
 
     # ---- delivery
     async def _deliver_loop(self) -> None:
@@ -108,7 +112,7 @@ class NotificationDeliverer:
                 now = self.clock.now_ms()
                 if now - last_sweep >= EXPIRY_SWEEP_MS:
                     last_sweep = now
-                    expired = await self.writer.run(lambda s, now=now: s.expire_notification_leases(now, 500))
+                    expired = await self._expire_leases(now)
                     if expired:
                         self.events.emit("notification.lease_expired", notifications=expired)
                 await self._claim_and_send()
@@ -122,15 +126,22 @@ class NotificationDeliverer:
                 await asyncio.wait_for(self._wake.wait(), POLL_MS / 1000)
             self._wake.clear()
 
+    async def _expire_leases(self, now: int) -> int:
+        return await self.writer.run(lambda s: s.expire_notification_leases(now, 500))
+
+    async def _claim(self, now: int, room: int) -> list[nt.Notification]:
+        return await self.writer.run(lambda s: s.claim_notifications(self.owner, now, room, DELIVERY_LEASE_MS))
+
+    async def _summarize_held(self, now: int) -> int:
+        return await self.writer.run(lambda s: s.summarize_held_notifications(now))
+
     async def _claim_and_send(self) -> None:
         while not self._stopping:
             room = self.concurrency - len(self._inflight)
             if room <= 0:
                 return
             now = self.clock.now_ms()
-            claimed = await self.writer.run(
-                lambda s, now=now, room=room: s.claim_notifications(self.owner, now, room, DELIVERY_LEASE_MS)
-            )
+            claimed = await self._claim(now, room)
             for n in claimed:
                 task = asyncio.get_running_loop().create_task(self._deliver(n), name="notify-deliver")
                 self._inflight.add(task)
@@ -138,11 +149,12 @@ class NotificationDeliverer:
             if len(claimed) < room:
                 return
 
-    def _delivered(self, task: asyncio.Task) -> None:
+    def _delivered(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
         self._wake.set()  # a slot is free
-        if not task.cancelled() and task.exception() is not None:  # its lease expires: it goes out again
-            self.health.failed(task.exception())  # type: ignore[arg-type]
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, Exception):  # its lease expires: it goes out again
+            self.health.failed(error)
 
     async def _deliver(self, n: nt.Notification) -> None:
         self.events.emit("notification.sending", notificationId=n.notification_id, on=n.event, via=n.rule.via.value,
@@ -185,7 +197,7 @@ class NotificationDeliverer:
         else:
             await channels.send_command(n, self.command_env, timeout)
 
-    def _http(self) -> object:
+    def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             import aiohttp
 
@@ -202,7 +214,7 @@ class NotificationDeliverer:
                 now = self.clock.now_ms()
                 if now - last_summary >= HELD_SUMMARY_MS:
                     last_summary = now
-                    made = await self.writer.run(lambda s, now=now: s.summarize_held_notifications(now))
+                    made = await self._summarize_held(now)
                     if made:
                         self.events.emit("notification.held_summary", notifications=made)
                         self._wake.set()

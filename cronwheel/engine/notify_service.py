@@ -1,21 +1,14 @@
 """The node's side of notifications for the API and the CLI: pings, the notifications'
-history and dead-letter queue, tenant default rules. Mixed into ``Node`` (it uses the
-node's store runners, clock, events and deliverer)."""
+history and dead-letter queue, tenant default rules. ``NotifyServiceMixin`` is a part of
+``Node`` (engine/parts.py says how the parts fit); delivery is ``Node.notifications``
+(engine/notifications.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 from cronwheel.core import notify as nt
-from cronwheel.core.clock import Clock
 from cronwheel.core.model import Execution, Job
-from cronwheel.core.tenants import Tenant, effective_http_allow
+from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound
-from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Store
-
-PING_KINDS = ("start", "success", "fail")
 
 
 def is_ping_job(job: Job) -> bool:
@@ -23,21 +16,13 @@ def is_ping_job(job: Job) -> bool:
     return "ping" in job.spec.target
 
 
-class NotifyServiceMixin:
-    # provided by Node
-    clock: Clock
-    events: EventLog
-    config: Any
-    notifications: Any
-    _read: Callable[[Callable[[Store], Any]], Awaitable[Any]]
-    _write: Callable[[Callable[[Store], Any]], Awaitable[Any]]
-    tenant_config: Callable[[str], Tenant]
-    resolve_job: Callable[..., Awaitable[Job]]
+def refuse_ping_job(job: Job, verb: str) -> None:
+    """A ping job is not run here: triggering it, or replaying one of its runs, is a Conflict."""
+    if is_ping_job(job):
+        raise Conflict(f"cannot {verb} job {job.id!r}: it is run elsewhere and reports by pings")
 
-    def webhook_allow(self, tenant: str) -> tuple[str, ...]:
-        """The hosts a tenant's webhooks may call: its own HTTP allow-list, else the daemon's."""
-        return effective_http_allow(self.tenant_config(tenant), self.config.http_allow)
 
+class NotifyServiceMixin(NodeParts):
     async def ping(
         self, job_ref: str, kind: str, exit_code: int | None = None, output: str | None = None,
         tenant: str | None = None,
@@ -86,11 +71,3 @@ class NotifyServiceMixin:
             raise NotFound(f"no tenant {name!r}")
         self.events.emit("tenant.notify_set", tenant=name, rules=len(rules))
         return rules
-
-    async def notification_counts(self) -> dict[str, int]:
-        now = self.clock.now_ms()
-        return await self._read(lambda s: s.notification_counts(now))
-
-    def refuse_ping_job(self, job: Job, verb: str) -> None:
-        if is_ping_job(job):
-            raise Conflict(f"cannot {verb} job {job.id!r}: it is run elsewhere and reports by pings")

@@ -12,11 +12,13 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from cronwheel.store.base import Store, StoreUnavailable
 
 T = TypeVar("T")
+ItemT = TypeVar("ItemT")  # what a GroupCommitter is given (a submission, a completion)
+ResultT = TypeVar("ResultT")  # what the store answers for one of them
 
 
 class StoreRunner:
@@ -33,7 +35,7 @@ class StoreRunner:
         self._executor.shutdown(wait=True)
 
 
-class GroupCommitter:
+class GroupCommitter(Generic[ItemT, ResultT]):
     """Batches concurrent calls into one store call (one transaction, one fsync).
 
     ``submit(item)`` resolves once the batch holding ``item`` committed. While one batch is
@@ -52,27 +54,23 @@ class GroupCommitter:
     def __init__(
         self,
         runner: StoreRunner,
-        apply: Callable[[Store, list], list],
+        apply: Callable[[Store, list[ItemT]], list[ResultT]],
         max_batch: int = 1000,
-        on_isolated: Callable[[BaseException, object], None] | None = None,
-    ):
+        on_isolated: Callable[[BaseException, ItemT], None] | None = None,
+    ) -> None:
         self._runner = runner
         self._apply = apply
         self._max_batch = max_batch
         self._on_isolated = on_isolated
-        self._pending: deque[tuple[list, asyncio.Future]] = deque()
+        self._pending: deque[tuple[list[ItemT], asyncio.Future[list[ResultT | Exception]]]] = deque()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._closed = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="group-commit")
 
-    async def submit(self, item: object) -> object:
-        (result,) = await self.submit_many([item])
-        return result
-
-    async def submit_many(self, items: list, item_errors: bool = False) -> list:
+    async def submit_many(self, items: list[ItemT], item_errors: bool = False) -> list[ResultT | Exception]:
         """Several items that commit in the same batch (one future for all of them).
         ``item_errors``: an item that failed alone comes back as its exception, in its place,
         while the others' results stand; otherwise the first such error is raised."""
@@ -80,10 +78,10 @@ class GroupCommitter:
             raise StoreUnavailable("shutting down")
         if not items:
             return []
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[list[ResultT | Exception]] = asyncio.get_running_loop().create_future()
         self._pending.append((items, fut))
         self._wake.set()
-        results: list = await fut
+        results = await fut
         if not item_errors:
             for result in results:
                 if isinstance(result, BaseException):
@@ -96,7 +94,7 @@ class GroupCommitter:
             self._wake.clear()
             while self._pending:
                 # take whole submissions until the batch is full (a submission is never split)
-                batch: list[tuple[list, asyncio.Future]] = []
+                batch: list[tuple[list[ItemT], asyncio.Future[list[ResultT | Exception]]]] = []
                 size = 0
                 while self._pending and (not batch or size + len(self._pending[0][0]) <= self._max_batch):
                     entry = self._pending.popleft()
@@ -113,10 +111,11 @@ class GroupCommitter:
             if self._closed:
                 return
 
-    async def _run(self, items: list) -> list:
-        return await self._runner.run(lambda store: self._apply(store, items))
+    async def _run(self, items: list[ItemT]) -> list[ResultT | Exception]:
+        results: list[ResultT | Exception] = list(await self._runner.run(lambda store: self._apply(store, items)))
+        return results
 
-    async def _commit_groups(self, groups: list[list]) -> list[list | BaseException]:
+    async def _commit_groups(self, groups: list[list[ItemT]]) -> list[list[ResultT | Exception] | StoreUnavailable]:
         """Each group's results (a list, holding the exception of any item that failed alone)
         or the StoreUnavailable that stopped it."""
         try:
@@ -133,14 +132,14 @@ class GroupCommitter:
                 return [await self._isolate(groups[0])]
             except StoreUnavailable as exc:
                 return [exc]
-        out: list[list | BaseException] = []
+        out: list[list[ResultT | Exception] | StoreUnavailable] = []
         offset = 0
         for group in groups:
             out.append(results[offset : offset + len(group)])
             offset += len(group)
         return out
 
-    async def _isolate(self, items: list) -> list:
+    async def _isolate(self, items: list[ItemT]) -> list[ResultT | Exception]:
         """Results of ``items``, halving on failure; a single failing item yields its error."""
         try:
             return await self._run(items)
@@ -152,7 +151,7 @@ class GroupCommitter:
             mid = len(items) // 2
             return await self._isolate(items[:mid]) + await self._isolate(items[mid:])
 
-    def _isolated(self, exc: Exception, item: object) -> Exception:
+    def _isolated(self, exc: Exception, item: ItemT) -> Exception:
         if self._on_isolated is not None:
             self._on_isolated(exc, item)
         return exc

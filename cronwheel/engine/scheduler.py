@@ -30,7 +30,7 @@ from cronwheel.obs.events import EventLog
 
 if TYPE_CHECKING:
     from cronwheel.core.model import Execution
-    from cronwheel.core.records import Fence
+    from cronwheel.core.records import ClaimResult, Fence
 
 #: in cluster mode: the buckets this node may schedule right now, and the claim's fence
 Ownership = Callable[[], "tuple[list[int], Fence | None]"]
@@ -199,6 +199,9 @@ class Scheduler:
         self._next_reload = now + self.reload_ms
         self.loaded.set()
 
+    async def _claim_page(self, buckets: list[int], now: int, ahead: int, fence: Fence | None) -> ClaimResult:
+        return await self.writer.run(lambda s: s.claim_due(buckets, now, self.claim_batch, ahead, fence=fence))
+
     async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
         claimed: set[str] = set()
         while not self._stopping:
@@ -207,9 +210,7 @@ class Scheduler:
                 break
             ahead = self.lead.ahead_at(now)
             started = self.clock.monotonic()
-            result = await self.writer.run(
-                lambda s, b=buckets, f=fence, a=ahead: s.claim_due(b, now, self.claim_batch, a, fence=f)
-            )
+            result = await self._claim_page(buckets, now, ahead, fence)
             self.lead.measured(result.jobs_claimed, self.clock.monotonic() - started)
             if result.executions:
                 self.on_claimed(result.executions)

@@ -1,7 +1,7 @@
 """The node's side of tenancy: tenant configuration, API tokens and submission quotas.
 
-``TenancyMixin`` is mixed into ``Node`` (it uses the node's store runners, clock, events and
-dispatcher). What it keeps in memory:
+``TenancyMixin`` is a part of ``Node`` (engine/parts.py says how the parts fit). What it
+keeps in memory:
 
 * **Tenant configuration**, read by the engine on every pop of the ready queue (weights,
   running quotas) and every submission (rate, jobs quota): a dict, loaded at start, replaced
@@ -23,11 +23,9 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from cronwheel.core.clock import Clock
 from cronwheel.core.model import JobSpec
 from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
@@ -35,13 +33,13 @@ from cronwheel.core.tenants import (
     ApiToken,
     Role,
     Tenant,
+    effective_http_allow,
     hash_token,
     new_token_id,
     new_token_secret,
 )
+from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, TooManyRequests, Unavailable
-from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Store
 
 TENANT_REFRESH_SEC = 2.0
 TOKEN_CACHE_SEC = 5.0
@@ -51,16 +49,9 @@ ADMIN_TOKEN_FILE = "admin-token"
 JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most this often
 
 
-class TenancyMixin:
-    # provided by Node
-    clock: Clock
-    events: EventLog
-    node_id: str
-    dispatcher: Any
-    _read: Callable[[Callable[[Store], Any]], Awaitable[Any]]
-    _write: Callable[[Callable[[Store], Any]], Awaitable[Any]]
-
+class TenancyMixin(NodeParts):
     def _init_tenancy(self) -> None:
+        """Before the dispatcher is made: its queue reads the tenants' weights and quotas."""
         self._tenants: dict[str, Tenant] = {}
         self._rates = RateLimiter()
         self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
@@ -80,6 +71,10 @@ class TenancyMixin:
         t = self._tenants.get(name)
         return None if t is None else t.max_running
 
+    def webhook_allow(self, tenant: str) -> tuple[str, ...]:
+        """The hosts a tenant's webhooks may call: its own HTTP allow-list, else the daemon's."""
+        return effective_http_allow(self.tenant_config(tenant), self.config.http_allow)
+
     def tenant_stats(self) -> dict[str, dict[str, Any]]:
         running = self.dispatcher.running_by_tenant
         queued = self.dispatcher.queue.depth_by_tenant()
@@ -91,8 +86,7 @@ class TenancyMixin:
         }
 
     async def load_tenants(self) -> None:
-        tenants: list[Tenant] = await self._read(lambda s: s.list_tenants())
-        self._set_tenants(tenants)
+        self._set_tenants(await self._read(lambda s: s.list_tenants()))
 
     def _set_tenants(self, tenants: list[Tenant]) -> None:
         old = self._tenants
@@ -158,13 +152,13 @@ class TenancyMixin:
 
     # ---- tenant administration
     async def list_tenants(self) -> list[Tenant]:
-        tenants: list[Tenant] = await self._read(lambda s: s.list_tenants())
+        tenants = await self._read(lambda s: s.list_tenants())
         self._set_tenants(tenants)
         return tenants
 
     async def create_tenant(self, tenant: Tenant) -> Tenant:
         now = self.clock.now_ms()
-        created: Tenant | None = await self._write(lambda s: s.create_tenant(tenant, now))
+        created = await self._write(lambda s: s.create_tenant(tenant, now))
         if created is None:
             raise Conflict(f"tenant {tenant.name!r} exists already (change it with PATCH /v1/tenants/{tenant.name})")
         self._put_tenant(created)
@@ -173,7 +167,7 @@ class TenancyMixin:
 
     async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
         now = self.clock.now_ms()
-        updated: Tenant | None = await self._write(lambda s: s.update_tenant(name, changes, now))
+        updated = await self._write(lambda s: s.update_tenant(name, changes, now))
         if updated is None:
             raise NotFound(f"no tenant {name!r}")
         self._put_tenant(updated)
@@ -192,12 +186,11 @@ class TenancyMixin:
         return token, secret
 
     async def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
-        tokens: list[ApiToken] = await self._read(lambda s: s.list_tokens(tenant))
-        return tokens
+        return await self._read(lambda s: s.list_tokens(tenant))
 
     async def revoke_token(self, token_id: str) -> ApiToken:
         now = self.clock.now_ms()
-        token: ApiToken | None = await self._write(lambda s: s.revoke_token(token_id, now))
+        token = await self._write(lambda s: s.revoke_token(token_id, now))
         if token is None:
             raise NotFound(f"no token {token_id!r}")
         if token.role is Role.ADMIN and token.revoked_at is None:
@@ -217,7 +210,7 @@ class TenancyMixin:
         if cached is not None and cached[0] > now:
             return cached[1]
         try:
-            token: ApiToken | None = await self._read(lambda s: s.get_token_by_hash(digest))
+            token = await self._read(lambda s: s.get_token_by_hash(digest))
         except Unavailable:
             if cached is not None and now < cached[0] - TOKEN_CACHE_SEC + TOKEN_STALE_GRACE_SEC:
                 return cached[1]  # verified a little while ago, and the store is down

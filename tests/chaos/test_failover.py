@@ -48,7 +48,7 @@ import psycopg
 import pytest
 
 from cronwheel.core.model import MISFIRE_GRACE_MS
-from cronwheel.engine.node import SUBMIT_RETRY_MS
+from cronwheel.engine.config import SUBMIT_RETRY_MS
 from cronwheel.engine.tenancy import TOKEN_CACHE_SEC
 from tests.support.daemon import Daemon
 from tests.support.postgres import ReplicatedPair, replicated_pair

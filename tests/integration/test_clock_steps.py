@@ -20,7 +20,7 @@ from cronwheel.core.clock import FakeClock, StepDetector
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import Execution, JobSpec, MisfirePolicy
 from cronwheel.core.records import NewJob
-from cronwheel.engine.dispatcher import STEP_REAP_PAUSE_SEC
+from cronwheel.engine.dispatchloop import STEP_REAP_PAUSE_SEC
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.obs.events import EventLog

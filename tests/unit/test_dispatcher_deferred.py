@@ -13,9 +13,9 @@ from cronwheel.store.base import StoreUnavailable
 from tests.unit.test_dispatcher_tenants import events, ex, make
 
 
-async def until(condition: Any, what: str, timeout: float = 10.0) -> None:
-    """Yield to the loop until ``condition()`` holds; fail after ``timeout`` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
+async def until(condition: Any, what: str, limit_sec: float = 10.0) -> None:
+    """Yield to the loop until ``condition()`` holds; fail after ``limit_sec`` seconds."""
+    deadline = asyncio.get_running_loop().time() + limit_sec
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.005)

@@ -1,0 +1,90 @@
+"""The node's service for executions: their history, the remote workers' side (long-poll
+claims, heartbeats, results, effects) and the dead-letter queue.
+
+``ExecutionsMixin`` is a part of ``Node`` (engine/parts.py says how the parts fit); the long
+polls' waiting is ``Node.polls`` (engine/longpoll.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cronwheel.core.model import Execution, Grant
+from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult
+from cronwheel.engine.notify_service import refuse_ping_job
+from cronwheel.engine.parts import NodeParts
+from cronwheel.engine.service import NotFound
+
+
+class ExecutionsMixin(NodeParts):
+    # ---- history
+    async def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if await self.get_job(job_id, tenant) is None:
+            raise NotFound(f"no job {job_id!r}")
+        return await self._read(lambda s: s.list_executions(job_id, limit, before, tenant))
+
+    async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
+        return await self._read(lambda s: s.get_execution(execution_id, tenant))
+
+    # ---- remote workers
+    async def claim_for_worker(
+        self, queues: list[str], worker_id: str, max: int, wait_sec: float = 0, tenant: str | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> list[Grant]:
+        """Up to ``max`` executions of ``queues`` for a remote worker. With nothing to take, wait
+        up to ``wait_sec``: woken at once when this node claims, triggers, retries or replays
+        an execution of one of the queues, and re-polling the store every second for what
+        other nodes (or time, for retries and jitter) made dispatchable. ``alive``: whether the
+        caller still waits (its connection is open): a dead worker's long poll must not go on
+        taking leases that nobody will run."""
+
+        async def take() -> list[Grant]:
+            now = self.clock.now_ms()
+            grants = await self._write(lambda s: s.claim_for_worker(queues, worker_id, max, now, tenant))
+            for g in grants:
+                self.events.emit(
+                    "execution.started", jobId=g.job_id, executionId=g.execution_id,
+                    leaseEpoch=g.lease_epoch, attempt=g.attempt, worker=worker_id,
+                    tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at, origin=g.origin.value,
+                )
+            return grants
+
+        return await self.polls.poll(queues, take, wait_sec, alive)
+
+    async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult:
+        now = self.clock.now_ms()
+        return await self._write(lambda s: s.heartbeat(execution_id, worker_id, lease_epoch, now))
+
+    async def complete(self, completion: Completion) -> CompletionResult:
+        (result,) = await self.dispatcher.finish([completion])
+        return result
+
+    async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
+        now = self.clock.now_ms()
+        verdict = await self._write(lambda s: s.record_effect(execution_id, lease_epoch, key, now))
+        self.events.emit("effect." + verdict.value, executionId=execution_id, leaseEpoch=lease_epoch, key=key)
+        return verdict
+
+    # ---- dead-letter queue
+    async def list_dead(self, tenant: str | None = None, limit: int = 100, after: str | None = None) -> list[Execution]:
+        return await self._read(lambda s: s.list_dead(tenant, limit, after))
+
+    async def replay_dead(self, execution_id: str, tenant: str | None = None) -> Execution:
+        dead = await self.get_execution(execution_id, tenant)
+        job = None if dead is None else await self.get_job(dead.job_id, tenant)
+        if job is not None:
+            refuse_ping_job(job, "replay a run of")
+        now = self.clock.now_ms()
+        ex = await self._write(lambda s: s.replay_dead(execution_id, now, tenant))
+        if ex is None:
+            raise NotFound(f"no dead-lettered execution {execution_id!r}")
+        self.events.emit("dlq.replayed", executionId=execution_id)
+        self.dispatcher.add([ex])
+        return ex
+
+    async def purge_dead(self, execution_id: str, tenant: str | None = None) -> None:
+        if not await self._write(lambda s: s.purge_dead(execution_id, tenant)):
+            raise NotFound(f"no dead-lettered execution {execution_id!r}")
+        self.events.emit("dlq.purged", executionId=execution_id)

@@ -1,0 +1,107 @@
+"""What the node says about itself: ``status`` for the API (store counts and cluster state
+from the status cache while the store is down, marked stale), the ``NodeSnapshot`` that
+metrics and health read (core/stats.py), and whether its loops turn (the systemd watchdog).
+
+``NodeStatusMixin`` is a part of ``Node`` (engine/parts.py says how the parts fit).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cronwheel.core.model import ExecStatus, JobStatus, Priority
+from cronwheel.core.stats import NodeSnapshot, StoreCounts, lag_percentile
+from cronwheel.engine.parts import NodeParts
+from cronwheel.obs.events import iso_ms
+from cronwheel.store.base import Store
+
+#: the scheduler loop has not turned for this long: the node is not healthy
+HEALTHY_LOOP_MS = 10_000
+#: the execution states that status counts
+COUNTED_STATES = (ExecStatus.PENDING, ExecStatus.RUNNING, ExecStatus.RETRY_WAIT, ExecStatus.DEAD)
+
+
+class NodeStatusMixin(NodeParts):
+    def healthy(self) -> bool:
+        """The loops have turned recently (for the systemd watchdog)."""
+        now = self.clock.now_ms()
+        return now - self.scheduler.last_loop_ms < HEALTHY_LOOP_MS
+
+    # ---- what metrics and health read (core/stats.py)
+    def snapshot(self) -> NodeSnapshot:
+        pool = self.pool
+        disk = self.disk.state
+        return NodeSnapshot(
+            node_id=self.node_id, now_ms=self.clock.now_ms(),
+            running=dict(pool.in_flight()) if pool else {},
+            queue_depth_by_tier=tuple(self.dispatcher.queue.depth_by_tier()),
+            delayed=len(self.dispatcher.delayed),
+            workers=len(pool.worker_pids()) if pool else 0,
+            slots_total=self.config.workers * self.config.slots,
+            slots_free=pool.free_slots() if pool else 0,
+            buckets_owned=len(self.scheduler.buckets), wheel_jobs=len(self.scheduler.wheel),
+            last_loop_ms=self.scheduler.last_loop_ms, healthy=self.healthy(),
+            lag_p99_ms=lag_percentile(sorted(self.dispatcher.lags_ms), 0.99),
+            disk_free_bytes=disk.free_bytes, wal_bytes=disk.log_bytes,
+        )
+
+    async def store_counts(self) -> StoreCounts:
+        buckets = list(self.scheduler.buckets)
+        now = self.clock.now_ms()
+
+        def read(s: Store) -> StoreCounts:
+            return StoreCounts(
+                jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
+                dead=s.count_executions(status=ExecStatus.DEAD),
+                next_run_at_ms=s.next_due_at(buckets),
+                notifications=s.notification_counts(now),
+            )
+
+        return await self.reader.run(read)
+
+    # ---- what the API's status shows
+    async def status(self) -> dict[str, Any]:
+        def counts(s: Store) -> dict[str, Any]:
+            return {
+                "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
+                "executions": {st.value: s.count_executions(status=st) for st in COUNTED_STATES},
+                "nextRunAt": iso_ms(s.next_due_at(self.scheduler.buckets)),
+                "notifications": s.notification_counts(self.clock.now_ms()),
+                "store": s.meta(),
+            }
+
+        async def read_counts() -> dict[str, Any]:
+            return await self.reader.run(counts)
+
+        data, as_of, error = await self.status_cache.read("store", read_counts)
+        data = dict(data)
+        lags = sorted(self.dispatcher.lags_ms)
+        depth = self.dispatcher.queue.depth_by_tier()
+        pool = self.pool
+        data.update(
+            nodeId=self.node_id,
+            uptimeSec=round(time.monotonic() - self.started_monotonic, 1),
+            queue={Priority(i).label: d for i, d in enumerate(depth)},
+            delayed=len(self.dispatcher.delayed),
+            wheel=len(self.scheduler.wheel),
+            workers={
+                "count": len(pool.worker_pids()) if pool else 0,
+                "freeSlots": pool.free_slots() if pool else 0,
+                "running": len(pool.in_flight()) if pool else 0,
+            },
+            dispatchLagMs={"p50": lag_percentile(lags, 0.5), "p99": lag_percentile(lags, 0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
+            disk=self._disk_status(),
+        )
+        if self.cluster is not None:
+            cluster, cluster_as_of, cluster_error = await self.status_cache.read("cluster", self.cluster.status)
+            data["cluster"] = {**cluster, "owned": len(self.cluster.holdings.terms)}  # live, not cached
+            as_of, error = min(as_of, cluster_as_of), error or cluster_error
+        data.update(stale=error is not None, asOf=iso_ms(as_of))
+        if error is not None:
+            data.update(staleForMs=self.clock.now_ms() - as_of, storeError=error)
+        return data
+
+    def _disk_status(self) -> dict[str, Any]:
+        self.disk.read_free()  # live: it is one statvfs
+        return self.disk.state.to_json(self.disk.low_bytes)

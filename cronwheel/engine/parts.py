@@ -1,0 +1,104 @@
+"""What every part of a node's service shares: the parts it is made of, and the store
+access and job lookups they all start from.
+
+``Node`` (engine/node.py) is assembled from parts, one idea each: tenancy, scheduling beyond
+cron, notifications, jobs, executions, status. Each part is a mixin that derives from
+``NodeParts``, so mypy checks it against the attributes declared here (precisely typed; set
+once by ``Node.__init__``) instead of against ``Any``; a part that needs another part's
+methods derives from that part (jobs from tenancy and beyond-cron). Mixins rather than
+composition because the parts together are the one object the API calls through the
+``SchedulerService`` protocol (engine/service.py): composition would forward each of its
+methods by hand. Pieces with a state and a life of their own (submission retry, the remote
+workers' long polls, retention, the status cache) are composed instead, as attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from cronwheel.core.clock import Clock
+from cronwheel.core.model import Job, JobStatus
+from cronwheel.engine.cluster import ClusterMember
+from cronwheel.engine.config import NodeConfig
+from cronwheel.engine.disk import DiskWatch
+from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.longpoll import QueuePolls
+from cronwheel.engine.notifications import NotificationDeliverer
+from cronwheel.engine.runner import StoreRunner
+from cronwheel.engine.scheduler import Scheduler
+from cronwheel.engine.service import Conflict, NotFound, Unavailable
+from cronwheel.engine.statuscache import StatusCache
+from cronwheel.engine.submission import Submitter
+from cronwheel.obs.events import EventLog
+from cronwheel.store.base import Store, StoreUnavailable
+from cronwheel.worker.pool import WorkerPool
+
+T = TypeVar("T")
+
+
+class NodeParts:
+    """The attributes every part may use; ``Node.__init__`` sets each of them."""
+
+    config: NodeConfig
+    node_id: str
+    clock: Clock
+    events: EventLog
+    writer: StoreRunner
+    reader: StoreRunner
+    completer: StoreRunner | None
+    claimer: StoreRunner | None
+    started_monotonic: float
+    dispatcher: Dispatcher
+    scheduler: Scheduler
+    cluster: ClusterMember | None
+    notifications: NotificationDeliverer
+    submitter: Submitter
+    polls: QueuePolls
+    disk: DiskWatch
+    status_cache: StatusCache
+    pool: WorkerPool | None  #: from ``start`` on
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # ---- the store, its unreachability a service error (503 + Retry-After)
+    async def _read(self, fn: Callable[[Store], T]) -> T:
+        try:
+            return await self.reader.run(fn)
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from exc
+
+    async def _write(self, fn: Callable[[Store], T]) -> T:
+        try:
+            return await self.writer.run(fn)
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from exc
+
+    # ---- finding a job
+    async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
+        return await self._read(lambda s: s.get_job(job_id, tenant))
+
+    async def jobs_named(self, name: str, tenant: str | None = None) -> list[Job]:
+        return await self._read(lambda s: s.find_jobs_by_name(name, tenant))
+
+    async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:
+        job = await self.get_job(ref, tenant)
+        if job is not None:
+            return job
+        named = await self.jobs_named(ref, tenant)
+        if not named:
+            raise NotFound(f"no job with id or name {ref!r}")
+        tenants = {j.tenant for j in named if j.status is not JobStatus.CANCELLED}
+        if len(tenants) > 1:  # an admin asking for a name that several tenants use
+            raise Conflict(f"name {ref!r} is used by several tenants: " + ", ".join(j.id for j in named if j.tenant in tenants))
+        return named[0]  # the name's live holder, else the newest cancelled job of that name
+
+    # ---- executions that will not finish here
+    def _abort_all(self, execution_ids: list[str]) -> None:
+        self.dispatcher.release(execution_ids)  # cancelled: no result will come for them
+        if self.pool is None:
+            return
+        for xid in execution_ids:
+            if self.pool.abort(xid, "cancelled"):
+                self.events.emit("execution.aborted", executionId=xid, reason="cancelled")

@@ -1,0 +1,37 @@
+"""The parts of the node's status read from the store, remembered with the time of the read,
+so that status keeps answering (marked stale) while the store cannot be reached.
+
+Composed into the node (``Node.status_cache``), used by the status part (engine/nodestatus.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from cronwheel.core.clock import Clock
+from cronwheel.engine.service import Unavailable
+from cronwheel.store.base import StoreUnavailable
+
+
+class StatusCache:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._parts: dict[str, tuple[int, dict[str, Any]]] = {}  # part -> (when read, what)
+
+    async def read(
+        self, part: str, read: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> tuple[dict[str, Any], int, str | None]:
+        """``(value, as of, error)``: the part as read now, or while the store cannot be
+        reached (a failover), the last one read and the error. Unavailable if it was never
+        read."""
+        now = self.clock.now_ms()
+        try:
+            value = await read()
+        except StoreUnavailable as exc:
+            cached = self._parts.get(part)
+            if cached is None:
+                raise Unavailable(str(exc)) from exc
+            return cached[1], cached[0], str(exc)
+        self._parts[part] = (now, value)
+        return value, now, None
