@@ -12,20 +12,22 @@ from typing import Any
 from cronwheel.api.validation import JOB_ID_RE, ValidationError
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import (
-    MAX_CALENDAR_ENTRIES,
     NAME_RE,
     Calendar,
     CalendarError,
     build_calendar,
 )
-from cronwheel.core.chains import MAX_CHILDREN
-from cronwheel.core.limits import MAX_INSTANT_MS
+from cronwheel.core.limits import (
+    MAX_CALENDAR_DESCRIPTION_CHARS,
+    MAX_CALENDAR_ENTRIES,
+    MAX_CHAIN_CHILDREN,
+    MAX_INSTANT_MS,
+)
 from cronwheel.obs.events import iso_ms
 
 CALENDAR_FIELDS = ("description", "dates", "windows")
 BACKFILL_FIELDS = ("from", "to", "dryRun")
 CHAIN_FIELDS = ("onSuccess", "onFailure")
-MAX_DESCRIPTION_CHARS = 500
 MAX_UPCOMING = 1000
 _ENTRY_RE = re.compile(r"^(?:dates|windows)\[\d+\](?:\.(?:start|end))?$")
 
@@ -66,8 +68,8 @@ def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
     """``PUT /v1/calendars/{name}``: ``{description, dates: [YYYY-MM-DD], windows: [{start, end}]}``."""
     data = _object(body, CALENDAR_FIELDS)
     description = data.get("description", "")
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS:
-        raise _bad("description", f"description must be a string of at most {MAX_DESCRIPTION_CHARS} characters")
+    if not isinstance(description, str) or len(description) > MAX_CALENDAR_DESCRIPTION_CHARS:
+        raise _bad("description", f"description must be a string of at most {MAX_CALENDAR_DESCRIPTION_CHARS} characters")
     dates = _strings("dates", data.get("dates", []), MAX_CALENDAR_ENTRIES)
     raw_windows = data.get("windows", [])
     if not isinstance(raw_windows, list) or len(raw_windows) > MAX_CALENDAR_ENTRIES:
@@ -126,7 +128,7 @@ def parse_chain_body(body: Any) -> tuple[list[str], list[str]]:
     data = _object(body, CHAIN_FIELDS)
     lists: list[list[str]] = []
     for field in CHAIN_FIELDS:
-        ids = _strings(field, data.get(field, []), MAX_CHILDREN)
+        ids = _strings(field, data.get(field, []), MAX_CHAIN_CHILDREN)
         for i, jid in enumerate(ids):
             if not JOB_ID_RE.fullmatch(jid):
                 raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")

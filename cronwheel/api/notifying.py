@@ -7,10 +7,9 @@ from typing import Any
 
 from cronwheel.api.validation import ValidationError
 from cronwheel.core import notify as nt
+from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
 from cronwheel.obs.events import iso_ms
 
-#: the output tail a ping may carry (the rest of a long log belongs elsewhere)
-MAX_PING_OUTPUT_CHARS = 65_536
 PING_FIELDS = ("status", "exitCode", "output")
 PING_STATUSES = ("start", "success", "fail")
 

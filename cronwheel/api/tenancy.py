@@ -7,9 +7,14 @@ import math
 from typing import Any
 
 from cronwheel.api.validation import ValidationError
-from cronwheel.core.tenants import (
+from cronwheel.core.limits import (
     MAX_HTTP_ALLOW,
+    MAX_QUOTA,
+    MAX_RATE,
+    MAX_TOKEN_NAME_CHARS,
     MAX_WEIGHT,
+)
+from cronwheel.core.tenants import (
     TOKEN_ID_RE,
     ApiToken,
     Role,
@@ -18,10 +23,6 @@ from cronwheel.core.tenants import (
     valid_tenant_name,
 )
 from cronwheel.obs.events import iso_ms
-
-MAX_QUOTA = 1_000_000_000
-MAX_RATE = 1_000_000.0
-MAX_TOKEN_NAME_CHARS = 200
 
 #: JSON name -> Tenant field
 TENANT_FIELDS = {

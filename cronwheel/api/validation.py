@@ -17,15 +17,17 @@ from typing import Any
 
 from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
-from cronwheel.core.calendar import MAX_JOB_CALENDARS
 from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
-from cronwheel.core.chains import MAX_CHILDREN
 from cronwheel.core.deadman import overdue
 from cronwheel.core.limits import (
     JITTER_SEC_RANGE,
     LEASE_SEC_RANGE,
     MAX_ACCOUNT_NAME_CHARS,
     MAX_BATCH_JOBS,
+    MAX_CHAIN_CHILDREN,
+    MAX_CLAIM,
+    MAX_CLAIM_QUEUES,
+    MAX_CLAIM_WAIT_SEC,
     MAX_COMMAND_BYTES,
     MAX_EFFECT_KEY_CHARS,
     MAX_ENV_BYTES,
@@ -37,6 +39,8 @@ from cronwheel.core.limits import (
     MAX_HEADERS,
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_INSTANT_MS,
+    MAX_JOB_CALENDARS,
+    MAX_MANAGED_BY_CHARS,
     MAX_NAME_CHARS,
     MAX_OUTPUT_CHARS,
     MAX_PAYLOAD_BYTES,
@@ -46,13 +50,18 @@ from cronwheel.core.limits import (
     MAX_TIMEZONE_CHARS,
     MAX_URL_CHARS,
     MAX_WORKER_ID_CHARS,
+    MISFIRE_GRACE_SEC_RANGE,
+    RETRY_INITIAL_BACKOFF_SEC_RANGE,
+    RETRY_JITTER_RANGE,
+    RETRY_MAX_ATTEMPTS_RANGE,
+    RETRY_MAX_BACKOFF_SEC_RANGE,
+    RETRY_MULTIPLIER_RANGE,
     TIMEOUT_SEC_RANGE,
 )
 from cronwheel.core.model import (
     DEFAULT_LEASE_SEC,
     DEFAULT_TENANT,
     DEFAULT_TIMEOUT_SEC,
-    MISFIRE_GRACE_SEC_RANGE,
     Execution,
     Grant,
     Job,
@@ -86,7 +95,6 @@ JOB_FIELDS = frozenset(
         "notify", "expectSuccessWithin",
     }
 )
-MAX_MANAGED_BY_CHARS = 100
 RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -310,7 +318,7 @@ def parse_beyond_cron_fields(data: dict[str, Any], spec: JobSpec) -> None:
         raise _bad("activeUntil", "activeUntil must not be before activeFrom")
     for field in ("onSuccess", "onFailure"):
         if field in data:
-            ids = _string_list(field, data[field], MAX_CHILDREN)
+            ids = _string_list(field, data[field], MAX_CHAIN_CHILDREN)
             for i, jid in enumerate(ids):
                 if not JOB_ID_RE.fullmatch(jid):
                     raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
@@ -606,14 +614,14 @@ def parse_retry_policy(value: Any, field: str = "retryPolicy") -> RetryPolicy:
     data = {k: v for k, v in _object(field, value).items() if v is not None}
     _reject_unknown(field, data, RETRY_FIELDS)
     d = RetryPolicy()
-    max_attempts = _integer(f"{field}.maxAttempts", data.get("maxAttempts", d.max_attempts), 1, 1000)
-    initial = _number(f"{field}.initialBackoffSec", data.get("initialBackoffSec", d.initial_backoff_sec), 0, 86_400, " seconds")
+    max_attempts = _integer(f"{field}.maxAttempts", data.get("maxAttempts", d.max_attempts), *RETRY_MAX_ATTEMPTS_RANGE)
+    initial = _number(f"{field}.initialBackoffSec", data.get("initialBackoffSec", d.initial_backoff_sec), *RETRY_INITIAL_BACKOFF_SEC_RANGE, " seconds")
     # the default cap follows a large initial backoff rather than contradicting it
-    maximum = _number(f"{field}.maxBackoffSec", data.get("maxBackoffSec", max(d.max_backoff_sec, initial)), 0, 7 * 86_400, " seconds")
+    maximum = _number(f"{field}.maxBackoffSec", data.get("maxBackoffSec", max(d.max_backoff_sec, initial)), *RETRY_MAX_BACKOFF_SEC_RANGE, " seconds")
     if maximum < initial:
         raise _bad(f"{field}.maxBackoffSec", f"{field}.maxBackoffSec ({_fmt_num(maximum)}) must be >= initialBackoffSec ({_fmt_num(initial)})")
-    multiplier = _number(f"{field}.multiplier", data.get("multiplier", d.multiplier), 1, 100)
-    jitter = _number(f"{field}.jitter", data.get("jitter", d.jitter), 0, 1)
+    multiplier = _number(f"{field}.multiplier", data.get("multiplier", d.multiplier), *RETRY_MULTIPLIER_RANGE)
+    jitter = _number(f"{field}.jitter", data.get("jitter", d.jitter), *RETRY_JITTER_RANGE)
     try:
         return RetryPolicy(max_attempts, initial, maximum, multiplier, jitter)
     except ValueError as exc:  # the model's own checks, should ours drift from them
@@ -644,9 +652,6 @@ def parse_heartbeat(body: Any) -> tuple[str, int]:
     return worker_id, epoch
 
 
-MAX_CLAIM = 100  #: executions one claim may take
-MAX_CLAIM_WAIT_SEC = 30  #: the longest long poll
-
 
 def parse_claim(body: Any) -> tuple[str, list[str], int, float]:
     """``{workerId, queues, max?, waitSec?}`` → ``(worker_id, queues, max, wait_sec)``."""
@@ -659,8 +664,8 @@ def parse_claim(body: Any) -> tuple[str, list[str], int, float]:
     if not worker_id or len(worker_id) > MAX_WORKER_ID_CHARS:
         raise _bad("workerId", f"workerId must be 1 to {MAX_WORKER_ID_CHARS} characters")
     queues = body.get("queues")
-    if not isinstance(queues, list) or not 1 <= len(queues) <= 100:
-        raise _bad("queues", "queues must be a list of 1 to 100 queue names")
+    if not isinstance(queues, list) or not 1 <= len(queues) <= MAX_CLAIM_QUEUES:
+        raise _bad("queues", f"queues must be a list of 1 to {MAX_CLAIM_QUEUES} queue names")
     names: list[str] = []
     for i, name in enumerate(queues):
         names.append(_parse_target_value(f"queues[{i}]", "queue", name))

@@ -14,7 +14,10 @@ SETTLED = ("CANCELLED", "SUCCEEDED", "FAILED")  #: job states with no execution 
 
 
 def _print(text: str) -> None:
-    sys.stdout.write(text)
+    """A job's output: on a terminal its control characters shown as visible escapes (a job
+    must not clear the screen, retitle the window or write the clipboard of whoever follows
+    it); into a pipe or a file exact, as ``cronwheel logs`` writes it."""
+    sys.stdout.write(render.safe(text) if render.is_tty() else text)
     sys.stdout.flush()
 
 

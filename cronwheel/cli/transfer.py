@@ -164,7 +164,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
         b = p.body
         when = b.get("schedule") or b.get("runAt")
         what = b.get("command") or views.target_summary({k: b[k] for k in ("http", "python", "queue") if k in b})
-        click.echo(f"{p.where}: {when}  {what}")
+        click.echo(render.safe(f"{p.where}: {when}  {what}", newlines=False))
         details = [("zone", b.get("timezone") or "UTC")]
         if b.get("runAs"):
             details.append(("user", b["runAs"]["user"]))
@@ -175,7 +175,7 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
             details.append(("stdin", json.dumps(b["stdin"], ensure_ascii=False)))
         details += [("notify", f"{r['via']} {', '.join(r.get('to') or [])} on {r['on']}") for r in b.get("notify") or []]
         for key, value in details:
-            click.echo(f"    {key}: {value}")
+            click.echo(f"    {key}: {render.safe(value, newlines=False)}")
 
 
 def _create(app: Cli, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:
@@ -220,11 +220,19 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
     done = export_crontab(jobs, system=system)
     kind = "system crontab (with a user field)" if system else "crontab"
     flag = " --system" if system else ""
-    click.echo(f"# cronwheel export, {counted(len(jobs), 'active job')} as a {kind}; import with: cronwheel import-crontab{flag} FILE")
+    tty = render.is_tty()
+
+    def line_out(text: str) -> None:
+        # tenants wrote these commands, inputs and environments: on a terminal their control
+        # characters are shown as escapes; into a file exact (color=True: click would strip
+        # what looks like ANSI styling from a pipe, and the file must import back the same)
+        click.echo(render.safe(text) if tty else text, color=True)
+
+    line_out(f"# cronwheel export, {counted(len(jobs), 'active job')} as a {kind}; import with: cronwheel import-crontab{flag} FILE")
     for job, why in done.skipped:
-        click.echo(f"# skipped {job_label(job)}: {why}")
+        line_out(f"# skipped {job_label(job)}: {why}")
     for line in done.lines:
-        click.echo(line)
+        line_out(line)
     for job, why in done.skipped:  # on stderr too: a crontab piped to a file leaves nothing out silently
         render.emit_note(f"not in the crontab: {job_label(job)}: {why}")
     if done.skipped:

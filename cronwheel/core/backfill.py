@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import ExcludedSpan, Exclusions, NextTick, bounded
+from cronwheel.core.limits import MAX_BACKFILL_TICKS
 
-MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
 #: steps (runnable ticks and excluded spans) before a backfill request gives up
 MAX_BACKFILL_SCAN = 2 * MAX_BACKFILL_TICKS
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from cronwheel.core.limits import MAX_CALENDAR_ENTRIES
+
 NextTick = Callable[[int], "int | None"]
 
-MAX_CALENDAR_ENTRIES = 5_000  #: dates + windows of one calendar
-MAX_JOB_CALENDARS = 8  #: calendars one job may observe
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 _DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")

@@ -22,7 +22,6 @@ from typing import Any
 
 from cronwheel.core.ids import parse_execution_id
 
-MAX_CHILDREN = 16  #: per list (onSuccess, onFailure) of one job
 #: the final statuses that trigger children, and the list each one reads
 FINAL_OUTCOMES = {"SUCCEEDED": "on_success", "DEAD": "on_failure"}
 

@@ -75,12 +75,59 @@ MAX_STDIN_BYTES = 64 * 1024
 MAX_SHELL_BYTES = 4096  #: PATH_MAX
 MAX_ACCOUNT_NAME_CHARS = 32  #: useradd's limit on a user or group name
 
+#: ``managedBy``: who manages a job (``cronwheel apply``'s mark)
+MAX_MANAGED_BY_CHARS = 100
+#: a job's ``retryPolicy``: attempts in all, and the backoff between them
+RETRY_MAX_ATTEMPTS_RANGE = (1, 1000)
+RETRY_INITIAL_BACKOFF_SEC_RANGE = (0, 86_400)
+RETRY_MAX_BACKOFF_SEC_RANGE = (0, 7 * 86_400)
+RETRY_MULTIPLIER_RANGE = (1, 100)
+RETRY_JITTER_RANGE = (0, 1)  #: a fraction of each backoff
+#: the range of a job's explicit ``misfireGraceSec``
+MISFIRE_GRACE_SEC_RANGE = (0, 86_400)
+#: the shortest and longest ``expectSuccessWithin`` windows (a dead-man's switch)
+EXPECT_SUCCESS_WITHIN_MS_RANGE = (1_000, 366 * 86_400_000)
+
+# ---------------------------------------------------------------- beyond cron
+
+MAX_JOB_CALENDARS = 8  #: calendars one job may observe
+MAX_CALENDAR_ENTRIES = 5_000  #: dates + windows of one calendar
+MAX_CALENDAR_DESCRIPTION_CHARS = 500
+MAX_CHAIN_CHILDREN = 16  #: per list (onSuccess, onFailure) of one job
+MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
+#: the output tail a ping may carry (the rest of a long log belongs elsewhere)
+MAX_PING_OUTPUT_CHARS = 65_536
+
+# ---------------------------------------------------------------- notification rules
+
+MAX_NOTIFY_RULES = 20  #: rules of one job
+MAX_NOTIFY_URL_CHARS = 2048  #: a webhook rule's URL
+MIN_SECRET_CHARS = 16  #: a webhook rule's secret keys an HMAC: not a short one
+MAX_SECRET_CHARS = 200
+MAX_RECIPIENTS = 20  #: an email rule's addresses
+MAX_NOTIFY_COMMAND_BYTES = 8192  #: a command rule's command
+NOTIFY_AFTER_SEC_RANGE = (1, 30 * 86_400)  #: a late rule's afterSec
+NOTIFY_MAX_PER_HOUR_RANGE = (1, 3600)
+NOTIFY_MAX_ATTEMPTS_RANGE = (1, 50)
+
+# ---------------------------------------------------------------- tenants and tokens
+
+MAX_WEIGHT = 1000  #: a tenant's fair share of the ready queue
+MAX_QUOTA = 1_000_000_000  #: maxRunning, maxJobs, submitBurst
+MAX_RATE = 1_000_000.0  #: submitRate, submissions per second
+MAX_HTTP_ALLOW = 100  #: hosts of a tenant's httpAllow
+MAX_TOKEN_NAME_CHARS = 200
+MAX_TOKEN_CHARS = 200  #: longer Authorization values are refused before hashing
+
 # ---------------------------------------------------------------- worker calls
 
 MAX_WORKER_ID_CHARS = 200
 MAX_EFFECT_KEY_CHARS = 1024
 MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
 MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
+MAX_CLAIM = 100  #: executions one claim may take
+MAX_CLAIM_WAIT_SEC = 30  #: the longest long poll
+MAX_CLAIM_QUEUES = 100  #: queues one claim may name
 
 
 @dataclass(frozen=True)
@@ -88,6 +135,15 @@ class Limit:
     name: str
     value: str
     applies_to: str
+
+
+def _num(x: float) -> str:
+    """A bound as people write it: ``2592000``, ``0.2``, never ``2.592e+06``."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _range(bounds: tuple[float, float]) -> str:
+    return f"{_num(bounds[0])} .. {_num(bounds[1])}"
 
 
 #: the table of docs/security.md, "Limits" (name, value as documented, what it bounds)
@@ -119,7 +175,38 @@ LIMITS: tuple[Limit, ...] = (
     Limit("shell", f"{MAX_SHELL_BYTES} bytes", "a command's shell path"),
     Limit("runAs", f"{MAX_ACCOUNT_NAME_CHARS} characters", "a user or group name"),
     Limit("batch", f"{MAX_BATCH_JOBS} jobs", "POST /v1/jobs/batch"),
+    Limit("managedBy", f"{MAX_MANAGED_BY_CHARS} characters", "a job's manager (printable, not blank)"),
+    Limit("retryPolicy.maxAttempts", _range(RETRY_MAX_ATTEMPTS_RANGE), "attempts of one execution, the first included"),
+    Limit("retryPolicy.initialBackoffSec", _range(RETRY_INITIAL_BACKOFF_SEC_RANGE), "seconds before the first retry"),
+    Limit("retryPolicy.maxBackoffSec", _range(RETRY_MAX_BACKOFF_SEC_RANGE), "seconds, the longest backoff (at least initialBackoffSec)"),
+    Limit("retryPolicy.multiplier", _range(RETRY_MULTIPLIER_RANGE), "growth of the backoff from one retry to the next"),
+    Limit("retryPolicy.jitter", _range(RETRY_JITTER_RANGE), "the fraction of a backoff drawn at random"),
+    Limit("misfireGraceSec", _range(MISFIRE_GRACE_SEC_RANGE), "seconds a late tick still runs as scheduled"),
+    Limit("expectSuccessWithin", f"{EXPECT_SUCCESS_WITHIN_MS_RANGE[0] // 1000}s .. {EXPECT_SUCCESS_WITHIN_MS_RANGE[1] // 86_400_000}d",
+          "a watched job's window"),
+    Limit("calendars", f"{MAX_JOB_CALENDARS} calendars", "observed by one job"),
+    Limit("calendar", f"{MAX_CALENDAR_ENTRIES} dates and windows, description {MAX_CALENDAR_DESCRIPTION_CHARS} characters",
+          "PUT /v1/calendars/{name}"),
+    Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
+    Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
+    Limit("ping output", f"{MAX_PING_OUTPUT_CHARS} characters", "POST /v1/jobs/{id}/ping (the tail is kept)"),
+    Limit("notify", f"{MAX_NOTIFY_RULES} rules", "a job's notification rules"),
+    Limit("notify url", f"{MAX_NOTIFY_URL_CHARS} characters", "a webhook rule"),
+    Limit("notify secret", f"{MIN_SECRET_CHARS} .. {MAX_SECRET_CHARS} bytes", "a webhook rule (it keys the HMAC signature)"),
+    Limit("notify to", f"{MAX_RECIPIENTS} addresses", "an email rule"),
+    Limit("notify command", f"{MAX_NOTIFY_COMMAND_BYTES} bytes", "a command rule"),
+    Limit("notify afterSec", _range(NOTIFY_AFTER_SEC_RANGE), "seconds after the tick, a late rule"),
+    Limit("notify maxPerHour", _range(NOTIFY_MAX_PER_HOUR_RANGE), "notifications sent per rolling hour, per job"),
+    Limit("notify maxAttempts", _range(NOTIFY_MAX_ATTEMPTS_RANGE), "deliveries of one notification before it is dead-lettered"),
+    Limit("tenant weight", _range((1, MAX_WEIGHT)), "a tenant's share of the ready queue"),
+    Limit("tenant quotas", f"0 .. {MAX_QUOTA}", "maxRunning, maxJobs (submitBurst from 1)"),
+    Limit("tenant submitRate", f"above 0, at most {_num(MAX_RATE)}", "submissions per second"),
+    Limit("tenant httpAllow", f"{MAX_HTTP_ALLOW} hosts", "a tenant's HTTP allow-list"),
+    Limit("token name", f"{MAX_TOKEN_NAME_CHARS} characters", "POST /v1/tokens (printable)"),
+    Limit("token", f"{MAX_TOKEN_CHARS} characters", "the Authorization header's bearer token (longer: refused before hashing)"),
     Limit("workerId", f"{MAX_WORKER_ID_CHARS} characters", "claim, heartbeat, complete, effects"),
+    Limit("claim", f"{MAX_CLAIM} executions, {MAX_CLAIM_QUEUES} queues, waitSec 0 .. {MAX_CLAIM_WAIT_SEC}",
+          "POST /v1/workers/claim"),
     Limit("effect key", f"{MAX_EFFECT_KEY_CHARS} characters", "POST /v1/executions/{id}/effects"),
     Limit("error / output", f"{MAX_ERROR_CHARS} / {MAX_OUTPUT_CHARS} characters", "a completion (the tail is kept)"),
 )

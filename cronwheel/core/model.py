@@ -109,8 +109,6 @@ MISFIRE_RUN_ALL_CAP = 100
 #: next tick came due or this much time passed (core.planning); a job's ``misfire_grace_sec``
 #: replaces both.
 MISFIRE_GRACE_MS = 60_000
-#: the range of a job's explicit ``misfireGraceSec``
-MISFIRE_GRACE_SEC_RANGE = (0, 86_400)
 
 
 class ExecOrigin(StrEnum):

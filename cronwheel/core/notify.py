@@ -39,6 +39,18 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+from cronwheel.core.limits import (
+    EXPECT_SUCCESS_WITHIN_MS_RANGE,
+    MAX_NOTIFY_COMMAND_BYTES,
+    MAX_NOTIFY_RULES,
+    MAX_NOTIFY_URL_CHARS,
+    MAX_RECIPIENTS,
+    MAX_SECRET_CHARS,
+    MIN_SECRET_CHARS,
+    NOTIFY_AFTER_SEC_RANGE,
+    NOTIFY_MAX_ATTEMPTS_RANGE,
+    NOTIFY_MAX_PER_HOUR_RANGE,
+)
 from cronwheel.core.model import RetryPolicy
 from cronwheel.core.retry import after_failure
 from cronwheel.core.tenants import Principal, Refusal, host_allowed
@@ -73,12 +85,6 @@ DELIVERY_RETRY = RetryPolicy(max_attempts=8, initial_backoff_sec=2.0, max_backof
 #: a delivery that takes longer than this is abandoned (and retried)
 DELIVERY_TIMEOUT_SEC = 15.0
 DEFAULT_MAX_PER_HOUR = 30
-MAX_RULES = 20
-MAX_SECRET_CHARS = 200
-MIN_SECRET_CHARS = 16
-MAX_RECIPIENTS = 20
-MAX_URL_CHARS = 2048
-MAX_COMMAND_BYTES = 8192
 #: the tail of a run's output a notification carries
 OUTPUT_TAIL_CHARS = 2000
 SIGNATURE_HEADER = "Cronwheel-Signature"
@@ -216,14 +222,14 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
     if on is NotifyOn.LATE:
         if data.get("afterSec") is None:
             raise RuleError(f"{field}.afterSec", f"{field}.afterSec is required for a late rule (seconds after the tick)")
-        after_sec = _int(f"{field}.afterSec", data["afterSec"], 1, 30 * 86_400)
+        after_sec = _int(f"{field}.afterSec", data["afterSec"], *NOTIFY_AFTER_SEC_RANGE)
     elif data.get("afterSec") is not None:
         raise RuleError(f"{field}.afterSec", f"{field}.afterSec applies to late rules only")
-    max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), 1, 3600)
-    max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), 1, 50)
+    max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), *NOTIFY_MAX_PER_HOUR_RANGE)
+    max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), *NOTIFY_MAX_ATTEMPTS_RANGE)
     if via is Via.WEBHOOK:
-        url = _text(f"{field}.url", data["url"], MAX_URL_CHARS)
-        problem = None if stored else http_url_problem(url, MAX_URL_CHARS)
+        url = _text(f"{field}.url", data["url"], MAX_NOTIFY_URL_CHARS)
+        problem = None if stored else http_url_problem(url, MAX_NOTIFY_URL_CHARS)
         if problem is not None:
             raise RuleError(f"{field}.url", f"{field}.url {problem}")
         secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
@@ -240,15 +246,15 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
             if not isinstance(addr, str) or not _EMAIL_RE.match(addr):
                 raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {str(addr)[:100]!r}")
         return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
-    command = _text(f"{field}.command", data["command"], MAX_COMMAND_BYTES)
+    command = _text(f"{field}.command", data["command"], MAX_NOTIFY_COMMAND_BYTES)
     return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
 
 
 def rules_from_json(data: Any, field: str = "notify") -> tuple[Rule, ...]:
     if not isinstance(data, list):
         raise RuleError(field, f"{field} must be a list of rules")
-    if len(data) > MAX_RULES:
-        raise RuleError(field, f"{field} may hold at most {MAX_RULES} rules, not {len(data)}")
+    if len(data) > MAX_NOTIFY_RULES:
+        raise RuleError(field, f"{field} may hold at most {MAX_NOTIFY_RULES} rules, not {len(data)}")
     rules = tuple(rule_from_json(item, f"{field}[{i}]") for i, item in enumerate(data))
     seen: set[str] = set()
     for i, rule in enumerate(rules):
@@ -287,8 +293,6 @@ def stored_rules(data: Any) -> tuple[Rule, ...]:
 
 _DURATION_RE = re.compile(r"^\s*(\d{1,12})\s*(ms|s|m|h|d|w)?\s*$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-#: the shortest and longest expectSuccessWithin windows
-WINDOW_RANGE_MS = (1_000, 366 * 86_400_000)
 
 
 def parse_window(value: Any, field: str = "expectSuccessWithin") -> int:
@@ -296,7 +300,7 @@ def parse_window(value: Any, field: str = "expectSuccessWithin") -> int:
     if isinstance(value, bool):
         raise RuleError(field, f"{field} must be a duration like \"26h\" or a number of seconds")
     if isinstance(value, int | float):
-        lo_s, hi_s = WINDOW_RANGE_MS[0] / 1000, WINDOW_RANGE_MS[1] / 1000
+        lo_s, hi_s = EXPECT_SUCCESS_WITHIN_MS_RANGE[0] / 1000, EXPECT_SUCCESS_WITHIN_MS_RANGE[1] / 1000
         if not lo_s <= value <= hi_s:  # checked before scaling: 1e308 seconds is no window either
             raise RuleError(field, f"{field} must be between 1s and 366d")
         ms = round(value * 1000)
@@ -304,7 +308,7 @@ def parse_window(value: Any, field: str = "expectSuccessWithin") -> int:
         ms = int(m.group(1)) * _UNIT_MS[m.group(2) or "s"]
     else:
         raise RuleError(field, f"{field} must be a duration like \"26h\", \"90m\", \"2d\" or a number of seconds, not {str(value)[:50]!r}")
-    lo, hi = WINDOW_RANGE_MS
+    lo, hi = EXPECT_SUCCESS_WITHIN_MS_RANGE
     if not lo <= ms <= hi:
         raise RuleError(field, f"{field} must be between 1s and 366d")
     return ms

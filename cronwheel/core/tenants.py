@@ -27,14 +27,13 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+from cronwheel.core.limits import MAX_TOKEN_CHARS
+
 TOKEN_PREFIX = "cw_"
 TOKEN_BYTES = 32  #: 256 bits of randomness per token
-MAX_TOKEN_CHARS = 200  #: longer Authorization values are refused before hashing
 TENANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}$")
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.?$")
-MAX_HTTP_ALLOW = 100
-MAX_WEIGHT = 1000
 #: target kinds that run arbitrary code as the daemon's user
 CODE_TARGETS = ("command", "python")
 

@@ -81,3 +81,34 @@ def test_a_stored_time_past_year_9999_does_not_crash_a_listing(daemon: Daemon) -
         r = daemon.cli(*args)
         assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr[-400:])
     assert "far" in daemon.cli("ls").stdout
+
+
+def test_following_output_on_a_tty_shows_escapes_not_obeys_them(daemon: Daemon) -> None:
+    """``logs -f JOB`` and ``logs -f EXECUTION`` print a job's output as it comes: on a
+    terminal its control sequences are shown as escapes, like ``logs``; into a pipe exact."""
+    job = daemon.add_job({"runAt": "+2s", "command": "sleep 0.5; " + PRINTF + "; sleep 0.5", "name": "hostile-live",
+                          "retryPolicy": {"maxAttempts": 1}})["jobId"]
+    live = cli_on_a_tty(daemon, "logs", "-f", job)  # waits for the run, streams it, ends with the job
+    assert "\x1b" not in live and "\x07" not in live and "\x9b" not in live, repr(live)
+    assert "\\x1b[2J" in live and "\\x1b]0;pwned\\x07" in live and "\\x1b]52;c;aGk=\\x07" in live, repr(live)
+    (ex,) = daemon.executions(job)
+    ended = cli_on_a_tty(daemon, "logs", "-f", ex["executionId"])  # an ended one: its output, then how it ended
+    assert "\x1b" not in ended and "\x07" not in ended and "\\x1b]52;c;aGk=\\x07" in ended, repr(ended)
+    piped = daemon.cli("logs", "-f", ex["executionId"])
+    assert piped.returncode == 0 and piped.stdout.startswith(HOSTILE), repr(piped.stdout)
+
+
+def test_export_as_a_crontab_on_a_tty_shows_escapes_and_into_a_file_is_exact(daemon: Daemon) -> None:
+    """A tenant's command, standard input and environment are written by ``export`` on a
+    terminal as visible escapes; into a pipe exactly as stored (click would otherwise strip
+    what looks like ANSI styling, and the file would not import back to the same job)."""
+    daemon.add_job({"schedule": "0 3 * * *", "command": "echo '" + HOSTILE + "'", "stdin": "in" + HOSTILE,
+                    "env": {"GREETING": "hi" + HOSTILE}, "name": "hostile-export"})
+    shown = cli_on_a_tty(daemon, "export", "--format", "crontab")
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown, repr(shown)
+    assert "echo '\\x1b[2J\\x1b]0;pwned\\x07" in shown and "GREETING=hi\\x1b[2J" in shown, repr(shown)
+    assert "%in\\x1b[2J" in shown, repr(shown)
+    piped = daemon.cli("export", "--format", "crontab")
+    assert piped.returncode == 0, piped.stderr
+    assert f"echo '{HOSTILE}'" in piped.stdout and f"GREETING=hi{HOSTILE}" in piped.stdout, repr(piped.stdout)
+    assert f"%in{HOSTILE}" in piped.stdout, repr(piped.stdout)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import resource
 import socket
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,22 @@ def metric(text: str, name: str, **labels: str) -> float:
         if line.startswith(f"{name}{{{want}}} " if want else f"{name} "):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def test_the_file_limit_is_raised_to_the_hard_limit_at_start(make_daemon: Any) -> None:
+    """Started with a soft RLIMIT_NOFILE below the hard one (a login shell's 1024 under a
+    hard 524288, say), the daemon takes the soft limit up to the hard one and sizes its
+    connection budgets within it."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    hard = 2048 if hard == resource.RLIM_INFINITY or hard >= 2048 else hard
+    soft = hard // 4
+    d: Daemon = make_daemon(workers=1, slots=1, nofile=(soft, hard))
+    started = d.event("node.started")
+    assert started is not None and started["fileLimit"] == hard, started
+    assert started["maxConnections"] + started["maxLocalConnections"] <= hard
+    with open(f"/proc/{d.pid}/limits") as f:  # what the process holds now, not only what it said
+        line = next(x for x in f if x.startswith("Max open files"))
+    assert line.split()[3:5] == [str(hard), str(hard)], line
 
 
 def test_a_connection_flood_leaves_the_local_socket_and_the_ticks_alone(make_daemon: Any, tmp_path: Path) -> None:

@@ -44,9 +44,10 @@ class Daemon:
         slots: int = 4,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
-        nofile: int | None = None,
+        nofile: int | tuple[int, int] | None = None,
     ) -> None:
-        """``nofile``: start the daemon with this file limit (soft and hard)."""
+        """``nofile``: start the daemon with this file limit, soft and hard (an int), or
+        ``(soft, hard)``: a soft limit below the hard one, which the daemon should raise."""
         self.data_dir = data_dir
         self.workers = workers
         self.slots = slots
@@ -72,11 +73,11 @@ class Daemon:
             "--log-format", "json", *self.args,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
-        limit = self.nofile
+        limit = (self.nofile, self.nofile) if isinstance(self.nofile, int) else self.nofile
 
         def low_file_limit() -> None:
             if limit is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+                resource.setrlimit(resource.RLIMIT_NOFILE, limit)
 
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir.parent,
                                      start_new_session=True, preexec_fn=low_file_limit if limit is not None else None)

@@ -3,7 +3,9 @@ text/number/JSON checks, the once-per-interval log limiter and the connection bu
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 
 from hypothesis import given
@@ -21,7 +23,18 @@ from cronwheel.core.limits import (
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.schedule import format_instant, parse_schedule
 
-SECURITY = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+ROOT = Path(__file__).resolve().parents[2]
+SECURITY = ROOT / "docs" / "security.md"
+#: bounds that live beside their code, not in the table, and why: none of them bounds what a
+#: request body, a header or a worker frame may carry
+NOT_INPUT_BOUNDS = {
+    "MAX_UPCOMING", "MAX_TAIL",  # how many rows a query string asks for (a read, not a write)
+    "MISFIRE_RUN_ALL_CAP", "MIN_EXTRA_MS", "MAX_BACKFILL_SCAN",  # how the scheduler plans, not input
+    "MAX_STEP",  # the cron syntax itself
+    "MAX_EVENT_DAYS",  # an .ics file the CLI reads, before any request
+    "MAX_WINDOW_S",  # the herd preview's own check (the API bounds its query string)
+    "MAX_CHUNK", "MIN_INTERVAL", "MIN_SEND",  # live output's flow control
+}
 
 
 def test_docs_print_the_limits_table() -> None:
@@ -31,6 +44,23 @@ def test_docs_print_the_limits_table() -> None:
         assert row in text, f"docs/security.md is missing or has another version of: {row}"
     rows = [line for line in text.split("### Limits", 1)[1].split("\n## ", 1)[0].splitlines() if line.startswith("| ")]
     assert len(rows) == len(LIMITS) + 1, "the table has exactly the limits (and its header)"
+
+
+def test_every_input_bound_is_in_the_one_table() -> None:
+    """No bound of what may enter is defined beside its code (a second MAX_URL_CHARS, a
+    retryPolicy range written inline): api/ and core/ take them from core/limits.py, whose
+    LIMITS docs/security.md prints."""
+    bound = re.compile(r"^(MAX|MIN)_|_RANGE(_MS)?$")
+    stray = []
+    for path in sorted([*(ROOT / "cronwheel" / "api").rglob("*.py"), *(ROOT / "cronwheel" / "core").rglob("*.py")]):
+        if path.name == "limits.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name) and bound.search(t.id) and t.id not in NOT_INPUT_BOUNDS:
+                    stray.append(f"{path.relative_to(ROOT)}: {t.id}")
+    assert stray == [], "bounds outside core/limits.py (move them there and into LIMITS): " + ", ".join(stray)
 
 
 def test_text_problems() -> None:

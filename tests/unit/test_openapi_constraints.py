@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
+from cronwheel.core import limits as lim
 from cronwheel.core.model import Job, JobStatus, MisfirePolicy, OverlapPolicy, Priority
-from cronwheel.core.tenants import MAX_HTTP_ALLOW, MAX_WEIGHT, Role
+from cronwheel.core.tenants import Role
 
 DOC = json.loads((Path(v.__file__).with_name("openapi.json")).read_text())
 SCHEMAS = DOC["components"]["schemas"]
@@ -104,7 +105,30 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
     assert (batch["minItems"], batch["maxItems"]) == (1, v.MAX_BATCH_JOBS)
     assert SCHEMAS["JobItem"]["properties"]["idempotencyKey"]["maxLength"] == v.MAX_IDEMPOTENCY_KEY_CHARS
     claim = SCHEMAS["ClaimRequest"]["properties"]
-    assert claim["max"]["maximum"] == v.MAX_CLAIM and claim["waitSec"]["maximum"] == v.MAX_CLAIM_WAIT_SEC
+    assert claim["max"]["maximum"] == lim.MAX_CLAIM and claim["waitSec"]["maximum"] == lim.MAX_CLAIM_WAIT_SEC
+    assert (claim["queues"]["minItems"], claim["queues"]["maxItems"]) == (1, lim.MAX_CLAIM_QUEUES)
+    retry = SCHEMAS["RetryPolicy"]["properties"]
+    for member, bounds in (("maxAttempts", lim.RETRY_MAX_ATTEMPTS_RANGE), ("initialBackoffSec", lim.RETRY_INITIAL_BACKOFF_SEC_RANGE),
+                           ("maxBackoffSec", lim.RETRY_MAX_BACKOFF_SEC_RANGE), ("multiplier", lim.RETRY_MULTIPLIER_RANGE),
+                           ("jitter", lim.RETRY_JITTER_RANGE)):
+        assert (retry[member]["minimum"], retry[member]["maximum"]) == bounds, member
+    assert (job["misfireGraceSec"]["minimum"], job["misfireGraceSec"]["maximum"]) == lim.MISFIRE_GRACE_SEC_RANGE
+    assert job["managedBy"]["maxLength"] == lim.MAX_MANAGED_BY_CHARS
+    assert job["calendars"]["maxItems"] == lim.MAX_JOB_CALENDARS
+    chain = SCHEMAS["ChainRequest"]["properties"]
+    assert job["onSuccess"]["maxItems"] == job["onFailure"]["maxItems"] == lim.MAX_CHAIN_CHILDREN
+    assert chain["onSuccess"]["maxItems"] == chain["onFailure"]["maxItems"] == lim.MAX_CHAIN_CHILDREN
+    calendar = SCHEMAS["CalendarRequest"]["properties"]
+    assert calendar["dates"]["maxItems"] == calendar["windows"]["maxItems"] == lim.MAX_CALENDAR_ENTRIES
+    assert calendar["description"]["maxLength"] == lim.MAX_CALENDAR_DESCRIPTION_CHARS
+    assert job["notify"]["oneOf"][0]["maxItems"] == lim.MAX_NOTIFY_RULES
+    rule = SCHEMAS["NotifyRule"]["properties"]
+    assert rule["url"]["maxLength"] == lim.MAX_NOTIFY_URL_CHARS and rule["command"]["maxLength"] == lim.MAX_NOTIFY_COMMAND_BYTES
+    assert (rule["secret"]["minLength"], rule["secret"]["maxLength"]) == (lim.MIN_SECRET_CHARS, lim.MAX_SECRET_CHARS)
+    assert rule["to"]["oneOf"][1]["maxItems"] == lim.MAX_RECIPIENTS
+    for member, bounds in (("afterSec", lim.NOTIFY_AFTER_SEC_RANGE), ("maxPerHour", lim.NOTIFY_MAX_PER_HOUR_RANGE),
+                           ("maxAttempts", lim.NOTIFY_MAX_ATTEMPTS_RANGE)):
+        assert (rule[member]["minimum"], rule[member]["maximum"]) == bounds, member
     for name in ("ClaimRequest", "LeaseRequest", "CompleteRequest", "EffectRequest"):
         assert SCHEMAS[name]["properties"]["workerId"]["maxLength"] == v.MAX_WORKER_ID_CHARS
     assert SCHEMAS["EffectRequest"]["properties"]["key"]["maxLength"] == v.MAX_EFFECT_KEY_CHARS
@@ -112,12 +136,12 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
     for name in ("TenantRequest", "TenantPatch"):
         tenant = SCHEMAS[name]["properties"]
         assert set(tenant) - {"name"} == set(tv.TENANT_FIELDS)
-        assert tenant["weight"]["maximum"] == MAX_WEIGHT and tenant["httpAllow"]["maxItems"] == MAX_HTTP_ALLOW
-        assert tenant["maxRunning"]["maximum"] == tenant["maxJobs"]["maximum"] == tenant["submitBurst"]["maximum"] == tv.MAX_QUOTA
-        assert tenant["submitRate"]["maximum"] == tv.MAX_RATE
+        assert tenant["weight"]["maximum"] == lim.MAX_WEIGHT and tenant["httpAllow"]["maxItems"] == lim.MAX_HTTP_ALLOW
+        assert tenant["maxRunning"]["maximum"] == tenant["maxJobs"]["maximum"] == tenant["submitBurst"]["maximum"] == lim.MAX_QUOTA
+        assert tenant["submitRate"]["maximum"] == lim.MAX_RATE
     token = SCHEMAS["TokenRequest"]["properties"]
     assert sorted(token["role"]["enum"]) == sorted(r.value for r in Role)
-    assert token["name"]["maxLength"] == tv.MAX_TOKEN_NAME_CHARS
+    assert token["name"]["maxLength"] == lim.MAX_TOKEN_NAME_CHARS
     header = DOC["paths"]["/v1/jobs"]["post"]["parameters"][0]
     assert header["name"] == "Idempotency-Key" and header["schema"]["maxLength"] == v.MAX_IDEMPOTENCY_KEY_CHARS
 
@@ -260,7 +284,7 @@ def test_worker_bodies_agree() -> None:
                                      optional={"exitCode": _around(-(2**31), 2**31 - 1), "error": TEXT, "output": TEXT})
     effect = st.fixed_dictionaries({"workerId": worker, "leaseEpoch": epoch, "key": st.one_of(TEXT, st.just("k" * 1025))})
     claim = st.fixed_dictionaries({"workerId": worker, "queues": st.one_of(st.lists(TEXT, max_size=3), st.none())},
-                                  optional={"max": _around(1, v.MAX_CLAIM), "waitSec": _around(0, v.MAX_CLAIM_WAIT_SEC)})
+                                  optional={"max": _around(1, lim.MAX_CLAIM), "waitSec": _around(0, lim.MAX_CLAIM_WAIT_SEC)})
 
     @PROPERTY
     @given(st.one_of(lease.map(lambda b: ("LeaseRequest", b)), complete.map(lambda b: ("CompleteRequest", b)),
@@ -275,10 +299,10 @@ def test_worker_bodies_agree() -> None:
 
 
 def test_tenant_and_token_bodies_agree() -> None:
-    quota = _around(0, 1, tv.MAX_QUOTA)
+    quota = _around(0, 1, lim.MAX_QUOTA)
     tenant = st.fixed_dictionaries({"name": st.one_of(TEXT, st.just("a" * 65))}, optional={
-        "weight": _around(1, MAX_WEIGHT), "maxRunning": quota, "maxJobs": quota, "submitBurst": quota,
-        "submitRate": _around(0, tv.MAX_RATE), "allowShell": st.sampled_from([True, False, None, 1]),
+        "weight": _around(1, lim.MAX_WEIGHT), "maxRunning": quota, "maxJobs": quota, "submitBurst": quota,
+        "submitRate": _around(0, lim.MAX_RATE), "allowShell": st.sampled_from([True, False, None, 1]),
     })
     token = st.fixed_dictionaries({}, optional={
         "role": st.sampled_from(["tenant", "worker", "admin", "metrics", "root", None]),
