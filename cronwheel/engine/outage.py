@@ -20,7 +20,6 @@ from cronwheel.core.ratelimit import OncePer
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import StoreUnavailable
 
-
 #: the same error of a loop is logged at most once per this many seconds
 ERROR_LOG_INTERVAL_SEC = 10.0
 
