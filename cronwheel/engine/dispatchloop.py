@@ -29,13 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import Execution, Grant, Priority
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import StartRequest
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Store
+from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
 
 #: after the wall clock steps forward, leases are not reaped for this long: every execution
@@ -44,6 +45,11 @@ from cronwheel.worker.pool import WorkerPool
 STEP_REAP_PAUSE_SEC = 60.0
 #: dispatchable executions read per page by ``refill``
 REFILL_PAGE = 5000
+#: an execution whose start failed alone is tried again after this, doubling per failure
+START_RETRY_MS = 1_000
+START_RETRY_MAX_MS = 60_000
+#: executions whose start failures are counted at once (a bound, not an expected number)
+MAX_REMEMBERED_FAILURES = 10_000
 
 
 class DispatchLoop:
@@ -75,6 +81,8 @@ class DispatchLoop:
         self._reap_after = 0.0  #: monotonic: no reaping before this (after a forward clock step)
         self.reserved_high_slots = reserved_high_slots
         self.health = LoopHealth(events, clock, "dispatch")
+        self._start_failures: dict[str, int] = {}  #: execution id -> starts that failed alone
+        self._start_failed_log = OncePer(60.0)
         self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status
         self._wake = asyncio.Event()
         self._stopping = False
@@ -225,13 +233,13 @@ class DispatchLoop:
             starts = [StartRequest(xid, worker_id) for worker_id, xid in assignment]
             start_at = self.clock.now_ms()
             try:
-                def start(s: Store, starts: list[StartRequest] = starts, at: int = start_at) -> list[Grant]:
-                    return s.start_executions(starts, at)
-
-                grants = await self.writer.run(start)
+                grants, refused = await self._start_isolated(starts, start_at)
             except Exception:
                 self._requeue([xid for _, xid in assignment])  # still PENDING in the store
                 raise
+            if refused:
+                assignment = [(wid, xid) for wid, xid in assignment if xid not in refused]
+                self._retry_refused(refused, start_at)
             by_worker: dict[str, list[Grant]] = {}
             worker_of = {xid: wid for wid, xid in assignment}
             for grant in grants:
@@ -250,6 +258,9 @@ class DispatchLoop:
                     lagMs=lag,
                     origin=grant.origin.value,
                 )
+            if self._start_failures:  # a start that failed before went through this time
+                for g in grants:
+                    self._start_failures.pop(g.execution_id, None)
             granted = {g.execution_id for g in grants}
             self.release(xid for _, xid in assignment if xid not in granted)
             for xid, _ in ((x, w) for w, x in assignment):
@@ -258,6 +269,44 @@ class DispatchLoop:
                 self.pool.send_grants(worker_id, worker_grants)
             if len(grants) < len(assignment):
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
+
+    async def _start_isolated(self, starts: list[StartRequest], at: int) -> tuple[list[Grant], dict[str, Exception]]:
+        """Start ``starts`` in one transaction. The batch holds many tenants' executions: when
+        it fails for anything but an unreachable store, it is split in halves and each tried
+        again, down to single starts, so only an execution whose own start fails is left out
+        (returned with its error) and every other one starts. StoreUnavailable is raised."""
+
+        def start(s: Store, batch: list[StartRequest] = starts) -> list[Grant]:
+            return s.start_executions(batch, at)
+
+        try:
+            return await self.writer.run(start), {}
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if len(starts) == 1:
+                return [], {starts[0].execution_id: exc}
+            mid = len(starts) // 2
+            first, refused_first = await self._start_isolated(starts[:mid], at)
+            second, refused_second = await self._start_isolated(starts[mid:], at)
+            return first + second, {**refused_first, **refused_second}
+
+    def _retry_refused(self, refused: dict[str, Exception], now_ms: int) -> None:
+        """Executions whose start failed alone stay PENDING in the store: try each again after
+        a backoff that doubles per failure (up to ``START_RETRY_MAX_MS``), logged at most once
+        per interval per execution, so one bad row neither stops the others nor floods the log."""
+        self.release(refused)
+        for xid, exc in refused.items():
+            fails = self._start_failures.get(xid, 0) + 1
+            self._start_failures[xid] = fails
+            delay = min(START_RETRY_MAX_MS, START_RETRY_MS * 2 ** (fails - 1))
+            tier, tenant, scheduled_at = self.meta[xid]
+            if self._start_failed_log.allow(xid, self.clock.monotonic()):
+                self.events.emit("dispatch.start_failed", executionId=xid, tenant=tenant, error=repr(exc)[:500],
+                                 failures=fails, retryInMs=delay, suppressed=self._start_failed_log.suppressed)  # fmt: skip
+            self._retry_at(xid, tier, tenant, scheduled_at, now_ms + delay)
+        while len(self._start_failures) > MAX_REMEMBERED_FAILURES:
+            del self._start_failures[next(iter(self._start_failures))]
 
     def _requeue(self, execution_ids: list[str]) -> None:
         self.release(execution_ids)

@@ -5,7 +5,10 @@ right: each one is worth its traceback. For a store outage (a restart, a failove
 noise: every loop would log a traceback every half second for as long as it lasts. A loop
 reports its errors through ``LoopHealth``: ``StoreUnavailable`` gives one
 ``store.unavailable`` per outage and loop, and the first good turn after it one
-``store.available`` with how long it lasted; any other error is logged as before.
+``store.available`` with how long it lasted. Any other error is logged with its traceback,
+at most once per ``ERROR_LOG_INTERVAL_SEC`` for the same error (type and message): a loop that
+fails on every turn says so once, then once per interval with the count held back
+(``suppressed``), instead of a traceback twice a second.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ from __future__ import annotations
 from traceback import format_exc
 
 from cronwheel.core.clock import Clock
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import StoreUnavailable
+
+#: the same error of a loop is logged at most once per this many seconds
+ERROR_LOG_INTERVAL_SEC = 10.0
 
 
 class LoopHealth:
@@ -23,6 +30,7 @@ class LoopHealth:
         self.clock = clock
         self.loop = loop
         self._down_since: float | None = None  # monotonic seconds, while the store is down
+        self._errors = OncePer(ERROR_LOG_INTERVAL_SEC, max_keys=64)
 
     def failed(self, exc: Exception, traceback_limit: int = 8) -> None:
         """Report an exception caught by the loop (call it inside the ``except`` block)."""
@@ -31,7 +39,12 @@ class LoopHealth:
                 self._down_since = self.clock.monotonic()
                 self.events.emit("store.unavailable", loop=self.loop, error=str(exc))
             return
-        self.events.emit(f"{self.loop}.error", error=repr(exc), traceback=format_exc(limit=traceback_limit))
+        error = repr(exc)
+        if not self._errors.allow(error[:300], self.clock.monotonic()):
+            return
+        held = self._errors.suppressed
+        self.events.emit(f"{self.loop}.error", error=error, traceback=format_exc(limit=traceback_limit),
+                         **({"suppressed": held} if held else {}))
 
     def ok(self) -> None:
         """The loop's turn went through (cheap: call it after every turn)."""

@@ -183,3 +183,24 @@ def test_a_poisoned_heartbeat_costs_its_neighbours_no_lease(node: tuple[Daemon, 
     (ex,) = d.executions(victim)
     assert ex["attempt"] == 1 and ex["leaseEpoch"] == 1, ex
     assert d.events("heartbeat.error"), "the failing renewal is logged"
+
+
+def test_a_poisoned_start_costs_its_neighbours_nothing(node: tuple[Daemon, Callable[[Poison], None]]) -> None:
+    """The dispatcher starts many tenants' executions in one write; one tenant's starts fail.
+    Every other execution starts, runs once and succeeds; the poisoned ones wait, PENDING,
+    and are tried again later (logged, not looped on)."""
+    d, poison = node
+    acme = tenant_token(d, "acme", allow_shell=True)
+    poison(("executions", "BEFORE UPDATE", "OLD.status = 'PENDING' AND NEW.status = 'RUNNING' AND NEW.tenant = 'acme'"))
+    poisoned = [d.post("/v1/jobs", {"runAt": "+1s", "command": "true"}, token=acme).json()["jobId"] for _ in range(3)]
+    jobs = [d.add_job({"runAt": "+1s", "command": "true", "retryPolicy": {"maxAttempts": 1}})["jobId"] for _ in range(40)]
+    wait_for(lambda: all(e["status"] == "SUCCEEDED" for j in jobs for e in d.executions(j) or [{"status": "-"}]),
+             timeout=60, interval=0.5, what="every admin job to succeed")
+    for j in jobs:
+        (ex,) = d.executions(j)
+        assert ex["attempt"] == 1 and ex["leaseEpoch"] == 1, ex
+    assert [e["status"] for j in poisoned for e in d.executions(j)] == ["PENDING"] * 3
+    failed = wait_for(lambda: d.events("dispatch.start_failed"), what="the failed starts to be logged")
+    assert {e["tenant"] for e in failed} == {"acme"} and all(e["retryInMs"] >= 1000 for e in failed)
+    assert not d.events("dispatch.error"), "the loop itself never failed"
+    assert d.get("/v1/dlq").json()["executions"] == []

@@ -33,14 +33,24 @@ def test_an_outage_is_one_unavailable_and_one_available_with_its_length() -> Non
     assert _events(out)[1]["downMs"] == 10_000
 
 
-def test_other_errors_are_logged_each_time_with_their_traceback() -> None:
-    out = io.StringIO()
-    health = LoopHealth(EventLog("n", out, fmt="json"), FakeClock(), "dispatch")
-    for _ in range(2):
+def test_other_errors_keep_their_traceback_once_per_interval() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    health = LoopHealth(EventLog("n", out, fmt="json"), clock, "dispatch")
+
+    def fail(exc: Exception) -> None:
         try:
-            raise KeyError("bug")
-        except KeyError as exc:
-            health.failed(exc)
+            raise exc
+        except Exception as caught:
+            health.failed(caught)
+
+    for _ in range(21):  # a loop failing on every turn, twice a second, for 10 s
+        fail(KeyError("bug"))
+        clock.advance(500)
+    fail(ValueError("another bug"))  # a different error is told at once
     records = _events(out)
-    assert [e["event"] for e in records] == ["dispatch.error", "dispatch.error"]
-    assert "KeyError" in records[0]["error"] and "Traceback" in records[0]["traceback"]
+    assert [(e["event"], e["error"], e.get("suppressed")) for e in records] == [
+        ("dispatch.error", "KeyError('bug')", None),
+        ("dispatch.error", "KeyError('bug')", 19),  # 10 s later, with the 19 held back meanwhile
+        ("dispatch.error", "ValueError('another bug')", None),
+    ]
+    assert all("Traceback" in e["traceback"] for e in records)
