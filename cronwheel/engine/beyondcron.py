@@ -13,9 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from cronwheel.core import schedule as sched
-from cronwheel.core.backfill import MAX_BACKFILL_TICKS, job_ticks, plan_backfill
+from cronwheel.core.backfill import job_ticks, plan_backfill
 from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
+from cronwheel.core.limits import MAX_BACKFILL_TICKS
 from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.parts import NodeParts
