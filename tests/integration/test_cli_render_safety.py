@@ -103,7 +103,7 @@ def test_export_as_a_crontab_on_a_tty_shows_escapes_and_into_a_file_is_exact(dae
     terminal as visible escapes; into a pipe exactly as stored (click would otherwise strip
     what looks like ANSI styling, and the file would not import back to the same job)."""
     daemon.add_job({"schedule": "0 3 * * *", "command": "echo '" + HOSTILE + "'", "stdin": "in" + HOSTILE,
-                    "env": {"GREETING": "hi" + HOSTILE}, "name": "hostile-export"})
+                    "env": {"GREETING": "hi" + HOSTILE}})  # no name: a crontab line cannot say one
     shown = cli_on_a_tty(daemon, "export", "--format", "crontab")
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown, repr(shown)
     assert "echo '\\x1b[2J\\x1b]0;pwned\\x07" in shown and "GREETING=hi\\x1b[2J" in shown, repr(shown)
