@@ -166,9 +166,11 @@ def fmt_utc(value: str | datetime | None) -> str:
 
 
 def fmt_both(value: str | None, tz: tzinfo | None = None) -> str:
+    """UTC first, as every listing shows it, then the job's own zone when it has one
+    (``2026-12-01 08:00:00 UTC  (2026-12-01 09:00:00 CET)``), else the RFC 3339 form."""
     if not value:
         return "-"
-    return f"{fmt_local(value, tz)}  ({fmt_utc(value)})"
+    return f"{fmt_local(value)}  ({fmt_local(value, tz) if tz is not None else fmt_utc(value)})"
 
 
 def fmt_lag(ms: int | None) -> str:

@@ -62,6 +62,16 @@ def test_add_and_ls_print_utc_whatever_the_local_zone(daemon: Daemon) -> None:
     assert "2030-01-15 12:00:00 UTC" in ls.stdout and "GMT" not in ls.stdout, ls.stdout
 
 
+def test_a_job_in_its_own_zone_shows_utc_first_as_ls_does(daemon: Daemon) -> None:
+    # noon in Paris on 15 January (CET, UTC+1), whatever year comes next
+    add = daemon.cli("add", "--name", "paris-noon", "--tz", "Europe/Paris", "0 12 15 1 *", "--", "true")
+    assert add.returncode == 0, add.stderr
+    assert re.search(r"Next run: \d{4}-01-15 11:00:00 UTC  \(\d{4}-01-15 12:00:00 CET\)", add.stdout), add.stdout
+    shown = daemon.cli("show", "paris-noon").stdout
+    assert re.search(r"Next run: +\d{4}-01-15 11:00:00 UTC  \(\d{4}-01-15 12:00:00 CET\)", shown), shown
+    assert re.search(r"\d{4}-01-15 11:00:00 UTC", daemon.cli("ls").stdout)
+
+
 def test_the_man_page_lists_lint_among_the_commands_without_a_daemon() -> None:
     text = (REPO / "man" / "cronwheel.1").read_text()
     offline = text.split("Every other command, except", 1)[1].split("talks to a running daemon", 1)[0]
