@@ -234,7 +234,7 @@ class NotificationDeliverer:
         fired = await self.writer.run(lambda s: s.check_windows(buckets, now, 500))
         for job_id, deadline, queued in fired:
             self.missed_total += 1
-            self.events.emit("window.missed", jobId=job_id, deadline=deadline, notifications=queued)
+            self.events.emit("window.missed", jobId=job_id, deadlineAt=deadline, notifications=queued)
         if fired:
             self._wake.set()
         return len(fired)

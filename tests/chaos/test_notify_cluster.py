@@ -60,7 +60,7 @@ def test_windows_fail_over_with_their_buckets(make_daemon: Callable[..., Daemon]
         nodes[holder].kill()
         wait_for(lambda: owner_of(postgres_dsn, bucket_of(job_id)) == other, 20, what="the bucket to move")
         wait_for(lambda: missed_by(nodes[other], job_id), 20, what="the new holder to fire missed")
-        deadlines = Counter(e["deadline"] for n in nodes.values() for e in missed_by(n, job_id))
+        deadlines = Counter(e["deadlineAt"] for n in nodes.values() for e in missed_by(n, job_id))
         assert deadlines and max(deadlines.values()) == 1, deadlines  # each deadline told once
         wait_for(lambda: len(rx.unique()) >= len(deadlines), 30, what="every missed delivered")
         assert all(d.signed and d.event == "missed" for ds in rx.unique().values() for d in ds)
