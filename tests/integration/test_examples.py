@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -23,8 +24,15 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.support.daemon import REPO, Daemon
-from tests.support.readme import link_checkout, reader_env, run_as_reader, section, shell_lines
+from tests.support.daemon import REPO, Daemon, free_port
+from tests.support.readme import (
+    ACTIVATE,
+    link_checkout,
+    reader_env,
+    run_as_reader,
+    section,
+    shell_lines,
+)
 from tests.support.wait import wait_for
 
 EXAMPLES = REPO / "examples"
@@ -294,3 +302,33 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+# ---------------------------------------------------------------- webhook_receiver.py
+
+
+def test_webhook_receiver_verifies_what_the_daemon_sends(d: Daemon, checkout: Path, tmp_path: Path) -> None:
+    port = str(free_port())
+    serve, add = as_written("## `webhook_receiver.py` — verify signed webhook notifications",
+                            **{"8099": port, "@every 1m": "@every 1s"})  # a free port; a tick now, not in a minute
+    log = open(tmp_path / "receiver.log", "w")  # noqa: SIM115 - the receiver's own output, read below
+    receiver = subprocess.Popen(["bash", "-c", f"source {ACTIVATE} && {serve}"], cwd=checkout, env=reader_env(),
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        wait_for(lambda: _listening(int(port)), 20, what="the example receiver to listen")
+        ok(run_as_reader(add, checkout))
+        told = wait_for(lambda: "failure: job" in (text := (tmp_path / "receiver.log").read_text()) and text,
+                        60, what="the receiver to verify and handle a failure notification")
+        assert '" 401' not in told, told  # every delivery's signature verified (the access log says 204)
+    finally:
+        os.killpg(receiver.pid, signal.SIGTERM)  # bash and the receiver it started
+        receiver.wait(10)
+        log.close()
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
