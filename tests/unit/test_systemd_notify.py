@@ -110,8 +110,8 @@ def test_run_pings_the_watchdog_only_while_healthy_and_sends_status(listener: tu
         task = asyncio.create_task(n.run(lambda: healthy[0], status, status_every_sec=0.05))
         loop = asyncio.get_running_loop()
 
-        async def collect_until(pred, timeout: float = 5.0) -> None:
-            deadline = loop.time() + timeout
+        async def collect_until(pred, within_sec: float = 5.0) -> None:
+            deadline = loop.time() + within_sec
             while not pred():
                 assert loop.time() < deadline, got
                 await asyncio.sleep(0.02)
