@@ -79,6 +79,11 @@ class ClaimResult:
     #: the following tick straight into its wheel without re-reading the index
     next_runs: list[tuple[str, int]] = field(default_factory=list)
 
+    def merged(self, other: ClaimResult) -> ClaimResult:
+        """Both claims' results as one (the halves of a claim split to isolate a failing job)."""
+        return ClaimResult(self.executions + other.executions, self.skipped + other.skipped, self.replaced + other.replaced,
+                           self.jobs_claimed + other.jobs_claimed, self.next_runs + other.next_runs)  # fmt: skip
+
 
 # ---------------------------------------------------------------- workers
 

@@ -23,14 +23,21 @@ from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.model import ExecOrigin
+from cronwheel.core.ratelimit import OncePer
+from cronwheel.core.records import ClaimResult
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
+from cronwheel.store.base import StoreUnavailable
 
 if TYPE_CHECKING:
     from cronwheel.core.model import Execution
-    from cronwheel.core.records import ClaimResult, Fence
+    from cronwheel.core.records import Fence
+
+#: a job whose own claim fails is left out of claims for this long, then tried again
+SET_ASIDE_SEC = 30.0
+MAX_SET_ASIDE = 1_000
 
 #: in cluster mode: the buckets this node may schedule right now, and the claim's fence
 Ownership = Callable[[], "tuple[list[int], Fence | None]"]
@@ -85,6 +92,8 @@ class Scheduler:
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
         self.health = LoopHealth(events, clock, "scheduler")
+        self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
+        self._set_aside_log = OncePer(60.0)
         self._steps = StepDetector()
 
     # ---- notifications from the rest of the node
@@ -200,7 +209,49 @@ class Scheduler:
         self.loaded.set()
 
     async def _claim_page(self, buckets: list[int], now: int, ahead: int, fence: Fence | None) -> ClaimResult:
-        return await self.writer.run(lambda s: s.claim_due(buckets, now, self.claim_batch, ahead, fence=fence))
+        """One claim transaction for up to ``claim_batch`` due jobs of many tenants. A bad
+        neighbour costs a retry, never a tick (invariant 8): when the claim fails for anything
+        but an unreachable store, the due jobs are claimed by id in halves, down to the job
+        whose own claim fails; that one is set aside for ``SET_ASIDE_SEC`` (logged, then tried
+        again) and every other job is claimed. StoreUnavailable is raised."""
+        if self._set_aside:
+            return await self._claim_around_set_aside(buckets, now, ahead, fence)
+        try:
+            return await self.writer.run(lambda s: s.claim_due(buckets, now, self.claim_batch, ahead, fence=fence))
+        except StoreUnavailable:
+            raise
+        except Exception:
+            return await self._claim_around_set_aside(buckets, now, ahead, fence)
+
+    async def _claim_around_set_aside(self, buckets: list[int], now: int, ahead: int, fence: Fence | None) -> ClaimResult:
+        wall = self.clock.monotonic()
+        self._set_aside = {job: until for job, until in self._set_aside.items() if until > wall}
+        limit = self.claim_batch + len(self._set_aside)
+        due = await self.reader.run(lambda s: s.due_jobs(buckets, now + ahead, limit))
+        ids = [job_id for job_id, _ in due if job_id not in self._set_aside][: self.claim_batch]
+        return await self._claim_ids(buckets, now, ahead, fence, ids) if ids else ClaimResult()
+
+    async def _claim_ids(self, buckets: list[int], now: int, ahead: int, fence: Fence | None, ids: list[str]) -> ClaimResult:
+        try:
+            return await self.writer.run(lambda s: s.claim_due(buckets, now, len(ids), ahead, fence=fence, only=ids))
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if len(ids) == 1:
+                self._set_job_aside(ids[0], exc)
+                return ClaimResult()
+            mid = len(ids) // 2
+            first = await self._claim_ids(buckets, now, ahead, fence, ids[:mid])
+            return first.merged(await self._claim_ids(buckets, now, ahead, fence, ids[mid:]))
+
+    def _set_job_aside(self, job_id: str, exc: Exception) -> None:
+        wall = self.clock.monotonic()
+        self._set_aside[job_id] = wall + SET_ASIDE_SEC
+        while len(self._set_aside) > MAX_SET_ASIDE:  # a bound, not an expected number
+            del self._set_aside[next(iter(self._set_aside))]
+        if self._set_aside_log.allow(job_id, wall):
+            self.events.emit("scheduler.claim_failed", jobId=job_id, error=repr(exc)[:500], retryInSec=SET_ASIDE_SEC,
+                             suppressed=self._set_aside_log.suppressed)  # fmt: skip
 
     async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
         claimed: set[str] = set()

@@ -420,3 +420,13 @@ def test_claim_ahead_takes_allow_jobs_early_but_guarded_jobs_only_when_due(store
     due = store.claim_due(ALL_BUCKETS, T0 + 2 * SEC, 100, ahead_ms=3 * SEC)
     by_job = {e.job_id: e.scheduled_at for e in due.executions}
     assert by_job[forbid.job_id] == T0 + 2 * SEC and by_job[replace.job_id] == T0 + 2 * SEC
+
+
+def test_a_claim_can_be_restricted_to_some_jobs(store: Store) -> None:
+    # the engine isolates a job whose claim fails by claiming the others by id
+    ids = create(store, *(new_job(next_run_at=T0) for _ in range(4)), now=T0 - MIN)
+    only = store.claim_due(ALL_BUCKETS, T0, 1000, only=ids[1:3])
+    assert sorted(ex.job_id for ex in only.executions) == sorted(ids[1:3])
+    assert store.claim_due(ALL_BUCKETS, T0, 1000, only=["nosuch"]).jobs_claimed == 0
+    rest = claim_all(store, T0)
+    assert sorted(ex.job_id for ex in rest.executions) == sorted([ids[0], ids[3]])

@@ -204,3 +204,23 @@ def test_a_poisoned_start_costs_its_neighbours_nothing(node: tuple[Daemon, Calla
     assert {e["tenant"] for e in failed} == {"acme"} and all(e["retryInMs"] >= 1000 for e in failed)
     assert not d.events("dispatch.error"), "the loop itself never failed"
     assert d.get("/v1/dlq").json()["executions"] == []
+
+
+def test_a_poisoned_claim_costs_its_neighbours_no_tick(node: tuple[Daemon, Callable[[Poison], None]]) -> None:
+    """The scheduler claims many tenants' due jobs in one write; the claim of one tenant's job
+    fails. Every other job keeps its ticks; the failing job is set aside (logged, tried again
+    later), and the scheduler loop itself never fails."""
+    d, poison = node
+    acme = tenant_token(d, "acme", allow_shell=True)
+    poison(("executions", "BEFORE INSERT", "NEW.tenant = 'acme'"))
+    poisoned = d.post("/v1/jobs", {"schedule": "* * * * * *", "command": "true"}, token=acme).json()["jobId"]
+    jobs = [d.add_job({"schedule": "* * * * * *", "command": "true"})["jobId"] for _ in range(5)]
+    wait_for(lambda: all(len([e for e in d.executions(j) if e["status"] == "SUCCEEDED"]) >= 4 for j in jobs),
+             timeout=60, interval=0.5, what="four ticks of every admin job")
+    for j in jobs:
+        ticks = sorted(e["scheduledAt"] for e in d.executions(j) if e["status"] == "SUCCEEDED")
+        assert len(ticks) == len(set(ticks)), ticks  # one execution per tick
+    assert d.executions(poisoned) == []
+    failed = wait_for(lambda: d.events("scheduler.claim_failed"), what="the set-aside job to be logged")
+    assert {e["jobId"] for e in failed} == {poisoned}
+    assert not d.events("scheduler.error"), "the loop itself never failed"

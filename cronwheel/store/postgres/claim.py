@@ -68,12 +68,18 @@ def insert_executions(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]
 
 def claim(
     conn: psycopg.Connection[Any], buckets: list[int], now_ms: int, limit: int, result: ClaimResult,
-    ahead_ms: int = 0,
+    ahead_ms: int = 0, only: list[str] | None = None,
 ) -> None:
     """``ahead_ms``: jobs with overlap ``allow`` are claimed up to ``now_ms + ahead_ms``
-    (their executions become dispatchable at their tick); guarded jobs only once due."""
+    (their executions become dispatchable at their tick); guarded jobs only once due.
+    ``only``: claim from these job ids alone (of those due), for the engine's isolation of a
+    job whose claim fails (see Store.claim_due)."""
     until = now_ms + max(0, ahead_ms)
-    rows = conn.execute(q.CLAIM_SELECT, {"buckets": buckets, "now": now_ms, "until": until, "limit": limit}).fetchall()
+    params = {"buckets": buckets, "now": now_ms, "until": until, "limit": limit}
+    if only is None:
+        rows = conn.execute(q.CLAIM_SELECT, params).fetchall()
+    else:
+        rows = conn.execute(q.CLAIM_SELECT_ONLY, {**params, "only": only}).fetchall()
     if not rows:
         return
 

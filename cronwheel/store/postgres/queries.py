@@ -253,6 +253,17 @@ ORDER BY next_run_at, id LIMIT %(limit)s
 FOR NO KEY UPDATE SKIP LOCKED
 """
 
+#: CLAIM_SELECT restricted to some job ids: the engine's isolation of a claim that fails
+CLAIM_SELECT_ONLY = """
+SELECT id, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority,
+       max_attempts, queue, calendars, active_until, misfire_grace_sec
+FROM jobs
+WHERE id = ANY(%(only)s::text[]) AND bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE'
+  AND next_run_at <= %(until)s AND (next_run_at <= %(now)s OR overlap = 'allow')
+ORDER BY next_run_at, id LIMIT %(limit)s
+FOR NO KEY UPDATE SKIP LOCKED
+"""
+
 #: the compare-and-set of invariant 3: advance next_run_at only from the value we read; a job
 #: with no further tick stays ACTIVE until its executions settle it. Returns the ids that moved.
 CLAIM_ADVANCE = """

@@ -38,7 +38,8 @@ class SchedulingMethods(PostgresBase):
 
     @translated
     def claim_due(
-        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None,
+        only: Sequence[str] | None = None,
     ) -> ClaimResult:
         result = ClaimResult()
         if not buckets or limit <= 0:
@@ -50,7 +51,7 @@ class SchedulingMethods(PostgresBase):
                 conn.execute(cluster.FENCED_CLAIM_IDLE_TIMEOUT)
             owned = [int(b) for b in buckets] if fence is None else cluster.fenced_buckets(conn, buckets, fence)
             if owned:
-                claiming.claim(conn, owned, now_ms, limit, result, ahead_ms)
+                claiming.claim(conn, owned, now_ms, limit, result, ahead_ms, None if only is None else list(only))
         return result
 
     @translated

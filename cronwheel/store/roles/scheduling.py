@@ -30,7 +30,8 @@ class SchedulingStore(ABC):
 
     @abstractmethod
     def claim_due(
-        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None,
+        only: Sequence[str] | None = None,
     ) -> ClaimResult:
         """The atomic claim (docs/guarantees.md: one execution per tick), batched: in ONE transaction, for up to
         ``limit`` ACTIVE jobs of ``buckets`` with next_run_at <= now_ms, insert the execution
@@ -56,7 +57,11 @@ class SchedulingStore(ABC):
         only the buckets that ``node_id`` still holds at exactly that epoch with an unexpired
         lease (the store's clock, as in ``acquire_buckets``) are claimed from; the others are
         left alone. A bucket missing from the dict is not claimed. PostgreSQL also locks the
-        lease rows it checked (``FOR SHARE``) so that a takeover waits for the claim to commit."""
+        lease rows it checked (``FOR SHARE``) so that a takeover waits for the claim to commit.
+
+        ``only``: claim from these job ids alone (those of them due, as above). The engine uses
+        it to isolate a job whose claim fails the batch's transaction: every other job of the
+        batch is claimed in smaller batches, and the failing one is set aside (invariant 8)."""
 
     @abstractmethod
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:

@@ -65,9 +65,15 @@ def executemany_each(conn: apsw.Connection, sql: str, rows: Sequence[tuple[Any, 
 
 
 def claim(
-    conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult, ahead_ms: int = 0
+    conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult, ahead_ms: int = 0,
+    only_json: str | None = None,
 ) -> None:
-    rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms + ahead_ms, limit)).fetchall()
+    """``only_json``: a JSON array of job ids to claim from (of those due), for the engine's
+    isolation of a job whose claim fails (see Store.claim_due)."""
+    if only_json is None:
+        rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms + ahead_ms, limit)).fetchall()
+    else:
+        rows = conn.execute(q.CLAIM_SELECT_ONLY, (buckets_json, now_ms + ahead_ms, limit, only_json)).fetchall()
     if ahead_ms:
         # overlap-guarded jobs are claimed at their tick only (see Store.claim_due)
         rows = [r for r in rows if r[6] == "allow" or r[2] <= now_ms]

@@ -196,6 +196,21 @@ SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overla
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
+#: CLAIM_SELECT restricted to a JSON array of job ids (?4): the engine's isolation of a claim
+#: that fails, a few ids at a time (see Store.claim_due)
+CLAIM_SELECT_ONLY = """
+WITH due AS (
+    SELECT rowid AS rid FROM jobs
+    WHERE id IN (SELECT value FROM json_each(?4)) AND bucket_id IN (SELECT value FROM json_each(?1))
+      AND status = 'ACTIVE' AND next_run_at <= ?2
+    ORDER BY next_run_at LIMIT ?3
+)
+SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
+       j.jitter_sec, j.tenant, j.priority, j.max_attempts, j.queue, j.calendars, j.active_until,
+       j.misfire_grace_sec
+FROM due JOIN jobs AS j ON j.rowid = due.rid
+"""
+
 #: the compare-and-set of invariant 3: advance next_run_at only from the value we read; a job
 #: with no further tick stays ACTIVE until its executions settle it (SETTLE_JOB)
 CLAIM_ADVANCE = """

@@ -41,7 +41,8 @@ class SchedulingMethods(SqliteBase):
 
     @translated
     def claim_due(
-        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None
+        self, buckets: Sequence[int], now_ms: int, limit: int, ahead_ms: int = 0, fence: Fence | None = None,
+        only: Sequence[str] | None = None,
     ) -> ClaimResult:
         result = ClaimResult()
         if not buckets or limit <= 0:
@@ -49,7 +50,8 @@ class SchedulingMethods(SqliteBase):
         with self._write() as conn:
             owned = list(buckets) if fence is None else cluster.fenced_buckets(conn, buckets, fence, now_ms)
             if owned:
-                claiming.claim(conn, buckets_json(tuple(owned)), now_ms, limit, result, ahead_ms)
+                claiming.claim(conn, buckets_json(tuple(owned)), now_ms, limit, result, ahead_ms,
+                               None if only is None else json.dumps(list(only)))
         return result
 
     @translated
