@@ -16,7 +16,7 @@ from cronwheel.api.problems import Problem
 from cronwheel.core.tenants import Principal
 
 #: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
-ROUTE_ACCESS = web.AppKey("cronwheel.route_access", dict)
+ROUTE_ACCESS: web.AppKey[dict[Callable[..., object], Access]] = web.AppKey("cronwheel.route_access")
 
 
 class Access(enum.Enum):
@@ -28,7 +28,6 @@ class Access(enum.Enum):
     MANAGE = "manage"  #: jobs, executions, DLQ: tenant (its own) and admin tokens
     ADMIN = "admin"  #: the whole node: admin only
     METRICS = "metrics"  #: the Prometheus metrics: admin and metrics tokens
-
 
 
 def _allowed(principal: Principal, access: Access) -> bool:

@@ -9,8 +9,6 @@ from cronwheel.api import tenancy as tv
 from cronwheel.api.context import json_body, json_response, service_of
 from cronwheel.api.problems import Problem
 
-# ---------------------------------------------------------------- tenants and tokens (admin)
-
 
 async def list_tenants(request: web.Request) -> web.Response:
     service = service_of(request)

@@ -22,9 +22,8 @@ from cronwheel.api.admin import (
     set_tenant_notify,
     update_tenant,
 )
-from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
+from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER, TenantResolver
 from cronwheel.api.calendars import delete_calendar, get_calendar, list_calendars, put_calendar
-from cronwheel.api.context import TenantResolver
 from cronwheel.api.executions import (
     execution_output,
     get_execution,
@@ -132,6 +131,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
         Access.MANAGE,
     ),
 }
+
 
 def make_app(
     service: SchedulerService,

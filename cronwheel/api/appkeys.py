@@ -5,11 +5,19 @@ other."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
+from cronwheel.core.tenants import Principal
 from cronwheel.engine.service import SchedulerService
+from cronwheel.obs.events import EventLog
+from cronwheel.obs.metrics import NodeMetrics
+
+#: who is calling: a ``Principal``, a tenant name, or None = admin (maybe awaitable)
+TenantResolver = Callable[[web.Request], "Principal | str | Awaitable[Principal | str | None] | None"]
 
 SERVICE = web.AppKey("cronwheel.service", SchedulerService)
-TENANT_RESOLVER = web.AppKey("cronwheel.tenant_resolver", object)
-METRICS = web.AppKey("cronwheel.metrics", object)
-EVENTS = web.AppKey("cronwheel.events", object)
+TENANT_RESOLVER: web.AppKey[TenantResolver | None] = web.AppKey("cronwheel.tenant_resolver")
+METRICS: web.AppKey[NodeMetrics | None] = web.AppKey("cronwheel.metrics")
+EVENTS: web.AppKey[EventLog | None] = web.AppKey("cronwheel.events")

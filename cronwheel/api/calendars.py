@@ -10,8 +10,6 @@ from cronwheel.api.problems import Problem
 from cronwheel.core.model import DEFAULT_TENANT
 from cronwheel.core.tenants import valid_tenant_name
 
-# ---------------------------------------------------------------- calendars
-
 
 async def _calendar_tenant(request: web.Request) -> str:
     """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""

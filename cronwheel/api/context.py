@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -20,15 +20,9 @@ from cronwheel.core.limits import BODY_TIMEOUT_SEC, json_problem
 from cronwheel.core.tenants import ADMIN, Principal, Role
 from cronwheel.engine.service import SchedulerService
 
-TenantResolver = Callable[[web.Request], "Principal | str | Awaitable[Principal | str | None] | None"]
-
-
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(status=status, text=json.dumps(data, default=str), content_type="application/json", headers=headers)
-
-
-# ---------------------------------------------------------------- helpers
 
 
 _PRINCIPAL = web.RequestKey("cronwheel.principal", Principal)  # resolved once per request
@@ -40,7 +34,7 @@ async def principal_of(request: web.Request) -> Principal:
     if isinstance(cached, Principal):
         return cached
     resolver = request.app[TENANT_RESOLVER]
-    result: Any = None if resolver is None else resolver(request)  # type: ignore[operator]
+    result: Any = None if resolver is None else resolver(request)
     if inspect.isawaitable(result):
         result = await result
     if result is None:
@@ -59,7 +53,6 @@ async def tenant_of(request: web.Request) -> str | None:
     """The tenant a request is scoped to; None for admins (every tenant)."""
     principal = await principal_of(request)
     return None if principal.is_admin else principal.tenant
-
 
 
 def _reject_constant(name: str) -> Any:

@@ -14,8 +14,6 @@ from cronwheel.api.jobjson import execution_to_json
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_limit, parse_ms_cursor
 
-# ---------------------------------------------------------------- executions
-
 
 async def list_executions(request: web.Request) -> web.Response:
     limit = parse_limit(request.query.get("limit"), 50)

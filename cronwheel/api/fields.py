@@ -1,6 +1,11 @@
 """The checks every request body is made of: a ``ValidationError`` that names the field, and
 the small type checks (a string, an object, a number in a range, one of some choices) that
-word the refusal the same way everywhere. Pure: no HTTP, no I/O, no clock."""
+word the refusal the same way everywhere. Pure: no HTTP, no I/O, no clock.
+
+Every refusal names the offending field, carries the HTTP status the API answers with (400
+malformed/unparseable, 413 too large, 422 well-formed but not acceptable) and a sentence a
+person can act on.
+"""
 
 from __future__ import annotations
 

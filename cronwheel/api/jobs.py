@@ -32,8 +32,6 @@ from cronwheel.core.tenants import target_refusal, valid_tenant_name
 from cronwheel.obs.events import iso_ms
 from cronwheel.worker.launch import run_as_refusal
 
-# ---------------------------------------------------------------- jobs
-
 
 async def create_job(request: web.Request) -> web.Response:
     key = parse_idempotency_key(request.headers.get("Idempotency-Key"))
@@ -154,7 +152,7 @@ async def get_job(request: web.Request) -> web.Response:
 
 async def update_job(request: web.Request) -> web.Response:
     """``PATCH /v1/jobs/{jobId}``: a merge patch of the job's definition, validated as a create
-    body is (``validation.parse_job_patch``); the job keeps its id and history."""
+    body is (``jobpatch.parse_job_patch``); the job keeps its id and history."""
     job = await _job_or_404(request)
     body = await json_body(request)
     service = service_of(request)

@@ -14,9 +14,6 @@ OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
 
 
-# ---------------------------------------------------------------- the node
-
-
 async def status(request: web.Request) -> web.Response:
     return json_response(await service_of(request).status())
 

@@ -10,8 +10,6 @@ from cronwheel.api.context import cut_page, json_body, json_response, service_of
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_limit
 
-# ---------------------------------------------------------------- notifications
-
 
 async def list_notifications(request: web.Request) -> web.Response:
     q = request.query

@@ -107,7 +107,6 @@ def service_error_response(e: ServiceError) -> web.Response:
     return problem_response(status, e.code, str(e), headers=headers or None, **e.extra)
 
 
-
 @web.middleware
 async def answer_problems(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     try:

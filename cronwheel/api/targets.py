@@ -143,7 +143,6 @@ def parse_process(data: dict[str, Any], spec: JobSpec) -> None:
         spec.stdin = stdin
 
 
-
 def _parse_env(value: Any) -> dict[str, str]:
     raw = as_object("env", value)
     if len(raw) > MAX_ENV_VARS:

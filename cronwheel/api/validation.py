@@ -1,8 +1,10 @@
-"""Request bodies to model objects, model objects to JSON. Pure: no HTTP, no I/O, no clock.
+"""Job bodies: a ``POST /v1/jobs`` body (or a batch of them) to a ``JobSpec`` — when it runs
+(``schedule`` or ``runAt``, its time zone), its policies (retry, timeouts, priority, overlap,
+misfire, jitter), scheduling beyond cron (calendars, active window, chains) and its
+notification rules. What it runs is ``api.targets``; a patch of one is ``api.jobpatch``.
+Pure: no HTTP, no I/O, no clock.
 
-Every refusal is a ``ValidationError`` that names the offending field, carries the HTTP
-status the API answers with (400 malformed/unparseable, 413 too large, 422 well-formed but
-not acceptable) and a sentence a person can act on.
+Every refusal is a ``ValidationError`` (``api.fields``) that names the offending field.
 """
 
 from __future__ import annotations
@@ -76,7 +78,6 @@ RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier
 _PROBE_JOB_ID = "jvalidation"
 #: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
-
 
 
 # ---------------------------------------------------------------- POST /v1/jobs
@@ -203,7 +204,6 @@ def _string_list(field: str, value: Any, most: int) -> list[str]:
     return [as_string(f"{field}[{i}]", item) for i, item in enumerate(value)]
 
 
-
 def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str | None, int | None]:
     given = [k for k in ("schedule", "runAt") if k in data]
     if len(given) != 1:
@@ -235,7 +235,6 @@ def _parse_when(data: dict[str, Any], timezone: str, now_ms: int) -> tuple[str |
     return text, None
 
 
-
 def parse_retry_policy(value: Any, field: str = "retryPolicy") -> RetryPolicy:
     data = {k: v for k, v in as_object(field, value).items() if v is not None}
     reject_unknown(field, data, RETRY_FIELDS)
@@ -254,7 +253,7 @@ def parse_retry_policy(value: Any, field: str = "retryPolicy") -> RetryPolicy:
         raise bad(field, str(exc)) from None
 
 
-# ---------------------------------------------------------------- headers and query strings
+# ---------------------------------------------------------------- POST /v1/jobs/batch
 
 
 def parse_job_batch(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> list[tuple[JobSpec, str | None, str | None]]:

@@ -26,7 +26,6 @@ async def _own_execution(request: web.Request, execution_id: str) -> None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
 
 
-
 def _lease_conflict(verdict: LeaseVerdict, execution_id: str) -> Problem:
     if verdict is LeaseVerdict.NOT_FOUND:
         return Problem(404, "not_found", f"no execution {execution_id!r}")
