@@ -121,7 +121,7 @@ async def answer_problems(request: web.Request, handler: Callable[[web.Request],
         return problem_response(e.status, e.code, e.detail, field=e.field)
     except ServiceError as e:
         return service_error_response(e)
-    except StoreUnavailable as e:
+    except StoreUnavailable as e:  # the engine makes most of these Unavailable; a completion's group commit (Dispatcher.finish) lets it through
         return problem_response(503, "unavailable", f"the store is unavailable, retry in a moment: {e}", headers={"Retry-After": "1"})
     except web.HTTPException as e:
         if e.status < 400:
