@@ -11,7 +11,7 @@
   honoured, so a local operator can act as a tenant to see what it sees; a revoked one is
   refused with a reminder that leaving it out means admin.
 
-The answer is a ``core.tenants.Principal``; ``api/app.py`` decides what it may do.
+The answer is a ``core.tenants.Principal``; ``api.access`` decides what it may do.
 """
 
 from __future__ import annotations

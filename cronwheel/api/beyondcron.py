@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cronwheel.api.validation import JOB_ID_RE, ValidationError
+from cronwheel.api.fields import ValidationError
+from cronwheel.api.validation import JOB_ID_RE
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import (
     NAME_RE,

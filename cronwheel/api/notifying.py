@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cronwheel.api.validation import ValidationError
+from cronwheel.api.fields import ValidationError
 from cronwheel.core import notify as nt
 from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
 from cronwheel.obs.events import iso_ms

@@ -23,7 +23,9 @@ from typing import Any
 
 from aiohttp import web
 
-from cronwheel.api.validation import ValidationError
+from cronwheel.api.appkeys import EVENTS, METRICS
+from cronwheel.api.context import tenant_of
+from cronwheel.api.fields import ValidationError
 from cronwheel.core import schedule as sched
 from cronwheel.core.lagstats import MINUTE_MS
 from cronwheel.obs.events import EventLog, iso_ms
@@ -35,9 +37,7 @@ MAX_TAIL = 10_000
 FOLLOW_QUEUE = 1_000  #: events buffered per follower before its stream drops some
 IDLE_CHECK_SEC = 1.0  #: how often an idle follower checks that its client is still there
 
-METRICS = web.AppKey("cronwheel.metrics", object)
-EVENTS = web.AppKey("cronwheel.events", object)
-_FOLLOWERS = web.AppKey("cronwheel.followers", set)
+_FOLLOWERS: web.AppKey[set[asyncio.Event]] = web.AppKey("cronwheel.followers", set)
 
 
 def install(app: web.Application, *, metrics: NodeMetrics | None, events: EventLog | None) -> None:
@@ -49,7 +49,8 @@ def install(app: web.Application, *, metrics: NodeMetrics | None, events: EventL
 
 
 async def _end_followers(app: web.Application) -> None:
-    for closing in list(app[_FOLLOWERS]):
+    followers: set[asyncio.Event] = app[_FOLLOWERS]
+    for closing in list(followers):
         closing.set()
 
 
@@ -147,9 +148,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     log = request.app.get(EVENTS)
     if not isinstance(log, EventLog):
         raise web.HTTPNotFound()
-    from cronwheel.api.app import _tenant  # here: app.py imports this module
-
-    if await _tenant(request) is not None:  # events carry every tenant's ids and errors
+    if await tenant_of(request) is not None:  # events carry every tenant's ids and errors
         raise web.HTTPForbidden(text="the event stream covers every tenant: it is for admins only")
     q = request.query
     follow = parse_flag("follow", q.get("follow"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cronwheel.api.validation import ValidationError
+from cronwheel.api.fields import ValidationError
 from cronwheel.core.limits import (
     MAX_HTTP_ALLOW,
     MAX_QUOTA,

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from cronwheel.api.validation import JOB_FIELDS, ValidationError, parse_job_body
+from cronwheel.api.fields import ValidationError
+from cronwheel.api.validation import JOB_FIELDS, parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
 from cronwheel.cli.context import CONTEXT, Cli

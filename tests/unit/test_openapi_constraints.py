@@ -23,8 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cronwheel.api import jobpatch as jp
+from cronwheel.api import queries as qv
+from cronwheel.api import targets as tg
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
+from cronwheel.api import workercalls as wc
 from cronwheel.core import limits as lim
 from cronwheel.core.model import Job, JobStatus, MisfirePolicy, OverlapPolicy, Priority
 from cronwheel.core.tenants import Role
@@ -79,14 +83,14 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
     assert {k: val for k, val in SCHEMAS["EnvPatch"].items() if k not in ("additionalProperties", "description")} == {
         k: val for k, val in SCHEMAS["Env"].items() if k not in ("additionalProperties", "description")}
     env = SCHEMAS["Env"]
-    assert (env["maxProperties"], env["propertyNames"]["maxLength"]) == (v.MAX_ENV_VARS, v.MAX_ENV_NAME_CHARS)
-    assert job["shell"]["maxLength"] == v.MAX_SHELL_BYTES and job["stdin"]["maxLength"] == v.MAX_STDIN_BYTES
+    assert (env["maxProperties"], env["propertyNames"]["maxLength"]) == (tg.MAX_ENV_VARS, tg.MAX_ENV_NAME_CHARS)
+    assert job["shell"]["maxLength"] == tg.MAX_SHELL_BYTES and job["stdin"]["maxLength"] == tg.MAX_STDIN_BYTES
     run_as = SCHEMAS["RunAs"]["properties"]
-    assert run_as["user"]["maxLength"] == run_as["group"]["maxLength"] == v.MAX_ACCOUNT_NAME_CHARS
+    assert run_as["user"]["maxLength"] == run_as["group"]["maxLength"] == tg.MAX_ACCOUNT_NAME_CHARS
     assert job["name"]["maxLength"] == v.MAX_NAME_CHARS
     assert job["schedule"]["maxLength"] == v.MAX_SCHEDULE_CHARS
     assert job["timezone"]["maxLength"] == v.MAX_TIMEZONE_CHARS
-    assert job["command"]["maxLength"] == v.MAX_COMMAND_BYTES  # characters bound the bytes from above
+    assert job["command"]["maxLength"] == tg.MAX_COMMAND_BYTES  # characters bound the bytes from above
     assert (job["timeoutSec"]["minimum"], job["timeoutSec"]["maximum"]) == v.TIMEOUT_SEC_RANGE
     assert (job["leaseSec"]["minimum"], job["leaseSec"]["maximum"]) == v.LEASE_SEC_RANGE
     assert (job["jitterSec"]["minimum"], job["jitterSec"]["maximum"]) == v.JITTER_SEC_RANGE
@@ -96,11 +100,11 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
     assert set(SCHEMAS["Target"]["properties"]) == set(v.TARGET_KINDS)
     assert set(SCHEMAS["RetryPolicy"]["properties"]) == set(v.RETRY_FIELDS)
     http = SCHEMAS["HttpTarget"]["properties"]
-    assert http["url"]["maxLength"] == v.MAX_URL_CHARS
-    assert http["method"]["enum"] == [*v.HTTP_METHODS, None]
-    assert http["headers"]["maxProperties"] == v.MAX_HEADERS
-    assert http["headers"]["propertyNames"]["maxLength"] == v.MAX_HEADER_NAME_CHARS
-    assert http["headers"]["additionalProperties"]["maxLength"] == v.MAX_HEADER_VALUE_CHARS
+    assert http["url"]["maxLength"] == tg.MAX_URL_CHARS
+    assert http["method"]["enum"] == [*tg.HTTP_METHODS, None]
+    assert http["headers"]["maxProperties"] == tg.MAX_HEADERS
+    assert http["headers"]["propertyNames"]["maxLength"] == tg.MAX_HEADER_NAME_CHARS
+    assert http["headers"]["additionalProperties"]["maxLength"] == tg.MAX_HEADER_VALUE_CHARS
     batch = SCHEMAS["JobBatchRequest"]["properties"]["jobs"]
     assert (batch["minItems"], batch["maxItems"]) == (1, v.MAX_BATCH_JOBS)
     assert SCHEMAS["JobItem"]["properties"]["idempotencyKey"]["maxLength"] == v.MAX_IDEMPOTENCY_KEY_CHARS
@@ -130,9 +134,9 @@ def test_the_documents_numbers_are_the_validation_constants() -> None:
                            ("maxAttempts", lim.NOTIFY_MAX_ATTEMPTS_RANGE)):
         assert (rule[member]["minimum"], rule[member]["maximum"]) == bounds, member
     for name in ("ClaimRequest", "LeaseRequest", "CompleteRequest", "EffectRequest"):
-        assert SCHEMAS[name]["properties"]["workerId"]["maxLength"] == v.MAX_WORKER_ID_CHARS
-    assert SCHEMAS["EffectRequest"]["properties"]["key"]["maxLength"] == v.MAX_EFFECT_KEY_CHARS
-    assert SCHEMAS["CompleteRequest"]["properties"]["outcome"]["enum"] == list(v.WORKER_OUTCOMES)
+        assert SCHEMAS[name]["properties"]["workerId"]["maxLength"] == wc.MAX_WORKER_ID_CHARS
+    assert SCHEMAS["EffectRequest"]["properties"]["key"]["maxLength"] == wc.MAX_EFFECT_KEY_CHARS
+    assert SCHEMAS["CompleteRequest"]["properties"]["outcome"]["enum"] == list(wc.WORKER_OUTCOMES)
     for name in ("TenantRequest", "TenantPatch"):
         tenant = SCHEMAS[name]["properties"]
         assert set(tenant) - {"name"} == set(tv.TENANT_FIELDS)
@@ -234,7 +238,7 @@ def test_patch_rules_agree() -> None:
     @PROPERTY
     @given(members)
     def check(patch: dict[str, Any]) -> None:
-        agree("JobPatch", lambda body: v.parse_job_patch(job, body, now_ms=NOW), patch)
+        agree("JobPatch", lambda body: jp.parse_job_patch(job, body, now_ms=NOW), patch)
 
     check()
 
@@ -291,8 +295,8 @@ def test_worker_bodies_agree() -> None:
                      effect.map(lambda b: ("EffectRequest", b)), claim.map(lambda b: ("ClaimRequest", b))))
     def check(case: tuple[str, dict[str, Any]]) -> None:
         name, body = case
-        parse = {"LeaseRequest": v.parse_heartbeat, "CompleteRequest": lambda b: v.parse_completion("x:1", b),
-                 "EffectRequest": v.parse_effect, "ClaimRequest": v.parse_claim}[name]
+        parse = {"LeaseRequest": wc.parse_heartbeat, "CompleteRequest": lambda b: wc.parse_completion("x:1", b),
+                 "EffectRequest": wc.parse_effect, "ClaimRequest": wc.parse_claim}[name]
         agree(name, parse, body)
 
     check()
@@ -325,6 +329,6 @@ def test_query_patterns_agree() -> None:
     @given(st.one_of(TEXT.filter(lambda t: isinstance(t, str)), st.sampled_from(["active", "Paused", "COMPLETED", "done", ""])))
     def check(value: str) -> None:
         documented = jsonschema.Draft202012Validator(params["status"]).is_valid(value)
-        assert documented == server_accepts(v.parse_job_status, value), value
+        assert documented == server_accepts(qv.parse_job_status, value), value
 
     check()

@@ -6,20 +6,12 @@ from typing import Any
 
 import pytest
 
-from cronwheel.api.validation import (
-    ValidationError,
-    execution_to_json,
-    job_to_json,
-    parse_completion,
-    parse_effect,
-    parse_heartbeat,
-    parse_idempotency_key,
-    parse_job_body,
-    parse_job_patch,
-    parse_limit,
-    parse_ms_cursor,
-    request_hash,
-)
+from cronwheel.api.fields import ValidationError, request_hash
+from cronwheel.api.jobjson import execution_to_json, job_to_json
+from cronwheel.api.jobpatch import parse_job_patch
+from cronwheel.api.queries import parse_idempotency_key, parse_limit, parse_ms_cursor
+from cronwheel.api.validation import parse_job_body
+from cronwheel.api.workercalls import parse_completion, parse_effect, parse_heartbeat
 from cronwheel.core.model import (
     ExecStatus,
     Execution,

@@ -1,0 +1,47 @@
+"""The calendar routes: a tenant's named calendars (their JSON: ``api.beyondcron``)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from cronwheel.api import beyondcron as bc
+from cronwheel.api.context import json_body, json_response, service_of, tenant_of
+from cronwheel.api.problems import Problem
+from cronwheel.core.model import DEFAULT_TENANT
+from cronwheel.core.tenants import valid_tenant_name
+
+
+async def _calendar_tenant(request: web.Request) -> str:
+    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+    tenant = await tenant_of(request)
+    if tenant is not None:
+        return tenant
+    asked = request.query.get("tenant")
+    if asked is not None and not valid_tenant_name(asked):
+        raise Problem(400, "invalid_field", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
+    return asked or DEFAULT_TENANT
+
+
+async def list_calendars(request: web.Request) -> web.Response:
+    tenant = await tenant_of(request)
+    if tenant is None and "tenant" in request.query:
+        tenant = await _calendar_tenant(request)
+    cals = await service_of(request).list_calendars(tenant)
+    return json_response({"calendars": [bc.calendar_to_json(c) for c in cals]})
+
+
+async def get_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    return json_response(bc.calendar_to_json(await service_of(request).get_calendar(name, await _calendar_tenant(request))))
+
+
+async def put_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"], creating=True)
+    cal = bc.parse_calendar_body(name, await json_body(request), await _calendar_tenant(request))
+    return json_response(bc.calendar_to_json(await service_of(request).put_calendar(cal)))
+
+
+async def delete_calendar(request: web.Request) -> web.Response:
+    name = bc.check_calendar_name(request.match_info["name"])
+    await service_of(request).delete_calendar(name, await _calendar_tenant(request))
+    return web.Response(status=204)

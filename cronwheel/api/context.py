@@ -1,0 +1,111 @@
+"""What every handler reads from its request and how it answers: the service, who is calling
+(tenancy has one seam: ``tenant_resolver(request)``, answering a ``core.tenants.Principal``,
+a tenant name, or None = admin, who sees every tenant; without one every caller is admin and
+jobs go to the default tenant; the daemon's resolver is ``api.auth.Authenticator``), the JSON
+body (the boundary for bodies), a JSON answer and a page of a listing."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
+from cronwheel.api.problems import Problem
+from cronwheel.core.limits import BODY_TIMEOUT_SEC, json_problem
+from cronwheel.core.tenants import ADMIN, Principal, Role
+from cronwheel.engine.service import SchedulerService
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(data, default=str), content_type="application/json", headers=headers)
+
+
+_PRINCIPAL = web.RequestKey("cronwheel.principal", Principal)  # resolved once per request
+
+
+async def principal_of(request: web.Request) -> Principal:
+    """Who is calling (resolved once per request; Unauthorized/Forbidden from the resolver)."""
+    cached = request.get(_PRINCIPAL)
+    if isinstance(cached, Principal):
+        return cached
+    resolver = request.app[TENANT_RESOLVER]
+    result: Any = None if resolver is None else resolver(request)
+    if inspect.isawaitable(result):
+        result = await result
+    if result is None:
+        principal = ADMIN
+    elif isinstance(result, Principal):
+        principal = result
+    elif isinstance(result, str):
+        principal = Principal(Role.TENANT, result)
+    else:
+        raise TypeError(f"tenant_resolver returned {type(result).__name__}, not Principal | str | None")
+    request[_PRINCIPAL] = principal
+    return principal
+
+
+async def tenant_of(request: web.Request) -> str | None:
+    """The tenant a request is scoped to; None for admins (every tenant)."""
+    principal = await principal_of(request)
+    return None if principal.is_admin else principal.tenant
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def json_body(request: web.Request, *, optional: bool = False) -> Any:
+    """The request's JSON body. ``optional``: an empty body reads as None."""
+    if not request.body_exists:
+        if optional:
+            return None
+        raise Problem(400, "missing_body", "this request needs a JSON body (Content-Type: application/json)")
+    ctype = request.content_type
+    try:
+        raw = await asyncio.wait_for(request.read(), BODY_TIMEOUT_SEC)
+    except TimeoutError:
+        raise Problem(408, "request_timeout", f"the request body did not arrive within {BODY_TIMEOUT_SEC:g} seconds",
+                      headers={"Connection": "close"}) from None
+    if optional and not raw.strip():
+        return None
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise Problem(415, "unsupported_media_type", f"the body must be JSON sent as Content-Type: application/json, not {ctype!r}")
+    charset = request.charset
+    if charset and charset.lower() not in ("utf-8", "utf8"):
+        raise Problem(415, "unsupported_media_type", f"JSON must be UTF-8, not {charset!r}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Problem(400, "malformed_json", f"the body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise Problem(400, "malformed_json", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise Problem(400, "malformed_json", f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise Problem(400, "malformed_json", "the JSON body is nested too deeply") from None
+    # the boundary for bodies: nothing past here meets a lone surrogate, a NUL, a NaN, an
+    # integer no store can hold, or nesting a worker frame would refuse
+    bad = json_problem(value)
+    if bad is not None:
+        status, code = (400, "invalid_value") if bad.malformed else (422, "out_of_range")
+        raise Problem(status, code, f"{bad.path or 'the body'} {bad.why}", field=bad.path or None)
+    return value
+
+
+def service_of(request: web.Request) -> SchedulerService:
+    return request.app[SERVICE]
+
+
+def cut_page(items: list[Any], limit: int, cursor: Callable[[Any], str]) -> tuple[list[Any], str | None]:
+    """Cut a ``limit + 1`` fetch to ``limit`` items and the cursor of the next page."""
+    if len(items) > limit:
+        items = items[:limit]
+        return items, cursor(items[-1])
+    return items, None

@@ -1,0 +1,125 @@
+"""The checks every request body is made of: a ``ValidationError`` that names the field, and
+the small type checks (a string, an object, a number in a range, one of some choices) that
+word the refusal the same way everywhere. Pure: no HTTP, no I/O, no clock.
+
+Every refusal names the offending field, carries the HTTP status the API answers with (400
+malformed/unparseable, 413 too large, 422 well-formed but not acceptable) and a sentence a
+person can act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+class ValidationError(ValueError):
+    """A request the API refuses before it reaches the service.
+
+    ``field`` is the JSON path of the offending member (``retryPolicy.maxAttempts``), the
+    header name, the query parameter, or None for the body as a whole; ``str(err)`` is the
+    full sentence."""
+
+    def __init__(self, field: str | None, detail: str, *, status: int = 422, code: str = "invalid_field") -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+        self.status = status
+        self.code = code
+
+
+def bad(field: str | None, detail: str, status: int = 422, code: str = "invalid_field") -> ValidationError:
+    return ValidationError(field, detail, status=status, code=code)
+
+
+# ---------------------------------------------------------------- small type checks
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def as_string(field: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise bad(field, f"{field} must be a string, not {type_name(value)}")
+    return value
+
+
+def as_object(field: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise bad(field, f"{field} must be an object, not {type_name(value)}")
+    return value
+
+
+def as_number(field: str, value: Any, lo: float, hi: float, unit: str = "") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad(field, f"{field} must be a number, not {type_name(value)}")
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise bad(field, f"{field} must be between {fmt_num(lo)} and {fmt_num(hi)}{unit}, not {value!r}")
+    return float(value)
+
+
+def as_integer(field: str, value: Any, lo: int, hi: int, unit: str = "") -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(field, f"{field} must be an integer, not {type_name(value)}")
+    if not lo <= value <= hi:
+        raise bad(field, f"{field} must be between {lo} and {hi}{unit}, not {value}")
+    return value
+
+
+def as_choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = as_string(field, value)
+    if text not in choices:
+        raise bad(field, f"{field} must be one of {', '.join(choices)}, not {text!r}")
+    return text
+
+
+def fmt_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def reject_unknown(where: str | None, data: Mapping[str, Any], allowed: frozenset[str] | tuple[str, ...]) -> None:
+    unknown = sorted(k for k in data if k not in allowed)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        names = ", ".join(prefix + k for k in unknown)
+        noun = "field" if len(unknown) == 1 else "fields"
+        raise bad(prefix + unknown[0], f"unknown {noun}: {names} (allowed: {', '.join(sorted(allowed))})", code="unknown_field")
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def request_hash(body: Any) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of a request body: the same
+    logical request always hashes the same, whatever its key order or whitespace."""
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def as_text(field: str, value: Any) -> str:
+    """A string that is valid Unicode text (no lone surrogates: it must become UTF-8 bytes)."""
+    text = as_string(field, value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise bad(field, f"{field} must be valid Unicode text (it holds a lone surrogate)") from None
+    return text
+

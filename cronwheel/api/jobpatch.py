@@ -1,0 +1,100 @@
+"""``PATCH /v1/jobs/{id}``: a JSON merge patch of a job's create body, merged into the body of
+the job as it stands and validated as a create body is. Pure: no HTTP, no I/O, no clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronwheel.api.fields import bad, reject_unknown, type_name
+from cronwheel.api.targets import TARGET_KINDS
+from cronwheel.api.validation import JOB_FIELDS, parse_job_body
+from cronwheel.core import notify as nt
+from cronwheel.core.model import Job, JobSpec
+from cronwheel.obs.events import iso_ms
+
+#: members of a patch that replace each other: naming one removes the others from the job
+_EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
+#: objects a patch merges member by member (``{"env": {"A": null}}`` removes one variable)
+_MERGED_OBJECTS = ("retryPolicy", "env", "runAs")
+
+
+def job_body(job: Job) -> dict[str, Any]:
+    """The ``POST /v1/jobs`` body that creates ``job``'s definition as it stands: what a
+    patch is merged into."""
+    spec = job.spec
+    body: dict[str, Any] = {
+        "timezone": spec.timezone,
+        "target": spec.target,
+        "notify": nt.rules_to_json(spec.notify),  # with the secrets: merged and validated, never shown
+        "retryPolicy": spec.retry.to_json(),
+        "timeoutSec": spec.timeout_sec,
+        "leaseSec": spec.lease_sec,
+        "priority": spec.priority.label,
+        "overlap": spec.overlap.value,
+        "misfire": spec.misfire.value,
+        "jitterSec": spec.jitter_sec,
+    }
+    if spec.schedule is not None:
+        body["schedule"] = spec.schedule
+    else:
+        body["runAt"] = iso_ms(spec.run_at)
+    if spec.name is not None:
+        body["name"] = spec.name
+    if spec.payload is not None:
+        body["payload"] = spec.payload
+    process = spec.process_json()
+    if process is not None:
+        body.update(process)
+    for key, value in (("calendars", list(spec.calendars)), ("activeFrom", iso_ms(spec.active_from)),
+                       ("activeUntil", iso_ms(spec.active_until)), ("onSuccess", list(spec.on_success)),
+                       ("onFailure", list(spec.on_failure))):  # fmt: skip
+        if value:
+            body[key] = value
+    if spec.managed_by is not None:  # kept by a patch that does not name it
+        body["managedBy"] = spec.managed_by
+    if spec.expect_success_within_ms is not None:
+        body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
+    if "ping" in spec.target:  # a watched job: its window alone makes it one again
+        del body["target"]
+    return body
+
+
+def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
+    """Validate a ``PATCH /v1/jobs/{id}`` body against ``job`` into its new ``JobSpec``.
+
+    The body is a JSON merge patch (RFC 7386) of the create body: members it names replace
+    the job's (objects such as ``retryPolicy`` merge member by member), ``null`` removes an
+    optional member (its default applies again), the rest is kept. ``schedule``/``runAt``
+    replace each other, and so do the targets (``command``, ``http``, ``python``, ``queue``,
+    ``target``; a target is replaced whole). The result is validated exactly as a create
+    body is, by ``parse_job_body``, so an update accepts and refuses what a create does."""
+    if not isinstance(patch, dict):
+        raise bad(None, f"the request body must be a JSON object, not {type_name(patch)}", status=400, code="invalid_body")
+    if not patch:
+        raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(JOB_FIELDS))}", code="empty_patch")
+    reject_unknown(None, patch, JOB_FIELDS)
+    merged = job_body(job)
+    for group in _EXCLUSIVE_GROUPS:
+        if any(k in patch for k in group):
+            for k in group:
+                merged.pop(k, None)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and key in _MERGED_OBJECTS:
+            # RFC 7386: a member the job lacks merges into {}, so the patch's nulls still remove
+            current = merged.get(key)
+            merged[key] = _merge(current if isinstance(current, dict) else {}, value)
+        else:
+            merged[key] = value
+    return parse_job_body(merged, now_ms=now_ms, tenant=job.tenant)
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out

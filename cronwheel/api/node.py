@@ -1,0 +1,42 @@
+"""The node's routes: status, the coming ticks per second (herd), the health check and the
+OpenAPI document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from cronwheel.api.context import json_response, service_of, tenant_of
+from cronwheel.api.problems import Problem
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
+
+
+async def status(request: web.Request) -> web.Response:
+    return json_response(await service_of(request).status())
+
+
+async def herd(request: web.Request) -> web.Response:
+    """The coming window's ticks per second (admin: every tenant's jobs; a tenant: its own)."""
+    q = request.query
+    window = _int_query(q.get("window"), "window", 3600, 60, 86_400)
+    top = _int_query(q.get("top"), "top", 10, 1, 100)
+    return json_response(await service_of(request).herd(await tenant_of(request), window, top))
+
+
+def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> int:
+    if value is None:  # empty is not an integer (like parse_limit)
+        return default
+    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
+        raise Problem(400, "invalid_query", f"{name} must be an integer between {lo} and {hi}, not {value[:50]!r}", field=name)
+    return int(value)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.Response(body=request.app[OPENAPI_DOC], content_type="application/json")

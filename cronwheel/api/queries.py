@@ -1,0 +1,53 @@
+"""Headers and query strings: the Idempotency-Key header, ``limit``, ``status`` and ``before``
+cursors. Pure: no HTTP, no I/O, no clock."""
+
+from __future__ import annotations
+
+from cronwheel.api.fields import bad
+from cronwheel.core import schedule as sched
+from cronwheel.core.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from cronwheel.core.model import JobStatus
+
+
+def parse_idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value or len(value) > MAX_IDEMPOTENCY_KEY_CHARS or not value.isprintable() or not value.isascii():
+        raise bad("Idempotency-Key", f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters", status=400, code="invalid_header")
+    return value
+
+
+def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
+    if value is None:  # an empty ``limit=`` is not an integer: refused, as the document says
+        return default
+    # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused
+    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not 1 <= int(value) <= maximum:
+        raise bad("limit", f"limit must be an integer between 1 and {maximum}, not {value[:50]!r}", status=400, code="invalid_query")
+    return int(value)
+
+
+def parse_job_status(value: str | None) -> JobStatus | None:
+    if value is None or value == "":
+        return None
+    try:
+        return JobStatus(value.upper())
+    except ValueError:
+        choices = ", ".join(s.value.lower() for s in JobStatus)
+        raise bad("status", f"status must be one of {choices}, not {value[:50]!r}", status=400, code="invalid_query") from None
+
+
+def parse_ms_cursor(field: str, value: str | None) -> int | None:
+    """A ``before`` cursor: the integer milliseconds from a previous page's ``next``, or an
+    RFC 3339 instant."""
+    if value is None or value == "":
+        return None
+    if value.isascii() and value.isdigit():
+        if len(value) > 18:  # beyond any instant in ms, and beyond what the store binds (int64)
+            raise bad(field, f"{field} is out of range: {value[:30]}…", status=400, code="invalid_query")
+        return int(value)
+    if sched.INSTANT_START.match(value):
+        try:
+            return sched.parse_instant(value)
+        except ValueError:
+            pass
+    raise bad(field, f"{field} must be a cursor from a previous page or an RFC 3339 instant, not {value[:50]!r}", status=400, code="invalid_query")
