@@ -1,5 +1,8 @@
 """A small synchronous client of the HTTP API, standard library only (``http.client``).
 
+Why one module: one thin method per API call (a path and its query or body, nothing more), so
+the CLI's whole view of the HTTP API reads in one place.
+
 Talks TCP (``http://host:port``) or a Unix socket (``unix:/path/to/api.sock``). One
 connection per call: the CLI makes a handful of calls, and a fresh connection never trips
 over a daemon that restarted in between.

@@ -23,15 +23,16 @@ an event noticed twice (a retried transaction, two nodes) is told once. The rule
 hash of what the rule does (not of its rate limit or secret), so it stays the same when a
 job is saved again with the same rule.
 
-Webhooks are signed (``sign``/``verify``): ``Cronwheel-Signature: t=<unix seconds>,v1=<hex
-HMAC-SHA256(secret, "<t>." + body)>``; a receiver recomputes it and refuses old timestamps,
-which stops replays.
+Webhooks are signed: ``core/signing.py``.
+
+Why one module: a rule, the window it may carry (``expectSuccessWithin``), which rules an
+outcome fires, and the durable notification that records one telling are one idea, what is
+told to whom and when; they share the rule's validation and its errors (``RuleError``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import re
 from dataclasses import dataclass, replace
@@ -87,9 +88,6 @@ DELIVERY_TIMEOUT_SEC = 15.0
 DEFAULT_MAX_PER_HOUR = 30
 #: the tail of a run's output a notification carries
 OUTPUT_TAIL_CHARS = 2000
-SIGNATURE_HEADER = "Cronwheel-Signature"
-#: receivers should refuse signatures older (or newer) than this
-SIGNATURE_TOLERANCE_SEC = 300
 
 #: the local part: no white space, no control character (spelled out, since Python's ``\s``
 #: and JSON Schema's differ on a few of them: the document states the same class)
@@ -377,28 +375,6 @@ def output_tail(output: str | None) -> str | None:
 def within_rate(sent_in_last_hour: int, rule: Rule) -> bool:
     """Whether one more notification of ``rule`` (for one job) may go out now."""
     return sent_in_last_hour < rule.max_per_hour
-
-
-# ---------------------------------------------------------------- webhook signatures
-
-
-def sign(secret: str, timestamp_s: int, body: bytes) -> str:
-    """The ``Cronwheel-Signature`` header value for ``body`` sent at ``timestamp_s``."""
-    mac = hmac.new(secret.encode(), str(timestamp_s).encode() + b"." + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp_s},v1={mac}"
-
-
-def verify(secret: str, header: str, body: bytes, now_s: int, tolerance_s: int = SIGNATURE_TOLERANCE_SEC) -> bool:
-    """Whether ``header`` signs ``body`` with ``secret`` within ``tolerance_s`` of ``now_s``."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        ts = int(parts.get("t", ""))
-    except ValueError:
-        return False
-    if abs(now_s - ts) > tolerance_s:
-        return False
-    expected = sign(secret, ts, body).split("v1=", 1)[1]
-    return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
 # ---------------------------------------------------------------- durable notifications

@@ -1,5 +1,10 @@
 """Schedules: when a job fires. Pure code: time is always an argument, never read.
 
+Why one module: every way a job's time is written (cron with H, the macros, ``@every``, an
+RFC 3339 instant or a ``+duration``) is parsed here, against one grammar of durations, one
+range of instants (1970..9899) and one error type (``ScheduleError``); the cron fields' own
+parsing is ``cron.py``, the DST mapping is the rest of this file.
+
 Times are integers: milliseconds since the Unix epoch, UTC. Cron fire times are whole seconds.
 
 Syntax (``man 5 cronwheel`` has the full reference):

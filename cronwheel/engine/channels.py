@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from cronwheel import __version__
 from cronwheel.core import notify as nt
+from cronwheel.core import signing
 from cronwheel.core.tenants import host_allowed
 from cronwheel.core.words import counted
 
@@ -43,7 +44,7 @@ def webhook_headers(n: nt.Notification, body: bytes, now_s: int) -> dict[str, st
     return {
         "Content-Type": "application/json",
         "User-Agent": f"cronwheel/{__version__}",
-        nt.SIGNATURE_HEADER: nt.sign(n.rule.secret, now_s, body),
+        signing.SIGNATURE_HEADER: signing.sign(n.rule.secret, now_s, body),
         "Cronwheel-Notification-Id": n.notification_id,
         "Cronwheel-Event": n.event,
         "Cronwheel-Attempt": str(n.attempt),

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from cronwheel.core import notify as nt
+from cronwheel.core import signing
 
 DOC = json.loads((Path(__file__).resolve().parents[2] / "cronwheel" / "api" / "openapi.json").read_text())
 SECRET = "0123456789abcdef"
@@ -128,13 +129,13 @@ def test_late_matches_past_its_threshold_only() -> None:
 
 def test_signatures_verify_and_refuse_tampering_and_replays() -> None:
     body = b'{"event":"dead"}'
-    header = nt.sign(SECRET, 1_800_000_000, body)
+    header = signing.sign(SECRET, 1_800_000_000, body)
     assert header.startswith("t=1800000000,v1=")
-    assert nt.verify(SECRET, header, body, 1_800_000_100)
-    assert not nt.verify(SECRET, header, body + b" ", 1_800_000_100)  # tampered body
-    assert not nt.verify("another-secret!!", header, body, 1_800_000_100)  # wrong key
-    assert not nt.verify(SECRET, header, body, 1_800_000_000 + nt.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
-    assert not nt.verify(SECRET, "garbage", body, 1_800_000_000)
+    assert signing.verify(SECRET, header, body, 1_800_000_100)
+    assert not signing.verify(SECRET, header, body + b" ", 1_800_000_100)  # tampered body
+    assert not signing.verify("another-secret!!", header, body, 1_800_000_100)  # wrong key
+    assert not signing.verify(SECRET, header, body, 1_800_000_000 + nt.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
+    assert not signing.verify(SECRET, "garbage", body, 1_800_000_000)
 
 
 def test_a_window_reads_back_what_it_writes() -> None:

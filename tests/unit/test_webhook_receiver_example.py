@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from cronwheel.core import notify as nt
+from cronwheel.core import signing
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "webhook_receiver.py"
 SECRET = "a-long-random-secret"
@@ -65,12 +65,12 @@ def test_a_replayed_signed_body_with_other_headers_is_handled_once(receiver: tup
     nid = "jq3:1764460800000@r_5f0c"
     body = json.dumps({"notificationId": nid, "event": "dead", "ruleId": "r_5f0c", "jobId": "jq3",
                        "jobName": "nightly", "error": "exit code 2"}).encode()  # fmt: skip
-    signature = nt.sign(SECRET, int(time.time()), body)
+    signature = signing.sign(SECRET, int(time.time()), body)
     for header_id in (nid, "forged-1", "forged-2"):
-        headers = {"Content-Type": "application/json", nt.SIGNATURE_HEADER: signature,
+        headers = {"Content-Type": "application/json", signing.SIGNATURE_HEADER: signature,
                    "Cronwheel-Notification-Id": header_id, "Cronwheel-Event": "dead"}  # fmt: skip
         assert post(url, body, headers) == 204  # acknowledged every time: a repeat is not an error
     assert handled == ["dead: job nightly exit code 2"]
     # a body that is not signed is refused, and not handled
-    assert post(url, body.replace(b"nightly", b"other"), {nt.SIGNATURE_HEADER: signature}) == 401
+    assert post(url, body.replace(b"nightly", b"other"), {signing.SIGNATURE_HEADER: signature}) == 401
     assert len(handled) == 1
