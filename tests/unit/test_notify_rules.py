@@ -134,7 +134,7 @@ def test_signatures_verify_and_refuse_tampering_and_replays() -> None:
     assert signing.verify(SECRET, header, body, 1_800_000_100)
     assert not signing.verify(SECRET, header, body + b" ", 1_800_000_100)  # tampered body
     assert not signing.verify("another-secret!!", header, body, 1_800_000_100)  # wrong key
-    assert not signing.verify(SECRET, header, body, 1_800_000_000 + nt.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
+    assert not signing.verify(SECRET, header, body, 1_800_000_000 + signing.SIGNATURE_TOLERANCE_SEC + 1)  # a replay
     assert not signing.verify(SECRET, "garbage", body, 1_800_000_000)
 
 
