@@ -198,7 +198,7 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
     fields that only repeat a default are left out. A job needs a name to be a table."""
     click.echo(f"# cronwheel export: {counted(len(jobs), 'job')}; apply with: cronwheel apply FILE")
-    skipped = unwritten = 0
+    skipped = unwritten = paused = 0
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
         if not job.get("name"):
@@ -219,7 +219,14 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
             skipped += 1
             click.echo(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)")
             continue
+        if job.get("status") == "PAUSED":  # a job file says what a job is, not whether it runs now
+            paused += 1
+            click.echo(f"\n# {job['name']} is PAUSED here: apply creates it active; `cronwheel pause {job['name']}` after",
+                       nl=False)
         click.echo("\n" + table, nl=False)
+    if paused:
+        render.emit_note(f"{counted(paused, 'paused job')}: a job file has no state, so apply creates "
+                         f"{'it' if paused == 1 else 'them'} active (see the '# … is PAUSED' comments)")
     if skipped:
         render.emit_note(f"{counted(skipped, 'job')} {'has' if skipped == 1 else 'have'} no TOML form: see the '# skipped' comments")
     if unwritten:

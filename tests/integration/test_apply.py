@@ -224,3 +224,18 @@ def test_a_job_with_a_webhook_rule_applies_then_applies_again_with_no_changes(tm
     res, changes = plan(daemon, str(jobs))
     assert res.returncode == 0 and actions(changes) == {"hooked": "update"}, res.stdout
     assert daemon.get(f"/v1/jobs/{job['jobId']}").json().get("notify") in (None, [])
+
+
+def test_a_paused_job_is_exported_with_a_word_that_apply_makes_it_active(tmp_path: Path, daemon: Daemon) -> None:
+    daemon.add_job({"schedule": "@daily", "command": "true", "name": "resting"})
+    assert daemon.cli("pause", "resting").returncode == 0
+    exported = daemon.cli("export", "--format", "toml")
+    assert exported.returncode == 0, exported.stderr
+    assert "# resting is PAUSED here: apply creates it active" in exported.stdout
+    assert "1 paused job: a job file has no state" in exported.stderr
+    # still the same definition: applied back, nothing changes and the job stays paused
+    out = write(tmp_path / "exported", {"all.toml": exported.stdout})
+    res, changes = plan(daemon, str(out), "--adopt")
+    assert res.returncode == 0 and [c["action"] for c in changes] == ["adopt"], res.stdout
+    (job,) = daemon.get("/v1/jobs").json()["jobs"]
+    assert job["status"] == "PAUSED"
