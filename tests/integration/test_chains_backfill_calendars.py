@@ -303,3 +303,46 @@ def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> 
     assert r.status == 200 and r.json()["calendars"] == ["weekend"] and r.json()["onSuccess"] == []
     r = d.request("PATCH", f"/v1/jobs/{a}", {"onFailure": [b]})  # no cycle any more
     assert r.status == 200 and r.json()["onFailure"] == [b]
+
+
+def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path) -> None:
+    ics = tmp_path / "fr.ics"
+    ics.write_text(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n"
+        "BEGIN:VEVENT\r\nDTSTART;VALUE=DATE:20261225\r\nDTEND;VALUE=DATE:20261226\r\nSUMMARY:Noel\r\nEND:VEVENT\r\n"
+        "BEGIN:VEVENT\r\nDTSTART:20261231T220000\r\nDTEND:20270101T020000\r\nSUMMARY:maintenance\r\nEND:VEVENT\r\n"
+        "END:VCALENDAR\r\n"
+    )
+    out = daemon.cli("calendar", "import", "fr", str(ics))
+    assert out.returncode == 0 and "1 date, 1 window" in out.stdout, (out.stdout, out.stderr)
+    cal = daemon.get("/v1/calendars/fr").json()
+    assert cal["dates"] == ["2026-12-25"] and cal["description"] == "fr.ics"
+    assert [(w["start"], w["end"]) for w in cal["windows"]] == [("2026-12-31T22:00:00", "2027-01-01T02:00:00")]
+    # a file cronwheel cannot read faithfully is refused whole, naming it
+    (tmp_path / "rrule.ics").write_text(ics.read_text().replace("SUMMARY:Noel", "SUMMARY:Noel\r\nRRULE:FREQ=YEARLY"))
+    bad = daemon.cli("calendar", "import", "fr2", str(tmp_path / "rrule.ics"))
+    assert bad.returncode == 2 and "rrule.ics" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert daemon.get("/v1/calendars/fr2").status == 404
+
+
+def test_a_backfill_never_starves_live_work(make_daemon) -> None:
+    """Two slots, a backfill of 120 slow past ticks (batch priority) queued at once, and an
+    every-second job: the live ticks keep starting while the backfill still waits in the queue."""
+    d: Daemon = make_daemon(workers=1, slots=2)
+    old = d.add_job({"schedule": "* * * * * *", "command": "sleep 0.3", "name": "history"})["jobId"]
+    assert d.post(f"/v1/jobs/{old}/pause").status == 200  # only its backfilled past ticks run
+    now = datetime.now(UTC).replace(microsecond=0)
+    r = d.post(f"/v1/jobs/{old}/backfill", {"from": _iso(now - timedelta(seconds=130)), "to": _iso(now - timedelta(seconds=11))})
+    assert r.status == 202 and r.json()["created"] == 120, r
+    live = d.add_job({"schedule": "* * * * * *", "command": "true", "name": "live"})["jobId"]
+
+    def backfill_counts() -> tuple[int, int]:
+        statuses = [e["status"] for e in d.executions(old, limit=200)]
+        return statuses.count("PENDING"), sum(s in ("RUNNING", "SUCCEEDED") for s in statuses)
+
+    ran = wait_for(lambda: (n := sum(e["status"] == "SUCCEEDED" for e in d.executions(live))) >= 3 and n,
+                   60, interval=0.2, what="three live ticks to run")
+    waiting, started = backfill_counts()
+    assert waiting > 0, "the backfill drained before the live job ran: nothing was shown"
+    assert started > 0, "the backfill itself runs meanwhile (batch tier, not stopped)"
+    assert ran >= 3
