@@ -34,9 +34,8 @@ from cronwheel.core.records import StartRequest
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
-from cronwheel.engine.runner import StoreRunner
+from cronwheel.engine.runner import StoreRunner, bisect_failures
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
 
 #: after the wall clock steps forward, leases are not reaped for this long: every execution
@@ -271,25 +270,21 @@ class DispatchLoop:
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
 
     async def _start_isolated(self, starts: list[StartRequest], at: int) -> tuple[list[Grant], dict[str, Exception]]:
-        """Start ``starts`` in one transaction. The batch holds many tenants' executions: when
-        it fails for anything but an unreachable store, it is split in halves and each tried
-        again, down to single starts, so only an execution whose own start fails is left out
-        (returned with its error) and every other one starts. StoreUnavailable is raised."""
+        """Start ``starts`` in one transaction. The batch holds many tenants' executions, so a
+        failing start is isolated (``bisect_failures``): only an execution whose own start
+        fails is left out, returned with its error, and every other one starts."""
+        Started = tuple[list[Grant], dict[str, Exception]]
 
-        def start(s: Store, batch: list[StartRequest] = starts) -> list[Grant]:
-            return s.start_executions(batch, at)
+        async def attempt(batch: list[StartRequest]) -> Started:
+            return await self.writer.run(lambda s: s.start_executions(batch, at)), {}
 
-        try:
-            return await self.writer.run(start), {}
-        except StoreUnavailable:
-            raise
-        except Exception as exc:
-            if len(starts) == 1:
-                return [], {starts[0].execution_id: exc}
-            mid = len(starts) // 2
-            first, refused_first = await self._start_isolated(starts[:mid], at)
-            second, refused_second = await self._start_isolated(starts[mid:], at)
-            return first + second, {**refused_first, **refused_second}
+        def merge(a: Started, b: Started) -> Started:
+            return a[0] + b[0], {**a[1], **b[1]}
+
+        def alone(start: StartRequest, exc: Exception) -> Started:
+            return [], {start.execution_id: exc}
+
+        return await bisect_failures(starts, attempt, merge, alone)
 
     def _retry_refused(self, refused: dict[str, Exception], now_ms: int) -> None:
         """Executions whose start failed alone stay PENDING in the store: try each again after

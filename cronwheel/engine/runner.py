@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
@@ -33,6 +33,29 @@ class StoreRunner:
     def close(self) -> None:
         self._executor.submit(self.store.close).result()
         self._executor.shutdown(wait=True)
+
+
+async def bisect_failures(
+    items: list[ItemT],
+    attempt: Callable[[list[ItemT]], Awaitable[T]],
+    merge: Callable[[T, T], T],
+    alone: Callable[[ItemT, Exception], T],
+) -> T:
+    """``attempt(items)`` as one write; when it fails for anything but an unreachable store,
+    the items are split in halves and each half tried again, down to single items, and an
+    item that fails alone is given to ``alone`` (which answers for it). The halves' answers
+    are ``merge``d. A bad neighbour costs the others a retry, never their write (the same rule
+    the GroupCommitter keeps for submissions and completions). StoreUnavailable is raised."""
+    try:
+        return await attempt(items)
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        if len(items) == 1:
+            return alone(items[0], exc)
+        mid = len(items) // 2
+        first = await bisect_failures(items[:mid], attempt, merge, alone)
+        return merge(first, await bisect_failures(items[mid:], attempt, merge, alone))
 
 
 class GroupCommitter(Generic[ItemT, ResultT]):

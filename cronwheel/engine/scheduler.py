@@ -27,7 +27,7 @@ from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
-from cronwheel.engine.runner import StoreRunner
+from cronwheel.engine.runner import StoreRunner, bisect_failures
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import StoreUnavailable
 
@@ -232,17 +232,14 @@ class Scheduler:
         return await self._claim_ids(buckets, now, ahead, fence, ids) if ids else ClaimResult()
 
     async def _claim_ids(self, buckets: list[int], now: int, ahead: int, fence: Fence | None, ids: list[str]) -> ClaimResult:
-        try:
-            return await self.writer.run(lambda s: s.claim_due(buckets, now, len(ids), ahead, fence=fence, only=ids))
-        except StoreUnavailable:
-            raise
-        except Exception as exc:
-            if len(ids) == 1:
-                self._set_job_aside(ids[0], exc)
-                return ClaimResult()
-            mid = len(ids) // 2
-            first = await self._claim_ids(buckets, now, ahead, fence, ids[:mid])
-            return first.merged(await self._claim_ids(buckets, now, ahead, fence, ids[mid:]))
+        async def attempt(some: list[str]) -> ClaimResult:
+            return await self.writer.run(lambda s: s.claim_due(buckets, now, len(some), ahead, fence=fence, only=some))
+
+        def alone(job_id: str, exc: Exception) -> ClaimResult:
+            self._set_job_aside(job_id, exc)
+            return ClaimResult()
+
+        return await bisect_failures(ids, attempt, ClaimResult.merged, alone)
 
     def _set_job_aside(self, job_id: str, exc: Exception) -> None:
         wall = self.clock.monotonic()
