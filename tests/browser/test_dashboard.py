@@ -231,7 +231,7 @@ def test_replay_and_purge_dead_letters_by_clicking(daemon: Daemon, browser: Any,
 
     ex = wait_for(replayed, 30, what="the replayed execution to succeed")
     assert ex["leaseEpoch"] > epoch_before and ex["attempt"] == 1 and "recovered" in ex["output"]
-    assert daemon.event("dlq.replayed", executionId=replay_id)
+    daemon.wait_event("dlq.replayed", executionId=replay_id)
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f'tr[data-execution="{replay_id}"]'), what="the replayed row to go")
 
     css(browser, f'tr[data-execution="{purge_id}"] button[data-key="purge:{purge_id}"]').click()
@@ -275,7 +275,7 @@ def test_dead_notifications_are_listed_and_purged_by_clicking(daemon: Daemon, br
     css(browser, "#confirm-yes").click()
     wait_for(lambda: dead_notifications() == [], 10, what="the notifications' DLQ to be empty")
     until(browser, lambda d: "No DEAD notification" in text_of(d, ".view-body"), what="the empty list")
-    assert daemon.event("notification.purged", notificationId=nid)
+    daemon.wait_event("notification.purged", notificationId=nid)
     assert problems(browser) == []
     assert_no_dialog(browser)
 

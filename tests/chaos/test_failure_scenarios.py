@@ -246,7 +246,7 @@ def test_poison_pill_that_kills_its_worker_runs_exactly_max_attempts(make_daemon
     assert len(d.events("worker.lost")) >= 3
     dlq = d.get("/v1/dlq").json()["executions"]
     assert [e["executionId"] for e in dlq] == [ex["executionId"]]
-    assert d.event("execution.dead_lettered", executionId=ex["executionId"]) is not None
+    d.wait_event("execution.dead_lettered", executionId=ex["executionId"])
 
 
 def test_retries_back_off_within_the_jitter_band_then_dlq_replay_succeeds(make_daemon, tmp_path):
@@ -330,4 +330,4 @@ def test_restarted_node_fails_its_dead_workers_leases_at_once(make_daemon, tmp_p
     again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2 and e["status"] == "RUNNING"), None),
                      timeout=30, what="the orphaned execution re-run with epoch 2")
     assert again["attempt"] == 2
-    assert d.event("node.recovered_leases", executions=1) is not None
+    d.wait_event("node.recovered_leases", executions=1)

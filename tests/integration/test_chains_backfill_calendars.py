@@ -50,7 +50,7 @@ def test_a_chain_whose_parent_worker_is_killed_mid_run_triggers_its_child_once(m
                       what="the parent succeeding on its retry")  # fmt: skip
     # attempt 2, or 3 when the retry went to the second worker before it was killed too
     assert pex["attempt"] >= 2 and pex["executionId"] == started["executionId"]
-    assert d.event("execution.retry_scheduled", executionId=pex["executionId"], outcome="lost")  # killed mid-run
+    d.wait_event("execution.retry_scheduled", executionId=pex["executionId"], outcome="lost")  # killed mid-run
     (kid,) = wait_for(lambda: [e for e in d.executions(child) if e["status"] == "SUCCEEDED"] or None, timeout=60,
                       what="the child succeeding")  # fmt: skip
     assert kid["executionId"] == f"{child}:{pex['executionId'].rsplit(':', 1)[1]}"  # (child, parent tick)
@@ -62,7 +62,7 @@ def test_a_chain_whose_parent_worker_is_killed_mid_run_triggers_its_child_once(m
     # the parent ran twice (at least once), the child once: one execution, one run
     assert len(d.executions(child)) == 1
     assert len([e for e in d.events("execution.started") if e["executionId"] == kid["executionId"]]) == 1
-    assert d.event("chain.triggered", executionId=kid["executionId"], parentExecutionId=pex["executionId"])
+    d.wait_event("chain.triggered", executionId=kid["executionId"], parentExecutionId=pex["executionId"])
 
 
 def test_a_failure_triggers_the_on_failure_child_after_the_retries(make_daemon, tmp_path: Path) -> None:
@@ -255,7 +255,7 @@ def test_a_backfill_is_cancelable(daemon: Daemon) -> None:
     assert res.returncode == 0 and "Cancelled 5 backfill executions" in res.stdout, res.stderr
     rows = [e for e in d.executions(job) if e["context"] == {"backfill": True}]
     assert len(rows) == 5 and {(e["status"], e["reason"]) for e in rows} == {("CANCELLED", "backfill cancelled")}
-    assert d.event("backfill.cancelled", jobId=job, cancelled=5)
+    d.wait_event("backfill.cancelled", jobId=job, cancelled=5)
 
 
 def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daemon) -> None:

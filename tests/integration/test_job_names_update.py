@@ -64,7 +64,7 @@ def test_update_changes_a_job_in_place_and_validates_like_create(daemon: Daemon,
     assert (got["retryPolicy"]["maxAttempts"], got["priority"], got["schedule"]) == (5, "high", "* * * * * *")
     wait_for(lambda: out.read_text().splitlines()[-1:] == ["new"], what="the new command ran")
     assert any(e["status"] == "SUCCEEDED" for e in daemon.executions(job_id))  # history kept
-    assert daemon.event("job.updated", jobId=job_id) is not None
+    daemon.wait_event("job.updated", jobId=job_id)
 
     # a new schedule: next run recomputed; ticks claimed ahead for the old one are superseded
     r = daemon.request("PATCH", f"/v1/jobs/{job_id}", {"schedule": "0 0 1 1 *", "timezone": "Europe/Paris"})
@@ -81,7 +81,7 @@ def test_update_changes_a_job_in_place_and_validates_like_create(daemon: Daemon,
     history = wait_for(settled, what="no live execution of the old schedule")
     later = [e for e in history if e["scheduledAt"] > updated_at]
     assert later, "the every-second job had ticks claimed ahead (claim-ahead 2 s) when it was updated"
-    assert daemon.event("job.updated", jobId=job_id, rescheduled=True)["superseded"] == len(later)  # type: ignore[index]
+    assert daemon.wait_event("job.updated", jobId=job_id, rescheduled=True)["superseded"] == len(later)
     assert all(e["status"] == "CANCELLED" and e["reason"].startswith("superseded") for e in later), later
     assert not [e for e in history if e["status"] == "SUCCEEDED" and e["startedAt"] > updated_at and e["scheduledAt"] > updated_at]
 

@@ -75,7 +75,8 @@ def test_an_unreachable_receiver_lands_in_the_notifications_dlq_and_replays(make
                      "notify": [hook("http://127.0.0.1:9/nobody", "dead", maxAttempts=2)]})  # fmt: skip
     dead = wait_for(lambda: notifications(d, status="DEAD"), 30, what="a dead-lettered notification")
     assert dead[0]["jobId"] == job["jobId"] and dead[0]["attempt"] == 2 and "webhook" in dead[0]["error"]
-    assert d.event("notification.retried") is not None and d.event("notification.dead") is not None
+    d.wait_event("notification.retried")
+    d.wait_event("notification.dead")
     nid = dead[0]["notificationId"]
     r = d.post(f"/v1/notifications/{nid}/replay")
     assert r.status == 200 and r.json()["status"] == "PENDING", r

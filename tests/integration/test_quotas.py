@@ -101,7 +101,7 @@ def test_submissions_per_second_are_a_429_with_retry_after(daemon: Daemon) -> No
     assert len(accepted) == 2 and refused is not None and refused.status == 429, refused
     assert refused.headers["Retry-After"] == "1"
     assert refused.json()["quota"] == "submitRate" and 0 < refused.json()["retryAfterSec"] <= 1
-    assert daemon.event("tenant.rate_limited", tenant="chatty")
+    daemon.wait_event("tenant.rate_limited", tenant="chatty")
     # other tenants are not limited by it
     assert daemon.post("/v1/jobs", body).status == 201
     # within Retry-After the tenant may submit again (a refusal takes no token)

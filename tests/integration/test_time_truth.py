@@ -51,7 +51,7 @@ def test_an_every_second_job_catches_up_once_after_downtime(make_daemon: Callabl
     assert all(e["origin"] == "schedule" for e in history if _ms(e["scheduledAt"]) > _ms(catch_up["scheduledAt"]))
     [event] = d.events("execution.catch_up")
     assert event["executionId"] == catch_up["executionId"]
-    assert d.event("execution.started", executionId=catch_up["executionId"])["origin"] == "catch_up"  # type: ignore[index]
+    assert d.wait_event("execution.started", executionId=catch_up["executionId"])["origin"] == "catch_up"
     # the history shows it
     res = d.cli("history", "every-second")
     assert res.returncode == 0, res.stderr

@@ -215,6 +215,11 @@ class Daemon:
                 return e
         return None
 
+    def wait_event(self, name: str, timeout: float = 20.0, **match: Any) -> dict[str, Any]:
+        """The first ``name`` event matching ``match``, waited for: an event line is written after
+        the commit it tells of, so a state already seen through the API may not be logged yet."""
+        return wait_for(lambda: self.event(name, **match), timeout, what=f"a {name} event matching {match}")
+
     def log_tail(self, n: int = 60) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
