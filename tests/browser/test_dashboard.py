@@ -7,6 +7,7 @@ Screenshots go to test-artifacts/browser/ (gitignored), kept as the run's artifa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,8 @@ def dead(daemon: Daemon) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- tests
 
 
-def test_overview_draws_lag_tiers_running_and_herd(daemon: Daemon, browser: Any) -> None:
+def test_overview_draws_lag_tiers_running_and_herd(make_daemon: Callable[..., Daemon], browser: Any) -> None:
+    daemon = make_daemon(args=("--grace-sec", "1"))  # the long runner is not waited for at teardown
     for _ in range(3):
         daemon.add_job({"schedule": "* * * * * *", "python": NOOP})
     for _ in range(20):

@@ -10,6 +10,7 @@ import http.client
 import json
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -134,7 +135,8 @@ def test_static_files_fetch_nothing_from_elsewhere_and_never_build_html_from_dat
     assert "style=" not in page
 
 
-def test_activity_reports_the_last_hour_of_lag_and_what_runs(daemon: Daemon) -> None:
+def test_activity_reports_the_last_hour_of_lag_and_what_runs(make_daemon: Callable[..., Daemon]) -> None:
+    daemon = make_daemon(args=("--grace-sec", "1"))  # the sleeper is not waited for at teardown
     daemon.add_job({"schedule": "* * * * * *", "python": NOOP})
     sleeper_id = daemon.add_job({"runAt": "+0s", "command": "sleep 30", "name": "sleeper"})["jobId"]
 
