@@ -18,8 +18,8 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
 from cronwheel.core.ical import parse_ics
+from cronwheel.core.instants import format_instant
 from cronwheel.core.words import counted
-from cronwheel.obs.events import iso_ms
 
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
@@ -35,9 +35,7 @@ def _instant(text: str, param: str) -> str:
         at = sched.parse_instant(text.strip(), local_now_ms())
     except sched.ScheduleError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from None
-    instant = iso_ms(at)
-    assert instant is not None  # iso_ms gives None for None alone
-    return instant
+    return format_instant(at)
 
 
 # ---------------------------------------------------------------- options of `cronwheel add`
@@ -95,7 +93,7 @@ def _job_ids(client: Any, refs: Any) -> list[str]:
 def upcoming_for_next(client: Any, job: dict[str, Any], count: int, after: int) -> list[int]:
     """``cronwheel next JOB`` for a job with calendars or an active window: the daemon
     evaluates them; the excluded stretches met on the way are noted on stderr."""
-    data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": iso_ms(after)})[2]
+    data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": format_instant(after)})[2]
     for item in data.get("excluded", []):
         render.emit_note(f"note: ticks from {item['at']} until {item['until']} are excluded ({item['reason']})")
     return [sched.parse_instant(t) for t in data["next"]]
@@ -306,7 +304,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
         with click.progressbar(length=sum(c[2] for c in chunks), label="backfill", file=sys.stderr,
                                show_pos=True) if show else _NoBar() as bar:  # fmt: skip
             for lo, hi, n in chunks:
-                body = {"from": iso_ms(lo), "to": iso_ms(hi), "dryRun": dry_run}
+                body = {"from": format_instant(lo), "to": format_instant(hi), "dryRun": dry_run}
                 data = client.request("POST", path, body)[2]
                 for key in ("ticks", "created", "existing"):
                     total[key] += int(data[key])
@@ -319,7 +317,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
                           f"`cronwheel backfill {job} --cancel` cancels those not run yet")  # fmt: skip
         sys.exit(130)
     if as_json:
-        render.emit_json({"jobId": target["jobId"], "from": iso_ms(start), "to": iso_ms(end), "dryRun": dry_run,
+        render.emit_json({"jobId": target["jobId"], "from": format_instant(start), "to": format_instant(end), "dryRun": dry_run,
                           **total, **({"plannedTicks": planned} if dry_run else {})})  # fmt: skip
         return
     if dry_run:

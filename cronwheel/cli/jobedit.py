@@ -17,8 +17,8 @@ from cronwheel.cli import listing, render
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
+from cronwheel.core.instants import format_instant
 from cronwheel.core.schedule import looks_like_instant
-from cronwheel.obs.events import iso_ms
 
 #: H and @every offsets hash the job id: offline answers are for this example id
 EXAMPLE_JOB_ID = "jexample"
@@ -90,7 +90,7 @@ def when_body(schedule: str, tz: str | None, hint: str = "SCHEDULE") -> dict[str
     text = schedule.strip()
     if text.startswith("+"):
         try:
-            return {"runAt": iso_ms(sched.parse_instant(text, local_now_ms()))}
+            return {"runAt": format_instant(sched.parse_instant(text, local_now_ms()))}
         except sched.ScheduleError as exc:
             raise click.BadParameter(str(exc), param_hint=hint) from None
     if looks_like_instant(text):

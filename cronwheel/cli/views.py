@@ -216,6 +216,7 @@ def emit_herd(data: dict[str, Any], width: int = 40) -> None:
 
         console = Console(highlight=False)
     for i, n in enumerate(per_minute):
+        # a row label, the minute's time of day (its date is the window's), not an instant
         when = f"+{i:>4}m" if start is None else (start.astimezone(UTC) + timedelta(minutes=i)).strftime("%H:%M:%SZ")
         bar = round(width * n / peak) if peak else 0
         if tty:

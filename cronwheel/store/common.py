@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cronwheel.core import schedule
 from cronwheel.core.ids import stable_hash
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import (
     ExecOrigin,
     ExecStatus,
@@ -98,9 +98,9 @@ def json_list(values: Sequence[str]) -> str | None:
 
 def replay_reason(dead: Execution, now_ms: int) -> str:
     """The reason a replayed DEAD execution carries: its old reason, then its history."""
-    history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
+    history = f"replayed at {format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
     if dead.finished_at is not None:
-        history += f", dead since {schedule.format_instant(dead.finished_at)}"
+        history += f", dead since {format_instant(dead.finished_at)}"
     if dead.exit_code is not None:
         history += f", exit code {dead.exit_code}"
     if dead.error:
