@@ -7,9 +7,8 @@ is called from one thread at a time (the engine gives it a dedicated thread), so
 driver would buy nothing and cost an event loop per store. psycopg 3 is the maintained
 successor of psycopg2, speaks libpq, so it takes any libpq conninfo, including multi-host
 URLs with ``target_session_attrs=read-write`` (``postgresql://h1:5432,h2:5433/db?…``) that
-find the primary after a failover; it has a maintained connection pool (``psycopg_pool``)
-for when the engine grows several threads per store, server-side prepared statements, and
-binary COPY and pipelined ``executemany`` for bulk work.
+find the primary after a failover, and has server-side prepared statements and binary COPY
+and pipelined ``executemany`` for bulk work.
 
 Connections: one per store object, in autocommit mode; a method that writes runs in one
 explicit transaction (``BEGIN … COMMIT``) at READ COMMITTED. Row locks do the concurrency
