@@ -66,11 +66,11 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--calendar", "calendars", multiple=True, metavar="NAME",
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
-        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last run."),
+        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last execution."),
         click.option("--on-success", multiple=True, metavar="JOB",
-                     help="Run this job (id or name) when a run ends SUCCEEDED (repeatable; a chain)."),
+                     help="Run this job (id or name) when an execution ends SUCCEEDED (repeatable; a chain)."),
         click.option("--on-failure", multiple=True, metavar="JOB",
-                     help="Run this job when a run ends DEAD, its retries spent (repeatable)."),
+                     help="Run this job when an execution ends DEAD, its retries spent (repeatable)."),
     )):  # fmt: skip
         wrapper = decorator(wrapper)
     return wrapper
@@ -259,11 +259,11 @@ def _ms(text: str | None) -> int | None:
 @click.option("--from", "from_", metavar="INSTANT", help="First instant of the range (RFC 3339, or e.g. +0s relative).")
 @click.option("--to", metavar="INSTANT", help="Last instant of the range, included (not after now).")
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
-@click.option("--cancel", is_flag=True, help="Cancel the job's backfill runs that have not started yet.")
+@click.option("--cancel", is_flag=True, help="Cancel the job's backfill executions that have not started yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @pass_cli
 def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: bool, cancel: bool, as_json: bool) -> None:
-    """Run a job for every tick of a past range that has no run yet.
+    """Run a job for every tick of a past range that has no execution yet.
 
     Each tick of JOB's schedule in [--from, --to] (calendar exclusions and the active window
     applied) gets one execution at batch priority, so live work goes first; a tick that
@@ -347,13 +347,13 @@ class _NoBar:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job")
-@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends SUCCEEDED (repeatable).")
-@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends DEAD (repeatable).")
+@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends SUCCEEDED (repeatable).")
+@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends DEAD (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove JOB's chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @pass_cli
 def chain(app: Cli, /, job: str, on_success: tuple[str, ...], on_failure: tuple[str, ...], clear: bool, as_json: bool) -> None:
-    """Set the jobs JOB triggers when one of its runs ends (replaces its whole chain).
+    """Set the jobs JOB triggers when one of its executions ends (replaces its whole chain).
 
     A child runs once per tick of its parent, whatever the parent's retries or redeliveries,
     and sees the parent in CRONWHEEL_PARENT_* variables and its payload's "parent". A chain

@@ -84,7 +84,7 @@ JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RESULT", "T
 def _last_execution_detail(execution: dict[str, Any] | None) -> str:
     """A job's ``lastRun``: its latest execution that started."""
     if not execution:
-        return "no run on record"
+        return "no execution on record"
     code = execution.get("exitCode")
     at = execution.get("finishedAt") or execution.get("startedAt")
     return (f"{execution['status']}" + (f", exit {code}" if code is not None else "")
