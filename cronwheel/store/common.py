@@ -31,6 +31,8 @@ from cronwheel.core.records import Completion, Outcome
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 
+#: "no upper bound" for a millisecond column (a BIGINT's largest value)
+MAX_MS = 2**63 - 1
 #: the reason on a tick claimed ahead that an update of its job's schedule cancelled
 SUPERSEDED = "superseded: the job's schedule was updated before this tick was due"
 EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
