@@ -18,13 +18,13 @@ from cronwheel.core.calendar import (
     CalendarError,
     build_calendar,
 )
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import (
     MAX_CALENDAR_DESCRIPTION_CHARS,
     MAX_CALENDAR_ENTRIES,
     MAX_CHAIN_CHILDREN,
     MAX_INSTANT_MS,
 )
-from cronwheel.obs.events import iso_ms
 
 CALENDAR_FIELDS = ("description", "dates", "windows")
 BACKFILL_FIELDS = ("from", "to", "dryRun")
@@ -91,8 +91,8 @@ def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
 
 def calendar_to_json(cal: Calendar) -> dict[str, Any]:
     data = cal.to_json()
-    data["createdAt"] = iso_ms(cal.created_at or None)
-    data["updatedAt"] = iso_ms(cal.updated_at or None)
+    data["createdAt"] = format_instant(cal.created_at or None)
+    data["updatedAt"] = format_instant(cal.updated_at or None)
     return data
 
 

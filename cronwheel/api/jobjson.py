@@ -7,8 +7,8 @@ from typing import Any
 
 from cronwheel.core import notify as nt
 from cronwheel.core.deadman import overdue
+from cronwheel.core.instants import format_instant as iso_ms
 from cronwheel.core.model import Execution, Job
-from cronwheel.obs.events import iso_ms
 
 
 def window_to_json(job: Job, now_ms: int | None) -> dict[str, Any] | None:

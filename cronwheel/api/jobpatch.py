@@ -9,8 +9,8 @@ from cronwheel.api.fields import bad, reject_unknown, type_name
 from cronwheel.api.targets import TARGET_KINDS
 from cronwheel.api.validation import JOB_FIELDS, parse_job_body
 from cronwheel.core import notify as nt
+from cronwheel.core.instants import format_instant as iso_ms
 from cronwheel.core.model import Job, JobSpec
-from cronwheel.obs.events import iso_ms
 
 #: members of a patch that replace each other: naming one removes the others from the job
 _EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))

@@ -25,12 +25,12 @@ from cronwheel.api.jobpatch import parse_job_patch
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_idempotency_key, parse_job_status, parse_limit
 from cronwheel.api.validation import parse_job_batch, parse_job_body
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_NAME_CHARS
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
 from cronwheel.core.notify import no_mail_warnings, rules_refusal
 from cronwheel.core.records import CreateOutcome, CreateResult
 from cronwheel.core.tenants import target_refusal, valid_tenant_name
-from cronwheel.obs.events import iso_ms
 from cronwheel.worker.launch import run_as_refusal
 
 
@@ -55,7 +55,7 @@ async def create_job(request: web.Request) -> web.Response:
     headers = {"Location": f"/v1/jobs/{result.job_id}"}
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
-    answer: dict[str, Any] = {"jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}
+    answer: dict[str, Any] = {"jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at)}
     warnings = _mail_warnings(request, spec)
     if warnings:
         answer["warnings"] = warnings
@@ -106,9 +106,9 @@ def _check_run_as(spec: JobSpec, where: str = "") -> None:
 
 def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
     if result.outcome is CreateOutcome.CREATED:
-        return {"index": index, "status": 201, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at)}
+        return {"index": index, "status": 201, "jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at)}
     if result.outcome is CreateOutcome.REPLAYED:
-        return {"index": index, "status": 200, "jobId": result.job_id, "nextRunAt": iso_ms(result.next_run_at), "replayed": True}
+        return {"index": index, "status": 200, "jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at), "replayed": True}
     if result.outcome is CreateOutcome.NAME_TAKEN:
         return {"index": index, "status": 409, "code": "name_taken", "jobId": result.job_id,
                 "detail": f"another live job of the tenant ({result.job_id}) has this name; names are unique per tenant"}

@@ -7,8 +7,8 @@ from typing import Any
 
 from cronwheel.api.fields import ValidationError
 from cronwheel.core import notify as nt
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
-from cronwheel.obs.events import iso_ms
 
 PING_FIELDS = ("status", "exitCode", "output")
 PING_STATUSES = ("start", "success", "fail")
@@ -94,9 +94,9 @@ def notification_to_json(n: nt.Notification) -> dict[str, Any]:
         "status": n.status.value,
         "attempt": n.attempt,
         "leaseEpoch": n.lease_epoch,
-        "availableAt": iso_ms(n.available_at),
-        "createdAt": iso_ms(n.created_at),
-        "sentAt": iso_ms(n.sent_at),
+        "availableAt": format_instant(n.available_at),
+        "createdAt": format_instant(n.created_at),
+        "sentAt": format_instant(n.sent_at),
         "error": n.error,
         "body": n.body,
     }

@@ -27,8 +27,9 @@ from cronwheel.api.appkeys import EVENTS, METRICS
 from cronwheel.api.context import tenant_of
 from cronwheel.api.fields import ValidationError
 from cronwheel.core import schedule as sched
+from cronwheel.core.instants import format_instant
 from cronwheel.core.lagstats import MINUTE_MS
-from cronwheel.obs.events import EventLog, iso_ms
+from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from cronwheel.obs.metrics import NodeMetrics
 
@@ -78,11 +79,11 @@ async def activity(request: web.Request) -> web.Response:
     total, running = m.running(limit=100)
     return web.json_response({
         "nodeId": m.source.snapshot().node_id,
-        "at": iso_ms(now),
+        "at": format_instant(now),
         "lagHistory": {
             "minuteSec": MINUTE_MS // 1000,
             "minutes": [
-                {"at": iso_ms(x.start_ms), "count": x.count, "p50": x.p50, "p99": x.p99, "max": x.max}
+                {"at": format_instant(x.start_ms), "count": x.count, "p50": x.p50, "p99": x.p99, "max": x.max}
                 for x in m.lag_history.snapshot(now)
             ],
         },
@@ -123,7 +124,7 @@ def parse_flag(name: str, text: str | None) -> bool:
 def event_filter(job: str | None, event: str | None, since_ms: int | None) -> Callable[[dict[str, Any]], bool]:
     """``job``: events naming the job or one of its executions (``jobId:…``); ``event``: a
     name or a prefix ending in '.' (``execution.``); ``since_ms``: not older than this."""
-    cutoff = iso_ms(since_ms) if since_ms is not None else None
+    cutoff = format_instant(since_ms) if since_ms is not None else None
     prefix = job + ":" if job else None
 
     def keep(rec: dict[str, Any]) -> bool:

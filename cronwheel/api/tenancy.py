@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from cronwheel.api.fields import ValidationError
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import (
     MAX_HTTP_ALLOW,
     MAX_QUOTA,
@@ -22,7 +23,6 @@ from cronwheel.core.tenants import (
     normalise_host,
     valid_tenant_name,
 )
-from cronwheel.obs.events import iso_ms
 
 #: JSON name -> Tenant field
 TENANT_FIELDS = {
@@ -160,8 +160,8 @@ def tenant_to_json(t: Tenant, live: dict[str, Any] | None = None) -> dict[str, A
         "submitBurst": t.submit_burst,
         "allowShell": t.allow_shell,
         "httpAllow": list(t.http_allow),
-        "createdAt": iso_ms(t.created_at or None),
-        "updatedAt": iso_ms(t.updated_at or None),
+        "createdAt": format_instant(t.created_at or None),
+        "updatedAt": format_instant(t.updated_at or None),
     }
     if live is not None:
         data.update(running=live.get("running", 0), queued=live.get("queued", 0), quotaWaiting=live.get("quotaWaiting", False))
@@ -174,8 +174,8 @@ def token_to_json(t: ApiToken, secret: str | None = None) -> dict[str, Any]:
         "role": t.role.value,
         "tenant": t.tenant,
         "name": t.name,
-        "createdAt": iso_ms(t.created_at or None),
-        "revokedAt": iso_ms(t.revoked_at),
+        "createdAt": format_instant(t.created_at or None),
+        "revokedAt": format_instant(t.revoked_at),
     }
     if secret is not None:
         data["token"] = secret  # shown once, at creation

@@ -15,6 +15,7 @@ from cronwheel.api.fields import (
     type_name,
 )
 from cronwheel.api.targets import parse_target_value
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import (
     MAX_CLAIM,
     MAX_CLAIM_QUEUES,
@@ -26,7 +27,6 @@ from cronwheel.core.limits import (
 )
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
-from cronwheel.obs.events import iso_ms
 
 
 def _worker_fields(body: Any, allowed: tuple[str, ...]) -> tuple[dict[str, Any], str, int]:
@@ -82,8 +82,8 @@ def grant_to_json(g: Grant) -> dict[str, Any]:
         "queue": g.queue,
         "leaseEpoch": g.lease_epoch,
         "attempt": g.attempt,
-        "scheduledAt": iso_ms(g.scheduled_at),
-        "leaseUntil": iso_ms(g.lease_until),
+        "scheduledAt": format_instant(g.scheduled_at),
+        "leaseUntil": format_instant(g.lease_until),
         "leaseSec": g.lease_sec,
         "timeoutSec": g.timeout_sec,
         "payload": g.payload,

@@ -15,8 +15,8 @@ from cronwheel.api.workercalls import (
     parse_effect,
     parse_heartbeat,
 )
+from cronwheel.core.instants import format_instant
 from cronwheel.core.records import EffectVerdict, LeaseVerdict
-from cronwheel.obs.events import iso_ms
 
 
 async def _own_execution(request: web.Request, execution_id: str) -> None:
@@ -53,7 +53,7 @@ async def heartbeat(request: web.Request) -> web.Response:
     result = await service_of(request).heartbeat(execution_id, worker_id, epoch)
     if result.verdict is not LeaseVerdict.OK:
         raise _lease_conflict(result.verdict, execution_id)
-    return json_response({"extendUntil": iso_ms(result.extend_until), "leaseEpoch": epoch})
+    return json_response({"extendUntil": format_instant(result.extend_until), "leaseEpoch": epoch})
 
 
 async def complete(request: web.Request) -> web.Response:
@@ -66,7 +66,7 @@ async def complete(request: web.Request) -> web.Response:
     return json_response({
         "executionId": execution_id,
         "status": result.status.value if result.status is not None else None,
-        "availableAt": iso_ms(result.available_at),
+        "availableAt": format_instant(result.available_at),
     })
 
 

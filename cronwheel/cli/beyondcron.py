@@ -18,8 +18,8 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
 from cronwheel.core.ical import parse_ics
+from cronwheel.core.instants import format_instant
 from cronwheel.core.words import counted
-from cronwheel.obs.events import iso_ms
 
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
@@ -35,9 +35,7 @@ def _instant(text: str, param: str) -> str:
         at = sched.parse_instant(text.strip(), local_now_ms())
     except sched.ScheduleError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from None
-    instant = iso_ms(at)
-    assert instant is not None  # iso_ms gives None for None alone
-    return instant
+    return format_instant(at)
 
 
 # ---------------------------------------------------------------- options of `cronwheel add`
@@ -68,11 +66,11 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--calendar", "calendars", multiple=True, metavar="NAME",
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
-        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last run."),
+        click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last execution."),
         click.option("--on-success", multiple=True, metavar="JOB",
-                     help="Run this job (id or name) when a run ends SUCCEEDED (repeatable; a chain)."),
+                     help="Run this job (id or name) when an execution ends SUCCEEDED (repeatable; a chain)."),
         click.option("--on-failure", multiple=True, metavar="JOB",
-                     help="Run this job when a run ends DEAD, its retries spent (repeatable)."),
+                     help="Run this job when an execution ends DEAD, its retries spent (repeatable)."),
     )):  # fmt: skip
         wrapper = decorator(wrapper)
     return wrapper
@@ -95,7 +93,7 @@ def _job_ids(client: Any, refs: Any) -> list[str]:
 def upcoming_for_next(client: Any, job: dict[str, Any], count: int, after: int) -> list[int]:
     """``cronwheel next JOB`` for a job with calendars or an active window: the daemon
     evaluates them; the excluded stretches met on the way are noted on stderr."""
-    data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": iso_ms(after)})[2]
+    data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": format_instant(after)})[2]
     for item in data.get("excluded", []):
         render.emit_note(f"note: ticks from {item['at']} until {item['until']} are excluded ({item['reason']})")
     return [sched.parse_instant(t) for t in data["next"]]
@@ -261,11 +259,11 @@ def _ms(text: str | None) -> int | None:
 @click.option("--from", "from_", metavar="INSTANT", help="First instant of the range (RFC 3339, or e.g. +0s relative).")
 @click.option("--to", metavar="INSTANT", help="Last instant of the range, included (not after now).")
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
-@click.option("--cancel", is_flag=True, help="Cancel the job's backfill runs that have not started yet.")
+@click.option("--cancel", is_flag=True, help="Cancel the job's backfill executions that have not started yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @pass_cli
 def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: bool, cancel: bool, as_json: bool) -> None:
-    """Run a job for every tick of a past range that has no run yet.
+    """Run a job for every tick of a past range that has no execution yet.
 
     Each tick of JOB's schedule in [--from, --to] (calendar exclusions and the active window
     applied) gets one execution at batch priority, so live work goes first; a tick that
@@ -306,7 +304,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
         with click.progressbar(length=sum(c[2] for c in chunks), label="backfill", file=sys.stderr,
                                show_pos=True) if show else _NoBar() as bar:  # fmt: skip
             for lo, hi, n in chunks:
-                body = {"from": iso_ms(lo), "to": iso_ms(hi), "dryRun": dry_run}
+                body = {"from": format_instant(lo), "to": format_instant(hi), "dryRun": dry_run}
                 data = client.request("POST", path, body)[2]
                 for key in ("ticks", "created", "existing"):
                     total[key] += int(data[key])
@@ -319,7 +317,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
                           f"`cronwheel backfill {job} --cancel` cancels those not run yet")  # fmt: skip
         sys.exit(130)
     if as_json:
-        render.emit_json({"jobId": target["jobId"], "from": iso_ms(start), "to": iso_ms(end), "dryRun": dry_run,
+        render.emit_json({"jobId": target["jobId"], "from": format_instant(start), "to": format_instant(end), "dryRun": dry_run,
                           **total, **({"plannedTicks": planned} if dry_run else {})})  # fmt: skip
         return
     if dry_run:
@@ -349,13 +347,13 @@ class _NoBar:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job")
-@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends SUCCEEDED (repeatable).")
-@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when a run of JOB ends DEAD (repeatable).")
+@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends SUCCEEDED (repeatable).")
+@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends DEAD (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove JOB's chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @pass_cli
 def chain(app: Cli, /, job: str, on_success: tuple[str, ...], on_failure: tuple[str, ...], clear: bool, as_json: bool) -> None:
-    """Set the jobs JOB triggers when one of its runs ends (replaces its whole chain).
+    """Set the jobs JOB triggers when one of its executions ends (replaces its whole chain).
 
     A child runs once per tick of its parent, whatever the parent's retries or redeliveries,
     and sees the parent in CRONWHEEL_PARENT_* variables and its payload's "parent". A chain

@@ -13,7 +13,7 @@ from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 
 @click.group(context_settings=CONTEXT)
 def dlq() -> None:
-    """The dead-letter queue: runs that spent all their attempts."""
+    """The dead-letter queue: executions that spent all their attempts."""
 
 
 @dlq.command("ls", context_settings=CONTEXT)

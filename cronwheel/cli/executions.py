@@ -24,7 +24,7 @@ from cronwheel.core import schedule as sched
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
 def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
-    """A job's runs, newest first (lag = started - scheduled)."""
+    """A job's executions, newest first (lag = started - scheduled)."""
     ref = app.client.resolve_job(job)
     executions: list[dict[str, Any]] = []
     before = None
@@ -37,7 +37,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
     if as_json:
         render.emit_json(executions)
         return
-    render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions), empty=f"no runs of {views.job_label(ref)} yet")
+    render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions), empty=f"no executions of {views.job_label(ref)} yet")
 
 
 @click.command(context_settings=CONTEXT)
@@ -58,9 +58,9 @@ def logs(
     \b
       cronwheel logs [-f] [--job JOB] [--since 1h] [-n N]   the daemon's events: the tail, or follow
       cronwheel logs EXECUTION                              an execution's output (an id has a ':')
-      cronwheel logs JOB                                    the output of a job's last run that started
+      cronwheel logs JOB                                    the output of a job's last execution that started
       cronwheel logs -f JOB                                 follow a job's output as it is printed:
-                                                            the current run's, then the next runs'
+                                                            the current execution's, then the next ones'
       cronwheel logs -f EXECUTION                           follow one execution's output
 
     Events are those the daemon logs as JSON lines (execution.started, lease.fenced, …),
@@ -127,7 +127,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             sys.exit(1)
         last = job.get("lastRun")  # the latest execution that started, never a tick claimed ahead
         if not last:
-            render.emit_error(f"{views.job_label(job)} has no run on record (none has started yet)")
+            render.emit_error(f"{views.job_label(job)} has no execution on record (none has started yet)")
             sys.exit(1)
         data = app.client.get_execution(last["executionId"])
     if as_json:
@@ -150,11 +150,11 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
 @click.option("--worker-id", envvar="CRONWHEEL_WORKER_ID", metavar="ID", help="[env CRONWHEEL_WORKER_ID]")
 @pass_cli
 def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None, worker_id: str | None) -> None:
-    """Record a side effect KEY once for the current run, from inside a job.
+    """Record a side effect KEY once for the current execution, from inside a job.
 
     A job's command gets CRONWHEEL_URL, CRONWHEEL_EXECUTION_ID, CRONWHEEL_LEASE_EPOCH and
     CRONWHEEL_WORKER_ID in its environment; this records KEY for that execution, fenced by
-    the lease epoch, so a retried or zombie run can tell whether the effect already happened:
+    the lease epoch, so a retried or zombie attempt can tell whether the effect already happened:
 
     \b
       if cronwheel effect "charge-$ORDER"; then charge "$ORDER"; fi
@@ -163,7 +163,7 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
     Exit codes:
       0  recorded now: go ahead and perform the effect
       3  duplicate: an earlier attempt recorded it already; do not repeat it
-      4  fenced: this run's lease is stale (another worker took over); stop now
+      4  fenced: this attempt's lease is stale (another worker took over); stop now
       1  the execution does not exist, or another error
       69 no daemon reachable
     """

@@ -74,10 +74,10 @@ def _follow_job(client: Client, job: dict[str, Any]) -> None:
                 _print(ex.get("output") or "")
                 render.emit_note(f"execution {latest['executionId']}: {ex.get('status')}")
         elif job.get("status") in SETTLED:
-            render.emit_note(f"job {label} is {job['status']}: no run to come")
+            render.emit_note(f"job {label} is {job['status']}: no execution to come")
             return
         elif not waiting:
-            render.emit_note(f"waiting for the next run of {label} (Ctrl-C stops)")
+            render.emit_note(f"waiting for the next execution of {label} (Ctrl-C stops)")
             waiting = True
         else:
             time.sleep(POLL_SEC)

@@ -17,8 +17,8 @@ from cronwheel.cli import listing, render
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
+from cronwheel.core.instants import format_instant
 from cronwheel.core.schedule import looks_like_instant
-from cronwheel.obs.events import iso_ms
 
 #: H and @every offsets hash the job id: offline answers are for this example id
 EXAMPLE_JOB_ID = "jexample"
@@ -54,23 +54,23 @@ def schedule_error(text: str, exc: Exception) -> str:
 _DEFINITION_OPTIONS = (
     click.option("--name", help="A unique, human name to refer to the job by."),
     click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
-    click.option("--timeout", metavar="DURATION", help="Kill a run after this long (e.g. 90s, 10m, 2h). [default 1h]"),
+    click.option("--timeout", metavar="DURATION", help="Kill an attempt after this long (e.g. 90s, 10m, 2h). [default 1h]"),
     click.option("--max-attempts", type=click.IntRange(1, 1000), metavar="N", help="Attempts before the dead-letter queue. [default 3]"),
     click.option("--priority", type=click.Choice(["high", "default", "batch"]), help="Ready-queue tier. [default default]"),
     click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
     click.option("--http-method", type=click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False), help="Method for --http-url. [default GET]"),
     click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable)."),
     click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker."),
-    click.option("--queue", metavar="NAME", help="Target: leave runs for remote workers polling this queue."),
-    click.option("--payload", metavar="JSON", help="JSON value handed to every run."),
-    click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while a run is still going. [default allow]"),
+    click.option("--queue", metavar="NAME", help="Target: leave executions for remote workers polling this queue."),
+    click.option("--payload", metavar="JSON", help="JSON value handed to every execution."),
+    click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while an execution is still running. [default allow]"),
     click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]"),
     click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
     click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
-    click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when a run fails (repeatable; a rule on failure via email)."),
-    click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no run succeeds for this long (e.g. 26h)."),
+    click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when an execution fails (repeatable; a rule on failure via email)."),
+    click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no execution succeeds for this long (e.g. 26h)."),
     click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
     click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
     click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
@@ -90,7 +90,7 @@ def when_body(schedule: str, tz: str | None, hint: str = "SCHEDULE") -> dict[str
     text = schedule.strip()
     if text.startswith("+"):
         try:
-            return {"runAt": iso_ms(sched.parse_instant(text, local_now_ms()))}
+            return {"runAt": format_instant(sched.parse_instant(text, local_now_ms()))}
         except sched.ScheduleError as exc:
             raise click.BadParameter(str(exc), param_hint=hint) from None
     if looks_like_instant(text):

@@ -130,7 +130,7 @@ def _job_action(app: Cli, ref: str, verb: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def cancel(app: Cli, job: str, as_json: bool) -> None:
-    """Cancel a job: no more runs, and running ones are aborted."""
+    """Cancel a job: no more executions, and running ones are aborted."""
     _job_action(app, job, "cancel", as_json)
 
 
@@ -139,7 +139,7 @@ def cancel(app: Cli, job: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def pause(app: Cli, job: str, as_json: bool) -> None:
-    """Pause a job (runs already started go on)."""
+    """Pause a job (executions already started go on)."""
     _job_action(app, job, "pause", as_json)
 
 
@@ -154,15 +154,15 @@ def resume(app: Cli, job: str, as_json: bool) -> None:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job", shell_complete=listing.complete_job)
-@click.option("--wait", is_flag=True, help="Wait until the run (with its retries) ends; exit with its exit code.")
+@click.option("--wait", is_flag=True, help="Wait until the execution (with its retries) ends; exit with its exit code.")
 @click.option("--timeout", metavar="DURATION", help="With --wait: give up after this long (exit 124).")
 @click.option("--json", "as_json", is_flag=True, help="Print the execution as JSON.")
 @pass_cli
 def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> None:
-    """Run a job now, outside its schedule.
+    """Trigger an execution of a job now, outside its schedule (the API's trigger).
 
-    With --wait, the run's output is printed when it ends and the exit status is the
-    command's (0 on success; 128+N when killed by signal N); a run that failed without an
+    With --wait, the execution's output is printed when it ends and the exit status is the
+    command's (0 on success; 128+N when killed by signal N); one that failed without an
     exit code (HTTP, Python, timeout, cancelled) exits 1; 124 when --timeout expires first.
     """
     limit = duration(timeout, "'--timeout'")

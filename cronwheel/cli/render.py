@@ -16,10 +16,12 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TypeVar
 
 import click
+
+from cronwheel.core.instants import format_instant
 
 
 def is_tty() -> bool:
@@ -138,9 +140,14 @@ def ms_to_dt(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
 def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
     """``2026-11-30 00:00:00 CET`` in ``tz``; without one, UTC (``… UTC``): every command
-    shows instants the same way, whatever this machine's zone (the API's are UTC too)."""
+    shows instants the same way, whatever this machine's zone (the API's are UTC too).
+    A wall-clock reading for people, not an RFC 3339 instant: ``fmt_utc`` is that."""
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
         return safe(value, newlines=False) if value else "-"  # shown as stored, never a crash
@@ -155,14 +162,13 @@ def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
 
 
 def fmt_utc(value: str | datetime | None) -> str:
+    """The RFC 3339 form of an instant, exactly as the API writes it (core/instants.py)."""
     dt = parse_iso(value) if isinstance(value, str) or value is None else value
     if dt is None:
         return safe(value, newlines=False) if value else "-"
-    dt = dt.astimezone(UTC)
-    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
-    if dt.microsecond // 1000:
-        text += f".{dt.microsecond // 1000:03d}"
-    return text + "Z"
+    if dt.tzinfo is None:
+        dt = dt.astimezone(UTC)  # a naive time is this machine's
+    return format_instant((dt - _EPOCH) // _MS)
 
 
 def fmt_both(value: str | None, tz: tzinfo | None = None) -> str:

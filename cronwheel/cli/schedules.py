@@ -23,8 +23,8 @@ from cronwheel.cli.jobedit import (
 )
 from cronwheel.core import herd
 from cronwheel.core import schedule as sched
+from cronwheel.core.instants import format_instant
 from cronwheel.core.schedule import looks_like_instant
-from cronwheel.obs.events import iso_ms
 
 #: an H field (a hashed offset) in a cron expression, not the H of a word or of @hourly
 HASHED = re.compile(r"(?<![A-Za-z@])H(?![A-Za-z])")
@@ -108,7 +108,7 @@ def next_(app: Cli, /, what: str, count: int, tz: str | None, from_: str | None,
                 t = nxt
 
     if as_json:
-        render.emit_json([iso_ms(f) for f in fires])
+        render.emit_json([format_instant(f) for f in fires])
         return
     if not fires:
         render.emit_note("never fires after " + render.fmt_utc(render.ms_to_dt(start)))
@@ -203,7 +203,7 @@ def _lint_schedule(text: str, tz: str | None, as_json: bool) -> None:
     if as_json:
         render.emit_json({
             "schedule": text, "valid": True, "timezone": tz or "UTC", "expression": parsed.expression,
-            "next": [iso_ms(f) for f in fires], "hashed": hashed, "suggestion": suggestion,
+            "next": [format_instant(f) for f in fires], "hashed": hashed, "suggestion": suggestion,
         })
         return
     click.echo(f"ok: {text!r} is valid ({parsed.expression}, {tz or 'UTC'})")

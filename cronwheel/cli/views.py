@@ -84,7 +84,7 @@ JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RESULT", "T
 def _last_execution_detail(execution: dict[str, Any] | None) -> str:
     """A job's ``lastRun``: its latest execution that started."""
     if not execution:
-        return "no run on record"
+        return "no execution on record"
     code = execution.get("exitCode")
     at = execution.get("finishedAt") or execution.get("startedAt")
     return (f"{execution['status']}" + (f", exit {code}" if code is not None else "")
@@ -216,6 +216,7 @@ def emit_herd(data: dict[str, Any], width: int = 40) -> None:
 
         console = Console(highlight=False)
     for i, n in enumerate(per_minute):
+        # a row label, the minute's time of day (its date is the window's), not an instant
         when = f"+{i:>4}m" if start is None else (start.astimezone(UTC) + timedelta(minutes=i)).strftime("%H:%M:%SZ")
         bar = round(width * n / peak) if peak else 0
         if tty:

@@ -13,7 +13,7 @@ recorded as waiting, never dropped) and the round goes on to the next tenant.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -57,10 +57,6 @@ class FairQueue(Generic[T]):
             t.deficit[tenant] = 0.0
         q.append(item)
         self._len += 1
-
-    def push_many(self, tier: int, tenant: str, items: Iterable[T]) -> None:
-        for item in items:
-            self.push(tier, tenant, item)
 
     def pop(self, max_tier: int | None = None, may_take: Callable[[str], bool] | None = None) -> T | None:
         """The next item: the most urgent non-empty tier up to ``max_tier`` (0 = most urgent),

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import Exclusions, bounded
+from cronwheel.core.instants import format_instant
 
 __all__ = ["HerdJob", "count_ticks", "herd_summary", "top_of_hour_suggestion"]
 
@@ -187,7 +187,7 @@ def count_ticks(
 
 
 def _iso(second: int) -> str:
-    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_instant(second * 1000)
 
 
 def herd_summary(

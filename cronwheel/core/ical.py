@@ -50,7 +50,11 @@ def _date(no: int, value: str) -> date:
 
 
 def _datetime(no: int, value: str, params: dict[str, str]) -> str:
-    """A window bound in the form ``core.calendar.parse_bound`` reads."""
+    """A window bound in the form ``core.calendar.parse_bound`` reads.
+
+    Not a printed instant (so not ``core.instants.format_instant``): a bound keeps the event's
+    own wall clock, local with its offset or floating without one, to the second as
+    iCalendar writes it; only a ``Z`` time is UTC, and it stays in that same shape."""
     try:
         naive = datetime.strptime(value.rstrip("Zz"), "%Y%m%dT%H%M%S")
     except ValueError:

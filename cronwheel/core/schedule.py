@@ -23,7 +23,8 @@ Syntax (``man 5 cronwheel`` has the full reference):
   epoch). Deterministic and restart-stable, yet jobs with the same interval are spread over
   it. The time zone plays no part.
 * one-off jobs: :func:`once`, with the instant from :func:`parse_instant` (RFC 3339 or
-  ``+90s`` relative to now); :func:`format_instant` writes an instant back as RFC 3339.
+  ``+90s`` relative to now); :func:`cronwheel.core.instants.format_instant` writes an
+  instant back as RFC 3339.
 
 Evaluation is by ``cronsim`` over *local wall-clock* (naive) date-times; the mapping to UTC
 instants is done here, with this DST policy (see ``tests/unit/test_schedule_dst.py``):
@@ -54,6 +55,7 @@ from cronsim import CronSim
 
 from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse_template
 from cronwheel.core.ids import stable_hash
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_INSTANT_MS
 
 __all__ = [
@@ -62,7 +64,6 @@ __all__ = [
     "ScheduleError",
     "cache_clear",
     "cache_info",
-    "format_instant",
     "jitter_offset_ms",
     "next_fire",
     "once",
@@ -453,15 +454,6 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
     if fraction:
         millis = int((Decimal(fraction) * 1000).to_integral_value(ROUND_FLOOR))
     return seconds * 1000 + millis
-
-
-def format_instant(ms: int) -> str:
-    """RFC 3339 in UTC, ``2026-12-01T10:00:00Z`` (with ``.mmm`` when not a whole second)."""
-    dt = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
-    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
-    if ms % 1000:
-        text += f".{ms % 1000:03d}"
-    return text + "Z"
 
 
 def validate_timezone(name: str) -> zoneinfo.ZoneInfo:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from cronwheel.core import schedule
+from cronwheel.core.instants import format_instant
 
 
 class SkipKind(Enum):
@@ -64,10 +64,10 @@ class SkipReason:
             return f"overlap: {self.other} still running"
         if self.kind is SkipKind.MISFIRE:
             assert self.first is not None and self.last is not None
-            first = schedule.format_instant(self.first)
+            first = format_instant(self.first)
             if self.count == 1:
                 return f"misfire: 1 tick skipped at {first}"
-            return f"misfire: {_bound(self.exact)}{self.count} ticks skipped from {first} to {schedule.format_instant(self.last)}"
+            return f"misfire: {_bound(self.exact)}{self.count} ticks skipped from {first} to {format_instant(self.last)}"
         raise ValueError(f"a {self.kind.value} reason is not worded here")
 
 

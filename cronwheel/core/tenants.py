@@ -149,10 +149,6 @@ def parse_bearer(header: str | None) -> str | None:
     return value
 
 
-def default_burst(rate: float) -> int:
-    return max(1, int(-(-rate // 1)))
-
-
 # ---------------------------------------------------------------- who may run what
 
 
@@ -236,7 +232,6 @@ __all__ = [
     "Refusal",
     "Role",
     "Tenant",
-    "default_burst",
     "effective_http_allow",
     "hash_token",
     "host_allowed",

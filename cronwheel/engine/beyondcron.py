@@ -16,16 +16,16 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks, plan_backfill
 from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_BACKFILL_TICKS
 from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
-from cronwheel.obs.events import iso_ms
 
 
 def _span_json(span: ExcludedSpan) -> dict[str, Any]:
-    return {"at": iso_ms(span.first_tick), "until": iso_ms(span.until), "reason": span.reason}
+    return {"at": format_instant(span.first_tick), "until": format_instant(span.until), "reason": span.reason}
 
 
 class UnknownReference(Unprocessable):
@@ -165,7 +165,7 @@ class BeyondCronMixin(NodeParts):
         if to_ms < from_ms:
             raise ServiceError("to must not be before from", field="to")
         if to_ms > now:
-            raise ServiceError(f"to ({iso_ms(to_ms)}) is in the future: a backfill fills the past", field="to")
+            raise ServiceError(f"to ({format_instant(to_ms)}) is in the future: a backfill fills the past", field="to")
         if job.status is JobStatus.CANCELLED:
             raise Conflict(f"cannot backfill a {job.status.value} job")
         if job.spec.schedule is None or sched.parse_schedule(job.spec.schedule, job.id, job.spec.timezone).kind == "never":
@@ -184,20 +184,20 @@ class BeyondCronMixin(NodeParts):
             if made is None:
                 raise Conflict(f"cannot backfill job {job.id!r} (cancelled meanwhile?)")
             created = made
-            self.events.emit("job.backfilled", jobId=job.id, fromAt=iso_ms(from_ms), toAt=iso_ms(to_ms),
+            self.events.emit("job.backfilled", jobId=job.id, fromAt=format_instant(from_ms), toAt=format_instant(to_ms),
                              ticks=len(plan.ticks), created=len(created))  # fmt: skip
             self.dispatcher.add(created)
         return {
             "jobId": job.id,
-            "from": iso_ms(from_ms),
-            "to": iso_ms(to_ms),
+            "from": format_instant(from_ms),
+            "to": format_instant(to_ms),
             "dryRun": dry_run,
             "ticks": len(plan.ticks),
             "created": len(created),
             "existing": 0 if dry_run else len(plan.ticks) - len(created),
             "excluded": [_span_json(x) for x in plan.excluded],
             "executionIds": [e.execution_id for e in created],
-            "plannedTicks": [iso_ms(t) for t in plan.ticks] if dry_run else [],
+            "plannedTicks": [format_instant(t) for t in plan.ticks] if dry_run else [],
         }
 
     async def cancel_backfill(self, job_ref: str, tenant: str | None = None) -> int:
@@ -215,13 +215,13 @@ class BeyondCronMixin(NodeParts):
         job = await self.resolve_job(job_ref, tenant)
         if job.spec.schedule is None:
             at = job.next_run_at
-            return {"jobId": job.id, "next": [iso_ms(at)] if at is not None and at > after else [], "excluded": []}
+            return {"jobId": job.id, "next": [format_instant(at)] if at is not None and at > after else [], "excluded": []}
         ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
         run, excluded = upcoming(ticks, after, count, await self.exclusions_of(job))
         return {
             "jobId": job.id,
             "timezone": job.spec.timezone,
-            "next": [iso_ms(t) for t in run],
+            "next": [format_instant(t) for t in run],
             "excluded": [_span_json(x) for x in excluded],
         }
 

@@ -15,6 +15,7 @@ from cronwheel.core import herd
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import bounded
 from cronwheel.core.ids import new_job_id
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome
 from cronwheel.engine.beyondcron import BeyondCronMixin
@@ -22,7 +23,6 @@ from cronwheel.engine.liveoutput import Follower
 from cronwheel.engine.notify_service import refuse_ping_job
 from cronwheel.engine.service import Conflict, InternalError, NameTaken, NotFound, ServiceError
 from cronwheel.engine.tenancy import TenancyMixin
-from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import Store
 
 #: jobs read per page when counting the herd
@@ -103,7 +103,7 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
                 self.scheduler.job_scheduled(job_id, job.next_run_at)
         self.events.emit(
             "job.updated", jobId=job_id, name=job.spec.name, rescheduled=reschedule,
-            nextRunAt=iso_ms(job.next_run_at), superseded=len(result.superseded),
+            nextRunAt=format_instant(job.next_run_at), superseded=len(result.superseded),
         )
         return job
 
@@ -162,7 +162,7 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
         if job is None:
             await self._explain_state(job_id, tenant, "resume")
         self.scheduler.job_scheduled(job_id, job.next_run_at)
-        self.events.emit("job.resumed", jobId=job_id, nextRunAt=iso_ms(job.next_run_at))
+        self.events.emit("job.resumed", jobId=job_id, nextRunAt=format_instant(job.next_run_at))
         return job
 
     async def _explain_state(self, job_id: str, tenant: str | None, verb: str) -> NoReturn:

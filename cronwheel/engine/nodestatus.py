@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
 from cronwheel.core.stats import NodeSnapshot, StoreCounts, lag_percentile
 from cronwheel.engine.parts import NodeParts
-from cronwheel.obs.events import iso_ms
 from cronwheel.store.base import Store
 
 #: the scheduler loop has not turned for this long: the node is not healthy
@@ -66,7 +66,7 @@ class NodeStatusMixin(NodeParts):
             return {
                 "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
                 "executions": {st.value: s.count_executions(status=st) for st in COUNTED_STATES},
-                "nextRunAt": iso_ms(s.next_due_at(self.scheduler.buckets)),
+                "nextRunAt": format_instant(s.next_due_at(self.scheduler.buckets)),
                 "notifications": s.notification_counts(self.clock.now_ms()),
                 "store": s.meta(),
             }
@@ -97,7 +97,7 @@ class NodeStatusMixin(NodeParts):
             cluster, cluster_as_of, cluster_error = await self.status_cache.read("cluster", self.cluster.status)
             data["cluster"] = {**cluster, "owned": len(self.cluster.holdings.terms)}  # live, not cached
             as_of, error = min(as_of, cluster_as_of), error or cluster_error
-        data.update(stale=error is not None, asOf=iso_ms(as_of))
+        data.update(stale=error is not None, asOf=format_instant(as_of))
         if error is not None:
             data.update(staleForMs=self.clock.now_ms() - as_of, storeError=error)
         return data

@@ -11,11 +11,12 @@ import time
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import new_error_id
+from cronwheel.core.instants import format_instant
 from cronwheel.core.records import CreateOutcome, CreateResult, NewJob
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Unavailable
-from cronwheel.obs.events import EventLog, iso_ms
+from cronwheel.obs.events import EventLog
 from cronwheel.store.base import StoreUnavailable
 
 #: the backoff of a submission that finds the store unreachable: first delay, longest delay
@@ -81,7 +82,7 @@ class Submitter:
                 spec = new.spec
                 self.events.emit(
                     "job.created", jobId=new.job_id, tenant=spec.tenant, name=spec.name,
-                    schedule=spec.schedule, nextRunAt=iso_ms(new.next_run_at),
+                    schedule=spec.schedule, nextRunAt=format_instant(new.next_run_at),
                 )
                 self.scheduler.job_scheduled(new.job_id, new.next_run_at)
         return results

@@ -19,6 +19,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from cronwheel.core.instants import format_instant
 from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_stream, level_of
 
 
@@ -57,7 +58,7 @@ class EventLog:
         """Log ``event`` at its level (``level=`` overrides the table in obs/levels.py)."""
         self._seq += 1
         level = fields.pop("level", None) or level_of(event)
-        record = {"ts": _iso_now(), "level": level, "event": event, "node": self.node_id, "seq": self._seq}
+        record = {"ts": format_instant(time.time_ns() // 1_000_000), "level": level, "event": event, "node": self.node_id, "seq": self._seq}
         for k, v in fields.items():
             if v is not None:
                 record[k] = v
@@ -117,7 +118,7 @@ def console_line(record: dict[str, Any]) -> str:
         if k in _CONSOLE_SKIP:
             continue
         if k.endswith("At") and isinstance(v, int) and not isinstance(v, bool):
-            v = iso_ms(v)
+            v = format_instant(v)
         parts.append(f"{k}={v}")
     level = record.get("level", "info")
     line = f"{record['ts'][11:23]} {level.upper():<7} {record['event']:<28} {' '.join(parts)}"
@@ -129,21 +130,3 @@ def console_line(record: dict[str, Any]) -> str:
 
 #: one encoder for every line (json.dumps with arguments builds a new one per call)
 _ENCODE = json.JSONEncoder(default=str, separators=(",", ":")).encode
-_second_text: tuple[int, str] = (-1, "")  # the last second formatted: a burst shares one
-
-
-def _iso_now() -> str:
-    global _second_text
-    secs, rem = divmod(time.time_ns(), 1_000_000_000)
-    if _second_text[0] != secs:
-        _second_text = (secs, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)))
-    return f"{_second_text[1]}.{rem // 1_000_000:03d}Z"
-
-
-def iso_ms(ms: int | None) -> str | None:
-    """RFC 3339 UTC with milliseconds, the one timestamp format cronwheel prints."""
-    if ms is None:
-        return None
-    secs, rem = divmod(ms, 1000)
-    t = time.gmtime(secs)  # formatted by hand: strftime's %Y drops the zeros of years below 1000
-    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{rem:03d}Z"

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from cronwheel.core import skips
+from cronwheel.core.instants import format_instant
 from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus
 from cronwheel.core.stats import StatsSource
@@ -310,14 +311,12 @@ class NodeMetrics:
 
     async def status_line(self) -> str:
         """One line for systemd's STATUS=: jobs, next run, lag, running."""
-        from cronwheel.obs.events import iso_ms  # local: keeps the import graph one-way
-
         stats = await self.refresh()
         snap = self.source.snapshot()
         running = len(snap.running)
         queued = sum(snap.queue_depth_by_tier)
         p99 = snap.lag_p99_ms
-        nxt = iso_ms(stats.next_run_at_ms) if stats.next_run_at_ms is not None else "none"
+        nxt = format_instant(stats.next_run_at_ms) or "none"
         return (
             f"{counted(stats.jobs.get('ACTIVE', 0), 'active job')}, next run {nxt}, "
             f"dispatch lag p99 {'-' if p99 is None else f'{p99} ms'}, {running} running, {queued} queued"

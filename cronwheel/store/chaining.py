@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cronwheel.core import chains as chains_core
-from cronwheel.core import schedule
 from cronwheel.core.ids import execution_id, parse_execution_id
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus, Execution, JobStatus, OverlapPolicy, Priority
 from cronwheel.core.records import CompletionResult, LeaseVerdict
 from cronwheel.store.common import PRIORITY
@@ -51,7 +51,7 @@ def chain_children(
         lists = chains.get(parent_job)
         if lists is None:
             continue
-        found = chains_core.children_to_run(eid, status, lists[0], lists[1], schedule.format_instant)
+        found = chains_core.children_to_run(eid, status, lists[0], lists[1], format_instant)
         runs.extend(found)
         parents.extend([eid] * len(found))
     if not runs:

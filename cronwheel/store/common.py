@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cronwheel.core import schedule
 from cronwheel.core.ids import stable_hash
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import (
     ExecOrigin,
     ExecStatus,
@@ -31,6 +31,8 @@ from cronwheel.core.records import Completion, Outcome
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 
+#: "no upper bound" for a millisecond column (a BIGINT's largest value)
+MAX_MS = 2**63 - 1
 #: the reason on a tick claimed ahead that an update of its job's schedule cancelled
 SUPERSEDED = "superseded: the job's schedule was updated before this tick was due"
 EXEC_STATUS: dict[str, ExecStatus] = {s.value: s for s in ExecStatus}
@@ -98,9 +100,9 @@ def json_list(values: Sequence[str]) -> str | None:
 
 def replay_reason(dead: Execution, now_ms: int) -> str:
     """The reason a replayed DEAD execution carries: its old reason, then its history."""
-    history = f"replayed at {schedule.format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
+    history = f"replayed at {format_instant(now_ms)} after {counted(dead.attempt, 'attempt')}"
     if dead.finished_at is not None:
-        history += f", dead since {schedule.format_instant(dead.finished_at)}"
+        history += f", dead since {format_instant(dead.finished_at)}"
     if dead.exit_code is not None:
         history += f", exit code {dead.exit_code}"
     if dead.error:

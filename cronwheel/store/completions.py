@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cronwheel.core import schedule
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus, RetryPolicy, settled_status
 from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
 from cronwheel.core.retry import after_failure
@@ -76,7 +76,7 @@ def decide_completions(
                 available_at = after.available_at
                 assert available_at is not None
                 new_status, finished = "RETRY_WAIT", None
-                reason = f"{what}; retry at {schedule.format_instant(available_at)}"
+                reason = f"{what}; retry at {format_instant(available_at)}"
         st[0] = new_status  # a second completion of the same lease in this batch is stale
         updates.append((eid, epoch, new_status, finished, available_at, c.exit_code, c.error, output, reason))
         results.append(CompletionResult(eid, LeaseVerdict.OK, EXEC_STATUS[new_status], available_at))

@@ -267,8 +267,8 @@ class Worker:
             del self._runs[run.execution_id]
         self._busy.discard(run)
         if run.started:
-            log("worker.killed", worker=self.worker_id, execution=run.execution_id,
-                 epoch=run.lease_epoch, reason=reason)
+            log("worker.killed", worker=self.worker_id, executionId=run.execution_id,
+                 leaseEpoch=run.lease_epoch, reason=reason)
         if run.pgid is not None:
             killpg(run.pgid, signal.SIGKILL)  # the task sees the shell die and ends quietly
         elif run.task is not None:

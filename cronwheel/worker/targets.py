@@ -26,12 +26,12 @@ import inspect
 import json
 import os
 import signal
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cronwheel.core.instants import format_instant
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.protocol import WireGrant
 from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
@@ -42,11 +42,6 @@ if TYPE_CHECKING:
 TERM_GRACE_MAX = 2.0  #: SIGTERM → SIGKILL on timeout: min(this, timeout / 10)
 EXIT_DRAIN_SEC = 0.5  #: after the shell exits, how long to wait for the rest of its output
 READ_CHUNK = 64 * 1024
-
-
-def rfc3339_ms(ms: int) -> str:
-    secs, rem = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rem:03d}Z"
 
 
 _PARENT_FIELDS = (("executionId", "EXECUTION_ID", "Execution-Id"), ("jobId", "JOB_ID", "Job-Id"),
@@ -186,7 +181,7 @@ class TargetRunner:
             "CRONWHEEL_EXECUTION_ID": g["execution_id"],
             "CRONWHEEL_LEASE_EPOCH": str(g["lease_epoch"]),
             "CRONWHEEL_ATTEMPT": str(g["attempt"]),
-            "CRONWHEEL_SCHEDULED_AT": rfc3339_ms(g["scheduled_at"]),
+            "CRONWHEEL_SCHEDULED_AT": format_instant(g["scheduled_at"]),
             "CRONWHEEL_WORKER_ID": self.worker_id,
             **parent_fields(g, "CRONWHEEL_PARENT_"),
         }
@@ -299,7 +294,7 @@ class TargetRunner:
             "Cronwheel-Execution-Id": g["execution_id"],
             "Cronwheel-Lease-Epoch": str(g["lease_epoch"]),
             "Cronwheel-Attempt": str(g["attempt"]),
-            "Cronwheel-Scheduled-At": rfc3339_ms(g["scheduled_at"]),
+            "Cronwheel-Scheduled-At": format_instant(g["scheduled_at"]),
             "Idempotency-Key": g["execution_id"],
         })
         h.update(parent_fields(g, "Cronwheel-Parent-", header=True))

@@ -155,7 +155,7 @@ def test_zombie_worker_is_fenced(make_daemon, tmp_path):
     # kills its job then: both end with the zombie's job dead and nothing stale applied.
     wait_for(
         lambda: d.event("lease.fenced", executionId=first["executionId"], leaseEpoch=1)
-        or d.event("worker.killed", execution=first["executionId"], epoch=1),
+        or d.event("worker.killed", executionId=first["executionId"], leaseEpoch=1),
         timeout=30, what="the zombie told that its lease is lost",
     )
     wait_for(lambda: not any(alive(p) for p in zombie_jobs), timeout=30, what="the zombie's job killed")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cronwheel.core import schedule
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import (
     MISFIRE_GRACE_MS,
     MISFIRE_RUN_ALL_CAP,
@@ -189,8 +190,8 @@ def test_misfire_run_once_runs_the_recent_tick_and_records_one_skip(store: Store
     [skip] = res.skipped
     assert skip.execution_id == f"{jid}:{T0}" and skip.status is ExecStatus.SKIPPED
     assert skip.reason == (
-        f"misfire: 10 ticks skipped from {schedule.format_instant(T0)} "
-        f"to {schedule.format_instant(T0 + 9 * MIN)}"
+        f"misfire: 10 ticks skipped from {format_instant(T0)} "
+        f"to {format_instant(T0 + 9 * MIN)}"
     )
     stored = store.get_execution(skip.execution_id)
     assert stored is not None and stored.status is ExecStatus.SKIPPED and stored.reason == skip.reason
@@ -243,7 +244,7 @@ def test_misfire_after_a_long_outage_is_bounded(store: Store) -> None:
     [skip] = res.skipped
     assert skip.scheduled_at == T0
     assert skip.reason is not None and "at least" in skip.reason
-    assert schedule.format_instant(now - MISFIRE_GRACE_MS - SEC) in skip.reason
+    assert format_instant(now - MISFIRE_GRACE_MS - SEC) in skip.reason
 
 
 def test_misfire_of_a_one_off(store: Store) -> None:

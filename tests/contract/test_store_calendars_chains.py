@@ -134,7 +134,7 @@ def test_a_success_triggers_its_child_once_with_the_parent_in_context(store: Sto
     peid = claim_all(store, T0).executions[0].execution_id
     (kid,) = _run_to(store, peid, Outcome.SUCCEEDED, T0)
     assert kid.execution_id == execution_id(child, T0) and kid.status is ExecStatus.PENDING
-    parent_ctx = {"executionId": peid, "jobId": parent, "scheduledAt": "2026-01-01T00:00:00Z", "outcome": "SUCCEEDED"}
+    parent_ctx = {"executionId": peid, "jobId": parent, "scheduledAt": "2026-01-01T00:00:00.000Z", "outcome": "SUCCEEDED"}
     assert kid.context == {"parent": parent_ctx}
     assert store.get_execution(kid.execution_id).origin is ExecOrigin.CHAIN  # type: ignore[union-attr]
     g = start(store, kid.execution_id, T0 + 2 * SEC)

@@ -44,7 +44,7 @@ def test_herd_preview_finds_the_top_of_the_hour(daemon: Daemon) -> None:
 
     res = daemon.cli("lint")
     assert res.returncode == 0, res.stderr
-    at = datetime.fromtimestamp(top_of_hour / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = datetime.fromtimestamp(top_of_hour / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     line = next(x for x in res.stdout.splitlines() if x.startswith(at))
     assert str(210 + extra) in line and "0 * * * *" in line
     assert "ticks per minute:" in res.stdout
@@ -87,7 +87,7 @@ def test_lint_a_schedule_offline() -> None:
 
     res = lint("0 * * * *")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.count(":00:00Z") == 5
+    assert res.stdout.count(":00:00.000Z") == 5
     assert "'H * * * *'" in res.stderr
     res = lint("H/10 * * * *")
     assert res.returncode == 0 and "hint:" not in res.stderr

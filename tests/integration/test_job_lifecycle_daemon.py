@@ -58,7 +58,7 @@ def test_a_dead_one_off_is_failed_replay_reopens_it_and_a_purge_keeps_it_failed(
     got = views(daemon, job_id)
     assert (got["status"], got["lastRun"]) == ("FAILED", None)  # never "COMPLETED · never ran"
     logs = daemon.cli("logs", job_id)
-    assert logs.returncode == 1 and "no run on record" in logs.stderr
+    assert logs.returncode == 1 and "no execution on record" in logs.stderr
 
 
 def test_last_result_is_the_latest_run_that_started_never_a_tick_claimed_ahead(daemon: Daemon, tmp_path: Path) -> None:

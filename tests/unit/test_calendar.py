@@ -23,6 +23,7 @@ from cronwheel.core.chains import (
     payload_with_context,
 )
 from cronwheel.core.ical import parse_ics
+from cronwheel.core.instants import format_instant
 
 HOUR = 3_600_000
 
@@ -128,11 +129,11 @@ def test_herd_preview_leaves_excluded_ticks_out() -> None:
 
 
 def test_children_cycles_and_payload() -> None:
-    runs = children_to_run("jp:1767225600000", "DEAD", ["ok"], ["bad", "bad"], sched.format_instant)
+    runs = children_to_run("jp:1767225600000", "DEAD", ["ok"], ["bad", "bad"], format_instant)
     assert [(r.job_id, r.scheduled_at) for r in runs] == [("bad", 1767225600000)]
     assert runs[0].context["parent"] == {"executionId": "jp:1767225600000", "jobId": "jp",
-                                         "scheduledAt": "2026-01-01T00:00:00Z", "outcome": "DEAD"}  # fmt: skip
-    assert children_to_run("jp:1", "RETRY_WAIT", ["ok"], ["bad"], sched.format_instant) == []
+                                         "scheduledAt": "2026-01-01T00:00:00.000Z", "outcome": "DEAD"}  # fmt: skip
+    assert children_to_run("jp:1", "RETRY_WAIT", ["ok"], ["bad"], format_instant) == []
     assert find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}, "a") == ["a", "b", "c", "a"]
     assert find_cycle({"a": ["b", "c"], "b": ["c"]}, "a") is None
     check_chain("a", ["b"], [], {"b": ["c"]})

@@ -43,7 +43,7 @@ def test_next_with_a_time_zone_and_plain_output(nowhere: str) -> None:
     r = invoke("next", "0 9 * * *", "--tz", "Europe/Paris", "-n", "2", "--from", FROM, url=nowhere)
     assert r.exit_code == 0, r.output
     lines = r.stdout.strip().splitlines()
-    assert lines == ["2026-01-01 09:00:00 CET  2026-01-01T08:00:00Z", "2026-01-02 09:00:00 CET  2026-01-02T08:00:00Z"]
+    assert lines == ["2026-01-01 09:00:00 CET  2026-01-01T08:00:00.000Z", "2026-01-02 09:00:00 CET  2026-01-02T08:00:00.000Z"]
 
 
 def test_next_macro_every_and_instants(nowhere: str) -> None:

@@ -22,14 +22,14 @@ def test_top_of_hour_jobs_pile_on_one_second() -> None:
     jobs = [HerdJob(f"j{i}", "0 * * * *") for i in range(200)]
     jobs += [HerdJob(f"e{i}", "* * * * * *") for i in range(10)]
     s = herd_summary(jobs, START, 3600, top=3)
-    assert s["windowStart"] == "2026-11-30T00:30:00Z"
+    assert s["windowStart"] == "2026-11-30T00:30:00.000Z"
     assert s["jobs"] == 210
     assert s["ticks"] == 200 + 10 * 3600
     assert s["maxPerSecond"] == 210
     assert s["p99PerSecond"] == 10
     first = s["busiest"][0]
     assert first == {
-        "at": "2026-11-30T01:00:00Z", "offsetSec": 1800, "count": 210,
+        "at": "2026-11-30T01:00:00.000Z", "offsetSec": 1800, "count": 210,
         "schedules": [{"schedule": "0 * * * *", "jobs": 200}, {"schedule": "* * * * * *", "jobs": 10}],
     }
     assert [b["count"] for b in s["busiest"]] == [210, 10, 10]

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cronwheel.core.connections import Budget
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import (
     LIMITS,
     MAX_INSTANT_MS,
@@ -21,7 +22,7 @@ from cronwheel.core.limits import (
     text_problem,
 )
 from cronwheel.core.ratelimit import OncePer
-from cronwheel.core.schedule import format_instant, parse_schedule
+from cronwheel.core.schedule import parse_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 SECURITY = ROOT / "docs" / "security.md"

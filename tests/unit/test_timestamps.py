@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cronwheel.core.instants import format_instant
 from cronwheel.core.schedule import parse_instant
-from cronwheel.obs.events import iso_ms
 
 YEAR_1 = -62_135_596_800_000  # 0001-01-01T00:00:00Z
 
@@ -17,11 +17,26 @@ YEAR_1 = -62_135_596_800_000  # 0001-01-01T00:00:00Z
     (1_796_104_649_194, "2026-12-01T05:57:29.194Z"),
     (YEAR_1, "0001-01-01T00:00:00.000Z"),  # a year below 1000 keeps its four digits
     (YEAR_1 + 366 * 86_400_000, "0002-01-02T00:00:00.000Z"),
+    (-500, "1969-12-31T23:59:59.500Z"),  # before the epoch: the milliseconds count forward
+    (1_796_119_200_007, "2026-12-01T10:00:00.007Z"),
 ])
-def test_iso_ms_writes_four_digit_years(ms: int, text: str) -> None:
-    assert iso_ms(ms) == text
+def test_format_instant_writes_milliseconds_and_four_digit_years(ms: int, text: str) -> None:
+    assert format_instant(ms) == text
+    assert parse_instant(text) == ms
+
+
+def test_a_whole_second_keeps_its_milliseconds_and_none_stays_none() -> None:
+    assert format_instant(1_796_119_200_000) == "2026-12-01T10:00:00.000Z"
+    assert format_instant(None) is None
+
+
+def test_the_cached_second_never_leaks_into_another() -> None:
+    """The text of the last second is reused: a different second, even 1 ms away, is new."""
+    assert format_instant(1_796_119_200_999) == "2026-12-01T10:00:00.999Z"
+    assert format_instant(1_796_119_201_000) == "2026-12-01T10:00:01.000Z"
+    assert format_instant(1_796_119_200_999) == "2026-12-01T10:00:00.999Z"
 
 
 @given(st.integers(min_value=YEAR_1, max_value=253_402_300_799_999))
-def test_what_iso_ms_writes_parses_back(ms: int) -> None:
-    assert parse_instant(iso_ms(ms) or "") == ms
+def test_what_format_instant_writes_parses_back(ms: int) -> None:
+    assert parse_instant(format_instant(ms)) == ms

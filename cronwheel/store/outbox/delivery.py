@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cronwheel.core import notify as nt
-from cronwheel.core.schedule import format_instant
+from cronwheel.core.instants import format_instant
 from cronwheel.store.outbox.sql import (
     HOUR_MS,
     NOTIFICATION_COLUMNS,

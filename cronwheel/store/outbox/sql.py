@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cronwheel.core import notify as nt
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Execution
-from cronwheel.core.schedule import format_instant
 
 HOUR_MS = 3_600_000
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from cronwheel.core import deadman
 from cronwheel.core import notify as nt
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import JobStatus
-from cronwheel.core.schedule import format_instant
 from cronwheel.store.outbox.sql import Sql, insert_notification
 
 # ---------------------------------------------------------------- dead-man's windows

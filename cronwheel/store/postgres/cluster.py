@@ -13,6 +13,8 @@ from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
 DB_NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
+DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = %(node)s"
+
 REGISTER_NODE = """
 INSERT INTO cluster_nodes (node_id, address, started_at, last_seen)
 VALUES (%(node)s, %(address)s, %(now)s, %(now)s)

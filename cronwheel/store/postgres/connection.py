@@ -7,9 +7,8 @@ is called from one thread at a time (the engine gives it a dedicated thread), so
 driver would buy nothing and cost an event loop per store. psycopg 3 is the maintained
 successor of psycopg2, speaks libpq, so it takes any libpq conninfo, including multi-host
 URLs with ``target_session_attrs=read-write`` (``postgresql://h1:5432,h2:5433/db?…``) that
-find the primary after a failover; it has a maintained connection pool (``psycopg_pool``)
-for when the engine grows several threads per store, server-side prepared statements, and
-binary COPY and pipelined ``executemany`` for bulk work.
+find the primary after a failover, and has server-side prepared statements and binary COPY
+and pipelined ``executemany`` for bulk work.
 
 Connections: one per store object, in autocommit mode; a method that writes runs in one
 explicit transaction (``BEGIN … COMMIT``) at READ COMMITTED. Row locks do the concurrency
@@ -43,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 import psycopg
@@ -52,12 +51,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from cronwheel.store.base import StoreError, StoreUnavailable
-from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
-from cronwheel.store.postgres.rows import outbox_sql
 
-MAX_MS = 2**63 - 1
 #: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout
 DEFAULT_LOCK_TIMEOUT_MS = 10_000
 #: libpq settings added to the conninfo unless it names them: fail fast on an unreachable
@@ -218,8 +214,9 @@ class PostgresBase:
         return fn(conn)
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[psycopg.Connection[Any]]:
-        """One durable write transaction: BEGIN … COMMIT, else ROLLBACK."""
+    def _write(self, fsync: bool = True) -> Iterator[psycopg.Connection[Any]]:
+        """One durable write transaction: BEGIN … COMMIT, else ROLLBACK. (``fsync`` is
+        SQLite's choice for its hot writes; every PostgreSQL commit is the server's durable one.)"""
         conn, fresh = self._connection()
         try:
             conn.execute("BEGIN")
@@ -238,24 +235,21 @@ class PostgresBase:
             raise
         conn.execute("COMMIT")
 
-    def _scalar(self, sql: str, args: dict[str, Any] | None = None) -> Any:
+    def _scalar(self, sql: str, args: Mapping[str, Any] | None = None) -> Any:
         def run(conn: psycopg.Connection[Any]) -> Any:
             row = conn.execute(sql, args).fetchone()
             return None if row is None else row[0]
 
         return self._read(run)
 
-    def _rows(self, sql: str, args: dict[str, Any] | None = None) -> list[Any]:
+    def _rows(self, sql: str, args: Mapping[str, Any] | None = None) -> list[Any]:
         return self._read(lambda conn: conn.execute(sql, args).fetchall())
 
     @translated
-    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
-        with self._write() as conn:
-            return fn(outbox_sql(conn))
-
-    @translated
-    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
-        return self._read(lambda conn: fn(outbox_sql(conn)))
+    def _guarded(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` translated (and retried on a deadlock) as a ``translated`` method is: the
+        methods written once for both backends (store/shared.py) run through it."""
+        return fn()
 
     def close(self) -> None:
         if not self._closed:

@@ -8,16 +8,14 @@ from collections.abc import Sequence
 
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
-    Completion,
-    CompletionResult,
     EffectVerdict,
     HeartbeatResult,
     StartRequest,
 )
-from cronwheel.store.common import expired_completions, replay_reason
+from cronwheel.store.common import MAX_MS, replay_reason
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres.connection import MAX_MS, PostgresBase, translated
+from cronwheel.store.postgres.connection import PostgresBase, translated
 from cronwheel.store.postgres.rows import execution_from_row
 
 
@@ -49,11 +47,6 @@ class ExecutionMethods(PostgresBase):
             return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant)
 
     @translated
-    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
-        with self._write() as conn:
-            return leases.heartbeat(conn, [(execution_id, lease_epoch)], now_ms)[0]
-
-    @translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         if not beats:
             return []
@@ -61,42 +54,9 @@ class ExecutionMethods(PostgresBase):
             return leases.heartbeat(conn, [(eid, epoch) for eid, _worker, epoch in beats], now_ms)
 
     @translated
-    def complete_executions(
-        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
-    ) -> list[CompletionResult]:
-        if not completions:
-            return []
-        with self._write() as conn:
-            return leases.complete(conn, completions, now_ms, rand01)
-
-    @translated
-    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
-        if limit <= 0:
-            return []
-        with self._write() as conn:
-            rows = conn.execute(q.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
-            if not rows:
-                return []
-            comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])
-            return leases.complete(conn, comps, now_ms, rands)
-
-    @translated
-    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
-        return [execution_from_row(r) for r in self._rows(q.RUNNING_WITH_WORKER_PREFIX, {"prefix": prefix})]
-
-    @translated
     def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
         rows = self._rows(q.GET_EXECUTION, {"id": execution_id, "tenant": tenant})
         return execution_from_row(rows[0]) if rows else None
-
-    @translated
-    def list_executions(
-        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
-    ) -> list[Execution]:
-        if limit <= 0:
-            return []
-        args = {"job_id": job_id, "before": MAX_MS if before is None else before, "limit": limit, "tenant": tenant}
-        return [execution_from_row(r) for r in self._rows(q.LIST_EXECUTIONS, args)]
 
     @translated
     def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:

@@ -28,11 +28,11 @@ def parsed(value: Any) -> Any:
     return value
 
 
-_reader = RowReader(parsed)  # psycopg parses json columns
-job_from_row = _reader.job
-execution_from_row = _reader.execution
-tenant_from_row = _reader.tenant
-token_from_row = _reader.token
+READER = RowReader(parsed)  # psycopg parses json columns
+job_from_row = READER.job
+execution_from_row = READER.execution
+tenant_from_row = READER.tenant
+token_from_row = READER.token
 
 
 _statement = functools.lru_cache(maxsize=256)(pg_statement)

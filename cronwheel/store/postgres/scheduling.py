@@ -89,10 +89,6 @@ class SchedulingMethods(PostgresBase):
         return calendar_row(rows[0], parsed) if rows else None
 
     @translated
-    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
-        return [calendar_row(r, parsed) for r in self._rows(q.LIST_CALENDARS, {"tenant": tenant})]
-
-    @translated
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
         args = {"tenant": tenant, "name": name}
         with self._write() as conn:
@@ -100,11 +96,6 @@ class SchedulingMethods(PostgresBase):
             if users:
                 return False, users
             return conn.execute(q.DELETE_CALENDAR, args).rowcount > 0, []
-
-    @translated
-    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
-        with self._write() as conn:
-            return triggers.backfill(conn, job_id, ticks, now_ms, tenant)
 
     @translated
     def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:

@@ -18,10 +18,6 @@ class TenantMethods(PostgresBase):
     """``store.roles.tenants.TenantStore`` on PostgreSQL."""
 
     @translated
-    def list_tenants(self) -> list[Tenant]:
-        return [tenant_from_row(r) for r in self._rows(q.LIST_TENANTS)]
-
-    @translated
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
         t = tenant
         args = {"name": t.name, "weight": t.weight, "max_running": t.max_running, "max_jobs": t.max_jobs,
@@ -66,10 +62,6 @@ class TenantMethods(PostgresBase):
     def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
         rows = self._rows(q.GET_TOKEN_BY_HASH, {"hash": token_hash})
         return token_from_row(rows[0]) if rows else None
-
-    @translated
-    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
-        return [token_from_row(r) for r in self._rows(q.LIST_TOKENS, {"tenant": tenant})]
 
     @translated
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:

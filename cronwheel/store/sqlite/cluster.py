@@ -11,6 +11,8 @@ import apsw
 
 from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
+DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = :node"
+
 REGISTER_NODE = """
 INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?3)
 ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen = excluded.last_seen

@@ -16,23 +16,20 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 import apsw
 
 from cronwheel.store.base import StoreError, StoreUnavailable
-from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
-from cronwheel.store.sqlite.rows import outbox_sql
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: the writer's page cache holds the jobs table and its due index of a million jobs, which
 #: every claim batch rewrites (see queries.PRAGMAS); readers get less (daemon/serve.py)
 DEFAULT_CACHE_MIB = 256
-MAX_MS = 2**63 - 1
 #: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
     apsw.BusyError,
@@ -179,14 +176,17 @@ class SqliteBase:
             if not fsync:
                 conn.execute("PRAGMA synchronous = FULL")
 
-    @translated
-    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
-        with self._write() as conn:
-            return fn(outbox_sql(conn))
+    # what the methods written once for both backends (store/shared.py) run on
 
     @translated
-    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
-        return fn(outbox_sql(self._conn))
+    def _guarded(self, fn: Callable[[], Any]) -> Any:
+        return fn()
+
+    def _read(self, fn: Callable[[apsw.Connection], R]) -> R:
+        return fn(self._conn)  # one connection: a read sees every commit before it
+
+    def _rows(self, sql: str, args: Mapping[str, Any] | None = None) -> list[Any]:
+        return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
         if not self._closed:

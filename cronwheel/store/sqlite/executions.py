@@ -13,24 +13,22 @@ import apsw
 from cronwheel.core.chains import payload_with_context
 from cronwheel.core.model import DEFAULT_LEASE_SEC, ExecStatus, Execution, Grant
 from cronwheel.core.records import (
-    Completion,
-    CompletionResult,
     EffectVerdict,
     HeartbeatResult,
     StartRequest,
 )
 from cronwheel.store.common import (
+    MAX_MS,
     ORIGIN,
     PRIORITY,
     JsonMemo,
     dumps,
-    expired_completions,
     replay_reason,
 )
 from cronwheel.store.outbox.hooks import after_starts
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.connection import MAX_MS, SqliteBase, count_rows, translated
+from cronwheel.store.sqlite.connection import SqliteBase, count_rows, translated
 from cronwheel.store.sqlite.rows import execution_from_row, outbox_sql
 
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
@@ -94,11 +92,6 @@ class ExecutionMethods(SqliteBase):
         return grants
 
     @translated
-    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
-        with self._write(fsync=False) as conn:
-            return leases.heartbeat(conn, execution_id, lease_epoch, now_ms)
-
-    @translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         if not beats:
             return []
@@ -106,42 +99,9 @@ class ExecutionMethods(SqliteBase):
             return [leases.heartbeat(conn, eid, epoch, now_ms) for eid, _worker, epoch in beats]
 
     @translated
-    def complete_executions(
-        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
-    ) -> list[CompletionResult]:
-        if not completions:
-            return []
-        with self._write(fsync=False) as conn:
-            return leases.complete(conn, completions, now_ms, rand01)
-
-    @translated
-    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
-        if limit <= 0:
-            return []
-        with self._write(fsync=False) as conn:
-            rows: list[Any] = conn.execute(q.EXPIRED_LEASES, (now_ms, limit)).fetchall()
-            if not rows:
-                return []
-            comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])
-            return leases.complete(conn, comps, now_ms, rands)
-
-    @translated
-    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
-        return [execution_from_row(r) for r in self._conn.execute(q.RUNNING_WITH_WORKER_PREFIX, (prefix,))]
-
-    @translated
     def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
         row = self._conn.execute(q.GET_EXECUTION, (execution_id, tenant)).fetchone()
         return None if row is None else execution_from_row(row)
-
-    @translated
-    def list_executions(
-        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
-    ) -> list[Execution]:
-        if limit <= 0:
-            return []
-        args = (job_id, MAX_MS if before is None else before, limit, tenant)
-        return [execution_from_row(r) for r in self._conn.execute(q.LIST_EXECUTIONS, args)]
 
     @translated
     def last_runs(self, job_ids: Sequence[str], tenant: str | None = None) -> dict[str, Execution]:

@@ -170,10 +170,6 @@ class JobMethods(SqliteBase):
         return UpdateResult(UpdateOutcome.UPDATED, updated, superseded=superseded)
 
     @translated
-    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
-        return [job_from_row(r) for r in self._conn.execute(q.FIND_JOBS_BY_NAME, (name, tenant))]
-
-    @translated
     def list_jobs(
         self,
         tenant: str | None = None,

@@ -83,7 +83,7 @@ WHERE j.id = ?1 AND (?2 IS NULL OR j.tenant = ?2)
 #: the name's live holder first (one per tenant), then the others, newest first
 FIND_JOBS_BY_NAME = f"""
 SELECT {JOB_COLUMNS} FROM {JOB_FROM}
-WHERE d.name = ?1 AND (?2 IS NULL OR j.tenant = ?2)
+WHERE d.name = :name AND (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY EXISTS (SELECT 1 FROM job_names AS n WHERE n.job_id = j.id) DESC, d.created_at DESC, j.id
 """
 
@@ -358,8 +358,8 @@ WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
 
 EXPIRED_LEASES = """
 SELECT execution_id, lease_epoch FROM executions
-WHERE status = 'RUNNING' AND lease_until < ?1
-ORDER BY lease_until, execution_id LIMIT ?2
+WHERE status = 'RUNNING' AND lease_until < :now
+ORDER BY lease_until, execution_id LIMIT :limit
 """
 
 RUNNING_FOR_WORKER = f"""
@@ -369,7 +369,7 @@ WHERE status = 'RUNNING' AND worker_id = ?1 ORDER BY execution_id
 
 RUNNING_WITH_WORKER_PREFIX = f"""
 SELECT {EXEC_COLUMNS} FROM executions
-WHERE status = 'RUNNING' AND substr(worker_id, 1, length(?1)) = ?1 ORDER BY execution_id
+WHERE status = 'RUNNING' AND substr(worker_id, 1, length(:prefix)) = :prefix ORDER BY execution_id
 """
 
 RUNNING_COUNT = "SELECT COUNT(*) FROM executions WHERE status = 'RUNNING'"
@@ -382,8 +382,8 @@ SELECT {EXEC_COLUMNS} FROM executions WHERE execution_id = ?1 AND (?2 IS NULL OR
 
 LIST_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
-WHERE job_id = ?1 AND scheduled_at < ?2 AND (?4 IS NULL OR tenant = ?4)
-ORDER BY scheduled_at DESC LIMIT ?3
+WHERE job_id = :job_id AND scheduled_at < :before AND (:tenant IS NULL OR tenant = :tenant)
+ORDER BY scheduled_at DESC LIMIT :limit
 """
 
 #: each (JSON array) job's latest execution that started, newest tick first: RUNNING, waiting
@@ -489,7 +489,7 @@ GET_TOKEN_BY_HASH = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = 
 GET_TOKEN = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_id = ?"
 
 LIST_TOKENS = f"""
-SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE ?1 IS NULL OR tenant = ?1
+SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE :tenant IS NULL OR tenant = :tenant
 ORDER BY created_at, token_id
 """
 
@@ -532,7 +532,7 @@ RETURNING {CALENDAR_COLUMNS}
 GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = ?1 AND name = ?2"
 
 LIST_CALENDARS = f"""
-SELECT {CALENDAR_COLUMNS} FROM calendars WHERE ?1 IS NULL OR tenant = ?1 ORDER BY tenant, name
+SELECT {CALENDAR_COLUMNS} FROM calendars WHERE :tenant IS NULL OR tenant = :tenant ORDER BY tenant, name
 """
 
 #: the registered jobs that observe a calendar (a few ids, to name them in the refusal)

@@ -10,11 +10,11 @@ import apsw
 from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.rowreader import RowReader
 
-_reader = RowReader(json.loads)  # SQLite keeps JSON as text
-job_from_row = _reader.job
-execution_from_row = _reader.execution
-tenant_from_row = _reader.tenant
-token_from_row = _reader.token
+READER = RowReader(json.loads)  # SQLite keeps JSON as text
+job_from_row = READER.job
+execution_from_row = READER.execution
+tenant_from_row = READER.tenant
+token_from_row = READER.token
 
 
 def outbox_sql(conn: apsw.Connection) -> Sql:

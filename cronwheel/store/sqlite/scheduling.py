@@ -99,10 +99,6 @@ class SchedulingMethods(SqliteBase):
         return None if row is None else calendar_row(row, json.loads)
 
     @translated
-    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
-        return [calendar_row(r, json.loads) for r in self._conn.execute(q.LIST_CALENDARS, (tenant,))]
-
-    @translated
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:
         with self._write() as conn:
             users = [r[0] for r in conn.execute(q.CALENDAR_USERS, (tenant, name))]
@@ -111,11 +107,6 @@ class SchedulingMethods(SqliteBase):
             before = conn.total_changes()
             conn.execute(q.DELETE_CALENDAR, (tenant, name))
             return conn.total_changes() > before, []
-
-    @translated
-    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
-        with self._write() as conn:
-            return triggers.backfill(conn, job_id, ticks, now_ms, tenant)
 
     @translated
     def cancel_backfill(self, job_id: str, now_ms: int, tenant: str | None = None) -> int | None:

@@ -23,10 +23,6 @@ class TenantMethods(SqliteBase):
     """``store.roles.tenants.TenantStore`` on the SQLite file."""
 
     @translated
-    def list_tenants(self) -> list[Tenant]:
-        return [tenant_from_row(r) for r in self._conn.execute(q.LIST_TENANTS)]
-
-    @translated
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
         t = tenant
         with self._write() as conn:
@@ -74,10 +70,6 @@ class TenantMethods(SqliteBase):
     def get_token_by_hash(self, token_hash: str) -> ApiToken | None:
         row = self._conn.execute(q.GET_TOKEN_BY_HASH, (token_hash,)).fetchone()
         return None if row is None else token_from_row(row)
-
-    @translated
-    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
-        return [token_from_row(r) for r in self._conn.execute(q.LIST_TOKENS, (tenant,))]
 
     @translated
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:

@@ -1,0 +1,226 @@
+"""The store methods the two backends share, written once.
+
+Many methods of the contract are thin: run one statement and read its rows, or call one
+function of the backend's own modules inside one transaction. In the SQLite and PostgreSQL
+stores they were twins that differed only in placeholders (``?1`` or ``%(name)s``) and in the
+driver call, so they live here, one mixin per role, over what a backend gives them:
+
+* ``_dialect``, a :class:`Dialect`: its ``queries`` module (the statements, with named
+  parameters, ``:name`` in SQLite and ``%(name)s`` in PostgreSQL, bound from the same dict),
+  its row reader, and the functions of its modules (``cluster``, ``leases``, ``triggers``)
+  that really differ between the two, with PostgreSQL's database clock made explicit where
+  it ignores the caller's ``now_ms`` (``postgres/dialect.py``);
+* ``_rows(sql, args)`` and ``_read(fn)``, reads; ``_write(fsync=…)``, one write transaction;
+* ``_guarded(fn)``, ``fn()`` with the backend's error translation (and, in PostgreSQL, its
+  retry of a deadlock), which every method here goes through, as the backends' own do
+  through their ``translated``.
+
+Where the SQL, the locking or the batching really differ (creating and updating jobs,
+claims, starts, tenants' writes), the methods stay in the backend's modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
+
+from cronwheel.core.calendar import Calendar
+from cronwheel.core.model import Execution, Job
+from cronwheel.core.records import (
+    BucketLease,
+    Completion,
+    CompletionResult,
+    HeartbeatResult,
+    NodeInfo,
+)
+from cronwheel.core.tenants import ApiToken, Tenant
+from cronwheel.store.calendars import calendar_row
+from cronwheel.store.common import MAX_MS, expired_completions
+from cronwheel.store.outbox.sql import Sql
+from cronwheel.store.rowreader import RowReader
+
+P = ParamSpec("P")
+R = TypeVar("R")
+B = TypeVar("B", bound="Backend")
+
+
+class Statements(Protocol):
+    """The statements of a backend's ``queries`` module that the shared methods run (the
+    module itself is one), each bound from the dict the method builds."""
+
+    LIST_TENANTS: str
+    LIST_TOKENS: str  #: tenant
+    FIND_JOBS_BY_NAME: str  #: name, tenant
+    RUNNING_WITH_WORKER_PREFIX: str  #: prefix
+    LIST_EXECUTIONS: str  #: job_id, before, limit, tenant
+    EXPIRED_LEASES: str  #: now, limit
+    LIST_CALENDARS: str  #: tenant
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One backend's statements and functions for the shared methods (a connection is its
+    driver's: ``apsw.Connection`` or ``psycopg.Connection``)."""
+
+    reader: RowReader
+    outbox_sql: Callable[[Any], Sql]
+    #: (conn, node_id, address, now_ms) → the node's epoch
+    register_node: Callable[[Any, str, str, int], int]
+    #: (conn, ttl_ms, now_ms) → the nodes seen within ttl_ms
+    live_nodes: Callable[[Any, int, int], list[NodeInfo]]
+    release_buckets: Callable[[Any, str, Sequence[int]], list[int]]
+    bucket_leases: Callable[[Any], list[BucketLease]]
+    #: (conn, execution_id, lease_epoch, now_ms)
+    heartbeat: Callable[[Any, str, int, int], HeartbeatResult]
+    #: (conn, completions, now_ms, rand01)
+    complete: Callable[[Any, Sequence[Completion], int, Sequence[float] | None], list[CompletionResult]]
+    #: (conn, job_id, ticks, now_ms, tenant)
+    backfill: Callable[[Any, str, Sequence[int], int, str | None], list[Execution] | None]
+    #: its ``queries`` module
+    sql: Statements
+    deregister_node: str  #: node
+
+
+def guarded(fn: Callable[Concatenate[B, P], R]) -> Callable[Concatenate[B, P], R]:
+    """Run the method through the backend's ``_guarded`` (its driver errors translated)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: B, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = self._guarded(lambda: fn(self, *args, **kwargs))
+        return result
+
+    return wrapper
+
+
+class Backend:
+    """What a backend gives the shared methods (its connection base implements these)."""
+
+    _dialect: ClassVar[Dialect]
+
+    def _guarded(self, fn: Callable[[], Any]) -> Any:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, args: Mapping[str, Any] | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    def _read(self, fn: Callable[[Any], R]) -> R:
+        raise NotImplementedError
+
+    def _write(self, fsync: bool = True) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    @guarded
+    def _outbox_write(self, fn: Callable[[Sql], R]) -> R:
+        with self._write() as conn:
+            return fn(self._dialect.outbox_sql(conn))
+
+    @guarded
+    def _outbox_read(self, fn: Callable[[Sql], R]) -> R:
+        return self._read(lambda conn: fn(self._dialect.outbox_sql(conn)))
+
+
+class SharedJobs(Backend):
+    @guarded
+    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
+        rows = self._rows(self._dialect.sql.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant})
+        return [self._dialect.reader.job(r) for r in rows]
+
+
+class SharedScheduling(Backend):
+    @guarded
+    def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
+        with self._write() as conn:
+            return self._dialect.backfill(conn, job_id, ticks, now_ms, tenant)
+
+    @guarded
+    def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
+        decode = self._dialect.reader.decode
+        return [calendar_row(r, decode) for r in self._rows(self._dialect.sql.LIST_CALENDARS, {"tenant": tenant})]
+
+
+class SharedExecutions(Backend):
+    """Heartbeats, completions and the reaper commit without an fsync where the backend can
+    (SQLite: ``synchronous=NORMAL``; see ``store/base.py`` for why that is safe)."""
+
+    @guarded
+    def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+        with self._write(fsync=False) as conn:
+            return self._dialect.heartbeat(conn, execution_id, lease_epoch, now_ms)
+
+    @guarded
+    def complete_executions(
+        self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
+    ) -> list[CompletionResult]:
+        if not completions:
+            return []
+        with self._write(fsync=False) as conn:
+            return self._dialect.complete(conn, completions, now_ms, rand01)
+
+    @guarded
+    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+        if limit <= 0:
+            return []
+        with self._write(fsync=False) as conn:
+            rows: list[Any] = conn.execute(self._dialect.sql.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
+            if not rows:
+                return []
+            comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])
+            return self._dialect.complete(conn, comps, now_ms, rands)
+
+    @guarded
+    def running_with_worker_prefix(self, prefix: str) -> list[Execution]:
+        rows = self._rows(self._dialect.sql.RUNNING_WITH_WORKER_PREFIX, {"prefix": prefix})
+        return [self._dialect.reader.execution(r) for r in rows]
+
+    @guarded
+    def list_executions(
+        self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
+    ) -> list[Execution]:
+        if limit <= 0:
+            return []
+        args = {"job_id": job_id, "before": MAX_MS if before is None else before, "limit": limit, "tenant": tenant}
+        return [self._dialect.reader.execution(r) for r in self._rows(self._dialect.sql.LIST_EXECUTIONS, args)]
+
+
+class SharedTenants(Backend):
+    @guarded
+    def list_tenants(self) -> list[Tenant]:
+        return [self._dialect.reader.tenant(r) for r in self._rows(self._dialect.sql.LIST_TENANTS)]
+
+    @guarded
+    def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
+        return [self._dialect.reader.token(r) for r in self._rows(self._dialect.sql.LIST_TOKENS, {"tenant": tenant})]
+
+
+class SharedMembership(Backend):
+    @guarded
+    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
+        with self._write() as conn:
+            return self._dialect.register_node(conn, node_id, address, now_ms)
+
+    @guarded
+    def deregister_node(self, node_id: str) -> None:
+        with self._write() as conn:
+            conn.execute(self._dialect.deregister_node, {"node": node_id})
+
+    @guarded
+    def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
+        return self._read(lambda conn: self._dialect.live_nodes(conn, ttl_ms, now_ms))
+
+    @guarded
+    def release_buckets(self, node_id: str, bucket_ids: Sequence[int]) -> list[int]:
+        if not bucket_ids:
+            return []
+        with self._write() as conn:
+            return self._dialect.release_buckets(conn, node_id, bucket_ids)
+
+    @guarded
+    def bucket_leases(self) -> list[BucketLease]:
+        return self._read(self._dialect.bucket_leases)
+
+
+class SharedMethods(SharedJobs, SharedScheduling, SharedExecutions, SharedTenants, SharedMembership):
+    """Every shared method; a backend's store class lists it after its connection base."""
