@@ -754,7 +754,7 @@ def test_cli_add_ls_show_history(served: tuple[str, FakeService]) -> None:
     r = cli_run(url, "next", "backup", "-n", "2", "--json")
     assert r.exit_code == 0 and all(t.endswith(":00:00.000Z") for t in json.loads(r.stdout))
     r = cli_run(url, "history", "backup")
-    assert r.exit_code == 0 and "no runs" in r.stderr
+    assert r.exit_code == 0 and "no executions of" in r.stderr
     r = cli_run(url, "show", "nobody")
     assert r.exit_code == 1 and "no job with id or name 'nobody'" in r.stderr
 

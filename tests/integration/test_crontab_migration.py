@@ -372,16 +372,20 @@ def test_jobs_of_both_formats_run_with_their_user_shell_env_zone_and_stdin(
         assert res.returncode == 0, res.stderr
     by_user = {(j.get("runAs") or {}).get("user"): j for j in jobs(daemon)}
     sys_job, user_job = by_user[u["user"]], by_user[None]
+    # each line's zone is its own: the next tick is that minute (read wrongly, hours away)
+    assert sys_job["nextRunAt"] == sys_at.strftime("%Y-%m-%dT%H:%M:00.000Z"), sys_job
+    assert user_job["nextRunAt"] == user_at.strftime("%Y-%m-%dT%H:%M:00.000Z"), user_job
+    # and a run is as cron would make it: triggered now rather than waited for (up to 75 s)
+    for job in (sys_job, user_job):
+        assert daemon.post(f"/v1/jobs/{job['jobId']}/trigger").status == 202
 
-    sys_run = _run_of(daemon, sys_job["jobId"], timeout=120)
-    assert sys_run["scheduledAt"] == sys_at.strftime("%Y-%m-%dT%H:%M:00.000Z")
+    sys_run = _run_of(daemon, sys_job["jobId"], timeout=60)
     assert sys_run["output"].splitlines() == [
         f"uid={u['uid']} gid={u['gid']} groups={u['gid']} {u['extra_gid']} home={u['home']} user={u['user']} "
         f"logname={u['user']} pwd={u['home']} shell=/bin/bash bash=yes greeting=hello from cron.d tz=",
         "stdin=first line|second 50% line",  # no % at the end: no newline at the end
     ]
-    user_run = _run_of(daemon, user_job["jobId"], timeout=120)
-    assert user_run["scheduledAt"] == user_at.strftime("%Y-%m-%dT%H:%M:00.000Z")
+    user_run = _run_of(daemon, user_job["jobId"], timeout=60)
     out = user_run["output"].splitlines()
     assert out[0].startswith("uid=0 gid=0 ")  # no runAs: the daemon's own user
     assert out[0].endswith(" shell=/bin/sh bash= greeting=hello from a user crontab tz=America/St_Johns"), out
