@@ -234,18 +234,21 @@ class Dispatcher(DispatchLoop):
         pairs = [(c, r) for c, r in zip(completions, outcomes, strict=True) if not isinstance(r, Exception)]
         results = [r for _, r in pairs]
         self.release(c.execution_id for c, r in pairs if r.verdict is LeaseVerdict.OK)
+        emit = self.events.emit
+        succeeded = sum(1 for _, r in pairs if r.status is ExecStatus.SUCCEEDED and r.verdict is LeaseVerdict.OK)
+        quiet = succeeded > 0 and self.finished_lines.over(succeeded, self.clock.monotonic())
         for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
-                self.events.emit(
-                    "lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
-                    worker=c.worker_id, via="completion", reason=res.verdict.value,
-                )
+                emit("lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
+                     worker=c.worker_id, via="completion", reason=res.verdict.value)  # fmt: skip
                 continue
             event = OUTCOME_EVENTS.get(res.status, "execution.finished")
-            self.events.emit(
-                event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
-                exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at,
-            )
+            # a success is summed up per batch above the rate (EVENT_LINES_PER_SEC); the others never
+            level = "debug" if quiet and res.status is ExecStatus.SUCCEEDED else None
+            emit(event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
+                 exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at, level=level)  # fmt: skip
+        if quiet:
+            emit("executions.succeeded", count=succeeded)
         await self._after_completions(results)
         return outcomes
 
