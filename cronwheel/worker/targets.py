@@ -28,11 +28,11 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cronwheel.core.model import Grant
+from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
 
@@ -79,18 +79,17 @@ class PythonTarget:
     params: frozenset[str] | None  #: None: it takes **kwargs, pass everything
     is_async: bool
 
-    async def call(self, kwargs: dict[str, Any], timeout_sec: float, executor: Executor) -> Result:
+    async def call(self, kwargs: dict[str, Any], timeout_sec: float, threads: CallThreads) -> Result:
         """Call it with the arguments it accepts out of ``kwargs`` (execution_id, job_id,
         lease_epoch, attempt, scheduled_at, payload), bounded by ``timeout_sec``."""
         if self.params is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in self.params}
-        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout_sec):
                 if self.is_async:
                     value = await self.fn(**kwargs)
                 else:
-                    value = await loop.run_in_executor(executor, functools.partial(self.fn, **kwargs))
+                    value = await threads.call(functools.partial(self.fn, **kwargs))
                 if inspect.isawaitable(value):
                     value = await value
         except TimeoutError:
@@ -154,7 +153,7 @@ class TargetRunner:
     def __init__(self, worker_id: str, slots: int, api_url: str | None = None) -> None:
         self.worker_id = worker_id
         self.slots = slots
-        self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="cronwheel-job")
+        self._threads = CallThreads(slots, "cronwheel-job")  #: sync callables run here
         self._callables: dict[str, PythonTarget] = {}
         self._http: aiohttp.ClientSession | None = None  # created on first use
         env = dict(os.environ)
@@ -166,7 +165,7 @@ class TargetRunner:
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._threads.close()
 
     async def run(self, g: Grant, hooks: ShellHooks) -> Result:
         target = g.target
@@ -344,7 +343,7 @@ class TargetRunner:
             "scheduled_at": g.scheduled_at,
             "payload": g.payload,
         }
-        return await target.call(kwargs, float(g.timeout_sec), self._executor)
+        return await target.call(kwargs, float(g.timeout_sec), self._threads)
 
 
 async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
