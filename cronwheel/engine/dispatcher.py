@@ -237,16 +237,20 @@ class Dispatcher(DispatchLoop):
         emit = self.events.emit
         succeeded = sum(1 for _, r in pairs if r.status is ExecStatus.SUCCEEDED and r.verdict is LeaseVerdict.OK)
         quiet = succeeded > 0 and self.finished_lines.over(succeeded, self.clock.monotonic())
+        successes: list[dict[str, object]] = []  # one emit per batch: the common case of a herd
         for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
                 emit("lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
                      worker=c.worker_id, via="completion", reason=res.verdict.value)  # fmt: skip
                 continue
-            event = OUTCOME_EVENTS.get(res.status, "execution.finished")
-            # a success is summed up per batch above the rate (EVENT_LINES_PER_SEC); the others never
-            level = "debug" if quiet and res.status is ExecStatus.SUCCEEDED else None
-            emit(event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
-                 exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at, level=level)  # fmt: skip
+            fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
+                      "exitCode": c.exit_code, "error": c.error, "status": res.status, "availableAt": res.available_at}
+            if res.status is ExecStatus.SUCCEEDED:
+                successes.append(fields)
+            else:  # never summed up: each failure, retry and dead letter keeps its line
+                emit(OUTCOME_EVENTS.get(res.status, "execution.finished"), **fields)
+        # above the rate (EVENT_LINES_PER_SEC) successes are logged at debug level, one line per batch at info
+        self.events.emit_many("execution.succeeded", successes, level="debug" if quiet else None)
         if quiet:
             emit("executions.succeeded", count=succeeded)
         await self._after_completions(results)

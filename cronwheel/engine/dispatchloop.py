@@ -252,22 +252,23 @@ class DispatchLoop:
             worker_of = {xid: wid for wid, xid in assignment}
             quiet = self.started_lines.over(len(grants), self.clock.monotonic())
             level = "debug" if quiet else None
-            emit, lags = self.events.emit, self.lags_ms
-            lag_min = lag_max = None
+            lags = self.lags_ms
+            started: list[dict[str, object]] = []  # one compact record per execution, one emit per batch
+            lag_min = lag_max = 0
             for grant in grants:
                 worker_id = worker_of[grant.execution_id]
                 by_worker.setdefault(worker_id, []).append(grant)
                 lag = start_at - grant.scheduled_at
                 if grant.attempt == 1 and grant.origin.scheduled:  # scheduled lateness only (the SLO)
                     lags.append(lag)
-                emit("execution.started", jobId=grant.job_id, executionId=grant.execution_id,
-                     leaseEpoch=grant.lease_epoch, attempt=grant.attempt, worker=worker_id, tenant=grant.tenant,
-                     lagMs=lag, origin=grant.origin.value, level=level)  # fmt: skip
-                if quiet:
-                    lag_min = lag if lag_min is None or lag < lag_min else lag_min
-                    lag_max = lag if lag_max is None or lag > lag_max else lag_max
+                started.append({"jobId": grant.job_id, "executionId": grant.execution_id, "leaseEpoch": grant.lease_epoch,
+                                "attempt": grant.attempt, "worker": worker_id, "tenant": grant.tenant, "lagMs": lag,
+                                "origin": grant.origin.value})  # fmt: skip
+                lag_min, lag_max = (lag, lag) if len(started) == 1 else (min(lag_min, lag), max(lag_max, lag))
+            self.events.emit_many("execution.started", started, level=level)
             if quiet and grants:
-                emit("executions.started", count=len(grants), workers=len(by_worker), lagMsMin=lag_min, lagMsMax=lag_max)
+                self.events.emit("executions.started", count=len(grants), workers=len(by_worker), lagMsMin=lag_min,
+                                 lagMsMax=lag_max)  # fmt: skip
             if self._start_failures:  # a start that failed before went through this time
                 for g in grants:
                     self._start_failures.pop(g.execution_id, None)

@@ -73,3 +73,27 @@ def test_failures_are_never_summed_up() -> None:
         await d.stop()
 
     asyncio.run(main())
+
+
+def test_a_batch_of_events_is_what_one_emit_each_would_be() -> None:
+    """emit_many: the same records (seq, jobId from the execution id, no None fields), counts,
+    ring and lines; per-record subscribers get each, batch subscribers the list once."""
+    import io
+    import json
+
+    from cronwheel.obs.events import EventLog
+
+    out = io.StringIO()
+    log = EventLog("n", stream=out, fmt="json")
+    each: list[dict[str, Any]] = []
+    batches: list[list[dict[str, Any]]] = []
+    log.subscribe(each.append)
+    log.subscribe_many(batches.append)
+    log.emit("job.created", jobId="j0")
+    log.emit_many("execution.started", [{"executionId": "j1:5", "lagMs": 3, "error": None}, {"executionId": "j2:6"}])
+    log.emit_many("execution.started", [])
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [r["seq"] for r in lines] == [1, 2, 3] and [r["jobId"] for r in lines] == ["j0", "j1", "j2"]
+    assert "error" not in lines[1] and lines[1]["lagMs"] == 3 and lines[2]["level"] == "info"
+    assert log.counts["execution.started"] == 2 and list(log.ring) == lines == each
+    assert [len(b) for b in batches] == [1, 2]
