@@ -244,7 +244,10 @@ class Dispatcher(DispatchLoop):
                      worker=c.worker_id, via="completion", reason=res.verdict.value)  # fmt: skip
                 continue
             fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
-                      "exitCode": c.exit_code, "error": c.error, "status": res.status, "availableAt": res.available_at}
+                      "status": res.status}
+            for key, value in (("exitCode", c.exit_code), ("error", c.error), ("availableAt", res.available_at)):
+                if value is not None:  # absent rather than null, as emit has it
+                    fields[key] = value
             if res.status is ExecStatus.SUCCEEDED:
                 successes.append(fields)
             else:  # never summed up: each failure, retry and dead letter keeps its line

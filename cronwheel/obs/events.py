@@ -88,10 +88,9 @@ class EventLog:
         seq = self._seq
         for fields in items:
             seq += 1
-            record = {**head, "seq": seq}
-            for k, v in fields.items():
-                if v is not None:
-                    record[k] = v
+            record = {**head, "seq": seq, **fields}
+            if None in fields.values():  # absent rather than null, as emit has it
+                record = {k: v for k, v in record.items() if v is not None}
             if "jobId" not in record:
                 xid = record.get("executionId")
                 if isinstance(xid, str) and ":" in xid:
