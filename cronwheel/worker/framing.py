@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 import msgspec
 
 from cronwheel.core.model import Grant
+from cronwheel.core.records import Completion
 from cronwheel.worker.protocol import (
     MAX_FRAME,
     MAX_GRANTS_PER_FRAME,
@@ -110,15 +111,15 @@ def encode_grant_frames(grants: Sequence[Grant]) -> tuple[list[bytearray], list[
     return frames, bad
 
 
-def encode_result_frames(results: Sequence[msgspec.Struct]) -> list[bytearray]:
+def encode_result_frames(results: Sequence[Completion]) -> list[bytearray]:
     """``result`` frames for a batch of ``Completion``: as many per frame as fit. A result
     that cannot be sent even alone raises ProtocolError (the worker's texts are bounded far
     below MAX_FRAME: it does not happen)."""
     frames: list[bytearray] = []
 
-    def go(batch: Sequence[msgspec.Struct]) -> None:
+    def go(batch: Sequence[Completion]) -> None:
         try:
-            frames.append(encode_frame(Results(list(batch))))  # type: ignore[arg-type]
+            frames.append(encode_frame(Results(list(batch))))
         except ProtocolError:
             if len(batch) == 1:
                 raise
