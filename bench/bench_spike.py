@@ -13,6 +13,11 @@
 
     .venv/bin/python bench/bench_spike.py --n 10000
     .venv/bin/python bench/bench_spike.py --n 100000
+    .venv/bin/python bench/bench_spike.py --n 100000 --skip-defaults --skip-sqlite   # the in-memory peer only
+
+cronwheel's CPU per execution (daemon, workers) comes from /proc, from just before T (the claim
+ahead of it included) until the last execution finished: it moves far less with the machine's
+other load than the wall-clock figures.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from _common import (
     run_json,
     secs,
     table,
+    tree_cpu,
     tree_memory,
     wait_until,
 )
@@ -66,7 +72,9 @@ def cronwheel_spike(n: int, workers: int, slots: int, lead: float | None, timeou
         try:
             if time.time() * 1000 >= t_due:
                 raise BenchError(f"the daemon came up after the due time: raise --lead (now {lead:.0f} s)")
+            cpu_before = tree_cpu(d.pid)  # the claim ahead of T included, as in bench_herd.py
             done = wait_until(lambda: count_done_sqlite(db), n, (t_due / 1000 - time.time()) + timeout, on_tick=sample)
+            cpu_after = tree_cpu(d.pid)
             sample()
             if done < n:
                 raise BenchError(f"cronwheel: only {done} of {n} executions finished within {timeout:.0f} s")
@@ -74,8 +82,10 @@ def cronwheel_spike(n: int, workers: int, slots: int, lead: float | None, timeou
         finally:
             d.stop(timeout=60)
     out = lag_summary(rows, t_due)
+    daemon_cpu, workers_cpu = (a - b for a, b in zip(cpu_after, cpu_before, strict=True))
     out.update({"peer": "cronwheel", "n": n, "register_s": reg, "peak_rss_mib": peak["hwm"],
-                "peak_tree_rss_mib": peak["tree_hwm"], "workers": workers, "slots": slots})
+                "peak_tree_rss_mib": peak["tree_hwm"], "workers": workers, "slots": slots,
+                "daemon_cpu_us": daemon_cpu / n * 1e6, "workers_cpu_us": workers_cpu / n * 1e6})
     return out
 
 
@@ -88,6 +98,7 @@ def main() -> int:
     ap.add_argument("--lead", type=float, default=None, help="seconds from start to the due time (cronwheel)")
     ap.add_argument("--timeout", type=float, default=900, help="give up this long after the due time")
     ap.add_argument("--skip-defaults", action="store_true", help="skip the APScheduler-defaults run")
+    ap.add_argument("--skip-sqlite", action="store_true", help="skip APScheduler on SQLite (minutes at 100k)")
     ap.add_argument("--json", action="store_true", help="one JSON line instead of the table")
     args = ap.parse_args()
 
@@ -95,13 +106,17 @@ def main() -> int:
     peer = [sys.executable, str(Path(__file__).with_name("peer_apscheduler.py")), "spike", "--n", str(args.n),
             "--threads", str(args.threads), "--timeout", str(args.timeout)]
     mem = run_json([*peer, "--store", "memory"], timeout=args.timeout + 600)
-    sql = run_json([*peer, "--store", "sqlite"], timeout=args.timeout + 600)
-    runs = [("cronwheel (SQLite, daemon)", cw), ("APScheduler MemoryJobStore", mem), ("APScheduler SQLAlchemy/SQLite", sql)]
-    if not args.skip_defaults:
+    runs = [("cronwheel (SQLite, daemon)", cw), ("APScheduler MemoryJobStore", mem)]
+    sql: dict = {}
+    if not args.skip_sqlite:
+        sql = run_json([*peer, "--store", "sqlite"], timeout=args.timeout + 600)
+        runs.append(("APScheduler SQLAlchemy/SQLite", sql))
+    if not args.skip_defaults and not args.skip_sqlite:
         dflt = run_json([*peer, "--store", "sqlite", "--defaults"], timeout=args.timeout + 600)
         runs.append(("APScheduler SQLAlchemy/SQLite, defaults", dflt))
     result = {"row": "spike", "n": args.n, "machine": machine_line(), "cronwheel": cw, "apscheduler_memory": mem,
-              "apscheduler_sqlite": sql, **({"apscheduler_defaults": runs[3][1]} if len(runs) > 3 else {})}
+              **({"apscheduler_sqlite": sql} if sql else {}),
+              **({"apscheduler_defaults": runs[3][1]} if len(runs) > 3 else {})}
 
     rows = []
     for name, r in runs:
@@ -119,7 +134,8 @@ def main() -> int:
         table(f"Spike: {args.n:,} no-op jobs due in the same second", ["run", "ran", "last ran after T", "lateness p50",
               "lateness p99", "peak RSS"], rows),
         f"cronwheel daemon + {cw['workers']} workers peak RSS: {mib(cw['peak_tree_rss_mib'])}; "
-        f"registration (bulk into the store): {cw['register_s']:.1f} s",
+        f"registration (bulk into the store): {cw['register_s']:.1f} s; CPU per execution (from /proc): "
+        f"daemon {cw['daemon_cpu_us']:.0f} µs, workers {cw['workers_cpu_us']:.0f} µs",
         table("", ["ratio (below 1: cronwheel lower)", "last ran", "p50", "p99", "peak RSS"], ratios),
     ])
     emit(result, args.json, text)

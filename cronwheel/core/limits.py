@@ -129,6 +129,12 @@ MAX_CLAIM = 100  #: executions one claim may take
 MAX_CLAIM_WAIT_SEC = 30  #: the longest long poll
 MAX_CLAIM_QUEUES = 100  #: queues one claim may name
 
+# ---------------------------------------------------------------- worker frames (the local socket)
+
+MAX_FRAME_BYTES = 1 << 20  #: one frame's body, without its 4-byte length prefix
+MAX_FRAME_ITEMS = 65_536  #: grants, results, beats in one frame
+MAX_FRAME_ID_CHARS = 1024  #: an execution, job or worker id, a tenant, a reason in a frame
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -209,6 +215,8 @@ LIMITS: tuple[Limit, ...] = (
           "POST /v1/workers/claim"),
     Limit("effect key", f"{MAX_EFFECT_KEY_CHARS} characters", "POST /v1/executions/{id}/effects"),
     Limit("error / output", f"{MAX_ERROR_CHARS} / {MAX_OUTPUT_CHARS} characters", "a completion (the tail is kept)"),
+    Limit("worker frame", f"{MAX_FRAME_BYTES} bytes, {MAX_FRAME_ITEMS} records, ids {MAX_FRAME_ID_CHARS} characters",
+          "a frame on the worker socket (grants, results, beats)"),
 )
 
 

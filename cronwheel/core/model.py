@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cronwheel.core.deadman import Window
+from cronwheel.core.wire import Count, Id, Seconds
 
 if TYPE_CHECKING:
     from cronwheel.core.notify import Rule
@@ -302,20 +305,23 @@ class Execution:
     context: dict[str, Any] | None = None
 
 
-@dataclass(slots=True)
-class Grant:
-    """An execution handed to a worker: what the worker needs to run and fence it."""
+class Grant(msgspec.Struct, array_like=True):
+    """An execution handed to a worker: what the worker needs to run and fence it.
 
-    execution_id: str
-    job_id: str
-    tenant: str
+    Also its wire form: a ``grant`` frame carries these as arrays in this field order
+    (worker/protocol.py), decoded and checked against the bounds of ``core.wire`` in one
+    compiled call. Add a field at the end, with a default, or bump the protocol version."""
+
+    execution_id: Id
+    job_id: Id
+    tenant: Id
     priority: Priority
     scheduled_at: int
-    attempt: int
-    lease_epoch: int
+    attempt: Count
+    lease_epoch: Count
     lease_until: int
-    lease_sec: float
-    timeout_sec: float
+    lease_sec: Seconds
+    timeout_sec: Seconds
     target: dict[str, Any]
     payload: Any
     queue: str | None = None  #: set for executions claimed by remote workers

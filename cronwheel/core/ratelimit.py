@@ -32,3 +32,21 @@ class OncePer:
             del self._last[oldest]
             self._held.pop(oldest, None)
         return True
+
+
+class PerSecond:
+    """Counts what happens in each whole second: ``over(n, now)`` adds ``n`` to the current
+    second's count and says whether it now exceeds ``limit``. What turns per-item log lines
+    into one line per batch above a rate, and keeps them per item below it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._second = -1
+        self._count = 0
+
+    def over(self, n: int, now: float) -> bool:
+        second = int(now)
+        if second != self._second:
+            self._second, self._count = second, 0
+        self._count += n
+        return self._count > self.limit

@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import msgspec
+
 from cronwheel.core.model import ExecStatus, Execution, Job, JobSpec
+from cronwheel.core.wire import Count, Id, Text
 
 # ---------------------------------------------------------------- submissions
 
@@ -114,15 +117,18 @@ class Outcome(StrEnum):
     LOST = "lost"  #: the worker died or its lease expired
 
 
-@dataclass(slots=True)
-class Completion:
-    execution_id: str
-    worker_id: str | None  #: None: a verdict by the daemon itself (reaper, lost worker)
-    lease_epoch: int
+class Completion(msgspec.Struct, array_like=True):
+    """What a worker reports of one attempt. Also its wire form: a ``result`` frame carries
+    these as arrays in this field order (worker/protocol.py); the daemon sets ``worker_id``
+    to the connection's worker, whatever the worker sent."""
+
+    execution_id: Id
+    worker_id: Id | None  #: None: a verdict by the daemon itself (reaper, lost worker)
+    lease_epoch: Count
     outcome: Outcome
     exit_code: int | None = None
-    error: str | None = None
-    output: str | None = None
+    error: Text | None = None
+    output: Text | None = None
 
 
 @dataclass(slots=True)

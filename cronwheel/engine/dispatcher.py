@@ -234,18 +234,28 @@ class Dispatcher(DispatchLoop):
         pairs = [(c, r) for c, r in zip(completions, outcomes, strict=True) if not isinstance(r, Exception)]
         results = [r for _, r in pairs]
         self.release(c.execution_id for c, r in pairs if r.verdict is LeaseVerdict.OK)
+        emit = self.events.emit
+        succeeded = sum(1 for _, r in pairs if r.status is ExecStatus.SUCCEEDED and r.verdict is LeaseVerdict.OK)
+        quiet = succeeded > 0 and self.finished_lines.over(succeeded, self.clock.monotonic())
+        successes: list[dict[str, object]] = []  # one emit per batch: the common case of a herd
         for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
-                self.events.emit(
-                    "lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
-                    worker=c.worker_id, via="completion", reason=res.verdict.value,
-                )
+                emit("lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
+                     worker=c.worker_id, via="completion", reason=res.verdict.value)  # fmt: skip
                 continue
-            event = OUTCOME_EVENTS.get(res.status, "execution.finished")
-            self.events.emit(
-                event, executionId=c.execution_id, leaseEpoch=c.lease_epoch, outcome=c.outcome.value,
-                exitCode=c.exit_code, error=c.error, status=res.status, availableAt=res.available_at,
-            )
+            fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
+                      "status": res.status}
+            for key, value in (("exitCode", c.exit_code), ("error", c.error), ("availableAt", res.available_at)):
+                if value is not None:  # absent rather than null, as emit has it
+                    fields[key] = value
+            if res.status is ExecStatus.SUCCEEDED:
+                successes.append(fields)
+            else:  # never summed up: each failure, retry and dead letter keeps its line
+                emit(OUTCOME_EVENTS.get(res.status, "execution.finished"), **fields)
+        # above the rate (EVENT_LINES_PER_SEC) successes are logged at debug level, one line per batch at info
+        self.events.emit_many("execution.succeeded", successes, level="debug" if quiet else None)
+        if quiet:
+            emit("executions.succeeded", count=succeeded)
         await self._after_completions(results)
         return outcomes
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import Execution, Grant, Priority
-from cronwheel.core.ratelimit import OncePer
+from cronwheel.core.ratelimit import OncePer, PerSecond
 from cronwheel.core.records import StartRequest
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.liveoutput import LiveOutput
@@ -49,6 +49,12 @@ START_RETRY_MS = 1_000
 START_RETRY_MAX_MS = 60_000
 #: executions whose start failures are counted at once (a bound, not an expected number)
 MAX_REMEMBERED_FAILURES = 10_000
+#: above this many ``execution.started`` (or ``execution.succeeded``) a second, those events
+#: are logged at debug level and one ``executions.started`` (``executions.succeeded``) line
+#: per batch says how many: a herd's log costs O(batches). Below it every line is as ever.
+#: The events themselves are all still counted, kept in the ring and streamed to followers
+#: (``cronwheel logs -f JOB``), and feed the metrics exactly.
+EVENT_LINES_PER_SEC = 1000
 
 
 class DispatchLoop:
@@ -62,6 +68,7 @@ class DispatchLoop:
         reserved_high_slots: int = 0,
         tenant_weight: Callable[[str], float] | None = None,
         tenant_max_running: Callable[[str], int | None] | None = None,
+        event_lines_per_sec: int = EVENT_LINES_PER_SEC,
     ) -> None:
         self.clock = clock
         self.writer = writer
@@ -82,6 +89,8 @@ class DispatchLoop:
         self.health = LoopHealth(events, clock, "dispatch")
         self._start_failures: dict[str, int] = {}  #: execution id -> starts that failed alone
         self._start_failed_log = OncePer(60.0)
+        self.started_lines = PerSecond(event_lines_per_sec)  #: see EVENT_LINES_PER_SEC
+        self.finished_lines = PerSecond(event_lines_per_sec)
         self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status
         self._wake = asyncio.Event()
         self._stopping = False
@@ -241,22 +250,25 @@ class DispatchLoop:
                 self._retry_refused(refused, start_at)
             by_worker: dict[str, list[Grant]] = {}
             worker_of = {xid: wid for wid, xid in assignment}
+            quiet = self.started_lines.over(len(grants), self.clock.monotonic())
+            level = "debug" if quiet else None
+            lags = self.lags_ms
+            started: list[dict[str, object]] = []  # one compact record per execution, one emit per batch
+            lag_min = lag_max = 0
             for grant in grants:
-                by_worker.setdefault(worker_of[grant.execution_id], []).append(grant)
+                worker_id = worker_of[grant.execution_id]
+                by_worker.setdefault(worker_id, []).append(grant)
                 lag = start_at - grant.scheduled_at
                 if grant.attempt == 1 and grant.origin.scheduled:  # scheduled lateness only (the SLO)
-                    self.lags_ms.append(lag)
-                self.events.emit(
-                    "execution.started",
-                    jobId=grant.job_id,
-                    executionId=grant.execution_id,
-                    leaseEpoch=grant.lease_epoch,
-                    attempt=grant.attempt,
-                    worker=worker_of[grant.execution_id],
-                    tenant=grant.tenant,
-                    lagMs=lag,
-                    origin=grant.origin.value,
-                )
+                    lags.append(lag)
+                started.append({"jobId": grant.job_id, "executionId": grant.execution_id, "leaseEpoch": grant.lease_epoch,
+                                "attempt": grant.attempt, "worker": worker_id, "tenant": grant.tenant, "lagMs": lag,
+                                "origin": grant.origin.value})  # fmt: skip
+                lag_min, lag_max = (lag, lag) if len(started) == 1 else (min(lag_min, lag), max(lag_max, lag))
+            self.events.emit_many("execution.started", started, level=level)
+            if quiet and grants:
+                self.events.emit("executions.started", count=len(grants), workers=len(by_worker), lagMsMin=lag_min,
+                                 lagMsMax=lag_max)  # fmt: skip
             if self._start_failures:  # a start that failed before went through this time
                 for g in grants:
                     self._start_failures.pop(g.execution_id, None)

@@ -14,9 +14,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cronwheel.core.records import Completion, LeaseVerdict, Outcome
-from cronwheel.worker.framing import FrameDecoder, encode_frame, read_frame
-from cronwheel.worker.protocol import PROTOCOL_VERSION, WORKER_TO_DAEMON, ProtocolError
+from cronwheel.core.records import Completion, LeaseVerdict
+from cronwheel.worker.framing import FROM_WORKER, HELLO, FrameDecoder, encode_frame, read_frame
+from cronwheel.worker.protocol import (
+    PROTOCOL_VERSION,
+    Beats,
+    Bye,
+    HbAck,
+    Out,
+    Pong,
+    ProtocolError,
+    Results,
+    Welcome,
+    WorkerFrame,
+)
 from cronwheel.worker.slots import PoolWorker, Roster
 from cronwheel.worker.sockpath import unix_path
 
@@ -91,12 +102,12 @@ class Connections:
         self._notify = notify
         self._stopping = stopping
 
-    def write(self, w: PoolWorker, data: bytes) -> bool:
+    def write(self, w: PoolWorker, data: bytes | bytearray) -> bool:
         """Queue ``data`` for ``w``; False if it cannot take it (gone, or lost for its backlog)."""
         writer = w.writer
         if writer is None or writer.is_closing():
             return False
-        rest: bytes | memoryview = data
+        rest: bytes | bytearray | memoryview = data
         if w.fd is not None and writer.transport.get_write_buffer_size() == 0:
             # Nothing is queued, so a direct write keeps the order. os.write releases the GIL
             # around the system call and uvloop's transport.write does not: with the machine
@@ -123,31 +134,31 @@ class Connections:
         w: PoolWorker | None = None
         try:
             try:
-                hello = await asyncio.wait_for(read_frame(reader, accept={"hello"}, max_size=MAX_HELLO), HELLO_TIMEOUT_SEC)
+                hello = await asyncio.wait_for(read_frame(reader, HELLO, max_size=MAX_HELLO), HELLO_TIMEOUT_SEC)
             except (ProtocolError, EOFError, TimeoutError, OSError) as exc:
                 self._log("pool.connection_refused", reason=f"{type(exc).__name__}: {exc}")
                 return
-            w = self.roster.workers.get(hello["worker_id"])
+            w = self.roster.workers.get(hello.worker_id)
             if (
-                hello["v"] != PROTOCOL_VERSION
+                hello.v != PROTOCOL_VERSION
                 or w is None
                 or w.writer is not None
                 or w.lost
                 or self._stopping()
             ):
-                self._log("pool.connection_refused", worker=hello["worker_id"], v=hello["v"],
-                          reason="version" if hello["v"] != PROTOCOL_VERSION else "unknown or duplicate worker")
+                self._log("pool.connection_refused", worker=hello.worker_id, v=hello.v,
+                          reason="version" if hello.v != PROTOCOL_VERSION else "unknown or duplicate worker")
                 w = None
                 return
-            if hello["slots"] != w.slots:
-                self._log("pool.worker_slots", worker=w.worker_id, slots=hello["slots"])
-                w.slots = hello["slots"]
+            if hello.slots != w.slots:
+                self._log("pool.worker_slots", worker=w.worker_id, slots=hello.slots)
+                w.slots = hello.slots
             w.writer = writer
             sock = writer.get_extra_info("socket")
             w.fd = sock.fileno() if sock is not None else None
-            writer.write(encode_frame({"t": "welcome", "v": PROTOCOL_VERSION, "live_output": True}))
+            writer.write(encode_frame(Welcome(PROTOCOL_VERSION, live_output=True)))
             w.ready = True
-            self._log("pool.worker_ready", worker=w.worker_id, pid=hello["pid"])
+            self._log("pool.worker_ready", worker=w.worker_id, pid=hello.pid)
             self._capacity()
             self._notify()
             await self._serve(w, reader)
@@ -161,7 +172,7 @@ class Connections:
             writer.close()
 
     async def _serve(self, w: PoolWorker, reader: asyncio.StreamReader) -> None:
-        decoder = FrameDecoder(accept=WORKER_TO_DAEMON)
+        decoder = FrameDecoder(FROM_WORKER)
         while not w.lost:
             try:
                 data = await reader.read(READ_CHUNK)
@@ -176,7 +187,7 @@ class Connections:
                 self._lose(w, "protocol error")
                 return
             await self._handle(w, frames)
-    async def _handle(self, w: PoolWorker, frames: list[dict[str, Any]]) -> None:
+    async def _handle(self, w: PoolWorker, frames: list[WorkerFrame]) -> None:
         """Apply one read's frames in order, calling the handler once per run of same-type
         frames (a batch)."""
         if w.suspect and frames:
@@ -185,64 +196,61 @@ class Connections:
             self._capacity()
         i = 0
         while i < len(frames) and not w.lost:
-            t = frames[i]["t"]
+            kind = type(frames[i])
             j = i
-            while j < len(frames) and frames[j]["t"] == t:
+            while j < len(frames) and type(frames[j]) is kind:
                 j += 1
             batch = frames[i:j]
             i = j
-            if t == "result":
-                await self._on_results(w, batch)
-            elif t == "hb":
-                await self._on_beats(w, [(b[0], b[1]) for f in batch for b in f["beats"]])
-            elif t == "out":
+            if kind is Results:
+                await self._on_results(w, [c for f in batch if isinstance(f, Results) for c in f.results])
+            elif kind is Beats:
+                await self._on_beats(w, [b for f in batch if isinstance(f, Beats) for b in f.beats])
+            elif kind is Out:
                 for f in batch:  # output of a lease taken from it meanwhile is dropped
-                    if w.inflight.get(f["execution_id"]) == f["lease_epoch"]:
-                        self.handler.on_output(f["execution_id"], f["lease_epoch"], f["data"])
-            elif t == "bye":
+                    if isinstance(f, Out) and w.inflight.get(f.execution_id) == f.lease_epoch:
+                        self.handler.on_output(f.execution_id, f.lease_epoch, f.data)
+            elif kind is Bye:
                 w.leaving = True
                 self._notify()
-            elif t == "pong":
+            elif kind is Pong:
                 pass
             else:  # a second hello
-                self._log("pool.protocol_error", worker=w.worker_id, error=f"unexpected {t}")
+                self._log("pool.protocol_error", worker=w.worker_id, error=f"unexpected {kind.__name__.lower()}")
                 self._lose(w, "protocol error")
 
-    async def _on_results(self, w: PoolWorker, frames: list[dict[str, Any]]) -> None:
+    async def _on_results(self, w: PoolWorker, completions: list[Completion]) -> None:
+        """The results a worker sent, decoded as ``Completion`` records: each is passed on as
+        it is, with ``worker_id`` set to this connection's worker."""
         results: list[Completion] = []
-        stranger: dict[str, Any] | None = None
-        for f in frames:
-            if not self.roster.forget(f["execution_id"], w.worker_id, f["lease_epoch"]):
-                key = (f["execution_id"], f["lease_epoch"])
+        stranger: Completion | None = None
+        forget = self.roster.forget
+        worker_id = w.worker_id
+        for c in completions:
+            if not forget(c.execution_id, worker_id, c.lease_epoch):
+                key = (c.execution_id, c.lease_epoch)
                 if key not in w.released:
-                    stranger = f  # never granted to it at that epoch: a broken or hostile peer
+                    stranger = c  # never granted to it at that epoch: a broken or hostile peer
                     break
                 # aborted or superseded while it ran: expected, and the store would fence it
                 del w.released[key]
-                self._log("pool.result_dropped", worker=w.worker_id, executionId=f["execution_id"],
-                          leaseEpoch=f["lease_epoch"])
+                self._log("pool.result_dropped", worker=worker_id, executionId=c.execution_id,
+                          leaseEpoch=c.lease_epoch)
                 continue
-            results.append(Completion(
-                execution_id=f["execution_id"],
-                worker_id=w.worker_id,
-                lease_epoch=f["lease_epoch"],
-                outcome=Outcome(f["outcome"]),
-                exit_code=f.get("exit_code"),
-                error=f.get("error"),
-                output=f.get("output"),
-            ))
+            c.worker_id = worker_id  # whatever it said: the connection says who it is
+            results.append(c)
         if results:
             try:
-                await self.handler.on_results(w.worker_id, results)
+                await self.handler.on_results(worker_id, results)
             except Exception as exc:
                 # not the worker's fault: keep it. The executions stay RUNNING in the store
                 # until their leases expire, and the reaper retries them.
-                self._log("pool.handler_error", worker=w.worker_id, call="on_results",
+                self._log("pool.handler_error", worker=worker_id, call="on_results",
                           count=len(results), error=repr(exc))
             self._capacity()
         if stranger is not None:
-            self._log("pool.protocol_error", worker=w.worker_id, error="result for an execution it does not hold",
-                      executionId=str(stranger["execution_id"])[:200], leaseEpoch=stranger["lease_epoch"])
+            self._log("pool.protocol_error", worker=worker_id, error="result for an execution it does not hold",
+                      executionId=stranger.execution_id[:200], leaseEpoch=stranger.lease_epoch)
             self._lose(w, "protocol error")
 
     async def _on_beats(self, w: PoolWorker, beats: list[tuple[str, int]]) -> None:
@@ -262,4 +270,4 @@ class Connections:
             if answered:
                 self._capacity()
         if not w.lost:
-            self.write(w, encode_frame({"t": "hb_ack", "lost": [[x, r[:1024]] for x, r in lost]}))
+            self.write(w, encode_frame(HbAck([(x, r[:1024]) for x, r in lost])))

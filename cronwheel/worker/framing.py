@@ -1,120 +1,138 @@
-"""Frames as bytes: the 4-byte big-endian length prefix and msgpack body of ``protocol.py``,
-encoded (a grant frame assembled from grants packed once), and decoded from a stream with every
-length bounded before it is buffered."""
+"""Frames as bytes: the 4-byte big-endian length prefix and msgpack body of ``protocol.py``.
+One compiled msgspec encoder, and one decoder per direction: encoding a frame, or decoding
+and validating one, is one C call (plus ``protocol.check_frame`` for what types cannot say).
+Grants are encoded a batch per frame, checked as the worker will check them; a stream is
+decoded with every length bounded before it is buffered."""
 
 from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Generic, TypeVar
 
-import msgpack
+import msgspec
 
+from cronwheel.core.model import Grant
+from cronwheel.core.records import Completion
 from cronwheel.worker.protocol import (
     MAX_FRAME,
     MAX_GRANTS_PER_FRAME,
-    MAX_ITEMS,
+    MAX_RESULTS_PER_FRAME,
+    DaemonFrame,
+    Frame,
+    Grants,
+    Hello,
     ProtocolError,
+    Results,
+    WorkerFrame,
     check_frame,
-    check_grant,
 )
 
 _HEADER = struct.Struct(">I")
 HEADER_SIZE = _HEADER.size
 
+F = TypeVar("F", bound=Frame)
 
-# ---------------------------------------------------------------- encoding
-
-
-def encode_frame(frame: dict[str, Any]) -> bytes:
-    """Length prefix + msgpack body. Raises ProtocolError when the body exceeds MAX_FRAME
-    (a frame we could not send intact must not be sent at all)."""
-    try:
-        body: bytes = msgpack.packb(frame, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"cannot encode frame: {exc}") from None
-    if len(body) > MAX_FRAME:
-        raise ProtocolError(f"frame of {len(body)} bytes exceeds MAX_FRAME ({MAX_FRAME})")
-    return _HEADER.pack(len(body)) + body
-
-
-# {"t": "grant", "grants": [...]} up to the array header: fixmap(2), "t", "grant", "grants"
-_GRANT_FRAME_HEAD = b"\x82" + msgpack.packb("t") + msgpack.packb("grant") + msgpack.packb("grants")
-_ARRAY_HEADER_MAX = 5
-
-
-def _array_header(n: int) -> bytes:
-    if n < 16:
-        return bytes([0x90 | n])
-    if n < 1 << 16:
-        return b"\xdc" + n.to_bytes(2, "big")
-    return b"\xdd" + n.to_bytes(4, "big")
-
-
-def pack_grant(grant: Mapping[str, object]) -> bytes:
-    """One grant's msgpack bytes, checked as the receiver will check it (types, depth, size),
-    so a grant the worker would refuse is never sent. Raises ProtocolError."""
-    try:
-        check_grant(grant, depth=3)
-        packed: bytes = msgpack.packb(grant, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"grant cannot be encoded: {exc}") from None
-    if len(packed) + len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX > MAX_FRAME:
-        raise ProtocolError(f"grant of {len(packed)} bytes does not fit in one frame")
-    return packed
-
-
-def encode_grant_frames(packed_grants: Sequence[bytes]) -> list[bytes]:
-    """Frames carrying the given packed grants (from ``pack_grant``), as many per frame as fit
-    under MAX_FRAME (and MAX_GRANTS_PER_FRAME), in order."""
-    frames: list[bytes] = []
-    batch: list[bytes] = []
-    size = len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
-
-    def flush() -> None:
-        body = _GRANT_FRAME_HEAD + _array_header(len(batch)) + b"".join(batch)
-        frames.append(_HEADER.pack(len(body)) + body)
-
-    for packed in packed_grants:
-        if batch and (size + len(packed) > MAX_FRAME or len(batch) >= MAX_GRANTS_PER_FRAME):
-            flush()
-            batch, size = [], len(_GRANT_FRAME_HEAD) + _ARRAY_HEADER_MAX
-        batch.append(packed)
-        size += len(packed)
-    if batch:
-        flush()
-    return frames
+_encoder = msgspec.msgpack.Encoder()
 
 
 # ---------------------------------------------------------------- decoding
 
 
-def _refuse_ext(code: int, data: bytes) -> Any:
+def _refuse_ext(code: int, data: memoryview) -> object:
     raise ValueError(f"msgpack ext type {code} is not allowed")
 
 
-def decode_body(body: bytes, accept: Iterable[str] | None = None) -> dict[str, Any]:
-    """Unpack and validate one frame body. Raises ProtocolError."""
+class Codec(Generic[F]):
+    """Decodes the frames of one direction (a union of frame types) and checks them."""
+
+    def __init__(self, kind: object) -> None:
+        self._decoder: msgspec.msgpack.Decoder[F] = msgspec.msgpack.Decoder(kind, ext_hook=_refuse_ext)
+
+    def decode(self, body: bytes | memoryview) -> F:
+        """One frame body. Raises ProtocolError."""
+        try:
+            frame = self._decoder.decode(body)
+        except (msgspec.DecodeError, ValueError, TypeError, RecursionError) as exc:  # ValidationError is a DecodeError
+            raise ProtocolError(f"bad frame: {type(exc).__name__}: {exc}") from None
+        check_frame(frame)
+        return frame
+
+
+#: what a daemon reads from a worker, and what a worker reads from its daemon
+FROM_WORKER: Codec[WorkerFrame] = Codec(WorkerFrame)
+FROM_DAEMON: Codec[DaemonFrame] = Codec(DaemonFrame)
+HELLO: Codec[Hello] = Codec(Hello)  #: the first frame of a connection, and nothing else
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_frame(frame: Frame) -> bytearray:
+    """Length prefix + msgpack body, encoded in place. Raises ProtocolError when the body
+    exceeds MAX_FRAME (a frame we could not send intact must not be sent at all)."""
+    buf = bytearray(HEADER_SIZE)
     try:
-        frame = msgpack.unpackb(
-            body,
-            raw=False,
-            use_list=True,
-            strict_map_key=True,
-            max_str_len=MAX_FRAME,
-            max_bin_len=MAX_FRAME,
-            max_array_len=MAX_ITEMS,
-            max_map_len=MAX_ITEMS,
-            max_ext_len=0,
-            ext_hook=_refuse_ext,
-        )
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:  # ExtraData, StackError, …
-        raise ProtocolError(f"bad msgpack body: {type(exc).__name__}: {exc}") from None
-    return check_frame(frame, accept)
+        _encoder.encode_into(frame, buf, HEADER_SIZE)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"cannot encode frame: {exc}") from None
+    n = len(buf) - HEADER_SIZE
+    if n > MAX_FRAME:
+        raise ProtocolError(f"frame of {n} bytes exceeds MAX_FRAME ({MAX_FRAME})")
+    _HEADER.pack_into(buf, 0, n)
+    return buf
 
 
-class FrameDecoder:
+def encode_grant_frames(grants: Sequence[Grant]) -> tuple[list[bytearray], list[tuple[Grant, str]]]:
+    """Frames carrying ``grants`` in order, as many per frame as fit under MAX_FRAME (and
+    MAX_GRANTS_PER_FRAME), each checked as the worker will check it (decoded again by its
+    decoder), so that a grant the worker would refuse is never sent: those come back, with
+    why, as the second list. A batch that fails is split until the bad grant is alone."""
+    frames: list[bytearray] = []
+    bad: list[tuple[Grant, str]] = []
+
+    def go(batch: Sequence[Grant]) -> None:
+        try:
+            data = encode_frame(Grants(list(batch)))
+            FROM_DAEMON.decode(memoryview(data)[HEADER_SIZE:])
+        except ProtocolError as exc:
+            if len(batch) == 1:
+                bad.append((batch[0], str(exc)))
+                return
+            half = len(batch) // 2
+            go(batch[:half])
+            go(batch[half:])
+            return
+        frames.append(data)
+
+    for i in range(0, len(grants), MAX_GRANTS_PER_FRAME):
+        go(grants[i : i + MAX_GRANTS_PER_FRAME])
+    return frames, bad
+
+
+def encode_result_frames(results: Sequence[Completion]) -> list[bytearray]:
+    """``result`` frames for a batch of ``Completion``: as many per frame as fit. A result
+    that cannot be sent even alone raises ProtocolError (the worker's texts are bounded far
+    below MAX_FRAME: it does not happen)."""
+    frames: list[bytearray] = []
+
+    def go(batch: Sequence[Completion]) -> None:
+        try:
+            frames.append(encode_frame(Results(list(batch))))
+        except ProtocolError:
+            if len(batch) == 1:
+                raise
+            half = len(batch) // 2
+            go(batch[:half])
+            go(batch[half:])
+
+    for i in range(0, len(results), MAX_RESULTS_PER_FRAME):
+        go(results[i : i + MAX_RESULTS_PER_FRAME])
+    return frames
+
+
+class FrameDecoder(Generic[F]):
     """Incremental decoder for a byte stream: ``feed(data)`` returns the complete frames.
 
     A length prefix over MAX_FRAME is refused as soon as its 4 bytes arrive, so a hostile peer
@@ -122,47 +140,44 @@ class FrameDecoder:
     sync and the decoder refuses everything (the caller closes the connection).
     """
 
-    def __init__(self, accept: Iterable[str] | None = None) -> None:
+    def __init__(self, codec: Codec[F]) -> None:
         self._buf = bytearray()
-        self._need: int | None = None  # body length of the frame being read
-        self._accept = frozenset(accept) if accept is not None else None
+        self._codec = codec
         self._broken = False
 
     @property
     def buffered(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list[F]:
         if self._broken:
             raise ProtocolError("stream is out of sync after an earlier error")
-        self._buf += data
-        frames: list[dict[str, Any]] = []
+        buf = self._buf
+        buf += data
+        frames: list[F] = []
+        pos = 0
         try:
-            while True:
-                if self._need is None:
-                    if len(self._buf) < HEADER_SIZE:
-                        break
-                    (n,) = _HEADER.unpack_from(self._buf)
+            with memoryview(buf) as view:
+                end = len(buf)
+                while end - pos >= HEADER_SIZE:
+                    (n,) = _HEADER.unpack_from(buf, pos)
                     if n == 0 or n > MAX_FRAME:
                         raise ProtocolError(f"frame length {n} outside 1..{MAX_FRAME}")
-                    del self._buf[:HEADER_SIZE]
-                    self._need = n
-                if len(self._buf) < self._need:
-                    break
-                body = bytes(self._buf[: self._need])
-                del self._buf[: self._need]
-                self._need = None
-                frames.append(decode_body(body, self._accept))
+                    if end - pos - HEADER_SIZE < n:
+                        break
+                    start = pos + HEADER_SIZE
+                    pos = start + n
+                    frames.append(self._codec.decode(view[start:pos]))
         except ProtocolError:
             self._broken = True
-            self._buf.clear()
+            self._buf = bytearray()  # not clear(): the error's traceback may still hold a view of it
             raise
+        if pos:
+            del buf[:pos]
         return frames
 
 
-async def read_frame(
-    reader: asyncio.StreamReader, accept: Iterable[str] | None = None, max_size: int = MAX_FRAME
-) -> dict[str, Any]:
+async def read_frame(reader: asyncio.StreamReader, codec: Codec[F], max_size: int = MAX_FRAME) -> F:
     """Read exactly one frame of at most ``max_size`` bytes. Raises EOFError on a clean end of
     stream (no byte of a new frame read), ProtocolError on a truncated or invalid frame."""
     try:
@@ -178,4 +193,4 @@ async def read_frame(
         body = await reader.readexactly(n)
     except asyncio.IncompleteReadError:
         raise ProtocolError("connection closed inside a frame body") from None
-    return decode_body(body, accept)
+    return codec.decode(body)

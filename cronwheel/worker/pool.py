@@ -45,8 +45,8 @@ from typing import Any, Protocol
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker.connections import Connections, bind_socket
-from cronwheel.worker.framing import encode_frame, encode_grant_frames, pack_grant
-from cronwheel.worker.protocol import ProtocolError, grant_to_wire
+from cronwheel.worker.framing import encode_frame, encode_grant_frames
+from cronwheel.worker.protocol import Abort, Bye, Ping
 from cronwheel.worker.slots import PoolWorker, Roster
 
 SPAWN_READY_SEC = 30.0  #: a spawned worker must be ready within this, or it is killed
@@ -141,7 +141,7 @@ class WorkerPool:
         for w in list(self._roster.workers.values()):
             if w.writer is not None and not w.lost and not w.leaving:
                 w.leaving = True
-                self._links.write(w, encode_frame({"t": "bye"}))
+                self._links.write(w, encode_frame(Bye()))
         procs = [w.proc for w in self._roster.workers.values() if w.proc is not None and w.proc.returncode is None]
         if procs:
             await asyncio.wait([asyncio.ensure_future(p.wait()) for p in procs], timeout=max(0.0, grace_sec))
@@ -190,17 +190,14 @@ class WorkerPool:
         if not grants:
             return
         w = self._roster.workers.get(worker_id)
-        packed: list[bytes] = []
-        sendable: list[Grant] = []
+        frames, refused = encode_grant_frames(grants)
+        sendable = grants
         bad: list[Completion] = []
-        for g in grants:
-            try:
-                packed.append(pack_grant(grant_to_wire(g)))
-                sendable.append(g)
-            except ProtocolError as exc:
-                bad.append(Completion(g.execution_id, None, g.lease_epoch, Outcome.FAILED,
-                                      error=f"cannot hand to a worker: {exc}"))
-        if bad:
+        if refused:
+            out = {id(g) for g, _ in refused}
+            sendable = [g for g in grants if id(g) not in out]
+            bad = [Completion(g.execution_id, None, g.lease_epoch, Outcome.FAILED, error=f"cannot hand to a worker: {why}")
+                   for g, why in refused]  # fmt: skip
             self._log("pool.grant_refused", worker=worker_id, count=len(bad), error=bad[0].error)
             self._spawn_bg(self.handler.on_results(worker_id, bad))
         if not sendable:
@@ -215,7 +212,7 @@ class WorkerPool:
             self._log("pool.oversubscribed", worker=worker_id, grants=len(sendable), free=w.free)
         for g in sendable:
             self._roster.hold(w, g.execution_id, g.lease_epoch)
-        for frame in encode_grant_frames(packed):
+        for frame in frames:
             if not self._links.write(w, frame):
                 break
 
@@ -230,10 +227,10 @@ class WorkerPool:
         self._roster.forget(execution_id, worker_id, epoch, released=True)
         if w is None or w.lost:
             return False
-        self._links.write(w, encode_frame({"t": "abort", "execution_id": execution_id, "reason": reason[:1024]}))
+        self._links.write(w, encode_frame(Abort(execution_id, reason[:1024])))
         if reason == "lease_lost" and not w.suspect:
             w.suspect = True
-            self._links.write(w, encode_frame({"t": "ping"}))
+            self._links.write(w, encode_frame(Ping()))
             self._log("pool.worker_suspect", worker=worker_id, executionId=execution_id)
         self._log("pool.abort", worker=worker_id, executionId=execution_id, leaseEpoch=epoch, reason=reason)
         self._capacity()

@@ -9,6 +9,8 @@ path uses vfork (via _posixsubprocess) and, with a pidfd child watcher, reaches 
 3.12+ uses pidfds by default.
 
 What each kind of target runs, and sees, is ``targets.py``'s story; this module's is the session.
+Why one module: the session is one state machine over one set of runs (grants in, runs
+started in slots, results batched per loop turn, heartbeats, aborts, leaving).
 
 Fencing: on an ``abort`` frame, or an ``hb_ack`` that lists one of our leases as lost, the run
 is killed at once (SIGKILL to its process group; the task is cancelled for http/python) and NO
@@ -30,12 +32,13 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 from cronwheel.core.liveout import OutputForwarder
+from cronwheel.core.model import Grant
+from cronwheel.core.records import Completion, Outcome
+from cronwheel.worker import protocol as wire
 from cronwheel.worker.eventlog import capture_output, configure_log, log
-from cronwheel.worker.framing import FrameDecoder, encode_frame
-from cronwheel.worker.protocol import DAEMON_TO_WORKER, PROTOCOL_VERSION, ProtocolError, WireGrant
+from cronwheel.worker.framing import FROM_DAEMON, FrameDecoder, encode_frame, encode_result_frames
 from cronwheel.worker.results import Result, error_text
 from cronwheel.worker.sockpath import unix_path
 from cronwheel.worker.targets import TargetRunner, killpg
@@ -50,7 +53,7 @@ EXIT_DAEMON_GONE = 3  #: the socket closed under us
 
 @dataclass(eq=False)
 class _Run:
-    grant: WireGrant
+    grant: Grant
     next_beat: float
     task: asyncio.Task[None] | None = None
     pgid: int | None = None  #: the shell's process group, once spawned
@@ -61,15 +64,15 @@ class _Run:
 
     @property
     def execution_id(self) -> str:
-        return str(self.grant["execution_id"])
+        return self.grant.execution_id
 
     @property
     def lease_epoch(self) -> int:
-        return int(self.grant["lease_epoch"])
+        return self.grant.lease_epoch
 
     @property
     def beat_every(self) -> float:
-        return max(0.05, float(self.grant["lease_sec"]) / 4)
+        return max(0.05, self.grant.lease_sec / 4)
 
 
 @dataclass(eq=False)
@@ -129,6 +132,7 @@ class Worker:
         self._writer: asyncio.StreamWriter | None = None
         self._targets = TargetRunner(self.worker_id, self.slots, self.api_url)
         self._tasks: set[asyncio.Task[None]] = set()  # every run's task until it ends
+        self._results: list[Completion] = []  # ended in this loop turn: sent as one frame
 
     # ---------------------------------------------------------------- lifecycle
     async def run(self) -> int:
@@ -144,8 +148,7 @@ class Worker:
             except (OSError, ValueError) as exc:
                 log("worker.connect_failed", worker=self.worker_id, error=str(exc))
                 return EXIT_DAEMON_GONE
-            self._send({"t": "hello", "v": PROTOCOL_VERSION, "worker_id": self.worker_id,
-                        "slots": self.slots, "pid": os.getpid()})
+            self._send(wire.Hello(wire.PROTOCOL_VERSION, self.worker_id, self.slots, os.getpid()))
             tasks = [
                 loop.create_task(self._read_loop(reader), name="read"),
                 loop.create_task(self._heartbeat_loop(), name="heartbeat"),
@@ -191,15 +194,28 @@ class Worker:
             with contextlib.suppress(OSError, TimeoutError):
                 await asyncio.wait_for(self._writer.wait_closed(), 2)
 
-    def _send(self, frame: dict[str, Any]) -> None:
+    def _send(self, frame: wire.Frame) -> None:
         w = self._writer
         if w is None or w.is_closing():
             return
+        self._flush_results()  # the frames keep their order: a result before a later bye
         w.write(encode_frame(frame))
+
+    def _add_result(self, c: Completion) -> None:
+        """Results that end in the same loop turn go to the daemon as one frame."""
+        if not self._results:
+            asyncio.get_running_loop().call_soon(self._flush_results)
+        self._results.append(c)
+
+    def _flush_results(self) -> None:
+        results, self._results = self._results, []
+        w = self._writer
+        if results and w is not None and not w.is_closing():
+            w.writelines(encode_result_frames(results))
 
     # ---------------------------------------------------------------- frames in
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
-        decoder = FrameDecoder(accept=DAEMON_TO_WORKER)
+        decoder = FrameDecoder(FROM_DAEMON)
         welcomed = False
         while True:
             try:
@@ -211,43 +227,43 @@ class Worker:
                 return
             try:
                 frames = decoder.feed(data)
-            except ProtocolError as exc:
+            except wire.ProtocolError as exc:
                 log("worker.protocol_error", worker=self.worker_id, error=str(exc))
                 self._finish(EXIT_PROTOCOL, "protocol error")
                 return
             for frame in frames:
-                t = frame["t"]
                 if not welcomed:
-                    if t != "welcome" or frame["v"] != PROTOCOL_VERSION:
-                        log("worker.refused", worker=self.worker_id, frame=t, v=frame.get("v"))
+                    if not isinstance(frame, wire.Welcome) or frame.v != wire.PROTOCOL_VERSION:
+                        log("worker.refused", worker=self.worker_id, frame=frame.__struct_config__.tag,
+                            v=getattr(frame, "v", None))
                         self._finish(EXIT_PROTOCOL, "not welcomed")
                         return
                     welcomed = True
-                    self.live_output = frame.get("live_output") is True
-                elif t == "grant":
-                    for g in frame["grants"]:
+                    self.live_output = frame.live_output
+                elif isinstance(frame, wire.Grants):
+                    for g in frame.grants:
                         self._on_grant(g)
-                elif t == "hb_ack":
-                    for execution_id, reason in frame["lost"]:
+                elif isinstance(frame, wire.HbAck):
+                    for execution_id, reason in frame.lost:
                         self._abort(execution_id, reason)
-                elif t == "abort":
-                    self._abort(frame["execution_id"], frame["reason"])
-                elif t == "bye":
+                elif isinstance(frame, wire.Abort):
+                    self._abort(frame.execution_id, frame.reason)
+                elif isinstance(frame, wire.Bye):
                     self._draining = True
                     self._exit_if_idle()
-                elif t == "ping":
-                    self._send({"t": "pong"})
+                elif isinstance(frame, wire.Ping):
+                    self._send(wire.Pong())
                 # a second welcome is harmless
 
-    def _on_grant(self, g: WireGrant) -> None:
+    def _on_grant(self, g: Grant) -> None:
         loop = asyncio.get_running_loop()
-        old = self._runs.get(g["execution_id"])
+        old = self._runs.get(g.execution_id)
         if old is not None:
-            if old.lease_epoch >= g["lease_epoch"]:
-                log("worker.grant_ignored", executionId=g["execution_id"], leaseEpoch=g["lease_epoch"])
+            if old.lease_epoch >= g.lease_epoch:
+                log("worker.grant_ignored", executionId=g.execution_id, leaseEpoch=g.lease_epoch)
                 return
             self._kill(old, "superseded")  # the daemon re-granted it: the older lease is dead
-        run = _Run(g, next_beat=loop.time() + max(0.05, float(g["lease_sec"]) / 4))
+        run = _Run(g, next_beat=loop.time() + max(0.05, g.lease_sec / 4))
         self._runs[run.execution_id] = run
         self._queue.append(run)
         self._beat_wake.set()
@@ -292,7 +308,7 @@ class Worker:
 
     def _exit_if_idle(self) -> None:
         if self._draining and not self._runs and not self._done.is_set():
-            self._send({"t": "bye"})
+            self._send(wire.Bye())
             self._finish(EXIT_OK, "bye")
 
     async def _execute(self, run: _Run) -> None:
@@ -309,9 +325,8 @@ class Worker:
             if self._runs.get(run.execution_id) is run:
                 del self._runs[run.execution_id]
         if run.killed is None:
-            self._send({"t": "result", "execution_id": run.execution_id, "lease_epoch": run.lease_epoch,
-                        "outcome": result.outcome, "exit_code": result.exit_code, "error": result.error,
-                        "output": result.output})  # fmt: skip
+            self._add_result(Completion(run.execution_id, None, run.lease_epoch, Outcome(result.outcome),
+                                        result.exit_code, result.error, result.output))
         self._pump()
 
     # ---------------------------------------------------------------- heartbeats
@@ -325,7 +340,7 @@ class Worker:
                 r.next_beat = now + r.beat_every
             for i in range(0, len(due), MAX_BEATS_PER_FRAME):
                 chunk = due[i : i + MAX_BEATS_PER_FRAME]
-                self._send({"t": "hb", "beats": [[r.execution_id, r.lease_epoch] for r in chunk]})
+                self._send(wire.Beats([(r.execution_id, r.lease_epoch) for r in chunk]))
             nxt = min((r.next_beat for r in self._runs.values()), default=None)
             self._beat_wake.clear()
             with contextlib.suppress(TimeoutError):
@@ -344,7 +359,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         chunk = live.take(loop.time(), final=final)
         if chunk:
-            self._send({"t": "out", "execution_id": run.execution_id, "lease_epoch": run.lease_epoch, "data": chunk})
+            self._send(wire.Out(run.execution_id, run.lease_epoch, chunk))
         if final:
             run.live = None
         elif live.pending:

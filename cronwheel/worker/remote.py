@@ -32,13 +32,13 @@ import signal
 import socket
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import aiohttp
 
 from cronwheel.core.limits import scrub_text
 from cronwheel.core.schedule import parse_instant
+from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
 from cronwheel.worker.targets import PythonTarget, load_callable
 
@@ -75,7 +75,7 @@ class RemoteWorker:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="handler")
+        self._executor = CallThreads(concurrency, "handler")
         self._target: PythonTarget | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -94,7 +94,7 @@ class RemoteWorker:
             await self._drain()
         finally:
             await self._session.close()
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.close()
         log("remote_worker.stopped", worker=self.worker_id)
         return 0
 

@@ -27,13 +27,13 @@ import json
 import os
 import signal
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cronwheel.core.instants import format_instant
+from cronwheel.core.model import Grant
+from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.launch import LaunchError, plan_launch
-from cronwheel.worker.protocol import WireGrant
 from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ _PARENT_FIELDS = (("executionId", "EXECUTION_ID", "Execution-Id"), ("jobId", "JO
                   ("scheduledAt", "SCHEDULED_AT", "Scheduled-At"), ("outcome", "OUTCOME", "Outcome"))
 
 
-def parent_fields(g: WireGrant, prefix: str, header: bool = False) -> dict[str, str]:
+def parent_fields(g: Grant, prefix: str, header: bool = False) -> dict[str, str]:
     """The chain parent of a grant (``context.parent``) as variables or headers; {} for none."""
-    context = g.get("context")
+    context = g.context
     parent = context.get("parent") if isinstance(context, dict) else None
     if not isinstance(parent, dict):
         return {}
@@ -74,18 +74,17 @@ class PythonTarget:
     params: frozenset[str] | None  #: None: it takes **kwargs, pass everything
     is_async: bool
 
-    async def call(self, kwargs: dict[str, Any], timeout_sec: float, executor: Executor) -> Result:
+    async def call(self, kwargs: dict[str, Any], timeout_sec: float, threads: CallThreads) -> Result:
         """Call it with the arguments it accepts out of ``kwargs`` (execution_id, job_id,
         lease_epoch, attempt, scheduled_at, payload), bounded by ``timeout_sec``."""
         if self.params is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in self.params}
-        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout_sec):
                 if self.is_async:
                     value = await self.fn(**kwargs)
                 else:
-                    value = await loop.run_in_executor(executor, functools.partial(self.fn, **kwargs))
+                    value = await threads.call(functools.partial(self.fn, **kwargs))
                 if inspect.isawaitable(value):
                     value = await value
         except TimeoutError:
@@ -149,7 +148,7 @@ class TargetRunner:
     def __init__(self, worker_id: str, slots: int, api_url: str | None = None) -> None:
         self.worker_id = worker_id
         self.slots = slots
-        self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="cronwheel-job")
+        self._threads = CallThreads(slots, "cronwheel-job")  #: sync callables run here
         self._callables: dict[str, PythonTarget] = {}
         self._http: aiohttp.ClientSession | None = None  # created on first use
         env = dict(os.environ)
@@ -161,10 +160,10 @@ class TargetRunner:
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._threads.close()
 
-    async def run(self, g: WireGrant, hooks: ShellHooks) -> Result:
-        target = g["target"]
+    async def run(self, g: Grant, hooks: ShellHooks) -> Result:
+        target = g.target
         if isinstance(target.get("command"), str):
             return await self.run_shell(g, target["command"], hooks)
         if isinstance(target.get("http"), dict):
@@ -173,24 +172,24 @@ class TargetRunner:
             return await self.run_python(g, target["python"])
         return Result("failed", error=f"unsupported target for a local worker: {sorted(target)}")
 
-    def run_env(self, g: WireGrant) -> dict[str, str]:
+    def run_env(self, g: Grant) -> dict[str, str]:
         """The variables every run sees, which a job's own env never overrides (with its chain
         parent's, for a run a chain triggered)."""
         return {
-            "CRONWHEEL_JOB_ID": g["job_id"],
-            "CRONWHEEL_EXECUTION_ID": g["execution_id"],
-            "CRONWHEEL_LEASE_EPOCH": str(g["lease_epoch"]),
-            "CRONWHEEL_ATTEMPT": str(g["attempt"]),
-            "CRONWHEEL_SCHEDULED_AT": format_instant(g["scheduled_at"]),
+            "CRONWHEEL_JOB_ID": g.job_id,
+            "CRONWHEEL_EXECUTION_ID": g.execution_id,
+            "CRONWHEEL_LEASE_EPOCH": str(g.lease_epoch),
+            "CRONWHEEL_ATTEMPT": str(g.attempt),
+            "CRONWHEEL_SCHEDULED_AT": format_instant(g.scheduled_at),
             "CRONWHEEL_WORKER_ID": self.worker_id,
             **parent_fields(g, "CRONWHEEL_PARENT_"),
         }
 
-    async def run_shell(self, g: WireGrant, command: str, hooks: ShellHooks) -> Result:
+    async def run_shell(self, g: Grant, command: str, hooks: ShellHooks) -> Result:
         loop = asyncio.get_running_loop()
-        timeout_sec = float(g["timeout_sec"])
+        timeout_sec = float(g.timeout_sec)
         try:
-            launch = plan_launch(command, g.get("process"), self._base_env, self.run_env(g), self._euid)
+            launch = plan_launch(command, g.process, self._base_env, self.run_env(g), self._euid)
         except LaunchError as exc:
             return Result("failed", error=str(exc))
         out_r, out_w = os.pipe()  # ours, not asyncio's: we close it whatever the job does
@@ -231,7 +230,7 @@ class TargetRunner:
         loop.add_reader(out_r, on_readable)
         stdin_bytes = launch.stdin
         if stdin_bytes is None:
-            stdin_bytes = json.dumps(g.get("payload"), ensure_ascii=False).encode() + b"\n"
+            stdin_bytes = json.dumps(g.payload, ensure_ascii=False).encode() + b"\n"
         feeder = loop.create_task(_feed_stdin(proc, stdin_bytes))
         timed_out = False
         try:
@@ -275,7 +274,7 @@ class TargetRunner:
             error = f"exit code {code}"
         return Result("failed", code, error, output)
 
-    async def run_http(self, g: WireGrant, spec: dict[str, Any]) -> Result:
+    async def run_http(self, g: Grant, spec: dict[str, Any]) -> Result:
         import aiohttp  # only workers that run http targets pay for it
         from multidict import CIMultiDict
 
@@ -284,23 +283,23 @@ class TargetRunner:
         headers = spec.get("headers") or {}
         if not isinstance(url, str) or not isinstance(method, str) or not isinstance(headers, dict):
             return Result("failed", error="http target needs url (string), method (string), headers (map)")
-        timeout_sec = float(g["timeout_sec"])
+        timeout_sec = float(g.timeout_sec)
         t = spec.get("timeoutSec")
         if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
             timeout_sec = min(timeout_sec, float(t))
         h: CIMultiDict[str] = CIMultiDict((str(k), str(v)) for k, v in headers.items())
         h.update({  # ours win, whatever the case of the user's header names
-            "Cronwheel-Job-Id": g["job_id"],
-            "Cronwheel-Execution-Id": g["execution_id"],
-            "Cronwheel-Lease-Epoch": str(g["lease_epoch"]),
-            "Cronwheel-Attempt": str(g["attempt"]),
-            "Cronwheel-Scheduled-At": format_instant(g["scheduled_at"]),
-            "Idempotency-Key": g["execution_id"],
+            "Cronwheel-Job-Id": g.job_id,
+            "Cronwheel-Execution-Id": g.execution_id,
+            "Cronwheel-Lease-Epoch": str(g.lease_epoch),
+            "Cronwheel-Attempt": str(g.attempt),
+            "Cronwheel-Scheduled-At": format_instant(g.scheduled_at),
+            "Idempotency-Key": g.execution_id,
         })
         h.update(parent_fields(g, "Cronwheel-Parent-", header=True))
         body: bytes | None = None
         if method.upper() not in ("GET", "HEAD"):
-            body = json.dumps(g.get("payload"), ensure_ascii=False).encode()
+            body = json.dumps(g.payload, ensure_ascii=False).encode()
             h.setdefault("Content-Type", "application/json")  # case-insensitive
         if self._http is None:
             self._http = aiohttp.ClientSession(
@@ -323,7 +322,7 @@ class TargetRunner:
             return Result("succeeded", status, None, output)
         return Result("failed", status, f"HTTP {status} {reason or ''}".rstrip(), output)
 
-    async def run_python(self, g: WireGrant, spec: str) -> Result:
+    async def run_python(self, g: Grant, spec: str) -> Result:
         try:
             target = self._callables.get(spec)
             if target is None:
@@ -332,14 +331,14 @@ class TargetRunner:
         except Exception as exc:
             return Result("failed", error=f"cannot load {spec}: " + error_text(exc))
         kwargs = {
-            "execution_id": g["execution_id"],
-            "job_id": g["job_id"],
-            "lease_epoch": g["lease_epoch"],
-            "attempt": g["attempt"],
-            "scheduled_at": g["scheduled_at"],
-            "payload": g.get("payload"),
+            "execution_id": g.execution_id,
+            "job_id": g.job_id,
+            "lease_epoch": g.lease_epoch,
+            "attempt": g.attempt,
+            "scheduled_at": g.scheduled_at,
+            "payload": g.payload,
         }
-        return await target.call(kwargs, float(g["timeout_sec"]), self._executor)
+        return await target.call(kwargs, float(g.timeout_sec), self._threads)
 
 
 async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:

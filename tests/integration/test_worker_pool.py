@@ -30,9 +30,9 @@ from aiohttp import web
 
 from cronwheel.core.model import Grant, Priority
 from cronwheel.core.records import Completion, Outcome
-from cronwheel.worker.framing import encode_frame, read_frame
+from cronwheel.worker.framing import FROM_WORKER, encode_frame, read_frame
 from cronwheel.worker.pool import WorkerPool
-from cronwheel.worker.protocol import MAX_FRAME, PROTOCOL_VERSION, grant_to_wire
+from cronwheel.worker.protocol import MAX_FRAME, PROTOCOL_VERSION, Beats, Grants, Hello, Welcome
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -595,16 +595,18 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
     async def main() -> None:
         async with pool_running(slots=2) as t:
             path = t.pool.socket_path
-            hello = {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": f"test-{t.pool.incarnation}-w0-0", "slots": 1, "pid": 1}
+            hello = Hello(PROTOCOL_VERSION, f"test-{t.pool.incarnation}-w0-0", 1, 1)
             attacks = [
                 os.urandom(4096),
                 struct.pack(">I", 0xFFFFFFFF) + b"\0" * 64,  # huge length prefix
                 struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1",  # never-used msgpack byte
-                encode_frame({"t": "hb", "beats": []}),  # not a hello
+                encode_frame(Beats([])),  # not a hello
                 encode_frame(hello),  # impersonates a worker that is already connected
-                encode_frame({**hello, "worker_id": "stranger"}),
-                encode_frame({**hello, "v": 99}),
-                struct.pack(">I", 100) + msgpack.packb({"t": "hello"}),  # truncated, then EOF-less close
+                encode_frame(Hello(PROTOCOL_VERSION, "stranger", 1, 1)),
+                encode_frame(Hello(99, hello.worker_id, 1, 1)),
+                struct.pack(">I", 100) + msgpack.packb(["hello"]),  # truncated, then EOF-less close
+                encode_frame(Hello(PROTOCOL_VERSION, hello.worker_id, 1, 1))[:4] + msgpack.packb(  # protocol 1's map
+                    {"t": "hello", "v": 1, "worker_id": hello.worker_id, "slots": 1, "pid": 1}),
             ]
             for data in attacks:
                 assert await _connection_is_closed(path, data)
@@ -621,14 +623,16 @@ def test_garbage_on_the_socket_closes_only_that_connection() -> None:
 _BAD_WORKER = r"""
 import os, socket, struct, sys, time
 sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
+import msgpack
 from cronwheel.worker.framing import encode_frame
+from cronwheel.worker.protocol import PROTOCOL_VERSION, Hello
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 s = socket.socket(socket.AF_UNIX)
 s.connect(args["--socket"])
-s.sendall(encode_frame({"t": "hello", "v": 1, "worker_id": args["--worker-id"], "slots": 1, "pid": os.getpid()}))
+s.sendall(encode_frame(Hello(PROTOCOL_VERSION, args["--worker-id"], 1, os.getpid())))
 s.recv(100)  # welcome
-s.sendall(encode_frame({"t": "result", "execution_id": "x:1", "lease_epoch": "not an int",
-                        "outcome": "succeeded", "exit_code": 0, "error": None, "output": None}))
+body = msgpack.packb(["result", [["x:1", None, "not an int", "succeeded", 0, None, None]]])
+s.sendall(struct.pack(">I", len(body)) + body)
 time.sleep(1000)
 """
 
@@ -727,15 +731,14 @@ def test_worker_kills_its_jobs_and_exits_when_the_daemon_goes_away() -> None:
         )
         try:
             reader, writer = await asyncio.wait_for(connected, 30)
-            hello = await asyncio.wait_for(read_frame(reader), 10)
-            assert hello == {"t": "hello", "v": PROTOCOL_VERSION, "worker_id": "lonely-w0-0",
-                             "slots": 2, "pid": proc.pid}
-            writer.write(encode_frame({"t": "welcome", "v": PROTOCOL_VERSION}))
+            hello = await asyncio.wait_for(read_frame(reader, FROM_WORKER), 10)
+            assert hello == Hello(PROTOCOL_VERSION, "lonely-w0-0", 2, proc.pid)
+            writer.write(encode_frame(Welcome(PROTOCOL_VERSION)))
             pids = tmp / "pids"
             g = grant(shell(f"echo $$ > {pids}; sleep 1000"), lease_sec=0.2, epoch=3)
-            writer.write(encode_frame({"t": "grant", "grants": [grant_to_wire(g)]}))
-            beat = await asyncio.wait_for(read_frame(reader), 10)
-            assert beat == {"t": "hb", "beats": [[g.execution_id, 3]]}
+            writer.write(encode_frame(Grants([g])))
+            beat = await asyncio.wait_for(read_frame(reader, FROM_WORKER), 10)
+            assert beat == Beats([(g.execution_id, 3)])
             [pid] = await until(lambda: read_pids(pids), what="job start")
             writer.close()  # the daemon dies
             assert await asyncio.wait_for(proc.wait(), 10) == 3

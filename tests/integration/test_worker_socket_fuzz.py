@@ -1,5 +1,5 @@
 """Hostile peers on a real daemon's ``<data-dir>/worker.sock``: random bytes, truncated frames,
-a 2^32-1 length prefix, deeply nested msgpack, non-string map keys, a second hello, frames
+a 2^32-1 length prefix, deeply nested msgpack, protocol 1's maps, a second hello, frames
 for executions the peer does not hold. Each such connection is closed; the daemon lives, its
 memory does not balloon, and a real worker's lease is untouched throughout.
 
@@ -22,8 +22,9 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker.framing import encode_frame
-from cronwheel.worker.protocol import PROTOCOL_VERSION
+from cronwheel.worker.protocol import PROTOCOL_VERSION, Beats, Hello, Results
 from cronwheel.worker.sockpath import unix_path
 from tests.support.daemon import REPO, Daemon
 from tests.support.wait import wait_for
@@ -68,7 +69,7 @@ def closed_by_daemon(s: socket.socket, timeout: float) -> bool:
     return False
 
 
-def read_frame(s: socket.socket) -> dict[str, Any]:
+def read_frame(s: socket.socket) -> list[Any]:
     def exactly(n: int) -> bytes:
         buf = b""
         while len(buf) < n:
@@ -79,18 +80,23 @@ def read_frame(s: socket.socket) -> dict[str, Any]:
         return buf
 
     (n,) = struct.unpack(">I", exactly(4))
-    return dict(msgpack.unpackb(exactly(n), raw=False))
+    return list(msgpack.unpackb(exactly(n), raw=False))
 
 
-def hello(worker_id: str, **extra: Any) -> bytes:
-    return encode_frame({"t": "hello", "v": PROTOCOL_VERSION, "worker_id": worker_id, "slots": 1, "pid": 1, **extra})
+def raw_frame(value: Any) -> bytes:
+    """Any msgpack value behind a length prefix: what no encoder of ours would send."""
+    body = msgpack.packb(value, use_bin_type=True)
+    return struct.pack(">I", len(body)) + body
 
 
-def nested_hello(depth: int) -> bytes:
-    """A hello whose extra member is an array nested ``depth`` deep (raw msgpack: the packer
-    itself refuses such depths)."""
-    head = b"\x86" + b"".join(msgpack.packb(x) for x in ("t", "hello", "v", PROTOCOL_VERSION, "worker_id", "x", "slots", 1, "pid", 1, "deep"))
-    body = head + b"\x91" * depth + b"\xc0"
+def hello(worker_id: str) -> bytes:
+    return bytes(encode_frame(Hello(PROTOCOL_VERSION, worker_id, 1, 1)))
+
+
+def nested(head: list[Any], depth: int) -> bytes:
+    """The frame ``head`` with one more, trailing element: an array nested ``depth`` deep
+    (raw msgpack: the packer itself refuses such depths)."""
+    body = bytes([0x90 | (len(head) + 1)]) + b"".join(msgpack.packb(x) for x in head) + b"\x91" * depth + b"\xc0"
     return struct.pack(">I", len(body)) + body
 
 
@@ -117,7 +123,7 @@ class Puppets:
         s = connect(d)
         s.sendall(hello(worker_id))
         welcome = read_frame(s)
-        assert welcome["t"] == "welcome", welcome
+        assert welcome[0] == "welcome", welcome
         return s
 
 
@@ -144,13 +150,14 @@ def test_hostile_worker_socket_peers_are_cut_off_and_harm_no_one(make_daemon: An
         struct.pack(">I", 0xFFFFFFFF) + b"\x00" * 64,  # 2^32-1 length prefix
         struct.pack(">I", 1 << 20) + b"\x81",  # 1 MiB announced: more than any hello
         struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1",  # bytes msgpack never uses
-        nested_hello(3000),  # deeply nested msgpack
-        encode_frame({"t": "hello", "v": 1, "worker_id": 12345, "slots": "many", "pid": 1}),  # wrong types
-        struct.pack(">I", len(b := msgpack.packb({1: "hello", "t": "hello"}))) + b,  # non-string map key
+        nested(["hello", PROTOCOL_VERSION, "x", 1, 1], 3000),  # deeply nested msgpack
+        raw_frame(["hello", PROTOCOL_VERSION, 12345, "many", 1]),  # wrong types
+        raw_frame({1: "hello", "t": "hello"}),  # a map (protocol 1's shape), a non-string key
+        raw_frame({"t": "hello", "v": 1, "worker_id": real_worker, "slots": 1, "pid": 1}),  # protocol 1's hello
         hello("stranger"),  # an id the pool never issued
         hello(real_worker),  # impersonating the real, connected worker
-        encode_frame({"t": "hb", "beats": [[xid, 1]]}),  # not a hello
-        encode_frame({"t": "result", "execution_id": xid, "lease_epoch": 1, "outcome": "succeeded"}),
+        bytes(encode_frame(Beats([(xid, 1)]))),  # not a hello
+        bytes(encode_frame(Results([Completion(xid, None, 1, Outcome.SUCCEEDED)]))),
     ]
     for data in hostile:
         s = connect(d)
@@ -173,7 +180,7 @@ def test_hostile_worker_socket_peers_are_cut_off_and_harm_no_one(make_daemon: An
         st.binary(max_size=512).map(lambda b: struct.pack(">I", len(b)) + b),
         st.recursive(st.none() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=20) | st.binary(max_size=20),
                      lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.integers(-(2**63), 2**63) | st.text(max_size=8), inner, max_size=5),
-                     max_leaves=30).map(lambda v: encode_frame({"t": "hello", "x": v})),
+                     max_leaves=30).map(lambda v: raw_frame(["hello", v])),
         st.integers(0, 2**32 - 1).map(lambda n: struct.pack(">I", n)),
     ))
     def fuzz(data: bytes) -> None:
@@ -199,18 +206,19 @@ def test_hostile_worker_socket_peers_are_cut_off_and_harm_no_one(make_daemon: An
             s.close()
 
     attack(hello("again"), "a second hello")
-    attack(encode_frame({"t": "result", "execution_id": xid, "lease_epoch": 1, "outcome": "failed",
-                         "exit_code": 1, "error": "forged", "output": None}), "a result for another worker's execution")
-    attack(encode_frame({"t": "grant", "grants": [{"execution_id": xid}]}), "a daemon-to-worker frame")
+    attack(bytes(encode_frame(Results([Completion(xid, None, 1, Outcome.FAILED, 1, "forged")]))),
+           "a result for another worker's execution")
+    attack(raw_frame(["grant", [[xid]]]), "a daemon-to-worker frame")
     attack(struct.pack(">I", 0xFFFFFFFF), "a 2^32-1 length prefix")
-    attack(nested_hello(200), "nesting past the limit")
-    attack(struct.pack(">I", len(b := msgpack.packb({"t": "hb", "beats": [], 7: 7}))) + b, "a non-string key")
+    attack(nested(["hb", []], 3000), "nesting past any stack")
+    attack(raw_frame({"t": "hb", "beats": [], 7: 7}), "a map with a non-string key (protocol 1's shape)")
+    attack(raw_frame(["result", [[xid, None, 1, "failed", 1, "a NUL\x00", None]]]), "a NUL in a result's text")
     # a heartbeat for another's execution is answered "lost" and renews nothing
     s = puppets.take_over(d)
     try:
-        s.sendall(encode_frame({"t": "hb", "beats": [[xid, 1]]}))
+        s.sendall(encode_frame(Beats([(xid, 1)])))
         ack = read_frame(s)
-        assert ack == {"t": "hb_ack", "lost": [[xid, "lease_lost"]]}
+        assert ack == ["hb_ack", [[xid, "lease_lost"]]]
     finally:
         s.close()
 

@@ -135,3 +135,28 @@ def test_running_lists_the_local_workers_executions_longest_first() -> None:
     assert rows[0]["runningSec"] >= 10 and rows[1]["runningSec"] is not None
     _, everything = m.running()
     assert everything[-1]["executionId"] == "jc:300" and everything[-1]["runningSec"] is None
+
+
+def test_batches_of_events_count_exactly_as_one_by_one() -> None:
+    """The dispatcher emits a herd's starts and successes a batch at a time (emit_many); every
+    series ends where the same events one by one leave it."""
+    started = [{"executionId": f"j:{i}", "leaseEpoch": 1, "attempt": 1 + i % 2, "lagMs": 100 * i, "origin": "schedule"}
+               for i in range(6)]  # fmt: skip
+    done = [{"executionId": f"j:{i}", "leaseEpoch": 1 if i != 4 else 9, "outcome": "succeeded", "status": "SUCCEEDED"}
+            for i in range(6)]  # fmt: skip
+    one, m1 = setup()
+    for rec in started:
+        one.emit("execution.started", **rec)
+    for rec in done:
+        one.emit("execution.succeeded", **rec)
+    many, m2 = setup()
+    many.emit_many("execution.started", started)
+    many.emit_many("execution.succeeded", done)
+    names = ["cronwheel_executions_started_total", "cronwheel_dispatch_lag_seconds_count", "cronwheel_dispatch_lag_seconds_sum"]
+    for name in names:
+        assert sample(m1, name) == sample(m2, name) and sample(m2, name) > 0, name
+    for name in ("cronwheel_executions_finished_total", "cronwheel_execution_duration_seconds_count"):
+        assert sample(m1, name, outcome="succeeded") == sample(m2, name, outcome="succeeded") > 0, name
+    assert sample(m2, "cronwheel_execution_duration_seconds_count", outcome="succeeded") == 5  # j:4's epoch is stale
+    assert m1._started.keys() == m2._started.keys() == {"j:4"}
+    assert m2.dropped_events == 0
