@@ -1,0 +1,97 @@
+"""The OpenAPI document, generated: the paths (``api/openapi_paths.py``), the component
+schemas of the bodies declared as msgspec structs (``msgspec.json.schema_components``, the
+same structs the API decodes and answers with) and the components no struct declares yet
+(``api/openapi_components.py``). The committed ``api/openapi.json`` is what this prints, and
+what ``GET /v1/openapi.json`` serves; a unit test keeps the two equal.
+
+    python -m cronwheel.api.openapi > cronwheel/api/openapi.json      (make openapi)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import msgspec
+
+from cronwheel.api.openapi_components import RESPONSES, SCHEMAS, SECURITY_SCHEMES
+from cronwheel.api.openapi_paths import INFO, OPENAPI_VERSION, PATHS, SECURITY, SERVERS
+
+REF_TEMPLATE = "#/components/schemas/{name}"
+#: the structs whose schemas are components of the document, by the name they are known by
+STRUCTS: tuple[Any, ...] = ()
+
+
+def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
+    """The component schemas of ``types`` (and of the structs they hold), in the document's
+    shape: ``T | None`` of a plain type is ``{"type": [t, "null"]}`` (and of an enum, the enum
+    with ``null``), of a reference ``{"anyOf": [{"$ref"}, {"type": "null"}]}``; msgspec's own
+    ``title``, empty ``required`` and implied ``"default": null`` are left out. A schema
+    that carries a ``title`` of its own (``Meta(title=...)``) is a named component too, and
+    referenced where it appears."""
+    if not types:
+        return {}
+    _, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
+    out: dict[str, Any] = {}
+    for name, schema in components.items():
+        schema.pop("title", None)
+        out[name] = _tidy(schema, out)
+    return out
+
+
+def _tidy(node: Any, named: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_tidy(x, named) for x in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _tidy(v, named) for k, v in node.items()}
+    if node.get("required") == []:
+        del node["required"]
+    title = node.pop("title", None)
+    if title is not None:  # a named component other than a struct: hoisted and referenced
+        named[title] = node
+        return {"$ref": REF_TEMPLATE.format(name=title)}
+    options = node.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and options[1] == {"type": "null"}:
+        if node.get("default", 0) is None:
+            del node["default"]
+        first = options[0]
+        if "$ref" in first or ("type" not in first and "enum" not in first):
+            if first == {}:  # any JSON value, null included
+                rest = {k: v for k, v in node.items() if k != "anyOf"}
+                return rest
+            return node
+        merged = dict(first)
+        if "enum" in merged:
+            merged["enum"] = [*merged["enum"], None]
+        if isinstance(merged.get("type"), str):
+            merged["type"] = [merged["type"], "null"]
+        merged.update({k: v for k, v in node.items() if k != "anyOf"})
+        return merged
+    return node
+
+
+def document() -> dict[str, Any]:
+    schemas = {**struct_schemas(), **SCHEMAS}
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": INFO,
+        "servers": SERVERS,
+        "security": SECURITY,
+        "paths": PATHS,
+        "components": {"schemas": schemas, "responses": RESPONSES, "securitySchemes": SECURITY_SCHEMES},
+    }
+
+
+def render() -> str:
+    """The document as ``api/openapi.json`` holds it."""
+    return json.dumps(document(), indent=2) + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()

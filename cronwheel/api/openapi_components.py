@@ -1,0 +1,3635 @@
+"""The components of the OpenAPI document that no struct declares yet: the bodies of the
+routes whose input is still checked by hand (``api/tenancy.py``, ``api/notifying.py``…) and
+the answers built as plain JSON, the shared responses and the security schemes. The bodies
+declared as structs (``core/jobfields.py``, ``api/schema.py``) are generated from them by
+``api/openapi.py``.
+
+Why one module: it is one table of JSON Schemas, each named once and referenced by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMAS: dict[str, Any] = {
+    "Problem": {
+                   "type": "object",
+                   "description": "RFC 9457 problem details.",
+                   "required": ["type", "title", "status", "detail"],
+                   "properties": {
+                                     "type": {
+                                                 "type": "string",
+                                                 "description": "`urn:cronwheel:problem:{code}`",
+                                             },
+                                     "title": {"type": "string"},
+                                     "status": {"type": "integer"},
+                                     "detail": {"type": "string"},
+                                     "code": {
+                                                 "type": "string",
+                                                 "description": "Machine-readable problem code, e.g. `invalid_schedule`, `idempotency_key_reused`, `lease_conflict`.",
+                                             },
+                                     "field": {
+                                                  "type": "string",
+                                                  "description": "The offending body member (JSON path), header or query parameter.",
+                                              },
+                                     "reason": {
+                                                   "type": "string",
+                                                   "enum": [
+                                                               "lease_lost",
+                                                               "cancelled",
+                                                               "fenced",
+                                                               "last_admin_token",
+                                                           ],
+                                                   "description": "Why a call was refused (409): a worker's lost lease or fence, or the last active admin token.",
+                                               },
+                                     "jobId": {"type": "string"},
+                                     "errorId": {
+                                                    "type": "string",
+                                                    "description": "500 only: the id to look up in the daemon log.",
+                                                },
+                                 },
+               },
+    "RetryPolicy": {
+                       "type": "object",
+                       "additionalProperties": False,
+                       "properties": {
+                                         "maxAttempts": {
+                                                            "type": ["integer", "null"],
+                                                            "minimum": 1,
+                                                            "maximum": 1000,
+                                                            "default": 3,
+                                                        },
+                                         "initialBackoffSec": {
+                                                                  "type": ["number", "null"],
+                                                                  "minimum": 0,
+                                                                  "maximum": 86400,
+                                                                  "default": 1,
+                                                              },
+                                         "maxBackoffSec": {
+                                                              "type": ["number", "null"],
+                                                              "minimum": 0,
+                                                              "maximum": 604800,
+                                                              "default": 300,
+                                                              "description": "Must be >= initialBackoffSec; defaults to max(300, initialBackoffSec).",
+                                                          },
+                                         "multiplier": {
+                                                           "type": ["number", "null"],
+                                                           "minimum": 1,
+                                                           "maximum": 100,
+                                                           "default": 2,
+                                                       },
+                                         "jitter": {
+                                                       "type": ["number", "null"],
+                                                       "minimum": 0,
+                                                       "maximum": 1,
+                                                       "default": 0.2,
+                                                       "description": "± fraction of each delay.",
+                                                   },
+                                     },
+                       "description": "`null` members count as absent. `maxBackoffSec` must be >= `initialBackoffSec` (422; JSON Schema cannot compare two members).",
+                   },
+    "HttpTarget": {
+                      "type": "object",
+                      "additionalProperties": False,
+                      "required": ["url"],
+                      "description": "`null` members count as absent.",
+                      "properties": {
+                                        "url": {
+                                                   "type": "string",
+                                                   "maxLength": 8192,
+                                                   "format": "http-url",
+                                                   "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#:\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$",
+                                                   "description": "An absolute http:// or https:// URL with a host, at most 8192 characters, no spaces or control characters (format `http-url`: what Python's `urllib.parse.urlsplit` takes, with a valid port).",
+                                               },
+                                        "method": {
+                                                      "type": ["string", "null"],
+                                                      "enum": [
+                                                                  "GET",
+                                                                  "POST",
+                                                                  "PUT",
+                                                                  "PATCH",
+                                                                  "DELETE",
+                                                                  None,
+                                                              ],
+                                                      "default": "GET",
+                                                      "description": "Upper case, or any case of these (sent upper case).",
+                                                  },
+                                        "headers": {
+                                                       "type": ["object", "null"],
+                                                       "maxProperties": 50,
+                                                       "propertyNames": {
+                                                                            "maxLength": 256,
+                                                                            "pattern": "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$",
+                                                                        },
+                                                       "additionalProperties": {
+                                                                                   "type": "string",
+                                                                                   "maxLength": 8192,
+                                                                                   "pattern": "^[^\\r\\n\\u0000]*$",
+                                                                               },
+                                                   },
+                                    },
+                  },
+    "Target": {
+                  "type": "object",
+                  "additionalProperties": False,
+                  "description": "Exactly one member that is not null.",
+                  "properties": {
+                                    "command": {
+                                                   "type": ["string", "null"],
+                                                   "minLength": 1,
+                                                   "maxLength": 16384,
+                                                   "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000]*$",
+                                                   "description": "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's).",
+                                               },
+                                    "http": {
+                                                "anyOf": [
+                                                             {
+                                                                 "$ref": "#/components/schemas/HttpTarget",
+                                                             },
+                                                             {"type": "null"},
+                                                         ],
+                                            },
+                                    "python": {
+                                                  "type": ["string", "null"],
+                                                  "maxLength": 500,
+                                                  "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+                                                  "description": "`module:function`, at most 500 characters.",
+                                              },
+                                    "queue": {
+                                                 "type": ["string", "null"],
+                                                 "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
+                                                 "description": "A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.",
+                                             },
+                                },
+                  "oneOf": [
+                               {
+                                   "required": ["command"],
+                                   "properties": {
+                                                     "command": {"type": "string"},
+                                                     "http": {"type": "null"},
+                                                     "python": {"type": "null"},
+                                                     "queue": {"type": "null"},
+                                                 },
+                               },
+                               {
+                                   "required": ["http"],
+                                   "properties": {
+                                                     "http": {"type": "object"},
+                                                     "command": {"type": "null"},
+                                                     "python": {"type": "null"},
+                                                     "queue": {"type": "null"},
+                                                 },
+                               },
+                               {
+                                   "required": ["python"],
+                                   "properties": {
+                                                     "python": {"type": "string"},
+                                                     "command": {"type": "null"},
+                                                     "http": {"type": "null"},
+                                                     "queue": {"type": "null"},
+                                                 },
+                               },
+                               {
+                                   "required": ["queue"],
+                                   "properties": {
+                                                     "queue": {"type": "string"},
+                                                     "command": {"type": "null"},
+                                                     "http": {"type": "null"},
+                                                     "python": {"type": "null"},
+                                                 },
+                               },
+                           ],
+              },
+    "JobRequest": {
+                      "type": "object",
+                      "additionalProperties": False,
+                      "description": "Exactly one of `schedule` / `runAt`, and at most one target (`command`, `http`, `python`, `queue` or `target`). A body with no target (the minimal body `{ schedule, payload, retryPolicy, timeoutSec }`) gets `{\"queue\": \"default\"}`: its executions wait in queue `default` for remote workers. Unknown members are refused (422); a `null` member counts as absent. Rules JSON Schema cannot state: a recurring schedule must fire after now (400 `invalid_schedule`); `retryPolicy.maxBackoffSec` >= `initialBackoffSec` (422); `payload` at most 64 KiB encoded (413); `command` at most 16 KiB as UTF-8 (422). `runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{\"ping\": {}}`).",
+                      "properties": {
+                                        "schedule": {
+                                                        "type": ["string", "null"],
+                                                        "maxLength": 1000,
+                                                        "description": "Cron (5 or 6 fields, `H` for a hashed offset), `@every 5m`, a macro (`@hourly`…); an RFC 3339 instant or `+DURATION` makes a one-off. Format `schedule`: what `cronwheel next` parses, firing at least once after now (a one-off: an instant in 1970..9899); anything else is 400 `invalid_schedule`.",
+                                                        "examples": [
+                                                                        "0 * * * *",
+                                                                        "H H * * *",
+                                                                        "@every 5m",
+                                                                        "+90s",
+                                                                    ],
+                                                        "minLength": 1,
+                                                        "format": "schedule",
+                                                        "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                    },
+                                        "runAt": {
+                                                     "type": ["string", "null"],
+                                                     "description": "One-off: an RFC 3339 instant with a UTC offset, or `+DURATION` from now (format `instant-or-delay`), in 1970..9899; else 400 `invalid_schedule`.",
+                                                     "examples": ["2026-11-29T23:00:00Z"],
+                                                     "minLength": 1,
+                                                     "maxLength": 1000,
+                                                     "format": "instant-or-delay",
+                                                     "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                 },
+                                        "timezone": {
+                                                        "type": ["string", "null"],
+                                                        "default": "UTC",
+                                                        "description": "IANA zone the schedule is evaluated in (format `time-zone`: a name the server's tz database knows; else 400 `invalid_timezone`).",
+                                                        "minLength": 1,
+                                                        "maxLength": 64,
+                                                        "format": "time-zone",
+                                                    },
+                                        "name": {
+                                                    "type": ["string", "null"],
+                                                    "minLength": 1,
+                                                    "maxLength": 200,
+                                                    "format": "printable",
+                                                    "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                    "description": "Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.",
+                                                },
+                                        "command": {
+                                                       "type": ["string", "null"],
+                                                       "minLength": 1,
+                                                       "maxLength": 16384,
+                                                       "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000]*$",
+                                                       "description": "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's).",
+                                                   },
+                                        "http": {
+                                                    "anyOf": [
+                                                                 {
+                                                                     "$ref": "#/components/schemas/HttpTarget",
+                                                                 },
+                                                                 {"type": "null"},
+                                                             ],
+                                                },
+                                        "python": {
+                                                      "type": ["string", "null"],
+                                                      "maxLength": 500,
+                                                      "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+                                                      "description": "`module:function`, at most 500 characters.",
+                                                  },
+                                        "queue": {
+                                                     "type": ["string", "null"],
+                                                     "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
+                                                     "description": "A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.",
+                                                 },
+                                        "target": {
+                                                      "anyOf": [
+                                                                   {
+                                                                       "$ref": "#/components/schemas/Target",
+                                                                   },
+                                                                   {"type": "null"},
+                                                               ],
+                                                  },
+                                        "payload": {
+                                                       "description": "Any JSON value, at most 64 KiB encoded (413 beyond). `null`: no payload.",
+                                                   },
+                                        "retryPolicy": {
+                                                           "anyOf": [
+                                                                        {
+                                                                            "$ref": "#/components/schemas/RetryPolicy",
+                                                                        },
+                                                                        {"type": "null"},
+                                                                    ],
+                                                       },
+                                        "timeoutSec": {
+                                                          "type": ["number", "null"],
+                                                          "minimum": 1,
+                                                          "maximum": 604800,
+                                                          "default": 3600,
+                                                      },
+                                        "leaseSec": {
+                                                        "type": ["number", "null"],
+                                                        "minimum": 0.2,
+                                                        "maximum": 3600,
+                                                        "default": 60,
+                                                    },
+                                        "priority": {
+                                                        "type": ["string", "null"],
+                                                        "enum": ["high", "default", "batch", None],
+                                                        "default": "default",
+                                                    },
+                                        "overlap": {
+                                                       "type": ["string", "null"],
+                                                       "enum": ["allow", "forbid", "replace", None],
+                                                       "default": "allow",
+                                                   },
+                                        "misfire": {
+                                                       "type": ["string", "null"],
+                                                       "enum": ["run_once", "skip", "run_all", None],
+                                                       "default": "run_once",
+                                                   },
+                                        "jitterSec": {
+                                                         "type": ["integer", "null"],
+                                                         "minimum": 0,
+                                                         "maximum": 3600,
+                                                         "default": 0,
+                                                     },
+                                        "misfireGraceSec": {
+                                                               "type": ["integer", "null"],
+                                                               "minimum": 0,
+                                                               "maximum": 86400,
+                                                               "default": None,
+                                                               "description": "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s.",
+                                                           },
+                                        "env": {
+                                                   "anyOf": [
+                                                                {"$ref": "#/components/schemas/Env"},
+                                                                {"type": "null"},
+                                                            ],
+                                               },
+                                        "runAs": {
+                                                     "anyOf": [
+                                                                  {
+                                                                      "$ref": "#/components/schemas/RunAs",
+                                                                  },
+                                                                  {"type": "null"},
+                                                              ],
+                                                 },
+                                        "shell": {
+                                                     "type": ["string", "null"],
+                                                     "maxLength": 4096,
+                                                     "pattern": "^/(?:[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])?$",
+                                                     "description": "Command targets: the shell that runs the command as `SHELL -c COMMAND` (a crontab's `SHELL=`); default `/bin/sh`. An absolute path. No NUL, no trailing space; at most 4096 bytes as UTF-8.",
+                                                     "examples": ["/bin/bash"],
+                                                 },
+                                        "stdin": {
+                                                     "type": ["string", "null"],
+                                                     "maxLength": 65536,
+                                                     "description": "Command targets: the command's standard input (a crontab's text after `%`), at most 64 KiB of UTF-8 (413 beyond); default: the payload as JSON and a newline.",
+                                                 },
+                                        "calendars": {
+                                                         "type": ["array", "null"],
+                                                         "maxItems": 8,
+                                                         "items": {
+                                                                      "type": "string",
+                                                                      "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
+                                                                  },
+                                                         "description": "Names of the tenant's calendars whose excluded days and windows this job observes, read in its `timezone`; an excluded tick is recorded SKIPPED with reason `calendar: NAME`. Unknown names are refused (422 `unknown_reference`).",
+                                                     },
+                                        "activeFrom": {
+                                                          "type": ["string", "null"],
+                                                          "format": "instant",
+                                                          "description": "Recurring jobs: no tick before this instant. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                      },
+                                        "activeUntil": {
+                                                           "type": ["string", "null"],
+                                                           "format": "instant",
+                                                           "description": "Recurring jobs: no tick after this instant; the job is then settled by its last run, SUCCEEDED or FAILED, as a one-off job is. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                       },
+                                        "onSuccess": {
+                                                         "type": ["array", "null"],
+                                                         "maxItems": 16,
+                                                         "items": {
+                                                                      "type": "string",
+                                                                      "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                  },
+                                                         "description": "Jobs of the same tenant to run when an execution of this one ends SUCCEEDED (a chain). The child's execution is `(childJobId, parent scheduledAt)`: once per parent tick, whatever the parent's redeliveries.",
+                                                     },
+                                        "onFailure": {
+                                                         "type": ["array", "null"],
+                                                         "maxItems": 16,
+                                                         "items": {
+                                                                      "type": "string",
+                                                                      "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                  },
+                                                         "description": "Jobs to run when an execution of this one ends DEAD (its retries spent).",
+                                                     },
+                                        "managedBy": {
+                                                         "type": ["string", "null"],
+                                                         "minLength": 1,
+                                                         "maxLength": 100,
+                                                         "description": "Who manages this job's definition: `apply` for jobs created by `cronwheel apply` from files (its --prune deletes only those). Absent for jobs made by hand. 1 to 100 printable characters, not blank.",
+                                                         "format": "printable",
+                                                         "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                     },
+                                        "notify": {
+                                                      "oneOf": [
+                                                                   {
+                                                                       "type": "array",
+                                                                       "maxItems": 20,
+                                                                       "items": {
+                                                                                    "$ref": "#/components/schemas/NotifyRule",
+                                                                                },
+                                                                   },
+                                                                   {"type": "null"},
+                                                               ],
+                                                      "description": "Replaces the job's rules whole (a webhook rule must carry its secret again); null or [] removes them (the tenant's defaults apply).",
+                                                  },
+                                        "expectSuccessWithin": {
+                                                                   "oneOf": [
+                                                                                {
+                                                                                    "oneOf": [
+                                                                                                 {
+                                                                                                     "type": "string",
+                                                                                                     "pattern": "^\\s*\\d{1,12}\\s*(ms|s|m|h|d|w)?\\s*$",
+                                                                                                 },
+                                                                                                 {
+                                                                                                     "type": "number",
+                                                                                                     "minimum": 1,
+                                                                                                     "maximum": 31622400,
+                                                                                                 },
+                                                                                             ],
+                                                                                    "description": "The dead-man's switch: `missed` is told when no run succeeds for this long (`26h`, `90m`, `2d`, or seconds). A job with a window and no schedule, runAt or target is watched, not run: it reports its runs by `POST /v1/jobs/{jobId}/ping`.",
+                                                                                    "examples": [
+                                                                                                    "26h",
+                                                                                                ],
+                                                                                },
+                                                                                {"type": "null"},
+                                                                            ],
+                                                                   "description": "A new window is armed from now; null removes it.",
+                                                               },
+                                    },
+                      "allOf": [
+                                   {
+                                       "oneOf": [
+                                                    {
+                                                        "required": ["schedule"],
+                                                        "properties": {
+                                                                          "schedule": {
+                                                                                          "type": "string",
+                                                                                      },
+                                                                          "runAt": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "required": ["runAt"],
+                                                        "properties": {
+                                                                          "runAt": {
+                                                                                       "type": "string",
+                                                                                   },
+                                                                          "schedule": {
+                                                                                          "type": "null",
+                                                                                      },
+                                                                      },
+                                                    },
+                                                ],
+                                   },
+                                   {
+                                       "oneOf": [
+                                                    {
+                                                        "required": ["command"],
+                                                        "properties": {
+                                                                          "command": {
+                                                                                         "type": "string",
+                                                                                     },
+                                                                          "http": {"type": "null"},
+                                                                          "python": {"type": "null"},
+                                                                          "queue": {"type": "null"},
+                                                                          "target": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "required": ["http"],
+                                                        "properties": {
+                                                                          "http": {"type": "object"},
+                                                                          "command": {
+                                                                                         "type": "null",
+                                                                                     },
+                                                                          "python": {"type": "null"},
+                                                                          "queue": {"type": "null"},
+                                                                          "target": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "required": ["python"],
+                                                        "properties": {
+                                                                          "python": {
+                                                                                        "type": "string",
+                                                                                    },
+                                                                          "command": {
+                                                                                         "type": "null",
+                                                                                     },
+                                                                          "http": {"type": "null"},
+                                                                          "queue": {"type": "null"},
+                                                                          "target": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "required": ["queue"],
+                                                        "properties": {
+                                                                          "queue": {
+                                                                                       "type": "string",
+                                                                                   },
+                                                                          "command": {
+                                                                                         "type": "null",
+                                                                                     },
+                                                                          "http": {"type": "null"},
+                                                                          "python": {"type": "null"},
+                                                                          "target": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "required": ["target"],
+                                                        "properties": {
+                                                                          "target": {
+                                                                                        "type": "object",
+                                                                                    },
+                                                                          "command": {
+                                                                                         "type": "null",
+                                                                                     },
+                                                                          "http": {"type": "null"},
+                                                                          "python": {"type": "null"},
+                                                                          "queue": {"type": "null"},
+                                                                      },
+                                                    },
+                                                    {
+                                                        "properties": {
+                                                                          "command": {
+                                                                                         "type": "null",
+                                                                                     },
+                                                                          "http": {"type": "null"},
+                                                                          "python": {"type": "null"},
+                                                                          "queue": {"type": "null"},
+                                                                          "target": {"type": "null"},
+                                                                      },
+                                                    },
+                                                ],
+                                   },
+                               ],
+                      "dependentSchemas": {
+                                              "runAs": {
+                                                           "anyOf": [
+                                                                        {
+                                                                            "properties": {
+                                                                                              "runAs": {
+                                                                                                           "type": "null",
+                                                                                                       },
+                                                                                          },
+                                                                        },
+                                                                        {
+                                                                            "anyOf": [
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "command",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "command": {
+                                                                                                                              "type": "string",
+                                                                                                                          },
+                                                                                                           },
+                                                                                         },
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "target",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "target": {
+                                                                                                                             "type": "object",
+                                                                                                                             "required": [
+                                                                                                                                             "command",
+                                                                                                                                         ],
+                                                                                                                             "properties": {
+                                                                                                                                               "command": {
+                                                                                                                                                              "type": "string",
+                                                                                                                                                          },
+                                                                                                                                           },
+                                                                                                                         },
+                                                                                                           },
+                                                                                         },
+                                                                                     ],
+                                                                        },
+                                                                    ],
+                                                       },
+                                              "shell": {
+                                                           "anyOf": [
+                                                                        {
+                                                                            "properties": {
+                                                                                              "shell": {
+                                                                                                           "type": "null",
+                                                                                                       },
+                                                                                          },
+                                                                        },
+                                                                        {
+                                                                            "anyOf": [
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "command",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "command": {
+                                                                                                                              "type": "string",
+                                                                                                                          },
+                                                                                                           },
+                                                                                         },
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "target",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "target": {
+                                                                                                                             "type": "object",
+                                                                                                                             "required": [
+                                                                                                                                             "command",
+                                                                                                                                         ],
+                                                                                                                             "properties": {
+                                                                                                                                               "command": {
+                                                                                                                                                              "type": "string",
+                                                                                                                                                          },
+                                                                                                                                           },
+                                                                                                                         },
+                                                                                                           },
+                                                                                         },
+                                                                                     ],
+                                                                        },
+                                                                    ],
+                                                       },
+                                              "stdin": {
+                                                           "anyOf": [
+                                                                        {
+                                                                            "properties": {
+                                                                                              "stdin": {
+                                                                                                           "type": "null",
+                                                                                                       },
+                                                                                          },
+                                                                        },
+                                                                        {
+                                                                            "anyOf": [
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "command",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "command": {
+                                                                                                                              "type": "string",
+                                                                                                                          },
+                                                                                                           },
+                                                                                         },
+                                                                                         {
+                                                                                             "required": [
+                                                                                                             "target",
+                                                                                                         ],
+                                                                                             "properties": {
+                                                                                                               "target": {
+                                                                                                                             "type": "object",
+                                                                                                                             "required": [
+                                                                                                                                             "command",
+                                                                                                                                         ],
+                                                                                                                             "properties": {
+                                                                                                                                               "command": {
+                                                                                                                                                              "type": "string",
+                                                                                                                                                          },
+                                                                                                                                           },
+                                                                                                                         },
+                                                                                                           },
+                                                                                         },
+                                                                                     ],
+                                                                        },
+                                                                    ],
+                                                       },
+                                              "env": {
+                                                         "anyOf": [
+                                                                      {
+                                                                          "properties": {
+                                                                                            "env": {
+                                                                                                       "type": "null",
+                                                                                                   },
+                                                                                        },
+                                                                      },
+                                                                      {
+                                                                          "anyOf": [
+                                                                                       {
+                                                                                           "anyOf": [
+                                                                                                        {
+                                                                                                            "required": [
+                                                                                                                            "command",
+                                                                                                                        ],
+                                                                                                            "properties": {
+                                                                                                                              "command": {
+                                                                                                                                             "type": "string",
+                                                                                                                                         },
+                                                                                                                          },
+                                                                                                        },
+                                                                                                        {
+                                                                                                            "required": [
+                                                                                                                            "target",
+                                                                                                                        ],
+                                                                                                            "properties": {
+                                                                                                                              "target": {
+                                                                                                                                            "type": "object",
+                                                                                                                                            "required": [
+                                                                                                                                                            "command",
+                                                                                                                                                        ],
+                                                                                                                                            "properties": {
+                                                                                                                                                              "command": {
+                                                                                                                                                                             "type": "string",
+                                                                                                                                                                         },
+                                                                                                                                                          },
+                                                                                                                                        },
+                                                                                                                          },
+                                                                                                        },
+                                                                                                    ],
+                                                                                       },
+                                                                                       {
+                                                                                           "anyOf": [
+                                                                                                        {
+                                                                                                            "required": [
+                                                                                                                            "queue",
+                                                                                                                        ],
+                                                                                                            "properties": {
+                                                                                                                              "queue": {
+                                                                                                                                           "type": "string",
+                                                                                                                                       },
+                                                                                                                          },
+                                                                                                        },
+                                                                                                        {
+                                                                                                            "required": [
+                                                                                                                            "target",
+                                                                                                                        ],
+                                                                                                            "properties": {
+                                                                                                                              "target": {
+                                                                                                                                            "type": "object",
+                                                                                                                                            "required": [
+                                                                                                                                                            "queue",
+                                                                                                                                                        ],
+                                                                                                                                            "properties": {
+                                                                                                                                                              "queue": {
+                                                                                                                                                                           "type": "string",
+                                                                                                                                                                       },
+                                                                                                                                                          },
+                                                                                                                                        },
+                                                                                                                          },
+                                                                                                        },
+                                                                                                        {
+                                                                                                            "properties": {
+                                                                                                                              "command": {
+                                                                                                                                             "type": "null",
+                                                                                                                                         },
+                                                                                                                              "http": {
+                                                                                                                                          "type": "null",
+                                                                                                                                      },
+                                                                                                                              "python": {
+                                                                                                                                            "type": "null",
+                                                                                                                                        },
+                                                                                                                              "queue": {
+                                                                                                                                           "type": "null",
+                                                                                                                                       },
+                                                                                                                              "target": {
+                                                                                                                                            "type": "null",
+                                                                                                                                        },
+                                                                                                                          },
+                                                                                                        },
+                                                                                                    ],
+                                                                                       },
+                                                                                   ],
+                                                                      },
+                                                                  ],
+                                                     },
+                                          },
+                  },
+    "JobCreated": {
+                      "type": "object",
+                      "required": ["jobId", "nextRunAt"],
+                      "properties": {
+                                        "jobId": {"type": "string"},
+                                        "nextRunAt": {
+                                                         "type": ["string", "null"],
+                                                         "format": "date-time",
+                                                     },
+                                        "warnings": {
+                                                        "type": "array",
+                                                        "items": {"type": "string"},
+                                                        "description": "Present when something accepted will not work as it stands, each naming its field: an email rule on a daemon with no mail transport (start it with --smtp-url or --sendmail; its notifications are retried, then dead-lettered, until then).",
+                                                    },
+                                    },
+                  },
+    "Job": {
+               "type": "object",
+               "required": [
+                               "jobId",
+                               "status",
+                               "schedule",
+                               "runAt",
+                               "timezone",
+                               "nextRunAt",
+                               "target",
+                           ],
+               "properties": {
+                                 "jobId": {"type": "string"},
+                                 "name": {"type": ["string", "null"]},
+                                 "tenant": {"type": "string"},
+                                 "status": {
+                                               "type": "string",
+                                               "enum": [
+                                                           "ACTIVE",
+                                                           "PAUSED",
+                                                           "CANCELLED",
+                                                           "SUCCEEDED",
+                                                           "FAILED",
+                                                       ],
+                                               "description": "ACTIVE: scheduled at `nextRunAt`; with no `nextRunAt` (a one-off once claimed), waiting for its executions to end. PAUSED: not scheduled. CANCELLED: for good. SUCCEEDED / FAILED: no further run, and the last execution to end succeeded / did not (went DEAD, or its tick was skipped); a DLQ replay, a trigger or an update with a new instant makes it ACTIVE again. docs/state-machine.md has the diagram.",
+                                           },
+                                 "schedule": {"type": ["string", "null"]},
+                                 "runAt": {"type": ["string", "null"], "format": "date-time"},
+                                 "timezone": {"type": "string"},
+                                 "nextRunAt": {"type": ["string", "null"], "format": "date-time"},
+                                 "target": {
+                                               "oneOf": [
+                                                            {"$ref": "#/components/schemas/Target"},
+                                                            {
+                                                                "type": "object",
+                                                                "additionalProperties": False,
+                                                                "required": ["ping"],
+                                                                "properties": {
+                                                                                  "ping": {
+                                                                                              "type": "object",
+                                                                                              "maxProperties": 0,
+                                                                                          },
+                                                                              },
+                                                                "description": "A watched job, run elsewhere, that reports its runs by pings.",
+                                                            },
+                                                        ],
+                                           },
+                                 "payload": {},
+                                 "retryPolicy": {"$ref": "#/components/schemas/RetryPolicy"},
+                                 "timeoutSec": {"type": "number"},
+                                 "leaseSec": {"type": "number"},
+                                 "priority": {
+                                                 "type": "string",
+                                                 "enum": ["high", "default", "batch"],
+                                             },
+                                 "overlap": {
+                                                "type": "string",
+                                                "enum": ["allow", "forbid", "replace"],
+                                            },
+                                 "misfire": {
+                                                "type": "string",
+                                                "enum": ["run_once", "skip", "run_all"],
+                                            },
+                                 "jitterSec": {"type": "integer"},
+                                 "misfireGraceSec": {
+                                                        "type": ["integer", "null"],
+                                                        "description": "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s.",
+                                                    },
+                                 "env": {"$ref": "#/components/schemas/Env"},
+                                 "runAs": {
+                                              "oneOf": [
+                                                           {"$ref": "#/components/schemas/RunAs"},
+                                                           {"type": "null"},
+                                                       ],
+                                          },
+                                 "shell": {"type": ["string", "null"]},
+                                 "stdin": {"type": ["string", "null"]},
+                                 "bucketId": {"type": "integer"},
+                                 "createdAt": {"type": ["string", "null"], "format": "date-time"},
+                                 "updatedAt": {"type": ["string", "null"], "format": "date-time"},
+                                 "lastRun": {
+                                                "oneOf": [
+                                                             {
+                                                                 "$ref": "#/components/schemas/Execution",
+                                                             },
+                                                             {"type": "null"},
+                                                         ],
+                                                "description": "The job's \"last result\": its execution with the latest tick among those that started (RUNNING, RETRY_WAIT, or ended after a start), without its output. Ticks claimed ahead (PENDING) and executions cancelled or skipped before a start never count; null when there is none (never ran, or its history was pruned or purged).",
+                                            },
+                                 "calendars": {"type": "array", "items": {"type": "string"}},
+                                 "activeFrom": {"type": ["string", "null"], "format": "date-time"},
+                                 "activeUntil": {"type": ["string", "null"], "format": "date-time"},
+                                 "onSuccess": {"type": "array", "items": {"type": "string"}},
+                                 "onFailure": {"type": "array", "items": {"type": "string"}},
+                                 "managedBy": {"type": ["string", "null"]},
+                                 "notify": {
+                                               "type": "array",
+                                               "items": {
+                                                            "$ref": "#/components/schemas/NotifyRuleAnswer",
+                                                        },
+                                           },
+                                 "expectSuccessWithin": {"type": ["string", "null"]},
+                                 "window": {"$ref": "#/components/schemas/Window"},
+                                 "warnings": {
+                                                 "type": "array",
+                                                 "items": {"type": "string"},
+                                                 "description": "In the answer of a PATCH that sets `notify` only: Present when something accepted will not work as it stands, each naming its field: an email rule on a daemon with no mail transport (start it with --smtp-url or --sendmail; its notifications are retried, then dead-lettered, until then).",
+                                             },
+                             },
+           },
+    "JobPage": {
+                   "type": "object",
+                   "required": ["jobs", "next"],
+                   "properties": {
+                                     "jobs": {
+                                                 "type": "array",
+                                                 "items": {"$ref": "#/components/schemas/Job"},
+                                             },
+                                     "next": {
+                                                 "type": ["string", "null"],
+                                                 "description": "Pass as `after` for the next page.",
+                                             },
+                                 },
+               },
+    "Execution": {
+                     "type": "object",
+                     "required": ["executionId", "status", "leaseEpoch", "startedAt", "finishedAt"],
+                     "properties": {
+                                       "executionId": {"type": "string"},
+                                       "jobId": {"type": "string"},
+                                       "tenant": {"type": "string"},
+                                       "status": {
+                                                     "type": "string",
+                                                     "enum": [
+                                                                 "PENDING",
+                                                                 "RUNNING",
+                                                                 "RETRY_WAIT",
+                                                                 "SUCCEEDED",
+                                                                 "DEAD",
+                                                                 "CANCELLED",
+                                                                 "SKIPPED",
+                                                             ],
+                                                 },
+                                       "priority": {
+                                                       "type": "string",
+                                                       "enum": ["high", "default", "batch"],
+                                                   },
+                                       "scheduledAt": {"type": "string", "format": "date-time"},
+                                       "attempt": {"type": "integer"},
+                                       "maxAttempts": {"type": "integer"},
+                                       "leaseEpoch": {
+                                                         "type": "integer",
+                                                         "description": "The fencing token: +1 on every hand-out to a worker.",
+                                                     },
+                                       "workerId": {"type": ["string", "null"]},
+                                       "leaseUntil": {
+                                                         "type": ["string", "null"],
+                                                         "format": "date-time",
+                                                     },
+                                       "availableAt": {
+                                                          "type": ["string", "null"],
+                                                          "format": "date-time",
+                                                      },
+                                       "createdAt": {
+                                                        "type": ["string", "null"],
+                                                        "format": "date-time",
+                                                    },
+                                       "startedAt": {
+                                                        "type": ["string", "null"],
+                                                        "format": "date-time",
+                                                    },
+                                       "finishedAt": {
+                                                         "type": ["string", "null"],
+                                                         "format": "date-time",
+                                                     },
+                                       "lagMs": {
+                                                    "type": ["integer", "null"],
+                                                    "description": "startedAt - scheduledAt. Only first attempts of executions whose origin is schedule count as dispatch lag in the SLO (metrics, status, the dashboard's chart).",
+                                                },
+                                       "exitCode": {"type": ["integer", "null"]},
+                                       "error": {"type": ["string", "null"]},
+                                       "reason": {"type": ["string", "null"]},
+                                       "output": {
+                                                     "type": ["string", "null"],
+                                                     "description": "Tail of stdout/stderr; only on GET /v1/executions/{executionId}.",
+                                                 },
+                                       "queue": {
+                                                    "type": ["string", "null"],
+                                                    "description": "The queue of a queue target (claimed by remote workers), else null.",
+                                                },
+                                       "origin": {
+                                                     "type": "string",
+                                                     "enum": [
+                                                                 "schedule",
+                                                                 "catch_up",
+                                                                 "manual",
+                                                                 "replay",
+                                                                 "backfill",
+                                                                 "chain",
+                                                                 "ping",
+                                                             ],
+                                                     "description": "Why the execution exists: schedule (its tick came due), catch_up (it stands for ticks missed while no scheduler ran, per the job's misfire policy), manual (a trigger), replay (replayed from the dead-letter queue), backfill (a past tick run on request), chain (started by a parent job's execution), ping (a run reported by a job that runs elsewhere). The dispatch-lag SLO counts only first attempts of schedule executions.",
+                                                 },
+                                       "context": {"$ref": "#/components/schemas/ExecutionContext"},
+                                   },
+                 },
+    "ExecutionPage": {
+                         "type": "object",
+                         "required": ["executions", "next"],
+                         "properties": {
+                                           "executions": {
+                                                             "type": "array",
+                                                             "items": {
+                                                                          "$ref": "#/components/schemas/Execution",
+                                                                      },
+                                                         },
+                                           "next": {"type": ["string", "null"]},
+                                       },
+                     },
+    "LeaseRequest": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["workerId", "leaseEpoch"],
+                        "properties": {
+                                          "workerId": {
+                                                          "type": "string",
+                                                          "minLength": 1,
+                                                          "maxLength": 200,
+                                                      },
+                                          "leaseEpoch": {
+                                                            "type": "integer",
+                                                            "minimum": 0,
+                                                            "maximum": 9223372036854775807,
+                                                        },
+                                      },
+                    },
+    "HeartbeatResponse": {
+                             "type": "object",
+                             "required": ["extendUntil"],
+                             "properties": {
+                                               "extendUntil": {
+                                                                  "type": "string",
+                                                                  "format": "date-time",
+                                                              },
+                                               "leaseEpoch": {"type": "integer"},
+                                           },
+                         },
+    "CompleteRequest": {
+                           "type": "object",
+                           "additionalProperties": False,
+                           "required": ["workerId", "leaseEpoch", "outcome"],
+                           "properties": {
+                                             "workerId": {
+                                                             "type": "string",
+                                                             "minLength": 1,
+                                                             "maxLength": 200,
+                                                         },
+                                             "leaseEpoch": {
+                                                               "type": "integer",
+                                                               "minimum": 0,
+                                                               "maximum": 9223372036854775807,
+                                                           },
+                                             "outcome": {
+                                                            "type": "string",
+                                                            "enum": [
+                                                                        "succeeded",
+                                                                        "failed",
+                                                                        "timed_out",
+                                                                    ],
+                                                        },
+                                             "exitCode": {
+                                                             "type": ["integer", "null"],
+                                                             "minimum": -2147483648,
+                                                             "maximum": 2147483647,
+                                                         },
+                                             "error": {
+                                                          "type": ["string", "null"],
+                                                          "description": "Kept up to its last 8 KiB. `null`: none.",
+                                                      },
+                                             "output": {
+                                                           "type": ["string", "null"],
+                                                           "description": "Kept up to its last 64 KiB. `null`: none.",
+                                                       },
+                                         },
+                       },
+    "CompleteResponse": {
+                            "type": "object",
+                            "required": ["status", "availableAt"],
+                            "properties": {
+                                              "executionId": {"type": "string"},
+                                              "status": {
+                                                            "type": "string",
+                                                            "enum": [
+                                                                        "SUCCEEDED",
+                                                                        "RETRY_WAIT",
+                                                                        "DEAD",
+                                                                    ],
+                                                        },
+                                              "availableAt": {
+                                                                 "type": ["string", "null"],
+                                                                 "format": "date-time",
+                                                                 "description": "RETRY_WAIT: when the retry may start.",
+                                                             },
+                                          },
+                        },
+    "EffectRequest": {
+                         "type": "object",
+                         "additionalProperties": False,
+                         "required": ["workerId", "leaseEpoch", "key"],
+                         "properties": {
+                                           "workerId": {
+                                                           "type": "string",
+                                                           "minLength": 1,
+                                                           "maxLength": 200,
+                                                       },
+                                           "leaseEpoch": {
+                                                             "type": "integer",
+                                                             "minimum": 0,
+                                                             "maximum": 9223372036854775807,
+                                                         },
+                                           "key": {
+                                                      "type": "string",
+                                                      "minLength": 1,
+                                                      "maxLength": 1024,
+                                                      "description": "Idempotency key of the side effect, unique per execution.",
+                                                  },
+                                       },
+                     },
+    "EffectResponse": {
+                          "type": "object",
+                          "required": ["recorded", "duplicate"],
+                          "properties": {
+                                            "recorded": {"type": "boolean"},
+                                            "duplicate": {"type": "boolean"},
+                                            "key": {"type": "string"},
+                                        },
+                      },
+    "Purged": {
+                  "type": "object",
+                  "required": ["executionId", "purged"],
+                  "properties": {"executionId": {"type": "string"}, "purged": {"const": True}},
+              },
+    "NotificationPurged": {
+                              "type": "object",
+                              "required": ["notificationId", "purged"],
+                              "properties": {
+                                                "notificationId": {"type": "string"},
+                                                "purged": {"const": True},
+                                            },
+                          },
+    "Status": {
+                  "type": "object",
+                  "description": "Node health: node id, store, uptime, jobs by status, queue depth by tier, running executions, workers, next run, dispatch lag percentiles. The parts read from the store (jobs, executions, nextRunAt, store, cluster) come from the node's last successful read: while the store cannot be reached (a failover, a restart) the node answers 200 with that read, marked stale, rather than 503 (503 only when it has never read the store). The in-memory parts (queue, delayed, wheel, workers, dispatchLagMs, uptimeSec, cluster.owned) are always live.",
+                  "properties": {
+                                    "stale": {
+                                                 "type": "boolean",
+                                                 "description": "true: the store could not be read for this answer; the store-read parts are as of asOf.",
+                                             },
+                                    "asOf": {
+                                                "type": "string",
+                                                "format": "date-time",
+                                                "description": "When the store-read parts were read (now, when stale is false).",
+                                            },
+                                    "staleForMs": {
+                                                      "type": "integer",
+                                                      "description": "Only when stale: how old the store-read parts are, in milliseconds.",
+                                                  },
+                                    "storeError": {
+                                                      "type": "string",
+                                                      "description": "Only when stale: why the store could not be read.",
+                                                  },
+                                    "disk": {
+                                                "type": "object",
+                                                "description": "The data directory's file system (live) and the SQLite WAL (as of the last check, every 5 s). low: free space under lowMarkBytes (--disk-low); store.disk_low is logged.",
+                                                "properties": {
+                                                                  "freeBytes": {
+                                                                                   "type": [
+                                                                                               "integer",
+                                                                                               "null",
+                                                                                           ],
+                                                                               },
+                                                                  "totalBytes": {
+                                                                                    "type": [
+                                                                                                "integer",
+                                                                                                "null",
+                                                                                            ],
+                                                                                },
+                                                                  "low": {"type": "boolean"},
+                                                                  "lowMarkBytes": {
+                                                                                      "type": "integer",
+                                                                                  },
+                                                                  "walBytes": {
+                                                                                  "type": [
+                                                                                              "integer",
+                                                                                              "null",
+                                                                                          ],
+                                                                              },
+                                                              },
+                                            },
+                                    "notifications": {
+                                                         "type": "object",
+                                                         "description": "Notifications in the store by status (PENDING, RUNNING, SENT, DEAD, HELD) and `overdueJobs`: jobs whose dead-man's window passed without a success.",
+                                                         "additionalProperties": {"type": "integer"},
+                                                     },
+                                },
+                  "required": ["stale", "asOf"],
+                  "additionalProperties": True,
+              },
+    "Herd": {
+                "type": "object",
+                "description": "Ticks per second of the active jobs over a window (GET /v1/herd).",
+                "required": [
+                                "windowStart",
+                                "windowSec",
+                                "jobs",
+                                "skipped",
+                                "ticks",
+                                "maxPerSecond",
+                                "p99PerSecond",
+                                "busiest",
+                                "perMinute",
+                            ],
+                "properties": {
+                                  "windowStart": {"type": "string", "format": "date-time"},
+                                  "windowSec": {"type": "integer"},
+                                  "tenant": {
+                                                "type": ["string", "null"],
+                                                "description": "The tenant the preview is scoped to; null: every tenant.",
+                                            },
+                                  "jobs": {
+                                              "type": "integer",
+                                              "description": "Active jobs considered.",
+                                          },
+                                  "skipped": {
+                                                 "type": "integer",
+                                                 "description": "Jobs whose schedule could not be evaluated.",
+                                             },
+                                  "ticks": {
+                                               "type": "integer",
+                                               "description": "Ticks in the window.",
+                                           },
+                                  "maxPerSecond": {"type": "integer"},
+                                  "p99PerSecond": {"type": "integer"},
+                                  "busiest": {
+                                                 "type": "array",
+                                                 "items": {
+                                                              "type": "object",
+                                                              "required": [
+                                                                              "at",
+                                                                              "offsetSec",
+                                                                              "count",
+                                                                              "schedules",
+                                                                          ],
+                                                              "properties": {
+                                                                                "at": {
+                                                                                          "type": "string",
+                                                                                          "format": "date-time",
+                                                                                      },
+                                                                                "offsetSec": {
+                                                                                                 "type": "integer",
+                                                                                             },
+                                                                                "count": {
+                                                                                             "type": "integer",
+                                                                                         },
+                                                                                "schedules": {
+                                                                                                 "type": "array",
+                                                                                                 "description": "The schedules that fill this second, most jobs first (at most 5).",
+                                                                                                 "items": {
+                                                                                                              "type": "object",
+                                                                                                              "required": [
+                                                                                                                              "schedule",
+                                                                                                                              "jobs",
+                                                                                                                          ],
+                                                                                                              "properties": {
+                                                                                                                                "schedule": {
+                                                                                                                                                "type": "string",
+                                                                                                                                            },
+                                                                                                                                "jobs": {
+                                                                                                                                            "type": "integer",
+                                                                                                                                        },
+                                                                                                                            },
+                                                                                                          },
+                                                                                             },
+                                                                            },
+                                                          },
+                                             },
+                                  "perMinute": {
+                                                   "type": "array",
+                                                   "items": {"type": "integer"},
+                                                   "description": "Ticks in each minute of the window.",
+                                               },
+                                  "peakPerMinute": {
+                                                       "type": "array",
+                                                       "items": {"type": "integer"},
+                                                       "description": "Ticks due in the busiest second of each minute of the window: the herd, second by second, in one value per minute.",
+                                                   },
+                              },
+                "additionalProperties": True,
+            },
+    "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
+    "Event": {
+                 "type": "object",
+                 "description": "One event of the daemon's log; the fields beyond these four depend on the event.",
+                 "required": ["ts", "event", "node", "seq"],
+                 "properties": {
+                                   "ts": {
+                                             "type": "string",
+                                             "description": "RFC 3339 UTC with milliseconds.",
+                                         },
+                                   "event": {
+                                                "type": "string",
+                                                "description": "Stable name, e.g. execution.started, lease.fenced.",
+                                            },
+                                   "node": {"type": "string"},
+                                   "seq": {
+                                              "type": "integer",
+                                              "description": "Increases by one per event on this node (gaps: filtered or dropped).",
+                                          },
+                               },
+                 "additionalProperties": True,
+             },
+    "TenantRequest": {
+                         "type": "object",
+                         "required": ["name"],
+                         "additionalProperties": False,
+                         "properties": {
+                                           "name": {
+                                                       "type": "string",
+                                                       "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
+                                                       "description": "1 to 64 letters, digits and `_ . -`, starting with a letter or digit.",
+                                                   },
+                                           "weight": {
+                                                         "type": "integer",
+                                                         "minimum": 1,
+                                                         "maximum": 1000,
+                                                         "description": "Share of the ready queue against other tenants (weighted fair queuing).",
+                                                     },
+                                           "maxRunning": {
+                                                             "type": ["integer", "null"],
+                                                             "minimum": 0,
+                                                             "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
+                                                             "maximum": 1000000000,
+                                                         },
+                                           "maxJobs": {
+                                                          "type": ["integer", "null"],
+                                                          "minimum": 0,
+                                                          "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
+                                                          "maximum": 1000000000,
+                                                      },
+                                           "submitRate": {
+                                                             "type": ["number", "null"],
+                                                             "exclusiveMinimum": 0,
+                                                             "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
+                                                             "maximum": 1000000,
+                                                         },
+                                           "submitBurst": {
+                                                              "type": ["integer", "null"],
+                                                              "minimum": 1,
+                                                              "description": "Token bucket capacity. Null: ceil(submitRate).",
+                                                              "maximum": 1000000000,
+                                                          },
+                                           "allowShell": {
+                                                             "type": "boolean",
+                                                             "description": "May create command and python targets (they run code as the daemon's user).",
+                                                         },
+                                           "httpAllow": {
+                                                            "type": "array",
+                                                            "items": {
+                                                                         "type": "string",
+                                                                         "format": "host-pattern",
+                                                                         "minLength": 1,
+                                                                         "maxLength": 255,
+                                                                         "description": "A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).",
+                                                                     },
+                                                            "maxItems": 100,
+                                                            "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
+                                                        },
+                                       },
+                     },
+    "TenantPatch": {
+                       "type": "object",
+                       "additionalProperties": False,
+                       "minProperties": 1,
+                       "properties": {
+                                         "weight": {
+                                                       "type": "integer",
+                                                       "minimum": 1,
+                                                       "maximum": 1000,
+                                                       "description": "Share of the ready queue against other tenants (weighted fair queuing).",
+                                                   },
+                                         "maxRunning": {
+                                                           "type": ["integer", "null"],
+                                                           "minimum": 0,
+                                                           "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
+                                                           "maximum": 1000000000,
+                                                       },
+                                         "maxJobs": {
+                                                        "type": ["integer", "null"],
+                                                        "minimum": 0,
+                                                        "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
+                                                        "maximum": 1000000000,
+                                                    },
+                                         "submitRate": {
+                                                           "type": ["number", "null"],
+                                                           "exclusiveMinimum": 0,
+                                                           "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
+                                                           "maximum": 1000000,
+                                                       },
+                                         "submitBurst": {
+                                                            "type": ["integer", "null"],
+                                                            "minimum": 1,
+                                                            "description": "Token bucket capacity. Null: ceil(submitRate).",
+                                                            "maximum": 1000000000,
+                                                        },
+                                         "allowShell": {
+                                                           "type": "boolean",
+                                                           "description": "May create command and python targets (they run code as the daemon's user).",
+                                                       },
+                                         "httpAllow": {
+                                                          "type": "array",
+                                                          "items": {
+                                                                       "type": "string",
+                                                                       "format": "host-pattern",
+                                                                       "minLength": 1,
+                                                                       "maxLength": 255,
+                                                                       "description": "A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).",
+                                                                   },
+                                                          "maxItems": 100,
+                                                          "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
+                                                      },
+                                     },
+                       "description": "The settings to change; null clears a quota.",
+                   },
+    "Tenant": {
+                  "type": "object",
+                  "required": [
+                                  "name",
+                                  "weight",
+                                  "maxRunning",
+                                  "maxJobs",
+                                  "submitRate",
+                                  "submitBurst",
+                                  "allowShell",
+                                  "httpAllow",
+                              ],
+                  "properties": {
+                                    "name": {"type": "string"},
+                                    "weight": {
+                                                  "type": "integer",
+                                                  "minimum": 1,
+                                                  "maximum": 1000,
+                                                  "description": "Share of the ready queue against other tenants (weighted fair queuing).",
+                                              },
+                                    "maxRunning": {
+                                                      "type": ["integer", "null"],
+                                                      "minimum": 0,
+                                                      "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
+                                                  },
+                                    "maxJobs": {
+                                                   "type": ["integer", "null"],
+                                                   "minimum": 0,
+                                                   "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
+                                               },
+                                    "submitRate": {
+                                                      "type": ["number", "null"],
+                                                      "exclusiveMinimum": 0,
+                                                      "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
+                                                  },
+                                    "submitBurst": {
+                                                       "type": ["integer", "null"],
+                                                       "minimum": 1,
+                                                       "description": "Token bucket capacity. Null: ceil(submitRate).",
+                                                   },
+                                    "allowShell": {
+                                                      "type": "boolean",
+                                                      "description": "May create command and python targets (they run code as the daemon's user).",
+                                                  },
+                                    "httpAllow": {
+                                                     "type": "array",
+                                                     "items": {"type": "string"},
+                                                     "maxItems": 100,
+                                                     "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
+                                                 },
+                                    "createdAt": {"type": ["string", "null"], "format": "date-time"},
+                                    "updatedAt": {"type": ["string", "null"], "format": "date-time"},
+                                    "running": {
+                                                   "type": "integer",
+                                                   "description": "Live, this node: executions running now (GET /v1/tenants only).",
+                                               },
+                                    "queued": {
+                                                  "type": "integer",
+                                                  "description": "Live, this node: executions in the ready queue.",
+                                              },
+                                    "quotaWaiting": {
+                                                        "type": "boolean",
+                                                        "description": "Live, this node: executions wait for its maxRunning quota.",
+                                                    },
+                                },
+              },
+    "TenantList": {
+                      "type": "object",
+                      "required": ["tenants"],
+                      "properties": {
+                                        "tenants": {
+                                                       "type": "array",
+                                                       "items": {
+                                                                    "$ref": "#/components/schemas/Tenant",
+                                                                },
+                                                   },
+                                    },
+                  },
+    "TokenRequest": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                                          "tenant": {
+                                                        "type": ["string", "null"],
+                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
+                                                        "description": "The tenant a tenant or worker token acts for (required for them; must exist, else 404). Admin and metrics tokens have none: absent or null.",
+                                                    },
+                                          "role": {
+                                                      "type": "string",
+                                                      "description": "tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.",
+                                                      "enum": [
+                                                                  "tenant",
+                                                                  "worker",
+                                                                  "admin",
+                                                                  "metrics",
+                                                              ],
+                                                      "default": "tenant",
+                                                  },
+                                          "name": {
+                                                      "type": ["string", "null"],
+                                                      "minLength": 1,
+                                                      "maxLength": 200,
+                                                      "format": "printable",
+                                                      "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                      "description": "A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.",
+                                                  },
+                                      },
+                        "if": {
+                                  "required": ["role"],
+                                  "properties": {"role": {"enum": ["admin", "metrics"]}},
+                              },
+                        "then": {"properties": {"tenant": {"type": "null"}}},
+                        "else": {
+                                    "required": ["tenant"],
+                                    "properties": {"tenant": {"type": "string"}},
+                                },
+                        "description": "`role` defaults to tenant; tenant and worker tokens need `tenant`, admin and metrics tokens must not have one.",
+                    },
+    "Token": {
+                 "type": "object",
+                 "required": ["tokenId", "role", "tenant"],
+                 "properties": {
+                                   "tokenId": {"type": "string", "pattern": "^tk_[0-9a-f]{16}$"},
+                                   "role": {
+                                               "type": "string",
+                                               "enum": ["tenant", "worker", "admin", "metrics"],
+                                           },
+                                   "tenant": {"type": ["string", "null"]},
+                                   "name": {"type": ["string", "null"]},
+                                   "createdAt": {"type": ["string", "null"], "format": "date-time"},
+                                   "revokedAt": {"type": ["string", "null"], "format": "date-time"},
+                               },
+             },
+    "TokenCreated": {
+                        "allOf": [
+                                     {"$ref": "#/components/schemas/Token"},
+                                     {
+                                         "type": "object",
+                                         "required": ["token"],
+                                         "properties": {
+                                                           "token": {
+                                                                        "type": "string",
+                                                                        "description": "The bearer token. Shown this once: only its hash is stored.",
+                                                                    },
+                                                       },
+                                     },
+                                 ],
+                    },
+    "TokenList": {
+                     "type": "object",
+                     "required": ["tokens"],
+                     "properties": {
+                                       "tokens": {
+                                                     "type": "array",
+                                                     "items": {"$ref": "#/components/schemas/Token"},
+                                                 },
+                                   },
+                 },
+    "ClaimRequest": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["workerId", "queues"],
+                        "properties": {
+                                          "workerId": {
+                                                          "type": "string",
+                                                          "minLength": 1,
+                                                          "maxLength": 200,
+                                                          "description": "The remote worker's stable id; heartbeats and completions name it too.",
+                                                      },
+                                          "queues": {
+                                                        "type": "array",
+                                                        "minItems": 1,
+                                                        "maxItems": 100,
+                                                        "items": {
+                                                                     "type": "string",
+                                                                     "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
+                                                                 },
+                                                        "description": "Duplicates are taken once.",
+                                                    },
+                                          "max": {
+                                                     "type": ["integer", "null"],
+                                                     "minimum": 1,
+                                                     "maximum": 100,
+                                                     "default": 1,
+                                                     "description": "At most this many executions. Null: absent (1).",
+                                                 },
+                                          "waitSec": {
+                                                         "type": ["number", "null"],
+                                                         "minimum": 0,
+                                                         "maximum": 30,
+                                                         "default": 0,
+                                                         "description": "Long poll: with nothing to take, wait up to this long for an execution of these queues. Null: absent (0).",
+                                                     },
+                                      },
+                    },
+    "Grant": {
+                 "type": "object",
+                 "description": "An execution leased to the caller: run it, heartbeat every leaseSec/4 with its leaseEpoch, complete it; a 409 means abort at once.",
+                 "required": [
+                                 "executionId",
+                                 "jobId",
+                                 "leaseEpoch",
+                                 "attempt",
+                                 "scheduledAt",
+                                 "leaseUntil",
+                                 "leaseSec",
+                                 "timeoutSec",
+                                 "payload",
+                                 "queue",
+                             ],
+                 "properties": {
+                                   "executionId": {"type": "string"},
+                                   "jobId": {"type": "string"},
+                                   "tenant": {"type": "string"},
+                                   "queue": {"type": ["string", "null"]},
+                                   "leaseEpoch": {
+                                                     "type": "integer",
+                                                     "minimum": 1,
+                                                     "description": "The fencing token.",
+                                                 },
+                                   "attempt": {"type": "integer", "minimum": 1},
+                                   "scheduledAt": {"type": "string"},
+                                   "leaseUntil": {"type": "string"},
+                                   "leaseSec": {"type": "number"},
+                                   "timeoutSec": {"type": "number"},
+                                   "payload": {"description": "The job's payload, any JSON value."},
+                                   "env": {
+                                              "$ref": "#/components/schemas/Env",
+                                              "description": "The job's env: set it in the environment of whatever runs the execution.",
+                                          },
+                                   "context": {"$ref": "#/components/schemas/ExecutionContext"},
+                               },
+             },
+    "ClaimResponse": {
+                         "type": "object",
+                         "required": ["executions"],
+                         "properties": {
+                                           "executions": {
+                                                             "type": "array",
+                                                             "items": {
+                                                                          "$ref": "#/components/schemas/Grant",
+                                                                      },
+                                                         },
+                                       },
+                     },
+    "Activity": {
+                    "type": "object",
+                    "required": ["nodeId", "at", "lagHistory", "running", "runningTotal"],
+                    "properties": {
+                                      "nodeId": {"type": "string"},
+                                      "at": {"type": "string", "format": "date-time"},
+                                      "lagHistory": {
+                                                        "type": "object",
+                                                        "required": ["minuteSec", "minutes"],
+                                                        "properties": {
+                                                                          "minuteSec": {"const": 60},
+                                                                          "minutes": {
+                                                                                         "type": "array",
+                                                                                         "minItems": 60,
+                                                                                         "maxItems": 60,
+                                                                                         "items": {
+                                                                                                      "type": "object",
+                                                                                                      "required": [
+                                                                                                                      "at",
+                                                                                                                      "count",
+                                                                                                                      "p50",
+                                                                                                                      "p99",
+                                                                                                                      "max",
+                                                                                                                  ],
+                                                                                                      "properties": {
+                                                                                                                        "at": {
+                                                                                                                                  "type": "string",
+                                                                                                                                  "format": "date-time",
+                                                                                                                                  "description": "The minute's start.",
+                                                                                                                              },
+                                                                                                                        "count": {
+                                                                                                                                     "type": "integer",
+                                                                                                                                     "minimum": 0,
+                                                                                                                                     "description": "First attempts started in this minute.",
+                                                                                                                                 },
+                                                                                                                        "p50": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds.",
+                                                                                                                               },
+                                                                                                                        "p99": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds.",
+                                                                                                                               },
+                                                                                                                        "max": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds (exact).",
+                                                                                                                               },
+                                                                                                                    },
+                                                                                                  },
+                                                                                     },
+                                                                      },
+                                                    },
+                                      "running": {
+                                                     "type": "array",
+                                                     "maxItems": 100,
+                                                     "items": {
+                                                                  "type": "object",
+                                                                  "required": [
+                                                                                  "executionId",
+                                                                                  "jobId",
+                                                                                  "workerId",
+                                                                                  "leaseEpoch",
+                                                                                  "runningSec",
+                                                                              ],
+                                                                  "properties": {
+                                                                                    "executionId": {
+                                                                                                       "type": "string",
+                                                                                                   },
+                                                                                    "jobId": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                                    "workerId": {
+                                                                                                    "type": "string",
+                                                                                                },
+                                                                                    "leaseEpoch": {
+                                                                                                      "type": "integer",
+                                                                                                      "minimum": 1,
+                                                                                                  },
+                                                                                    "runningSec": {
+                                                                                                      "type": [
+                                                                                                                  "number",
+                                                                                                                  "null",
+                                                                                                              ],
+                                                                                                      "minimum": 0,
+                                                                                                  },
+                                                                                },
+                                                              },
+                                                 },
+                                      "runningTotal": {"type": "integer", "minimum": 0},
+                                  },
+                },
+    "JobBatchRequest": {
+                           "type": "object",
+                           "required": ["jobs"],
+                           "additionalProperties": False,
+                           "properties": {
+                                             "jobs": {
+                                                         "type": "array",
+                                                         "minItems": 1,
+                                                         "maxItems": 1000,
+                                                         "items": {
+                                                                      "$ref": "#/components/schemas/JobItem",
+                                                                  },
+                                                     },
+                                         },
+                       },
+    "JobBatchResponse": {
+                            "type": "object",
+                            "required": ["results"],
+                            "properties": {
+                                              "results": {
+                                                             "type": "array",
+                                                             "items": {
+                                                                          "type": "object",
+                                                                          "required": [
+                                                                                          "index",
+                                                                                          "status",
+                                                                                      ],
+                                                                          "properties": {
+                                                                                            "index": {
+                                                                                                         "type": "integer",
+                                                                                                         "minimum": 0,
+                                                                                                     },
+                                                                                            "status": {
+                                                                                                          "type": "integer",
+                                                                                                          "enum": [
+                                                                                                                      200,
+                                                                                                                      201,
+                                                                                                                      409,
+                                                                                                                      422,
+                                                                                                                      429,
+                                                                                                                      500,
+                                                                                                                  ],
+                                                                                                      },
+                                                                                            "errorId": {
+                                                                                                           "type": "string",
+                                                                                                           "description": "status 500: the id of the daemon's log line about this job",
+                                                                                                       },
+                                                                                            "jobId": {
+                                                                                                         "type": "string",
+                                                                                                     },
+                                                                                            "nextRunAt": {
+                                                                                                             "type": [
+                                                                                                                         "string",
+                                                                                                                         "null",
+                                                                                                                     ],
+                                                                                                             "format": "date-time",
+                                                                                                         },
+                                                                                            "replayed": {
+                                                                                                            "type": "boolean",
+                                                                                                        },
+                                                                                            "code": {
+                                                                                                        "type": "string",
+                                                                                                    },
+                                                                                            "detail": {
+                                                                                                          "type": "string",
+                                                                                                      },
+                                                                                        },
+                                                                          "description": "One per job, in order, with the status a single `POST /v1/jobs` would have answered: 201 created, 200 replayed, 409 `name_taken` (with the holder's `jobId`; an earlier job of the same batch may hold it), 422 idempotency key reused, 429 over the tenant's maxJobs.",
+                                                                      },
+                                                         },
+                                              "warnings": {
+                                                              "type": "array",
+                                                              "items": {"type": "string"},
+                                                              "description": "As in a single create's answer, each field prefixed with `jobs[i].`.",
+                                                          },
+                                          },
+                        },
+    "JobPatch": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "minProperties": 1,
+                    "description": "A merge patch of a job's definition: any members of `JobRequest`, with the same rules; `null` removes one (its default applies again). `schedule` and `runAt` replace each other (naming either needs one of them as a string); the targets replace each other (at most one of them not null). The patched job is validated as a create body: what depends on the job's current definition (e.g. a `retryPolicy.maxBackoffSec` below its `initialBackoffSec`) is refused as a create would be. See `PATCH /v1/jobs/{jobId}`. `runAs`, `shell`, `stdin` and `env` must suit the target the job has after the patch (422 otherwise; it depends on the job's current target).",
+                    "properties": {
+                                      "schedule": {
+                                                      "type": ["string", "null"],
+                                                      "maxLength": 1000,
+                                                      "description": "Cron (5 or 6 fields, `H` for a hashed offset), `@every 5m`, a macro (`@hourly`…); an RFC 3339 instant or `+DURATION` makes a one-off. Format `schedule`: what `cronwheel next` parses, firing at least once after now (a one-off: an instant in 1970..9899); anything else is 400 `invalid_schedule`.",
+                                                      "examples": [
+                                                                      "0 * * * *",
+                                                                      "H H * * *",
+                                                                      "@every 5m",
+                                                                      "+90s",
+                                                                  ],
+                                                      "minLength": 1,
+                                                      "format": "schedule",
+                                                      "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                  },
+                                      "runAt": {
+                                                   "type": ["string", "null"],
+                                                   "description": "One-off: an RFC 3339 instant with a UTC offset, or `+DURATION` from now (format `instant-or-delay`), in 1970..9899; else 400 `invalid_schedule`.",
+                                                   "examples": ["2026-11-29T23:00:00Z"],
+                                                   "minLength": 1,
+                                                   "maxLength": 1000,
+                                                   "format": "instant-or-delay",
+                                                   "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                               },
+                                      "timezone": {
+                                                      "type": ["string", "null"],
+                                                      "default": "UTC",
+                                                      "description": "IANA zone the schedule is evaluated in (format `time-zone`: a name the server's tz database knows; else 400 `invalid_timezone`).",
+                                                      "minLength": 1,
+                                                      "maxLength": 64,
+                                                      "format": "time-zone",
+                                                  },
+                                      "name": {
+                                                  "type": ["string", "null"],
+                                                  "minLength": 1,
+                                                  "maxLength": 200,
+                                                  "format": "printable",
+                                                  "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                  "description": "Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.",
+                                              },
+                                      "command": {
+                                                     "type": ["string", "null"],
+                                                     "minLength": 1,
+                                                     "maxLength": 16384,
+                                                     "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000]*$",
+                                                     "description": "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's).",
+                                                 },
+                                      "http": {
+                                                  "anyOf": [
+                                                               {
+                                                                   "$ref": "#/components/schemas/HttpTarget",
+                                                               },
+                                                               {"type": "null"},
+                                                           ],
+                                              },
+                                      "python": {
+                                                    "type": ["string", "null"],
+                                                    "maxLength": 500,
+                                                    "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+                                                    "description": "`module:function`, at most 500 characters.",
+                                                },
+                                      "queue": {
+                                                   "type": ["string", "null"],
+                                                   "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
+                                                   "description": "A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.",
+                                               },
+                                      "target": {
+                                                    "anyOf": [
+                                                                 {
+                                                                     "$ref": "#/components/schemas/Target",
+                                                                 },
+                                                                 {"type": "null"},
+                                                             ],
+                                                },
+                                      "payload": {
+                                                     "description": "Any JSON value, at most 64 KiB encoded (413 beyond). `null`: no payload.",
+                                                 },
+                                      "retryPolicy": {
+                                                         "anyOf": [
+                                                                      {
+                                                                          "$ref": "#/components/schemas/RetryPolicy",
+                                                                      },
+                                                                      {"type": "null"},
+                                                                  ],
+                                                     },
+                                      "timeoutSec": {
+                                                        "type": ["number", "null"],
+                                                        "minimum": 1,
+                                                        "maximum": 604800,
+                                                        "default": 3600,
+                                                    },
+                                      "leaseSec": {
+                                                      "type": ["number", "null"],
+                                                      "minimum": 0.2,
+                                                      "maximum": 3600,
+                                                      "default": 60,
+                                                  },
+                                      "priority": {
+                                                      "type": ["string", "null"],
+                                                      "enum": ["high", "default", "batch", None],
+                                                      "default": "default",
+                                                  },
+                                      "overlap": {
+                                                     "type": ["string", "null"],
+                                                     "enum": ["allow", "forbid", "replace", None],
+                                                     "default": "allow",
+                                                 },
+                                      "misfire": {
+                                                     "type": ["string", "null"],
+                                                     "enum": ["run_once", "skip", "run_all", None],
+                                                     "default": "run_once",
+                                                 },
+                                      "misfireGraceSec": {
+                                                             "type": ["integer", "null"],
+                                                             "minimum": 0,
+                                                             "maximum": 86400,
+                                                             "default": None,
+                                                             "description": "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s.",
+                                                         },
+                                      "jitterSec": {
+                                                       "type": ["integer", "null"],
+                                                       "minimum": 0,
+                                                       "maximum": 3600,
+                                                       "default": 0,
+                                                   },
+                                      "env": {
+                                                 "anyOf": [
+                                                              {
+                                                                  "$ref": "#/components/schemas/EnvPatch",
+                                                              },
+                                                              {"type": "null"},
+                                                          ],
+                                                 "description": "Merged variable by variable: a variable set to `null` is removed.",
+                                             },
+                                      "runAs": {
+                                                   "anyOf": [
+                                                                {
+                                                                    "$ref": "#/components/schemas/RunAs",
+                                                                },
+                                                                {"type": "null"},
+                                                            ],
+                                               },
+                                      "shell": {
+                                                   "type": ["string", "null"],
+                                                   "maxLength": 4096,
+                                                   "pattern": "^/(?:[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])?$",
+                                                   "description": "Command targets: the shell that runs the command as `SHELL -c COMMAND` (a crontab's `SHELL=`); default `/bin/sh`. An absolute path. No NUL, no trailing space; at most 4096 bytes as UTF-8.",
+                                                   "examples": ["/bin/bash"],
+                                               },
+                                      "stdin": {
+                                                   "type": ["string", "null"],
+                                                   "maxLength": 65536,
+                                                   "description": "Command targets: the command's standard input (a crontab's text after `%`), at most 64 KiB of UTF-8 (413 beyond); default: the payload as JSON and a newline.",
+                                               },
+                                      "calendars": {
+                                                       "type": ["array", "null"],
+                                                       "maxItems": 8,
+                                                       "items": {
+                                                                    "type": "string",
+                                                                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
+                                                                },
+                                                       "description": "Names of the tenant's calendars whose excluded days and windows this job observes, read in its `timezone`; an excluded tick is recorded SKIPPED with reason `calendar: NAME`. Unknown names are refused (422 `unknown_reference`).",
+                                                   },
+                                      "activeFrom": {
+                                                        "type": ["string", "null"],
+                                                        "format": "instant",
+                                                        "description": "Recurring jobs: no tick before this instant. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                    },
+                                      "activeUntil": {
+                                                         "type": ["string", "null"],
+                                                         "format": "instant",
+                                                         "description": "Recurring jobs: no tick after this instant; the job is then settled by its last run, SUCCEEDED or FAILED, as a one-off job is. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                     },
+                                      "onSuccess": {
+                                                       "type": ["array", "null"],
+                                                       "maxItems": 16,
+                                                       "items": {
+                                                                    "type": "string",
+                                                                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                },
+                                                       "description": "Jobs of the same tenant to run when an execution of this one ends SUCCEEDED (a chain). The child's execution is `(childJobId, parent scheduledAt)`: once per parent tick, whatever the parent's redeliveries.",
+                                                   },
+                                      "onFailure": {
+                                                       "type": ["array", "null"],
+                                                       "maxItems": 16,
+                                                       "items": {
+                                                                    "type": "string",
+                                                                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                },
+                                                       "description": "Jobs to run when an execution of this one ends DEAD (its retries spent).",
+                                                   },
+                                      "managedBy": {
+                                                       "type": ["string", "null"],
+                                                       "minLength": 1,
+                                                       "maxLength": 100,
+                                                       "description": "Who manages this job's definition: `apply` for jobs created by `cronwheel apply` from files (its --prune deletes only those). Absent for jobs made by hand. 1 to 100 printable characters, not blank.",
+                                                       "format": "printable",
+                                                       "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                   },
+                                      "notify": {
+                                                    "oneOf": [
+                                                                 {
+                                                                     "type": "array",
+                                                                     "maxItems": 20,
+                                                                     "items": {
+                                                                                  "$ref": "#/components/schemas/NotifyRule",
+                                                                              },
+                                                                 },
+                                                                 {"type": "null"},
+                                                             ],
+                                                    "description": "Replaces the job's rules whole (a webhook rule must carry its secret again); null or [] removes them (the tenant's defaults apply).",
+                                                },
+                                      "expectSuccessWithin": {
+                                                                 "oneOf": [
+                                                                              {
+                                                                                  "oneOf": [
+                                                                                               {
+                                                                                                   "type": "string",
+                                                                                                   "pattern": "^\\s*\\d{1,12}\\s*(ms|s|m|h|d|w)?\\s*$",
+                                                                                               },
+                                                                                               {
+                                                                                                   "type": "number",
+                                                                                                   "minimum": 1,
+                                                                                                   "maximum": 31622400,
+                                                                                               },
+                                                                                           ],
+                                                                                  "description": "The dead-man's switch: `missed` is told when no run succeeds for this long (`26h`, `90m`, `2d`, or seconds). A job with a window and no schedule, runAt or target is watched, not run: it reports its runs by `POST /v1/jobs/{jobId}/ping`.",
+                                                                                  "examples": [
+                                                                                                  "26h",
+                                                                                              ],
+                                                                              },
+                                                                              {"type": "null"},
+                                                                          ],
+                                                                 "description": "A new window is armed from now; null removes it.",
+                                                             },
+                                  },
+                    "allOf": [
+                                 {
+                                     "oneOf": [
+                                                  {
+                                                      "required": ["command"],
+                                                      "properties": {
+                                                                        "command": {
+                                                                                       "type": "string",
+                                                                                   },
+                                                                        "http": {"type": "null"},
+                                                                        "python": {"type": "null"},
+                                                                        "queue": {"type": "null"},
+                                                                        "target": {"type": "null"},
+                                                                    },
+                                                  },
+                                                  {
+                                                      "required": ["http"],
+                                                      "properties": {
+                                                                        "http": {"type": "object"},
+                                                                        "command": {"type": "null"},
+                                                                        "python": {"type": "null"},
+                                                                        "queue": {"type": "null"},
+                                                                        "target": {"type": "null"},
+                                                                    },
+                                                  },
+                                                  {
+                                                      "required": ["python"],
+                                                      "properties": {
+                                                                        "python": {"type": "string"},
+                                                                        "command": {"type": "null"},
+                                                                        "http": {"type": "null"},
+                                                                        "queue": {"type": "null"},
+                                                                        "target": {"type": "null"},
+                                                                    },
+                                                  },
+                                                  {
+                                                      "required": ["queue"],
+                                                      "properties": {
+                                                                        "queue": {"type": "string"},
+                                                                        "command": {"type": "null"},
+                                                                        "http": {"type": "null"},
+                                                                        "python": {"type": "null"},
+                                                                        "target": {"type": "null"},
+                                                                    },
+                                                  },
+                                                  {
+                                                      "required": ["target"],
+                                                      "properties": {
+                                                                        "target": {"type": "object"},
+                                                                        "command": {"type": "null"},
+                                                                        "http": {"type": "null"},
+                                                                        "python": {"type": "null"},
+                                                                        "queue": {"type": "null"},
+                                                                    },
+                                                  },
+                                                  {
+                                                      "properties": {
+                                                                        "command": {"type": "null"},
+                                                                        "http": {"type": "null"},
+                                                                        "python": {"type": "null"},
+                                                                        "queue": {"type": "null"},
+                                                                        "target": {"type": "null"},
+                                                                    },
+                                                  },
+                                              ],
+                                 },
+                             ],
+                    "dependentSchemas": {
+                                            "schedule": {
+                                                            "oneOf": [
+                                                                         {
+                                                                             "required": [
+                                                                                             "schedule",
+                                                                                         ],
+                                                                             "properties": {
+                                                                                               "schedule": {
+                                                                                                               "type": "string",
+                                                                                                           },
+                                                                                               "runAt": {
+                                                                                                            "type": "null",
+                                                                                                        },
+                                                                                           },
+                                                                         },
+                                                                         {
+                                                                             "required": ["runAt"],
+                                                                             "properties": {
+                                                                                               "runAt": {
+                                                                                                            "type": "string",
+                                                                                                        },
+                                                                                               "schedule": {
+                                                                                                               "type": "null",
+                                                                                                           },
+                                                                                           },
+                                                                         },
+                                                                     ],
+                                                        },
+                                            "runAt": {
+                                                         "oneOf": [
+                                                                      {
+                                                                          "required": ["schedule"],
+                                                                          "properties": {
+                                                                                            "schedule": {
+                                                                                                            "type": "string",
+                                                                                                        },
+                                                                                            "runAt": {
+                                                                                                         "type": "null",
+                                                                                                     },
+                                                                                        },
+                                                                      },
+                                                                      {
+                                                                          "required": ["runAt"],
+                                                                          "properties": {
+                                                                                            "runAt": {
+                                                                                                         "type": "string",
+                                                                                                     },
+                                                                                            "schedule": {
+                                                                                                            "type": "null",
+                                                                                                        },
+                                                                                        },
+                                                                      },
+                                                                  ],
+                                                     },
+                                        },
+                },
+    "RunAs": {
+                 "type": "object",
+                 "additionalProperties": False,
+                 "required": ["user"],
+                 "description": "The account a command runs as (a system crontab line's user field), honoured by local workers of a daemon running as root: the user's uid, the group (default the user's primary group), its supplementary groups, `HOME`, `USER`, `LOGNAME` and its home directory as the working directory, as cron does. Refused (422 `run_as_refused`) when the daemon does not run as root or the account does not exist; a run whose user has vanished since fails with an error that says so.",
+                 "properties": {
+                                   "user": {
+                                               "type": "string",
+                                               "minLength": 1,
+                                               "maxLength": 32,
+                                               "pattern": "^[A-Za-z0-9_.][A-Za-z0-9_.-]*\\$?$",
+                                           },
+                                   "group": {
+                                                "type": ["string", "null"],
+                                                "minLength": 1,
+                                                "maxLength": 32,
+                                                "pattern": "^[A-Za-z0-9_.][A-Za-z0-9_.-]*\\$?$",
+                                            },
+                               },
+             },
+    "Env": {
+               "type": "object",
+               "maxProperties": 100,
+               "description": "Variables added to a command's environment (over the daemon's; names starting `CRONWHEEL_` are reserved for the run's own). Names are letters, digits and `_`, not starting with a digit, at most 128 characters; values are text without NUL; at most 32 KiB in all (413 beyond). Command and queue targets only (a remote worker receives them with each claim).",
+               "propertyNames": {
+                                    "pattern": "^(?!CRONWHEEL_)[A-Za-z_][A-Za-z0-9_]*$",
+                                    "maxLength": 128,
+                                },
+               "additionalProperties": {"type": "string", "pattern": "^[^\\u0000]*$"},
+           },
+    "ExecutionContext": {
+                            "type": ["object", "null"],
+                            "description": "What made the execution when not the job's own schedule: `{\"backfill\": true}`, or `{\"parent\": {executionId, jobId, scheduledAt, outcome}}` for a chain child (outcome SUCCEEDED or DEAD).",
+                            "properties": {
+                                              "backfill": {"type": "boolean"},
+                                              "parent": {
+                                                            "type": "object",
+                                                            "properties": {
+                                                                              "executionId": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                              "jobId": {
+                                                                                           "type": "string",
+                                                                                       },
+                                                                              "scheduledAt": {
+                                                                                                 "type": "string",
+                                                                                                 "format": "date-time",
+                                                                                             },
+                                                                              "outcome": {
+                                                                                             "type": "string",
+                                                                                             "enum": [
+                                                                                                         "SUCCEEDED",
+                                                                                                         "DEAD",
+                                                                                                     ],
+                                                                                         },
+                                                                          },
+                                                        },
+                                          },
+                        },
+    "CalendarRequest": {
+                           "type": "object",
+                           "additionalProperties": False,
+                           "description": "The whole content of a calendar (a PUT replaces it). Rules JSON Schema cannot state: a window's `end` is after its `start`, both local times or both instants (422); dates and windows together at most 5000. Format `calendar-time`: `YYYY-MM-DDTHH:MM[:SS]` (local, the job's zone) or with `Z`/`±HH:MM` (an instant). A `null` member counts as absent.",
+                           "properties": {
+                                             "description": {
+                                                                "type": ["string", "null"],
+                                                                "maxLength": 500,
+                                                            },
+                                             "dates": {
+                                                          "type": ["array", "null"],
+                                                          "maxItems": 5000,
+                                                          "items": {
+                                                                       "type": "string",
+                                                                       "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+                                                                       "format": "date",
+                                                                   },
+                                                          "description": "Excluded days (`YYYY-MM-DD`), each a whole local day in the observing job's zone.",
+                                                      },
+                                             "windows": {
+                                                            "type": ["array", "null"],
+                                                            "maxItems": 5000,
+                                                            "items": {
+                                                                         "type": "object",
+                                                                         "additionalProperties": False,
+                                                                         "required": [
+                                                                                         "start",
+                                                                                         "end",
+                                                                                     ],
+                                                                         "properties": {
+                                                                                           "start": {
+                                                                                                        "type": "string",
+                                                                                                        "description": "`2026-12-24T22:00` (local, the job's zone) or an instant with an offset.",
+                                                                                                        "format": "calendar-time",
+                                                                                                        "minLength": 16,
+                                                                                                    },
+                                                                                           "end": {
+                                                                                                      "type": "string",
+                                                                                                      "description": "Exclusive; the same form as `start`.",
+                                                                                                      "format": "calendar-time",
+                                                                                                      "minLength": 16,
+                                                                                                  },
+                                                                                       },
+                                                                     },
+                                                        },
+                                         },
+                       },
+    "Calendar": {
+                    "type": "object",
+                    "required": ["name", "tenant", "dates", "windows"],
+                    "properties": {
+                                      "name": {"type": "string"},
+                                      "tenant": {"type": "string"},
+                                      "description": {"type": "string"},
+                                      "dates": {"type": "array", "items": {"type": "string"}},
+                                      "windows": {
+                                                     "type": "array",
+                                                     "items": {
+                                                                  "type": "object",
+                                                                  "properties": {
+                                                                                    "start": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                                    "end": {
+                                                                                               "type": "string",
+                                                                                           },
+                                                                                },
+                                                              },
+                                                 },
+                                      "createdAt": {
+                                                       "type": ["string", "null"],
+                                                       "format": "date-time",
+                                                   },
+                                      "updatedAt": {
+                                                       "type": ["string", "null"],
+                                                       "format": "date-time",
+                                                   },
+                                  },
+                },
+    "CalendarList": {
+                        "type": "object",
+                        "required": ["calendars"],
+                        "properties": {
+                                          "calendars": {
+                                                           "type": "array",
+                                                           "items": {
+                                                                        "$ref": "#/components/schemas/Calendar",
+                                                                    },
+                                                       },
+                                      },
+                    },
+    "BackfillRequest": {
+                           "type": "object",
+                           "additionalProperties": False,
+                           "required": ["from", "to"],
+                           "properties": {
+                                             "from": {
+                                                         "type": "string",
+                                                         "format": "instant",
+                                                         "description": "First instant of the range (included). An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                     },
+                                             "to": {
+                                                       "type": "string",
+                                                       "format": "instant",
+                                                       "description": "Last instant of the range (included); not after now, not before `from`. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                   },
+                                             "dryRun": {
+                                                           "type": "boolean",
+                                                           "default": False,
+                                                           "description": "Plan only: list the ticks, create nothing.",
+                                                       },
+                                         },
+                       },
+    "BackfillResult": {
+                          "type": "object",
+                          "required": ["jobId", "ticks", "created", "existing", "excluded"],
+                          "properties": {
+                                            "jobId": {"type": "string"},
+                                            "from": {"type": "string", "format": "date-time"},
+                                            "to": {"type": "string", "format": "date-time"},
+                                            "dryRun": {"type": "boolean"},
+                                            "ticks": {
+                                                         "type": "integer",
+                                                         "description": "Ticks of the range that run (calendar exclusions left out), at most 10,000 per request (422 `backfill_too_large` beyond).",
+                                                     },
+                                            "created": {
+                                                           "type": "integer",
+                                                           "description": "Executions created now (batch priority).",
+                                                       },
+                                            "existing": {
+                                                            "type": "integer",
+                                                            "description": "Ticks that already had an execution: left alone.",
+                                                        },
+                                            "excluded": {
+                                                            "type": "array",
+                                                            "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
+                                                            "items": {
+                                                                         "type": "object",
+                                                                         "properties": {
+                                                                                           "at": {
+                                                                                                     "type": "string",
+                                                                                                     "format": "date-time",
+                                                                                                 },
+                                                                                           "until": {
+                                                                                                        "type": "string",
+                                                                                                        "format": "date-time",
+                                                                                                    },
+                                                                                           "reason": {
+                                                                                                         "type": "string",
+                                                                                                     },
+                                                                                       },
+                                                                     },
+                                                        },
+                                            "executionIds": {
+                                                                "type": "array",
+                                                                "items": {"type": "string"},
+                                                            },
+                                            "plannedTicks": {
+                                                                "type": "array",
+                                                                "items": {
+                                                                             "type": "string",
+                                                                             "format": "date-time",
+                                                                         },
+                                                                "description": "dryRun: the ticks.",
+                                                            },
+                                        },
+                      },
+    "BackfillCancelled": {
+                             "type": "object",
+                             "required": ["jobId", "cancelled"],
+                             "properties": {
+                                               "jobId": {"type": "string"},
+                                               "cancelled": {"type": "integer"},
+                                           },
+                         },
+    "ChainRequest": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "description": "The whole chain of a job (absent lists: none). A chain that would form a cycle among the tenant's jobs is refused (409 `chain_refused`). A `null` member counts as absent (no children).",
+                        "properties": {
+                                          "onSuccess": {
+                                                           "type": ["array", "null"],
+                                                           "maxItems": 16,
+                                                           "items": {
+                                                                        "type": "string",
+                                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                    },
+                                                           "description": "Jobs to run when an execution ends SUCCEEDED.",
+                                                       },
+                                          "onFailure": {
+                                                           "type": ["array", "null"],
+                                                           "maxItems": 16,
+                                                           "items": {
+                                                                        "type": "string",
+                                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                                    },
+                                                           "description": "Jobs to run when an execution ends DEAD.",
+                                                       },
+                                      },
+                    },
+    "Upcoming": {
+                    "type": "object",
+                    "required": ["jobId", "next", "excluded"],
+                    "properties": {
+                                      "jobId": {"type": "string"},
+                                      "timezone": {"type": "string"},
+                                      "next": {
+                                                  "type": "array",
+                                                  "items": {"type": "string", "format": "date-time"},
+                                              },
+                                      "excluded": {
+                                                      "type": "array",
+                                                      "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
+                                                      "items": {
+                                                                   "type": "object",
+                                                                   "properties": {
+                                                                                     "at": {
+                                                                                               "type": "string",
+                                                                                               "format": "date-time",
+                                                                                           },
+                                                                                     "until": {
+                                                                                                  "type": "string",
+                                                                                                  "format": "date-time",
+                                                                                              },
+                                                                                     "reason": {
+                                                                                                   "type": "string",
+                                                                                               },
+                                                                                 },
+                                                               },
+                                                  },
+                                  },
+                },
+    "JobItem": {
+                   "type": "object",
+                   "additionalProperties": False,
+                   "description": "A `POST /v1/jobs` body plus its own `idempotencyKey`. `runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{\"ping\": {}}`).",
+                   "properties": {
+                                     "schedule": {
+                                                     "type": ["string", "null"],
+                                                     "maxLength": 1000,
+                                                     "description": "Cron (5 or 6 fields, `H` for a hashed offset), `@every 5m`, a macro (`@hourly`…); an RFC 3339 instant or `+DURATION` makes a one-off. Format `schedule`: what `cronwheel next` parses, firing at least once after now (a one-off: an instant in 1970..9899); anything else is 400 `invalid_schedule`.",
+                                                     "examples": [
+                                                                     "0 * * * *",
+                                                                     "H H * * *",
+                                                                     "@every 5m",
+                                                                     "+90s",
+                                                                 ],
+                                                     "minLength": 1,
+                                                     "format": "schedule",
+                                                     "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                 },
+                                     "runAt": {
+                                                  "type": ["string", "null"],
+                                                  "description": "One-off: an RFC 3339 instant with a UTC offset, or `+DURATION` from now (format `instant-or-delay`), in 1970..9899; else 400 `invalid_schedule`.",
+                                                  "examples": ["2026-11-29T23:00:00Z"],
+                                                  "minLength": 1,
+                                                  "maxLength": 1000,
+                                                  "format": "instant-or-delay",
+                                                  "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                              },
+                                     "timezone": {
+                                                     "type": ["string", "null"],
+                                                     "default": "UTC",
+                                                     "description": "IANA zone the schedule is evaluated in (format `time-zone`: a name the server's tz database knows; else 400 `invalid_timezone`).",
+                                                     "minLength": 1,
+                                                     "maxLength": 64,
+                                                     "format": "time-zone",
+                                                 },
+                                     "name": {
+                                                 "type": ["string", "null"],
+                                                 "minLength": 1,
+                                                 "maxLength": 200,
+                                                 "format": "printable",
+                                                 "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                 "description": "Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.",
+                                             },
+                                     "command": {
+                                                    "type": ["string", "null"],
+                                                    "minLength": 1,
+                                                    "maxLength": 16384,
+                                                    "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000]*$",
+                                                    "description": "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's).",
+                                                },
+                                     "http": {
+                                                 "anyOf": [
+                                                              {
+                                                                  "$ref": "#/components/schemas/HttpTarget",
+                                                              },
+                                                              {"type": "null"},
+                                                          ],
+                                             },
+                                     "python": {
+                                                   "type": ["string", "null"],
+                                                   "maxLength": 500,
+                                                   "pattern": "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+                                                   "description": "`module:function`, at most 500 characters.",
+                                               },
+                                     "queue": {
+                                                  "type": ["string", "null"],
+                                                  "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
+                                                  "description": "A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.",
+                                              },
+                                     "target": {
+                                                   "anyOf": [
+                                                                {
+                                                                    "$ref": "#/components/schemas/Target",
+                                                                },
+                                                                {"type": "null"},
+                                                            ],
+                                               },
+                                     "payload": {
+                                                    "description": "Any JSON value, at most 64 KiB encoded (413 beyond). `null`: no payload.",
+                                                },
+                                     "retryPolicy": {
+                                                        "anyOf": [
+                                                                     {
+                                                                         "$ref": "#/components/schemas/RetryPolicy",
+                                                                     },
+                                                                     {"type": "null"},
+                                                                 ],
+                                                    },
+                                     "timeoutSec": {
+                                                       "type": ["number", "null"],
+                                                       "minimum": 1,
+                                                       "maximum": 604800,
+                                                       "default": 3600,
+                                                   },
+                                     "leaseSec": {
+                                                     "type": ["number", "null"],
+                                                     "minimum": 0.2,
+                                                     "maximum": 3600,
+                                                     "default": 60,
+                                                 },
+                                     "priority": {
+                                                     "type": ["string", "null"],
+                                                     "enum": ["high", "default", "batch", None],
+                                                     "default": "default",
+                                                 },
+                                     "overlap": {
+                                                    "type": ["string", "null"],
+                                                    "enum": ["allow", "forbid", "replace", None],
+                                                    "default": "allow",
+                                                },
+                                     "misfire": {
+                                                    "type": ["string", "null"],
+                                                    "enum": ["run_once", "skip", "run_all", None],
+                                                    "default": "run_once",
+                                                },
+                                     "misfireGraceSec": {
+                                                            "type": ["integer", "null"],
+                                                            "minimum": 0,
+                                                            "maximum": 86400,
+                                                            "default": None,
+                                                            "description": "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s.",
+                                                        },
+                                     "jitterSec": {
+                                                      "type": ["integer", "null"],
+                                                      "minimum": 0,
+                                                      "maximum": 3600,
+                                                      "default": 0,
+                                                  },
+                                     "env": {
+                                                "anyOf": [
+                                                             {"$ref": "#/components/schemas/Env"},
+                                                             {"type": "null"},
+                                                         ],
+                                            },
+                                     "runAs": {
+                                                  "anyOf": [
+                                                               {
+                                                                   "$ref": "#/components/schemas/RunAs",
+                                                               },
+                                                               {"type": "null"},
+                                                           ],
+                                              },
+                                     "shell": {
+                                                  "type": ["string", "null"],
+                                                  "maxLength": 4096,
+                                                  "pattern": "^/(?:[^\\u0000]*[^\\u0000\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])?$",
+                                                  "description": "Command targets: the shell that runs the command as `SHELL -c COMMAND` (a crontab's `SHELL=`); default `/bin/sh`. An absolute path. No NUL, no trailing space; at most 4096 bytes as UTF-8.",
+                                                  "examples": ["/bin/bash"],
+                                              },
+                                     "stdin": {
+                                                  "type": ["string", "null"],
+                                                  "maxLength": 65536,
+                                                  "description": "Command targets: the command's standard input (a crontab's text after `%`), at most 64 KiB of UTF-8 (413 beyond); default: the payload as JSON and a newline.",
+                                              },
+                                     "calendars": {
+                                                      "type": ["array", "null"],
+                                                      "maxItems": 8,
+                                                      "items": {
+                                                                   "type": "string",
+                                                                   "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
+                                                               },
+                                                      "description": "Names of the tenant's calendars whose excluded days and windows this job observes, read in its `timezone`; an excluded tick is recorded SKIPPED with reason `calendar: NAME`. Unknown names are refused (422 `unknown_reference`).",
+                                                  },
+                                     "activeFrom": {
+                                                       "type": ["string", "null"],
+                                                       "format": "instant",
+                                                       "description": "Recurring jobs: no tick before this instant. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                   },
+                                     "activeUntil": {
+                                                        "type": ["string", "null"],
+                                                        "format": "instant",
+                                                        "description": "Recurring jobs: no tick after this instant; the job is then settled by its last run, SUCCEEDED or FAILED, as a one-off job is. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
+                                                    },
+                                     "onSuccess": {
+                                                      "type": ["array", "null"],
+                                                      "maxItems": 16,
+                                                      "items": {
+                                                                   "type": "string",
+                                                                   "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                               },
+                                                      "description": "Jobs of the same tenant to run when an execution of this one ends SUCCEEDED (a chain). The child's execution is `(childJobId, parent scheduledAt)`: once per parent tick, whatever the parent's redeliveries.",
+                                                  },
+                                     "onFailure": {
+                                                      "type": ["array", "null"],
+                                                      "maxItems": 16,
+                                                      "items": {
+                                                                   "type": "string",
+                                                                   "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
+                                                               },
+                                                      "description": "Jobs to run when an execution of this one ends DEAD (its retries spent).",
+                                                  },
+                                     "idempotencyKey": {
+                                                           "type": ["string", "null"],
+                                                           "minLength": 1,
+                                                           "maxLength": 200,
+                                                           "pattern": "^[\\u0020-\\u007e]*$",
+                                                           "description": "1 to 200 printable ASCII characters, unique within the batch (422 for a repeat).",
+                                                       },
+                                     "managedBy": {
+                                                      "type": ["string", "null"],
+                                                      "minLength": 1,
+                                                      "maxLength": 100,
+                                                      "description": "Who manages this job's definition: `apply` for jobs created by `cronwheel apply` from files (its --prune deletes only those). Absent for jobs made by hand. 1 to 100 printable characters, not blank.",
+                                                      "format": "printable",
+                                                      "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+                                                  },
+                                     "notify": {
+                                                   "oneOf": [
+                                                                {
+                                                                    "type": "array",
+                                                                    "maxItems": 20,
+                                                                    "items": {
+                                                                                 "$ref": "#/components/schemas/NotifyRule",
+                                                                             },
+                                                                },
+                                                                {"type": "null"},
+                                                            ],
+                                                   "description": "Replaces the job's rules whole (a webhook rule must carry its secret again); null or [] removes them (the tenant's defaults apply).",
+                                               },
+                                     "expectSuccessWithin": {
+                                                                "oneOf": [
+                                                                             {
+                                                                                 "oneOf": [
+                                                                                              {
+                                                                                                  "type": "string",
+                                                                                                  "pattern": "^\\s*\\d{1,12}\\s*(ms|s|m|h|d|w)?\\s*$",
+                                                                                              },
+                                                                                              {
+                                                                                                  "type": "number",
+                                                                                                  "minimum": 1,
+                                                                                                  "maximum": 31622400,
+                                                                                              },
+                                                                                          ],
+                                                                                 "description": "The dead-man's switch: `missed` is told when no run succeeds for this long (`26h`, `90m`, `2d`, or seconds). A job with a window and no schedule, runAt or target is watched, not run: it reports its runs by `POST /v1/jobs/{jobId}/ping`.",
+                                                                                 "examples": ["26h"],
+                                                                             },
+                                                                             {"type": "null"},
+                                                                         ],
+                                                                "description": "A new window is armed from now; null removes it.",
+                                                            },
+                                 },
+                   "allOf": [
+                                {
+                                    "oneOf": [
+                                                 {
+                                                     "required": ["schedule"],
+                                                     "properties": {
+                                                                       "schedule": {
+                                                                                       "type": "string",
+                                                                                   },
+                                                                       "runAt": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "required": ["runAt"],
+                                                     "properties": {
+                                                                       "runAt": {"type": "string"},
+                                                                       "schedule": {"type": "null"},
+                                                                   },
+                                                 },
+                                             ],
+                                },
+                                {
+                                    "oneOf": [
+                                                 {
+                                                     "required": ["command"],
+                                                     "properties": {
+                                                                       "command": {"type": "string"},
+                                                                       "http": {"type": "null"},
+                                                                       "python": {"type": "null"},
+                                                                       "queue": {"type": "null"},
+                                                                       "target": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "required": ["http"],
+                                                     "properties": {
+                                                                       "http": {"type": "object"},
+                                                                       "command": {"type": "null"},
+                                                                       "python": {"type": "null"},
+                                                                       "queue": {"type": "null"},
+                                                                       "target": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "required": ["python"],
+                                                     "properties": {
+                                                                       "python": {"type": "string"},
+                                                                       "command": {"type": "null"},
+                                                                       "http": {"type": "null"},
+                                                                       "queue": {"type": "null"},
+                                                                       "target": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "required": ["queue"],
+                                                     "properties": {
+                                                                       "queue": {"type": "string"},
+                                                                       "command": {"type": "null"},
+                                                                       "http": {"type": "null"},
+                                                                       "python": {"type": "null"},
+                                                                       "target": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "required": ["target"],
+                                                     "properties": {
+                                                                       "target": {"type": "object"},
+                                                                       "command": {"type": "null"},
+                                                                       "http": {"type": "null"},
+                                                                       "python": {"type": "null"},
+                                                                       "queue": {"type": "null"},
+                                                                   },
+                                                 },
+                                                 {
+                                                     "properties": {
+                                                                       "command": {"type": "null"},
+                                                                       "http": {"type": "null"},
+                                                                       "python": {"type": "null"},
+                                                                       "queue": {"type": "null"},
+                                                                       "target": {"type": "null"},
+                                                                   },
+                                                 },
+                                             ],
+                                },
+                            ],
+                   "dependentSchemas": {
+                                           "runAs": {
+                                                        "anyOf": [
+                                                                     {
+                                                                         "properties": {
+                                                                                           "runAs": {
+                                                                                                        "type": "null",
+                                                                                                    },
+                                                                                       },
+                                                                     },
+                                                                     {
+                                                                         "anyOf": [
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "command",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "command": {
+                                                                                                                           "type": "string",
+                                                                                                                       },
+                                                                                                        },
+                                                                                      },
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "target",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "target": {
+                                                                                                                          "type": "object",
+                                                                                                                          "required": [
+                                                                                                                                          "command",
+                                                                                                                                      ],
+                                                                                                                          "properties": {
+                                                                                                                                            "command": {
+                                                                                                                                                           "type": "string",
+                                                                                                                                                       },
+                                                                                                                                        },
+                                                                                                                      },
+                                                                                                        },
+                                                                                      },
+                                                                                  ],
+                                                                     },
+                                                                 ],
+                                                    },
+                                           "shell": {
+                                                        "anyOf": [
+                                                                     {
+                                                                         "properties": {
+                                                                                           "shell": {
+                                                                                                        "type": "null",
+                                                                                                    },
+                                                                                       },
+                                                                     },
+                                                                     {
+                                                                         "anyOf": [
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "command",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "command": {
+                                                                                                                           "type": "string",
+                                                                                                                       },
+                                                                                                        },
+                                                                                      },
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "target",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "target": {
+                                                                                                                          "type": "object",
+                                                                                                                          "required": [
+                                                                                                                                          "command",
+                                                                                                                                      ],
+                                                                                                                          "properties": {
+                                                                                                                                            "command": {
+                                                                                                                                                           "type": "string",
+                                                                                                                                                       },
+                                                                                                                                        },
+                                                                                                                      },
+                                                                                                        },
+                                                                                      },
+                                                                                  ],
+                                                                     },
+                                                                 ],
+                                                    },
+                                           "stdin": {
+                                                        "anyOf": [
+                                                                     {
+                                                                         "properties": {
+                                                                                           "stdin": {
+                                                                                                        "type": "null",
+                                                                                                    },
+                                                                                       },
+                                                                     },
+                                                                     {
+                                                                         "anyOf": [
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "command",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "command": {
+                                                                                                                           "type": "string",
+                                                                                                                       },
+                                                                                                        },
+                                                                                      },
+                                                                                      {
+                                                                                          "required": [
+                                                                                                          "target",
+                                                                                                      ],
+                                                                                          "properties": {
+                                                                                                            "target": {
+                                                                                                                          "type": "object",
+                                                                                                                          "required": [
+                                                                                                                                          "command",
+                                                                                                                                      ],
+                                                                                                                          "properties": {
+                                                                                                                                            "command": {
+                                                                                                                                                           "type": "string",
+                                                                                                                                                       },
+                                                                                                                                        },
+                                                                                                                      },
+                                                                                                        },
+                                                                                      },
+                                                                                  ],
+                                                                     },
+                                                                 ],
+                                                    },
+                                           "env": {
+                                                      "anyOf": [
+                                                                   {
+                                                                       "properties": {
+                                                                                         "env": {
+                                                                                                    "type": "null",
+                                                                                                },
+                                                                                     },
+                                                                   },
+                                                                   {
+                                                                       "anyOf": [
+                                                                                    {
+                                                                                        "anyOf": [
+                                                                                                     {
+                                                                                                         "required": [
+                                                                                                                         "command",
+                                                                                                                     ],
+                                                                                                         "properties": {
+                                                                                                                           "command": {
+                                                                                                                                          "type": "string",
+                                                                                                                                      },
+                                                                                                                       },
+                                                                                                     },
+                                                                                                     {
+                                                                                                         "required": [
+                                                                                                                         "target",
+                                                                                                                     ],
+                                                                                                         "properties": {
+                                                                                                                           "target": {
+                                                                                                                                         "type": "object",
+                                                                                                                                         "required": [
+                                                                                                                                                         "command",
+                                                                                                                                                     ],
+                                                                                                                                         "properties": {
+                                                                                                                                                           "command": {
+                                                                                                                                                                          "type": "string",
+                                                                                                                                                                      },
+                                                                                                                                                       },
+                                                                                                                                     },
+                                                                                                                       },
+                                                                                                     },
+                                                                                                 ],
+                                                                                    },
+                                                                                    {
+                                                                                        "anyOf": [
+                                                                                                     {
+                                                                                                         "required": [
+                                                                                                                         "queue",
+                                                                                                                     ],
+                                                                                                         "properties": {
+                                                                                                                           "queue": {
+                                                                                                                                        "type": "string",
+                                                                                                                                    },
+                                                                                                                       },
+                                                                                                     },
+                                                                                                     {
+                                                                                                         "required": [
+                                                                                                                         "target",
+                                                                                                                     ],
+                                                                                                         "properties": {
+                                                                                                                           "target": {
+                                                                                                                                         "type": "object",
+                                                                                                                                         "required": [
+                                                                                                                                                         "queue",
+                                                                                                                                                     ],
+                                                                                                                                         "properties": {
+                                                                                                                                                           "queue": {
+                                                                                                                                                                        "type": "string",
+                                                                                                                                                                    },
+                                                                                                                                                       },
+                                                                                                                                     },
+                                                                                                                       },
+                                                                                                     },
+                                                                                                     {
+                                                                                                         "properties": {
+                                                                                                                           "command": {
+                                                                                                                                          "type": "null",
+                                                                                                                                      },
+                                                                                                                           "http": {
+                                                                                                                                       "type": "null",
+                                                                                                                                   },
+                                                                                                                           "python": {
+                                                                                                                                         "type": "null",
+                                                                                                                                     },
+                                                                                                                           "queue": {
+                                                                                                                                        "type": "null",
+                                                                                                                                    },
+                                                                                                                           "target": {
+                                                                                                                                         "type": "null",
+                                                                                                                                     },
+                                                                                                                       },
+                                                                                                     },
+                                                                                                 ],
+                                                                                    },
+                                                                                ],
+                                                                   },
+                                                               ],
+                                                  },
+                                       },
+               },
+    "EnvPatch": {
+                    "type": "object",
+                    "maxProperties": 100,
+                    "description": "An `env` in a patch: each variable named replaces the job's, `null` removes it.",
+                    "propertyNames": {
+                                         "pattern": "^(?!CRONWHEEL_)[A-Za-z_][A-Za-z0-9_]*$",
+                                         "maxLength": 128,
+                                     },
+                    "additionalProperties": {"type": ["string", "null"], "pattern": "^[^\\u0000]*$"},
+                },
+    "NotifyRule": {
+                      "type": "object",
+                      "additionalProperties": False,
+                      "required": ["on", "via"],
+                      "description": "A notification rule: `on` one event, `via` one channel. A webhook needs `url` and `secret` (the HMAC-SHA256 key of the `Cronwheel-Signature` header: `t=<unix seconds>,v1=<hex of HMAC(secret, \"<t>.\" + body)>`), an email `to`, a command `command` (the notification's JSON on its stdin; needs allowShell for tenants). Webhook hosts obey the tenant's HTTP allow-list. Answers show the secret as `********`, and the password of a URL that carries one (`https://user:********@host/`), and add the rule's `ruleId`.",
+                      "properties": {
+                                        "on": {
+                                                  "type": "string",
+                                                  "enum": [
+                                                              "failure",
+                                                              "dead",
+                                                              "success",
+                                                              "recovered",
+                                                              "late",
+                                                              "missed",
+                                                          ],
+                                                  "description": "failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; missed: the `expectSuccessWithin` window passed without a success.",
+                                              },
+                                        "via": {
+                                                   "type": "string",
+                                                   "enum": ["webhook", "email", "command"],
+                                               },
+                                        "url": {
+                                                   "type": "string",
+                                                   "maxLength": 2048,
+                                                   "format": "http-url",
+                                                   "description": "webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). Answers show the password of its user information, if any, as `********`.",
+                                                   "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#:\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$",
+                                               },
+                                        "secret": {
+                                                      "type": "string",
+                                                      "minLength": 16,
+                                                      "maxLength": 200,
+                                                      "description": "webhook: the signing key.",
+                                                      "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                  },
+                                        "to": {
+                                                  "oneOf": [
+                                                               {
+                                                                   "$ref": "#/components/schemas/EmailAddress",
+                                                               },
+                                                               {
+                                                                   "type": "array",
+                                                                   "items": {
+                                                                                "$ref": "#/components/schemas/EmailAddress",
+                                                                            },
+                                                                   "minItems": 1,
+                                                                   "maxItems": 20,
+                                                               },
+                                                           ],
+                                                  "description": "email: the recipients.",
+                                              },
+                                        "command": {
+                                                       "type": "string",
+                                                       "minLength": 1,
+                                                       "description": "command: a shell command line, at most 8 KiB.",
+                                                       "maxLength": 8192,
+                                                       "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                   },
+                                        "afterSec": {
+                                                        "type": "integer",
+                                                        "minimum": 1,
+                                                        "maximum": 2592000,
+                                                        "description": "late: the lag that counts as late.",
+                                                    },
+                                        "maxPerHour": {
+                                                          "type": "integer",
+                                                          "minimum": 1,
+                                                          "maximum": 3600,
+                                                          "default": 30,
+                                                          "description": "Notifications of this rule per job and rolling hour; the others are HELD and counted in one later `held` notification.",
+                                                      },
+                                        "maxAttempts": {
+                                                           "type": "integer",
+                                                           "minimum": 1,
+                                                           "maximum": 50,
+                                                           "default": 8,
+                                                           "description": "Delivery attempts (with backoff) before the notification is dead-lettered.",
+                                                       },
+                                        "ruleId": {
+                                                      "type": "string",
+                                                      "readOnly": True,
+                                                      "description": "In answers: the rule's stable id (a hash of what it does).",
+                                                  },
+                                    },
+                      "allOf": [
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "webhook"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["url", "secret"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["to"]},
+                                                                           {"required": ["command"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "email"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["to"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["url"]},
+                                                                           {"required": ["secret"]},
+                                                                           {"required": ["command"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "command"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["command"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["url"]},
+                                                                           {"required": ["secret"]},
+                                                                           {"required": ["to"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"on": {"const": "late"}},
+                                                 "required": ["on"],
+                                             },
+                                       "then": {"required": ["afterSec"]},
+                                       "else": {"not": {"required": ["afterSec"]}},
+                                   },
+                               ],
+                  },
+    "Window": {
+                  "type": ["object", "null"],
+                  "required": ["deadline", "overdue", "overdueSince"],
+                  "properties": {
+                                    "deadline": {"type": ["string", "null"], "format": "date-time"},
+                                    "overdue": {
+                                                   "type": "boolean",
+                                                   "description": "A deadline passed with no success since.",
+                                               },
+                                    "overdueSince": {
+                                                        "type": ["string", "null"],
+                                                        "format": "date-time",
+                                                    },
+                                },
+              },
+    "Notification": {
+                        "type": "object",
+                        "required": ["notificationId", "jobId", "event", "status", "rule", "body"],
+                        "properties": {
+                                          "notificationId": {
+                                                                "type": "string",
+                                                                "description": "`{subject}@{ruleId}`: the subject is the execution id, or `{jobId}:missed:{deadlineMs}`; unique, so each (execution, rule) is told once. Also sent as the `Cronwheel-Notification-Id` header, which the signature does not cover: receivers deduplicate on this field of the signed body.",
+                                                            },
+                                          "jobId": {"type": "string"},
+                                          "tenant": {"type": "string"},
+                                          "event": {
+                                                       "type": "string",
+                                                       "enum": [
+                                                                   "failure",
+                                                                   "dead",
+                                                                   "success",
+                                                                   "recovered",
+                                                                   "late",
+                                                                   "missed",
+                                                                   "held",
+                                                               ],
+                                                       "description": "`held`: a summary of what a rule's rate limit held back.",
+                                                   },
+                                          "subject": {"type": "string"},
+                                          "ruleId": {"type": "string"},
+                                          "rule": {"$ref": "#/components/schemas/NotifyRuleAnswer"},
+                                          "status": {
+                                                        "type": "string",
+                                                        "enum": [
+                                                                    "PENDING",
+                                                                    "RUNNING",
+                                                                    "SENT",
+                                                                    "DEAD",
+                                                                    "HELD",
+                                                                ],
+                                                    },
+                                          "attempt": {"type": "integer"},
+                                          "leaseEpoch": {"type": "integer"},
+                                          "availableAt": {
+                                                             "type": ["string", "null"],
+                                                             "format": "date-time",
+                                                         },
+                                          "createdAt": {
+                                                           "type": ["string", "null"],
+                                                           "format": "date-time",
+                                                       },
+                                          "sentAt": {
+                                                        "type": ["string", "null"],
+                                                        "format": "date-time",
+                                                    },
+                                          "error": {"type": ["string", "null"]},
+                                          "body": {
+                                                      "type": "object",
+                                                      "description": "What is told (the webhook's JSON body).",
+                                                  },
+                                      },
+                    },
+    "NotificationPage": {
+                            "type": "object",
+                            "required": ["notifications", "next"],
+                            "properties": {
+                                              "notifications": {
+                                                                   "type": "array",
+                                                                   "items": {
+                                                                                "$ref": "#/components/schemas/Notification",
+                                                                            },
+                                                               },
+                                              "next": {
+                                                          "type": ["string", "null"],
+                                                          "description": "Pass as `before` for the next page.",
+                                                      },
+                                          },
+                        },
+    "PingRequest": {
+                       "type": ["object", "null"],
+                       "additionalProperties": False,
+                       "properties": {
+                                         "status": {
+                                                       "type": ["string", "null"],
+                                                       "enum": ["start", "success", "fail", None],
+                                                       "default": "success",
+                                                   },
+                                         "exitCode": {
+                                                         "type": ["integer", "null"],
+                                                         "minimum": -2147483648,
+                                                         "maximum": 2147483647,
+                                                     },
+                                         "output": {
+                                                       "type": ["string", "null"],
+                                                       "description": "The tail of the run's output (the last 64 KiB are kept).",
+                                                   },
+                                     },
+                       "allOf": [
+                                    {
+                                        "if": {
+                                                  "properties": {"status": {"const": "start"}},
+                                                  "required": ["status"],
+                                              },
+                                        "then": {
+                                                    "properties": {
+                                                                      "exitCode": {"type": "null"},
+                                                                      "output": {"type": "null"},
+                                                                  },
+                                                },
+                                    },
+                                ],
+                       "description": "A `null` member counts as absent; a `start` ping carries no exitCode or output.",
+                   },
+    "PingResponse": {
+                        "type": "object",
+                        "required": ["jobId", "status", "execution"],
+                        "properties": {
+                                          "jobId": {"type": "string"},
+                                          "status": {
+                                                        "type": "string",
+                                                        "enum": ["start", "success", "fail"],
+                                                    },
+                                          "execution": {
+                                                           "oneOf": [
+                                                                        {
+                                                                            "$ref": "#/components/schemas/Execution",
+                                                                        },
+                                                                        {"type": "null"},
+                                                                    ],
+                                                           "description": "success/fail: the run as recorded (SUCCEEDED, or DEAD for a fail).",
+                                                       },
+                                      },
+                    },
+    "TenantNotify": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["notify"],
+                        "properties": {
+                                          "tenant": {"type": "string", "readOnly": True},
+                                          "notify": {
+                                                        "type": "array",
+                                                        "maxItems": 20,
+                                                        "items": {
+                                                                     "$ref": "#/components/schemas/NotifyRule",
+                                                                 },
+                                                    },
+                                      },
+                    },
+    "EmailAddress": {
+                        "type": "string",
+                        "maxLength": 320,
+                        "pattern": "^[^@\\s<>,;:\"\\u0000-\\u001f\\u007f-\\u009f\\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$",
+                    },
+    "NotifyRuleAnswer": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "description": "A notification rule as answers show it: the same members as NotifyRule, the secret as `********`, and the rule's `ruleId`.",
+                            "properties": {
+                                              "on": {
+                                                        "type": "string",
+                                                        "enum": [
+                                                                    "failure",
+                                                                    "dead",
+                                                                    "success",
+                                                                    "recovered",
+                                                                    "late",
+                                                                    "missed",
+                                                                ],
+                                                        "description": "failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; missed: the `expectSuccessWithin` window passed without a success.",
+                                                    },
+                                              "via": {
+                                                         "type": "string",
+                                                         "enum": ["webhook", "email", "command"],
+                                                     },
+                                              "url": {
+                                                         "type": "string",
+                                                         "maxLength": 2048,
+                                                         "format": "http-url",
+                                                         "description": "webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). Answers show the password of its user information, if any, as `********`.",
+                                                         "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#:\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$",
+                                                     },
+                                              "secret": {
+                                                            "type": "string",
+                                                            "const": "********",
+                                                            "description": "webhook: never shown; answers carry `********`.",
+                                                        },
+                                              "to": {
+                                                        "oneOf": [
+                                                                     {
+                                                                         "$ref": "#/components/schemas/EmailAddress",
+                                                                     },
+                                                                     {
+                                                                         "type": "array",
+                                                                         "items": {
+                                                                                      "$ref": "#/components/schemas/EmailAddress",
+                                                                                  },
+                                                                         "minItems": 1,
+                                                                         "maxItems": 20,
+                                                                     },
+                                                                 ],
+                                                        "description": "email: the recipients.",
+                                                    },
+                                              "command": {
+                                                             "type": "string",
+                                                             "minLength": 1,
+                                                             "description": "command: a shell command line, at most 8 KiB.",
+                                                             "maxLength": 8192,
+                                                             "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                         },
+                                              "afterSec": {
+                                                              "type": "integer",
+                                                              "minimum": 1,
+                                                              "maximum": 2592000,
+                                                              "description": "late: the lag that counts as late.",
+                                                          },
+                                              "maxPerHour": {
+                                                                "type": "integer",
+                                                                "minimum": 1,
+                                                                "maximum": 3600,
+                                                                "default": 30,
+                                                                "description": "Notifications of this rule per job and rolling hour; the others are HELD and counted in one later `held` notification.",
+                                                            },
+                                              "maxAttempts": {
+                                                                 "type": "integer",
+                                                                 "minimum": 1,
+                                                                 "maximum": 50,
+                                                                 "default": 8,
+                                                                 "description": "Delivery attempts (with backoff) before the notification is dead-lettered.",
+                                                             },
+                                              "ruleId": {
+                                                            "type": "string",
+                                                            "readOnly": True,
+                                                            "description": "In answers: the rule's stable id (a hash of what it does).",
+                                                        },
+                                          },
+                            "required": ["on", "via"],
+                        },
+    "TenantNotifyAnswer": {
+                              "type": "object",
+                              "additionalProperties": False,
+                              "required": ["notify"],
+                              "properties": {
+                                                "tenant": {"type": "string", "readOnly": True},
+                                                "notify": {
+                                                              "type": "array",
+                                                              "maxItems": 20,
+                                                              "items": {
+                                                                           "$ref": "#/components/schemas/NotifyRuleAnswer",
+                                                                       },
+                                                          },
+                                            },
+                          },
+}
+
+RESPONSES: dict[str, Any] = {
+    "BadRequest": {
+                      "description": "Malformed JSON, an invalid schedule, timezone, header or query parameter.",
+                      "content": {
+                                     "application/problem+json": {
+                                                                     "schema": {
+                                                                                   "$ref": "#/components/schemas/Problem",
+                                                                               },
+                                                                 },
+                                 },
+                  },
+    "NotFound": {
+                    "description": "No such object (or another tenant's).",
+                    "content": {
+                                   "application/problem+json": {
+                                                                   "schema": {
+                                                                                 "$ref": "#/components/schemas/Problem",
+                                                                             },
+                                                               },
+                               },
+                },
+    "PayloadTooLarge": {
+                           "description": "Body over 1 MiB, or payload over 64 KiB.",
+                           "content": {
+                                          "application/problem+json": {
+                                                                          "schema": {
+                                                                                        "$ref": "#/components/schemas/Problem",
+                                                                                    },
+                                                                      },
+                                      },
+                       },
+    "UnsupportedMediaType": {
+                                "description": "The body is not application/json.",
+                                "content": {
+                                               "application/problem+json": {
+                                                                               "schema": {
+                                                                                             "$ref": "#/components/schemas/Problem",
+                                                                                         },
+                                                                           },
+                                           },
+                            },
+    "Unprocessable": {
+                         "description": "A member is missing, unknown, of the wrong type or out of range; `field` names it.",
+                         "content": {
+                                        "application/problem+json": {
+                                                                        "schema": {
+                                                                                      "$ref": "#/components/schemas/Problem",
+                                                                                  },
+                                                                    },
+                                    },
+                     },
+    "Conflict": {
+                    "description": "The object is not in a state that allows this.",
+                    "content": {
+                                   "application/problem+json": {
+                                                                   "schema": {
+                                                                                 "$ref": "#/components/schemas/Problem",
+                                                                             },
+                                                               },
+                               },
+                },
+    "LeaseConflict": {
+                         "description": "Stale lease: `reason` is `lease_lost` or `cancelled`. The worker must abort the run at once.",
+                         "content": {
+                                        "application/problem+json": {
+                                                                        "schema": {
+                                                                                      "$ref": "#/components/schemas/Problem",
+                                                                                  },
+                                                                    },
+                                    },
+                     },
+    "Unavailable": {
+                       "description": "The store is unreachable (e.g. failing over); retry.",
+                       "content": {
+                                      "application/problem+json": {
+                                                                      "schema": {
+                                                                                    "$ref": "#/components/schemas/Problem",
+                                                                                },
+                                                                  },
+                                  },
+                   },
+    "Unauthorized": {
+                        "description": "No bearer token, or one nobody issued (or since revoked). Carries `WWW-Authenticate: Bearer`.",
+                        "headers": {
+                                       "WWW-Authenticate": {
+                                                               "schema": {"type": "string"},
+                                                               "description": "`Bearer realm=\"cronwheel\"`, with `error=\"invalid_token\"` for a bad token.",
+                                                           },
+                                   },
+                        "content": {
+                                       "application/problem+json": {
+                                                                       "schema": {
+                                                                                     "$ref": "#/components/schemas/Problem",
+                                                                                 },
+                                                                   },
+                                   },
+                    },
+    "Forbidden": {
+                     "description": "The token's role may not do this (a worker token managing jobs, a tenant token on an admin route, a tenant without `allowShell` creating a command or python target, an HTTP target outside the allow-list).",
+                     "content": {
+                                    "application/problem+json": {
+                                                                    "schema": {
+                                                                                  "$ref": "#/components/schemas/Problem",
+                                                                              },
+                                                                },
+                                },
+                 },
+    "TooManyRequests": {
+                           "description": "A tenant quota: submissions per second (with `Retry-After`) or registered jobs (`quota` says which).",
+                           "headers": {
+                                          "Retry-After": {
+                                                             "schema": {"type": "integer"},
+                                                             "description": "Seconds to wait before submitting again (submission rate only).",
+                                                         },
+                                      },
+                           "content": {
+                                          "application/problem+json": {
+                                                                          "schema": {
+                                                                                        "$ref": "#/components/schemas/Problem",
+                                                                                    },
+                                                                      },
+                                      },
+                       },
+    "NameTaken": {
+                     "description": "Another live job (any status but CANCELLED) of the tenant has this name: names are unique per tenant. `code` is `name_taken` and `jobId` names the job that holds it (change that one in place with `PATCH /v1/jobs/{jobId}`, or cancel it first).",
+                     "content": {
+                                    "application/problem+json": {
+                                                                    "schema": {
+                                                                                  "allOf": [
+                                                                                               {
+                                                                                                   "$ref": "#/components/schemas/Problem",
+                                                                                               },
+                                                                                               {
+                                                                                                   "type": "object",
+                                                                                                   "properties": {
+                                                                                                                     "jobId": {
+                                                                                                                                  "type": "string",
+                                                                                                                                  "description": "The job that holds the name.",
+                                                                                                                              },
+                                                                                                                 },
+                                                                                               },
+                                                                                           ],
+                                                                              },
+                                                                },
+                                },
+                 },
+}
+
+SECURITY_SCHEMES: dict[str, Any] = {
+    "bearerAuth": {
+                      "type": "http",
+                      "scheme": "bearer",
+                      "description": "A token from `cronwheel token create` (or `<data-dir>/admin-token`). Shown once, stored only as a hash.",
+                  },
+}
