@@ -17,10 +17,11 @@ import msgspec
 
 from cronwheel.api.openapi_components import RESPONSES, SCHEMAS, SECURITY_SCHEMES
 from cronwheel.api.openapi_paths import INFO, OPENAPI_VERSION, PATHS, SECURITY, SERVERS
+from cronwheel.core import jobfields
 
 REF_TEMPLATE = "#/components/schemas/{name}"
-#: the structs whose schemas are components of the document, by the name they are known by
-STRUCTS: tuple[Any, ...] = ()
+#: the structs whose schemas are components of the document (under their class names)
+STRUCTS: tuple[Any, ...] = (*jobfields.STRUCTS,)
 
 
 def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
@@ -29,15 +30,32 @@ def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
     with ``null``), of a reference ``{"anyOf": [{"$ref"}, {"type": "null"}]}``; msgspec's own
     ``title``, empty ``required`` and implied ``"default": null`` are left out. A schema
     that carries a ``title`` of its own (``Meta(title=...)``) is a named component too, and
-    referenced where it appears."""
+    referenced where it appears. A struct's ``json_schema_extra`` (a class variable) adds the
+    rules between its members that a type cannot say (exactly one of…); a member's
+    ``extra_json_schema={"x-schema": …}`` is its whole schema, for members that refer to a
+    component no struct declares."""
     if not types:
         return {}
     _, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
+    extras = {t.__name__: getattr(t, "json_schema_extra", {}) for t in types}
     out: dict[str, Any] = {}
     for name, schema in components.items():
         schema.pop("title", None)
+        properties = schema.get("properties", {})
+        for key, prop in properties.items():
+            properties[key] = _property(prop)
+        schema.update(extras.get(name, {}))
         out[name] = _tidy(schema, out)
     return out
+
+
+def _property(node: dict[str, Any]) -> dict[str, Any]:
+    if "x-schema" in node:
+        whole: dict[str, Any] = node["x-schema"]
+        return whole
+    if node.get("default", 0) is None:  # msgspec's: absent means null, said by the type
+        del node["default"]
+    return node
 
 
 def _tidy(node: Any, named: dict[str, Any]) -> Any:
@@ -54,8 +72,6 @@ def _tidy(node: Any, named: dict[str, Any]) -> Any:
         return {"$ref": REF_TEMPLATE.format(name=title)}
     options = node.get("anyOf")
     if isinstance(options, list) and len(options) == 2 and options[1] == {"type": "null"}:
-        if node.get("default", 0) is None:
-            del node["default"]
         first = options[0]
         if "$ref" in first or ("type" not in first and "enum" not in first):
             if first == {}:  # any JSON value, null included
