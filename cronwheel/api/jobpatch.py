@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.api.fields import bad, reject_unknown, type_name
-from cronwheel.api.targets import TARGET_KINDS
-from cronwheel.api.validation import JOB_FIELDS, parse_job_body
+from cronwheel.api.validation import parse_job_body
 from cronwheel.core import notify as nt
+from cronwheel.core.jobfields import TARGET_KINDS, JobPatch, names
 from cronwheel.core.model import Job, JobSpec
 from cronwheel.obs.events import iso_ms
 
+#: what a patch may name: the members of a create body (``core.jobfields.JobPatch``)
+PATCH_FIELDS = names(JobPatch)
 #: members of a patch that replace each other: naming one removes the others from the job
 _EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
 #: objects a patch merges member by member (``{"env": {"A": null}}`` removes one variable)
@@ -71,8 +73,8 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
     if not isinstance(patch, dict):
         raise bad(None, f"the request body must be a JSON object, not {type_name(patch)}", status=400, code="invalid_body")
     if not patch:
-        raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(JOB_FIELDS))}", code="empty_patch")
-    reject_unknown(None, patch, JOB_FIELDS)
+        raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(PATCH_FIELDS))}", code="empty_patch")
+    reject_unknown(None, patch, PATCH_FIELDS)
     merged = job_body(job)
     for group in _EXCLUSIVE_GROUPS:
         if any(k in patch for k in group):

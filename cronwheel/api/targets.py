@@ -8,6 +8,19 @@ import re
 from typing import Any
 
 from cronwheel.api.fields import as_object, as_string, as_text, bad, reject_unknown
+from cronwheel.core import model
+from cronwheel.core.jobfields import (
+    ACCOUNT_PATTERN,
+    HEADER_NAME_PATTERN,
+    HTTP_METHODS,
+    PROCESS_FIELDS,
+    PYTHON_PATTERN,
+    QUEUE_PATTERN,
+    TARGET_KINDS,
+    HttpTarget,
+    RunAs,
+    names,
+)
 from cronwheel.core.limits import (
     MAX_ACCOUNT_NAME_CHARS,
     MAX_COMMAND_BYTES,
@@ -21,23 +34,18 @@ from cronwheel.core.limits import (
     MAX_STDIN_BYTES,
     MAX_URL_CHARS,
 )
-from cronwheel.core.model import JobSpec, RunAs
+from cronwheel.core.model import JobSpec
 from cronwheel.core.urls import http_url_problem
 
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-TARGET_KINDS = ("command", "http", "python", "queue")
-#: members of a job body that set up a command's process; env also travels to remote workers
-PROCESS_FIELDS = ("env", "runAs", "shell", "stdin")
-_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_PYTHON_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
-_QUEUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+_PYTHON_RE = re.compile(PYTHON_PATTERN)
+_QUEUE_RE = re.compile(QUEUE_PATTERN)
 #: the target of a body that names none (the minimal ``{ schedule, payload, retryPolicy,
 #: timeoutSec }``): its executions wait in this queue for remote workers
 DEFAULT_QUEUE = "default"
-_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_HEADER_NAME_RE = re.compile(HEADER_NAME_PATTERN)
+#: the document's pattern refuses the reserved prefix too; the server says why in words
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: POSIX portable user names (useradd's default check), "$" allowed last for machine accounts
-_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$")
+_ACCOUNT_RE = re.compile(ACCOUNT_PATTERN)
 
 
 def parse_target(data: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +93,7 @@ def parse_target_value(field: str, kind: str, value: Any) -> Any:
 
 def _parse_http(field: str, value: Any) -> dict[str, Any]:
     spec = as_object(field, value)
-    reject_unknown(field, spec, ("url", "method", "headers"))
+    reject_unknown(field, spec, names(HttpTarget))
     if spec.get("url") is None:
         raise bad(f"{field}.url", f"{field}.url is required")
     url = as_string(f"{field}.url", spec["url"])
@@ -165,21 +173,21 @@ def _parse_env(value: Any) -> dict[str, str]:
     return env
 
 
-def _parse_run_as(value: Any) -> RunAs:
+def _parse_run_as(value: Any) -> model.RunAs:
     raw = as_object("runAs", value)
-    reject_unknown("runAs", raw, ("user", "group"))
-    names: dict[str, str | None] = {"user": None, "group": None}
-    for key in names:
+    reject_unknown("runAs", raw, names(RunAs))
+    accounts: dict[str, str | None] = {"user": None, "group": None}
+    for key in accounts:
         if raw.get(key) is None:
             continue
         where = f"runAs.{key}"
         name = as_string(where, raw[key])
         if len(name) > MAX_ACCOUNT_NAME_CHARS or not _ACCOUNT_RE.match(name):
             raise bad(where, f"{where} must be a {key} name of 1 to {MAX_ACCOUNT_NAME_CHARS} letters, digits and _ . - (not {name[:100]!r})")
-        names[key] = name
-    user = names["user"]
+        accounts[key] = name
+    user = accounts["user"]
     if user is None:
         raise bad("runAs.user", "runAs.user is required")
-    return RunAs(user, names["group"])
+    return model.RunAs(user, accounts["group"])
 
 

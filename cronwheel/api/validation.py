@@ -4,7 +4,9 @@ misfire, jitter), scheduling beyond cron (calendars, active window, chains) and 
 notification rules. What it runs is ``api.targets``; a patch of one is ``api.jobpatch``.
 Pure: no HTTP, no I/O, no clock.
 
-Every refusal is a ``ValidationError`` (``api.fields``) that names the offending field.
+Every refusal is a ``ValidationError`` (``api.fields``) that names the offending field. The
+members a body may hold are those of ``core.jobfields.JobRequest`` (the OpenAPI document's
+``JobRequest``, generated from it).
 """
 
 from __future__ import annotations
@@ -26,10 +28,18 @@ from cronwheel.api.fields import (
     request_hash,
     type_name,
 )
-from cronwheel.api.targets import PROCESS_FIELDS, TARGET_KINDS, parse_process, parse_target
+from cronwheel.api.targets import parse_process, parse_target
 from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
+from cronwheel.core.jobfields import (
+    JOB_FIELDS,
+    JOB_ID_PATTERN,
+    RETRY_FIELDS,
+    TARGET_KINDS,
+    JobBatchRequest,
+    names,
+)
 from cronwheel.core.limits import (
     JITTER_SEC_RANGE,
     LEASE_SEC_RANGE,
@@ -67,22 +77,12 @@ from cronwheel.core.model import (
 #: the target of a job cronwheel watches but does not run (it has a window and no schedule)
 PING_TARGET: dict[str, Any] = {"ping": {}}
 
-JOB_FIELDS = frozenset(
-    {
-        "schedule", "runAt", "timezone", "name", *TARGET_KINDS, "target", "payload",
-        "retryPolicy", "timeoutSec", "leaseSec", "priority", "overlap", "misfire", "jitterSec",
-        "misfireGraceSec", "calendars", "activeFrom", "activeUntil", "onSuccess", "onFailure", *PROCESS_FIELDS,
-        "managedBy",
-        "notify", "expectSuccessWithin",
-    }
-)
-RETRY_FIELDS = ("maxAttempts", "initialBackoffSec", "maxBackoffSec", "multiplier", "jitter")
 
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
 #: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
+JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 
 
 # ---------------------------------------------------------------- POST /v1/jobs
@@ -268,7 +268,7 @@ def parse_job_batch(body: Any, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> 
     invalid job refuses the batch, its error naming it (``jobs[3].schedule``)."""
     if not isinstance(body, dict):
         raise bad(None, f"the request body must be a JSON object, not {type_name(body)}", status=400, code="invalid_body")
-    reject_unknown(None, body, ("jobs",))
+    reject_unknown(None, body, names(JobBatchRequest))
     jobs = body.get("jobs")
     if not isinstance(jobs, list) or not 1 <= len(jobs) <= MAX_BATCH_JOBS:
         got = f"{len(jobs)} jobs" if isinstance(jobs, list) else type_name(jobs)

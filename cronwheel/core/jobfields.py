@@ -18,13 +18,14 @@ from msgspec import Meta
 
 from cronwheel.core import limits as lim
 from cronwheel.core import model
+from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
 
 #: what a JSON Schema ``pattern`` (a search) needs to find in a string that is not blank
 NOT_BLANK = r"[^\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _NOT_BLANK_NOR_NUL = NOT_BLANK.replace("[^", "[^\\u0000", 1)
 #: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
-CALENDAR_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+CALENDAR_NAME_PATTERN = CALENDAR_NAME_RE.pattern
 QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 PYTHON_PATTERN = rf"^{_DOTTED}:{_DOTTED}$"
@@ -179,14 +180,14 @@ class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 
     json_schema_extra: ClassVar[dict[str, Any]] = _JOB_RULES
 
+    name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
+                              description="Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.")] | None = None
     schedule: Annotated[str, Meta(min_length=1, max_length=lim.MAX_SCHEDULE_CHARS, pattern=NOT_BLANK, examples=["0 * * * *", "H H * * *", "@every 5m", "+90s"], extra_json_schema={"format": "schedule"},
                                   description="Cron (5 or 6 fields, `H` for a hashed offset), `@every 5m`, a macro (`@hourly`…); an RFC 3339 instant or `+DURATION` makes a one-off. Format `schedule`: what `cronwheel next` parses, firing at least once after now (a one-off: an instant in 1970..9899); anything else is 400 `invalid_schedule`.")] | None = None
     run_at: Annotated[str, Meta(min_length=1, max_length=lim.MAX_SCHEDULE_CHARS, pattern=NOT_BLANK, examples=["2026-11-29T23:00:00Z"], extra_json_schema={"format": "instant-or-delay"},
                                 description="One-off: an RFC 3339 instant with a UTC offset, or `+DURATION` from now (format `instant-or-delay`), in 1970..9899; else 400 `invalid_schedule`.")] | None = None
     timezone: Annotated[str, Meta(min_length=1, max_length=lim.MAX_TIMEZONE_CHARS, extra_json_schema={"format": "time-zone", "default": _NOW_DEFAULT},
                                   description="IANA zone the schedule is evaluated in (format `time-zone`: a name the server's tz database knows; else 400 `invalid_timezone`).")] | None = None
-    name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
-                              description="Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.")] | None = None
     command: Command | None = None
     http: HttpTarget | None = None
     python: PythonRef | None = None
@@ -259,5 +260,9 @@ TARGET_KINDS = names(Target)
 RETRY_FIELDS = names(RetryPolicy)
 #: members of a job body that set up a command's process; env also travels to remote workers
 PROCESS_FIELDS = ("env", "runAs", "shell", "stdin")
+#: the members of a job body that a job's answer carries back under the same name and that a
+#: body recreating the job may hold (the target is the answer's ``target``; calendars, chains,
+#: managedBy and notify are exported with care of their own, or not at all)
+CARRIED_BACK = tuple(k for k in JOB_FIELDS if k not in (*TARGET_KINDS, "target", "calendars", "onSuccess", "onFailure", "managedBy", "notify"))
 #: the structs of a job body, for the OpenAPI document (``api/openapi.py``)
 STRUCTS: tuple[type[msgspec.Struct], ...] = (JobRequest, JobItem, JobPatch, JobBatchRequest, Target, HttpTarget, RetryPolicy, RunAs)
