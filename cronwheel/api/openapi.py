@@ -15,13 +15,14 @@ from typing import Any
 
 import msgspec
 
+from cronwheel.api import schema
 from cronwheel.api.openapi_components import RESPONSES, SCHEMAS, SECURITY_SCHEMES
 from cronwheel.api.openapi_paths import INFO, OPENAPI_VERSION, PATHS, SECURITY, SERVERS
 from cronwheel.core import jobfields
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 #: the structs whose schemas are components of the document (under their class names)
-STRUCTS: tuple[Any, ...] = (*jobfields.STRUCTS,)
+STRUCTS: tuple[Any, ...] = (*jobfields.STRUCTS, *schema.STRUCTS)
 
 
 def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
@@ -39,13 +40,13 @@ def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
     _, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
     extras = {t.__name__: getattr(t, "json_schema_extra", {}) for t in types}
     out: dict[str, Any] = {}
-    for name, schema in components.items():
-        schema.pop("title", None)
-        properties = schema.get("properties", {})
+    for name, component in components.items():
+        component.pop("title", None)
+        properties = component.get("properties", {})
         for key, prop in properties.items():
             properties[key] = _property(prop)
-        schema.update(extras.get(name, {}))
-        out[name] = _tidy(schema, out)
+        component.update(extras.get(name, {}))
+        out[name] = _tidy(component, out)
     return out
 
 
@@ -66,6 +67,8 @@ def _tidy(node: Any, named: dict[str, Any]) -> Any:
     node = {k: _tidy(v, named) for k, v in node.items()}
     if node.get("required") == []:
         del node["required"]
+    if "x-enum" in node:  # a Literal's choices in their declared order (core.jobfields.ordered)
+        node["enum"] = node.pop("x-enum")
     title = node.pop("title", None)
     if title is not None:  # a named component other than a struct: hoisted and referenced
         named[title] = node

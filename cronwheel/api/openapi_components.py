@@ -284,23 +284,6 @@ SCHEMAS: dict[str, Any] = {
                                            "next": {"type": ["string", "null"]},
                                        },
                      },
-    "LeaseRequest": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["workerId", "leaseEpoch"],
-                        "properties": {
-                                          "workerId": {
-                                                          "type": "string",
-                                                          "minLength": 1,
-                                                          "maxLength": 200,
-                                                      },
-                                          "leaseEpoch": {
-                                                            "type": "integer",
-                                                            "minimum": 0,
-                                                            "maximum": 9223372036854775807,
-                                                        },
-                                      },
-                    },
     "HeartbeatResponse": {
                              "type": "object",
                              "required": ["extendUntil"],
@@ -312,44 +295,6 @@ SCHEMAS: dict[str, Any] = {
                                                "leaseEpoch": {"type": "integer"},
                                            },
                          },
-    "CompleteRequest": {
-                           "type": "object",
-                           "additionalProperties": False,
-                           "required": ["workerId", "leaseEpoch", "outcome"],
-                           "properties": {
-                                             "workerId": {
-                                                             "type": "string",
-                                                             "minLength": 1,
-                                                             "maxLength": 200,
-                                                         },
-                                             "leaseEpoch": {
-                                                               "type": "integer",
-                                                               "minimum": 0,
-                                                               "maximum": 9223372036854775807,
-                                                           },
-                                             "outcome": {
-                                                            "type": "string",
-                                                            "enum": [
-                                                                        "succeeded",
-                                                                        "failed",
-                                                                        "timed_out",
-                                                                    ],
-                                                        },
-                                             "exitCode": {
-                                                             "type": ["integer", "null"],
-                                                             "minimum": -2147483648,
-                                                             "maximum": 2147483647,
-                                                         },
-                                             "error": {
-                                                          "type": ["string", "null"],
-                                                          "description": "Kept up to its last 8 KiB. `null`: none.",
-                                                      },
-                                             "output": {
-                                                           "type": ["string", "null"],
-                                                           "description": "Kept up to its last 64 KiB. `null`: none.",
-                                                       },
-                                         },
-                       },
     "CompleteResponse": {
                             "type": "object",
                             "required": ["status", "availableAt"],
@@ -370,29 +315,6 @@ SCHEMAS: dict[str, Any] = {
                                                              },
                                           },
                         },
-    "EffectRequest": {
-                         "type": "object",
-                         "additionalProperties": False,
-                         "required": ["workerId", "leaseEpoch", "key"],
-                         "properties": {
-                                           "workerId": {
-                                                           "type": "string",
-                                                           "minLength": 1,
-                                                           "maxLength": 200,
-                                                       },
-                                           "leaseEpoch": {
-                                                             "type": "integer",
-                                                             "minimum": 0,
-                                                             "maximum": 9223372036854775807,
-                                                         },
-                                           "key": {
-                                                      "type": "string",
-                                                      "minLength": 1,
-                                                      "maxLength": 1024,
-                                                      "description": "Idempotency key of the side effect, unique per execution.",
-                                                  },
-                                       },
-                     },
     "EffectResponse": {
                           "type": "object",
                           "required": ["recorded", "duplicate"],
@@ -856,43 +778,6 @@ SCHEMAS: dict[str, Any] = {
                                                  },
                                    },
                  },
-    "ClaimRequest": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["workerId", "queues"],
-                        "properties": {
-                                          "workerId": {
-                                                          "type": "string",
-                                                          "minLength": 1,
-                                                          "maxLength": 200,
-                                                          "description": "The remote worker's stable id; heartbeats and completions name it too.",
-                                                      },
-                                          "queues": {
-                                                        "type": "array",
-                                                        "minItems": 1,
-                                                        "maxItems": 100,
-                                                        "items": {
-                                                                     "type": "string",
-                                                                     "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,99}$",
-                                                                 },
-                                                        "description": "Duplicates are taken once.",
-                                                    },
-                                          "max": {
-                                                     "type": ["integer", "null"],
-                                                     "minimum": 1,
-                                                     "maximum": 100,
-                                                     "default": 1,
-                                                     "description": "At most this many executions. Null: absent (1).",
-                                                 },
-                                          "waitSec": {
-                                                         "type": ["number", "null"],
-                                                         "minimum": 0,
-                                                         "maximum": 30,
-                                                         "default": 0,
-                                                         "description": "Long poll: with nothing to take, wait up to this long for an execution of these queues. Null: absent (0).",
-                                                     },
-                                      },
-                    },
     "Grant": {
                  "type": "object",
                  "description": "An execution leased to the caller: run it, heartbeat every leaseSec/4 with its leaseEpoch, complete it; a 409 means abort at once.",

@@ -36,6 +36,13 @@ ACCOUNT_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$"
 _URL_CHAR = r"[^\u0000-\u001f\u007f-\u009f \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://" + _URL_CHAR.replace("[^", "[^/?#:", 1) + _URL_CHAR + "*$"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+#: a pattern in words, for refusals: "queue must be {words}, not '-x'"
+PATTERN_WORDS = {
+    QUEUE_PATTERN: "1 to 100 characters of letters, digits and _ . - (starting with a letter or digit)",
+    PYTHON_PATTERN: "a callable named as module:function (e.g. myapp.tasks:cleanup)",
+    JOB_ID_PATTERN: "a job id",
+    CALENDAR_NAME_PATTERN: "a calendar name",
+}
 
 _COMMAND_DOC = "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's)."
 Command = Annotated[str, Meta(min_length=1, max_length=lim.MAX_COMMAND_BYTES, pattern=f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$", description=_COMMAND_DOC)]
@@ -43,8 +50,14 @@ PythonRef = Annotated[str, Meta(max_length=500, pattern=PYTHON_PATTERN, descript
 Queue = Annotated[str, Meta(pattern=QUEUE_PATTERN, description="A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.")]
 
 
+def ordered(values: tuple[str, ...]) -> Meta:
+    """The choices of a ``Literal`` in the order given: msgspec sorts them, so the document
+    takes them from ``x-enum`` (``api/openapi.py``), and so do refusals."""
+    return Meta(extra_json_schema={"type": "string", "x-enum": list(values)})
+
+
 def _choice(values: tuple[Any, ...], default: Any) -> Meta:
-    """An enum in the order given (msgspec sorts a ``Literal``'s), with its default."""
+    """An enum in the order given, with its default."""
     return Meta(extra_json_schema={"type": "string", "enum": list(values), "default": default})
 
 
