@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
@@ -24,7 +24,7 @@ T = TypeVar("T", bound=msgspec.Struct)
 
 #: how a refusal words the type msgspec expected
 _EXPECTED = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "an array", dict: "an object"}
-_AT = re.compile(r" - at `(?:(key) in )?`?\$(.*?)`?$")
+_AT = re.compile(r" - at `(?:(key)` in `)?\$(.*?)`$")
 _PART = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 
 
@@ -49,6 +49,8 @@ class Member:
                 break
         self.type = tp
         self.base: Any = get_origin(tp) or tp
+        if self.base is Literal:  # its choices' type: a refusal says "must be a string"
+            self.base = type(get_args(tp)[0])
 
     def meta(self, name: str) -> Any:
         for m in self.metas:
@@ -180,9 +182,13 @@ def refusal(root: Member, value: Any, message: str, where: str | None, statuses:
         key = _bad_key(member, got)
         field = field_name(where, [*parts, key if key is not None else ""]) or ""
         status, code = statuses.get(field_name(None, parts) or "", (422, "invalid_field"))
-        return ValidationError(field, f"{field_name(where, parts)}: {str(key)[:100]!r} is not a valid name", status=status, code=code)
+        key_member = Member(get_args(member.type)[0]) if len(get_args(member.type)) == 2 else member
+        words = PATTERN_WORDS.get(key_member.meta("pattern"), "a valid name")
+        return ValidationError(field, f"{field_name(where, parts)}: {str(key)[:100]!r} is not {words}", status=status, code=code)
     field = field_name(where, parts) or ""
-    status, code = statuses.get(field_name(None, parts) or "", (422, "invalid_field"))
+    # a member of the wrong type is always 422; what breaks a rule of its own may be otherwise
+    wrong_type = missing or ", got `" in message
+    status, code = (422, "invalid_field") if wrong_type else statuses.get(field_name(None, parts) or "", (422, "invalid_field"))
     return ValidationError(field, _words(member, got, field, message, bool(missing)), status=status, code=code)
 
 
@@ -201,8 +207,10 @@ def _words(member: Member, got: Any, field: str, message: str, missing: bool) ->
     lo, hi = member.meta("min_length"), member.meta("max_length")
     size = len(got) if isinstance(got, str | list | dict) else 0
     if member.base is str:
+        span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}"
+        if isinstance(got, str) and not got.strip():
+            return f"{field} must be {span} characters and not blank" if hi is not None else f"{field} must be text that is not blank"
         if (lo is not None and size < lo) or (hi is not None and size > hi):
-            span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}"
             return f"{field} must be {span} characters"
         pattern = member.meta("pattern")
         return f"{field} must be {PATTERN_WORDS.get(pattern, f'text matching {pattern}')}, not {str(got)[:100]!r}"

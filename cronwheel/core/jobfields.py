@@ -11,7 +11,7 @@ JSON body of one, not ``core.model.RetryPolicy`` (the policy itself).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -36,29 +36,24 @@ ACCOUNT_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$"
 _URL_CHAR = r"[^\u0000-\u001f\u007f-\u009f \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://" + _URL_CHAR.replace("[^", "[^/?#:", 1) + _URL_CHAR + "*$"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-#: a pattern in words, for refusals: "queue must be {words}, not '-x'"
-PATTERN_WORDS = {
-    QUEUE_PATTERN: "1 to 100 characters of letters, digits and _ . - (starting with a letter or digit)",
-    PYTHON_PATTERN: "a callable named as module:function (e.g. myapp.tasks:cleanup)",
-    JOB_ID_PATTERN: "a job id",
-    CALENDAR_NAME_PATTERN: "a calendar name",
-}
+PRINTABLE_ASCII = r"^[\u0020-\u007e]*$"
 
 _COMMAND_DOC = "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's)."
-Command = Annotated[str, Meta(min_length=1, max_length=lim.MAX_COMMAND_BYTES, pattern=f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$", description=_COMMAND_DOC)]
+COMMAND_PATTERN = f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$"
+SHELL_PATTERN = f"^/(?:[^\\u0000]*{_NOT_BLANK_NOR_NUL})?$"
+HEADER_VALUE_PATTERN = r"^[^\r\n\u0000]*$"
+Command = Annotated[str, Meta(min_length=1, max_length=lim.MAX_COMMAND_BYTES, pattern=COMMAND_PATTERN, description=_COMMAND_DOC)]
 PythonRef = Annotated[str, Meta(max_length=500, pattern=PYTHON_PATTERN, description="`module:function`, at most 500 characters.")]
 Queue = Annotated[str, Meta(pattern=QUEUE_PATTERN, description="A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.")]
 
 
-def ordered(values: tuple[str, ...]) -> Meta:
-    """The choices of a ``Literal`` in the order given: msgspec sorts them, so the document
-    takes them from ``x-enum`` (``api/openapi.py``), and so do refusals."""
-    return Meta(extra_json_schema={"type": "string", "x-enum": list(values)})
-
-
-def _choice(values: tuple[Any, ...], default: Any) -> Meta:
-    """An enum in the order given, with its default."""
-    return Meta(extra_json_schema={"type": "string", "enum": list(values), "default": default})
+def ordered(values: tuple[str, ...], default: str | None = None) -> Meta:
+    """The choices of a ``Literal`` in the order given (and its default): msgspec sorts them,
+    so the document takes them from ``x-enum`` (``api/openapi.py``), and so do refusals."""
+    extra: dict[str, Any] = {"type": "string", "x-enum": list(values)}
+    if default is not None:
+        extra["default"] = default
+    return Meta(extra_json_schema=extra)
 
 
 class HttpTarget(msgspec.Struct, forbid_unknown_fields=True):
@@ -66,9 +61,10 @@ class HttpTarget(msgspec.Struct, forbid_unknown_fields=True):
 
     url: Annotated[str, Meta(max_length=lim.MAX_URL_CHARS, pattern=HTTP_URL_PATTERN, extra_json_schema={"format": "http-url"},
                              description="An absolute http:// or https:// URL with a host, at most 8192 characters, no spaces or control characters (format `http-url`: what Python's `urllib.parse.urlsplit` takes, with a valid port).")]
-    method: Annotated[str, _choice(HTTP_METHODS, "GET"), Meta(description="Upper case, or any case of these (sent upper case).")] | None = None
+    #: any case is taken (the server upper-cases it): a choice the server checks, not msgspec
+    method: Annotated[str, ordered(HTTP_METHODS, "GET"), Meta(description="Upper case, or any case of these (sent upper case).")] | None = None
     headers: Annotated[dict[Annotated[str, Meta(max_length=lim.MAX_HEADER_NAME_CHARS, pattern=HEADER_NAME_PATTERN)],
-                            Annotated[str, Meta(max_length=lim.MAX_HEADER_VALUE_CHARS, pattern=r"^[^\r\n\u0000]*$")]],
+                            Annotated[str, Meta(max_length=lim.MAX_HEADER_VALUE_CHARS, pattern=HEADER_VALUE_PATTERN)]],
                        Meta(max_length=lim.MAX_HEADERS)] | None = None
 
 
@@ -127,14 +123,18 @@ class RunAs(msgspec.Struct, forbid_unknown_fields=True):
     group: Annotated[str, _ACCOUNT] | None = None
 
 
-_ENV_NAME = Annotated[str, Meta(pattern=ENV_NAME_PATTERN, max_length=lim.MAX_ENV_NAME_CHARS)]
-_ENV_VALUE = Annotated[str, Meta(pattern=r"^[^\u0000]*$")]
-Env = Annotated[dict[_ENV_NAME, _ENV_VALUE], Meta(title="Env", max_length=lim.MAX_ENV_VARS, description=(
+# an env's names, values and size are the server's checks (api/targets.py), which say which
+# rule a variable breaks (a reserved name, a NUL, the bytes of them all): the document states
+# them, msgspec only takes text
+_ENV_NAME = Annotated[str, Meta(extra_json_schema={"pattern": ENV_NAME_PATTERN, "maxLength": lim.MAX_ENV_NAME_CHARS})]
+_NO_NUL = r"^[^\u0000]*$"
+_ENV_VALUE = Annotated[str, Meta(extra_json_schema={"pattern": _NO_NUL})]
+Env = Annotated[dict[_ENV_NAME, _ENV_VALUE], Meta(title="Env", extra_json_schema={"maxProperties": lim.MAX_ENV_VARS}, description=(
     "Variables added to a command's environment (over the daemon's; names starting `CRONWHEEL_` are reserved for the run's own). "
     "Names are letters, digits and `_`, not starting with a digit, at most 128 characters; values are text without NUL; at most 32 KiB in all (413 beyond). "
     "Command and queue targets only (a remote worker receives them with each claim)."))]
-EnvPatch = Annotated[dict[_ENV_NAME, Annotated[str, Meta(pattern=r"^[^\u0000]*$", extra_json_schema={"type": ["string", "null"]})] | None],
-                     Meta(title="EnvPatch", max_length=lim.MAX_ENV_VARS,
+EnvPatch = Annotated[dict[_ENV_NAME, Annotated[str, Meta(extra_json_schema={"pattern": _NO_NUL, "type": ["string", "null"]})] | None],
+                     Meta(title="EnvPatch", extra_json_schema={"maxProperties": lim.MAX_ENV_VARS},
                           description="An `env` in a patch: each variable named replaces the job's, `null` removes it.")]
 
 _NOTIFY_SCHEMA = {
@@ -185,6 +185,11 @@ _JOB_RULES: dict[str, Any] = {
     },
 }
 _NOW_DEFAULT = "UTC"
+#: the choices of the policies, in the model's order (a Literal states them for msgspec and
+#: mypy; a unit test keeps the two equal)
+PRIORITIES = tuple(p.label for p in model.Priority)
+OVERLAPS = tuple(p.value for p in model.OverlapPolicy)
+MISFIRES = tuple(p.value for p in model.MisfirePolicy)
 _DEADMAN_AND_TARGETS = "`runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{\"ping\": {}}`)."
 
 
@@ -210,17 +215,18 @@ class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     retry_policy: RetryPolicy | None = None
     timeout_sec: Annotated[float, _ranged(lim.TIMEOUT_SEC_RANGE, model.DEFAULT_TIMEOUT_SEC)] | None = None
     lease_sec: Annotated[float, _ranged(lim.LEASE_SEC_RANGE, model.DEFAULT_LEASE_SEC)] | None = None
-    priority: Annotated[str, _choice(tuple(p.label for p in model.Priority), model.Priority.DEFAULT.label)] | None = None
-    overlap: Annotated[str, _choice(tuple(p.value for p in model.OverlapPolicy), model.OverlapPolicy.ALLOW.value)] | None = None
-    misfire: Annotated[str, _choice(tuple(p.value for p in model.MisfirePolicy), model.MisfirePolicy.RUN_ONCE.value)] | None = None
+    priority: Annotated[Literal["high", "default", "batch"], ordered(PRIORITIES, model.Priority.DEFAULT.label)] | None = None
+    overlap: Annotated[Literal["allow", "forbid", "replace"], ordered(OVERLAPS, model.OverlapPolicy.ALLOW.value)] | None = None
+    misfire: Annotated[Literal["run_once", "skip", "run_all"], ordered(MISFIRES, model.MisfirePolicy.RUN_ONCE.value)] | None = None
     jitter_sec: Annotated[int, _ranged(lim.JITTER_SEC_RANGE, 0)] | None = None
     misfire_grace_sec: Annotated[int, Meta(ge=lim.MISFIRE_GRACE_SEC_RANGE[0], le=lim.MISFIRE_GRACE_SEC_RANGE[1], extra_json_schema={"default": None},
                                            description="How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s.")] | None = None
     env: Env | None = None
     run_as: RunAs | None = None
-    shell: Annotated[str, Meta(max_length=lim.MAX_SHELL_BYTES, pattern=f"^/(?:[^\\u0000]*{_NOT_BLANK_NOR_NUL})?$", examples=["/bin/bash"],
+    shell: Annotated[str, Meta(max_length=lim.MAX_SHELL_BYTES, pattern=SHELL_PATTERN, examples=["/bin/bash"],
                                description="Command targets: the shell that runs the command as `SHELL -c COMMAND` (a crontab's `SHELL=`); default `/bin/sh`. An absolute path. No NUL, no trailing space; at most 4096 bytes as UTF-8.")] | None = None
-    stdin: Annotated[str, Meta(max_length=lim.MAX_STDIN_BYTES,
+    # its limit is in bytes (413 beyond, api/targets.py): characters bound them from above
+    stdin: Annotated[str, Meta(extra_json_schema={"maxLength": lim.MAX_STDIN_BYTES},
                                description="Command targets: the command's standard input (a crontab's text after `%`), at most 64 KiB of UTF-8 (413 beyond); default: the payload as JSON and a newline.")] | None = None
     calendars: Annotated[list[Annotated[str, Meta(pattern=CALENDAR_NAME_PATTERN)]], Meta(max_length=lim.MAX_JOB_CALENDARS,
                          description="Names of the tenant's calendars whose excluded days and windows this job observes, read in its `timezone`; an excluded tick is recorded SKIPPED with reason `calendar: NAME`. Unknown names are refused (422 `unknown_reference`).")] | None = None
@@ -241,7 +247,7 @@ class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 class JobItem(JobRequest):
     """A `POST /v1/jobs` body plus its own `idempotencyKey`. `runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{"ping": {}}`)."""
 
-    idempotency_key: Annotated[str, Meta(min_length=1, max_length=lim.MAX_IDEMPOTENCY_KEY_CHARS, pattern=r"^[\u0020-\u007e]*$",
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=lim.MAX_IDEMPOTENCY_KEY_CHARS, pattern=PRINTABLE_ASCII,
                                          description="1 to 200 printable ASCII characters, unique within the batch (422 for a repeat).")] | None = None
 
 
@@ -259,6 +265,23 @@ class JobPatch(JobRequest):
 
 class JobBatchRequest(msgspec.Struct, forbid_unknown_fields=True):
     jobs: Annotated[list[JobItem], Meta(min_length=1, max_length=lim.MAX_BATCH_JOBS)]
+
+
+#: a pattern in words, for refusals: "queue must be {words}, not '-x'"
+PATTERN_WORDS = {
+    QUEUE_PATTERN: "1 to 100 characters of letters, digits and _ . - (starting with a letter or digit)",
+    PYTHON_PATTERN: "a callable named as module:function (e.g. myapp.tasks:cleanup)",
+    JOB_ID_PATTERN: "a job id",
+    CALENDAR_NAME_PATTERN: "a calendar name",
+    HEADER_NAME_PATTERN: "a valid header name",
+    ACCOUNT_PATTERN: "a user name or group name of letters, digits and _ . - (a $ may end it)",
+    HTTP_URL_PATTERN: "an absolute http:// or https:// URL with a host, without spaces or control characters",
+    HEADER_VALUE_PATTERN: "text without CR, LF or NUL",
+    COMMAND_PATTERN: "text that is not blank, without NUL characters",
+    SHELL_PATTERN: "an absolute path (e.g. /bin/bash) without NUL or trailing spaces",
+    NOT_BLANK: "text that is not blank",
+    PRINTABLE_ASCII: "printable ASCII characters",
+}
 
 
 def names(struct: type[msgspec.Struct]) -> tuple[str, ...]:
