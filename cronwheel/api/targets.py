@@ -60,7 +60,7 @@ def _target_value(field: str, value: str | HttpTarget) -> Any:
     if isinstance(value, HttpTarget):
         return _parse_http(field, value)
     if field.endswith("command"):
-        size = len(value.encode("utf-8", "surrogatepass"))
+        size = len(as_text(field, value).encode())
         if size > MAX_COMMAND_BYTES:
             raise bad(field, f"{field} is {size} bytes; the limit is {MAX_COMMAND_BYTES} bytes")
     return value
