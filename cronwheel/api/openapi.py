@@ -64,7 +64,7 @@ def _tidy(node: Any, named: dict[str, Any]) -> Any:
         return [_tidy(x, named) for x in node]
     if not isinstance(node, dict):
         return node
-    node = {k: _tidy(v, named) for k, v in node.items()}
+    node = {k: _members(v, named) if k in ("properties", "dependentSchemas") else _tidy(v, named) for k, v in node.items()}
     if node.get("required") == []:
         del node["required"]
     if "x-enum" in node:  # a Literal's choices in their declared order (core.jobfields.ordered)
@@ -89,6 +89,13 @@ def _tidy(node: Any, named: dict[str, Any]) -> Any:
         merged.update({k: v for k, v in node.items() if k != "anyOf"})
         return merged
     return node
+
+
+def _members(node: Any, named: dict[str, Any]) -> Any:
+    """A map of names to schemas (``properties``): its keys are names, not keywords."""
+    if not isinstance(node, dict):
+        return node
+    return {k: _tidy(v, named) for k, v in node.items()}
 
 
 def document() -> dict[str, Any]:

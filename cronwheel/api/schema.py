@@ -1,17 +1,24 @@
 """The HTTP-only bodies as msgspec structs: a remote worker's calls (claim, heartbeat, complete,
-effects). The API decodes them with these (``api/decode.py``) and the OpenAPI document's
-components of the same names are generated from them (``api/openapi.py``). A job's body is
-``core/jobfields.py``: the CLI and the job files need it too. Pure: no HTTP, no I/O."""
+effects), which the API decodes with these (``api/decode.py``), and the answers it builds from
+them: a job, an execution, their pages, the dead-man's window, a problem. The OpenAPI
+document's components of the same names are generated from them (``api/openapi.py``). A
+job's body is ``core/jobfields.py``: the CLI and the job files need it too. Pure: no HTTP, no
+I/O.
+
+An answer's member that is not always there, or that the document does not list as required,
+is ``| UnsetType = UNSET``: msgspec leaves it out of ``required`` (and of the JSON when unset).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from cronwheel.core import limits as lim
-from cronwheel.core.jobfields import QUEUE_PATTERN, ordered
+from cronwheel.core.jobfields import PRIORITIES, QUEUE_PATTERN, ordered
+from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, MisfirePolicy, OverlapPolicy
 from cronwheel.core.records import Outcome
 
 _WORKER_ID = Annotated[str, Meta(min_length=1, max_length=lim.MAX_WORKER_ID_CHARS)]
@@ -44,4 +51,156 @@ class EffectRequest(LeaseRequest):
     key: Annotated[str, Meta(min_length=1, max_length=lim.MAX_EFFECT_KEY_CHARS, description="Idempotency key of the side effect, unique per execution.")]
 
 
-STRUCTS: tuple[type[msgspec.Struct], ...] = (ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest)
+# ---------------------------------------------------------------- answers
+
+
+def ref(name: str, *, nullable: bool = False, description: str | None = None) -> Meta:
+    """A member whose schema is a reference to a component (``oneOf`` it or null)."""
+    target: dict[str, Any] = {"$ref": f"#/components/schemas/{name}"}
+    schema: dict[str, Any] = {"oneOf": [target, {"type": "null"}]} if nullable else target
+    if description is not None:
+        schema["description"] = description
+    return Meta(extra_json_schema={"x-schema": schema})
+
+
+Instant = Annotated[str, Meta(extra_json_schema={"format": "date-time"})]
+_NOT_SHOWN: Any = UNSET
+
+
+class Window(msgspec.Struct, rename="camel"):
+    json_schema_extra: ClassVar[dict[str, Any]] = {"type": ["object", "null"]}
+
+    deadline: Instant | None
+    overdue: Annotated[bool, Meta(description="A deadline passed with no success since.")]
+    overdue_since: Instant | None
+
+
+_ORIGIN_DOC = (
+    "Why the execution exists: schedule (its tick came due), catch_up (it stands for ticks missed while no scheduler ran, per the job's misfire policy), "
+    "manual (a trigger), replay (replayed from the dead-letter queue), backfill (a past tick run on request), chain (started by a parent job's execution), "
+    "ping (a run reported by a job that runs elsewhere). The dispatch-lag SLO counts only first attempts of schedule executions."
+)
+
+
+class Execution(msgspec.Struct, rename="camel", kw_only=True):
+    execution_id: str
+    job_id: str | UnsetType = UNSET
+    tenant: str | UnsetType = UNSET
+    status: Annotated[str, ordered(tuple(s.value for s in ExecStatus))]
+    priority: Annotated[str, ordered(PRIORITIES)] | UnsetType = UNSET
+    scheduled_at: Instant | UnsetType = UNSET
+    attempt: int | UnsetType = UNSET
+    max_attempts: int | UnsetType = UNSET
+    lease_epoch: Annotated[int, Meta(description="The fencing token: +1 on every hand-out to a worker.")]
+    worker_id: str | UnsetType | None = UNSET
+    lease_until: Instant | UnsetType | None = UNSET
+    available_at: Instant | UnsetType | None = UNSET
+    created_at: Instant | UnsetType | None = UNSET
+    started_at: Instant | None
+    finished_at: Instant | None
+    lag_ms: Annotated[int, Meta(description="startedAt - scheduledAt. Only first attempts of executions whose origin is schedule count as dispatch lag in the SLO (metrics, status, the dashboard's chart).")] | UnsetType | None = UNSET
+    exit_code: int | UnsetType | None = UNSET
+    error: str | UnsetType | None = UNSET
+    reason: str | UnsetType | None = UNSET
+    queue: Annotated[str, Meta(description="The queue of a queue target (claimed by remote workers), else null.")] | UnsetType | None = UNSET
+    origin: Annotated[str, ordered(tuple(o.value for o in ExecOrigin)), Meta(description=_ORIGIN_DOC)] | UnsetType = UNSET
+    context: Annotated[Any, ref("ExecutionContext")] = _NOT_SHOWN
+    output: Annotated[str, Meta(description="Tail of stdout/stderr; only on GET /v1/executions/{executionId}.")] | UnsetType | None = UNSET
+
+
+_PING_TARGET = {
+    "type": "object", "additionalProperties": False, "required": ["ping"], "properties": {"ping": {"type": "object", "maxProperties": 0}},
+    "description": "A watched job, run elsewhere, that reports its runs by pings.",
+}  # fmt: skip
+_STATUS_DOC = (
+    "ACTIVE: scheduled at `nextRunAt`; with no `nextRunAt` (a one-off once claimed), waiting for its executions to end. PAUSED: not scheduled. "
+    "CANCELLED: for good. SUCCEEDED / FAILED: no further run, and the last execution to end succeeded / did not (went DEAD, or its tick was skipped); "
+    "a DLQ replay, a trigger or an update with a new instant makes it ACTIVE again. docs/state-machine.md has the diagram."
+)
+_LAST_RUN_DOC = (
+    "The job's \"last result\": its execution with the latest tick among those that started (RUNNING, RETRY_WAIT, or ended after a start), "
+    "without its output. Ticks claimed ahead (PENDING) and executions cancelled or skipped before a start never count; null when there is none "
+    "(never ran, or its history was pruned or purged)."
+)
+_WARNINGS_DOC = (
+    "In the answer of a PATCH that sets `notify` only: Present when something accepted will not work as it stands, each naming its field: "
+    "an email rule on a daemon with no mail transport (start it with --smtp-url or --sendmail; its notifications are retried, then dead-lettered, until then)."
+)
+_GRACE_DOC = (
+    "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. "
+    "null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s."
+)
+
+
+# A job as the API answers it (``api/jobjson.py`` fills it): the members of its create body
+# (``core.jobfields``) as they stand, its target under ``target``, and what the scheduler keeps
+# (status, next run, bucket, window, last run). No docstring: it would be the document's text.
+class Job(msgspec.Struct, rename="camel", kw_only=True):
+    job_id: str
+    name: str | UnsetType | None = UNSET
+    tenant: str | UnsetType = UNSET
+    status: Annotated[str, ordered(tuple(s.value for s in JobStatus)), Meta(description=_STATUS_DOC)]
+    schedule: str | None
+    run_at: Instant | None
+    timezone: str
+    next_run_at: Instant | None
+    target: Annotated[Any, Meta(extra_json_schema={"x-schema": {"oneOf": [{"$ref": "#/components/schemas/Target"}, _PING_TARGET]}})]
+    payload: Any = _NOT_SHOWN
+    retry_policy: Annotated[Any, ref("RetryPolicy")] = _NOT_SHOWN
+    timeout_sec: float | UnsetType = UNSET
+    lease_sec: float | UnsetType = UNSET
+    priority: Annotated[str, ordered(PRIORITIES)] | UnsetType = UNSET
+    overlap: Annotated[str, ordered(tuple(p.value for p in OverlapPolicy))] | UnsetType = UNSET
+    misfire: Annotated[str, ordered(tuple(p.value for p in MisfirePolicy))] | UnsetType = UNSET
+    jitter_sec: int | UnsetType = UNSET
+    misfire_grace_sec: Annotated[int, Meta(description=_GRACE_DOC)] | UnsetType | None = UNSET
+    notify: Annotated[Any, Meta(extra_json_schema={"x-schema": {"type": "array", "items": {"$ref": "#/components/schemas/NotifyRuleAnswer"}}})] = _NOT_SHOWN
+    expect_success_within: str | UnsetType | None = UNSET
+    window: Annotated[Any, ref("Window")] = _NOT_SHOWN
+    env: Annotated[Any, ref("Env")] = _NOT_SHOWN
+    run_as: Annotated[Any, ref("RunAs", nullable=True)] = _NOT_SHOWN
+    shell: str | UnsetType | None = UNSET
+    stdin: str | UnsetType | None = UNSET
+    calendars: list[str] | UnsetType = UNSET
+    active_from: Instant | UnsetType | None = UNSET
+    active_until: Instant | UnsetType | None = UNSET
+    on_success: list[str] | UnsetType = UNSET
+    on_failure: list[str] | UnsetType = UNSET
+    managed_by: str | UnsetType | None = UNSET
+    bucket_id: int | UnsetType = UNSET
+    created_at: Instant | UnsetType | None = UNSET
+    updated_at: Instant | UnsetType | None = UNSET
+    last_run: Annotated[Any, ref("Execution", nullable=True, description=_LAST_RUN_DOC)] = _NOT_SHOWN
+    warnings: Annotated[list[str], Meta(description=_WARNINGS_DOC)] | UnsetType = UNSET
+
+
+class JobPage(msgspec.Struct):
+    jobs: list[Job]
+    next: Annotated[str, Meta(description="Pass as `after` for the next page.")] | None
+
+
+class ExecutionPage(msgspec.Struct):
+    executions: list[Execution]
+    next: str | None
+
+
+_REASONS = ("lease_lost", "cancelled", "fenced", "last_admin_token")
+
+
+class Problem(msgspec.Struct, rename="camel", kw_only=True):
+    """RFC 9457 problem details."""
+
+    type: Annotated[str, Meta(description="`urn:cronwheel:problem:{code}`")]
+    title: str
+    status: int
+    detail: str
+    code: Annotated[str, Meta(description="Machine-readable problem code, e.g. `invalid_schedule`, `idempotency_key_reused`, `lease_conflict`.")] | UnsetType = UNSET
+    field: Annotated[str, Meta(description="The offending body member (JSON path), header or query parameter.")] | UnsetType = UNSET
+    reason: Annotated[str, ordered(_REASONS), Meta(description="Why a call was refused (409): a worker's lost lease or fence, or the last active admin token.")] | UnsetType = UNSET
+    job_id: str | UnsetType = UNSET
+    error_id: Annotated[str, Meta(description="500 only: the id to look up in the daemon log.")] | UnsetType = UNSET
+
+
+STRUCTS: tuple[type[msgspec.Struct], ...] = (
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+)
