@@ -34,6 +34,7 @@ class Member:
 
     def __init__(self, annotation: Any) -> None:
         self.annotation = annotation
+        self.required = False  #: a struct's member without a default
         self.nullable = False
         self.metas: list[msgspec.Meta] = []
         tp = annotation
@@ -42,8 +43,9 @@ class Member:
                 tp, *metas = get_args(tp)
                 self.metas.extend(m for m in metas if isinstance(m, msgspec.Meta))
             elif get_origin(tp) in (Union, types.UnionType):
-                options = [a for a in get_args(tp) if a is not type(None)]
-                self.nullable = True
+                args = get_args(tp)
+                options = [a for a in args if a is not type(None) and a is not msgspec.UnsetType]
+                self.nullable = self.nullable or type(None) in args
                 tp = options[0] if len(options) == 1 else Any
             else:
                 break
@@ -71,7 +73,9 @@ class Member:
         if isinstance(self.type, type) and issubclass(self.type, msgspec.Struct):
             for f in msgspec.structs.fields(self.type):
                 if f.encode_name == key:
-                    return Member(f.type)
+                    member = Member(f.type)
+                    member.required = f.required
+                    return member
             return None
         args = get_args(self.type)
         if self.base is list and args:
@@ -194,16 +198,22 @@ def refusal(root: Member, value: Any, message: str, where: str | None, statuses:
 
 def _words(member: Member, got: Any, field: str, message: str, missing: bool) -> str:
     choices = member.choices()
-    if missing or (got is None and not member.nullable):
+    if missing or (got is None and not member.nullable and member.required):  # null counts as absent
         return f"{field} is required" + (f": one of {', '.join(map(str, choices))}" if choices else "")
+    if got is None and not member.nullable:
+        return f"{field} cannot be null"
     if ", got `" in message or member.base is Any:
         return f"{field} must be {_EXPECTED.get(member.base, 'an object')}, not {type_name(got)}"
     if choices is not None and "enum" in message:
         return f"{field} must be one of {', '.join(map(str, choices))}, not {got!r}"
     if member.base in (int, float):
-        lo, hi = member.meta("ge"), member.meta("le")
         unit = " seconds" if field.endswith("Sec") else ""
-        return f"{field} must be between {fmt_num(lo)} and {fmt_num(hi)}{unit}, not {got!r}"
+        ge, gt, le = member.meta("ge"), member.meta("gt"), member.meta("le")
+        if ge is not None and le is not None:
+            return f"{field} must be between {fmt_num(ge)} and {fmt_num(le)}{unit}, not {got!r}"
+        bounds = [f"at least {fmt_num(ge)}" if ge is not None else "", f"above {fmt_num(gt)}" if gt is not None else "",
+                  f"at most {fmt_num(le)}" if le is not None else ""]  # fmt: skip
+        return f"{field} must be {' and '.join(b for b in bounds if b)}{unit}, not {got!r}"
     lo, hi = member.meta("min_length"), member.meta("max_length")
     size = len(got) if isinstance(got, str | list | dict) else 0
     if member.base is str:

@@ -1,8 +1,8 @@
 """The components of the OpenAPI document that no struct declares yet: the bodies of the
-routes whose input is still checked by hand (``api/tenancy.py``, ``api/notifying.py``…) and
-the answers built as plain JSON, the shared responses and the security schemes. The bodies
-declared as structs (``core/jobfields.py``, ``api/schema.py``) are generated from them by
-``api/openapi.py``.
+routes whose input is still checked by hand (``api/notifying.py``, ``api/beyondcron.py``,
+``api/calendars.py``, ``core/notify.py``'s rules…) and the answers built as plain JSON, the
+shared responses and the security schemes. The components declared as structs
+(``core/jobfields.py``, ``api/schema.py``) are generated from them by ``api/openapi.py``.
 
 Why one module: it is one table of JSON Schemas, each named once and referenced by name.
 """
@@ -252,118 +252,6 @@ SCHEMAS: dict[str, Any] = {
                                },
                  "additionalProperties": True,
              },
-    "TenantRequest": {
-                         "type": "object",
-                         "required": ["name"],
-                         "additionalProperties": False,
-                         "properties": {
-                                           "name": {
-                                                       "type": "string",
-                                                       "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                       "description": "1 to 64 letters, digits and `_ . -`, starting with a letter or digit.",
-                                                   },
-                                           "weight": {
-                                                         "type": "integer",
-                                                         "minimum": 1,
-                                                         "maximum": 1000,
-                                                         "description": "Share of the ready queue against other tenants (weighted fair queuing).",
-                                                     },
-                                           "maxRunning": {
-                                                             "type": ["integer", "null"],
-                                                             "minimum": 0,
-                                                             "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
-                                                             "maximum": 1000000000,
-                                                         },
-                                           "maxJobs": {
-                                                          "type": ["integer", "null"],
-                                                          "minimum": 0,
-                                                          "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
-                                                          "maximum": 1000000000,
-                                                      },
-                                           "submitRate": {
-                                                             "type": ["number", "null"],
-                                                             "exclusiveMinimum": 0,
-                                                             "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
-                                                             "maximum": 1000000,
-                                                         },
-                                           "submitBurst": {
-                                                              "type": ["integer", "null"],
-                                                              "minimum": 1,
-                                                              "description": "Token bucket capacity. Null: ceil(submitRate).",
-                                                              "maximum": 1000000000,
-                                                          },
-                                           "allowShell": {
-                                                             "type": "boolean",
-                                                             "description": "May create command and python targets (they run code as the daemon's user).",
-                                                         },
-                                           "httpAllow": {
-                                                            "type": "array",
-                                                            "items": {
-                                                                         "type": "string",
-                                                                         "format": "host-pattern",
-                                                                         "minLength": 1,
-                                                                         "maxLength": 255,
-                                                                         "description": "A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).",
-                                                                     },
-                                                            "maxItems": 100,
-                                                            "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
-                                                        },
-                                       },
-                     },
-    "TenantPatch": {
-                       "type": "object",
-                       "additionalProperties": False,
-                       "minProperties": 1,
-                       "properties": {
-                                         "weight": {
-                                                       "type": "integer",
-                                                       "minimum": 1,
-                                                       "maximum": 1000,
-                                                       "description": "Share of the ready queue against other tenants (weighted fair queuing).",
-                                                   },
-                                         "maxRunning": {
-                                                           "type": ["integer", "null"],
-                                                           "minimum": 0,
-                                                           "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
-                                                           "maximum": 1000000000,
-                                                       },
-                                         "maxJobs": {
-                                                        "type": ["integer", "null"],
-                                                        "minimum": 0,
-                                                        "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
-                                                        "maximum": 1000000000,
-                                                    },
-                                         "submitRate": {
-                                                           "type": ["number", "null"],
-                                                           "exclusiveMinimum": 0,
-                                                           "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
-                                                           "maximum": 1000000,
-                                                       },
-                                         "submitBurst": {
-                                                            "type": ["integer", "null"],
-                                                            "minimum": 1,
-                                                            "description": "Token bucket capacity. Null: ceil(submitRate).",
-                                                            "maximum": 1000000000,
-                                                        },
-                                         "allowShell": {
-                                                           "type": "boolean",
-                                                           "description": "May create command and python targets (they run code as the daemon's user).",
-                                                       },
-                                         "httpAllow": {
-                                                          "type": "array",
-                                                          "items": {
-                                                                       "type": "string",
-                                                                       "format": "host-pattern",
-                                                                       "minLength": 1,
-                                                                       "maxLength": 255,
-                                                                       "description": "A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).",
-                                                                   },
-                                                          "maxItems": 100,
-                                                          "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
-                                                      },
-                                     },
-                       "description": "The settings to change; null clears a quota.",
-                   },
     "Tenant": {
                   "type": "object",
                   "required": [
@@ -442,46 +330,6 @@ SCHEMAS: dict[str, Any] = {
                                                    },
                                     },
                   },
-    "TokenRequest": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                                          "tenant": {
-                                                        "type": ["string", "null"],
-                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                        "description": "The tenant a tenant or worker token acts for (required for them; must exist, else 404). Admin and metrics tokens have none: absent or null.",
-                                                    },
-                                          "role": {
-                                                      "type": "string",
-                                                      "description": "tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.",
-                                                      "enum": [
-                                                                  "tenant",
-                                                                  "worker",
-                                                                  "admin",
-                                                                  "metrics",
-                                                              ],
-                                                      "default": "tenant",
-                                                  },
-                                          "name": {
-                                                      "type": ["string", "null"],
-                                                      "minLength": 1,
-                                                      "maxLength": 200,
-                                                      "format": "printable",
-                                                      "pattern": "[^\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
-                                                      "description": "A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.",
-                                                  },
-                                      },
-                        "if": {
-                                  "required": ["role"],
-                                  "properties": {"role": {"enum": ["admin", "metrics"]}},
-                              },
-                        "then": {"properties": {"tenant": {"type": "null"}}},
-                        "else": {
-                                    "required": ["tenant"],
-                                    "properties": {"tenant": {"type": "string"}},
-                                },
-                        "description": "`role` defaults to tenant; tenant and worker tokens need `tenant`, admin and metrics tokens must not have one.",
-                    },
     "Token": {
                  "type": "object",
                  "required": ["tokenId", "role", "tenant"],

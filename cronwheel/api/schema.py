@@ -17,9 +17,10 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from cronwheel.core import limits as lim
-from cronwheel.core.jobfields import PRIORITIES, QUEUE_PATTERN, ordered
+from cronwheel.core.jobfields import NOT_BLANK, PRIORITIES, QUEUE_PATTERN, ordered
 from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, MisfirePolicy, OverlapPolicy
 from cronwheel.core.records import Outcome
+from cronwheel.core.tenants import TENANT_NAME_RE
 
 _WORKER_ID = Annotated[str, Meta(min_length=1, max_length=lim.MAX_WORKER_ID_CHARS)]
 #: the outcomes a worker may report; ``lost`` is the daemon's own verdict
@@ -49,6 +50,58 @@ class CompleteRequest(LeaseRequest):
 
 class EffectRequest(LeaseRequest):
     key: Annotated[str, Meta(min_length=1, max_length=lim.MAX_EFFECT_KEY_CHARS, description="Idempotency key of the side effect, unique per execution.")]
+
+
+# ---------------------------------------------------------------- tenants and tokens
+
+_TENANT_NAME = Annotated[str, Meta(pattern=TENANT_NAME_RE.pattern, description="1 to 64 letters, digits and `_ . -`, starting with a letter or digit.")]
+_HOST = Annotated[str, Meta(min_length=1, max_length=255, extra_json_schema={"format": "host-pattern"},
+                            description="A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).")]
+
+
+def _quota(lo: int, description: str) -> Meta:
+    return Meta(ge=lo, le=lim.MAX_QUOTA, description=description)
+
+
+class TenantPatch(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """The settings to change; null clears a quota."""
+
+    json_schema_extra: ClassVar[dict[str, Any]] = {"minProperties": 1}
+
+    weight: Annotated[int, Meta(ge=1, le=lim.MAX_WEIGHT, description="Share of the ready queue against other tenants (weighted fair queuing).")] | UnsetType = UNSET
+    max_running: Annotated[int, _quota(0, "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.")] | UnsetType | None = UNSET
+    max_jobs: Annotated[int, _quota(0, "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.")] | UnsetType | None = UNSET
+    submit_rate: Annotated[float, Meta(gt=0, le=lim.MAX_RATE, description="Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.")] | UnsetType | None = UNSET
+    submit_burst: Annotated[int, _quota(1, "Token bucket capacity. Null: ceil(submitRate).")] | UnsetType | None = UNSET
+    allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")] | UnsetType = UNSET
+    http_allow: Annotated[list[_HOST], Meta(max_length=lim.MAX_HTTP_ALLOW,
+                          description="Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.")] | UnsetType = UNSET
+
+
+class TenantRequest(TenantPatch, kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {}
+
+    name: _TENANT_NAME
+
+
+_ROLES = ("tenant", "worker", "admin", "metrics")
+
+
+class TokenRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """`role` defaults to tenant; tenant and worker tokens need `tenant`, admin and metrics tokens must not have one."""
+
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "if": {"required": ["role"], "properties": {"role": {"enum": ["admin", "metrics"]}}},
+        "then": {"properties": {"tenant": {"type": "null"}}},
+        "else": {"required": ["tenant"], "properties": {"tenant": {"type": "string"}}},
+    }
+
+    tenant: Annotated[str, Meta(pattern=TENANT_NAME_RE.pattern,
+                                description="The tenant a tenant or worker token acts for (required for them; must exist, else 404). Admin and metrics tokens have none: absent or null.")] | None = None
+    role: Annotated[Literal["tenant", "worker", "admin", "metrics"], ordered(_ROLES, "tenant"),
+                    Meta(description="tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.")] = "tenant"
+    name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_TOKEN_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
+                              description="A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.")] | None = None
 
 
 # ---------------------------------------------------------------- answers
@@ -202,5 +255,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )

@@ -272,7 +272,7 @@ PATTERN_WORDS = {
     QUEUE_PATTERN: "1 to 100 characters of letters, digits and _ . - (starting with a letter or digit)",
     PYTHON_PATTERN: "a callable named as module:function (e.g. myapp.tasks:cleanup)",
     JOB_ID_PATTERN: "a job id",
-    CALENDAR_NAME_PATTERN: "a calendar name",
+    CALENDAR_NAME_PATTERN: "1 to 64 letters, digits and _ . - (starting with a letter or digit)",  # a tenant's name too
     HEADER_NAME_PATTERN: "a valid header name",
     ACCOUNT_PATTERN: "a user name or group name of letters, digits and _ . - (a $ may end it)",
     HTTP_URL_PATTERN: "an absolute http:// or https:// URL with a host, without spaces or control characters",
