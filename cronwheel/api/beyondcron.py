@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
-from cronwheel.api.validation import JOB_ID_RE
+from cronwheel.api.schema import BackfillRequest, ChainRequest
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import (
     NAME_RE,
@@ -21,14 +22,11 @@ from cronwheel.core.calendar import (
 from cronwheel.core.limits import (
     MAX_CALENDAR_DESCRIPTION_CHARS,
     MAX_CALENDAR_ENTRIES,
-    MAX_CHAIN_CHILDREN,
     MAX_INSTANT_MS,
 )
 from cronwheel.obs.events import iso_ms
 
 CALENDAR_FIELDS = ("description", "dates", "windows")
-BACKFILL_FIELDS = ("from", "to", "dryRun")
-CHAIN_FIELDS = ("onSuccess", "onFailure")
 MAX_UPCOMING = 1000
 _ENTRY_RE = re.compile(r"^(?:dates|windows)\[\d+\](?:\.(?:start|end))?$")
 
@@ -97,16 +95,12 @@ def calendar_to_json(cal: Calendar) -> dict[str, Any]:
 
 
 def parse_backfill_body(body: Any) -> tuple[int, int, bool]:
-    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}``, RFC 3339 instants in 1970..9899
-    (no ``+DURATION``: a backfill names its range)."""
-    data = _object(body, BACKFILL_FIELDS)
+    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}`` (``schema.BackfillRequest``),
+    RFC 3339 instants in 1970..9899 (no ``+DURATION``: a backfill names its range)."""
+    req = decode(BackfillRequest, body)
     bounds: list[int] = []
-    for field in ("from", "to"):
-        if field not in data:
-            raise _bad(field, f"{field} is required (an RFC 3339 instant)")
-        if not isinstance(data[field], str):
-            raise _bad(field, f"{field} must be an RFC 3339 instant string")
-        text = data[field].strip()
+    for field, value in (("from", req.from_), ("to", req.to)):
+        text = value.strip()
         if text.startswith("+"):
             raise _bad(field, f"{field} must be an RFC 3339 instant: a backfill names its range (+DURATION is for runAt)")
         try:
@@ -116,25 +110,16 @@ def parse_backfill_body(body: Any) -> tuple[int, int, bool]:
         if not 0 <= at < MAX_INSTANT_MS:
             raise _bad(field, f"{field}: {text[:40]!r} is outside 1970..9899")
         bounds.append(at)
-    dry = data.get("dryRun", False)
-    if not isinstance(dry, bool):
-        raise _bad("dryRun", "dryRun must be true or false")
     if bounds[1] < bounds[0]:
         raise _bad("to", "to must not be before from")
-    return bounds[0], bounds[1], dry
+    return bounds[0], bounds[1], bool(req.dry_run)
 
 
 def parse_chain_body(body: Any) -> tuple[list[str], list[str]]:
-    """``PUT /v1/jobs/{id}/chain``: ``{onSuccess: [jobId], onFailure: [jobId]}`` (absent: none)."""
-    data = _object(body, CHAIN_FIELDS)
-    lists: list[list[str]] = []
-    for field in CHAIN_FIELDS:
-        ids = _strings(field, data.get(field, []), MAX_CHAIN_CHILDREN)
-        for i, jid in enumerate(ids):
-            if not JOB_ID_RE.fullmatch(jid):
-                raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
-        lists.append(list(dict.fromkeys(ids)))
-    return lists[0], lists[1]
+    """``PUT /v1/jobs/{id}/chain``: ``{onSuccess: [jobId], onFailure: [jobId]}`` (absent: none),
+    as ``schema.ChainRequest`` says."""
+    req = decode(ChainRequest, body)
+    return list(dict.fromkeys(req.on_success or ())), list(dict.fromkeys(req.on_failure or ()))
 
 
 def parse_upcoming_query(count: str | None, start: str | None, now_ms: int) -> tuple[int, int]:

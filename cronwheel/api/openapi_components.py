@@ -1,8 +1,8 @@
 """The components of the OpenAPI document that no struct declares yet: the bodies of the
-routes whose input is still checked by hand (``api/notifying.py``, ``api/beyondcron.py``,
-``api/calendars.py``, ``core/notify.py``'s rules…) and the answers built as plain JSON, the
-shared responses and the security schemes. The components declared as structs
-(``core/jobfields.py``, ``api/schema.py``) are generated from them by ``api/openapi.py``.
+routes whose input is still checked by hand (``api/tenancy.py``, ``api/notifying.py``…) and
+the answers built as plain JSON, the shared responses and the security schemes. The bodies
+declared as structs (``core/jobfields.py``, ``api/schema.py``) are generated from them by
+``api/openapi.py``.
 
 Why one module: it is one table of JSON Schemas, each named once and referenced by name.
 """
@@ -705,28 +705,6 @@ SCHEMAS: dict[str, Any] = {
                                                        },
                                       },
                     },
-    "BackfillRequest": {
-                           "type": "object",
-                           "additionalProperties": False,
-                           "required": ["from", "to"],
-                           "properties": {
-                                             "from": {
-                                                         "type": "string",
-                                                         "format": "instant",
-                                                         "description": "First instant of the range (included). An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
-                                                     },
-                                             "to": {
-                                                       "type": "string",
-                                                       "format": "instant",
-                                                       "description": "Last instant of the range (included); not after now, not before `from`. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).",
-                                                   },
-                                             "dryRun": {
-                                                           "type": "boolean",
-                                                           "default": False,
-                                                           "description": "Plan only: list the ticks, create nothing.",
-                                                       },
-                                         },
-                       },
     "BackfillResult": {
                           "type": "object",
                           "required": ["jobId", "ticks", "created", "existing", "excluded"],
@@ -789,31 +767,6 @@ SCHEMAS: dict[str, Any] = {
                                                "cancelled": {"type": "integer"},
                                            },
                          },
-    "ChainRequest": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "description": "The whole chain of a job (absent lists: none). A chain that would form a cycle among the tenant's jobs is refused (409 `chain_refused`). A `null` member counts as absent (no children).",
-                        "properties": {
-                                          "onSuccess": {
-                                                           "type": ["array", "null"],
-                                                           "maxItems": 16,
-                                                           "items": {
-                                                                        "type": "string",
-                                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
-                                                                    },
-                                                           "description": "Jobs to run when an execution ends SUCCEEDED.",
-                                                       },
-                                          "onFailure": {
-                                                           "type": ["array", "null"],
-                                                           "maxItems": 16,
-                                                           "items": {
-                                                                        "type": "string",
-                                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_\\-]{0,63}$",
-                                                                    },
-                                                           "description": "Jobs to run when an execution ends DEAD.",
-                                                       },
-                                      },
-                    },
     "Upcoming": {
                     "type": "object",
                     "required": ["jobId", "next", "excluded"],

@@ -17,7 +17,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from cronwheel.core import limits as lim
-from cronwheel.core.jobfields import NOT_BLANK, PRIORITIES, QUEUE_PATTERN, ordered
+from cronwheel.core.jobfields import JOB_ID_PATTERN, NOT_BLANK, PRIORITIES, QUEUE_PATTERN, ordered
 from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, MisfirePolicy, OverlapPolicy
 from cronwheel.core.records import Outcome
 from cronwheel.core.tenants import TENANT_NAME_RE
@@ -102,6 +102,27 @@ class TokenRequest(msgspec.Struct, forbid_unknown_fields=True):
                     Meta(description="tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.")] = "tenant"
     name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_TOKEN_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
                               description="A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.")] | None = None
+
+
+# ---------------------------------------------------------------- scheduling beyond cron
+
+_RANGE_END = "An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422)."
+
+
+class BackfillRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    from_: Annotated[str, Meta(extra_json_schema={"format": "instant"}, description=f"First instant of the range (included). {_RANGE_END}")] = msgspec.field(name="from")
+    to: Annotated[str, Meta(extra_json_schema={"format": "instant"}, description=f"Last instant of the range (included); not after now, not before `from`. {_RANGE_END}")]
+    dry_run: Annotated[bool, Meta(extra_json_schema={"default": False}, description="Plan only: list the ticks, create nothing.")] | None = None
+
+
+_CHILDREN = Annotated[list[Annotated[str, Meta(pattern=JOB_ID_PATTERN)]], Meta(max_length=lim.MAX_CHAIN_CHILDREN)]
+
+
+class ChainRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    """The whole chain of a job (absent lists: none). A chain that would form a cycle among the tenant's jobs is refused (409 `chain_refused`). A `null` member counts as absent (no children)."""
+
+    on_success: Annotated[_CHILDREN, Meta(description="Jobs to run when an execution ends SUCCEEDED.")] | None = None
+    on_failure: Annotated[_CHILDREN, Meta(description="Jobs to run when an execution ends DEAD.")] | None = None
 
 
 # ---------------------------------------------------------------- answers
@@ -255,5 +276,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )

@@ -14,7 +14,6 @@ a payload's size, the retry backoffs' order, notification rules. Every refusal i
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from cronwheel.api.decode import decode
@@ -32,7 +31,6 @@ from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
 from cronwheel.core.jobfields import (
     JOB_FIELDS,
-    JOB_ID_PATTERN,
     RETRY_FIELDS,
     TARGET_KINDS,
     JobBatchRequest,
@@ -75,8 +73,6 @@ PING_TARGET: dict[str, Any] = {"ping": {}}
 #: a placeholder id to validate schedules before the engine assigns the real one; ``H``
 #: fields hash the id, so the offsets differ, but whether the text is valid does not.
 _PROBE_JOB_ID = "jvalidation"
-#: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
-JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 #: refusals by member that are not 422 (a member of the wrong type always is)
 STATUSES = {
     "schedule": (400, "invalid_schedule"),
