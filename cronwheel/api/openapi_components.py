@@ -1015,41 +1015,6 @@ SCHEMAS: dict[str, Any] = {
                                                       },
                                           },
                         },
-    "PingRequest": {
-                       "type": ["object", "null"],
-                       "additionalProperties": False,
-                       "properties": {
-                                         "status": {
-                                                       "type": ["string", "null"],
-                                                       "enum": ["start", "success", "fail", None],
-                                                       "default": "success",
-                                                   },
-                                         "exitCode": {
-                                                         "type": ["integer", "null"],
-                                                         "minimum": -2147483648,
-                                                         "maximum": 2147483647,
-                                                     },
-                                         "output": {
-                                                       "type": ["string", "null"],
-                                                       "description": "The tail of the run's output (the last 64 KiB are kept).",
-                                                   },
-                                     },
-                       "allOf": [
-                                    {
-                                        "if": {
-                                                  "properties": {"status": {"const": "start"}},
-                                                  "required": ["status"],
-                                              },
-                                        "then": {
-                                                    "properties": {
-                                                                      "exitCode": {"type": "null"},
-                                                                      "output": {"type": "null"},
-                                                                  },
-                                                },
-                                    },
-                                ],
-                       "description": "A `null` member counts as absent; a `start` ping carries no exitCode or output.",
-                   },
     "PingResponse": {
                         "type": "object",
                         "required": ["jobId", "status", "execution"],

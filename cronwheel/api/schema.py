@@ -125,6 +125,25 @@ class ChainRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     on_failure: Annotated[_CHILDREN, Meta(description="Jobs to run when an execution ends DEAD.")] | None = None
 
 
+# ---------------------------------------------------------------- pings
+
+PING_STATUSES = ("start", "success", "fail")
+
+
+class PingRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    """A `null` member counts as absent; a `start` ping carries no exitCode or output."""
+
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "type": ["object", "null"],  # no body at all is a success (curl -X POST …/ping)
+        "allOf": [{"if": {"properties": {"status": {"const": "start"}}, "required": ["status"]},
+                   "then": {"properties": {"exitCode": {"type": "null"}, "output": {"type": "null"}}}}],
+    }  # fmt: skip
+
+    status: Annotated[Literal["start", "success", "fail"], ordered(PING_STATUSES, "success")] | None = None
+    exit_code: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)] | None = None
+    output: Annotated[str, Meta(description="The tail of the run's output (the last 64 KiB are kept).")] | None = None
+
+
 # ---------------------------------------------------------------- answers
 
 
@@ -276,5 +295,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )
