@@ -217,7 +217,7 @@ def _words(member: Member, got: Any, field: str, message: str, missing: bool) ->
     lo, hi = member.meta("min_length"), member.meta("max_length")
     size = len(got) if isinstance(got, str | list | dict) else 0
     if member.base is str:
-        span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}"
+        span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}" if hi is not None else f"at least {lo}"
         if isinstance(got, str) and not got.strip():
             return f"{field} must be {span} characters and not blank" if hi is not None else f"{field} must be text that is not blank"
         if (lo is not None and size < lo) or (hi is not None and size > hi):
@@ -225,5 +225,5 @@ def _words(member: Member, got: Any, field: str, message: str, missing: bool) ->
         pattern = member.meta("pattern")
         return f"{field} must be {PATTERN_WORDS.get(pattern, f'text matching {pattern}')}, not {str(got)[:100]!r}"
     noun = "entries" if member.base is list else "members"
-    span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}"
+    span = f"{lo} to {hi}" if lo is not None and hi is not None else f"at most {hi}" if hi is not None else f"at least {lo}"
     return f"{field} holds {span} {noun}, not {size}"

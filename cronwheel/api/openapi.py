@@ -34,7 +34,8 @@ def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
     referenced where it appears. A struct's ``json_schema_extra`` (a class variable) adds the
     rules between its members that a type cannot say (exactly one of…); a member's
     ``extra_json_schema={"x-schema": …}`` is its whole schema, for members that refer to a
-    component no struct declares."""
+    component no struct declares; a struct whose ``json_schema_extra`` says ``x-inline`` is
+    written where it is used rather than as a component."""
     if not types:
         return {}
     _, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
@@ -47,7 +48,20 @@ def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:
             properties[key] = _property(prop)
         component.update(extras.get(name, {}))
         out[name] = _tidy(component, out)
-    return out
+    inline = {name: out.pop(name) for name in list(out) if out[name].pop("x-inline", False)}
+    return _inlined(out, inline) if inline else out
+
+
+def _inlined(node: Any, inline: dict[str, Any]) -> Any:
+    """References to the ``x-inline`` structs replaced by their schemas."""
+    if isinstance(node, list):
+        return [_inlined(x, inline) for x in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in inline and len(node) == 1:
+        return _inlined(inline[ref.rsplit("/", 1)[-1]], inline)
+    return {k: _inlined(v, inline) for k, v in node.items()}
 
 
 def _property(node: dict[str, Any]) -> dict[str, Any]:

@@ -614,53 +614,6 @@ SCHEMAS: dict[str, Any] = {
                                                         },
                                           },
                         },
-    "CalendarRequest": {
-                           "type": "object",
-                           "additionalProperties": False,
-                           "description": "The whole content of a calendar (a PUT replaces it). Rules JSON Schema cannot state: a window's `end` is after its `start`, both local times or both instants (422); dates and windows together at most 5000. Format `calendar-time`: `YYYY-MM-DDTHH:MM[:SS]` (local, the job's zone) or with `Z`/`±HH:MM` (an instant). A `null` member counts as absent.",
-                           "properties": {
-                                             "description": {
-                                                                "type": ["string", "null"],
-                                                                "maxLength": 500,
-                                                            },
-                                             "dates": {
-                                                          "type": ["array", "null"],
-                                                          "maxItems": 5000,
-                                                          "items": {
-                                                                       "type": "string",
-                                                                       "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
-                                                                       "format": "date",
-                                                                   },
-                                                          "description": "Excluded days (`YYYY-MM-DD`), each a whole local day in the observing job's zone.",
-                                                      },
-                                             "windows": {
-                                                            "type": ["array", "null"],
-                                                            "maxItems": 5000,
-                                                            "items": {
-                                                                         "type": "object",
-                                                                         "additionalProperties": False,
-                                                                         "required": [
-                                                                                         "start",
-                                                                                         "end",
-                                                                                     ],
-                                                                         "properties": {
-                                                                                           "start": {
-                                                                                                        "type": "string",
-                                                                                                        "description": "`2026-12-24T22:00` (local, the job's zone) or an instant with an offset.",
-                                                                                                        "format": "calendar-time",
-                                                                                                        "minLength": 16,
-                                                                                                    },
-                                                                                           "end": {
-                                                                                                      "type": "string",
-                                                                                                      "description": "Exclusive; the same form as `start`.",
-                                                                                                      "format": "calendar-time",
-                                                                                                      "minLength": 16,
-                                                                                                  },
-                                                                                       },
-                                                                     },
-                                                        },
-                                         },
-                       },
     "Calendar": {
                     "type": "object",
                     "required": ["name", "tenant", "dates", "windows"],

@@ -125,6 +125,29 @@ class ChainRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     on_failure: Annotated[_CHILDREN, Meta(description="Jobs to run when an execution ends DEAD.")] | None = None
 
 
+# ---------------------------------------------------------------- calendars
+
+# a date's and a window's form are the calendar's to check (core/calendar.py says which entry is
+# wrong and why): the document states them, msgspec only takes text
+_CALENDAR_TIME = Annotated[str, Meta(extra_json_schema={"format": "calendar-time", "minLength": 16})]
+
+
+class CalendarWindow(msgspec.Struct, forbid_unknown_fields=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {"x-inline": True}  # written in place, not a component
+
+    start: Annotated[_CALENDAR_TIME, Meta(description="`2026-12-24T22:00` (local, the job's zone) or an instant with an offset.")]
+    end: Annotated[_CALENDAR_TIME, Meta(description="Exclusive; the same form as `start`.")]
+
+
+class CalendarRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The whole content of a calendar (a PUT replaces it). Rules JSON Schema cannot state: a window's `end` is after its `start`, both local times or both instants (422); dates and windows together at most 5000. Format `calendar-time`: `YYYY-MM-DDTHH:MM[:SS]` (local, the job's zone) or with `Z`/`±HH:MM` (an instant). A `null` member counts as absent."""
+
+    description: Annotated[str, Meta(max_length=lim.MAX_CALENDAR_DESCRIPTION_CHARS)] | None = None
+    dates: Annotated[list[Annotated[str, Meta(extra_json_schema={"pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "format": "date"})]],
+                     Meta(max_length=lim.MAX_CALENDAR_ENTRIES, description="Excluded days (`YYYY-MM-DD`), each a whole local day in the observing job's zone.")] | None = None
+    windows: Annotated[list[CalendarWindow], Meta(max_length=lim.MAX_CALENDAR_ENTRIES)] | None = None
+
+
 # ---------------------------------------------------------------- pings
 
 PING_STATUSES = ("start", "success", "fail")
@@ -295,5 +318,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )
