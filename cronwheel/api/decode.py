@@ -142,7 +142,8 @@ def _walk(member: Member, value: Any, parts: list[Any]) -> tuple[Member, Any, li
     for part in parts:
         if part == "...":
             child = member.child("")
-            assert child is not None and isinstance(value, dict)
+            if child is None or not isinstance(value, dict):
+                break
             for key, item in value.items():
                 try:
                     msgspec.convert(item, child.annotation, strict=True)
