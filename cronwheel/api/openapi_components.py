@@ -370,56 +370,6 @@ SCHEMAS: dict[str, Any] = {
                                                  },
                                    },
                  },
-    "Grant": {
-                 "type": "object",
-                 "description": "An execution leased to the caller: run it, heartbeat every leaseSec/4 with its leaseEpoch, complete it; a 409 means abort at once.",
-                 "required": [
-                                 "executionId",
-                                 "jobId",
-                                 "leaseEpoch",
-                                 "attempt",
-                                 "scheduledAt",
-                                 "leaseUntil",
-                                 "leaseSec",
-                                 "timeoutSec",
-                                 "payload",
-                                 "queue",
-                             ],
-                 "properties": {
-                                   "executionId": {"type": "string"},
-                                   "jobId": {"type": "string"},
-                                   "tenant": {"type": "string"},
-                                   "queue": {"type": ["string", "null"]},
-                                   "leaseEpoch": {
-                                                     "type": "integer",
-                                                     "minimum": 1,
-                                                     "description": "The fencing token.",
-                                                 },
-                                   "attempt": {"type": "integer", "minimum": 1},
-                                   "scheduledAt": {"type": "string"},
-                                   "leaseUntil": {"type": "string"},
-                                   "leaseSec": {"type": "number"},
-                                   "timeoutSec": {"type": "number"},
-                                   "payload": {"description": "The job's payload, any JSON value."},
-                                   "env": {
-                                              "$ref": "#/components/schemas/Env",
-                                              "description": "The job's env: set it in the environment of whatever runs the execution.",
-                                          },
-                                   "context": {"$ref": "#/components/schemas/ExecutionContext"},
-                               },
-             },
-    "ClaimResponse": {
-                         "type": "object",
-                         "required": ["executions"],
-                         "properties": {
-                                           "executions": {
-                                                             "type": "array",
-                                                             "items": {
-                                                                          "$ref": "#/components/schemas/Grant",
-                                                                      },
-                                                         },
-                                       },
-                     },
     "Activity": {
                     "type": "object",
                     "required": ["nodeId", "at", "lagHistory", "running", "runningTotal"],

@@ -290,6 +290,29 @@ class Job(msgspec.Struct, rename="camel", kw_only=True):
     warnings: Annotated[list[str], Meta(description=_WARNINGS_DOC)] | UnsetType = UNSET
 
 
+class Grant(msgspec.Struct, rename="camel", kw_only=True):
+    """An execution leased to the caller: run it, heartbeat every leaseSec/4 with its leaseEpoch, complete it; a 409 means abort at once."""
+
+    execution_id: str
+    job_id: str
+    tenant: str | UnsetType = UNSET
+    queue: str | None
+    lease_epoch: Annotated[int, Meta(ge=1, description="The fencing token.")]
+    attempt: Annotated[int, Meta(ge=1)]
+    scheduled_at: str
+    lease_until: str
+    lease_sec: float
+    timeout_sec: float
+    payload: Annotated[Any, Meta(description="The job's payload, any JSON value.")]
+    env: Annotated[Any, Meta(extra_json_schema={"x-schema": {"$ref": "#/components/schemas/Env",
+                                                               "description": "The job's env: set it in the environment of whatever runs the execution."}})] = _NOT_SHOWN
+    context: Annotated[Any, ref("ExecutionContext")] = _NOT_SHOWN
+
+
+class ClaimResponse(msgspec.Struct):
+    executions: list[Grant]
+
+
 class JobPage(msgspec.Struct):
     jobs: list[Job]
     next: Annotated[str, Meta(description="Pass as `after` for the next page.")] | None
@@ -318,5 +341,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, Grant, ClaimResponse, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )

@@ -4,8 +4,11 @@ no clock."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import msgspec
+
+from cronwheel.api import schema
 from cronwheel.api.decode import decode
 from cronwheel.api.schema import (
     WORKER_OUTCOMES,
@@ -43,22 +46,23 @@ def parse_claim(body: Any) -> tuple[str, list[str], int, float]:
 
 
 def grant_to_json(g: Grant) -> dict[str, Any]:
-    """What a remote worker needs to run and fence an execution it claimed."""
-    return {
-        "executionId": g.execution_id,
-        "jobId": g.job_id,
-        "tenant": g.tenant,
-        "queue": g.queue,
-        "leaseEpoch": g.lease_epoch,
-        "attempt": g.attempt,
-        "scheduledAt": iso_ms(g.scheduled_at),
-        "leaseUntil": iso_ms(g.lease_until),
-        "leaseSec": g.lease_sec,
-        "timeoutSec": g.timeout_sec,
-        "payload": g.payload,
-        "env": (g.process or {}).get("env") or {},
-        "context": g.context,
-    }
+    """What a remote worker needs to run and fence an execution it claimed (``schema.Grant``)."""
+    answer = schema.Grant(
+        execution_id=g.execution_id,
+        job_id=g.job_id,
+        tenant=g.tenant,
+        queue=g.queue,
+        lease_epoch=g.lease_epoch,
+        attempt=g.attempt,
+        scheduled_at=cast(str, iso_ms(g.scheduled_at)),  # int instants: never None
+        lease_until=cast(str, iso_ms(g.lease_until)),
+        lease_sec=g.lease_sec,
+        timeout_sec=g.timeout_sec,
+        payload=g.payload,
+        env=(g.process or {}).get("env") or {},
+        context=g.context,
+    )
+    return msgspec.to_builtins(answer)  # type: ignore[no-any-return]
 
 
 def parse_completion(execution_id: str, body: Any) -> Completion:
