@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint unit bench clean dist browser promtool install uninstall
+.PHONY: serve test lint unit bench clean dist browser promtool install uninstall openapi
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check cronwheel tests bench
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy cronwheel
+
+# The OpenAPI document is generated (cronwheel/api/openapi.py): never edit openapi.json by hand
+openapi: $(STAMP)
+	$(PY) -m cronwheel.api.openapi > cronwheel/api/openapi.json.new
+	mv cronwheel/api/openapi.json.new cronwheel/api/openapi.json
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -1,4 +1,5 @@
-"""Request bodies and JSON forms of calendars, backfills and chains (the HTTP boundary).
+"""Request bodies and JSON forms of calendars, backfills and chains (the HTTP boundary): the
+bodies are decoded into their structs (``api/schema.py``), the rest is the domain's to judge.
 
 Each parser checks a body once and hands the engine model values; every refusal names the
 member at fault (``windows[2].end``), as ``validation.py`` does for jobs.
@@ -9,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
-from cronwheel.api.validation import JOB_ID_RE
+from cronwheel.api.schema import BackfillRequest, CalendarRequest, ChainRequest
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import (
     NAME_RE,
@@ -20,16 +22,11 @@ from cronwheel.core.calendar import (
 )
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import (
-    MAX_CALENDAR_DESCRIPTION_CHARS,
-    MAX_CALENDAR_ENTRIES,
-    MAX_CHAIN_CHILDREN,
     MAX_INSTANT_MS,
 )
 
-CALENDAR_FIELDS = ("description", "dates", "windows")
-BACKFILL_FIELDS = ("from", "to", "dryRun")
-CHAIN_FIELDS = ("onSuccess", "onFailure")
 MAX_UPCOMING = 1000
+_WINDOW_MEMBER = re.compile(r"^(windows\[\d+\])\.")
 _ENTRY_RE = re.compile(r"^(?:dates|windows)\[\d+\](?:\.(?:start|end))?$")
 
 
@@ -37,24 +34,8 @@ def _bad(field: str | None, detail: str, status: int = 422, code: str = "invalid
     return ValidationError(field, detail, status=status, code=code)
 
 
-def _object(body: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise _bad(None, "the request body must be a JSON object", status=400, code="invalid_body")
-    unknown = sorted(k for k in body if k not in allowed)
-    if unknown:
-        raise _bad(unknown[0], f"unknown field {unknown[0]!r}; expected one of: {', '.join(allowed)}")
-    return {k: v for k, v in body.items() if v is not None}
 
 
-def _strings(field: str, value: Any, most: int) -> list[str]:
-    if not isinstance(value, list):
-        raise _bad(field, f"{field} must be an array")
-    if len(value) > most:
-        raise _bad(field, f"{field} holds at most {most} entries, not {len(value)}")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise _bad(f"{field}[{i}]", f"{field}[{i}] must be a string")
-    return list(value)
 
 
 def check_calendar_name(name: str, creating: bool = False) -> str:
@@ -66,24 +47,20 @@ def check_calendar_name(name: str, creating: bool = False) -> str:
 
 
 def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
-    """``PUT /v1/calendars/{name}``: ``{description, dates: [YYYY-MM-DD], windows: [{start, end}]}``."""
-    data = _object(body, CALENDAR_FIELDS)
-    description = data.get("description", "")
-    if not isinstance(description, str) or len(description) > MAX_CALENDAR_DESCRIPTION_CHARS:
-        raise _bad("description", f"description must be a string of at most {MAX_CALENDAR_DESCRIPTION_CHARS} characters")
-    dates = _strings("dates", data.get("dates", []), MAX_CALENDAR_ENTRIES)
-    raw_windows = data.get("windows", [])
-    if not isinstance(raw_windows, list) or len(raw_windows) > MAX_CALENDAR_ENTRIES:
-        raise _bad("windows", f"windows must be an array of at most {MAX_CALENDAR_ENTRIES} {{start, end}} objects")
-    windows: list[tuple[str, str]] = []
-    for i, w in enumerate(raw_windows):
-        if not isinstance(w, dict) or set(w) != {"start", "end"}:
-            raise _bad(f"windows[{i}]", f"windows[{i}] must be an object with exactly start and end")
-        if not isinstance(w["start"], str) or not isinstance(w["end"], str):
-            raise _bad(f"windows[{i}]", f"windows[{i}].start and .end must be strings")
-        windows.append((w["start"], w["end"]))
+    """``PUT /v1/calendars/{name}``: ``{description, dates: [YYYY-MM-DD], windows: [{start, end}]}``
+    (``schema.CalendarRequest``); the dates and windows themselves are the calendar's to judge."""
     try:
-        return build_calendar(name, dates, windows, description, tenant)
+        req = decode(CalendarRequest, body)
+    except ValidationError as exc:
+        window = _WINDOW_MEMBER.match(exc.field or "")
+        if window is None:
+            raise
+        # a window's shape is refused naming the window, as it always was
+        where = window.group(1)
+        raise _bad(where, f"{where} must be an object with exactly start and end, as strings ({exc.detail})") from None
+    windows = [(w.start, w.end) for w in req.windows or ()]
+    try:
+        return build_calendar(name, list(req.dates or ()), windows, req.description or "", tenant)
     except CalendarError as exc:
         head = str(exc).split(":", 1)[0]
         raise _bad(head if _ENTRY_RE.fullmatch(head) else None, str(exc)) from None
@@ -97,16 +74,12 @@ def calendar_to_json(cal: Calendar) -> dict[str, Any]:
 
 
 def parse_backfill_body(body: Any) -> tuple[int, int, bool]:
-    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}``, RFC 3339 instants in 1970..9899
-    (no ``+DURATION``: a backfill names its range)."""
-    data = _object(body, BACKFILL_FIELDS)
+    """``POST /v1/jobs/{id}/backfill``: ``{from, to, dryRun}`` (``schema.BackfillRequest``),
+    RFC 3339 instants in 1970..9899 (no ``+DURATION``: a backfill names its range)."""
+    req = decode(BackfillRequest, body)
     bounds: list[int] = []
-    for field in ("from", "to"):
-        if field not in data:
-            raise _bad(field, f"{field} is required (an RFC 3339 instant)")
-        if not isinstance(data[field], str):
-            raise _bad(field, f"{field} must be an RFC 3339 instant string")
-        text = data[field].strip()
+    for field, value in (("from", req.from_), ("to", req.to)):
+        text = value.strip()
         if text.startswith("+"):
             raise _bad(field, f"{field} must be an RFC 3339 instant: a backfill names its range (+DURATION is for runAt)")
         try:
@@ -116,25 +89,16 @@ def parse_backfill_body(body: Any) -> tuple[int, int, bool]:
         if not 0 <= at < MAX_INSTANT_MS:
             raise _bad(field, f"{field}: {text[:40]!r} is outside 1970..9899")
         bounds.append(at)
-    dry = data.get("dryRun", False)
-    if not isinstance(dry, bool):
-        raise _bad("dryRun", "dryRun must be true or false")
     if bounds[1] < bounds[0]:
         raise _bad("to", "to must not be before from")
-    return bounds[0], bounds[1], dry
+    return bounds[0], bounds[1], bool(req.dry_run)
 
 
 def parse_chain_body(body: Any) -> tuple[list[str], list[str]]:
-    """``PUT /v1/jobs/{id}/chain``: ``{onSuccess: [jobId], onFailure: [jobId]}`` (absent: none)."""
-    data = _object(body, CHAIN_FIELDS)
-    lists: list[list[str]] = []
-    for field in CHAIN_FIELDS:
-        ids = _strings(field, data.get(field, []), MAX_CHAIN_CHILDREN)
-        for i, jid in enumerate(ids):
-            if not JOB_ID_RE.fullmatch(jid):
-                raise _bad(f"{field}[{i}]", f"{field}[{i}]: {jid[:80]!r} is not a job id")
-        lists.append(list(dict.fromkeys(ids)))
-    return lists[0], lists[1]
+    """``PUT /v1/jobs/{id}/chain``: ``{onSuccess: [jobId], onFailure: [jobId]}`` (absent: none),
+    as ``schema.ChainRequest`` says."""
+    req = decode(ChainRequest, body)
+    return list(dict.fromkeys(req.on_success or ())), list(dict.fromkeys(req.on_failure or ()))
 
 
 def parse_upcoming_query(count: str | None, start: str | None, now_ms: int) -> tuple[int, int]:

@@ -1,6 +1,6 @@
-"""The checks every request body is made of: a ``ValidationError`` that names the field, and
-the small type checks (a string, an object, a number in a range, one of some choices) that
-word the refusal the same way everywhere. Pure: no HTTP, no I/O, no clock.
+"""What every refusal of a request is made of: a ``ValidationError`` that names the field, the
+words for a JSON value's type, unknown members, numbers and valid text (``api/decode.py``
+words msgspec's verdicts with them), and the request hash. Pure: no HTTP, no I/O, no clock.
 
 Every refusal names the offending field, carries the HTTP status the API answers with (400
 malformed/unparseable, 413 too large, 422 well-formed but not acceptable) and a sentence a
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,41 +53,14 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def as_string(field: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise bad(field, f"{field} must be a string, not {type_name(value)}")
-    return value
 
 
-def as_object(field: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise bad(field, f"{field} must be an object, not {type_name(value)}")
-    return value
 
 
-def as_number(field: str, value: Any, lo: float, hi: float, unit: str = "") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad(field, f"{field} must be a number, not {type_name(value)}")
-    if not math.isfinite(value) or not lo <= value <= hi:
-        raise bad(field, f"{field} must be between {fmt_num(lo)} and {fmt_num(hi)}{unit}, not {value!r}")
-    return float(value)
 
 
-def as_integer(field: str, value: Any, lo: int, hi: int, unit: str = "") -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise bad(field, f"{field} must be an integer, not {type_name(value)}")
-    if not lo <= value <= hi:
-        raise bad(field, f"{field} must be between {lo} and {hi}{unit}, not {value}")
-    return value
 
 
-def as_choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
-    text = as_string(field, value)
-    if text not in choices:
-        raise bad(field, f"{field} must be one of {', '.join(choices)}, not {text!r}")
-    return text
 
 
 def fmt_num(x: float) -> str:
@@ -114,9 +86,8 @@ def request_hash(body: Any) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
-def as_text(field: str, value: Any) -> str:
+def as_text(field: str, text: str) -> str:
     """A string that is valid Unicode text (no lone surrogates: it must become UTF-8 bytes)."""
-    text = as_string(field, value)
     try:
         text.encode()
     except UnicodeEncodeError:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from cronwheel.api.fields import bad, reject_unknown, type_name
-from cronwheel.api.targets import TARGET_KINDS
-from cronwheel.api.validation import JOB_FIELDS, parse_job_body
+from cronwheel.api.validation import parse_job_body
 from cronwheel.core import notify as nt
-from cronwheel.core.instants import format_instant as iso_ms
+from cronwheel.core.instants import format_instant
+from cronwheel.core.jobfields import TARGET_KINDS, JobPatch, JobRequest, RetryPolicy, names
 from cronwheel.core.model import Job, JobSpec
 
+#: what a patch may name: the members of a create body (``core.jobfields.JobPatch``)
+PATCH_FIELDS = names(JobPatch)
 #: members of a patch that replace each other: naming one removes the others from the job
 _EXCLUSIVE_GROUPS = (("schedule", "runAt"), (*TARGET_KINDS, "target"))
 #: objects a patch merges member by member (``{"env": {"A": null}}`` removes one variable)
@@ -20,43 +24,40 @@ _MERGED_OBJECTS = ("retryPolicy", "env", "runAs")
 
 def job_body(job: Job) -> dict[str, Any]:
     """The ``POST /v1/jobs`` body that creates ``job``'s definition as it stands: what a
-    patch is merged into."""
+    patch is merged into. Built as the struct a body decodes into (``JobRequest``), so it
+    names the members as a body does; absent members are left out."""
     spec = job.spec
-    body: dict[str, Any] = {
-        "timezone": spec.timezone,
-        "target": spec.target,
-        "notify": nt.rules_to_json(spec.notify),  # with the secrets: merged and validated, never shown
-        "retryPolicy": spec.retry.to_json(),
-        "timeoutSec": spec.timeout_sec,
-        "leaseSec": spec.lease_sec,
-        "priority": spec.priority.label,
-        "overlap": spec.overlap.value,
-        "misfire": spec.misfire.value,
-        "jitterSec": spec.jitter_sec,
-    }
-    if spec.schedule is not None:
-        body["schedule"] = spec.schedule
-    else:
-        body["runAt"] = iso_ms(spec.run_at)
-    if spec.name is not None:
-        body["name"] = spec.name
-    if spec.payload is not None:
-        body["payload"] = spec.payload
+    watched = "ping" in spec.target  # a watched job: its window alone makes it one again
+    body = JobRequest(
+        name=spec.name,
+        schedule=spec.schedule,
+        run_at=None if spec.schedule is not None else format_instant(spec.run_at),
+        timezone=spec.timezone,
+        payload=spec.payload,
+        retry_policy=msgspec.convert(spec.retry.to_json(), RetryPolicy),
+        timeout_sec=spec.timeout_sec,
+        lease_sec=spec.lease_sec,
+        priority=spec.priority.label,  # type: ignore[arg-type]  # a label is one of the Literal's choices
+        overlap=spec.overlap.value,
+        misfire=spec.misfire.value,
+        jitter_sec=spec.jitter_sec,
+        misfire_grace_sec=spec.misfire_grace_sec,  # kept too (it used to be dropped by any patch)
+        calendars=list(spec.calendars) or None,
+        active_from=format_instant(spec.active_from),
+        active_until=format_instant(spec.active_until),
+        on_success=list(spec.on_success) or None,
+        on_failure=list(spec.on_failure) or None,
+        managed_by=spec.managed_by,  # kept by a patch that does not name it
+        notify=nt.rules_to_json(spec.notify),  # with the secrets: merged and validated, never shown
+        expect_success_within=None if spec.expect_success_within_ms is None else nt.format_window(spec.expect_success_within_ms),
+    )
+    out: dict[str, Any] = {k: v for k, v in msgspec.to_builtins(body).items() if v is not None}
+    if not watched:
+        out["target"] = spec.target
     process = spec.process_json()
     if process is not None:
-        body.update(process)
-    for key, value in (("calendars", list(spec.calendars)), ("activeFrom", iso_ms(spec.active_from)),
-                       ("activeUntil", iso_ms(spec.active_until)), ("onSuccess", list(spec.on_success)),
-                       ("onFailure", list(spec.on_failure))):  # fmt: skip
-        if value:
-            body[key] = value
-    if spec.managed_by is not None:  # kept by a patch that does not name it
-        body["managedBy"] = spec.managed_by
-    if spec.expect_success_within_ms is not None:
-        body["expectSuccessWithin"] = nt.format_window(spec.expect_success_within_ms)
-    if "ping" in spec.target:  # a watched job: its window alone makes it one again
-        del body["target"]
-    return body
+        out.update(process)
+    return out
 
 
 def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
@@ -71,8 +72,8 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
     if not isinstance(patch, dict):
         raise bad(None, f"the request body must be a JSON object, not {type_name(patch)}", status=400, code="invalid_body")
     if not patch:
-        raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(JOB_FIELDS))}", code="empty_patch")
-    reject_unknown(None, patch, JOB_FIELDS)
+        raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(PATCH_FIELDS))}", code="empty_patch")
+    reject_unknown(None, patch, PATCH_FIELDS)
     merged = job_body(job)
     for group in _EXCLUSIVE_GROUPS:
         if any(k in patch for k in group):

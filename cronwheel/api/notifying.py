@@ -1,51 +1,35 @@
-"""Ping and notification bodies to values, notifications to JSON. Pure, like validation.py:
-every refusal is a ``ValidationError`` naming the field."""
+"""Ping and notification bodies to values, notifications to JSON. A ping is decoded into its
+struct (``api/schema.py``); a rule list is ``core/notify.py``'s to check. Pure, like
+validation.py: every refusal is a ``ValidationError`` naming the field."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
+from cronwheel.api.schema import PingRequest
 from cronwheel.core import notify as nt
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
 
-PING_FIELDS = ("status", "exitCode", "output")
-PING_STATUSES = ("start", "success", "fail")
 
-
-def _object(body: Any, optional: bool = False) -> dict[str, Any]:
-    if body is None and optional:
-        return {}
+def _object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ValidationError(None, "the request body must be a JSON object", status=400, code="invalid_body")
     return body
 
 
 def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
-    """``{"status": "start"|"success"|"fail", "exitCode"?: int, "output"?: str}``; an empty
-    body is a success (``curl -X POST …/ping`` at the end of a script)."""
-    data = {k: v for k, v in _object(body, optional=True).items() if v is not None}
-    unknown = sorted(k for k in data if k not in PING_FIELDS)
-    if unknown:
-        raise ValidationError(unknown[0], f"unknown field: {', '.join(unknown)} (allowed: {', '.join(PING_FIELDS)})",
-                              code="unknown_field")  # fmt: skip
-    kind = data.get("status", "success")
-    if kind not in PING_STATUSES:
-        raise ValidationError("status", f"status must be one of {', '.join(PING_STATUSES)}, not {str(kind)[:50]!r}")
-    exit_code = data.get("exitCode")
-    if isinstance(exit_code, float) and exit_code.is_integer():  # JSON has one number type
-        exit_code = int(exit_code)
-    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int) or not -(2**31) <= exit_code < 2**31):
-        raise ValidationError("exitCode", "exitCode must be an integer (a process exit status)")
-    output = data.get("output")
-    if output is not None:
-        if not isinstance(output, str):
-            raise ValidationError("output", "output must be a string (the tail of the run's output)")
-        output = output[-MAX_PING_OUTPUT_CHARS:]
-    if kind == "start" and (exit_code is not None or output is not None):
+    """``{"status": "start"|"success"|"fail", "exitCode"?: int, "output"?: str}``
+    (``schema.PingRequest``); an empty body is a success (``curl -X POST …/ping`` at the end
+    of a script)."""
+    req = decode(PingRequest, {} if body is None else body)
+    kind = req.status or "success"
+    output = None if req.output is None else req.output[-MAX_PING_OUTPUT_CHARS:]
+    if kind == "start" and (req.exit_code is not None or output is not None):
         raise ValidationError("status", "a start ping carries no exitCode or output (send them with success or fail)")
-    return kind, exit_code, output
+    return kind, req.exit_code, output
 
 
 def parse_rules_body(body: Any) -> tuple[nt.Rule, ...]:

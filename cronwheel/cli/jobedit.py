@@ -18,6 +18,9 @@ from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
+from cronwheel.core.jobfields import HTTP_METHODS, MISFIRES, OVERLAPS, PRIORITIES
+from cronwheel.core.limits import RETRY_MAX_ATTEMPTS_RANGE
+from cronwheel.core.model import MisfirePolicy, OverlapPolicy, Priority, RetryPolicy
 from cronwheel.core.schedule import looks_like_instant
 
 #: H and @every offsets hash the job id: offline answers are for this example id
@@ -50,21 +53,23 @@ def schedule_error(text: str, exc: Exception) -> str:
     return f"{exc}{hint}"
 
 
-#: the options that define a job, in the order `--help` lists them (add and update alike)
+_DEFAULT_RETRY = RetryPolicy()
+#: the options that define a job, in the order `--help` lists them (add and update alike);
+#: their choices and ranges are the job body's (core/jobfields.py, core/limits.py)
 _DEFINITION_OPTIONS = (
     click.option("--name", help="A unique, human name to refer to the job by."),
     click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
     click.option("--timeout", metavar="DURATION", help="Kill an attempt after this long (e.g. 90s, 10m, 2h). [default 1h]"),
-    click.option("--max-attempts", type=click.IntRange(1, 1000), metavar="N", help="Attempts before the dead-letter queue. [default 3]"),
-    click.option("--priority", type=click.Choice(["high", "default", "batch"]), help="Ready-queue tier. [default default]"),
+    click.option("--max-attempts", type=click.IntRange(*RETRY_MAX_ATTEMPTS_RANGE), metavar="N", help=f"Attempts before the dead-letter queue. [default {_DEFAULT_RETRY.max_attempts}]"),
+    click.option("--priority", type=click.Choice(PRIORITIES), help=f"Ready-queue tier. [default {Priority.DEFAULT.label}]"),
     click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
-    click.option("--http-method", type=click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False), help="Method for --http-url. [default GET]"),
+    click.option("--http-method", type=click.Choice(HTTP_METHODS, case_sensitive=False), help="Method for --http-url. [default GET]"),
     click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable)."),
     click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker."),
     click.option("--queue", metavar="NAME", help="Target: leave executions for remote workers polling this queue."),
     click.option("--payload", metavar="JSON", help="JSON value handed to every execution."),
-    click.option("--overlap", type=click.Choice(["allow", "forbid", "replace"]), help="When a tick comes while an execution is still running. [default allow]"),
-    click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]), help="Ticks missed while no scheduler ran. [default run_once]"),
+    click.option("--overlap", type=click.Choice(OVERLAPS), help=f"When a tick comes while an execution is still running. [default {OverlapPolicy.ALLOW.value}]"),
+    click.option("--misfire", type=click.Choice(MISFIRES), help=f"Ticks missed while no scheduler ran. [default {MisfirePolicy.RUN_ONCE.value}]"),
     click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),

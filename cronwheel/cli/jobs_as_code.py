@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from cronwheel.api.fields import ValidationError
-from cronwheel.api.validation import JOB_FIELDS, parse_job_body
+from cronwheel.api.validation import parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
 from cronwheel.cli.context import CONTEXT, Cli
@@ -24,6 +24,7 @@ from cronwheel.core import jobfiles
 from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request, unexported_rules
+from cronwheel.core.jobfields import JOB_FIELDS
 from cronwheel.core.words import counted
 
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}

@@ -21,15 +21,12 @@ from typing import Any
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.crontab import MACROS, UTC, mailto_rule, split_percent
+from cronwheel.core.jobfields import CARRIED_BACK
 from cronwheel.core.model import JobSpec
 from cronwheel.core.notify import RuleError, rule_from_json
 
 #: the members of a job (as the API shows it) that a request may carry back
-_REQUEST_FIELDS = (
-    "name", "schedule", "runAt", "timezone", "payload", "retryPolicy", "timeoutSec", "leaseSec",
-    "priority", "overlap", "misfire", "jitterSec", "misfireGraceSec", "env", "runAs", "shell", "stdin",
-    "activeFrom", "activeUntil", "expectSuccessWithin",
-)  # fmt: skip
+_REQUEST_FIELDS = CARRIED_BACK
 
 
 def job_request(job: dict[str, Any], *, webhooks: bool = False) -> dict[str, Any]:

@@ -333,3 +333,11 @@ def test_a_patch_merges_objects_the_job_lacks_as_rfc_7386_says() -> None:
     job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse_job_body({"schedule": "0 * * * *", "command": "true"}, now_ms=NOW))
     spec = parse_job_patch(job, {"env": {"A": None, "B": "1"}, "retryPolicy": {"jitter": None, "maxAttempts": 2}}, now_ms=NOW)
     assert spec.env == {"B": "1"} and spec.retry.max_attempts == 2
+
+
+def test_a_patch_keeps_the_members_it_does_not_name() -> None:
+    """misfireGraceSec too: the body a patch merges into is the job's whole body."""
+    body = {**BASE, "misfireGraceSec": 30, "jitterSec": 5, "calendars": ["holidays"], "env": {"A": "1"}}
+    job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse(body))
+    spec = parse_job_patch(job, {"name": "renamed"}, now_ms=NOW)
+    assert (spec.name, spec.misfire_grace_sec, spec.jitter_sec, spec.calendars, spec.env) == ("renamed", 30, 5, ("holidays",), {"A": "1"})

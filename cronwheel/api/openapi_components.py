@@ -1,0 +1,1216 @@
+"""The components of the OpenAPI document that no struct declares yet: the bodies of the
+routes whose input is still checked by hand (``api/tenancy.py``, ``api/notifying.py``…) and
+the answers built as plain JSON, the shared responses and the security schemes. The bodies
+declared as structs (``core/jobfields.py``, ``api/schema.py``) are generated from them by
+``api/openapi.py``.
+
+Why one module: it is one table of JSON Schemas, each named once and referenced by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMAS: dict[str, Any] = {
+    "JobCreated": {
+                      "type": "object",
+                      "required": ["jobId", "nextRunAt"],
+                      "properties": {
+                                        "jobId": {"type": "string"},
+                                        "nextRunAt": {
+                                                         "type": ["string", "null"],
+                                                         "format": "date-time",
+                                                     },
+                                        "warnings": {
+                                                        "type": "array",
+                                                        "items": {"type": "string"},
+                                                        "description": "Present when something accepted will not work as it stands, each naming its field: an email rule on a daemon with no mail transport (start it with --smtp-url or --sendmail; its notifications are retried, then dead-lettered, until then).",
+                                                    },
+                                    },
+                  },
+    "HeartbeatResponse": {
+                             "type": "object",
+                             "required": ["extendUntil"],
+                             "properties": {
+                                               "extendUntil": {
+                                                                  "type": "string",
+                                                                  "format": "date-time",
+                                                              },
+                                               "leaseEpoch": {"type": "integer"},
+                                           },
+                         },
+    "CompleteResponse": {
+                            "type": "object",
+                            "required": ["status", "availableAt"],
+                            "properties": {
+                                              "executionId": {"type": "string"},
+                                              "status": {
+                                                            "type": "string",
+                                                            "enum": [
+                                                                        "SUCCEEDED",
+                                                                        "RETRY_WAIT",
+                                                                        "DEAD",
+                                                                    ],
+                                                        },
+                                              "availableAt": {
+                                                                 "type": ["string", "null"],
+                                                                 "format": "date-time",
+                                                                 "description": "RETRY_WAIT: when the retry may start.",
+                                                             },
+                                          },
+                        },
+    "EffectResponse": {
+                          "type": "object",
+                          "required": ["recorded", "duplicate"],
+                          "properties": {
+                                            "recorded": {"type": "boolean"},
+                                            "duplicate": {"type": "boolean"},
+                                            "key": {"type": "string"},
+                                        },
+                      },
+    "Purged": {
+                  "type": "object",
+                  "required": ["executionId", "purged"],
+                  "properties": {"executionId": {"type": "string"}, "purged": {"const": True}},
+              },
+    "NotificationPurged": {
+                              "type": "object",
+                              "required": ["notificationId", "purged"],
+                              "properties": {
+                                                "notificationId": {"type": "string"},
+                                                "purged": {"const": True},
+                                            },
+                          },
+    "Status": {
+                  "type": "object",
+                  "description": "Node health: node id, store, uptime, jobs by status, queue depth by tier, running executions, workers, next run, dispatch lag percentiles. The parts read from the store (jobs, executions, nextRunAt, store, cluster) come from the node's last successful read: while the store cannot be reached (a failover, a restart) the node answers 200 with that read, marked stale, rather than 503 (503 only when it has never read the store). The in-memory parts (queue, delayed, wheel, workers, dispatchLagMs, uptimeSec, cluster.owned) are always live.",
+                  "properties": {
+                                    "stale": {
+                                                 "type": "boolean",
+                                                 "description": "true: the store could not be read for this answer; the store-read parts are as of asOf.",
+                                             },
+                                    "asOf": {
+                                                "type": "string",
+                                                "format": "date-time",
+                                                "description": "When the store-read parts were read (now, when stale is false).",
+                                            },
+                                    "staleForMs": {
+                                                      "type": "integer",
+                                                      "description": "Only when stale: how old the store-read parts are, in milliseconds.",
+                                                  },
+                                    "storeError": {
+                                                      "type": "string",
+                                                      "description": "Only when stale: why the store could not be read.",
+                                                  },
+                                    "disk": {
+                                                "type": "object",
+                                                "description": "The data directory's file system (live) and the SQLite WAL (as of the last check, every 5 s). low: free space under lowMarkBytes (--disk-low); store.disk_low is logged.",
+                                                "properties": {
+                                                                  "freeBytes": {
+                                                                                   "type": [
+                                                                                               "integer",
+                                                                                               "null",
+                                                                                           ],
+                                                                               },
+                                                                  "totalBytes": {
+                                                                                    "type": [
+                                                                                                "integer",
+                                                                                                "null",
+                                                                                            ],
+                                                                                },
+                                                                  "low": {"type": "boolean"},
+                                                                  "lowMarkBytes": {
+                                                                                      "type": "integer",
+                                                                                  },
+                                                                  "walBytes": {
+                                                                                  "type": [
+                                                                                              "integer",
+                                                                                              "null",
+                                                                                          ],
+                                                                              },
+                                                              },
+                                            },
+                                    "notifications": {
+                                                         "type": "object",
+                                                         "description": "Notifications in the store by status (PENDING, RUNNING, SENT, DEAD, HELD) and `overdueJobs`: jobs whose dead-man's window passed without a success.",
+                                                         "additionalProperties": {"type": "integer"},
+                                                     },
+                                },
+                  "required": ["stale", "asOf"],
+                  "additionalProperties": True,
+              },
+    "Herd": {
+                "type": "object",
+                "description": "Ticks per second of the active jobs over a window (GET /v1/herd).",
+                "required": [
+                                "windowStart",
+                                "windowSec",
+                                "jobs",
+                                "skipped",
+                                "ticks",
+                                "maxPerSecond",
+                                "p99PerSecond",
+                                "busiest",
+                                "perMinute",
+                            ],
+                "properties": {
+                                  "windowStart": {"type": "string", "format": "date-time"},
+                                  "windowSec": {"type": "integer"},
+                                  "tenant": {
+                                                "type": ["string", "null"],
+                                                "description": "The tenant the preview is scoped to; null: every tenant.",
+                                            },
+                                  "jobs": {
+                                              "type": "integer",
+                                              "description": "Active jobs considered.",
+                                          },
+                                  "skipped": {
+                                                 "type": "integer",
+                                                 "description": "Jobs whose schedule could not be evaluated.",
+                                             },
+                                  "ticks": {
+                                               "type": "integer",
+                                               "description": "Ticks in the window.",
+                                           },
+                                  "maxPerSecond": {"type": "integer"},
+                                  "p99PerSecond": {"type": "integer"},
+                                  "busiest": {
+                                                 "type": "array",
+                                                 "items": {
+                                                              "type": "object",
+                                                              "required": [
+                                                                              "at",
+                                                                              "offsetSec",
+                                                                              "count",
+                                                                              "schedules",
+                                                                          ],
+                                                              "properties": {
+                                                                                "at": {
+                                                                                          "type": "string",
+                                                                                          "format": "date-time",
+                                                                                      },
+                                                                                "offsetSec": {
+                                                                                                 "type": "integer",
+                                                                                             },
+                                                                                "count": {
+                                                                                             "type": "integer",
+                                                                                         },
+                                                                                "schedules": {
+                                                                                                 "type": "array",
+                                                                                                 "description": "The schedules that fill this second, most jobs first (at most 5).",
+                                                                                                 "items": {
+                                                                                                              "type": "object",
+                                                                                                              "required": [
+                                                                                                                              "schedule",
+                                                                                                                              "jobs",
+                                                                                                                          ],
+                                                                                                              "properties": {
+                                                                                                                                "schedule": {
+                                                                                                                                                "type": "string",
+                                                                                                                                            },
+                                                                                                                                "jobs": {
+                                                                                                                                            "type": "integer",
+                                                                                                                                        },
+                                                                                                                            },
+                                                                                                          },
+                                                                                             },
+                                                                            },
+                                                          },
+                                             },
+                                  "perMinute": {
+                                                   "type": "array",
+                                                   "items": {"type": "integer"},
+                                                   "description": "Ticks in each minute of the window.",
+                                               },
+                                  "peakPerMinute": {
+                                                       "type": "array",
+                                                       "items": {"type": "integer"},
+                                                       "description": "Ticks due in the busiest second of each minute of the window: the herd, second by second, in one value per minute.",
+                                                   },
+                              },
+                "additionalProperties": True,
+            },
+    "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
+    "Event": {
+                 "type": "object",
+                 "description": "One event of the daemon's log; the fields beyond these four depend on the event.",
+                 "required": ["ts", "event", "node", "seq"],
+                 "properties": {
+                                   "ts": {
+                                             "type": "string",
+                                             "description": "RFC 3339 UTC with milliseconds.",
+                                         },
+                                   "event": {
+                                                "type": "string",
+                                                "description": "Stable name, e.g. execution.started, lease.fenced.",
+                                            },
+                                   "node": {"type": "string"},
+                                   "seq": {
+                                              "type": "integer",
+                                              "description": "Increases by one per event on this node (gaps: filtered or dropped).",
+                                          },
+                               },
+                 "additionalProperties": True,
+             },
+    "Tenant": {
+                  "type": "object",
+                  "required": [
+                                  "name",
+                                  "weight",
+                                  "maxRunning",
+                                  "maxJobs",
+                                  "submitRate",
+                                  "submitBurst",
+                                  "allowShell",
+                                  "httpAllow",
+                              ],
+                  "properties": {
+                                    "name": {"type": "string"},
+                                    "weight": {
+                                                  "type": "integer",
+                                                  "minimum": 1,
+                                                  "maximum": 1000,
+                                                  "description": "Share of the ready queue against other tenants (weighted fair queuing).",
+                                              },
+                                    "maxRunning": {
+                                                      "type": ["integer", "null"],
+                                                      "minimum": 0,
+                                                      "description": "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.",
+                                                  },
+                                    "maxJobs": {
+                                                   "type": ["integer", "null"],
+                                                   "minimum": 0,
+                                                   "description": "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.",
+                                               },
+                                    "submitRate": {
+                                                      "type": ["number", "null"],
+                                                      "exclusiveMinimum": 0,
+                                                      "description": "Submissions per second per node (token bucket); beyond it 429 with Retry-After. Null: unlimited.",
+                                                  },
+                                    "submitBurst": {
+                                                       "type": ["integer", "null"],
+                                                       "minimum": 1,
+                                                       "description": "Token bucket capacity. Null: ceil(submitRate).",
+                                                   },
+                                    "allowShell": {
+                                                      "type": "boolean",
+                                                      "description": "May create command and python targets (they run code as the daemon's user).",
+                                                  },
+                                    "httpAllow": {
+                                                     "type": "array",
+                                                     "items": {"type": "string"},
+                                                     "maxItems": 100,
+                                                     "description": "Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.",
+                                                 },
+                                    "createdAt": {"type": ["string", "null"], "format": "date-time"},
+                                    "updatedAt": {"type": ["string", "null"], "format": "date-time"},
+                                    "running": {
+                                                   "type": "integer",
+                                                   "description": "Live, this node: executions running now (GET /v1/tenants only).",
+                                               },
+                                    "queued": {
+                                                  "type": "integer",
+                                                  "description": "Live, this node: executions in the ready queue.",
+                                              },
+                                    "quotaWaiting": {
+                                                        "type": "boolean",
+                                                        "description": "Live, this node: executions wait for its maxRunning quota.",
+                                                    },
+                                },
+              },
+    "TenantList": {
+                      "type": "object",
+                      "required": ["tenants"],
+                      "properties": {
+                                        "tenants": {
+                                                       "type": "array",
+                                                       "items": {
+                                                                    "$ref": "#/components/schemas/Tenant",
+                                                                },
+                                                   },
+                                    },
+                  },
+    "Token": {
+                 "type": "object",
+                 "required": ["tokenId", "role", "tenant"],
+                 "properties": {
+                                   "tokenId": {"type": "string", "pattern": "^tk_[0-9a-f]{16}$"},
+                                   "role": {
+                                               "type": "string",
+                                               "enum": ["tenant", "worker", "admin", "metrics"],
+                                           },
+                                   "tenant": {"type": ["string", "null"]},
+                                   "name": {"type": ["string", "null"]},
+                                   "createdAt": {"type": ["string", "null"], "format": "date-time"},
+                                   "revokedAt": {"type": ["string", "null"], "format": "date-time"},
+                               },
+             },
+    "TokenCreated": {
+                        "allOf": [
+                                     {"$ref": "#/components/schemas/Token"},
+                                     {
+                                         "type": "object",
+                                         "required": ["token"],
+                                         "properties": {
+                                                           "token": {
+                                                                        "type": "string",
+                                                                        "description": "The bearer token. Shown this once: only its hash is stored.",
+                                                                    },
+                                                       },
+                                     },
+                                 ],
+                    },
+    "TokenList": {
+                     "type": "object",
+                     "required": ["tokens"],
+                     "properties": {
+                                       "tokens": {
+                                                     "type": "array",
+                                                     "items": {"$ref": "#/components/schemas/Token"},
+                                                 },
+                                   },
+                 },
+    "Activity": {
+                    "type": "object",
+                    "required": ["nodeId", "at", "lagHistory", "running", "runningTotal"],
+                    "properties": {
+                                      "nodeId": {"type": "string"},
+                                      "at": {"type": "string", "format": "date-time"},
+                                      "lagHistory": {
+                                                        "type": "object",
+                                                        "required": ["minuteSec", "minutes"],
+                                                        "properties": {
+                                                                          "minuteSec": {"const": 60},
+                                                                          "minutes": {
+                                                                                         "type": "array",
+                                                                                         "minItems": 60,
+                                                                                         "maxItems": 60,
+                                                                                         "items": {
+                                                                                                      "type": "object",
+                                                                                                      "required": [
+                                                                                                                      "at",
+                                                                                                                      "count",
+                                                                                                                      "p50",
+                                                                                                                      "p99",
+                                                                                                                      "max",
+                                                                                                                  ],
+                                                                                                      "properties": {
+                                                                                                                        "at": {
+                                                                                                                                  "type": "string",
+                                                                                                                                  "format": "date-time",
+                                                                                                                                  "description": "The minute's start.",
+                                                                                                                              },
+                                                                                                                        "count": {
+                                                                                                                                     "type": "integer",
+                                                                                                                                     "minimum": 0,
+                                                                                                                                     "description": "First attempts started in this minute.",
+                                                                                                                                 },
+                                                                                                                        "p50": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds.",
+                                                                                                                               },
+                                                                                                                        "p99": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds.",
+                                                                                                                               },
+                                                                                                                        "max": {
+                                                                                                                                   "type": [
+                                                                                                                                               "integer",
+                                                                                                                                               "null",
+                                                                                                                                           ],
+                                                                                                                                   "minimum": 0,
+                                                                                                                                   "description": "Milliseconds (exact).",
+                                                                                                                               },
+                                                                                                                    },
+                                                                                                  },
+                                                                                     },
+                                                                      },
+                                                    },
+                                      "running": {
+                                                     "type": "array",
+                                                     "maxItems": 100,
+                                                     "items": {
+                                                                  "type": "object",
+                                                                  "required": [
+                                                                                  "executionId",
+                                                                                  "jobId",
+                                                                                  "workerId",
+                                                                                  "leaseEpoch",
+                                                                                  "runningSec",
+                                                                              ],
+                                                                  "properties": {
+                                                                                    "executionId": {
+                                                                                                       "type": "string",
+                                                                                                   },
+                                                                                    "jobId": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                                    "workerId": {
+                                                                                                    "type": "string",
+                                                                                                },
+                                                                                    "leaseEpoch": {
+                                                                                                      "type": "integer",
+                                                                                                      "minimum": 1,
+                                                                                                  },
+                                                                                    "runningSec": {
+                                                                                                      "type": [
+                                                                                                                  "number",
+                                                                                                                  "null",
+                                                                                                              ],
+                                                                                                      "minimum": 0,
+                                                                                                  },
+                                                                                },
+                                                              },
+                                                 },
+                                      "runningTotal": {"type": "integer", "minimum": 0},
+                                  },
+                },
+    "JobBatchResponse": {
+                            "type": "object",
+                            "required": ["results"],
+                            "properties": {
+                                              "results": {
+                                                             "type": "array",
+                                                             "items": {
+                                                                          "type": "object",
+                                                                          "required": [
+                                                                                          "index",
+                                                                                          "status",
+                                                                                      ],
+                                                                          "properties": {
+                                                                                            "index": {
+                                                                                                         "type": "integer",
+                                                                                                         "minimum": 0,
+                                                                                                     },
+                                                                                            "status": {
+                                                                                                          "type": "integer",
+                                                                                                          "enum": [
+                                                                                                                      200,
+                                                                                                                      201,
+                                                                                                                      409,
+                                                                                                                      422,
+                                                                                                                      429,
+                                                                                                                      500,
+                                                                                                                  ],
+                                                                                                      },
+                                                                                            "errorId": {
+                                                                                                           "type": "string",
+                                                                                                           "description": "status 500: the id of the daemon's log line about this job",
+                                                                                                       },
+                                                                                            "jobId": {
+                                                                                                         "type": "string",
+                                                                                                     },
+                                                                                            "nextRunAt": {
+                                                                                                             "type": [
+                                                                                                                         "string",
+                                                                                                                         "null",
+                                                                                                                     ],
+                                                                                                             "format": "date-time",
+                                                                                                         },
+                                                                                            "replayed": {
+                                                                                                            "type": "boolean",
+                                                                                                        },
+                                                                                            "code": {
+                                                                                                        "type": "string",
+                                                                                                    },
+                                                                                            "detail": {
+                                                                                                          "type": "string",
+                                                                                                      },
+                                                                                        },
+                                                                          "description": "One per job, in order, with the status a single `POST /v1/jobs` would have answered: 201 created, 200 replayed, 409 `name_taken` (with the holder's `jobId`; an earlier job of the same batch may hold it), 422 idempotency key reused, 429 over the tenant's maxJobs.",
+                                                                      },
+                                                         },
+                                              "warnings": {
+                                                              "type": "array",
+                                                              "items": {"type": "string"},
+                                                              "description": "As in a single create's answer, each field prefixed with `jobs[i].`.",
+                                                          },
+                                          },
+                        },
+    "ExecutionContext": {
+                            "type": ["object", "null"],
+                            "description": "What made the execution when not the job's own schedule: `{\"backfill\": true}`, or `{\"parent\": {executionId, jobId, scheduledAt, outcome}}` for a chain child (outcome SUCCEEDED or DEAD).",
+                            "properties": {
+                                              "backfill": {"type": "boolean"},
+                                              "parent": {
+                                                            "type": "object",
+                                                            "properties": {
+                                                                              "executionId": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                              "jobId": {
+                                                                                           "type": "string",
+                                                                                       },
+                                                                              "scheduledAt": {
+                                                                                                 "type": "string",
+                                                                                                 "format": "date-time",
+                                                                                             },
+                                                                              "outcome": {
+                                                                                             "type": "string",
+                                                                                             "enum": [
+                                                                                                         "SUCCEEDED",
+                                                                                                         "DEAD",
+                                                                                                     ],
+                                                                                         },
+                                                                          },
+                                                        },
+                                          },
+                        },
+    "Calendar": {
+                    "type": "object",
+                    "required": ["name", "tenant", "dates", "windows"],
+                    "properties": {
+                                      "name": {"type": "string"},
+                                      "tenant": {"type": "string"},
+                                      "description": {"type": "string"},
+                                      "dates": {"type": "array", "items": {"type": "string"}},
+                                      "windows": {
+                                                     "type": "array",
+                                                     "items": {
+                                                                  "type": "object",
+                                                                  "properties": {
+                                                                                    "start": {
+                                                                                                 "type": "string",
+                                                                                             },
+                                                                                    "end": {
+                                                                                               "type": "string",
+                                                                                           },
+                                                                                },
+                                                              },
+                                                 },
+                                      "createdAt": {
+                                                       "type": ["string", "null"],
+                                                       "format": "date-time",
+                                                   },
+                                      "updatedAt": {
+                                                       "type": ["string", "null"],
+                                                       "format": "date-time",
+                                                   },
+                                  },
+                },
+    "CalendarList": {
+                        "type": "object",
+                        "required": ["calendars"],
+                        "properties": {
+                                          "calendars": {
+                                                           "type": "array",
+                                                           "items": {
+                                                                        "$ref": "#/components/schemas/Calendar",
+                                                                    },
+                                                       },
+                                      },
+                    },
+    "BackfillResult": {
+                          "type": "object",
+                          "required": ["jobId", "ticks", "created", "existing", "excluded"],
+                          "properties": {
+                                            "jobId": {"type": "string"},
+                                            "from": {"type": "string", "format": "date-time"},
+                                            "to": {"type": "string", "format": "date-time"},
+                                            "dryRun": {"type": "boolean"},
+                                            "ticks": {
+                                                         "type": "integer",
+                                                         "description": "Ticks of the range that run (calendar exclusions left out), at most 10,000 per request (422 `backfill_too_large` beyond).",
+                                                     },
+                                            "created": {
+                                                           "type": "integer",
+                                                           "description": "Executions created now (batch priority).",
+                                                       },
+                                            "existing": {
+                                                            "type": "integer",
+                                                            "description": "Ticks that already had an execution: left alone.",
+                                                        },
+                                            "excluded": {
+                                                            "type": "array",
+                                                            "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
+                                                            "items": {
+                                                                         "type": "object",
+                                                                         "properties": {
+                                                                                           "at": {
+                                                                                                     "type": "string",
+                                                                                                     "format": "date-time",
+                                                                                                 },
+                                                                                           "until": {
+                                                                                                        "type": "string",
+                                                                                                        "format": "date-time",
+                                                                                                    },
+                                                                                           "reason": {
+                                                                                                         "type": "string",
+                                                                                                     },
+                                                                                       },
+                                                                     },
+                                                        },
+                                            "executionIds": {
+                                                                "type": "array",
+                                                                "items": {"type": "string"},
+                                                            },
+                                            "plannedTicks": {
+                                                                "type": "array",
+                                                                "items": {
+                                                                             "type": "string",
+                                                                             "format": "date-time",
+                                                                         },
+                                                                "description": "dryRun: the ticks.",
+                                                            },
+                                        },
+                      },
+    "BackfillCancelled": {
+                             "type": "object",
+                             "required": ["jobId", "cancelled"],
+                             "properties": {
+                                               "jobId": {"type": "string"},
+                                               "cancelled": {"type": "integer"},
+                                           },
+                         },
+    "Upcoming": {
+                    "type": "object",
+                    "required": ["jobId", "next", "excluded"],
+                    "properties": {
+                                      "jobId": {"type": "string"},
+                                      "timezone": {"type": "string"},
+                                      "next": {
+                                                  "type": "array",
+                                                  "items": {"type": "string", "format": "date-time"},
+                                              },
+                                      "excluded": {
+                                                      "type": "array",
+                                                      "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
+                                                      "items": {
+                                                                   "type": "object",
+                                                                   "properties": {
+                                                                                     "at": {
+                                                                                               "type": "string",
+                                                                                               "format": "date-time",
+                                                                                           },
+                                                                                     "until": {
+                                                                                                  "type": "string",
+                                                                                                  "format": "date-time",
+                                                                                              },
+                                                                                     "reason": {
+                                                                                                   "type": "string",
+                                                                                               },
+                                                                                 },
+                                                               },
+                                                  },
+                                  },
+                },
+    "NotifyRule": {
+                      "type": "object",
+                      "additionalProperties": False,
+                      "required": ["on", "via"],
+                      "description": "A notification rule: `on` one event, `via` one channel. A webhook needs `url` and `secret` (the HMAC-SHA256 key of the `Cronwheel-Signature` header: `t=<unix seconds>,v1=<hex of HMAC(secret, \"<t>.\" + body)>`), an email `to`, a command `command` (the notification's JSON on its stdin; needs allowShell for tenants). Webhook hosts obey the tenant's HTTP allow-list. Answers show the secret as `********`, and the password of a URL that carries one (`https://user:********@host/`), and add the rule's `ruleId`.",
+                      "properties": {
+                                        "on": {
+                                                  "type": "string",
+                                                  "enum": [
+                                                              "failure",
+                                                              "dead",
+                                                              "success",
+                                                              "recovered",
+                                                              "late",
+                                                              "missed",
+                                                          ],
+                                                  "description": "failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; missed: the `expectSuccessWithin` window passed without a success.",
+                                              },
+                                        "via": {
+                                                   "type": "string",
+                                                   "enum": ["webhook", "email", "command"],
+                                               },
+                                        "url": {
+                                                   "type": "string",
+                                                   "maxLength": 2048,
+                                                   "format": "http-url",
+                                                   "description": "webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). Answers show the password of its user information, if any, as `********`.",
+                                                   "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#:\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$",
+                                               },
+                                        "secret": {
+                                                      "type": "string",
+                                                      "minLength": 16,
+                                                      "maxLength": 200,
+                                                      "description": "webhook: the signing key.",
+                                                      "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                  },
+                                        "to": {
+                                                  "oneOf": [
+                                                               {
+                                                                   "$ref": "#/components/schemas/EmailAddress",
+                                                               },
+                                                               {
+                                                                   "type": "array",
+                                                                   "items": {
+                                                                                "$ref": "#/components/schemas/EmailAddress",
+                                                                            },
+                                                                   "minItems": 1,
+                                                                   "maxItems": 20,
+                                                               },
+                                                           ],
+                                                  "description": "email: the recipients.",
+                                              },
+                                        "command": {
+                                                       "type": "string",
+                                                       "minLength": 1,
+                                                       "description": "command: a shell command line, at most 8 KiB.",
+                                                       "maxLength": 8192,
+                                                       "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                   },
+                                        "afterSec": {
+                                                        "type": "integer",
+                                                        "minimum": 1,
+                                                        "maximum": 2592000,
+                                                        "description": "late: the lag that counts as late.",
+                                                    },
+                                        "maxPerHour": {
+                                                          "type": "integer",
+                                                          "minimum": 1,
+                                                          "maximum": 3600,
+                                                          "default": 30,
+                                                          "description": "Notifications of this rule per job and rolling hour; the others are HELD and counted in one later `held` notification.",
+                                                      },
+                                        "maxAttempts": {
+                                                           "type": "integer",
+                                                           "minimum": 1,
+                                                           "maximum": 50,
+                                                           "default": 8,
+                                                           "description": "Delivery attempts (with backoff) before the notification is dead-lettered.",
+                                                       },
+                                        "ruleId": {
+                                                      "type": "string",
+                                                      "readOnly": True,
+                                                      "description": "In answers: the rule's stable id (a hash of what it does).",
+                                                  },
+                                    },
+                      "allOf": [
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "webhook"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["url", "secret"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["to"]},
+                                                                           {"required": ["command"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "email"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["to"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["url"]},
+                                                                           {"required": ["secret"]},
+                                                                           {"required": ["command"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"via": {"const": "command"}},
+                                                 "required": ["via"],
+                                             },
+                                       "then": {
+                                                   "required": ["command"],
+                                                   "not": {
+                                                              "anyOf": [
+                                                                           {"required": ["url"]},
+                                                                           {"required": ["secret"]},
+                                                                           {"required": ["to"]},
+                                                                       ],
+                                                          },
+                                               },
+                                   },
+                                   {
+                                       "if": {
+                                                 "properties": {"on": {"const": "late"}},
+                                                 "required": ["on"],
+                                             },
+                                       "then": {"required": ["afterSec"]},
+                                       "else": {"not": {"required": ["afterSec"]}},
+                                   },
+                               ],
+                  },
+    "Notification": {
+                        "type": "object",
+                        "required": ["notificationId", "jobId", "event", "status", "rule", "body"],
+                        "properties": {
+                                          "notificationId": {
+                                                                "type": "string",
+                                                                "description": "`{subject}@{ruleId}`: the subject is the execution id, or `{jobId}:missed:{deadlineMs}`; unique, so each (execution, rule) is told once. Also sent as the `Cronwheel-Notification-Id` header, which the signature does not cover: receivers deduplicate on this field of the signed body.",
+                                                            },
+                                          "jobId": {"type": "string"},
+                                          "tenant": {"type": "string"},
+                                          "event": {
+                                                       "type": "string",
+                                                       "enum": [
+                                                                   "failure",
+                                                                   "dead",
+                                                                   "success",
+                                                                   "recovered",
+                                                                   "late",
+                                                                   "missed",
+                                                                   "held",
+                                                               ],
+                                                       "description": "`held`: a summary of what a rule's rate limit held back.",
+                                                   },
+                                          "subject": {"type": "string"},
+                                          "ruleId": {"type": "string"},
+                                          "rule": {"$ref": "#/components/schemas/NotifyRuleAnswer"},
+                                          "status": {
+                                                        "type": "string",
+                                                        "enum": [
+                                                                    "PENDING",
+                                                                    "RUNNING",
+                                                                    "SENT",
+                                                                    "DEAD",
+                                                                    "HELD",
+                                                                ],
+                                                    },
+                                          "attempt": {"type": "integer"},
+                                          "leaseEpoch": {"type": "integer"},
+                                          "availableAt": {
+                                                             "type": ["string", "null"],
+                                                             "format": "date-time",
+                                                         },
+                                          "createdAt": {
+                                                           "type": ["string", "null"],
+                                                           "format": "date-time",
+                                                       },
+                                          "sentAt": {
+                                                        "type": ["string", "null"],
+                                                        "format": "date-time",
+                                                    },
+                                          "error": {"type": ["string", "null"]},
+                                          "body": {
+                                                      "type": "object",
+                                                      "description": "What is told (the webhook's JSON body).",
+                                                  },
+                                      },
+                    },
+    "NotificationPage": {
+                            "type": "object",
+                            "required": ["notifications", "next"],
+                            "properties": {
+                                              "notifications": {
+                                                                   "type": "array",
+                                                                   "items": {
+                                                                                "$ref": "#/components/schemas/Notification",
+                                                                            },
+                                                               },
+                                              "next": {
+                                                          "type": ["string", "null"],
+                                                          "description": "Pass as `before` for the next page.",
+                                                      },
+                                          },
+                        },
+    "PingResponse": {
+                        "type": "object",
+                        "required": ["jobId", "status", "execution"],
+                        "properties": {
+                                          "jobId": {"type": "string"},
+                                          "status": {
+                                                        "type": "string",
+                                                        "enum": ["start", "success", "fail"],
+                                                    },
+                                          "execution": {
+                                                           "oneOf": [
+                                                                        {
+                                                                            "$ref": "#/components/schemas/Execution",
+                                                                        },
+                                                                        {"type": "null"},
+                                                                    ],
+                                                           "description": "success/fail: the run as recorded (SUCCEEDED, or DEAD for a fail).",
+                                                       },
+                                      },
+                    },
+    "TenantNotify": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["notify"],
+                        "properties": {
+                                          "tenant": {"type": "string", "readOnly": True},
+                                          "notify": {
+                                                        "type": "array",
+                                                        "maxItems": 20,
+                                                        "items": {
+                                                                     "$ref": "#/components/schemas/NotifyRule",
+                                                                 },
+                                                    },
+                                      },
+                    },
+    "EmailAddress": {
+                        "type": "string",
+                        "maxLength": 320,
+                        "pattern": "^[^@\\s<>,;:\"\\u0000-\\u001f\\u007f-\\u009f\\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$",
+                    },
+    "NotifyRuleAnswer": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "description": "A notification rule as answers show it: the same members as NotifyRule, the secret as `********`, and the rule's `ruleId`.",
+                            "properties": {
+                                              "on": {
+                                                        "type": "string",
+                                                        "enum": [
+                                                                    "failure",
+                                                                    "dead",
+                                                                    "success",
+                                                                    "recovered",
+                                                                    "late",
+                                                                    "missed",
+                                                                ],
+                                                        "description": "failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; missed: the `expectSuccessWithin` window passed without a success.",
+                                                    },
+                                              "via": {
+                                                         "type": "string",
+                                                         "enum": ["webhook", "email", "command"],
+                                                     },
+                                              "url": {
+                                                         "type": "string",
+                                                         "maxLength": 2048,
+                                                         "format": "http-url",
+                                                         "description": "webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). Answers show the password of its user information, if any, as `********`.",
+                                                         "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#:\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\u0000-\\u001f\\u007f-\\u009f \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$",
+                                                     },
+                                              "secret": {
+                                                            "type": "string",
+                                                            "const": "********",
+                                                            "description": "webhook: never shown; answers carry `********`.",
+                                                        },
+                                              "to": {
+                                                        "oneOf": [
+                                                                     {
+                                                                         "$ref": "#/components/schemas/EmailAddress",
+                                                                     },
+                                                                     {
+                                                                         "type": "array",
+                                                                         "items": {
+                                                                                      "$ref": "#/components/schemas/EmailAddress",
+                                                                                  },
+                                                                         "minItems": 1,
+                                                                         "maxItems": 20,
+                                                                     },
+                                                                 ],
+                                                        "description": "email: the recipients.",
+                                                    },
+                                              "command": {
+                                                             "type": "string",
+                                                             "minLength": 1,
+                                                             "description": "command: a shell command line, at most 8 KiB.",
+                                                             "maxLength": 8192,
+                                                             "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
+                                                         },
+                                              "afterSec": {
+                                                              "type": "integer",
+                                                              "minimum": 1,
+                                                              "maximum": 2592000,
+                                                              "description": "late: the lag that counts as late.",
+                                                          },
+                                              "maxPerHour": {
+                                                                "type": "integer",
+                                                                "minimum": 1,
+                                                                "maximum": 3600,
+                                                                "default": 30,
+                                                                "description": "Notifications of this rule per job and rolling hour; the others are HELD and counted in one later `held` notification.",
+                                                            },
+                                              "maxAttempts": {
+                                                                 "type": "integer",
+                                                                 "minimum": 1,
+                                                                 "maximum": 50,
+                                                                 "default": 8,
+                                                                 "description": "Delivery attempts (with backoff) before the notification is dead-lettered.",
+                                                             },
+                                              "ruleId": {
+                                                            "type": "string",
+                                                            "readOnly": True,
+                                                            "description": "In answers: the rule's stable id (a hash of what it does).",
+                                                        },
+                                          },
+                            "required": ["on", "via"],
+                        },
+    "TenantNotifyAnswer": {
+                              "type": "object",
+                              "additionalProperties": False,
+                              "required": ["notify"],
+                              "properties": {
+                                                "tenant": {"type": "string", "readOnly": True},
+                                                "notify": {
+                                                              "type": "array",
+                                                              "maxItems": 20,
+                                                              "items": {
+                                                                           "$ref": "#/components/schemas/NotifyRuleAnswer",
+                                                                       },
+                                                          },
+                                            },
+                          },
+}
+
+RESPONSES: dict[str, Any] = {
+    "BadRequest": {
+                      "description": "Malformed JSON, an invalid schedule, timezone, header or query parameter.",
+                      "content": {
+                                     "application/problem+json": {
+                                                                     "schema": {
+                                                                                   "$ref": "#/components/schemas/Problem",
+                                                                               },
+                                                                 },
+                                 },
+                  },
+    "NotFound": {
+                    "description": "No such object (or another tenant's).",
+                    "content": {
+                                   "application/problem+json": {
+                                                                   "schema": {
+                                                                                 "$ref": "#/components/schemas/Problem",
+                                                                             },
+                                                               },
+                               },
+                },
+    "PayloadTooLarge": {
+                           "description": "Body over 1 MiB, or payload over 64 KiB.",
+                           "content": {
+                                          "application/problem+json": {
+                                                                          "schema": {
+                                                                                        "$ref": "#/components/schemas/Problem",
+                                                                                    },
+                                                                      },
+                                      },
+                       },
+    "UnsupportedMediaType": {
+                                "description": "The body is not application/json.",
+                                "content": {
+                                               "application/problem+json": {
+                                                                               "schema": {
+                                                                                             "$ref": "#/components/schemas/Problem",
+                                                                                         },
+                                                                           },
+                                           },
+                            },
+    "Unprocessable": {
+                         "description": "A member is missing, unknown, of the wrong type or out of range; `field` names it.",
+                         "content": {
+                                        "application/problem+json": {
+                                                                        "schema": {
+                                                                                      "$ref": "#/components/schemas/Problem",
+                                                                                  },
+                                                                    },
+                                    },
+                     },
+    "Conflict": {
+                    "description": "The object is not in a state that allows this.",
+                    "content": {
+                                   "application/problem+json": {
+                                                                   "schema": {
+                                                                                 "$ref": "#/components/schemas/Problem",
+                                                                             },
+                                                               },
+                               },
+                },
+    "LeaseConflict": {
+                         "description": "Stale lease: `reason` is `lease_lost` or `cancelled`. The worker must abort the run at once.",
+                         "content": {
+                                        "application/problem+json": {
+                                                                        "schema": {
+                                                                                      "$ref": "#/components/schemas/Problem",
+                                                                                  },
+                                                                    },
+                                    },
+                     },
+    "Unavailable": {
+                       "description": "The store is unreachable (e.g. failing over); retry.",
+                       "content": {
+                                      "application/problem+json": {
+                                                                      "schema": {
+                                                                                    "$ref": "#/components/schemas/Problem",
+                                                                                },
+                                                                  },
+                                  },
+                   },
+    "Unauthorized": {
+                        "description": "No bearer token, or one nobody issued (or since revoked). Carries `WWW-Authenticate: Bearer`.",
+                        "headers": {
+                                       "WWW-Authenticate": {
+                                                               "schema": {"type": "string"},
+                                                               "description": "`Bearer realm=\"cronwheel\"`, with `error=\"invalid_token\"` for a bad token.",
+                                                           },
+                                   },
+                        "content": {
+                                       "application/problem+json": {
+                                                                       "schema": {
+                                                                                     "$ref": "#/components/schemas/Problem",
+                                                                                 },
+                                                                   },
+                                   },
+                    },
+    "Forbidden": {
+                     "description": "The token's role may not do this (a worker token managing jobs, a tenant token on an admin route, a tenant without `allowShell` creating a command or python target, an HTTP target outside the allow-list).",
+                     "content": {
+                                    "application/problem+json": {
+                                                                    "schema": {
+                                                                                  "$ref": "#/components/schemas/Problem",
+                                                                              },
+                                                                },
+                                },
+                 },
+    "TooManyRequests": {
+                           "description": "A tenant quota: submissions per second (with `Retry-After`) or registered jobs (`quota` says which).",
+                           "headers": {
+                                          "Retry-After": {
+                                                             "schema": {"type": "integer"},
+                                                             "description": "Seconds to wait before submitting again (submission rate only).",
+                                                         },
+                                      },
+                           "content": {
+                                          "application/problem+json": {
+                                                                          "schema": {
+                                                                                        "$ref": "#/components/schemas/Problem",
+                                                                                    },
+                                                                      },
+                                      },
+                       },
+    "NameTaken": {
+                     "description": "Another live job (any status but CANCELLED) of the tenant has this name: names are unique per tenant. `code` is `name_taken` and `jobId` names the job that holds it (change that one in place with `PATCH /v1/jobs/{jobId}`, or cancel it first).",
+                     "content": {
+                                    "application/problem+json": {
+                                                                    "schema": {
+                                                                                  "allOf": [
+                                                                                               {
+                                                                                                   "$ref": "#/components/schemas/Problem",
+                                                                                               },
+                                                                                               {
+                                                                                                   "type": "object",
+                                                                                                   "properties": {
+                                                                                                                     "jobId": {
+                                                                                                                                  "type": "string",
+                                                                                                                                  "description": "The job that holds the name.",
+                                                                                                                              },
+                                                                                                                 },
+                                                                                               },
+                                                                                           ],
+                                                                              },
+                                                                },
+                                },
+                 },
+}
+
+SECURITY_SCHEMES: dict[str, Any] = {
+    "bearerAuth": {
+                      "type": "http",
+                      "scheme": "bearer",
+                      "description": "A token from `cronwheel token create` (or `<data-dir>/admin-token`). Shown once, stored only as a hash.",
+                  },
+}
