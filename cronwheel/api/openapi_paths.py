@@ -3,7 +3,9 @@ its request and response bodies by reference to the components (``api/openapi.py
 document; ``make openapi`` writes it to ``api/openapi.json``).
 
 Why one module: it is one table, a route per entry in the order of ``api/app.py``'s route table;
-cut into pieces it would be read in as many places.
+cut into pieces it would be read in as many places. What every route repeats is written once, in
+the helpers above the table: the shared problem answers (``refused``), a JSON body, a success
+answer, a path parameter and a link.
 """
 
 from __future__ import annotations
@@ -20,2502 +22,1169 @@ INFO: dict[str, Any] = {
 SERVERS: list[dict[str, Any]] = [{"url": "http://127.0.0.1:7878"}]
 SECURITY: list[dict[str, Any]] = [{"bearerAuth": []}]
 
+#: the problem answers every route shares, by status: ``responses`` of the components
+STANDARD_PROBLEMS = {
+    "400": "BadRequest",
+    "401": "Unauthorized",
+    "403": "Forbidden",
+    "404": "NotFound",
+    "409": "Conflict",
+    "413": "PayloadTooLarge",
+    "415": "UnsupportedMediaType",
+    "422": "Unprocessable",
+    "429": "TooManyRequests",
+    "503": "Unavailable",
+}
+
+
+def refused(*codes: str) -> dict[str, Any]:
+    """The problem answers of an operation, in order: ``"404"`` is the standard one for its
+    status, ``"409:LeaseConflict"`` names another component."""
+    out: dict[str, Any] = {}
+    for code in codes:
+        status, _, name = code.partition(":")
+        out[status] = {"$ref": f"#/components/responses/{name or STANDARD_PROBLEMS[status]}"}
+    return out
+
+
+def answer(
+    description: str,
+    component: str | None = None,
+    *,
+    schema: dict[str, Any] | None = None,
+    media: str = "application/json",
+    headers: dict[str, Any] | None = None,
+    links: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A success answer: its description, its body (a component by name, or a schema), and
+    its headers and links when it has some."""
+    out: dict[str, Any] = {"description": description}
+    if component is not None:
+        schema = {"$ref": f"#/components/schemas/{component}"}
+    if schema is not None:
+        out["content"] = {media: {"schema": schema}}
+    if headers is not None:
+        out["headers"] = headers
+    if links is not None:
+        out["links"] = links
+    return out
+
+
+def json_body(component: str, *, required: bool = True) -> dict[str, Any]:
+    """A JSON request body of a component."""
+    return {
+        "required": required,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}},
+    }
+
+
+def path_param(name: str, description: str) -> dict[str, Any]:
+    """A string parameter of the path."""
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "description": description,
+    }
+
+
+def link(operation_id: str, parameters: dict[str, str]) -> dict[str, Any]:
+    """A link from an answer to the operation it leads to, with the parameters it fills."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+#: ``?tenant=`` of the calendar routes
+CALENDAR_TENANT: dict[str, Any] = {
+    "name": "tenant",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
+    "description": "Admin only: the tenant whose calendar this is (default "
+    "`default`). A tenant token always means its own tenant.",
+}
+
+
 PATHS: dict[str, Any] = {
     "/v1/jobs": {
-                    "post": {
-                                "operationId": "createJob",
-                                "summary": "Register a recurring or one-off job",
-                                "description": "Acknowledged (201) only once the job is durably committed. With an `Idempotency-Key`, a retry with the same key and body returns the original response (with `Idempotent-Replayed: true`); the same key with another body is refused (422 `idempotency_key_reused`). A `runAs` this daemon cannot honour (it does not run as root, or the user or group does not exist here) is refused with 422 `run_as_refused`.",
-                                "parameters": [
-                                                  {
-                                                      "name": "Idempotency-Key",
-                                                      "in": "header",
-                                                      "schema": {
-                                                                    "type": "string",
-                                                                    "minLength": 1,
-                                                                    "maxLength": 200,
-                                                                    "pattern": "^[\\u0020-\\u007e]*$",
-                                                                },
-                                                      "description": "1 to 200 printable ASCII characters.",
-                                                  },
-                                              ],
-                                "requestBody": {
-                                                   "required": True,
-                                                   "content": {
-                                                                  "application/json": {
-                                                                                          "schema": {
-                                                                                                        "$ref": "#/components/schemas/JobRequest",
-                                                                                                    },
-                                                                                      },
-                                                              },
-                                               },
-                                "responses": {
-                                                 "201": {
-                                                            "description": "Created (or replayed).",
-                                                            "content": {
-                                                                           "application/json": {
-                                                                                                   "schema": {
-                                                                                                                 "$ref": "#/components/schemas/JobCreated",
-                                                                                                             },
-                                                                                               },
-                                                                       },
-                                                            "headers": {
-                                                                           "Location": {
-                                                                                           "schema": {
-                                                                                                         "type": "string",
-                                                                                                     },
-                                                                                       },
-                                                                           "Idempotent-Replayed": {
-                                                                                                      "schema": {
-                                                                                                                    "type": "string",
-                                                                                                                    "const": "true",
-                                                                                                                },
-                                                                                                      "description": "Present on a replay.",
-                                                                                                  },
-                                                                       },
-                                                            "links": {
-                                                                         "GetJob": {
-                                                                                       "operationId": "getJob",
-                                                                                       "parameters": {
-                                                                                                         "jobId": "$response.body#/jobId",
-                                                                                                     },
-                                                                                   },
-                                                                         "CancelJob": {
-                                                                                          "operationId": "cancelJob",
-                                                                                          "parameters": {
-                                                                                                            "jobId": "$response.body#/jobId",
-                                                                                                        },
-                                                                                      },
-                                                                         "PauseJob": {
-                                                                                         "operationId": "pauseJob",
-                                                                                         "parameters": {
-                                                                                                           "jobId": "$response.body#/jobId",
-                                                                                                       },
-                                                                                     },
-                                                                         "ResumeJob": {
-                                                                                          "operationId": "resumeJob",
-                                                                                          "parameters": {
-                                                                                                            "jobId": "$response.body#/jobId",
-                                                                                                        },
-                                                                                      },
-                                                                         "TriggerJob": {
-                                                                                           "operationId": "triggerJob",
-                                                                                           "parameters": {
-                                                                                                             "jobId": "$response.body#/jobId",
-                                                                                                         },
-                                                                                       },
-                                                                         "ListExecutions": {
-                                                                                               "operationId": "listExecutions",
-                                                                                               "parameters": {
-                                                                                                                 "jobId": "$response.body#/jobId",
-                                                                                                             },
-                                                                                           },
-                                                                         "UpdateJob": {
-                                                                                          "operationId": "updateJob",
-                                                                                          "parameters": {
-                                                                                                            "jobId": "$response.body#/jobId",
-                                                                                                        },
-                                                                                      },
-                                                                     },
-                                                        },
-                                                 "400": {
-                                                            "$ref": "#/components/responses/BadRequest",
-                                                        },
-                                                 "413": {
-                                                            "$ref": "#/components/responses/PayloadTooLarge",
-                                                        },
-                                                 "415": {
-                                                            "$ref": "#/components/responses/UnsupportedMediaType",
-                                                        },
-                                                 "422": {
-                                                            "$ref": "#/components/responses/Unprocessable",
-                                                        },
-                                                 "503": {
-                                                            "$ref": "#/components/responses/Unavailable",
-                                                        },
-                                                 "401": {
-                                                            "$ref": "#/components/responses/Unauthorized",
-                                                        },
-                                                 "403": {"$ref": "#/components/responses/Forbidden"},
-                                                 "429": {
-                                                            "$ref": "#/components/responses/TooManyRequests",
-                                                        },
-                                                 "409": {"$ref": "#/components/responses/NameTaken"},
-                                             },
-                            },
-                    "get": {
-                               "operationId": "listJobs",
-                               "summary": "List jobs, ordered by id",
-                               "parameters": [
-                                                 {
-                                                     "name": "status",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "string",
-                                                                   "pattern": "^([aA][cC][tT][iI][vV][eE]|[pP][aA][uU][sS][eE][dD]|[cC][aA][nN][cC][eE][lL][lL][eE][dD]|[sS][uU][cC][cC][eE][eE][dD][eE][dD]|[fF][aA][iI][lL][eE][dD])?$",
-                                                                   "examples": [
-                                                                                   "active",
-                                                                                   "paused",
-                                                                                   "cancelled",
-                                                                                   "succeeded",
-                                                                                   "failed",
-                                                                                   "ACTIVE",
-                                                                                   "PAUSED",
-                                                                                   "CANCELLED",
-                                                                                   "SUCCEEDED",
-                                                                                   "FAILED",
-                                                                               ],
-                                                               },
-                                                     "description": "active, paused, cancelled, succeeded or failed, in any case; empty: every status.",
-                                                 },
-                                                 {
-                                                     "name": "tenant",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "string",
-                                                                   "pattern": "^([A-Za-z0-9][A-Za-z0-9_.\\-]{0,63})?$",
-                                                               },
-                                                     "description": "Only this tenant's jobs (admins; a tenant token sees its own tenant's only, and an empty list for another). Empty: no filter.",
-                                                 },
-                                                 {
-                                                     "name": "limit",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "integer",
-                                                                   "minimum": 1,
-                                                                   "maximum": 1000,
-                                                                   "default": 100,
-                                                               },
-                                                 },
-                                                 {
-                                                     "name": "after",
-                                                     "in": "query",
-                                                     "schema": {"type": "string"},
-                                                     "description": "`next` of the previous page.",
-                                                 },
-                                                 {
-                                                     "name": "name",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "string",
-                                                                   "minLength": 1,
-                                                                   "maxLength": 200,
-                                                               },
-                                                     "description": "Only jobs with this name: the tenant's live holder of the name first (admins: each tenant's), then cancelled jobs that had it, newest first. One page (`next` is null).",
-                                                 },
-                                             ],
-                               "responses": {
-                                                "200": {
-                                                           "description": "A page of jobs.",
-                                                           "content": {
-                                                                          "application/json": {
-                                                                                                  "schema": {
-                                                                                                                "$ref": "#/components/schemas/JobPage",
-                                                                                                            },
-                                                                                              },
-                                                                      },
-                                                           "links": {
-                                                                        "GetFirstJob": {
-                                                                                           "operationId": "getJob",
-                                                                                           "parameters": {
-                                                                                                             "jobId": "$response.body#/jobs/0/jobId",
-                                                                                                         },
-                                                                                       },
-                                                                    },
-                                                       },
-                                                "400": {"$ref": "#/components/responses/BadRequest"},
-                                                "503": {
-                                                           "$ref": "#/components/responses/Unavailable",
-                                                       },
-                                                "401": {
-                                                           "$ref": "#/components/responses/Unauthorized",
-                                                       },
-                                                "403": {"$ref": "#/components/responses/Forbidden"},
-                                            },
-                           },
-                },
-    "/v1/jobs/batch": {
-                          "post": {
-                                      "operationId": "createJobs",
-                                      "summary": "Register up to 1,000 jobs in one request and one commit",
-                                      "description": "Each item is a `POST /v1/jobs` body plus an optional `idempotencyKey` (the header's role, per job). Validated all or nothing: the first invalid job refuses the whole batch (its `field` names it, e.g. `jobs[3].schedule`). The tenant's `submitRate` is charged for all the jobs at once (429 for the batch; a batch larger than `submitBurst` can never pass). Then the batch commits in one transaction, and the answer lists one result per job, in order, with the status a single `POST /v1/jobs` would have answered: 201 created, 200 an idempotent replay, 422 `idempotency_key_reused`, 429 `quota_exceeded` (over the tenant's `maxJobs`; the others are created), or 500 `internal_error` with an `errorId` for a job the store failed on alone (the others are created: one job never fails its neighbours). The request body is limited to 1 MiB like every other. A job with a `runAs` this daemon cannot honour refuses the whole batch (422 `run_as_refused`, `field` naming the job).",
-                                      "requestBody": {
-                                                         "required": True,
-                                                         "content": {
-                                                                        "application/json": {
-                                                                                                "schema": {
-                                                                                                              "$ref": "#/components/schemas/JobBatchRequest",
-                                                                                                          },
-                                                                                            },
-                                                                    },
-                                                     },
-                                      "responses": {
-                                                       "200": {
-                                                                  "description": "One result per job, in order.",
-                                                                  "content": {
-                                                                                 "application/json": {
-                                                                                                         "schema": {
-                                                                                                                       "$ref": "#/components/schemas/JobBatchResponse",
-                                                                                                                   },
-                                                                                                     },
-                                                                             },
-                                                                  "links": {
-                                                                               "GetFirstJob": {
-                                                                                                  "operationId": "getJob",
-                                                                                                  "parameters": {
-                                                                                                                    "jobId": "$response.body#/results/0/jobId",
-                                                                                                                },
-                                                                                              },
-                                                                               "TriggerFirstJob": {
-                                                                                                      "operationId": "triggerJob",
-                                                                                                      "parameters": {
-                                                                                                                        "jobId": "$response.body#/results/0/jobId",
-                                                                                                                    },
-                                                                                                  },
-                                                                           },
-                                                              },
-                                                       "400": {
-                                                                  "$ref": "#/components/responses/BadRequest",
-                                                              },
-                                                       "413": {
-                                                                  "$ref": "#/components/responses/PayloadTooLarge",
-                                                              },
-                                                       "415": {
-                                                                  "$ref": "#/components/responses/UnsupportedMediaType",
-                                                              },
-                                                       "422": {
-                                                                  "$ref": "#/components/responses/Unprocessable",
-                                                              },
-                                                       "503": {
-                                                                  "$ref": "#/components/responses/Unavailable",
-                                                              },
-                                                       "401": {
-                                                                  "$ref": "#/components/responses/Unauthorized",
-                                                              },
-                                                       "403": {
-                                                                  "$ref": "#/components/responses/Forbidden",
-                                                              },
-                                                       "429": {
-                                                                  "$ref": "#/components/responses/TooManyRequests",
-                                                              },
-                                                   },
-                                  },
-                      },
-    "/v1/jobs/{jobId}": {
-                            "parameters": [
-                                              {
-                                                  "name": "jobId",
-                                                  "in": "path",
-                                                  "required": True,
-                                                  "schema": {"type": "string"},
-                                                  "description": "A job id (`j…`).",
-                                              },
-                                          ],
-                            "get": {
-                                       "operationId": "getJob",
-                                       "summary": "A job",
-                                       "responses": {
-                                                        "200": {
-                                                                   "description": "The job.",
-                                                                   "content": {
-                                                                                  "application/json": {
-                                                                                                          "schema": {
-                                                                                                                        "$ref": "#/components/schemas/Job",
-                                                                                                                    },
-                                                                                                      },
-                                                                              },
-                                                               },
-                                                        "404": {
-                                                                   "$ref": "#/components/responses/NotFound",
-                                                               },
-                                                        "503": {
-                                                                   "$ref": "#/components/responses/Unavailable",
-                                                               },
-                                                        "401": {
-                                                                   "$ref": "#/components/responses/Unauthorized",
-                                                               },
-                                                        "403": {
-                                                                   "$ref": "#/components/responses/Forbidden",
-                                                               },
-                                                    },
-                                   },
-                            "delete": {
-                                          "operationId": "cancelJob",
-                                          "summary": "Cancel a job",
-                                          "description": "No further runs; pending runs are cancelled and running ones aborted (their next heartbeat gets 409 `cancelled`). The job is kept, with its history: `GET` still answers it (status `CANCELLED`).",
-                                          "responses": {
-                                                           "200": {
-                                                                      "description": "The cancelled job.",
-                                                                      "content": {
-                                                                                     "application/json": {
-                                                                                                             "schema": {
-                                                                                                                           "$ref": "#/components/schemas/Job",
-                                                                                                                       },
-                                                                                                         },
-                                                                                 },
-                                                                  },
-                                                           "404": {
-                                                                      "$ref": "#/components/responses/NotFound",
-                                                                  },
-                                                           "503": {
-                                                                      "$ref": "#/components/responses/Unavailable",
-                                                                  },
-                                                           "401": {
-                                                                      "$ref": "#/components/responses/Unauthorized",
-                                                                  },
-                                                           "403": {
-                                                                      "$ref": "#/components/responses/Forbidden",
-                                                                  },
-                                                       },
-                                      },
-                            "patch": {
-                                         "operationId": "updateJob",
-                                         "summary": "Update a job in place",
-                                         "description": "A JSON merge patch (RFC 7386) of the job's definition, in the members of a create body (`JobRequest`): the members named replace the job's (`retryPolicy` merges member by member), `null` removes an optional member (its default applies again), the others are kept. `schedule` and `runAt` replace each other, and so do the targets (`command`, `http`, `python`, `queue`, `target`; a target is replaced whole). The result is validated exactly as a create body, with the same errors. The job keeps its id, tenant and history. When the schedule, runAt or timezone changes, `nextRunAt` is recomputed from now, a finished one-off job is scheduled again, and executions claimed ahead for the old schedule (PENDING, never started, not yet due) are cancelled with the reason `superseded`; executions already due or running go on. Every execution runs the definition current when it starts (target, payload, timeouts); it keeps the priority and maxAttempts it was created with.",
-                                         "requestBody": {
-                                                            "required": True,
-                                                            "content": {
-                                                                           "application/json": {
-                                                                                                   "schema": {
-                                                                                                                 "$ref": "#/components/schemas/JobPatch",
-                                                                                                             },
-                                                                                               },
-                                                                       },
-                                                        },
-                                         "responses": {
-                                                          "200": {
-                                                                     "description": "The updated job.",
-                                                                     "content": {
-                                                                                    "application/json": {
-                                                                                                            "schema": {
-                                                                                                                          "$ref": "#/components/schemas/Job",
-                                                                                                                      },
-                                                                                                        },
-                                                                                },
-                                                                 },
-                                                          "400": {
-                                                                     "$ref": "#/components/responses/BadRequest",
-                                                                 },
-                                                          "404": {
-                                                                     "$ref": "#/components/responses/NotFound",
-                                                                 },
-                                                          "409": {
-                                                                     "description": "The job is cancelled (`conflict`), or another live job of the tenant has the new name (`name_taken`, with that job's `jobId`).",
-                                                                     "content": {
-                                                                                    "application/problem+json": {
-                                                                                                                    "schema": {
-                                                                                                                                  "allOf": [
-                                                                                                                                               {
-                                                                                                                                                   "$ref": "#/components/schemas/Problem",
-                                                                                                                                               },
-                                                                                                                                               {
-                                                                                                                                                   "type": "object",
-                                                                                                                                                   "properties": {
-                                                                                                                                                                     "jobId": {
-                                                                                                                                                                                  "type": "string",
-                                                                                                                                                                              },
-                                                                                                                                                                 },
-                                                                                                                                               },
-                                                                                                                                           ],
-                                                                                                                              },
-                                                                                                                },
-                                                                                },
-                                                                 },
-                                                          "413": {
-                                                                     "$ref": "#/components/responses/PayloadTooLarge",
-                                                                 },
-                                                          "415": {
-                                                                     "$ref": "#/components/responses/UnsupportedMediaType",
-                                                                 },
-                                                          "422": {
-                                                                     "$ref": "#/components/responses/Unprocessable",
-                                                                 },
-                                                          "503": {
-                                                                     "$ref": "#/components/responses/Unavailable",
-                                                                 },
-                                                          "401": {
-                                                                     "$ref": "#/components/responses/Unauthorized",
-                                                                 },
-                                                          "403": {
-                                                                     "$ref": "#/components/responses/Forbidden",
-                                                                 },
-                                                      },
-                                     },
-                        },
-    "/v1/jobs/{jobId}/pause": {
-                                  "parameters": [
-                                                    {
-                                                        "name": "jobId",
-                                                        "in": "path",
-                                                        "required": True,
-                                                        "schema": {"type": "string"},
-                                                        "description": "A job id (`j…`).",
-                                                    },
-                                                ],
-                                  "post": {
-                                              "operationId": "pauseJob",
-                                              "summary": "Pause a job (no runs until resumed)",
-                                              "responses": {
-                                                               "200": {
-                                                                          "description": "The paused job.",
-                                                                          "content": {
-                                                                                         "application/json": {
-                                                                                                                 "schema": {
-                                                                                                                               "$ref": "#/components/schemas/Job",
-                                                                                                                           },
-                                                                                                             },
-                                                                                     },
-                                                                          "links": {
-                                                                                       "ResumeJob": {
-                                                                                                        "operationId": "resumeJob",
-                                                                                                        "parameters": {
-                                                                                                                          "jobId": "$response.body#/jobId",
-                                                                                                                      },
-                                                                                                    },
-                                                                                   },
-                                                                      },
-                                                               "404": {
-                                                                          "$ref": "#/components/responses/NotFound",
-                                                                      },
-                                                               "409": {
-                                                                          "$ref": "#/components/responses/Conflict",
-                                                                      },
-                                                               "503": {
-                                                                          "$ref": "#/components/responses/Unavailable",
-                                                                      },
-                                                               "401": {
-                                                                          "$ref": "#/components/responses/Unauthorized",
-                                                                      },
-                                                               "403": {
-                                                                          "$ref": "#/components/responses/Forbidden",
-                                                                      },
-                                                           },
-                                          },
-                              },
-    "/v1/jobs/{jobId}/resume": {
-                                   "parameters": [
-                                                     {
-                                                         "name": "jobId",
-                                                         "in": "path",
-                                                         "required": True,
-                                                         "schema": {"type": "string"},
-                                                         "description": "A job id (`j…`).",
-                                                     },
-                                                 ],
-                                   "post": {
-                                               "operationId": "resumeJob",
-                                               "summary": "Resume a paused job; the next run is computed from now",
-                                               "responses": {
-                                                                "200": {
-                                                                           "description": "The active job.",
-                                                                           "content": {
-                                                                                          "application/json": {
-                                                                                                                  "schema": {
-                                                                                                                                "$ref": "#/components/schemas/Job",
-                                                                                                                            },
-                                                                                                              },
-                                                                                      },
-                                                                           "links": {
-                                                                                        "PauseJob": {
-                                                                                                        "operationId": "pauseJob",
-                                                                                                        "parameters": {
-                                                                                                                          "jobId": "$response.body#/jobId",
-                                                                                                                      },
-                                                                                                    },
-                                                                                    },
-                                                                       },
-                                                                "404": {
-                                                                           "$ref": "#/components/responses/NotFound",
-                                                                       },
-                                                                "409": {
-                                                                           "$ref": "#/components/responses/Conflict",
-                                                                       },
-                                                                "503": {
-                                                                           "$ref": "#/components/responses/Unavailable",
-                                                                       },
-                                                                "401": {
-                                                                           "$ref": "#/components/responses/Unauthorized",
-                                                                       },
-                                                                "403": {
-                                                                           "$ref": "#/components/responses/Forbidden",
-                                                                       },
-                                                            },
-                                           },
-                               },
-    "/v1/jobs/{jobId}/trigger": {
-                                    "parameters": [
-                                                      {
-                                                          "name": "jobId",
-                                                          "in": "path",
-                                                          "required": True,
-                                                          "schema": {"type": "string"},
-                                                          "description": "A job id (`j…`).",
-                                                      },
-                                                  ],
-                                    "post": {
-                                                "operationId": "triggerJob",
-                                                "summary": "Run a job now, outside its schedule",
-                                                "responses": {
-                                                                 "202": {
-                                                                            "description": "The new PENDING execution.",
-                                                                            "content": {
-                                                                                           "application/json": {
-                                                                                                                   "schema": {
-                                                                                                                                 "$ref": "#/components/schemas/Execution",
-                                                                                                                             },
-                                                                                                               },
-                                                                                       },
-                                                                            "headers": {
-                                                                                           "Location": {
-                                                                                                           "schema": {
-                                                                                                                         "type": "string",
-                                                                                                                     },
-                                                                                                       },
-                                                                                       },
-                                                                            "links": {
-                                                                                         "GetExecution": {
-                                                                                                             "operationId": "getExecution",
-                                                                                                             "parameters": {
-                                                                                                                               "executionId": "$response.body#/executionId",
-                                                                                                                           },
-                                                                                                         },
-                                                                                         "Heartbeat": {
-                                                                                                          "operationId": "heartbeat",
-                                                                                                          "parameters": {
-                                                                                                                            "executionId": "$response.body#/executionId",
-                                                                                                                        },
-                                                                                                      },
-                                                                                         "Complete": {
-                                                                                                         "operationId": "complete",
-                                                                                                         "parameters": {
-                                                                                                                           "executionId": "$response.body#/executionId",
-                                                                                                                       },
-                                                                                                     },
-                                                                                         "RecordEffect": {
-                                                                                                             "operationId": "recordEffect",
-                                                                                                             "parameters": {
-                                                                                                                               "executionId": "$response.body#/executionId",
-                                                                                                                           },
-                                                                                                         },
-                                                                                         "ReplayDead": {
-                                                                                                           "operationId": "replayDead",
-                                                                                                           "parameters": {
-                                                                                                                             "executionId": "$response.body#/executionId",
-                                                                                                                         },
-                                                                                                       },
-                                                                                         "PurgeDead": {
-                                                                                                          "operationId": "purgeDead",
-                                                                                                          "parameters": {
-                                                                                                                            "executionId": "$response.body#/executionId",
-                                                                                                                        },
-                                                                                                      },
-                                                                                     },
-                                                                        },
-                                                                 "404": {
-                                                                            "$ref": "#/components/responses/NotFound",
-                                                                        },
-                                                                 "409": {
-                                                                            "$ref": "#/components/responses/Conflict",
-                                                                        },
-                                                                 "503": {
-                                                                            "$ref": "#/components/responses/Unavailable",
-                                                                        },
-                                                                 "401": {
-                                                                            "$ref": "#/components/responses/Unauthorized",
-                                                                        },
-                                                                 "403": {
-                                                                            "$ref": "#/components/responses/Forbidden",
-                                                                        },
-                                                             },
-                                            },
-                                },
-    "/v1/jobs/{jobId}/executions": {
-                                       "parameters": [
-                                                         {
-                                                             "name": "jobId",
-                                                             "in": "path",
-                                                             "required": True,
-                                                             "schema": {"type": "string"},
-                                                             "description": "A job id (`j…`).",
-                                                         },
-                                                     ],
-                                       "get": {
-                                                  "operationId": "listExecutions",
-                                                  "summary": "A job's execution history, newest first",
-                                                  "parameters": [
-                                                                    {
-                                                                        "name": "limit",
-                                                                        "in": "query",
-                                                                        "schema": {
-                                                                                      "type": "integer",
-                                                                                      "minimum": 1,
-                                                                                      "maximum": 1000,
-                                                                                      "default": 50,
-                                                                                  },
-                                                                    },
-                                                                    {
-                                                                        "name": "before",
-                                                                        "in": "query",
-                                                                        "schema": {
-                                                                                      "type": "string",
-                                                                                      "anyOf": [
-                                                                                                   {
-                                                                                                       "pattern": "^[0-9]{0,18}$",
-                                                                                                   },
-                                                                                                   {
-                                                                                                       "format": "instant",
-                                                                                                   },
-                                                                                               ],
-                                                                                  },
-                                                                        "description": "`next` of the previous page (scheduledAt in ms, at most 18 digits), or an RFC 3339 instant with a UTC offset (format `instant`); empty: the newest.",
-                                                                    },
-                                                                ],
-                                                  "responses": {
-                                                                   "200": {
-                                                                              "description": "A page of executions.",
-                                                                              "content": {
-                                                                                             "application/json": {
-                                                                                                                     "schema": {
-                                                                                                                                   "$ref": "#/components/schemas/ExecutionPage",
-                                                                                                                               },
-                                                                                                                 },
-                                                                                         },
-                                                                              "links": {
-                                                                                           "GetFirstExecution": {
-                                                                                                                    "operationId": "getExecution",
-                                                                                                                    "parameters": {
-                                                                                                                                      "executionId": "$response.body#/executions/0/executionId",
-                                                                                                                                  },
-                                                                                                                },
-                                                                                       },
-                                                                          },
-                                                                   "400": {
-                                                                              "$ref": "#/components/responses/BadRequest",
-                                                                          },
-                                                                   "404": {
-                                                                              "$ref": "#/components/responses/NotFound",
-                                                                          },
-                                                                   "503": {
-                                                                              "$ref": "#/components/responses/Unavailable",
-                                                                          },
-                                                                   "401": {
-                                                                              "$ref": "#/components/responses/Unauthorized",
-                                                                          },
-                                                                   "403": {
-                                                                              "$ref": "#/components/responses/Forbidden",
-                                                                          },
-                                                               },
-                                              },
-                                   },
-    "/v1/jobs/{jobId}/backfill": {
-                                     "parameters": [
-                                                       {
-                                                           "name": "jobId",
-                                                           "in": "path",
-                                                           "required": True,
-                                                           "schema": {"type": "string"},
-                                                           "description": "A job id (`j…`) or its unique name.",
-                                                       },
-                                                   ],
-                                     "post": {
-                                                 "operationId": "backfillJob",
-                                                 "summary": "Run a job for every tick of a past range that has no execution yet",
-                                                 "description": "One execution per tick of `[from, to]` of the job's schedule (its active window and calendars applied) that has none yet, at batch priority, so live work goes first. The `(jobId, scheduledAt)` identity makes a repeated backfill create nothing.",
-                                                 "requestBody": {
-                                                                    "required": True,
-                                                                    "content": {
-                                                                                   "application/json": {
-                                                                                                           "schema": {
-                                                                                                                         "$ref": "#/components/schemas/BackfillRequest",
-                                                                                                                     },
-                                                                                                       },
-                                                                               },
-                                                                },
-                                                 "responses": {
-                                                                  "200": {
-                                                                             "description": "dryRun: the plan.",
-                                                                             "content": {
-                                                                                            "application/json": {
-                                                                                                                    "schema": {
-                                                                                                                                  "$ref": "#/components/schemas/BackfillResult",
-                                                                                                                              },
-                                                                                                                },
-                                                                                        },
-                                                                         },
-                                                                  "202": {
-                                                                             "description": "The executions created.",
-                                                                             "content": {
-                                                                                            "application/json": {
-                                                                                                                    "schema": {
-                                                                                                                                  "$ref": "#/components/schemas/BackfillResult",
-                                                                                                                              },
-                                                                                                                },
-                                                                                        },
-                                                                         },
-                                                                  "400": {
-                                                                             "$ref": "#/components/responses/BadRequest",
-                                                                         },
-                                                                  "404": {
-                                                                             "$ref": "#/components/responses/NotFound",
-                                                                         },
-                                                                  "409": {
-                                                                             "$ref": "#/components/responses/Conflict",
-                                                                         },
-                                                                  "422": {
-                                                                             "$ref": "#/components/responses/Unprocessable",
-                                                                         },
-                                                                  "401": {
-                                                                             "$ref": "#/components/responses/Unauthorized",
-                                                                         },
-                                                                  "403": {
-                                                                             "$ref": "#/components/responses/Forbidden",
-                                                                         },
-                                                                  "503": {
-                                                                             "$ref": "#/components/responses/Unavailable",
-                                                                         },
-                                                              },
-                                             },
-                                     "delete": {
-                                                   "operationId": "cancelBackfill",
-                                                   "summary": "Cancel a job's backfill executions that have not started",
-                                                   "responses": {
-                                                                    "200": {
-                                                                               "description": "How many were cancelled.",
-                                                                               "content": {
-                                                                                              "application/json": {
-                                                                                                                      "schema": {
-                                                                                                                                    "$ref": "#/components/schemas/BackfillCancelled",
-                                                                                                                                },
-                                                                                                                  },
-                                                                                          },
-                                                                           },
-                                                                    "404": {
-                                                                               "$ref": "#/components/responses/NotFound",
-                                                                           },
-                                                                    "401": {
-                                                                               "$ref": "#/components/responses/Unauthorized",
-                                                                           },
-                                                                    "403": {
-                                                                               "$ref": "#/components/responses/Forbidden",
-                                                                           },
-                                                                    "503": {
-                                                                               "$ref": "#/components/responses/Unavailable",
-                                                                           },
-                                                                },
-                                               },
-                                 },
-    "/v1/jobs/{jobId}/chain": {
-                                  "parameters": [
-                                                    {
-                                                        "name": "jobId",
-                                                        "in": "path",
-                                                        "required": True,
-                                                        "schema": {"type": "string"},
-                                                        "description": "A job id (`j…`) or its unique name.",
-                                                    },
-                                                ],
-                                  "put": {
-                                             "operationId": "setJobChain",
-                                             "summary": "Replace the jobs a job triggers on its final outcomes",
-                                             "requestBody": {
-                                                                "required": True,
-                                                                "content": {
-                                                                               "application/json": {
-                                                                                                       "schema": {
-                                                                                                                     "$ref": "#/components/schemas/ChainRequest",
-                                                                                                                 },
-                                                                                                   },
-                                                                           },
-                                                            },
-                                             "responses": {
-                                                              "200": {
-                                                                         "description": "The job as changed.",
-                                                                         "content": {
-                                                                                        "application/json": {
-                                                                                                                "schema": {
-                                                                                                                              "$ref": "#/components/schemas/Job",
-                                                                                                                          },
-                                                                                                            },
-                                                                                    },
-                                                                     },
-                                                              "400": {
-                                                                         "$ref": "#/components/responses/BadRequest",
-                                                                     },
-                                                              "404": {
-                                                                         "$ref": "#/components/responses/NotFound",
-                                                                     },
-                                                              "409": {
-                                                                         "$ref": "#/components/responses/Conflict",
-                                                                     },
-                                                              "422": {
-                                                                         "$ref": "#/components/responses/Unprocessable",
-                                                                     },
-                                                              "401": {
-                                                                         "$ref": "#/components/responses/Unauthorized",
-                                                                     },
-                                                              "403": {
-                                                                         "$ref": "#/components/responses/Forbidden",
-                                                                     },
-                                                              "503": {
-                                                                         "$ref": "#/components/responses/Unavailable",
-                                                                     },
-                                                          },
-                                         },
-                              },
-    "/v1/jobs/{jobId}/upcoming": {
-                                     "parameters": [
-                                                       {
-                                                           "name": "jobId",
-                                                           "in": "path",
-                                                           "required": True,
-                                                           "schema": {"type": "string"},
-                                                           "description": "A job id (`j…`) or its unique name.",
-                                                       },
-                                                   ],
-                                     "get": {
-                                                "operationId": "upcomingTicks",
-                                                "summary": "A job's next ticks that will run, calendars and active window applied",
-                                                "parameters": [
-                                                                  {
-                                                                      "name": "count",
-                                                                      "in": "query",
-                                                                      "required": False,
-                                                                      "schema": {
-                                                                                    "type": "integer",
-                                                                                    "minimum": 1,
-                                                                                    "maximum": 1000,
-                                                                                    "default": 5,
-                                                                                },
-                                                                  },
-                                                                  {
-                                                                      "name": "from",
-                                                                      "in": "query",
-                                                                      "required": False,
-                                                                      "schema": {
-                                                                                    "type": "string",
-                                                                                    "format": "date-time",
-                                                                                },
-                                                                      "description": "Ticks strictly after this instant (default now).",
-                                                                  },
-                                                              ],
-                                                "responses": {
-                                                                 "200": {
-                                                                            "description": "The ticks, and the excluded ones met on the way.",
-                                                                            "content": {
-                                                                                           "application/json": {
-                                                                                                                   "schema": {
-                                                                                                                                 "$ref": "#/components/schemas/Upcoming",
-                                                                                                                             },
-                                                                                                               },
-                                                                                       },
-                                                                        },
-                                                                 "400": {
-                                                                            "$ref": "#/components/responses/BadRequest",
-                                                                        },
-                                                                 "404": {
-                                                                            "$ref": "#/components/responses/NotFound",
-                                                                        },
-                                                                 "401": {
-                                                                            "$ref": "#/components/responses/Unauthorized",
-                                                                        },
-                                                                 "403": {
-                                                                            "$ref": "#/components/responses/Forbidden",
-                                                                        },
-                                                                 "503": {
-                                                                            "$ref": "#/components/responses/Unavailable",
-                                                                        },
-                                                             },
-                                            },
-                                 },
-    "/v1/calendars": {
-                         "get": {
-                                    "operationId": "listCalendars",
-                                    "summary": "Calendars (a tenant's own; an admin's: every tenant's, or one with ?tenant=)",
-                                    "parameters": [
-                                                      {
-                                                          "name": "tenant",
-                                                          "in": "query",
-                                                          "required": False,
-                                                          "schema": {
-                                                                        "type": "string",
-                                                                        "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                                    },
-                                                          "description": "Admin only: the tenant whose calendar this is (default `default`). A tenant token always means its own tenant.",
-                                                      },
-                                                  ],
-                                    "responses": {
-                                                     "200": {
-                                                                "description": "The calendars.",
-                                                                "content": {
-                                                                               "application/json": {
-                                                                                                       "schema": {
-                                                                                                                     "$ref": "#/components/schemas/CalendarList",
-                                                                                                                 },
-                                                                                                   },
-                                                                           },
-                                                            },
-                                                     "400": {
-                                                                "$ref": "#/components/responses/BadRequest",
-                                                            },
-                                                     "401": {
-                                                                "$ref": "#/components/responses/Unauthorized",
-                                                            },
-                                                     "403": {
-                                                                "$ref": "#/components/responses/Forbidden",
-                                                            },
-                                                     "503": {
-                                                                "$ref": "#/components/responses/Unavailable",
-                                                            },
-                                                 },
-                                },
-                     },
-    "/v1/calendars/{name}": {
-                                "parameters": [
-                                                  {
-                                                      "name": "name",
-                                                      "in": "path",
-                                                      "required": True,
-                                                      "schema": {
-                                                                    "type": "string",
-                                                                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                                },
-                                                      "description": "A calendar name.",
-                                                  },
-                                              ],
-                                "get": {
-                                           "operationId": "getCalendar",
-                                           "summary": "One calendar",
-                                           "parameters": [
-                                                             {
-                                                                 "name": "tenant",
-                                                                 "in": "query",
-                                                                 "required": False,
-                                                                 "schema": {
-                                                                               "type": "string",
-                                                                               "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                                           },
-                                                                 "description": "Admin only: the tenant whose calendar this is (default `default`). A tenant token always means its own tenant.",
-                                                             },
-                                                         ],
-                                           "responses": {
-                                                            "200": {
-                                                                       "description": "The calendar.",
-                                                                       "content": {
-                                                                                      "application/json": {
-                                                                                                              "schema": {
-                                                                                                                            "$ref": "#/components/schemas/Calendar",
-                                                                                                                        },
-                                                                                                          },
-                                                                                  },
-                                                                   },
-                                                            "400": {
-                                                                       "$ref": "#/components/responses/BadRequest",
-                                                                   },
-                                                            "404": {
-                                                                       "$ref": "#/components/responses/NotFound",
-                                                                   },
-                                                            "401": {
-                                                                       "$ref": "#/components/responses/Unauthorized",
-                                                                   },
-                                                            "403": {
-                                                                       "$ref": "#/components/responses/Forbidden",
-                                                                   },
-                                                            "503": {
-                                                                       "$ref": "#/components/responses/Unavailable",
-                                                                   },
-                                                        },
-                                       },
-                                "put": {
-                                           "operationId": "putCalendar",
-                                           "summary": "Create or replace a calendar",
-                                           "parameters": [
-                                                             {
-                                                                 "name": "tenant",
-                                                                 "in": "query",
-                                                                 "required": False,
-                                                                 "schema": {
-                                                                               "type": "string",
-                                                                               "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                                           },
-                                                                 "description": "Admin only: the tenant whose calendar this is (default `default`). A tenant token always means its own tenant.",
-                                                             },
-                                                         ],
-                                           "requestBody": {
-                                                              "required": True,
-                                                              "content": {
-                                                                             "application/json": {
-                                                                                                     "schema": {
-                                                                                                                   "$ref": "#/components/schemas/CalendarRequest",
-                                                                                                               },
-                                                                                                 },
-                                                                         },
-                                                          },
-                                           "responses": {
-                                                            "200": {
-                                                                       "description": "The calendar as stored.",
-                                                                       "content": {
-                                                                                      "application/json": {
-                                                                                                              "schema": {
-                                                                                                                            "$ref": "#/components/schemas/Calendar",
-                                                                                                                        },
-                                                                                                          },
-                                                                                  },
-                                                                   },
-                                                            "400": {
-                                                                       "$ref": "#/components/responses/BadRequest",
-                                                                   },
-                                                            "404": {
-                                                                       "$ref": "#/components/responses/NotFound",
-                                                                   },
-                                                            "422": {
-                                                                       "$ref": "#/components/responses/Unprocessable",
-                                                                   },
-                                                            "401": {
-                                                                       "$ref": "#/components/responses/Unauthorized",
-                                                                   },
-                                                            "403": {
-                                                                       "$ref": "#/components/responses/Forbidden",
-                                                                   },
-                                                            "503": {
-                                                                       "$ref": "#/components/responses/Unavailable",
-                                                                   },
-                                                        },
-                                       },
-                                "delete": {
-                                              "operationId": "deleteCalendar",
-                                              "summary": "Delete a calendar (409 while a job observes it)",
-                                              "parameters": [
-                                                                {
-                                                                    "name": "tenant",
-                                                                    "in": "query",
-                                                                    "required": False,
-                                                                    "schema": {
-                                                                                  "type": "string",
-                                                                                  "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$",
-                                                                              },
-                                                                    "description": "Admin only: the tenant whose calendar this is (default `default`). A tenant token always means its own tenant.",
-                                                                },
-                                                            ],
-                                              "responses": {
-                                                               "204": {"description": "Deleted."},
-                                                               "400": {
-                                                                          "$ref": "#/components/responses/BadRequest",
-                                                                      },
-                                                               "404": {
-                                                                          "$ref": "#/components/responses/NotFound",
-                                                                      },
-                                                               "409": {
-                                                                          "$ref": "#/components/responses/Conflict",
-                                                                      },
-                                                               "401": {
-                                                                          "$ref": "#/components/responses/Unauthorized",
-                                                                      },
-                                                               "403": {
-                                                                          "$ref": "#/components/responses/Forbidden",
-                                                                      },
-                                                               "503": {
-                                                                          "$ref": "#/components/responses/Unavailable",
-                                                                      },
-                                                           },
-                                          },
-                            },
-    "/v1/executions/{executionId}": {
-                                        "parameters": [
-                                                          {
-                                                              "name": "executionId",
-                                                              "in": "path",
-                                                              "required": True,
-                                                              "schema": {"type": "string"},
-                                                              "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                          },
-                                                      ],
-                                        "get": {
-                                                   "operationId": "getExecution",
-                                                   "summary": "An execution, with its output tail",
-                                                   "responses": {
-                                                                    "200": {
-                                                                               "description": "The execution.",
-                                                                               "content": {
-                                                                                              "application/json": {
-                                                                                                                      "schema": {
-                                                                                                                                    "$ref": "#/components/schemas/Execution",
-                                                                                                                                },
-                                                                                                                  },
-                                                                                          },
-                                                                           },
-                                                                    "404": {
-                                                                               "$ref": "#/components/responses/NotFound",
-                                                                           },
-                                                                    "503": {
-                                                                               "$ref": "#/components/responses/Unavailable",
-                                                                           },
-                                                                    "401": {
-                                                                               "$ref": "#/components/responses/Unauthorized",
-                                                                           },
-                                                                    "403": {
-                                                                               "$ref": "#/components/responses/Forbidden",
-                                                                           },
-                                                                },
-                                               },
-                                    },
-    "/v1/workers/claim": {
-                             "post": {
-                                         "operationId": "claimExecutions",
-                                         "summary": "Remote workers: lease executions of queue targets (long poll)",
-                                         "description": "Takes up to `max` dispatchable executions of the given queues, oldest first, each started with `leaseEpoch` + 1 exactly as a local worker's would be. Worker tokens see their tenant's executions only. Two concurrent claimers never get the same execution.",
-                                         "requestBody": {
-                                                            "required": True,
-                                                            "content": {
-                                                                           "application/json": {
-                                                                                                   "schema": {
-                                                                                                                 "$ref": "#/components/schemas/ClaimRequest",
-                                                                                                             },
-                                                                                               },
-                                                                       },
-                                                        },
-                                         "responses": {
-                                                          "200": {
-                                                                     "description": "The executions now leased to the caller (an empty list when none came within waitSec).",
-                                                                     "content": {
-                                                                                    "application/json": {
-                                                                                                            "schema": {
-                                                                                                                          "$ref": "#/components/schemas/ClaimResponse",
-                                                                                                                      },
-                                                                                                        },
-                                                                                },
-                                                                     "links": {
-                                                                                  "Heartbeat": {
-                                                                                                   "operationId": "heartbeat",
-                                                                                                   "parameters": {
-                                                                                                                     "executionId": "$response.body#/executions/0/executionId",
-                                                                                                                 },
-                                                                                               },
-                                                                                  "Complete": {
-                                                                                                  "operationId": "complete",
-                                                                                                  "parameters": {
-                                                                                                                    "executionId": "$response.body#/executions/0/executionId",
-                                                                                                                },
-                                                                                              },
-                                                                                  "RecordEffect": {
-                                                                                                      "operationId": "recordEffect",
-                                                                                                      "parameters": {
-                                                                                                                        "executionId": "$response.body#/executions/0/executionId",
-                                                                                                                    },
-                                                                                                  },
-                                                                              },
-                                                                 },
-                                                          "400": {
-                                                                     "$ref": "#/components/responses/BadRequest",
-                                                                 },
-                                                          "413": {
-                                                                     "$ref": "#/components/responses/PayloadTooLarge",
-                                                                 },
-                                                          "415": {
-                                                                     "$ref": "#/components/responses/UnsupportedMediaType",
-                                                                 },
-                                                          "422": {
-                                                                     "$ref": "#/components/responses/Unprocessable",
-                                                                 },
-                                                          "503": {
-                                                                     "$ref": "#/components/responses/Unavailable",
-                                                                 },
-                                                          "401": {
-                                                                     "$ref": "#/components/responses/Unauthorized",
-                                                                 },
-                                                          "403": {
-                                                                     "$ref": "#/components/responses/Forbidden",
-                                                                 },
-                                                      },
-                                     },
-                         },
-    "/v1/executions/{executionId}/heartbeat": {
-                                                  "parameters": [
-                                                                    {
-                                                                        "name": "executionId",
-                                                                        "in": "path",
-                                                                        "required": True,
-                                                                        "schema": {"type": "string"},
-                                                                        "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                                    },
-                                                                ],
-                                                  "post": {
-                                                              "operationId": "heartbeat",
-                                                              "summary": "Extend a lease (fenced by leaseEpoch)",
-                                                              "description": "A worker aborts immediately if it receives 409.",
-                                                              "requestBody": {
-                                                                                 "required": True,
-                                                                                 "content": {
-                                                                                                "application/json": {
-                                                                                                                        "schema": {
-                                                                                                                                      "$ref": "#/components/schemas/LeaseRequest",
-                                                                                                                                  },
-                                                                                                                    },
-                                                                                            },
-                                                                             },
-                                                              "responses": {
-                                                                               "200": {
-                                                                                          "description": "Lease extended.",
-                                                                                          "content": {
-                                                                                                         "application/json": {
-                                                                                                                                 "schema": {
-                                                                                                                                               "$ref": "#/components/schemas/HeartbeatResponse",
-                                                                                                                                           },
-                                                                                                                             },
-                                                                                                     },
-                                                                                      },
-                                                                               "409": {
-                                                                                          "$ref": "#/components/responses/LeaseConflict",
-                                                                                      },
-                                                                               "400": {
-                                                                                          "$ref": "#/components/responses/BadRequest",
-                                                                                      },
-                                                                               "413": {
-                                                                                          "$ref": "#/components/responses/PayloadTooLarge",
-                                                                                      },
-                                                                               "415": {
-                                                                                          "$ref": "#/components/responses/UnsupportedMediaType",
-                                                                                      },
-                                                                               "422": {
-                                                                                          "$ref": "#/components/responses/Unprocessable",
-                                                                                      },
-                                                                               "404": {
-                                                                                          "$ref": "#/components/responses/NotFound",
-                                                                                      },
-                                                                               "503": {
-                                                                                          "$ref": "#/components/responses/Unavailable",
-                                                                                      },
-                                                                               "401": {
-                                                                                          "$ref": "#/components/responses/Unauthorized",
-                                                                                      },
-                                                                               "403": {
-                                                                                          "$ref": "#/components/responses/Forbidden",
-                                                                                      },
-                                                                           },
-                                                          },
-                                              },
-    "/v1/executions/{executionId}/complete": {
-                                                 "parameters": [
-                                                                   {
-                                                                       "name": "executionId",
-                                                                       "in": "path",
-                                                                       "required": True,
-                                                                       "schema": {"type": "string"},
-                                                                       "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                                   },
-                                                               ],
-                                                 "post": {
-                                                             "operationId": "complete",
-                                                             "summary": "Report a run's result (fenced by leaseEpoch)",
-                                                             "requestBody": {
-                                                                                "required": True,
-                                                                                "content": {
-                                                                                               "application/json": {
-                                                                                                                       "schema": {
-                                                                                                                                     "$ref": "#/components/schemas/CompleteRequest",
-                                                                                                                                 },
-                                                                                                                   },
-                                                                                           },
-                                                                            },
-                                                             "responses": {
-                                                                              "200": {
-                                                                                         "description": "Applied: the execution's status afterwards.",
-                                                                                         "content": {
-                                                                                                        "application/json": {
-                                                                                                                                "schema": {
-                                                                                                                                              "$ref": "#/components/schemas/CompleteResponse",
-                                                                                                                                          },
-                                                                                                                            },
-                                                                                                    },
-                                                                                     },
-                                                                              "409": {
-                                                                                         "$ref": "#/components/responses/LeaseConflict",
-                                                                                     },
-                                                                              "400": {
-                                                                                         "$ref": "#/components/responses/BadRequest",
-                                                                                     },
-                                                                              "413": {
-                                                                                         "$ref": "#/components/responses/PayloadTooLarge",
-                                                                                     },
-                                                                              "415": {
-                                                                                         "$ref": "#/components/responses/UnsupportedMediaType",
-                                                                                     },
-                                                                              "422": {
-                                                                                         "$ref": "#/components/responses/Unprocessable",
-                                                                                     },
-                                                                              "404": {
-                                                                                         "$ref": "#/components/responses/NotFound",
-                                                                                     },
-                                                                              "503": {
-                                                                                         "$ref": "#/components/responses/Unavailable",
-                                                                                     },
-                                                                              "401": {
-                                                                                         "$ref": "#/components/responses/Unauthorized",
-                                                                                     },
-                                                                              "403": {
-                                                                                         "$ref": "#/components/responses/Forbidden",
-                                                                                     },
-                                                                          },
-                                                         },
-                                             },
-    "/v1/executions/{executionId}/effects": {
-                                                "parameters": [
-                                                                  {
-                                                                      "name": "executionId",
-                                                                      "in": "path",
-                                                                      "required": True,
-                                                                      "schema": {"type": "string"},
-                                                                      "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                                  },
-                                                              ],
-                                                "post": {
-                                                            "operationId": "recordEffect",
-                                                            "summary": "Record a side effect once (execution idempotency, fenced by leaseEpoch)",
-                                                            "requestBody": {
-                                                                               "required": True,
-                                                                               "content": {
-                                                                                              "application/json": {
-                                                                                                                      "schema": {
-                                                                                                                                    "$ref": "#/components/schemas/EffectRequest",
-                                                                                                                                },
-                                                                                                                  },
-                                                                                          },
-                                                                           },
-                                                            "responses": {
-                                                                             "201": {
-                                                                                        "description": "Recorded: perform the effect.",
-                                                                                        "content": {
-                                                                                                       "application/json": {
-                                                                                                                               "schema": {
-                                                                                                                                             "$ref": "#/components/schemas/EffectResponse",
-                                                                                                                                         },
-                                                                                                                           },
-                                                                                                   },
-                                                                                    },
-                                                                             "200": {
-                                                                                        "description": "Duplicate: the effect was already recorded; do not repeat it.",
-                                                                                        "content": {
-                                                                                                       "application/json": {
-                                                                                                                               "schema": {
-                                                                                                                                             "$ref": "#/components/schemas/EffectResponse",
-                                                                                                                                         },
-                                                                                                                           },
-                                                                                                   },
-                                                                                    },
-                                                                             "409": {
-                                                                                        "description": "Fenced (`reason: fenced`): stale leaseEpoch or not running; nothing recorded, abort.",
-                                                                                        "content": {
-                                                                                                       "application/problem+json": {
-                                                                                                                                       "schema": {
-                                                                                                                                                     "$ref": "#/components/schemas/Problem",
-                                                                                                                                                 },
-                                                                                                                                   },
-                                                                                                   },
-                                                                                    },
-                                                                             "400": {
-                                                                                        "$ref": "#/components/responses/BadRequest",
-                                                                                    },
-                                                                             "413": {
-                                                                                        "$ref": "#/components/responses/PayloadTooLarge",
-                                                                                    },
-                                                                             "415": {
-                                                                                        "$ref": "#/components/responses/UnsupportedMediaType",
-                                                                                    },
-                                                                             "422": {
-                                                                                        "$ref": "#/components/responses/Unprocessable",
-                                                                                    },
-                                                                             "404": {
-                                                                                        "$ref": "#/components/responses/NotFound",
-                                                                                    },
-                                                                             "503": {
-                                                                                        "$ref": "#/components/responses/Unavailable",
-                                                                                    },
-                                                                             "401": {
-                                                                                        "$ref": "#/components/responses/Unauthorized",
-                                                                                    },
-                                                                             "403": {
-                                                                                        "$ref": "#/components/responses/Forbidden",
-                                                                                    },
-                                                                         },
-                                                        },
-                                            },
-    "/v1/dlq": {
-                   "get": {
-                              "operationId": "listDead",
-                              "summary": "The dead-letter queue, ordered by execution id",
-                              "parameters": [
-                                                {
-                                                    "name": "limit",
-                                                    "in": "query",
-                                                    "schema": {
-                                                                  "type": "integer",
-                                                                  "minimum": 1,
-                                                                  "maximum": 1000,
-                                                                  "default": 100,
-                                                              },
-                                                },
-                                                {
-                                                    "name": "after",
-                                                    "in": "query",
-                                                    "schema": {"type": "string"},
-                                                },
-                                            ],
-                              "responses": {
-                                               "200": {
-                                                          "description": "A page of DEAD executions.",
-                                                          "content": {
-                                                                         "application/json": {
-                                                                                                 "schema": {
-                                                                                                               "$ref": "#/components/schemas/ExecutionPage",
-                                                                                                           },
-                                                                                             },
-                                                                     },
-                                                          "links": {
-                                                                       "ReplayDead": {
-                                                                                         "operationId": "replayDead",
-                                                                                         "parameters": {
-                                                                                                           "executionId": "$response.body#/executions/0/executionId",
-                                                                                                       },
-                                                                                     },
-                                                                       "PurgeDead": {
-                                                                                        "operationId": "purgeDead",
-                                                                                        "parameters": {
-                                                                                                          "executionId": "$response.body#/executions/0/executionId",
-                                                                                                      },
-                                                                                    },
-                                                                   },
-                                                      },
-                                               "400": {"$ref": "#/components/responses/BadRequest"},
-                                               "503": {"$ref": "#/components/responses/Unavailable"},
-                                               "401": {
-                                                          "$ref": "#/components/responses/Unauthorized",
-                                                      },
-                                               "403": {"$ref": "#/components/responses/Forbidden"},
-                                           },
-                          },
-               },
-    "/v1/dlq/{executionId}/replay": {
-                                        "parameters": [
-                                                          {
-                                                              "name": "executionId",
-                                                              "in": "path",
-                                                              "required": True,
-                                                              "schema": {"type": "string"},
-                                                              "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                          },
-                                                      ],
-                                        "post": {
-                                                    "operationId": "replayDead",
-                                                    "summary": "Replay a dead-lettered execution (a fresh series of attempts)",
-                                                    "responses": {
-                                                                     "200": {
-                                                                                "description": "The PENDING execution.",
-                                                                                "content": {
-                                                                                               "application/json": {
-                                                                                                                       "schema": {
-                                                                                                                                     "$ref": "#/components/schemas/Execution",
-                                                                                                                                 },
-                                                                                                                   },
-                                                                                           },
-                                                                            },
-                                                                     "404": {
-                                                                                "$ref": "#/components/responses/NotFound",
-                                                                            },
-                                                                     "503": {
-                                                                                "$ref": "#/components/responses/Unavailable",
-                                                                            },
-                                                                     "401": {
-                                                                                "$ref": "#/components/responses/Unauthorized",
-                                                                            },
-                                                                     "403": {
-                                                                                "$ref": "#/components/responses/Forbidden",
-                                                                            },
-                                                                 },
-                                                },
-                                    },
-    "/v1/dlq/{executionId}": {
-                                 "parameters": [
-                                                   {
-                                                       "name": "executionId",
-                                                       "in": "path",
-                                                       "required": True,
-                                                       "schema": {"type": "string"},
-                                                       "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                   },
-                                               ],
-                                 "delete": {
-                                               "operationId": "purgeDead",
-                                               "summary": "Delete a dead-lettered execution",
-                                               "responses": {
-                                                                "200": {
-                                                                           "description": "Purged.",
-                                                                           "content": {
-                                                                                          "application/json": {
-                                                                                                                  "schema": {
-                                                                                                                                "$ref": "#/components/schemas/Purged",
-                                                                                                                            },
-                                                                                                              },
-                                                                                      },
-                                                                       },
-                                                                "404": {
-                                                                           "$ref": "#/components/responses/NotFound",
-                                                                       },
-                                                                "503": {
-                                                                           "$ref": "#/components/responses/Unavailable",
-                                                                       },
-                                                                "401": {
-                                                                           "$ref": "#/components/responses/Unauthorized",
-                                                                       },
-                                                                "403": {
-                                                                           "$ref": "#/components/responses/Forbidden",
-                                                                       },
-                                                            },
-                                           },
-                             },
-    "/v1/status": {
-                      "get": {
-                                 "operationId": "status",
-                                 "summary": "Node health and counters",
-                                 "responses": {
-                                                  "200": {
-                                                             "description": "Status.",
-                                                             "content": {
-                                                                            "application/json": {
-                                                                                                    "schema": {
-                                                                                                                  "$ref": "#/components/schemas/Status",
-                                                                                                              },
-                                                                                                },
-                                                                        },
-                                                         },
-                                                  "503": {
-                                                             "$ref": "#/components/responses/Unavailable",
-                                                         },
-                                                  "401": {
-                                                             "$ref": "#/components/responses/Unauthorized",
-                                                         },
-                                                  "403": {
-                                                             "$ref": "#/components/responses/Forbidden",
-                                                         },
-                                              },
-                             },
-                  },
-    "/v1/herd": {
-                    "get": {
-                               "operationId": "herd",
-                               "summary": "The herd preview: ticks per second of the active jobs over the coming window",
-                               "description": "Counts every tick of every ACTIVE job (a tenant token: its own jobs; admin: all) in each second of [now, now + window), and summarises the busiest seconds, the total, max and p99 per second, and ticks per minute. One-off jobs count at their run time; jitterSec is not applied (it delays dispatch, not the tick).",
-                               "parameters": [
-                                                 {
-                                                     "name": "window",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "integer",
-                                                                   "minimum": 60,
-                                                                   "maximum": 86400,
-                                                                   "default": 3600,
-                                                               },
-                                                     "description": "Seconds from now.",
-                                                 },
-                                                 {
-                                                     "name": "top",
-                                                     "in": "query",
-                                                     "schema": {
-                                                                   "type": "integer",
-                                                                   "minimum": 1,
-                                                                   "maximum": 100,
-                                                                   "default": 10,
-                                                               },
-                                                     "description": "How many of the busiest seconds to list.",
-                                                 },
-                                             ],
-                               "responses": {
-                                                "200": {
-                                                           "description": "The herd summary.",
-                                                           "content": {
-                                                                          "application/json": {
-                                                                                                  "schema": {
-                                                                                                                "$ref": "#/components/schemas/Herd",
-                                                                                                            },
-                                                                                              },
-                                                                      },
-                                                       },
-                                                "400": {"$ref": "#/components/responses/BadRequest"},
-                                                "503": {
-                                                           "$ref": "#/components/responses/Unavailable",
-                                                       },
-                                                "401": {
-                                                           "$ref": "#/components/responses/Unauthorized",
-                                                       },
-                                                "403": {"$ref": "#/components/responses/Forbidden"},
-                                            },
-                           },
-                },
-    "/v1/status/activity": {
-                               "get": {
-                                          "operationId": "activity",
-                                          "summary": "The last hour's dispatch lag per minute, and what this node's workers run now",
-                                          "description": "Admin only. lagHistory: one entry per minute for the last 60 minutes, oldest first, the current (partial) minute last; p50/p99/max of the first attempts that started in that minute (startedAt - scheduledAt), from a log-linear histogram that may overstate a percentile by up to 6.25 % and never understates it; null when no execution started that minute. running: executions in this node's local workers, longest-running first (at most 100; runningTotal counts all of them). The dashboard's overview draws these.",
-                                          "responses": {
-                                                           "200": {
-                                                                      "description": "Activity.",
-                                                                      "content": {
-                                                                                     "application/json": {
-                                                                                                             "schema": {
-                                                                                                                           "$ref": "#/components/schemas/Activity",
-                                                                                                                       },
-                                                                                                         },
-                                                                                 },
-                                                                  },
-                                                           "401": {
-                                                                      "$ref": "#/components/responses/Unauthorized",
-                                                                  },
-                                                           "403": {
-                                                                      "$ref": "#/components/responses/Forbidden",
-                                                                  },
-                                                       },
-                                      },
-                           },
-    "/healthz": {
-                    "get": {
-                               "operationId": "healthz",
-                               "summary": "Liveness",
-                               "responses": {
-                                                "200": {
-                                                           "description": "Alive.",
-                                                           "content": {
-                                                                          "application/json": {
-                                                                                                  "schema": {
-                                                                                                                "$ref": "#/components/schemas/Health",
-                                                                                                            },
-                                                                                              },
-                                                                      },
-                                                       },
-                                            },
-                               "security": [],
-                           },
-                },
-    "/v1/openapi.json": {
-                            "get": {
-                                       "operationId": "openapi",
-                                       "summary": "This document",
-                                       "responses": {
-                                                        "200": {
-                                                                   "description": "OpenAPI 3.1 document.",
-                                                                   "content": {
-                                                                                  "application/json": {
-                                                                                                          "schema": {
-                                                                                                                        "type": "object",
-                                                                                                                    },
-                                                                                                      },
-                                                                              },
-                                                               },
-                                                        "401": {
-                                                                   "$ref": "#/components/responses/Unauthorized",
-                                                               },
-                                                    },
-                                   },
-                        },
-    "/v1/events": {
-                      "get": {
-                                 "operationId": "streamEvents",
-                                 "summary": "The daemon's event log as newline-delimited JSON, optionally followed",
-                                 "description": "The matching tail of the node's recent events (its ring buffer), one JSON object per line (`{ts, event, node, seq, ...}`). With `follow=1` the response stays open and every new matching event is written as it happens (`cronwheel logs -f`). Each follower has a bounded buffer: a client that reads too slowly loses events and receives a `{\"event\": \"stream.dropped\", \"dropped\": N}` line in their place. The stream ends when the daemon shuts down.",
-                                 "parameters": [
-                                                   {
-                                                       "name": "follow",
-                                                       "in": "query",
-                                                       "description": "1: keep the response open and stream new events.",
-                                                       "schema": {
-                                                                     "type": "string",
-                                                                     "enum": [
-                                                                                 "0",
-                                                                                 "1",
-                                                                                 "true",
-                                                                                 "false",
-                                                                             ],
-                                                                     "default": "0",
-                                                                 },
-                                                   },
-                                                   {
-                                                       "name": "job",
-                                                       "in": "query",
-                                                       "description": "Only events of this job id (or of its executions).",
-                                                       "schema": {"type": "string"},
-                                                   },
-                                                   {
-                                                       "name": "event",
-                                                       "in": "query",
-                                                       "description": "Only this event name, or names starting with a prefix that ends in '.' (`execution.`).",
-                                                       "schema": {"type": "string"},
-                                                   },
-                                                   {
-                                                       "name": "since",
-                                                       "in": "query",
-                                                       "description": "Only events not older than this: a duration back from now (`90s`, `1h`, `2d`) or an RFC 3339 instant.",
-                                                       "schema": {"type": "string"},
-                                                   },
-                                                   {
-                                                       "name": "n",
-                                                       "in": "query",
-                                                       "description": "How many past events to send first (default 100, or 10 with follow=1).",
-                                                       "schema": {
-                                                                     "type": "integer",
-                                                                     "minimum": 0,
-                                                                     "maximum": 10000,
-                                                                 },
-                                                   },
-                                               ],
-                                 "responses": {
-                                                  "200": {
-                                                             "description": "Events, one JSON object per line.",
-                                                             "content": {
-                                                                            "application/x-ndjson": {
-                                                                                                        "schema": {
-                                                                                                                      "$ref": "#/components/schemas/Event",
-                                                                                                                  },
-                                                                                                    },
-                                                                        },
-                                                         },
-                                                  "400": {
-                                                             "$ref": "#/components/responses/BadRequest",
-                                                         },
-                                                  "401": {
-                                                             "$ref": "#/components/responses/Unauthorized",
-                                                         },
-                                                  "403": {
-                                                             "$ref": "#/components/responses/Forbidden",
-                                                         },
-                                              },
-                             },
-                  },
-    "/metrics": {
-                    "get": {
-                               "operationId": "metrics",
-                               "summary": "Prometheus metrics of this node",
-                               "description": "Prometheus text exposition format. Metric names and labels are listed in docs/operations.md; labels never carry job or execution ids. Admin and metrics tokens (`cronwheel token create --role metrics`).",
-                               "responses": {
-                                                "200": {
-                                                           "description": "Metrics.",
-                                                           "content": {
-                                                                          "text/plain": {
-                                                                                            "schema": {
-                                                                                                          "type": "string",
-                                                                                                      },
-                                                                                        },
-                                                                      },
-                                                       },
-                                                "401": {
-                                                           "$ref": "#/components/responses/Unauthorized",
-                                                       },
-                                                "403": {"$ref": "#/components/responses/Forbidden"},
-                                            },
-                           },
-                },
-    "/v1/tenants": {
-                       "get": {
-                                  "operationId": "listTenants",
-                                  "summary": "List tenants (admin)",
-                                  "description": "Every tenant with its settings and this node's live numbers.",
-                                  "responses": {
-                                                   "200": {
-                                                              "description": "Tenants.",
-                                                              "content": {
-                                                                             "application/json": {
-                                                                                                     "schema": {
-                                                                                                                   "$ref": "#/components/schemas/TenantList",
-                                                                                                               },
-                                                                                                 },
-                                                                         },
-                                                              "links": {
-                                                                           "UpdateFirstTenant": {
-                                                                                                    "operationId": "updateTenant",
-                                                                                                    "parameters": {
-                                                                                                                      "name": "$response.body#/tenants/0/name",
-                                                                                                                  },
-                                                                                                },
-                                                                       },
-                                                          },
-                                                   "401": {
-                                                              "$ref": "#/components/responses/Unauthorized",
-                                                          },
-                                                   "403": {
-                                                              "$ref": "#/components/responses/Forbidden",
-                                                          },
-                                                   "503": {
-                                                              "$ref": "#/components/responses/Unavailable",
-                                                          },
-                                               },
-                              },
-                       "post": {
-                                   "operationId": "createTenant",
-                                   "summary": "Create a tenant (admin)",
-                                   "requestBody": {
-                                                      "required": True,
-                                                      "content": {
-                                                                     "application/json": {
-                                                                                             "schema": {
-                                                                                                           "$ref": "#/components/schemas/TenantRequest",
-                                                                                                       },
-                                                                                         },
-                                                                 },
-                                                  },
-                                   "responses": {
-                                                    "201": {
-                                                               "description": "Created.",
-                                                               "content": {
-                                                                              "application/json": {
-                                                                                                      "schema": {
-                                                                                                                    "$ref": "#/components/schemas/Tenant",
-                                                                                                                },
-                                                                                                  },
-                                                                          },
-                                                               "links": {
-                                                                            "UpdateTenant": {
-                                                                                                "operationId": "updateTenant",
-                                                                                                "parameters": {
-                                                                                                                  "name": "$response.body#/name",
-                                                                                                              },
-                                                                                            },
-                                                                        },
-                                                           },
-                                                    "400": {
-                                                               "$ref": "#/components/responses/BadRequest",
-                                                           },
-                                                    "401": {
-                                                               "$ref": "#/components/responses/Unauthorized",
-                                                           },
-                                                    "403": {
-                                                               "$ref": "#/components/responses/Forbidden",
-                                                           },
-                                                    "409": {
-                                                               "$ref": "#/components/responses/Conflict",
-                                                           },
-                                                    "422": {
-                                                               "$ref": "#/components/responses/Unprocessable",
-                                                           },
-                                                    "503": {
-                                                               "$ref": "#/components/responses/Unavailable",
-                                                           },
-                                                },
-                               },
-                   },
-    "/v1/tenants/{name}": {
-                              "parameters": [
-                                                {
-                                                    "name": "name",
-                                                    "in": "path",
-                                                    "required": True,
-                                                    "schema": {"type": "string"},
-                                                    "description": "A tenant name.",
-                                                },
-                                            ],
-                              "patch": {
-                                           "operationId": "updateTenant",
-                                           "summary": "Change a tenant's weight, quotas or permissions (admin)",
-                                           "requestBody": {
-                                                              "required": True,
-                                                              "content": {
-                                                                             "application/json": {
-                                                                                                     "schema": {
-                                                                                                                   "$ref": "#/components/schemas/TenantPatch",
-                                                                                                               },
-                                                                                                 },
-                                                                         },
-                                                          },
-                                           "responses": {
-                                                            "200": {
-                                                                       "description": "The tenant as changed.",
-                                                                       "content": {
-                                                                                      "application/json": {
-                                                                                                              "schema": {
-                                                                                                                            "$ref": "#/components/schemas/Tenant",
-                                                                                                                        },
-                                                                                                          },
-                                                                                  },
-                                                                   },
-                                                            "400": {
-                                                                       "$ref": "#/components/responses/BadRequest",
-                                                                   },
-                                                            "401": {
-                                                                       "$ref": "#/components/responses/Unauthorized",
-                                                                   },
-                                                            "403": {
-                                                                       "$ref": "#/components/responses/Forbidden",
-                                                                   },
-                                                            "404": {
-                                                                       "$ref": "#/components/responses/NotFound",
-                                                                   },
-                                                            "422": {
-                                                                       "$ref": "#/components/responses/Unprocessable",
-                                                                   },
-                                                            "503": {
-                                                                       "$ref": "#/components/responses/Unavailable",
-                                                                   },
-                                                        },
-                                       },
-                          },
-    "/v1/tokens": {
-                      "get": {
-                                 "operationId": "listTokens",
-                                 "summary": "List tokens (admin), never their secrets",
-                                 "parameters": [
-                                                   {
-                                                       "name": "tenant",
-                                                       "in": "query",
-                                                       "required": False,
-                                                       "schema": {"type": "string", "maxLength": 64},
-                                                       "description": "Only this tenant's tokens (at most 64 characters; empty: every token).",
-                                                   },
-                                               ],
-                                 "responses": {
-                                                  "200": {
-                                                             "description": "Tokens.",
-                                                             "content": {
-                                                                            "application/json": {
-                                                                                                    "schema": {
-                                                                                                                  "$ref": "#/components/schemas/TokenList",
-                                                                                                              },
-                                                                                                },
-                                                                        },
-                                                         },
-                                                  "401": {
-                                                             "$ref": "#/components/responses/Unauthorized",
-                                                         },
-                                                  "403": {
-                                                             "$ref": "#/components/responses/Forbidden",
-                                                         },
-                                                  "503": {
-                                                             "$ref": "#/components/responses/Unavailable",
-                                                         },
-                                                  "400": {
-                                                             "$ref": "#/components/responses/BadRequest",
-                                                         },
-                                              },
-                             },
-                      "post": {
-                                  "operationId": "createToken",
-                                  "summary": "Create a token (admin); the secret is in this answer only",
-                                  "requestBody": {
-                                                     "required": True,
-                                                     "content": {
-                                                                    "application/json": {
-                                                                                            "schema": {
-                                                                                                          "$ref": "#/components/schemas/TokenRequest",
-                                                                                                      },
-                                                                                        },
-                                                                },
-                                                 },
-                                  "responses": {
-                                                   "201": {
-                                                              "description": "Created.",
-                                                              "content": {
-                                                                             "application/json": {
-                                                                                                     "schema": {
-                                                                                                                   "$ref": "#/components/schemas/TokenCreated",
-                                                                                                               },
-                                                                                                 },
-                                                                         },
-                                                              "links": {
-                                                                           "RevokeToken": {
-                                                                                              "operationId": "revokeToken",
-                                                                                              "parameters": {
-                                                                                                                "tokenId": "$response.body#/tokenId",
-                                                                                                            },
-                                                                                          },
-                                                                       },
-                                                          },
-                                                   "400": {
-                                                              "$ref": "#/components/responses/BadRequest",
-                                                          },
-                                                   "401": {
-                                                              "$ref": "#/components/responses/Unauthorized",
-                                                          },
-                                                   "403": {
-                                                              "$ref": "#/components/responses/Forbidden",
-                                                          },
-                                                   "404": {
-                                                              "$ref": "#/components/responses/NotFound",
-                                                          },
-                                                   "422": {
-                                                              "$ref": "#/components/responses/Unprocessable",
-                                                          },
-                                                   "503": {
-                                                              "$ref": "#/components/responses/Unavailable",
-                                                          },
-                                               },
-                              },
-                  },
-    "/v1/tokens/{tokenId}": {
-                                "parameters": [
-                                                  {
-                                                      "name": "tokenId",
-                                                      "in": "path",
-                                                      "required": True,
-                                                      "schema": {"type": "string"},
-                                                      "description": "A token id, `tk_` + 16 hex digits.",
-                                                  },
-                                              ],
-                                "delete": {
-                                              "operationId": "revokeToken",
-                                              "summary": "Revoke a token (admin); it stops working at once on this node, within seconds on others",
-                                              "responses": {
-                                                               "200": {
-                                                                          "description": "The revoked token.",
-                                                                          "content": {
-                                                                                         "application/json": {
-                                                                                                                 "schema": {
-                                                                                                                               "$ref": "#/components/schemas/Token",
-                                                                                                                           },
-                                                                                                             },
-                                                                                     },
-                                                                      },
-                                                               "401": {
-                                                                          "$ref": "#/components/responses/Unauthorized",
-                                                                      },
-                                                               "403": {
-                                                                          "$ref": "#/components/responses/Forbidden",
-                                                                      },
-                                                               "404": {
-                                                                          "$ref": "#/components/responses/NotFound",
-                                                                      },
-                                                               "503": {
-                                                                          "$ref": "#/components/responses/Unavailable",
-                                                                      },
-                                                               "409": {
-                                                                          "description": "The last active admin token: `reason` is `last_admin_token`. Create another admin token first (or, as the daemon's user on its machine, use the Unix socket: docs/security.md).",
-                                                                          "content": {
-                                                                                         "application/problem+json": {
-                                                                                                                         "schema": {
-                                                                                                                                       "$ref": "#/components/schemas/Problem",
-                                                                                                                                   },
-                                                                                                                     },
-                                                                                     },
-                                                                      },
-                                                           },
-                                          },
-                            },
-    "/": {
-             "get": {
-                        "operationId": "dashboard",
-                        "summary": "The web dashboard (HTML)",
-                        "description": "A page with no data of its own, served without credentials; its script calls this API with the user's bearer token (asked for on the first 401, kept in the tab's sessionStorage), or with none over the local Unix socket. Served with a strict Content-Security-Policy (same-origin scripts and styles only, no inline script, no framing) and X-Content-Type-Options: nosniff.",
-                        "responses": {
-                                         "200": {
-                                                    "description": "The page.",
-                                                    "content": {
-                                                                   "text/html": {
-                                                                                    "schema": {
-                                                                                                  "type": "string",
-                                                                                              },
-                                                                                },
-                                                               },
-                                                },
-                                     },
-                        "security": [],
+        "post": {
+            "operationId": "createJob",
+            "summary": "Register a recurring or one-off job",
+            "description": (
+                "Acknowledged (201) only once the job is durably committed. With an "
+                "`Idempotency-Key`, a retry with the same key and body returns the "
+                "original response (with `Idempotent-Replayed: true`); the same key "
+                "with another body is refused (422 `idempotency_key_reused`). A "
+                "`runAs` this daemon cannot honour (it does not run as root, or the "
+                "user or group does not exist here) is refused with 422 "
+                "`run_as_refused`."
+            ),
+            "parameters": [
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "schema": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "pattern": "^[\\u0020-\\u007e]*$",
                     },
-         },
+                    "description": "1 to 200 printable ASCII characters.",
+                },
+            ],
+            "requestBody": json_body("JobRequest"),
+            "responses": {
+                "201": answer(
+                    "Created (or replayed).",
+                    "JobCreated",
+                    headers={
+                        "Location": {"schema": {"type": "string"}},
+                        "Idempotent-Replayed": {
+                            "schema": {"type": "string", "const": "true"},
+                            "description": "Present on a replay.",
+                        },
+                    },
+                    links={
+                        "GetJob": link("getJob", {"jobId": "$response.body#/jobId"}),
+                        "CancelJob": link("cancelJob", {"jobId": "$response.body#/jobId"}),
+                        "PauseJob": link("pauseJob", {"jobId": "$response.body#/jobId"}),
+                        "ResumeJob": link("resumeJob", {"jobId": "$response.body#/jobId"}),
+                        "TriggerJob": link("triggerJob", {"jobId": "$response.body#/jobId"}),
+                        "ListExecutions": link(
+                            "listExecutions", {"jobId": "$response.body#/jobId"}
+                        ),
+                        "UpdateJob": link("updateJob", {"jobId": "$response.body#/jobId"}),
+                    },
+                ),
+                **refused("400", "413", "415", "422", "503", "401", "403", "429", "409:NameTaken"),
+            },
+        },
+        "get": {
+            "operationId": "listJobs",
+            "summary": "List jobs, ordered by id",
+            "parameters": [
+                {
+                    "name": "status",
+                    "in": "query",
+                    "schema": {
+                        "type": "string",
+                        "pattern": "^([aA][cC][tT][iI][vV][eE]|[pP][aA][uU][sS][eE][dD]|[cC][aA][nN][cC][eE][lL][lL][eE][dD]|[sS][uU][cC][cC][eE][eE][dD][eE][dD]|[fF][aA][iI][lL][eE][dD])?$",
+                        "examples": [
+                            "active",
+                            "paused",
+                            "cancelled",
+                            "succeeded",
+                            "failed",
+                            "ACTIVE",
+                            "PAUSED",
+                            "CANCELLED",
+                            "SUCCEEDED",
+                            "FAILED",
+                        ],
+                    },
+                    "description": "active, paused, cancelled, succeeded or failed, in any case; "
+                    "empty: every status.",
+                },
+                {
+                    "name": "tenant",
+                    "in": "query",
+                    "schema": {
+                        "type": "string",
+                        "pattern": "^([A-Za-z0-9][A-Za-z0-9_.\\-]{0,63})?$",
+                    },
+                    "description": "Only this tenant's jobs (admins; a tenant token sees its own "
+                    "tenant's only, and an empty list for another). Empty: no filter.",
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                },
+                {
+                    "name": "after",
+                    "in": "query",
+                    "schema": {"type": "string"},
+                    "description": "`next` of the previous page.",
+                },
+                {
+                    "name": "name",
+                    "in": "query",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "description": "Only jobs with this name: the tenant's live holder of the name "
+                    "first (admins: each tenant's), then cancelled jobs that had it, "
+                    "newest first. One page (`next` is null).",
+                },
+            ],
+            "responses": {
+                "200": answer(
+                    "A page of jobs.",
+                    "JobPage",
+                    links={
+                        "GetFirstJob": link("getJob", {"jobId": "$response.body#/jobs/0/jobId"})
+                    },
+                ),
+                **refused("400", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/batch": {
+        "post": {
+            "operationId": "createJobs",
+            "summary": "Register up to 1,000 jobs in one request and one commit",
+            "description": (
+                "Each item is a `POST /v1/jobs` body plus an optional `idempotencyKey` "
+                "(the header's role, per job). Validated all or nothing: the first "
+                "invalid job refuses the whole batch (its `field` names it, e.g. "
+                "`jobs[3].schedule`). The tenant's `submitRate` is charged for all the "
+                "jobs at once (429 for the batch; a batch larger than `submitBurst` "
+                "can never pass). Then the batch commits in one transaction, and the "
+                "answer lists one result per job, in order, with the status a single "
+                "`POST /v1/jobs` would have answered: 201 created, 200 an idempotent "
+                "replay, 422 `idempotency_key_reused`, 429 `quota_exceeded` (over the "
+                "tenant's `maxJobs`; the others are created), or 500 `internal_error` "
+                "with an `errorId` for a job the store failed on alone (the others are "
+                "created: one job never fails its neighbours). The request body is "
+                "limited to 1 MiB like every other. A job with a `runAs` this daemon "
+                "cannot honour refuses the whole batch (422 `run_as_refused`, `field` "
+                "naming the job)."
+            ),
+            "requestBody": json_body("JobBatchRequest"),
+            "responses": {
+                "200": answer(
+                    "One result per job, in order.",
+                    "JobBatchResponse",
+                    links={
+                        "GetFirstJob": link("getJob", {"jobId": "$response.body#/results/0/jobId"}),
+                        "TriggerFirstJob": link(
+                            "triggerJob", {"jobId": "$response.body#/results/0/jobId"}
+                        ),
+                    },
+                ),
+                **refused("400", "413", "415", "422", "503", "401", "403", "429"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "get": {
+            "operationId": "getJob",
+            "summary": "A job",
+            "responses": {
+                "200": answer("The job.", "Job"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+        "delete": {
+            "operationId": "cancelJob",
+            "summary": "Cancel a job",
+            "description": (
+                "No further runs; pending runs are cancelled and running ones aborted "
+                "(their next heartbeat gets 409 `cancelled`). The job is kept, with "
+                "its history: `GET` still answers it (status `CANCELLED`)."
+            ),
+            "responses": {
+                "200": answer("The cancelled job.", "Job"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+        "patch": {
+            "operationId": "updateJob",
+            "summary": "Update a job in place",
+            "description": (
+                "A JSON merge patch (RFC 7386) of the job's definition, in the members "
+                "of a create body (`JobRequest`): the members named replace the job's "
+                "(`retryPolicy` merges member by member), `null` removes an optional "
+                "member (its default applies again), the others are kept. `schedule` "
+                "and `runAt` replace each other, and so do the targets (`command`, "
+                "`http`, `python`, `queue`, `target`; a target is replaced whole). The "
+                "result is validated exactly as a create body, with the same errors. "
+                "The job keeps its id, tenant and history. When the schedule, runAt or "
+                "timezone changes, `nextRunAt` is recomputed from now, a finished "
+                "one-off job is scheduled again, and executions claimed ahead for the "
+                "old schedule (PENDING, never started, not yet due) are cancelled with "
+                "the reason `superseded`; executions already due or running go on. "
+                "Every execution runs the definition current when it starts (target, "
+                "payload, timeouts); it keeps the priority and maxAttempts it was "
+                "created with."
+            ),
+            "requestBody": json_body("JobPatch"),
+            "responses": {
+                "200": answer("The updated job.", "Job"),
+                **refused("400", "404"),
+                "409": answer(
+                    "The job is cancelled (`conflict`), or another live job of the tenant has the new name (`name_taken`, with that job's `jobId`).",
+                    schema={
+                        "allOf": [
+                            {"$ref": "#/components/schemas/Problem"},
+                            {"type": "object", "properties": {"jobId": {"type": "string"}}},
+                        ]
+                    },
+                    media="application/problem+json",
+                ),
+                **refused("413", "415", "422", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/pause": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "post": {
+            "operationId": "pauseJob",
+            "summary": "Pause a job (no runs until resumed)",
+            "responses": {
+                "200": answer(
+                    "The paused job.",
+                    "Job",
+                    links={"ResumeJob": link("resumeJob", {"jobId": "$response.body#/jobId"})},
+                ),
+                **refused("404", "409", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/resume": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "post": {
+            "operationId": "resumeJob",
+            "summary": "Resume a paused job; the next run is computed from now",
+            "responses": {
+                "200": answer(
+                    "The active job.",
+                    "Job",
+                    links={"PauseJob": link("pauseJob", {"jobId": "$response.body#/jobId"})},
+                ),
+                **refused("404", "409", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/trigger": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "post": {
+            "operationId": "triggerJob",
+            "summary": "Run a job now, outside its schedule",
+            "responses": {
+                "202": answer(
+                    "The new PENDING execution.",
+                    "Execution",
+                    headers={"Location": {"schema": {"type": "string"}}},
+                    links={
+                        "GetExecution": link(
+                            "getExecution", {"executionId": "$response.body#/executionId"}
+                        ),
+                        "Heartbeat": link(
+                            "heartbeat", {"executionId": "$response.body#/executionId"}
+                        ),
+                        "Complete": link(
+                            "complete", {"executionId": "$response.body#/executionId"}
+                        ),
+                        "RecordEffect": link(
+                            "recordEffect", {"executionId": "$response.body#/executionId"}
+                        ),
+                        "ReplayDead": link(
+                            "replayDead", {"executionId": "$response.body#/executionId"}
+                        ),
+                        "PurgeDead": link(
+                            "purgeDead", {"executionId": "$response.body#/executionId"}
+                        ),
+                    },
+                ),
+                **refused("404", "409", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/executions": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "get": {
+            "operationId": "listExecutions",
+            "summary": "A job's execution history, newest first",
+            "parameters": [
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
+                },
+                {
+                    "name": "before",
+                    "in": "query",
+                    "schema": {
+                        "type": "string",
+                        "anyOf": [{"pattern": "^[0-9]{0,18}$"}, {"format": "instant"}],
+                    },
+                    "description": "`next` of the previous page (scheduledAt in ms, at most 18 "
+                    "digits), or an RFC 3339 instant with a UTC offset (format "
+                    "`instant`); empty: the newest.",
+                },
+            ],
+            "responses": {
+                "200": answer(
+                    "A page of executions.",
+                    "ExecutionPage",
+                    links={
+                        "GetFirstExecution": link(
+                            "getExecution",
+                            {"executionId": "$response.body#/executions/0/executionId"},
+                        )
+                    },
+                ),
+                **refused("400", "404", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/backfill": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`) or its unique name."),
+        ],
+        "post": {
+            "operationId": "backfillJob",
+            "summary": "Run a job for every tick of a past range that has no execution yet",
+            "description": (
+                "One execution per tick of `[from, to]` of the job's schedule (its "
+                "active window and calendars applied) that has none yet, at batch "
+                "priority, so live work goes first. The `(jobId, scheduledAt)` "
+                "identity makes a repeated backfill create nothing."
+            ),
+            "requestBody": json_body("BackfillRequest"),
+            "responses": {
+                "200": answer("dryRun: the plan.", "BackfillResult"),
+                "202": answer("The executions created.", "BackfillResult"),
+                **refused("400", "404", "409", "422", "401", "403", "503"),
+            },
+        },
+        "delete": {
+            "operationId": "cancelBackfill",
+            "summary": "Cancel a job's backfill executions that have not started",
+            "responses": {
+                "200": answer("How many were cancelled.", "BackfillCancelled"),
+                **refused("404", "401", "403", "503"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/chain": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`) or its unique name."),
+        ],
+        "put": {
+            "operationId": "setJobChain",
+            "summary": "Replace the jobs a job triggers on its final outcomes",
+            "requestBody": json_body("ChainRequest"),
+            "responses": {
+                "200": answer("The job as changed.", "Job"),
+                **refused("400", "404", "409", "422", "401", "403", "503"),
+            },
+        },
+    },
+    "/v1/jobs/{jobId}/upcoming": {
+        "parameters": [
+            path_param("jobId", "A job id (`j…`) or its unique name."),
+        ],
+        "get": {
+            "operationId": "upcomingTicks",
+            "summary": "A job's next ticks that will run, calendars and active window applied",
+            "parameters": [
+                {
+                    "name": "count",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 5},
+                },
+                {
+                    "name": "from",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "format": "date-time"},
+                    "description": "Ticks strictly after this instant (default now).",
+                },
+            ],
+            "responses": {
+                "200": answer("The ticks, and the excluded ones met on the way.", "Upcoming"),
+                **refused("400", "404", "401", "403", "503"),
+            },
+        },
+    },
+    "/v1/calendars": {
+        "get": {
+            "operationId": "listCalendars",
+            "summary": (
+                "Calendars (a tenant's own; an admin's: every tenant's, or one with ?tenant=)"
+            ),
+            "parameters": [
+                CALENDAR_TENANT,
+            ],
+            "responses": {
+                "200": answer("The calendars.", "CalendarList"),
+                **refused("400", "401", "403", "503"),
+            },
+        },
+    },
+    "/v1/calendars/{name}": {
+        "parameters": [
+            {
+                "name": "name",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
+                "description": "A calendar name.",
+            },
+        ],
+        "get": {
+            "operationId": "getCalendar",
+            "summary": "One calendar",
+            "parameters": [
+                CALENDAR_TENANT,
+            ],
+            "responses": {
+                "200": answer("The calendar.", "Calendar"),
+                **refused("400", "404", "401", "403", "503"),
+            },
+        },
+        "put": {
+            "operationId": "putCalendar",
+            "summary": "Create or replace a calendar",
+            "parameters": [
+                CALENDAR_TENANT,
+            ],
+            "requestBody": json_body("CalendarRequest"),
+            "responses": {
+                "200": answer("The calendar as stored.", "Calendar"),
+                **refused("400", "404", "422", "401", "403", "503"),
+            },
+        },
+        "delete": {
+            "operationId": "deleteCalendar",
+            "summary": "Delete a calendar (409 while a job observes it)",
+            "parameters": [
+                CALENDAR_TENANT,
+            ],
+            "responses": {
+                "204": answer("Deleted."),
+                **refused("400", "404", "409", "401", "403", "503"),
+            },
+        },
+    },
+    "/v1/executions/{executionId}": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "get": {
+            "operationId": "getExecution",
+            "summary": "An execution, with its output tail",
+            "responses": {
+                "200": answer("The execution.", "Execution"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/workers/claim": {
+        "post": {
+            "operationId": "claimExecutions",
+            "summary": "Remote workers: lease executions of queue targets (long poll)",
+            "description": (
+                "Takes up to `max` dispatchable executions of the given queues, oldest "
+                "first, each started with `leaseEpoch` + 1 exactly as a local worker's "
+                "would be. Worker tokens see their tenant's executions only. Two "
+                "concurrent claimers never get the same execution."
+            ),
+            "requestBody": json_body("ClaimRequest"),
+            "responses": {
+                "200": answer(
+                    "The executions now leased to the caller (an empty list when none came within waitSec).",
+                    "ClaimResponse",
+                    links={
+                        "Heartbeat": link(
+                            "heartbeat", {"executionId": "$response.body#/executions/0/executionId"}
+                        ),
+                        "Complete": link(
+                            "complete", {"executionId": "$response.body#/executions/0/executionId"}
+                        ),
+                        "RecordEffect": link(
+                            "recordEffect",
+                            {"executionId": "$response.body#/executions/0/executionId"},
+                        ),
+                    },
+                ),
+                **refused("400", "413", "415", "422", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/executions/{executionId}/heartbeat": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "post": {
+            "operationId": "heartbeat",
+            "summary": "Extend a lease (fenced by leaseEpoch)",
+            "description": "A worker aborts immediately if it receives 409.",
+            "requestBody": json_body("LeaseRequest"),
+            "responses": {
+                "200": answer("Lease extended.", "HeartbeatResponse"),
+                **refused(
+                    "409:LeaseConflict", "400", "413", "415", "422", "404", "503", "401", "403"
+                ),
+            },
+        },
+    },
+    "/v1/executions/{executionId}/complete": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "post": {
+            "operationId": "complete",
+            "summary": "Report a run's result (fenced by leaseEpoch)",
+            "requestBody": json_body("CompleteRequest"),
+            "responses": {
+                "200": answer("Applied: the execution's status afterwards.", "CompleteResponse"),
+                **refused(
+                    "409:LeaseConflict", "400", "413", "415", "422", "404", "503", "401", "403"
+                ),
+            },
+        },
+    },
+    "/v1/executions/{executionId}/effects": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "post": {
+            "operationId": "recordEffect",
+            "summary": "Record a side effect once (execution idempotency, fenced by leaseEpoch)",
+            "requestBody": json_body("EffectRequest"),
+            "responses": {
+                "201": answer("Recorded: perform the effect.", "EffectResponse"),
+                "200": answer(
+                    "Duplicate: the effect was already recorded; do not repeat it.",
+                    "EffectResponse",
+                ),
+                "409": answer(
+                    "Fenced (`reason: fenced`): stale leaseEpoch or not running; nothing recorded, abort.",
+                    "Problem",
+                    media="application/problem+json",
+                ),
+                **refused("400", "413", "415", "422", "404", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/dlq": {
+        "get": {
+            "operationId": "listDead",
+            "summary": "The dead-letter queue, ordered by execution id",
+            "parameters": [
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                },
+                {"name": "after", "in": "query", "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "200": answer(
+                    "A page of DEAD executions.",
+                    "ExecutionPage",
+                    links={
+                        "ReplayDead": link(
+                            "replayDead",
+                            {"executionId": "$response.body#/executions/0/executionId"},
+                        ),
+                        "PurgeDead": link(
+                            "purgeDead", {"executionId": "$response.body#/executions/0/executionId"}
+                        ),
+                    },
+                ),
+                **refused("400", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/dlq/{executionId}/replay": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "post": {
+            "operationId": "replayDead",
+            "summary": "Replay a dead-lettered execution (a fresh series of attempts)",
+            "responses": {
+                "200": answer("The PENDING execution.", "Execution"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/dlq/{executionId}": {
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "delete": {
+            "operationId": "purgeDead",
+            "summary": "Delete a dead-lettered execution",
+            "responses": {
+                "200": answer("Purged.", "Purged"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/status": {
+        "get": {
+            "operationId": "status",
+            "summary": "Node health and counters",
+            "responses": {
+                "200": answer("Status.", "Status"),
+                **refused("503", "401", "403"),
+            },
+        },
+    },
+    "/v1/herd": {
+        "get": {
+            "operationId": "herd",
+            "summary": (
+                "The herd preview: ticks per second of the active jobs over the coming window"
+            ),
+            "description": (
+                "Counts every tick of every ACTIVE job (a tenant token: its own jobs; "
+                "admin: all) in each second of [now, now + window), and summarises the "
+                "busiest seconds, the total, max and p99 per second, and ticks per "
+                "minute. One-off jobs count at their run time; jitterSec is not "
+                "applied (it delays dispatch, not the tick)."
+            ),
+            "parameters": [
+                {
+                    "name": "window",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 60, "maximum": 86400, "default": 3600},
+                    "description": "Seconds from now.",
+                },
+                {
+                    "name": "top",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                    "description": "How many of the busiest seconds to list.",
+                },
+            ],
+            "responses": {
+                "200": answer("The herd summary.", "Herd"),
+                **refused("400", "503", "401", "403"),
+            },
+        },
+    },
+    "/v1/status/activity": {
+        "get": {
+            "operationId": "activity",
+            "summary": (
+                "The last hour's dispatch lag per minute, and what this node's workers run now"
+            ),
+            "description": (
+                "Admin only. lagHistory: one entry per minute for the last 60 minutes, "
+                "oldest first, the current (partial) minute last; p50/p99/max of the "
+                "first attempts that started in that minute (startedAt - scheduledAt), "
+                "from a log-linear histogram that may overstate a percentile by up to "
+                "6.25 % and never understates it; null when no execution started that "
+                "minute. running: executions in this node's local workers, "
+                "longest-running first (at most 100; runningTotal counts all of them). "
+                "The dashboard's overview draws these."
+            ),
+            "responses": {
+                "200": answer("Activity.", "Activity"),
+                **refused("401", "403"),
+            },
+        },
+    },
+    "/healthz": {
+        "get": {
+            "operationId": "healthz",
+            "summary": "Liveness",
+            "responses": {
+                "200": answer("Alive.", "Health"),
+            },
+            "security": [],
+        },
+    },
+    "/v1/openapi.json": {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This document",
+            "responses": {
+                "200": answer("OpenAPI 3.1 document.", schema={"type": "object"}),
+                **refused("401"),
+            },
+        },
+    },
+    "/v1/events": {
+        "get": {
+            "operationId": "streamEvents",
+            "summary": "The daemon's event log as newline-delimited JSON, optionally followed",
+            "description": (
+                "The matching tail of the node's recent events (its ring buffer), one "
+                "JSON object per line (`{ts, event, node, seq, ...}`). With `follow=1` "
+                "the response stays open and every new matching event is written as it "
+                "happens (`cronwheel logs -f`). Each follower has a bounded buffer: a "
+                'client that reads too slowly loses events and receives a `{"event": '
+                '"stream.dropped", "dropped": N}` line in their place. The stream ends '
+                "when the daemon shuts down."
+            ),
+            "parameters": [
+                {
+                    "name": "follow",
+                    "in": "query",
+                    "description": "1: keep the response open and stream new events.",
+                    "schema": {
+                        "type": "string",
+                        "enum": ["0", "1", "true", "false"],
+                        "default": "0",
+                    },
+                },
+                {
+                    "name": "job",
+                    "in": "query",
+                    "description": "Only events of this job id (or of its executions).",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "event",
+                    "in": "query",
+                    "description": "Only this event name, or names starting with a prefix that ends "
+                    "in '.' (`execution.`).",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "since",
+                    "in": "query",
+                    "description": "Only events not older than this: a duration back from now (`90s`, "
+                    "`1h`, `2d`) or an RFC 3339 instant.",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "n",
+                    "in": "query",
+                    "description": "How many past events to send first (default 100, or 10 with "
+                    "follow=1).",
+                    "schema": {"type": "integer", "minimum": 0, "maximum": 10000},
+                },
+            ],
+            "responses": {
+                "200": answer(
+                    "Events, one JSON object per line.", "Event", media="application/x-ndjson"
+                ),
+                **refused("400", "401", "403"),
+            },
+        },
+    },
+    "/metrics": {
+        "get": {
+            "operationId": "metrics",
+            "summary": "Prometheus metrics of this node",
+            "description": (
+                "Prometheus text exposition format. Metric names and labels are listed "
+                "in docs/operations.md; labels never carry job or execution ids. Admin "
+                "and metrics tokens (`cronwheel token create --role metrics`)."
+            ),
+            "responses": {
+                "200": answer("Metrics.", schema={"type": "string"}, media="text/plain"),
+                **refused("401", "403"),
+            },
+        },
+    },
+    "/v1/tenants": {
+        "get": {
+            "operationId": "listTenants",
+            "summary": "List tenants (admin)",
+            "description": "Every tenant with its settings and this node's live numbers.",
+            "responses": {
+                "200": answer(
+                    "Tenants.",
+                    "TenantList",
+                    links={
+                        "UpdateFirstTenant": link(
+                            "updateTenant", {"name": "$response.body#/tenants/0/name"}
+                        )
+                    },
+                ),
+                **refused("401", "403", "503"),
+            },
+        },
+        "post": {
+            "operationId": "createTenant",
+            "summary": "Create a tenant (admin)",
+            "requestBody": json_body("TenantRequest"),
+            "responses": {
+                "201": answer(
+                    "Created.",
+                    "Tenant",
+                    links={"UpdateTenant": link("updateTenant", {"name": "$response.body#/name"})},
+                ),
+                **refused("400", "401", "403", "409", "422", "503"),
+            },
+        },
+    },
+    "/v1/tenants/{name}": {
+        "parameters": [
+            path_param("name", "A tenant name."),
+        ],
+        "patch": {
+            "operationId": "updateTenant",
+            "summary": "Change a tenant's weight, quotas or permissions (admin)",
+            "requestBody": json_body("TenantPatch"),
+            "responses": {
+                "200": answer("The tenant as changed.", "Tenant"),
+                **refused("400", "401", "403", "404", "422", "503"),
+            },
+        },
+    },
+    "/v1/tokens": {
+        "get": {
+            "operationId": "listTokens",
+            "summary": "List tokens (admin), never their secrets",
+            "parameters": [
+                {
+                    "name": "tenant",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "maxLength": 64},
+                    "description": "Only this tenant's tokens (at most 64 characters; empty: every "
+                    "token).",
+                },
+            ],
+            "responses": {
+                "200": answer("Tokens.", "TokenList"),
+                **refused("401", "403", "503", "400"),
+            },
+        },
+        "post": {
+            "operationId": "createToken",
+            "summary": "Create a token (admin); the secret is in this answer only",
+            "requestBody": json_body("TokenRequest"),
+            "responses": {
+                "201": answer(
+                    "Created.",
+                    "TokenCreated",
+                    links={
+                        "RevokeToken": link("revokeToken", {"tokenId": "$response.body#/tokenId"})
+                    },
+                ),
+                **refused("400", "401", "403", "404", "422", "503"),
+            },
+        },
+    },
+    "/v1/tokens/{tokenId}": {
+        "parameters": [
+            path_param("tokenId", "A token id, `tk_` + 16 hex digits."),
+        ],
+        "delete": {
+            "operationId": "revokeToken",
+            "summary": (
+                "Revoke a token (admin); it stops working at once on this node, within "
+                "seconds on others"
+            ),
+            "responses": {
+                "200": answer("The revoked token.", "Token"),
+                **refused("401", "403", "404", "503"),
+                "409": answer(
+                    "The last active admin token: `reason` is `last_admin_token`. Create another admin token first (or, as the daemon's user on its machine, use the Unix socket: docs/security.md).",
+                    "Problem",
+                    media="application/problem+json",
+                ),
+            },
+        },
+    },
+    "/": {
+        "get": {
+            "operationId": "dashboard",
+            "summary": "The web dashboard (HTML)",
+            "description": (
+                "A page with no data of its own, served without credentials; its "
+                "script calls this API with the user's bearer token (asked for on the "
+                "first 401, kept in the tab's sessionStorage), or with none over the "
+                "local Unix socket. Served with a strict Content-Security-Policy "
+                "(same-origin scripts and styles only, no inline script, no framing) "
+                "and X-Content-Type-Options: nosniff."
+            ),
+            "responses": {
+                "200": answer("The page.", schema={"type": "string"}, media="text/html"),
+            },
+            "security": [],
+        },
+    },
     "/ui/{asset}": {
-                       "parameters": [
-                                         {
-                                             "name": "asset",
-                                             "in": "path",
-                                             "required": True,
-                                             "schema": {
-                                                           "type": "string",
-                                                           "pattern": "^[A-Za-z0-9_-]+\\.(js|css|svg)$",
-                                                       },
-                                             "description": "A file of the dashboard (app.js, style.css, …).",
-                                         },
-                                     ],
-                       "get": {
-                                  "operationId": "dashboardAsset",
-                                  "summary": "A script, stylesheet or icon of the web dashboard",
-                                  "description": "Static files shipped in the package, served without credentials with the same security headers as the page, an ETag and Cache-Control: no-cache.",
-                                  "responses": {
-                                                   "200": {
-                                                              "description": "The file.",
-                                                              "content": {
-                                                                             "text/javascript": {
-                                                                                                    "schema": {
-                                                                                                                  "type": "string",
-                                                                                                              },
-                                                                                                },
-                                                                             "text/css": {
-                                                                                             "schema": {
-                                                                                                           "type": "string",
-                                                                                                       },
-                                                                                         },
-                                                                             "image/svg+xml": {
-                                                                                                  "schema": {
-                                                                                                                "type": "string",
-                                                                                                            },
-                                                                                              },
-                                                                         },
-                                                          },
-                                                   "304": {
-                                                              "description": "Not modified (If-None-Match matched the ETag).",
-                                                          },
-                                                   "404": {
-                                                              "$ref": "#/components/responses/NotFound",
-                                                          },
-                                               },
-                                  "security": [],
-                              },
-                   },
+        "parameters": [
+            {
+                "name": "asset",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]+\\.(js|css|svg)$"},
+                "description": "A file of the dashboard (app.js, style.css, …).",
+            },
+        ],
+        "get": {
+            "operationId": "dashboardAsset",
+            "summary": "A script, stylesheet or icon of the web dashboard",
+            "description": (
+                "Static files shipped in the package, served without credentials with "
+                "the same security headers as the page, an ETag and Cache-Control: "
+                "no-cache."
+            ),
+            "responses": {
+                "200": {
+                    "description": "The file.",
+                    "content": {
+                        "text/javascript": {"schema": {"type": "string"}},
+                        "text/css": {"schema": {"type": "string"}},
+                        "image/svg+xml": {"schema": {"type": "string"}},
+                    },
+                },
+                "304": answer("Not modified (If-None-Match matched the ETag)."),
+                **refused("404"),
+            },
+            "security": [],
+        },
+    },
     "/v1/executions/{executionId}/output": {
-                                               "parameters": [
-                                                                 {
-                                                                     "name": "executionId",
-                                                                     "in": "path",
-                                                                     "required": True,
-                                                                     "schema": {"type": "string"},
-                                                                     "description": "An execution id, `{jobId}:{scheduledAtMs}`.",
-                                                                 },
-                                                             ],
-                                               "get": {
-                                                          "operationId": "getExecutionOutput",
-                                                          "summary": "An execution's output, live while it runs",
-                                                          "description": "Plain text. While the execution runs on this node's workers: what it printed so far (a bounded tail, up to 64 KiB), and with `follow=1` each new chunk as the worker forwards it, until this attempt ends (then the response ends). Workers forward a command's stdout/stderr as it is produced, bounded per execution (at most 32 KiB/s after a 64 KiB burst, in chunks of at most 16 KiB, at most ten a second); when a command prints faster, the oldest waiting bytes are skipped and a line `[cronwheel: N bytes of output not shown live]` stands in their place (the stored output, the result's tail, is complete). Otherwise the stored output (the tail its last attempt ended with; empty before it ran); `follow=1` on an execution that has not started yet waits for it. In a cluster, output is live on the node whose workers run the execution; another node answers with the stored output once it ends.",
-                                                          "parameters": [
-                                                                            {
-                                                                                "name": "follow",
-                                                                                "in": "query",
-                                                                                "schema": {
-                                                                                              "type": "string",
-                                                                                              "enum": [
-                                                                                                          "0",
-                                                                                                          "1",
-                                                                                                          "true",
-                                                                                                          "false",
-                                                                                                          "yes",
-                                                                                                          "no",
-                                                                                                      ],
-                                                                                          },
-                                                                                "description": "Keep the response open and stream the output as it comes, until this attempt ends.",
-                                                                            },
-                                                                        ],
-                                                          "responses": {
-                                                                           "200": {
-                                                                                      "description": "The output, as UTF-8 text (invalid bytes replaced).",
-                                                                                      "content": {
-                                                                                                     "text/plain": {
-                                                                                                                       "schema": {
-                                                                                                                                     "type": "string",
-                                                                                                                                 },
-                                                                                                                   },
-                                                                                                 },
-                                                                                  },
-                                                                           "400": {
-                                                                                      "$ref": "#/components/responses/BadRequest",
-                                                                                  },
-                                                                           "404": {
-                                                                                      "$ref": "#/components/responses/NotFound",
-                                                                                  },
-                                                                           "503": {
-                                                                                      "$ref": "#/components/responses/Unavailable",
-                                                                                  },
-                                                                           "401": {
-                                                                                      "$ref": "#/components/responses/Unauthorized",
-                                                                                  },
-                                                                           "403": {
-                                                                                      "$ref": "#/components/responses/Forbidden",
-                                                                                  },
-                                                                       },
-                                                      },
-                                           },
+        "parameters": [
+            path_param("executionId", "An execution id, `{jobId}:{scheduledAtMs}`."),
+        ],
+        "get": {
+            "operationId": "getExecutionOutput",
+            "summary": "An execution's output, live while it runs",
+            "description": (
+                "Plain text. While the execution runs on this node's workers: what it "
+                "printed so far (a bounded tail, up to 64 KiB), and with `follow=1` "
+                "each new chunk as the worker forwards it, until this attempt ends "
+                "(then the response ends). Workers forward a command's stdout/stderr "
+                "as it is produced, bounded per execution (at most 32 KiB/s after a 64 "
+                "KiB burst, in chunks of at most 16 KiB, at most ten a second); when a "
+                "command prints faster, the oldest waiting bytes are skipped and a "
+                "line `[cronwheel: N bytes of output not shown live]` stands in their "
+                "place (the stored output, the result's tail, is complete). Otherwise "
+                "the stored output (the tail its last attempt ended with; empty before "
+                "it ran); `follow=1` on an execution that has not started yet waits "
+                "for it. In a cluster, output is live on the node whose workers run "
+                "the execution; another node answers with the stored output once it "
+                "ends."
+            ),
+            "parameters": [
+                {
+                    "name": "follow",
+                    "in": "query",
+                    "schema": {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]},
+                    "description": "Keep the response open and stream the output as it comes, until "
+                    "this attempt ends.",
+                },
+            ],
+            "responses": {
+                "200": answer(
+                    "The output, as UTF-8 text (invalid bytes replaced).",
+                    schema={"type": "string"},
+                    media="text/plain",
+                ),
+                **refused("400", "404", "503", "401", "403"),
+            },
+        },
+    },
     "/v1/jobs/{jobId}/ping": {
-                                 "parameters": [
-                                                   {
-                                                       "name": "jobId",
-                                                       "in": "path",
-                                                       "required": True,
-                                                       "schema": {"type": "string"},
-                                                       "description": "A job id (`j…`).",
-                                                   },
-                                               ],
-                                 "post": {
-                                             "operationId": "pingJob",
-                                             "summary": "A run elsewhere reports on a job: start, success (the default) or fail",
-                                             "description": "`jobId` may also be the job's unique name. A success or fail is recorded as a finished execution (history), moves the dead-man's window (success) and is told to the job's rules like any run. Worker, tenant and admin tokens may ping.",
-                                             "requestBody": {
-                                                                "required": False,
-                                                                "content": {
-                                                                               "application/json": {
-                                                                                                       "schema": {
-                                                                                                                     "$ref": "#/components/schemas/PingRequest",
-                                                                                                                 },
-                                                                                                   },
-                                                                           },
-                                                            },
-                                             "responses": {
-                                                              "200": {
-                                                                         "description": "The ping as recorded.",
-                                                                         "content": {
-                                                                                        "application/json": {
-                                                                                                                "schema": {
-                                                                                                                              "$ref": "#/components/schemas/PingResponse",
-                                                                                                                          },
-                                                                                                            },
-                                                                                    },
-                                                                     },
-                                                              "400": {
-                                                                         "$ref": "#/components/responses/BadRequest",
-                                                                     },
-                                                              "404": {
-                                                                         "$ref": "#/components/responses/NotFound",
-                                                                     },
-                                                              "409": {
-                                                                         "$ref": "#/components/responses/Conflict",
-                                                                     },
-                                                              "422": {
-                                                                         "$ref": "#/components/responses/Unprocessable",
-                                                                     },
-                                                              "401": {
-                                                                         "$ref": "#/components/responses/Unauthorized",
-                                                                     },
-                                                              "403": {
-                                                                         "$ref": "#/components/responses/Forbidden",
-                                                                     },
-                                                              "503": {
-                                                                         "$ref": "#/components/responses/Unavailable",
-                                                                     },
-                                                          },
-                                         },
-                             },
+        "parameters": [
+            path_param("jobId", "A job id (`j…`)."),
+        ],
+        "post": {
+            "operationId": "pingJob",
+            "summary": "A run elsewhere reports on a job: start, success (the default) or fail",
+            "description": (
+                "`jobId` may also be the job's unique name. A success or fail is "
+                "recorded as a finished execution (history), moves the dead-man's "
+                "window (success) and is told to the job's rules like any run. Worker, "
+                "tenant and admin tokens may ping."
+            ),
+            "requestBody": json_body("PingRequest", required=False),
+            "responses": {
+                "200": answer("The ping as recorded.", "PingResponse"),
+                **refused("400", "404", "409", "422", "401", "403", "503"),
+            },
+        },
+    },
     "/v1/notifications": {
-                             "get": {
-                                        "operationId": "listNotifications",
-                                        "summary": "Notifications, newest first (status=DEAD: their dead-letter queue)",
-                                        "parameters": [
-                                                          {
-                                                              "name": "jobId",
-                                                              "in": "query",
-                                                              "schema": {
-                                                                            "type": "string",
-                                                                            "maxLength": 200,
-                                                                        },
-                                                          },
-                                                          {
-                                                              "name": "status",
-                                                              "in": "query",
-                                                              "schema": {
-                                                                            "type": "string",
-                                                                            "enum": [
-                                                                                        "PENDING",
-                                                                                        "RUNNING",
-                                                                                        "SENT",
-                                                                                        "DEAD",
-                                                                                        "HELD",
-                                                                                    ],
-                                                                        },
-                                                          },
-                                                          {
-                                                              "name": "limit",
-                                                              "in": "query",
-                                                              "schema": {
-                                                                            "type": "integer",
-                                                                            "minimum": 1,
-                                                                            "maximum": 1000,
-                                                                            "default": 100,
-                                                                        },
-                                                          },
-                                                          {
-                                                              "name": "before",
-                                                              "in": "query",
-                                                              "schema": {
-                                                                            "type": "string",
-                                                                            "pattern": "^[0-9]{1,18}[|].{1,500}$",
-                                                                        },
-                                                              "description": "The `next` of the previous page.",
-                                                          },
-                                                      ],
-                                        "responses": {
-                                                         "200": {
-                                                                    "description": "A page of notifications.",
-                                                                    "content": {
-                                                                                   "application/json": {
-                                                                                                           "schema": {
-                                                                                                                         "$ref": "#/components/schemas/NotificationPage",
-                                                                                                                     },
-                                                                                                       },
-                                                                               },
-                                                                },
-                                                         "400": {
-                                                                    "$ref": "#/components/responses/BadRequest",
-                                                                },
-                                                         "401": {
-                                                                    "$ref": "#/components/responses/Unauthorized",
-                                                                },
-                                                         "403": {
-                                                                    "$ref": "#/components/responses/Forbidden",
-                                                                },
-                                                         "503": {
-                                                                    "$ref": "#/components/responses/Unavailable",
-                                                                },
-                                                     },
-                                    },
-                         },
+        "get": {
+            "operationId": "listNotifications",
+            "summary": "Notifications, newest first (status=DEAD: their dead-letter queue)",
+            "parameters": [
+                {"name": "jobId", "in": "query", "schema": {"type": "string", "maxLength": 200}},
+                {
+                    "name": "status",
+                    "in": "query",
+                    "schema": {
+                        "type": "string",
+                        "enum": ["PENDING", "RUNNING", "SENT", "DEAD", "HELD"],
+                    },
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                },
+                {
+                    "name": "before",
+                    "in": "query",
+                    "schema": {"type": "string", "pattern": "^[0-9]{1,18}[|].{1,500}$"},
+                    "description": "The `next` of the previous page.",
+                },
+            ],
+            "responses": {
+                "200": answer("A page of notifications.", "NotificationPage"),
+                **refused("400", "401", "403", "503"),
+            },
+        },
+    },
     "/v1/notifications/{notificationId}": {
-                                              "parameters": [
-                                                                {
-                                                                    "name": "notificationId",
-                                                                    "in": "path",
-                                                                    "required": True,
-                                                                    "schema": {"type": "string"},
-                                                                    "description": "A notification id, `{subject}@{ruleId}`.",
-                                                                },
-                                                            ],
-                                              "delete": {
-                                                            "operationId": "purgeNotification",
-                                                            "summary": "Delete a dead-lettered notification for good",
-                                                            "description": "Only a DEAD notification (the notifications' dead-letter queue) can be purged; 404 otherwise.",
-                                                            "responses": {
-                                                                             "200": {
-                                                                                        "description": "Purged.",
-                                                                                        "content": {
-                                                                                                       "application/json": {
-                                                                                                                               "schema": {
-                                                                                                                                             "$ref": "#/components/schemas/NotificationPurged",
-                                                                                                                                         },
-                                                                                                                           },
-                                                                                                   },
-                                                                                    },
-                                                                             "404": {
-                                                                                        "$ref": "#/components/responses/NotFound",
-                                                                                    },
-                                                                             "503": {
-                                                                                        "$ref": "#/components/responses/Unavailable",
-                                                                                    },
-                                                                             "401": {
-                                                                                        "$ref": "#/components/responses/Unauthorized",
-                                                                                    },
-                                                                             "403": {
-                                                                                        "$ref": "#/components/responses/Forbidden",
-                                                                                    },
-                                                                         },
-                                                        },
-                                          },
+        "parameters": [
+            path_param("notificationId", "A notification id, `{subject}@{ruleId}`."),
+        ],
+        "delete": {
+            "operationId": "purgeNotification",
+            "summary": "Delete a dead-lettered notification for good",
+            "description": (
+                "Only a DEAD notification (the notifications' dead-letter queue) can "
+                "be purged; 404 otherwise."
+            ),
+            "responses": {
+                "200": answer("Purged.", "NotificationPurged"),
+                **refused("404", "503", "401", "403"),
+            },
+        },
+    },
     "/v1/notifications/{notificationId}/replay": {
-                                                     "parameters": [
-                                                                       {
-                                                                           "name": "notificationId",
-                                                                           "in": "path",
-                                                                           "required": True,
-                                                                           "schema": {
-                                                                                         "type": "string",
-                                                                                     },
-                                                                           "description": "A notification id, `{subject}@{ruleId}`.",
-                                                                       },
-                                                                   ],
-                                                     "post": {
-                                                                 "operationId": "replayNotification",
-                                                                 "summary": "Send a dead-lettered or held-back notification again (attempts from zero)",
-                                                                 "responses": {
-                                                                                  "200": {
-                                                                                             "description": "The PENDING notification.",
-                                                                                             "content": {
-                                                                                                            "application/json": {
-                                                                                                                                    "schema": {
-                                                                                                                                                  "$ref": "#/components/schemas/Notification",
-                                                                                                                                              },
-                                                                                                                                },
-                                                                                                        },
-                                                                                         },
-                                                                                  "404": {
-                                                                                             "$ref": "#/components/responses/NotFound",
-                                                                                         },
-                                                                                  "401": {
-                                                                                             "$ref": "#/components/responses/Unauthorized",
-                                                                                         },
-                                                                                  "403": {
-                                                                                             "$ref": "#/components/responses/Forbidden",
-                                                                                         },
-                                                                                  "503": {
-                                                                                             "$ref": "#/components/responses/Unavailable",
-                                                                                         },
-                                                                              },
-                                                             },
-                                                 },
+        "parameters": [
+            path_param("notificationId", "A notification id, `{subject}@{ruleId}`."),
+        ],
+        "post": {
+            "operationId": "replayNotification",
+            "summary": "Send a dead-lettered or held-back notification again (attempts from zero)",
+            "responses": {
+                "200": answer("The PENDING notification.", "Notification"),
+                **refused("404", "401", "403", "503"),
+            },
+        },
+    },
     "/v1/tenants/{name}/notify": {
-                                     "parameters": [
-                                                       {
-                                                           "name": "name",
-                                                           "in": "path",
-                                                           "required": True,
-                                                           "schema": {"type": "string"},
-                                                           "description": "A tenant name.",
-                                                       },
-                                                   ],
-                                     "get": {
-                                                "operationId": "getTenantNotify",
-                                                "summary": "A tenant's default notification rules (for its jobs with none of their own; admin)",
-                                                "responses": {
-                                                                 "200": {
-                                                                            "description": "The default rules.",
-                                                                            "content": {
-                                                                                           "application/json": {
-                                                                                                                   "schema": {
-                                                                                                                                 "$ref": "#/components/schemas/TenantNotifyAnswer",
-                                                                                                                             },
-                                                                                                               },
-                                                                                       },
-                                                                        },
-                                                                 "404": {
-                                                                            "$ref": "#/components/responses/NotFound",
-                                                                        },
-                                                                 "401": {
-                                                                            "$ref": "#/components/responses/Unauthorized",
-                                                                        },
-                                                                 "403": {
-                                                                            "$ref": "#/components/responses/Forbidden",
-                                                                        },
-                                                                 "503": {
-                                                                            "$ref": "#/components/responses/Unavailable",
-                                                                        },
-                                                             },
-                                            },
-                                     "put": {
-                                                "operationId": "setTenantNotify",
-                                                "summary": "Replace a tenant's default notification rules (admin)",
-                                                "requestBody": {
-                                                                   "required": True,
-                                                                   "content": {
-                                                                                  "application/json": {
-                                                                                                          "schema": {
-                                                                                                                        "$ref": "#/components/schemas/TenantNotify",
-                                                                                                                    },
-                                                                                                      },
-                                                                              },
-                                                               },
-                                                "responses": {
-                                                                 "200": {
-                                                                            "description": "The default rules as saved.",
-                                                                            "content": {
-                                                                                           "application/json": {
-                                                                                                                   "schema": {
-                                                                                                                                 "$ref": "#/components/schemas/TenantNotifyAnswer",
-                                                                                                                             },
-                                                                                                               },
-                                                                                       },
-                                                                        },
-                                                                 "400": {
-                                                                            "$ref": "#/components/responses/BadRequest",
-                                                                        },
-                                                                 "404": {
-                                                                            "$ref": "#/components/responses/NotFound",
-                                                                        },
-                                                                 "422": {
-                                                                            "$ref": "#/components/responses/Unprocessable",
-                                                                        },
-                                                                 "401": {
-                                                                            "$ref": "#/components/responses/Unauthorized",
-                                                                        },
-                                                                 "403": {
-                                                                            "$ref": "#/components/responses/Forbidden",
-                                                                        },
-                                                                 "503": {
-                                                                            "$ref": "#/components/responses/Unavailable",
-                                                                        },
-                                                             },
-                                            },
-                                 },
+        "parameters": [
+            path_param("name", "A tenant name."),
+        ],
+        "get": {
+            "operationId": "getTenantNotify",
+            "summary": (
+                "A tenant's default notification rules (for its jobs with none of their own; admin)"
+            ),
+            "responses": {
+                "200": answer("The default rules.", "TenantNotifyAnswer"),
+                **refused("404", "401", "403", "503"),
+            },
+        },
+        "put": {
+            "operationId": "setTenantNotify",
+            "summary": "Replace a tenant's default notification rules (admin)",
+            "requestBody": json_body("TenantNotify"),
+            "responses": {
+                "200": answer("The default rules as saved.", "TenantNotifyAnswer"),
+                **refused("400", "404", "422", "401", "403", "503"),
+            },
+        },
+    },
 }
