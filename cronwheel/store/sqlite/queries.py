@@ -218,22 +218,17 @@ UPDATE jobs SET next_run_at = ?2
 WHERE rowid = ?1 AND next_run_at = ?3 AND status = 'ACTIVE'
 """
 
-#: of some (JSON array) jobs, those with no further tick still waiting for their executions
-#: (an ``@triggered`` job has no tick of its own, ever: it waits for triggers, never settles)
-UNSETTLED_JOBS = """
-SELECT id FROM jobs
-WHERE id IN (SELECT value FROM json_each(?1)) AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
-  AND schedule IS NOT '@triggered'
-"""
-
 #: a job with no further tick takes the state its last execution settles it in, once nothing
-#: of it is live any more
-SETTLE_JOB = """
-UPDATE jobs SET status = ?2
-WHERE id = ?1 AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
-  AND schedule IS NOT '@triggered'
+#: of it is live any more. ?1 is a JSON array of [job_id, status] pairs (one per job): the whole
+#: batch in one statement, each job one primary-key probe (an ``@triggered`` job has no tick of
+#: its own, ever: it waits for triggers, never settles)
+SETTLE_JOBS = """
+UPDATE jobs SET status = s.status
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS status FROM json_each(?1)) AS s
+WHERE jobs.id = s.id AND jobs.next_run_at IS NULL AND jobs.status IN ('ACTIVE', 'PAUSED')
+  AND jobs.schedule IS NOT '@triggered'
   AND NOT EXISTS (SELECT 1 FROM executions
-                  WHERE job_id = ?1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
+                  WHERE executions.job_id = jobs.id AND executions.status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
 """
 
 #: an execution of a settled job runs again (DLQ replay, trigger): the job waits for it
