@@ -106,8 +106,10 @@ def main() -> int:
     print(f"dispatch lag         p50 {pct(lags, .5):.0f} ms  p99 {pct(lags, .99):.0f} ms  max {lags[-1]:.0f} ms")
     print(f"high tier ({len(high)})      p50 {pct(high, .5):.0f} ms  p99 {pct(high, .99):.0f} ms  max {high[-1] if high else float('nan'):.0f} ms")
     daemon_cpu, worker_cpu = (a - b for a, b in zip(cpu_after, cpu_before, strict=True))
-    print(f"CPU                  daemon {daemon_cpu:.1f} s, workers {worker_cpu:.1f} s "
-          f"({(daemon_cpu + worker_cpu) / len(rows) * 1e6:.0f} µs per execution)")
+    per = 1e6 / len(rows)
+    print(f"CPU                  daemon {daemon_cpu:.2f} s, workers {worker_cpu:.2f} s "
+          f"({(daemon_cpu + worker_cpu) * per:.0f} µs per execution: daemon {daemon_cpu * per:.0f}, "
+          f"workers {worker_cpu * per:.0f})")
     if args.noisy:
         print(f"tenants B-E ({len(small)})  p50 {pct(small, .5):.0f} ms  p99 {pct(small, .99):.0f} ms  max {small[-1]:.0f} ms")
     return 0

@@ -69,9 +69,14 @@ class ExecutionMethods(SqliteBase):
         return grants
 
     def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
-        """start_executions' work inside the caller's write transaction."""
-        pairs = dumps([[eid, wid] for eid, wid in workers.items()])
-        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (pairs, now_ms, _DEFAULT_LEASE_MS)).fetchall()
+        """start_executions' work inside the caller's write transaction: one read of the
+        definitions of the batch's jobs (an execution id is ``{jobId}:{scheduledAtMs}``), one
+        UPDATE of the batch."""
+        jobs = {eid: eid.rpartition(":")[0] for eid in workers}
+        defs: dict[str, Any] = {r[0]: r for r in conn.execute(q.START_DEFINITIONS, (dumps(list(set(jobs.values()))),))}
+        no_def = (None, None, DEFAULT_LEASE_SEC, 0.0, "{}", "null", None)
+        triples = dumps([[eid, wid, defs.get(jobs[eid], no_def)[1]] for eid, wid in workers.items()])
+        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (triples, now_ms, _DEFAULT_LEASE_MS)).fetchall()
         by_id = {r[0]: r for r in rows}
         grants: list[Grant] = []
         parsed = JsonMemo()
@@ -79,10 +84,11 @@ class ExecutionMethods(SqliteBase):
             r = by_id.get(eid)
             if r is None:
                 continue
-            lease_sec, timeout_sec, target, payload, process = r[10:15]
+            # the definition of the job the row names (the same one, by the id's CHECK)
+            _, _, lease_sec, timeout_sec, target, payload, process = defs.get(r[1], no_def)
             if target is None:  # no definition row (cannot happen with the foreign keys on)
                 lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
-            context = None if r[15] is None else json.loads(r[15])
+            context = None if r[10] is None else json.loads(r[10])
             grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                                 lease_sec, timeout_sec, parsed(target),
                                 payload_with_context(parsed(payload), context), r[8],

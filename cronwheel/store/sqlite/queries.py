@@ -218,22 +218,17 @@ UPDATE jobs SET next_run_at = ?2
 WHERE rowid = ?1 AND next_run_at = ?3 AND status = 'ACTIVE'
 """
 
-#: of some (JSON array) jobs, those with no further tick still waiting for their executions
-#: (an ``@triggered`` job has no tick of its own, ever: it waits for triggers, never settles)
-UNSETTLED_JOBS = """
-SELECT id FROM jobs
-WHERE id IN (SELECT value FROM json_each(?1)) AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
-  AND schedule IS NOT '@triggered'
-"""
-
 #: a job with no further tick takes the state its last execution settles it in, once nothing
-#: of it is live any more
-SETTLE_JOB = """
-UPDATE jobs SET status = ?2
-WHERE id = ?1 AND next_run_at IS NULL AND status IN ('ACTIVE', 'PAUSED')
-  AND schedule IS NOT '@triggered'
+#: of it is live any more. ?1 is a JSON array of [job_id, status] pairs (one per job): the whole
+#: batch in one statement, each job one primary-key probe (an ``@triggered`` job has no tick of
+#: its own, ever: it waits for triggers, never settles)
+SETTLE_JOBS = """
+UPDATE jobs SET status = s.status
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS status FROM json_each(?1)) AS s
+WHERE jobs.id = s.id AND jobs.next_run_at IS NULL AND jobs.status IN ('ACTIVE', 'PAUSED')
+  AND jobs.schedule IS NOT '@triggered'
   AND NOT EXISTS (SELECT 1 FROM executions
-                  WHERE job_id = ?1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
+                  WHERE executions.job_id = jobs.id AND executions.status IN ('PENDING', 'RUNNING', 'RETRY_WAIT'))
 """
 
 #: an execution of a settled job runs again (DLQ replay, trigger): the job waits for it
@@ -302,28 +297,29 @@ WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
 ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 
+#: what a batch of starts hands out of its jobs' definitions, for a JSON array of job ids (one
+#: primary-key probe per job, read inside the start's write transaction): the lease in ms as
+#: START_EXECUTIONS computes it, then the grant's fields
+START_DEFINITIONS = """
+SELECT job_id, CAST(round(lease_sec * 1000) AS INTEGER), lease_sec, timeout_sec, target, payload, process
+FROM job_definitions WHERE job_id IN (SELECT value FROM json_each(?1))
+"""
+
 #: hand-out (invariant 4): epoch + 1 on every start. ?1 is a JSON array of
-#: [execution_id, worker_id] pairs, ?2 is now, ?3 the default lease (ms). One statement
-#: starts the batch and returns what the grants carry: the job's definition comes from
-#: correlated lookups in RETURNING rather than a separate read of the same rows.
+#: [execution_id, worker_id, lease_ms or null] triples, ?2 is now, ?3 the default lease (ms).
+#: One statement starts the batch, with no lookups per row: the leases come in the array
+#: (START_DEFINITIONS), and RETURNING gives the execution's own fields of the grants.
 START_EXECUTIONS = """
 UPDATE executions
 SET status = 'RUNNING', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
     worker_id = r.worker_id, started_at = COALESCE(started_at, ?2),
-    lease_until = ?2 + COALESCE(
-        (SELECT CAST(round(d.lease_sec * 1000) AS INTEGER)
-         FROM job_definitions AS d WHERE d.job_id = executions.job_id), ?3)
-FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id FROM json_each(?1)) AS r
+    lease_until = ?2 + COALESCE(r.lease_ms, ?3)
+FROM (SELECT value ->> 0 AS execution_id, value ->> 1 AS worker_id, value ->> 2 AS lease_ms
+      FROM json_each(?1)) AS r
 WHERE executions.execution_id = r.execution_id
   AND executions.status IN ('PENDING', 'RETRY_WAIT') AND executions.available_at <= ?2
 RETURNING execution_id, job_id, tenant, priority, scheduled_at, attempt, lease_epoch,
-          lease_until, queue, origin,
-          (SELECT d.lease_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.timeout_sec FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.target FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.payload FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          (SELECT d.process FROM job_definitions AS d WHERE d.job_id = executions.job_id),
-          context
+          lease_until, queue, origin, context
 """
 
 HEARTBEAT = """

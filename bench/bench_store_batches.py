@@ -1,0 +1,96 @@
+"""The SQLite store's start and completion transactions of a herd, alone: CPU per execution.
+
+Registers N one-off no-op jobs over 100 tenants (the shape of bench_herd.py: every job has
+no further tick, so every completion settles its job), claims them, then starts and
+completes them in batches of ``--batch`` through the ``Store`` interface, timing each call's
+thread CPU (SQLite's work included: apsw runs it in the calling thread). ``--statements``
+adds each statement's wall time per execution (apsw's profile hook), ``--profile`` a
+cProfile of the Python around SQLite.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_store_batches.py --n 20000 --batch 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cronwheel.core.ids import new_job_id
+from cronwheel.core.model import JobSpec, RetryPolicy
+from cronwheel.core.records import Completion, NewJob, Outcome, StartRequest
+from cronwheel.store.sqlite import SqliteStore
+
+T = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=20_000)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--statements", action="store_true", help="wall time per execution of each statement")
+    ap.add_argument("--profile", action="store_true", help="cProfile of the start and completion calls")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore.open(Path(tmp) / "cronwheel.db")
+        jobs = [NewJob(new_job_id(), JobSpec(target={"python": "cronwheel.worker.noop:noop"}, run_at=T,
+                                             tenant=f"tenant-{i % 100:03d}", retry=RetryPolicy(max_attempts=1)), T)
+                for i in range(args.n)]  # fmt: skip
+        for i in range(0, len(jobs), 5000):
+            store.create_jobs(jobs[i : i + 5000], T - 60_000)
+        while store.claim_due(list(range(64)), T, 5000).jobs_claimed == 5000:
+            pass
+        now = T + 10
+        ids: list[str] = []
+        after: tuple[int, str] | None = None
+        while page := store.ready_executions(now, 5000, after):
+            ids += [e.execution_id for e in page]
+            after = (page[-1].available_at, page[-1].execution_id)
+        stats: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+
+        def on_statement(sql: str, ns: int) -> None:
+            s = stats[" ".join(sql.split())[:80]]
+            s[0] += 1
+            s[1] += ns
+
+        if args.statements:
+            store._conn.set_profile(on_statement)
+        prof = cProfile.Profile() if args.profile else None
+        start_cpu = complete_cpu = 0.0
+        for i in range(0, len(ids), args.batch):
+            starts = [StartRequest(eid, "w1") for eid in ids[i : i + args.batch]]
+            if prof is not None:
+                prof.enable()
+            t0 = time.thread_time()
+            grants = store.start_executions(starts, now)
+            t1 = time.thread_time()
+            done = [Completion(g.execution_id, "w1", g.lease_epoch, Outcome.SUCCEEDED, exit_code=0) for g in grants]
+            t2 = time.thread_time()
+            store.complete_executions(done, now + 5)
+            t3 = time.thread_time()
+            if prof is not None:
+                prof.disable()
+            start_cpu += t1 - t0
+            complete_cpu += t3 - t2
+        n = len(ids)
+        settled = store._conn.execute("SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED'").fetchall()[0][0]
+        store._conn.set_profile(None)
+        store.close()
+    print(f"{n} executions in batches of {args.batch}: CPU per execution start {start_cpu / n * 1e6:.1f} µs, "
+          f"complete {complete_cpu / n * 1e6:.1f} µs ({settled} jobs settled)")  # fmt: skip
+    for sql, (count, ns) in sorted(stats.items(), key=lambda kv: -kv[1][1])[:12]:
+        print(f"{ns / n / 1000:8.2f} µs/execution {count:7d}×  {sql}")
+    if prof is not None:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+    return 0 if settled == n else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
