@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api import beyondcron as bc
 from cronwheel.api import notifying as nv
 from cronwheel.api.appkeys import MAIL_TRANSPORT
@@ -55,10 +56,10 @@ async def create_job(request: web.Request) -> web.Response:
     headers = {"Location": f"/v1/jobs/{result.job_id}"}
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
-    answer: dict[str, Any] = {"jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at)}
+    answer = answers.JobCreated(job_id=result.job_id, next_run_at=format_instant(result.next_run_at))  # type: ignore[arg-type]  # set once created
     warnings = _mail_warnings(request, spec)
     if warnings:
-        answer["warnings"] = warnings
+        answer.warnings = warnings
     return json_response(answer, 201, headers)
 
 
@@ -216,8 +217,7 @@ async def ping_job(request: web.Request) -> web.Response:
     """A run elsewhere reports on a job: start, success (the default) or fail."""
     kind, exit_code, output = nv.parse_ping(await json_body(request, optional=True))
     job, ex = await service_of(request).ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
-    data: dict[str, Any] = {"jobId": job.id, "status": kind, "execution": None if ex is None else execution_to_json(ex)}
-    return json_response(data)
+    return json_response(answers.PingResponse(job_id=job.id, status=kind, execution=None if ex is None else execution_to_json(ex)))
 
 
 async def backfill_job(request: web.Request) -> web.Response:

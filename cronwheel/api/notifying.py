@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cronwheel.api import answers
 from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
 from cronwheel.api.schema import PingRequest
@@ -66,24 +67,24 @@ def parse_before(value: str | None) -> str | None:
     return value
 
 
-def notification_to_json(n: nt.Notification) -> dict[str, Any]:
-    return {
-        "notificationId": n.notification_id,
-        "jobId": n.job_id,
-        "tenant": n.tenant,
-        "event": n.event,
-        "subject": n.subject,
-        "ruleId": n.rule_id,
-        "rule": n.rule.to_json(redact=True),
-        "status": n.status.value,
-        "attempt": n.attempt,
-        "leaseEpoch": n.lease_epoch,
-        "availableAt": format_instant(n.available_at),
-        "createdAt": format_instant(n.created_at),
-        "sentAt": format_instant(n.sent_at),
-        "error": n.error,
-        "body": n.body,
-    }
+def notification_answer(n: nt.Notification) -> answers.Notification:
+    return answers.Notification(
+        notification_id=n.notification_id,
+        job_id=n.job_id,
+        tenant=n.tenant,
+        event=n.event,
+        subject=n.subject,
+        rule_id=n.rule_id,
+        rule=n.rule.to_json(redact=True),
+        status=n.status.value,
+        attempt=n.attempt,
+        lease_epoch=n.lease_epoch,
+        available_at=format_instant(n.available_at),
+        created_at=format_instant(n.created_at),
+        sent_at=format_instant(n.sent_at),
+        error=n.error,
+        body=n.body,
+    )
 
 
 def cursor_of(n: nt.Notification) -> str:
