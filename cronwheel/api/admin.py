@@ -9,6 +9,7 @@ from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api.context import json_body, json_response, service_of
 from cronwheel.api.problems import Problem
+from cronwheel.core import notify as nt
 
 
 async def list_tenants(request: web.Request) -> web.Response:
@@ -52,11 +53,11 @@ async def revoke_token(request: web.Request) -> web.Response:
 
 async def get_tenant_notify(request: web.Request) -> web.Response:
     rules = await service_of(request).tenant_notify(request.match_info["name"])
-    return json_response({"tenant": request.match_info["name"], "notify": [r.to_json(redact=True) for r in rules]})
+    return json_response(answers.TenantNotifyAnswer(tenant=request.match_info["name"], notify=nt.rules_to_json(rules, redact=True)))
 
 
 async def set_tenant_notify(request: web.Request) -> web.Response:
     rules = nv.parse_rules_body(await json_body(request))
     name = request.match_info["name"]
     await service_of(request).set_tenant_notify(name, rules)
-    return json_response({"tenant": name, "notify": [r.to_json(redact=True) for r in rules]})
+    return json_response(answers.TenantNotifyAnswer(tenant=name, notify=nt.rules_to_json(rules, redact=True)))

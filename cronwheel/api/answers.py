@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from cronwheel.api.schema import PING_STATUSES, TOKEN_ROLES, Instant, ref
+from cronwheel.api.schema import PING_STATUSES, TOKEN_ROLES, Instant, ref, rule_list
 from cronwheel.core import limits as lim
 from cronwheel.core.jobfields import ordered
 from cronwheel.core.model import ExecStatus
@@ -118,6 +118,15 @@ class PingResponse(msgspec.Struct, rename="camel", kw_only=True):
     execution: Annotated[Any, ref("Execution", nullable=True, description="success/fail: the run as recorded (SUCCEEDED, or DEAD for a fail).")]
 
 
+class BackfillCancelled(msgspec.Struct, rename="camel", kw_only=True):
+    job_id: str
+    cancelled: int
+
+
+class Health(msgspec.Struct):
+    status: Annotated[str, Meta(extra_json_schema={"x-schema": {"const": "ok"}})]
+
+
 # ---------------------------------------------------------------- calendars
 
 
@@ -170,6 +179,11 @@ class Notification(msgspec.Struct, rename="camel", kw_only=True):
     body: Annotated[Any, Meta(extra_json_schema={"x-schema": {"type": "object", "description": "What is told (the webhook's JSON body)."}})]
 
 
+class TenantNotifyAnswer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    tenant: Annotated[str, Meta(extra_json_schema={"readOnly": True})] | UnsetType = UNSET
+    notify: Annotated[list[Any], Meta(extra_json_schema={"x-schema": rule_list("NotifyRuleAnswer")})]
+
+
 class NotificationPage(msgspec.Struct):
     notifications: list[Notification]
     next: Annotated[str, Meta(description="Pass as `before` for the next page.")] | None
@@ -177,5 +191,5 @@ class NotificationPage(msgspec.Struct):
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
     Tenant, TenantList, Token, TokenCreated, TokenList, JobCreated, HeartbeatResponse, CompleteResponse, EffectResponse,
-    Purged, NotificationPurged, PingResponse, CalendarWindowAnswer, Calendar, CalendarList, Notification, NotificationPage,
+    Purged, NotificationPurged, PingResponse, BackfillCancelled, Health, TenantNotifyAnswer, CalendarWindowAnswer, Calendar, CalendarList, Notification, NotificationPage,
 )  # fmt: skip

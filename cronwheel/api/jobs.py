@@ -229,7 +229,7 @@ async def backfill_job(request: web.Request) -> web.Response:
 
 async def cancel_backfill(request: web.Request) -> web.Response:
     n = await service_of(request).cancel_backfill(request.match_info["jobId"], await tenant_of(request))
-    return json_response({"jobId": request.match_info["jobId"], "cancelled": n})
+    return json_response(answers.BackfillCancelled(job_id=request.match_info["jobId"], cancelled=n))
 
 
 async def set_chain(request: web.Request) -> web.Response:

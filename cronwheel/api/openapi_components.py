@@ -1,7 +1,9 @@
-"""The components of the OpenAPI document that no struct declares yet: the bodies of the
-routes whose input is still checked by hand (``api/tenancy.py``, ``api/notifying.py``…) and
-the answers built as plain JSON, the shared responses and the security schemes. The bodies
-declared as structs (``core/jobfields.py``, ``api/schema.py``) are generated from them by
+"""The components of the OpenAPI document that no struct declares yet: a notification rule
+(checked by ``core/notify.py``'s ``rule_from_json``, as a job's, a tenant's and a stored rule
+are) and its answer, the answers still built as plain JSON (the node's status, herd, activity
+and events, a batch's results, a backfill's plan, upcoming ticks, an execution's context), the
+shared responses and the security schemes. The bodies and answers declared as structs
+(``core/jobfields.py``, ``api/schema.py``, ``api/answers.py``) are generated from them by
 ``api/openapi.py``.
 
 Why one module: it is one table of JSON Schemas, each named once and referenced by name.
@@ -161,7 +163,6 @@ SCHEMAS: dict[str, Any] = {
                               },
                 "additionalProperties": True,
             },
-    "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
     "Event": {
                  "type": "object",
                  "description": "One event of the daemon's log; the fields beyond these four depend on the event.",
@@ -431,14 +432,6 @@ SCHEMAS: dict[str, Any] = {
                                                             },
                                         },
                       },
-    "BackfillCancelled": {
-                             "type": "object",
-                             "required": ["jobId", "cancelled"],
-                             "properties": {
-                                               "jobId": {"type": "string"},
-                                               "cancelled": {"type": "integer"},
-                                           },
-                         },
     "Upcoming": {
                     "type": "object",
                     "required": ["jobId", "next", "excluded"],
@@ -614,21 +607,6 @@ SCHEMAS: dict[str, Any] = {
                                    },
                                ],
                   },
-    "TenantNotify": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["notify"],
-                        "properties": {
-                                          "tenant": {"type": "string", "readOnly": True},
-                                          "notify": {
-                                                        "type": "array",
-                                                        "maxItems": 20,
-                                                        "items": {
-                                                                     "$ref": "#/components/schemas/NotifyRule",
-                                                                 },
-                                                    },
-                                      },
-                    },
     "EmailAddress": {
                         "type": "string",
                         "maxLength": 320,
@@ -718,21 +696,6 @@ SCHEMAS: dict[str, Any] = {
                                           },
                             "required": ["on", "via"],
                         },
-    "TenantNotifyAnswer": {
-                              "type": "object",
-                              "additionalProperties": False,
-                              "required": ["notify"],
-                              "properties": {
-                                                "tenant": {"type": "string", "readOnly": True},
-                                                "notify": {
-                                                              "type": "array",
-                                                              "maxItems": 20,
-                                                              "items": {
-                                                                           "$ref": "#/components/schemas/NotifyRuleAnswer",
-                                                                       },
-                                                          },
-                                            },
-                          },
 }
 
 RESPONSES: dict[str, Any] = {

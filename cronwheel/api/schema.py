@@ -167,6 +167,19 @@ class PingRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     output: Annotated[str, Meta(description="The tail of the run's output (the last 64 KiB are kept).")] | None = None
 
 
+# ---------------------------------------------------------------- a tenant's default notification rules
+
+
+def rule_list(component: str) -> dict[str, Any]:
+    """A list of notification rules: each is ``core/notify.py``'s to check (``rules_from_json``)."""
+    return {"type": "array", "maxItems": lim.MAX_NOTIFY_RULES, "items": {"$ref": f"#/components/schemas/{component}"}}
+
+
+class TenantNotify(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    tenant: Annotated[str, Meta(extra_json_schema={"readOnly": True})] | UnsetType = UNSET
+    notify: Annotated[list[Any], Meta(extra_json_schema={"x-schema": rule_list("NotifyRule")})]
+
+
 # ---------------------------------------------------------------- answers
 
 
@@ -341,5 +354,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, Grant, ClaimResponse, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, TenantNotify, Grant, ClaimResponse, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )
