@@ -78,6 +78,30 @@ class JobCreated(msgspec.Struct, rename="camel", kw_only=True):
     warnings: Annotated[list[str], Meta(description=_MAIL_WARNINGS_DOC)] | UnsetType = UNSET
 
 
+_BATCH_DOC = (
+    "One per job, in order, with the status a single `POST /v1/jobs` would have answered: 201 created, 200 replayed, 409 `name_taken` "
+    "(with the holder's `jobId`; an earlier job of the same batch may hold it), 422 idempotency key reused, 429 over the tenant's maxJobs."
+)
+
+
+class JobBatchItem(msgspec.Struct, rename="camel", kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {"x-inline": True, "description": _BATCH_DOC}  # written in place, not a component
+
+    index: Annotated[int, Meta(ge=0)]
+    status: Annotated[int, Meta(extra_json_schema={"type": "integer", "enum": [200, 201, 409, 422, 429, 500]})]
+    code: str | UnsetType = UNSET
+    error_id: Annotated[str, Meta(description="status 500: the id of the daemon's log line about this job")] | UnsetType = UNSET
+    job_id: str | UnsetType = UNSET
+    next_run_at: Instant | UnsetType | None = UNSET
+    replayed: bool | UnsetType = UNSET
+    detail: str | UnsetType = UNSET
+
+
+class JobBatchResponse(msgspec.Struct):
+    results: list[JobBatchItem]
+    warnings: Annotated[list[str], Meta(description="As in a single create's answer, each field prefixed with `jobs[i].`.")] | UnsetType = UNSET
+
+
 class HeartbeatResponse(msgspec.Struct, rename="camel", kw_only=True):
     extend_until: Instant
     lease_epoch: int | UnsetType = UNSET
@@ -190,6 +214,6 @@ class NotificationPage(msgspec.Struct):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    Tenant, TenantList, Token, TokenCreated, TokenList, JobCreated, HeartbeatResponse, CompleteResponse, EffectResponse,
+    Tenant, TenantList, Token, TokenCreated, TokenList, JobCreated, JobBatchItem, JobBatchResponse, HeartbeatResponse, CompleteResponse, EffectResponse,
     Purged, NotificationPurged, PingResponse, BackfillCancelled, Health, TenantNotifyAnswer, CalendarWindowAnswer, Calendar, CalendarList, Notification, NotificationPage,
 )  # fmt: skip

@@ -1,7 +1,7 @@
 """The components of the OpenAPI document that no struct declares yet: an email address (a
 notification rule's ``to``; the rule and its answer are ``core/notify.py``'s structs), the
 answers still built as plain JSON (the node's status, herd, activity
-and events, a batch's results, a backfill's plan, upcoming ticks, an execution's context), the
+and events, a backfill's plan, upcoming ticks, an execution's context), the
 shared responses and the security schemes. The bodies and answers declared as structs
 (``core/jobfields.py``, ``api/schema.py``, ``api/answers.py``) are generated from them by
 ``api/openapi.py``.
@@ -287,68 +287,6 @@ SCHEMAS: dict[str, Any] = {
                                       "runningTotal": {"type": "integer", "minimum": 0},
                                   },
                 },
-    "JobBatchResponse": {
-                            "type": "object",
-                            "required": ["results"],
-                            "properties": {
-                                              "results": {
-                                                             "type": "array",
-                                                             "items": {
-                                                                          "type": "object",
-                                                                          "required": [
-                                                                                          "index",
-                                                                                          "status",
-                                                                                      ],
-                                                                          "properties": {
-                                                                                            "index": {
-                                                                                                         "type": "integer",
-                                                                                                         "minimum": 0,
-                                                                                                     },
-                                                                                            "status": {
-                                                                                                          "type": "integer",
-                                                                                                          "enum": [
-                                                                                                                      200,
-                                                                                                                      201,
-                                                                                                                      409,
-                                                                                                                      422,
-                                                                                                                      429,
-                                                                                                                      500,
-                                                                                                                  ],
-                                                                                                      },
-                                                                                            "errorId": {
-                                                                                                           "type": "string",
-                                                                                                           "description": "status 500: the id of the daemon's log line about this job",
-                                                                                                       },
-                                                                                            "jobId": {
-                                                                                                         "type": "string",
-                                                                                                     },
-                                                                                            "nextRunAt": {
-                                                                                                             "type": [
-                                                                                                                         "string",
-                                                                                                                         "null",
-                                                                                                                     ],
-                                                                                                             "format": "date-time",
-                                                                                                         },
-                                                                                            "replayed": {
-                                                                                                            "type": "boolean",
-                                                                                                        },
-                                                                                            "code": {
-                                                                                                        "type": "string",
-                                                                                                    },
-                                                                                            "detail": {
-                                                                                                          "type": "string",
-                                                                                                      },
-                                                                                        },
-                                                                          "description": "One per job, in order, with the status a single `POST /v1/jobs` would have answered: 201 created, 200 replayed, 409 `name_taken` (with the holder's `jobId`; an earlier job of the same batch may hold it), 422 idempotency key reused, 429 over the tenant's maxJobs.",
-                                                                      },
-                                                         },
-                                              "warnings": {
-                                                              "type": "array",
-                                                              "items": {"type": "string"},
-                                                              "description": "As in a single create's answer, each field prefixed with `jobs[i].`.",
-                                                          },
-                                          },
-                        },
     "ExecutionContext": {
                             "type": ["object", "null"],
                             "description": "What made the execution when not the job's own schedule: `{\"backfill\": true}`, or `{\"parent\": {executionId, jobId, scheduledAt, outcome}}` for a chain child (outcome SUCCEEDED or DEAD).",
