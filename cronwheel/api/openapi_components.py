@@ -1,9 +1,9 @@
 """The components of the OpenAPI document that no struct declares yet: an email address (a
 notification rule's ``to``; the rule and its answer are ``core/notify.py``'s structs), the
 answers still built as plain JSON (the node's status, herd, activity
-and events, a backfill's plan, upcoming ticks, an execution's context), the
+and events, an execution's context), the
 shared responses and the security schemes. The bodies and answers declared as structs
-(``core/jobfields.py``, ``api/schema.py``, ``api/answers.py``) are generated from them by
+(``core/jobfields.py``, ``core/backfill.py``, ``api/schema.py``, ``api/answers.py``) are generated from them by
 ``api/openapi.py``.
 
 Why one module: it is one table of JSON Schemas, each named once and referenced by name.
@@ -316,92 +316,6 @@ SCHEMAS: dict[str, Any] = {
                                                         },
                                           },
                         },
-    "BackfillResult": {
-                          "type": "object",
-                          "required": ["jobId", "ticks", "created", "existing", "excluded"],
-                          "properties": {
-                                            "jobId": {"type": "string"},
-                                            "from": {"type": "string", "format": "date-time"},
-                                            "to": {"type": "string", "format": "date-time"},
-                                            "dryRun": {"type": "boolean"},
-                                            "ticks": {
-                                                         "type": "integer",
-                                                         "description": "Ticks of the range that run (calendar exclusions left out), at most 10,000 per request (422 `backfill_too_large` beyond).",
-                                                     },
-                                            "created": {
-                                                           "type": "integer",
-                                                           "description": "Executions created now (batch priority).",
-                                                       },
-                                            "existing": {
-                                                            "type": "integer",
-                                                            "description": "Ticks that already had an execution: left alone.",
-                                                        },
-                                            "excluded": {
-                                                            "type": "array",
-                                                            "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
-                                                            "items": {
-                                                                         "type": "object",
-                                                                         "properties": {
-                                                                                           "at": {
-                                                                                                     "type": "string",
-                                                                                                     "format": "date-time",
-                                                                                                 },
-                                                                                           "until": {
-                                                                                                        "type": "string",
-                                                                                                        "format": "date-time",
-                                                                                                    },
-                                                                                           "reason": {
-                                                                                                         "type": "string",
-                                                                                                     },
-                                                                                       },
-                                                                     },
-                                                        },
-                                            "executionIds": {
-                                                                "type": "array",
-                                                                "items": {"type": "string"},
-                                                            },
-                                            "plannedTicks": {
-                                                                "type": "array",
-                                                                "items": {
-                                                                             "type": "string",
-                                                                             "format": "date-time",
-                                                                         },
-                                                                "description": "dryRun: the ticks.",
-                                                            },
-                                        },
-                      },
-    "Upcoming": {
-                    "type": "object",
-                    "required": ["jobId", "next", "excluded"],
-                    "properties": {
-                                      "jobId": {"type": "string"},
-                                      "timezone": {"type": "string"},
-                                      "next": {
-                                                  "type": "array",
-                                                  "items": {"type": "string", "format": "date-time"},
-                                              },
-                                      "excluded": {
-                                                      "type": "array",
-                                                      "description": "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive).",
-                                                      "items": {
-                                                                   "type": "object",
-                                                                   "properties": {
-                                                                                     "at": {
-                                                                                               "type": "string",
-                                                                                               "format": "date-time",
-                                                                                           },
-                                                                                     "until": {
-                                                                                                  "type": "string",
-                                                                                                  "format": "date-time",
-                                                                                              },
-                                                                                     "reason": {
-                                                                                                   "type": "string",
-                                                                                               },
-                                                                                 },
-                                                               },
-                                                  },
-                                  },
-                },
     "EmailAddress": {
                         "type": "string",
                         "maxLength": 320,
