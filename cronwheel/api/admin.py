@@ -4,34 +4,36 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api.context import json_body, json_response, service_of
 from cronwheel.api.problems import Problem
+from cronwheel.core import notify as nt
 
 
 async def list_tenants(request: web.Request) -> web.Response:
     service = service_of(request)
     tenants = await service.list_tenants()
     live = service.tenant_stats()
-    return json_response({"tenants": [tv.tenant_to_json(t, live.get(t.name, {})) for t in tenants]})
+    return json_response(answers.TenantList([tv.tenant_answer(t, live.get(t.name, {})) for t in tenants]))
 
 
 async def create_tenant(request: web.Request) -> web.Response:
     tenant = await service_of(request).create_tenant(tv.parse_tenant_body(await json_body(request)))
-    return json_response(tv.tenant_to_json(tenant), 201, {"Location": f"/v1/tenants/{tenant.name}"})
+    return json_response(tv.tenant_answer(tenant), 201, {"Location": f"/v1/tenants/{tenant.name}"})
 
 
 async def update_tenant(request: web.Request) -> web.Response:
     changes = tv.parse_tenant_patch(await json_body(request))
     tenant = await service_of(request).update_tenant(request.match_info["name"], changes)
-    return json_response(tv.tenant_to_json(tenant))
+    return json_response(tv.tenant_answer(tenant))
 
 
 async def create_token(request: web.Request) -> web.Response:
     role, tenant, name = tv.parse_token_body(await json_body(request))
     token, secret = await service_of(request).create_token(role, tenant, name)
-    return json_response(tv.token_to_json(token, secret), 201, {"Cache-Control": "no-store"})
+    return json_response(tv.token_created(token, secret), 201, {"Cache-Control": "no-store"})
 
 
 async def list_tokens(request: web.Request) -> web.Response:
@@ -39,23 +41,23 @@ async def list_tokens(request: web.Request) -> web.Response:
     if tenant is not None and len(tenant) > 64:
         raise Problem(400, "invalid_query", "tenant must be a tenant name", field="tenant")
     tokens = await service_of(request).list_tokens(tenant)
-    return json_response({"tokens": [tv.token_to_json(t) for t in tokens]})
+    return json_response(answers.TokenList([tv.token_answer(t) for t in tokens]))
 
 
 async def revoke_token(request: web.Request) -> web.Response:
     token_id = request.match_info["tokenId"]
     if not tv.valid_token_id(token_id):
         raise Problem(404, "not_found", f"no token {token_id[:40]!r}")
-    return json_response(tv.token_to_json(await service_of(request).revoke_token(token_id)))
+    return json_response(tv.token_answer(await service_of(request).revoke_token(token_id)))
 
 
 async def get_tenant_notify(request: web.Request) -> web.Response:
     rules = await service_of(request).tenant_notify(request.match_info["name"])
-    return json_response({"tenant": request.match_info["name"], "notify": [r.to_json(redact=True) for r in rules]})
+    return json_response(answers.TenantNotifyAnswer(tenant=request.match_info["name"], notify=nt.rules_to_json(rules, redact=True)))
 
 
 async def set_tenant_notify(request: web.Request) -> web.Response:
     rules = nv.parse_rules_body(await json_body(request))
     name = request.match_info["name"]
     await service_of(request).set_tenant_notify(name, rules)
-    return json_response({"tenant": name, "notify": [r.to_json(redact=True) for r in rules]})
+    return json_response(answers.TenantNotifyAnswer(tenant=name, notify=nt.rules_to_json(rules, redact=True)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cronwheel.api import answers
 from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
 from cronwheel.api.schema import BackfillRequest, CalendarRequest, ChainRequest
@@ -66,11 +67,12 @@ def parse_calendar_body(name: str, body: Any, tenant: str) -> Calendar:
         raise _bad(head if _ENTRY_RE.fullmatch(head) else None, str(exc)) from None
 
 
-def calendar_to_json(cal: Calendar) -> dict[str, Any]:
-    data = cal.to_json()
-    data["createdAt"] = format_instant(cal.created_at or None)
-    data["updatedAt"] = format_instant(cal.updated_at or None)
-    return data
+def calendar_answer(cal: Calendar) -> answers.Calendar:
+    return answers.Calendar(
+        name=cal.name, tenant=cal.tenant, description=cal.description, dates=sorted(cal.dates),
+        windows=[answers.CalendarWindowAnswer(start=w.start.text, end=w.end.text) for w in cal.windows],
+        created_at=format_instant(cal.created_at or None), updated_at=format_instant(cal.updated_at or None),
+    )
 
 
 def parse_backfill_body(body: Any) -> tuple[int, int, bool]:

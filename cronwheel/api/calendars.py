@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api import beyondcron as bc
 from cronwheel.api.context import json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
@@ -27,18 +28,18 @@ async def list_calendars(request: web.Request) -> web.Response:
     if tenant is None and "tenant" in request.query:
         tenant = await _calendar_tenant(request)
     cals = await service_of(request).list_calendars(tenant)
-    return json_response({"calendars": [bc.calendar_to_json(c) for c in cals]})
+    return json_response(answers.CalendarList([bc.calendar_answer(c) for c in cals]))
 
 
 async def get_calendar(request: web.Request) -> web.Response:
     name = bc.check_calendar_name(request.match_info["name"])
-    return json_response(bc.calendar_to_json(await service_of(request).get_calendar(name, await _calendar_tenant(request))))
+    return json_response(bc.calendar_answer(await service_of(request).get_calendar(name, await _calendar_tenant(request))))
 
 
 async def put_calendar(request: web.Request) -> web.Response:
     name = bc.check_calendar_name(request.match_info["name"], creating=True)
     cal = bc.parse_calendar_body(name, await json_body(request), await _calendar_tenant(request))
-    return json_response(bc.calendar_to_json(await service_of(request).put_calendar(cal)))
+    return json_response(bc.calendar_answer(await service_of(request).put_calendar(cal)))
 
 
 async def delete_calendar(request: web.Request) -> web.Response:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
@@ -22,6 +23,9 @@ from cronwheel.engine.service import SchedulerService
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """``data`` as JSON: plain values, or an answer's struct (``api/answers.py``, ``api/schema.py``)."""
+    if isinstance(data, msgspec.Struct):
+        data = msgspec.to_builtins(data)
     return web.Response(status=status, text=json.dumps(data, default=str), content_type="application/json", headers=headers)
 
 

@@ -8,7 +8,7 @@ import contextlib
 
 from aiohttp import web
 
-from cronwheel.api import ops
+from cronwheel.api import answers, ops
 from cronwheel.api.context import cut_page, json_body, json_response, service_of, tenant_of
 from cronwheel.api.jobjson import execution_to_json
 from cronwheel.api.problems import Problem
@@ -109,4 +109,4 @@ async def replay_dead(request: web.Request) -> web.Response:
 async def purge_dead(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
     await service_of(request).purge_dead(execution_id, await tenant_of(request))
-    return json_response({"executionId": execution_id, "purged": True})
+    return json_response(answers.Purged(execution_id=execution_id, purged=True))

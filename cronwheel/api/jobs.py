@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api import beyondcron as bc
 from cronwheel.api import notifying as nv
 from cronwheel.api.appkeys import MAIL_TRANSPORT
@@ -55,10 +56,10 @@ async def create_job(request: web.Request) -> web.Response:
     headers = {"Location": f"/v1/jobs/{result.job_id}"}
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
-    answer: dict[str, Any] = {"jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at)}
+    answer = answers.JobCreated(job_id=result.job_id, next_run_at=format_instant(result.next_run_at))  # type: ignore[arg-type]  # set once created
     warnings = _mail_warnings(request, spec)
     if warnings:
-        answer["warnings"] = warnings
+        answer.warnings = warnings
     return json_response(answer, 201, headers)
 
 
@@ -86,10 +87,10 @@ async def create_jobs(request: web.Request) -> web.Response:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
         _check_run_as(spec, f"jobs[{i}]")
     results = await service.create_jobs(items)
-    answer: dict[str, Any] = {"results": [_batch_result(i, r) for i, r in enumerate(results)]}
+    answer = answers.JobBatchResponse([_batch_result(i, r) for i, r in enumerate(results)])
     warnings = [w for i, (spec, _, _) in enumerate(items) for w in _mail_warnings(request, spec, f"jobs[{i}].notify")]
     if warnings:
-        answer["warnings"] = warnings
+        answer.warnings = warnings
     return json_response(answer)
 
 
@@ -104,22 +105,22 @@ def _check_run_as(spec: JobSpec, where: str = "") -> None:
         raise Problem(422, "run_as_refused", f"{where}: {why}" if where else why, field=f"{prefix}runAs")
 
 
-def _batch_result(index: int, result: CreateResult) -> dict[str, Any]:
+def _batch_result(index: int, result: CreateResult) -> answers.JobBatchItem:
+    item = answers.JobBatchItem
     if result.outcome is CreateOutcome.CREATED:
-        return {"index": index, "status": 201, "jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at)}
+        return item(index=index, status=201, job_id=result.job_id, next_run_at=format_instant(result.next_run_at))  # type: ignore[arg-type]  # set once created
     if result.outcome is CreateOutcome.REPLAYED:
-        return {"index": index, "status": 200, "jobId": result.job_id, "nextRunAt": format_instant(result.next_run_at), "replayed": True}
+        return item(index=index, status=200, job_id=result.job_id, next_run_at=format_instant(result.next_run_at), replayed=True)  # type: ignore[arg-type]
     if result.outcome is CreateOutcome.NAME_TAKEN:
-        return {"index": index, "status": 409, "code": "name_taken", "jobId": result.job_id,
-                "detail": f"another live job of the tenant ({result.job_id}) has this name; names are unique per tenant"}
+        return item(index=index, status=409, code="name_taken", job_id=result.job_id,  # type: ignore[arg-type]
+                    detail=f"another live job of the tenant ({result.job_id}) has this name; names are unique per tenant")
     if result.outcome is CreateOutcome.CONFLICT:
-        return {"index": index, "status": 422, "code": "idempotency_key_reused", "jobId": result.job_id,
-                "detail": "this idempotencyKey was already used with a different job; use a new key for a new job"}
+        return item(index=index, status=422, code="idempotency_key_reused", job_id=result.job_id,  # type: ignore[arg-type]
+                    detail="this idempotencyKey was already used with a different job; use a new key for a new job")
     if result.outcome is CreateOutcome.FAILED:
-        return {"index": index, "status": 500, "code": "internal_error", "errorId": result.error_id,
-                "detail": f"this job could not be stored, the others were (errorId {result.error_id}, see the daemon log)"}
-    return {"index": index, "status": 429, "code": "quota_exceeded",
-            "detail": "the tenant has as many registered jobs as its maxJobs allows"}
+        return item(index=index, status=500, code="internal_error", error_id=result.error_id,  # type: ignore[arg-type]
+                    detail=f"this job could not be stored, the others were (errorId {result.error_id}, see the daemon log)")
+    return item(index=index, status=429, code="quota_exceeded", detail="the tenant has as many registered jobs as its maxJobs allows")
 
 
 async def list_jobs(request: web.Request) -> web.Response:
@@ -216,8 +217,7 @@ async def ping_job(request: web.Request) -> web.Response:
     """A run elsewhere reports on a job: start, success (the default) or fail."""
     kind, exit_code, output = nv.parse_ping(await json_body(request, optional=True))
     job, ex = await service_of(request).ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
-    data: dict[str, Any] = {"jobId": job.id, "status": kind, "execution": None if ex is None else execution_to_json(ex)}
-    return json_response(data)
+    return json_response(answers.PingResponse(job_id=job.id, status=kind, execution=None if ex is None else execution_to_json(ex)))
 
 
 async def backfill_job(request: web.Request) -> web.Response:
@@ -229,7 +229,7 @@ async def backfill_job(request: web.Request) -> web.Response:
 
 async def cancel_backfill(request: web.Request) -> web.Response:
     n = await service_of(request).cancel_backfill(request.match_info["jobId"], await tenant_of(request))
-    return json_response({"jobId": request.match_info["jobId"], "cancelled": n})
+    return json_response(answers.BackfillCancelled(job_id=request.match_info["jobId"], cancelled=n))
 
 
 async def set_chain(request: web.Request) -> web.Response:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api.context import json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 
@@ -35,7 +36,7 @@ def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> 
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    return json_response(answers.Health("ok"))
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api import notifying as nv
 from cronwheel.api.context import cut_page, json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
@@ -22,16 +23,16 @@ async def list_notifications(request: web.Request) -> web.Response:
         await tenant_of(request), job_id, status, limit + 1, nv.parse_before(q.get("before"))
     )
     page, nxt = cut_page(found, limit, nv.cursor_of)
-    return json_response({"notifications": [nv.notification_to_json(n) for n in page], "next": nxt})
+    return json_response(answers.NotificationPage([nv.notification_answer(n) for n in page], nxt))
 
 
 async def replay_notification(request: web.Request) -> web.Response:
     await json_body(request, optional=True)
     n = await service_of(request).replay_notification(request.match_info["notificationId"], await tenant_of(request))
-    return json_response(nv.notification_to_json(n))
+    return json_response(nv.notification_answer(n))
 
 
 async def purge_notification(request: web.Request) -> web.Response:
     notification_id = request.match_info["notificationId"]
     await service_of(request).purge_notification(notification_id, await tenant_of(request))
-    return json_response({"notificationId": notification_id, "purged": True})
+    return json_response(answers.NotificationPurged(notification_id=notification_id, purged=True))

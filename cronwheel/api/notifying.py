@@ -6,18 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from cronwheel.api import answers
 from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
-from cronwheel.api.schema import PingRequest
+from cronwheel.api.schema import PingRequest, TenantNotify
 from cronwheel.core import notify as nt
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
-
-
-def _object(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ValidationError(None, "the request body must be a JSON object", status=400, code="invalid_body")
-    return body
 
 
 def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
@@ -33,15 +30,18 @@ def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
 
 
 def parse_rules_body(body: Any) -> tuple[nt.Rule, ...]:
-    """``PUT /v1/tenants/{name}/notify``: ``{"notify": [rules]}``."""
-    data = _object(body)
-    unknown = sorted(k for k in data if k != "notify")
-    if unknown:
-        raise ValidationError(unknown[0], f"unknown field: {', '.join(unknown)} (allowed: notify)", code="unknown_field")
-    if "notify" not in data:
-        raise ValidationError("notify", "notify is required (a list of rules; [] clears the defaults)")
+    """``PUT /v1/tenants/{name}/notify``: ``{"notify": [rules]}`` (``schema.TenantNotify``;
+    the rules are ``core/notify.py``'s to check). ``tenant`` is the answer's (read only)."""
     try:
-        return nt.rules_from_json(data["notify"])
+        req = decode(TenantNotify, body)
+    except ValidationError as exc:
+        if exc.field == "notify" and exc.detail == "notify is required":  # null too: say how to clear them
+            raise ValidationError("notify", "notify is required (a list of rules; [] clears the defaults)") from None
+        raise
+    if req.tenant is not msgspec.UNSET:
+        raise ValidationError("tenant", "unknown field: tenant (allowed: notify)", code="unknown_field")
+    try:
+        return nt.rules_from_json(req.notify)
     except nt.RuleError as exc:
         raise ValidationError(exc.field, exc.detail) from None
 
@@ -66,24 +66,24 @@ def parse_before(value: str | None) -> str | None:
     return value
 
 
-def notification_to_json(n: nt.Notification) -> dict[str, Any]:
-    return {
-        "notificationId": n.notification_id,
-        "jobId": n.job_id,
-        "tenant": n.tenant,
-        "event": n.event,
-        "subject": n.subject,
-        "ruleId": n.rule_id,
-        "rule": n.rule.to_json(redact=True),
-        "status": n.status.value,
-        "attempt": n.attempt,
-        "leaseEpoch": n.lease_epoch,
-        "availableAt": format_instant(n.available_at),
-        "createdAt": format_instant(n.created_at),
-        "sentAt": format_instant(n.sent_at),
-        "error": n.error,
-        "body": n.body,
-    }
+def notification_answer(n: nt.Notification) -> answers.Notification:
+    return answers.Notification(
+        notification_id=n.notification_id,
+        job_id=n.job_id,
+        tenant=n.tenant,
+        event=n.event,
+        subject=n.subject,
+        rule_id=n.rule_id,
+        rule=n.rule.to_json(redact=True),
+        status=n.status.value,
+        attempt=n.attempt,
+        lease_epoch=n.lease_epoch,
+        available_at=format_instant(n.available_at),
+        created_at=format_instant(n.created_at),
+        sent_at=format_instant(n.sent_at),
+        error=n.error,
+        body=n.body,
+    )
 
 
 def cursor_of(n: nt.Notification) -> str:

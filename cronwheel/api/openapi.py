@@ -1,8 +1,10 @@
 """The OpenAPI document, generated: the paths (``api/openapi_paths.py``), the component
 schemas of the bodies declared as msgspec structs (``msgspec.json.schema_components``, the
-same structs the API decodes and answers with) and the components no struct declares yet
-(``api/openapi_components.py``). The committed ``api/openapi.json`` is what this prints, and
-what ``GET /v1/openapi.json`` serves; a unit test keeps the two equal.
+same structs the API decodes and answers with: ``core/jobfields.py``, ``core/notify.py``'s
+rules, ``core/backfill.py``'s answers, ``api/schema.py``, ``api/answers.py``) and the
+components no struct declares yet (``api/openapi_components.py``). The committed
+``api/openapi.json`` is what this prints, and what ``GET /v1/openapi.json`` serves; a unit
+test keeps the two equal.
 
     python -m cronwheel.api.openapi > cronwheel/api/openapi.json      (make openapi)
 """
@@ -15,14 +17,14 @@ from typing import Any
 
 import msgspec
 
-from cronwheel.api import schema
+from cronwheel.api import answers, schema
 from cronwheel.api.openapi_components import RESPONSES, SCHEMAS, SECURITY_SCHEMES
 from cronwheel.api.openapi_paths import INFO, OPENAPI_VERSION, PATHS, SECURITY, SERVERS
-from cronwheel.core import jobfields
+from cronwheel.core import backfill, jobfields, notify
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 #: the structs whose schemas are components of the document (under their class names)
-STRUCTS: tuple[Any, ...] = (*jobfields.STRUCTS, *schema.STRUCTS)
+STRUCTS: tuple[Any, ...] = (*jobfields.STRUCTS, *backfill.STRUCTS, notify.NotifyRule, notify.NotifyRuleAnswer, *schema.STRUCTS, *answers.STRUCTS)
 
 
 def struct_schemas(types: tuple[Any, ...] = STRUCTS) -> dict[str, Any]:

@@ -84,7 +84,7 @@ class TenantRequest(TenantPatch, kw_only=True):
     name: _TENANT_NAME
 
 
-_ROLES = ("tenant", "worker", "admin", "metrics")
+TOKEN_ROLES = ("tenant", "worker", "admin", "metrics")
 
 
 class TokenRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -98,7 +98,7 @@ class TokenRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     tenant: Annotated[str, Meta(pattern=TENANT_NAME_RE.pattern,
                                 description="The tenant a tenant or worker token acts for (required for them; must exist, else 404). Admin and metrics tokens have none: absent or null.")] | None = None
-    role: Annotated[Literal["tenant", "worker", "admin", "metrics"], ordered(_ROLES, "tenant"),
+    role: Annotated[Literal["tenant", "worker", "admin", "metrics"], ordered(TOKEN_ROLES, "tenant"),
                     Meta(description="tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.")] = "tenant"
     name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_TOKEN_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
                               description="A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.")] | None = None
@@ -165,6 +165,19 @@ class PingRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     status: Annotated[Literal["start", "success", "fail"], ordered(PING_STATUSES, "success")] | None = None
     exit_code: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)] | None = None
     output: Annotated[str, Meta(description="The tail of the run's output (the last 64 KiB are kept).")] | None = None
+
+
+# ---------------------------------------------------------------- a tenant's default notification rules
+
+
+def rule_list(component: str) -> dict[str, Any]:
+    """A list of notification rules: each is ``core/notify.py``'s to check (``rules_from_json``)."""
+    return {"type": "array", "maxItems": lim.MAX_NOTIFY_RULES, "items": {"$ref": f"#/components/schemas/{component}"}}
+
+
+class TenantNotify(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    tenant: Annotated[str, Meta(extra_json_schema={"readOnly": True})] | UnsetType = UNSET
+    notify: Annotated[list[Any], Meta(extra_json_schema={"x-schema": rule_list("NotifyRule")})]
 
 
 # ---------------------------------------------------------------- answers
@@ -341,5 +354,5 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, Grant, ClaimResponse, Window, Execution, Job, JobPage, ExecutionPage, Problem,
+    ClaimRequest, LeaseRequest, CompleteRequest, EffectRequest, TenantRequest, TenantPatch, TokenRequest, BackfillRequest, ChainRequest, PingRequest, CalendarRequest, CalendarWindow, TenantNotify, Grant, ClaimResponse, Window, Execution, Job, JobPage, ExecutionPage, Problem,
 )

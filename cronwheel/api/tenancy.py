@@ -1,6 +1,6 @@
 """Tenant and token bodies to model objects, model objects to JSON. The bodies are decoded into
 their structs (``api/schema.py``); what is left here is what a struct cannot say (host names,
-the roles that need a tenant). Pure, like validation.py: every refusal is a
+the roles that need a tenant); the answers are filled into theirs (``api/answers.py``). Pure, like validation.py: every refusal is a
 ``ValidationError`` naming the field."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from cronwheel.api import answers
 from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
 from cronwheel.api.schema import TenantPatch, TenantRequest, TokenRequest
@@ -87,33 +88,33 @@ def valid_token_id(text: str) -> bool:
     return TOKEN_ID_RE.fullmatch(text) is not None
 
 
-def tenant_to_json(t: Tenant, live: dict[str, Any] | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "name": t.name,
-        "weight": t.weight,
-        "maxRunning": t.max_running,
-        "maxJobs": t.max_jobs,
-        "submitRate": t.submit_rate,
-        "submitBurst": t.submit_burst,
-        "allowShell": t.allow_shell,
-        "httpAllow": list(t.http_allow),
-        "createdAt": format_instant(t.created_at or None),
-        "updatedAt": format_instant(t.updated_at or None),
-    }
+def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tenant:
+    answer = answers.Tenant(
+        name=t.name,
+        weight=t.weight,
+        max_running=t.max_running,
+        max_jobs=t.max_jobs,
+        submit_rate=t.submit_rate,
+        submit_burst=t.submit_burst,
+        allow_shell=t.allow_shell,
+        http_allow=list(t.http_allow),
+        created_at=format_instant(t.created_at or None),
+        updated_at=format_instant(t.updated_at or None),
+    )
     if live is not None:
-        data.update(running=live.get("running", 0), queued=live.get("queued", 0), quotaWaiting=live.get("quotaWaiting", False))
-    return data
+        answer.running = live.get("running", 0)
+        answer.queued = live.get("queued", 0)
+        answer.quota_waiting = live.get("quotaWaiting", False)
+    return answer
 
 
-def token_to_json(t: ApiToken, secret: str | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "tokenId": t.token_id,
-        "role": t.role.value,
-        "tenant": t.tenant,
-        "name": t.name,
-        "createdAt": format_instant(t.created_at or None),
-        "revokedAt": format_instant(t.revoked_at),
-    }
-    if secret is not None:
-        data["token"] = secret  # shown once, at creation
-    return data
+def token_answer(t: ApiToken) -> answers.Token:
+    return answers.Token(
+        token_id=t.token_id, role=t.role.value, tenant=t.tenant, name=t.name,
+        created_at=format_instant(t.created_at or None), revoked_at=format_instant(t.revoked_at),
+    )
+
+
+def token_created(t: ApiToken, secret: str) -> answers.TokenCreated:
+    """A new token's answer: the secret is shown this once, at creation."""
+    return answers.TokenCreated(**msgspec.structs.asdict(token_answer(t)), token=secret)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from cronwheel.api import answers
 from cronwheel.api.context import json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.api.workercalls import (
@@ -53,7 +54,9 @@ async def heartbeat(request: web.Request) -> web.Response:
     result = await service_of(request).heartbeat(execution_id, worker_id, epoch)
     if result.verdict is not LeaseVerdict.OK:
         raise _lease_conflict(result.verdict, execution_id)
-    return json_response({"extendUntil": format_instant(result.extend_until), "leaseEpoch": epoch})
+    return json_response(answers.HeartbeatResponse(
+        extend_until=format_instant(result.extend_until), lease_epoch=epoch,  # type: ignore[arg-type]  # set once OK
+    ))
 
 
 async def complete(request: web.Request) -> web.Response:
@@ -63,11 +66,11 @@ async def complete(request: web.Request) -> web.Response:
     result = await service_of(request).complete(completion)
     if result.verdict is not LeaseVerdict.OK:
         raise _lease_conflict(result.verdict, execution_id)
-    return json_response({
-        "executionId": execution_id,
-        "status": result.status.value if result.status is not None else None,
-        "availableAt": format_instant(result.available_at),
-    })
+    return json_response(answers.CompleteResponse(
+        execution_id=execution_id,
+        status=result.status.value if result.status is not None else None,  # type: ignore[arg-type]  # not None once OK
+        available_at=format_instant(result.available_at),
+    ))
 
 
 async def record_effect(request: web.Request) -> web.Response:
@@ -76,9 +79,9 @@ async def record_effect(request: web.Request) -> web.Response:
     await _own_execution(request, execution_id)
     verdict = await service_of(request).record_effect(execution_id, epoch, key)
     if verdict is EffectVerdict.RECORDED:
-        return json_response({"recorded": True, "duplicate": False, "key": key}, 201)
+        return json_response(answers.EffectResponse(recorded=True, duplicate=False, key=key), 201)
     if verdict is EffectVerdict.DUPLICATE:
-        return json_response({"recorded": False, "duplicate": True, "key": key}, 200)
+        return json_response(answers.EffectResponse(recorded=False, duplicate=True, key=key), 200)
     if verdict is EffectVerdict.NOT_FOUND:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
     raise Problem(

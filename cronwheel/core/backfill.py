@@ -10,9 +10,14 @@ range that is too large for one request with a clear error instead of half-doing
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import ExcludedSpan, Exclusions, NextTick, bounded
+from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_BACKFILL_TICKS
 
 #: steps (runnable ticks and excluded spans) before a backfill request gives up
@@ -51,3 +56,45 @@ def plan_backfill(
             plan.excluded.append(ExcludedSpan(t, span[1], span[0]))
             t = next_tick(span[1] - 1)
     return plan
+
+
+# ---------------------------------------------------------------- what a backfill and the upcoming ticks answer
+# (the engine fills them, the API encodes them; the OpenAPI components are generated from them)
+
+_INSTANT = Annotated[str, Meta(extra_json_schema={"format": "date-time"})]
+_EXCLUDED_DOC = "Stretches of ticks the job's calendars exclude: from the first excluded tick `at` up to `until` (exclusive)."
+
+
+class ExcludedStretch(msgspec.Struct, kw_only=True):
+    json_schema_extra: ClassVar[dict[str, Any]] = {"x-inline": True}  # written in place, not a component
+
+    at: _INSTANT | UnsetType = UNSET
+    until: _INSTANT | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+
+
+def excluded_stretch(span: ExcludedSpan) -> ExcludedStretch:
+    return ExcludedStretch(at=format_instant(span.first_tick), until=format_instant(span.until), reason=span.reason)
+
+
+class BackfillResult(msgspec.Struct, rename="camel", kw_only=True):
+    job_id: str
+    from_: _INSTANT | UnsetType = msgspec.field(default=UNSET, name="from")
+    to: _INSTANT | UnsetType = UNSET
+    dry_run: bool | UnsetType = UNSET
+    ticks: Annotated[int, Meta(description="Ticks of the range that run (calendar exclusions left out), at most 10,000 per request (422 `backfill_too_large` beyond).")]
+    created: Annotated[int, Meta(description="Executions created now (batch priority).")]
+    existing: Annotated[int, Meta(description="Ticks that already had an execution: left alone.")]
+    excluded: Annotated[list[ExcludedStretch], Meta(description=_EXCLUDED_DOC)]
+    execution_ids: list[str] | UnsetType = UNSET
+    planned_ticks: Annotated[list[_INSTANT], Meta(description="dryRun: the ticks.")] | UnsetType = UNSET
+
+
+class Upcoming(msgspec.Struct, rename="camel", kw_only=True):
+    job_id: str
+    timezone: str | UnsetType = UNSET
+    next: list[_INSTANT]
+    excluded: Annotated[list[ExcludedStretch], Meta(description=_EXCLUDED_DOC)]
+
+
+STRUCTS: tuple[type[msgspec.Struct], ...] = (ExcludedStretch, BackfillResult, Upcoming)

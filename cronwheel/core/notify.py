@@ -37,9 +37,13 @@ import json
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, ClassVar
 from urllib.parse import urlsplit
 
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from cronwheel.core.jobfields import HTTP_URL_PATTERN
 from cronwheel.core.limits import (
     EXPECT_SUCCESS_WITHIN_MS_RANGE,
     MAX_NOTIFY_COMMAND_BYTES,
@@ -100,6 +104,90 @@ _RULE_FIELDS = {
 _COMMON_FIELDS = ("on", "via", "afterSec", "maxPerHour", "maxAttempts")
 
 
+#: what answers show in place of a secret
+REDACTED = "********"
+
+
+#: a rule's text members as the document states them (the server's checks are ``_text``'s)
+_TEXT_PATTERN = "^[^\\u0000]*\\S[^\\u0000]*$"
+_URL_DOC = ("webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). "
+            "Answers show the password of its user information, if any, as `********`.")
+_ON_DOC = ("failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; "
+           "missed: the `expectSuccessWithin` window passed without a success.")
+_RULE_DOC = (
+    "A notification rule: `on` one event, `via` one channel. A webhook needs `url` and `secret` (the HMAC-SHA256 key of the `Cronwheel-Signature` header: "
+    "`t=<unix seconds>,v1=<hex of HMAC(secret, \"<t>.\" + body)>`), an email `to`, a command `command` (the notification's JSON on its stdin; needs allowShell for tenants). "
+    "Webhook hosts obey the tenant's HTTP allow-list. Answers show the secret as `********`, and the password of a URL that carries one (`https://user:********@host/`), "
+    "and add the rule's `ruleId`."
+)
+
+
+def _others_absent(*names: str) -> dict[str, Any]:
+    return {"not": {"anyOf": [{"required": [n]} for n in names]}}
+
+
+def _doc(schema: dict[str, Any]) -> Meta:
+    """What the document says of a member beyond its type: the rule's checks are the
+    server's (``rule_from_json``), worded as they always were."""
+    return Meta(extra_json_schema=schema)
+
+
+def _range(bounds: tuple[int, int], description: str, default: int | None = None) -> Meta:
+    extra: dict[str, Any] = {"minimum": bounds[0], "maximum": bounds[1], "description": description}
+    if default is not None:
+        extra["default"] = default
+    return _doc(extra)
+
+
+class NotifyRule(msgspec.Struct, rename="camel", kw_only=True):
+    """A rule's body as decoded (``rule_from_json``): the members' types; which members a
+    channel takes, their lengths, the URL and the addresses are checked over it."""
+
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "additionalProperties": False,
+        "description": _RULE_DOC,
+        "allOf": [
+            {"if": {"properties": {"via": {"const": "webhook"}}, "required": ["via"]},
+             "then": {"required": ["url", "secret"], **_others_absent("to", "command")}},
+            {"if": {"properties": {"via": {"const": "email"}}, "required": ["via"]},
+             "then": {"required": ["to"], **_others_absent("url", "secret", "command")}},
+            {"if": {"properties": {"via": {"const": "command"}}, "required": ["via"]},
+             "then": {"required": ["command"], **_others_absent("url", "secret", "to")}},
+            {"if": {"properties": {"on": {"const": "late"}}, "required": ["on"]},
+             "then": {"required": ["afterSec"]}, "else": {"not": {"required": ["afterSec"]}}},
+        ],
+    }  # fmt: skip
+
+    on: Annotated[str, Meta(extra_json_schema={"type": "string", "x-enum": [o.value for o in NotifyOn], "description": _ON_DOC})]
+    via: Annotated[str, Meta(extra_json_schema={"type": "string", "x-enum": [v.value for v in Via]})]
+    url: Annotated[str, _doc({"maxLength": MAX_NOTIFY_URL_CHARS, "format": "http-url", "description": _URL_DOC, "pattern": HTTP_URL_PATTERN})] | UnsetType = UNSET
+    secret: Annotated[str, _doc({"minLength": MIN_SECRET_CHARS, "maxLength": MAX_SECRET_CHARS, "description": "webhook: the signing key.", "pattern": _TEXT_PATTERN})] | UnsetType = UNSET
+    to: Annotated[str | list[str], _doc({"x-schema": {
+        "oneOf": [{"$ref": "#/components/schemas/EmailAddress"},
+                  {"type": "array", "items": {"$ref": "#/components/schemas/EmailAddress"}, "minItems": 1, "maxItems": MAX_RECIPIENTS}],
+        "description": "email: the recipients."}})] | UnsetType = UNSET  # fmt: skip
+    command: Annotated[str, _doc({"minLength": 1, "description": "command: a shell command line, at most 8 KiB.", "maxLength": MAX_NOTIFY_COMMAND_BYTES,
+                                  "pattern": _TEXT_PATTERN})] | UnsetType = UNSET
+    after_sec: Annotated[int, _range(NOTIFY_AFTER_SEC_RANGE, "late: the lag that counts as late.")] | UnsetType = UNSET
+    max_per_hour: Annotated[int, _range(NOTIFY_MAX_PER_HOUR_RANGE, "Notifications of this rule per job and rolling hour; the others are HELD and counted in one later `held` notification.",
+                                        DEFAULT_MAX_PER_HOUR)] | UnsetType = UNSET
+    max_attempts: Annotated[int, _range(NOTIFY_MAX_ATTEMPTS_RANGE, "Delivery attempts (with backoff) before the notification is dead-lettered.",
+                                        DELIVERY_RETRY.max_attempts)] | UnsetType = UNSET
+    rule_id: Annotated[str, _doc({"readOnly": True, "description": "In answers: the rule's stable id (a hash of what it does)."})] | UnsetType = UNSET
+
+
+class NotifyRuleAnswer(NotifyRule, kw_only=True):
+    """A rule as answers show it (``Rule.to_json(redact=True)`` writes it): its document's
+    component is generated from this."""
+
+    json_schema_extra: ClassVar[dict[str, Any]] = {
+        "additionalProperties": False,
+        "description": "A notification rule as answers show it: the same members as NotifyRule, the secret as `********`, and the rule's `ruleId`.",
+    }
+
+    secret: Annotated[str, _doc({"const": REDACTED, "description": "webhook: never shown; answers carry `********`."})] | UnsetType = UNSET
+
+
 class RuleError(ValueError):
     """A rule is malformed; ``field`` names the offending member."""
 
@@ -107,10 +195,6 @@ class RuleError(ValueError):
         super().__init__(detail)
         self.field = field
         self.detail = detail
-
-
-#: what answers show in place of a secret
-REDACTED = "********"
 
 
 def redact_url_password(url: str) -> str:
@@ -192,13 +276,56 @@ def _int(field: str, value: Any, lo: int, hi: int) -> int:
     return value
 
 
+#: members whose null counts as absent (the others' null is refused, as their wrong type is)
+_NULL_IS_ABSENT = ("url", "secret", "to", "command", "afterSec")
+_INT_MEMBERS = {"afterSec": NOTIFY_AFTER_SEC_RANGE, "maxPerHour": NOTIFY_MAX_PER_HOUR_RANGE, "maxAttempts": NOTIFY_MAX_ATTEMPTS_RANGE}
+_AT_RE = re.compile(r"at `\$\.([A-Za-z]+)(\[(\d+)\])?")
+_MISSING_RE = re.compile(r"missing required field `([A-Za-z]+)`")
+
+
+def _decoded(data: dict[str, Any], field: str) -> NotifyRule:
+    """``data`` as a ``NotifyRule`` (msgspec checks the members' types), or the RuleError
+    that names the first member of the wrong type, worded as the rule's checks word it."""
+    value: dict[str, Any] = {}
+    for key, item in data.items():
+        if key == "ruleId" or (item is None and key in _NULL_IS_ABSENT):
+            continue  # ruleId is an answer's: refused below as unknown
+        if key in _INT_MEMBERS and isinstance(item, float) and item.is_integer():
+            item = int(item)  # JSON has one number type: 300.0 is 300
+        value[key] = item
+    try:
+        return msgspec.convert(value, NotifyRule, strict=True)
+    except msgspec.ValidationError as exc:
+        at = _AT_RE.search(str(exc)) or _MISSING_RE.search(str(exc))
+        member = at.group(1) if at else ""
+        raise _type_error(field, member, at.group(3) if at and at.re is _AT_RE else None, data) from None
+
+
+def _type_error(field: str, member: str, index: str | None, data: dict[str, Any]) -> RuleError:
+    where = f"{field}.{member}"
+    if member in ("on", "via"):
+        choices = NotifyOn if member == "on" else Via
+        return RuleError(where, f"{where} must be one of {', '.join(c.value for c in choices)}")
+    if member in _INT_MEMBERS:
+        lo, hi = _INT_MEMBERS[member]
+        return RuleError(where, f"{where} must be an integer from {lo} to {hi}")
+    if member == "to" and index is not None:
+        return RuleError(f"{where}[{index}]", f"{where}[{index}] is not an email address: {str(data['to'][int(index)])[:100]!r}")
+    if member == "to":
+        return RuleError(where, f"{where} must be a list of 1 to {MAX_RECIPIENTS} email addresses")
+    if member in ("url", "secret", "command"):
+        return RuleError(where, f"{where} must be a string")
+    return RuleError(field, f"{field} must be an object like {{\"on\": \"failure\", \"via\": \"webhook\", ...}}")
+
+
 def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False) -> Rule:
-    """Validate one rule (see the module docstring). Raises RuleError naming the field.
-    ``stored``: a rule read back from the store, checked when it was written; a rule that
-    an older release took (a URL check has since grown stricter) must still load, or the
-    completion that fires it would fail."""
+    """Validate one rule (see the module docstring): decoded as a ``NotifyRule``, then checked
+    over it. Raises RuleError naming the field. ``stored``: a rule read back from the store,
+    checked when it was written; a rule that an older release took (a URL check has since
+    grown stricter) must still load, or the completion that fires it would fail."""
     if not isinstance(data, dict):
         raise RuleError(field, f"{field} must be an object like {{\"on\": \"failure\", \"via\": \"webhook\", ...}}")
+    # the event, the channel and the members it takes first, as always: they say what is wrong
     ons = ", ".join(o.value for o in NotifyOn)
     vias = ", ".join(v.value for v in Via)
     try:
@@ -213,38 +340,37 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
     unknown = sorted(k for k in data if k not in allowed)
     if unknown:
         raise RuleError(f"{field}.{unknown[0]}", f"unknown field {field}.{unknown[0]} for a {via.value} rule (allowed: {', '.join(allowed)})")
+    body = _decoded(data, field)
     for need in _RULE_FIELDS[via]:
-        if data.get(need) is None:
+        if getattr(body, need) is UNSET:
             raise RuleError(f"{field}.{need}", f"{field}.{need} is required for a {via.value} rule")
     after_sec = None
     if on is NotifyOn.LATE:
-        if data.get("afterSec") is None:
+        if body.after_sec is UNSET:
             raise RuleError(f"{field}.afterSec", f"{field}.afterSec is required for a late rule (seconds after the tick)")
-        after_sec = _int(f"{field}.afterSec", data["afterSec"], *NOTIFY_AFTER_SEC_RANGE)
-    elif data.get("afterSec") is not None:
+        after_sec = _int(f"{field}.afterSec", body.after_sec, *NOTIFY_AFTER_SEC_RANGE)
+    elif body.after_sec is not UNSET:
         raise RuleError(f"{field}.afterSec", f"{field}.afterSec applies to late rules only")
-    max_per_hour = _int(f"{field}.maxPerHour", data.get("maxPerHour", DEFAULT_MAX_PER_HOUR), *NOTIFY_MAX_PER_HOUR_RANGE)
-    max_attempts = _int(f"{field}.maxAttempts", data.get("maxAttempts", DELIVERY_RETRY.max_attempts), *NOTIFY_MAX_ATTEMPTS_RANGE)
+    max_per_hour = _int(f"{field}.maxPerHour", DEFAULT_MAX_PER_HOUR if body.max_per_hour is UNSET else body.max_per_hour, *NOTIFY_MAX_PER_HOUR_RANGE)
+    max_attempts = _int(f"{field}.maxAttempts", DELIVERY_RETRY.max_attempts if body.max_attempts is UNSET else body.max_attempts, *NOTIFY_MAX_ATTEMPTS_RANGE)
     if via is Via.WEBHOOK:
-        url = _text(f"{field}.url", data["url"], MAX_NOTIFY_URL_CHARS)
+        url = _text(f"{field}.url", body.url, MAX_NOTIFY_URL_CHARS)
         problem = None if stored else http_url_problem(url, MAX_NOTIFY_URL_CHARS)
         if problem is not None:
             raise RuleError(f"{field}.url", f"{field}.url {problem}")
-        secret = _text(f"{field}.secret", data["secret"], MAX_SECRET_CHARS)
+        secret = _text(f"{field}.secret", body.secret, MAX_SECRET_CHARS)
         if len(secret) < MIN_SECRET_CHARS:
             raise RuleError(f"{field}.secret", f"{field}.secret must be at least {MIN_SECRET_CHARS} characters (it keys the HMAC signature)")
         return Rule(on, via, url=url, secret=secret, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     if via is Via.EMAIL:
-        to = data["to"]
-        if isinstance(to, str):
-            to = [to]
-        if not isinstance(to, list) or not 1 <= len(to) <= MAX_RECIPIENTS:
+        to = [body.to] if isinstance(body.to, str) else list(body.to or ())
+        if not 1 <= len(to) <= MAX_RECIPIENTS:
             raise RuleError(f"{field}.to", f"{field}.to must be a list of 1 to {MAX_RECIPIENTS} email addresses")
         for i, addr in enumerate(to):
-            if not isinstance(addr, str) or not _EMAIL_RE.match(addr):
-                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {str(addr)[:100]!r}")
+            if not _EMAIL_RE.match(addr):
+                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}")
         return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
-    command = _text(f"{field}.command", data["command"], MAX_NOTIFY_COMMAND_BYTES)
+    command = _text(f"{field}.command", body.command, MAX_NOTIFY_COMMAND_BYTES)
     return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
 
 

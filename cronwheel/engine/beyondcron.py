@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from cronwheel.core import schedule as sched
-from cronwheel.core.backfill import job_ticks, plan_backfill
-from cronwheel.core.calendar import Calendar, ExcludedSpan, Exclusions, bounded, upcoming
+from cronwheel.core.backfill import (
+    BackfillResult,
+    Upcoming,
+    excluded_stretch,
+    job_ticks,
+    plan_backfill,
+)
+from cronwheel.core.calendar import Calendar, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_BACKFILL_TICKS
@@ -22,10 +27,6 @@ from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobSta
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
-
-
-def _span_json(span: ExcludedSpan) -> dict[str, Any]:
-    return {"at": format_instant(span.first_tick), "until": format_instant(span.until), "reason": span.reason}
 
 
 class UnknownReference(Unprocessable):
@@ -157,7 +158,7 @@ class BeyondCronMixin(NodeParts):
     # ---- backfill
     async def backfill(
         self, job_ref: str, from_ms: int, to_ms: int, dry_run: bool = False, tenant: str | None = None
-    ) -> dict[str, Any]:
+    ) -> BackfillResult:
         """One execution for every tick of ``[from_ms, to_ms]`` that has none yet (calendar
         exclusions left out), at batch priority. ``dry_run``: plan only."""
         job = await self.resolve_job(job_ref, tenant)
@@ -187,18 +188,18 @@ class BeyondCronMixin(NodeParts):
             self.events.emit("job.backfilled", jobId=job.id, fromAt=format_instant(from_ms), toAt=format_instant(to_ms),
                              ticks=len(plan.ticks), created=len(created))  # fmt: skip
             self.dispatcher.add(created)
-        return {
-            "jobId": job.id,
-            "from": format_instant(from_ms),
-            "to": format_instant(to_ms),
-            "dryRun": dry_run,
-            "ticks": len(plan.ticks),
-            "created": len(created),
-            "existing": 0 if dry_run else len(plan.ticks) - len(created),
-            "excluded": [_span_json(x) for x in plan.excluded],
-            "executionIds": [e.execution_id for e in created],
-            "plannedTicks": [format_instant(t) for t in plan.ticks] if dry_run else [],
-        }
+        return BackfillResult(
+            job_id=job.id,
+            from_=format_instant(from_ms),
+            to=format_instant(to_ms),
+            dry_run=dry_run,
+            ticks=len(plan.ticks),
+            created=len(created),
+            existing=0 if dry_run else len(plan.ticks) - len(created),
+            excluded=[excluded_stretch(x) for x in plan.excluded],
+            execution_ids=[e.execution_id for e in created],
+            planned_ticks=[format_instant(t) for t in plan.ticks] if dry_run else [],
+        )
 
     async def cancel_backfill(self, job_ref: str, tenant: str | None = None) -> int:
         job = await self.resolve_job(job_ref, tenant)
@@ -209,21 +210,20 @@ class BeyondCronMixin(NodeParts):
         self.events.emit("backfill.cancelled", jobId=job.id, cancelled=n)
         return n
 
-    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> dict[str, Any]:
+    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> Upcoming:
         """The job's next ``count`` ticks after ``after`` that will run, and the ticks its
         calendars exclude on the way (what ``cronwheel next JOB`` shows)."""
         job = await self.resolve_job(job_ref, tenant)
         if job.spec.schedule is None:
             at = job.next_run_at
-            return {"jobId": job.id, "next": [format_instant(at)] if at is not None and at > after else [], "excluded": []}
+            return Upcoming(job_id=job.id, next=[format_instant(at)] if at is not None and at > after else [], excluded=[])
         ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
         run, excluded = upcoming(ticks, after, count, await self.exclusions_of(job))
-        return {
-            "jobId": job.id,
-            "timezone": job.spec.timezone,
-            "next": [format_instant(t) for t in run],
-            "excluded": [_span_json(x) for x in excluded],
-        }
+        return Upcoming(
+            job_id=job.id, timezone=job.spec.timezone,
+            next=[format_instant(t) for t in run],
+            excluded=[excluded_stretch(x) for x in excluded],
+        )
 
     # ---- chains
     async def set_chain(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from cronwheel.core.backfill import BackfillResult, Upcoming
 from cronwheel.core.calendar import Calendar
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import Notification, NotificationStatus, Rule
@@ -140,7 +141,7 @@ class SchedulerService(Protocol):
 
     async def backfill(
         self, job_ref: str, from_ms: int, to_ms: int, dry_run: bool = False, tenant: str | None = None
-    ) -> dict[str, Any]:
+    ) -> BackfillResult:
         """One batch-priority execution per tick of the range that has none (calendar
         exclusions left out); BackfillTooLarge beyond ``core.backfill.MAX_BACKFILL_TICKS``."""
         raise NotImplementedError
@@ -149,7 +150,7 @@ class SchedulerService(Protocol):
         """Cancel the job's backfill executions not yet started; how many."""
         raise NotImplementedError
 
-    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> dict[str, Any]:
+    async def upcoming(self, job_ref: str, count: int, after: int, tenant: str | None = None) -> Upcoming:
         """The next ticks that run (calendars and the active window applied) and those excluded."""
         raise NotImplementedError
 
