@@ -57,7 +57,9 @@ def _st() -> Path:
 LEGS = (("examples", "coverage"), ("fuzzing", "stateful"))
 
 
-def _run_leg(daemon: Daemon, phases: tuple[str, ...], report: Path) -> tuple[int, str]:
+def _start_leg(daemon: Daemon, phases: tuple[str, ...], report: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """schemathesis started on its leg's daemon, its report written to ``report``; with the
+    token it runs with (the test checks that it still works afterwards)."""
     created = daemon.post("/v1/tokens", {"role": "admin", "name": "schemathesis"})
     assert created.status == 201, created
     token = created.json()
@@ -80,22 +82,31 @@ def _run_leg(daemon: Daemon, phases: tuple[str, ...], report: Path) -> tuple[int
         "CRONWHEEL_FUZZ_TOKEN_ID": token["tokenId"],
     }
     with open(report, "w") as out:
-        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=report.parent, timeout=280)
-    assert daemon.get("/v1/status", token=token["token"]).status == 200, "the run's token still works"
-    return res.returncode, report.read_text(errors="replace")
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=report.parent)
+    return proc, token["token"]
 
 
 @pytest.mark.timeout(600)
 def test_schemathesis_finds_nothing(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
-    failures = []
+    # the two legs run at the same time, each on a fresh daemon of its own (they share nothing)
+    legs = []
     for phases in LEGS:
         # no local workers: the fuzzer registers jobs with generated shell commands, Python
         # callables and HTTP URLs (random hosts); none of them may ever run on this machine or
         # call out. Their executions wait, PENDING (the fuzzer's own remote claims run nothing).
         daemon = make_daemon(f"fuzz-{phases[0]}", workers=0)
         report = tmp_path / f"schemathesis-{'-'.join(phases)}.txt"
-        code, text = _run_leg(daemon, phases, report)
+        legs.append((phases, daemon, report, *_start_leg(daemon, phases, report)))
+    failures = []
+    for phases, daemon, report, proc, token in legs:
+        try:
+            code = proc.wait(timeout=400)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert daemon.get("/v1/status", token=token).status == 200, "the run's token still works"
         daemon.stop()
+        text = report.read_text(errors="replace")
         if code != 0:
             # the report's FAILURES and ERRORS sections: each with a curl line to reproduce it
             start = min((i for i in (text.find("=== ERRORS ==="), text.find("=== FAILURES ===")) if i >= 0), default=0)
