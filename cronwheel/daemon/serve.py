@@ -36,6 +36,7 @@ from cronwheel.daemon.reload import Reloader, log_appliers
 from cronwheel.engine.channels import ChannelConfigError, MailConfig
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.heap import settle_heap
 from cronwheel.obs.levels import journal_stream
 from cronwheel.obs.logbridge import route_logging
 from cronwheel.obs.metrics import NodeMetrics
@@ -272,6 +273,7 @@ async def _serve_bound(
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
             Path(runtime_dir, "http.addr").write_text(f"http://{host}:{bound}\n")
+    settle_heap()
     events.emit(
         "node.started", pid=os.getpid(), http=f"http://{host}:{bound}", socket=str(sock_path),
         store=writer_store.meta().get("kind", "?"), dataDir=str(data_dir.resolve()),

@@ -30,12 +30,14 @@ import signal
 import socket
 import sys
 import threading
+import time
 import warnings
 from dataclasses import dataclass, field
 
 from cronwheel.core.liveout import OutputForwarder
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.obs.heap import settle_heap
 from cronwheel.worker import protocol as wire
 from cronwheel.worker.eventlog import capture_output, configure_log, log
 from cronwheel.worker.framing import FROM_DAEMON, FrameDecoder, encode_frame, encode_result_frames
@@ -392,14 +394,29 @@ def main(argv: list[str] | None = None) -> int:
     async def go() -> int:
         return await Worker(args.socket, args.worker_id, args.slots, args.api_url).run()
 
+    settle_heap()
     code = asyncio.run(go())
-    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+    if _threads_left(EXIT_JOIN_SEC):
         # a sync callable that never returns would keep the interpreter from exiting
         log("worker.exit_with_stuck_threads", worker=args.worker_id)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+#: how long an exiting worker waits for its job threads, told to stop, to return
+EXIT_JOIN_SEC = 2.0
+
+
+def _threads_left(within_sec: float) -> bool:
+    """Whether a non-daemon thread is still alive ``within_sec`` from now: the job threads were
+    told to stop at shutdown and return at once unless a callable in one never does."""
+    deadline = time.monotonic() + within_sec
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    return any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate())
 
 
 if __name__ == "__main__":
