@@ -17,6 +17,7 @@ that lands in it reads 1,023 ms (or the minute's max, if that is smaller).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["MINUTE_MS", "LagHistory", "MinuteLag", "bin_of", "bin_upper"]
@@ -74,6 +75,10 @@ class LagHistory:
         self._slots = [_Slot() for _ in range(minutes)]
 
     def record(self, lag_ms: int, now_ms: int) -> None:
+        self.record_many((lag_ms,), now_ms)
+
+    def record_many(self, lags_ms: Sequence[int], now_ms: int) -> None:
+        """``record(lag, now_ms)`` for each of ``lags_ms``: one slot lookup for the batch."""
         minute = now_ms // MINUTE_MS
         slot = self._slots[minute % self.minutes]
         if slot.minute != minute:
@@ -81,12 +86,15 @@ class LagHistory:
                 return
             slot.minute, slot.count, slot.max = minute, 0, 0
             slot.bins.clear()
-        lag = max(0, lag_ms)
-        key = bin_of(lag)
-        slot.bins[key] = slot.bins.get(key, 0) + 1
-        slot.count += 1
-        if lag > slot.max:
-            slot.max = lag
+        bins, top = slot.bins, slot.max
+        for lag_ms in lags_ms:
+            lag = max(0, lag_ms)
+            key = bin_of(lag)
+            bins[key] = bins.get(key, 0) + 1
+            if lag > top:
+                top = lag
+        slot.count += len(lags_ms)
+        slot.max = top
 
     def snapshot(self, now_ms: int) -> list[MinuteLag]:
         current = now_ms // MINUTE_MS

@@ -32,6 +32,7 @@ from cronwheel.core.lagstats import LagHistory
 from cronwheel.core.model import ExecStatus
 from cronwheel.core.stats import StatsSource
 from cronwheel.core.words import counted
+from cronwheel.obs.histograms import observe_many
 from cronwheel.obs.scrape import StateCollector
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ SKIP_REASONS = ("overlap", "misfire", "calendar")
 FENCED_VIA = ("heartbeat", "completion", "effect")
 #: at most this many executions are timed at once (a bound, not an expected load)
 MAX_TIMED = 100_000
+
+
 
 METRIC_NAMES = (
     "cronwheel_dispatch_lag_seconds",
@@ -191,9 +194,7 @@ class NodeMetrics:
         name = records[0]["event"] if records else None
         if len(records) > 1 and name == "execution.started":
             try:
-                self.started.inc(len(records))
-                for rec in records:
-                    self._started_timing(rec)
+                self._started_many(records)
             except Exception:
                 self.dropped_events += len(records)
             return
@@ -220,21 +221,28 @@ class NodeMetrics:
             self.dropped_events += 1
 
     def _started_event(self, rec: dict[str, Any]) -> None:
-        self.started.inc()
-        self._started_timing(rec)
+        self._started_many([rec])
 
-    def _started_timing(self, rec: dict[str, Any]) -> None:
-        lag = rec.get("lagMs")
-        # the SLO is scheduling lateness: retries (attempt > 1), catch-up runs, manual triggers
-        # and DLQ replays start late on purpose or by design, so they are not counted
-        if rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int):
-            self.lag.observe(max(0, lag) / 1000)
-            self.lag_history.record(lag, self.source.now_ms())
-        xid = str(rec.get("executionId"))
-        self._started.pop(xid, None)
-        self._started[xid] = (int(rec.get("leaseEpoch") or 0), time.monotonic())
-        while len(self._started) > MAX_TIMED:
-            self._started.popitem(last=False)
+    def _started_many(self, records: list[dict[str, Any]]) -> None:
+        """Count ``records`` (starts), each histogram and counter updated once per batch (the
+        same counts and buckets as one by one: see ``observe_many``), and time each attempt."""
+        self.started.inc(len(records))
+        lags: list[int] = []
+        timers, now = self._started, time.monotonic()
+        for rec in records:
+            lag = rec.get("lagMs")
+            # the SLO is scheduling lateness: retries (attempt > 1), catch-up runs, manual
+            # triggers and DLQ replays start late on purpose or by design, so they are not counted
+            if rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int):
+                lags.append(max(0, lag))
+            xid = str(rec.get("executionId"))
+            timers.pop(xid, None)
+            timers[xid] = (int(rec.get("leaseEpoch") or 0), now)
+        while len(timers) > MAX_TIMED:
+            timers.popitem(last=False)
+        if lags:
+            observe_many(self.lag, [lag / 1000 for lag in lags])
+            self.lag_history.record_many(lags, self.source.now_ms())
 
     def _finished_event(self, rec: dict[str, Any]) -> None:
         outcome = str(rec.get("outcome") or "failed")
@@ -254,6 +262,8 @@ class NodeMetrics:
         """``_finished_event`` for each of ``records`` (successes), each counter incremented
         once per batch."""
         by: dict[tuple[str, Any], int] = {}
+        durations: dict[str, list[float]] = {}
+        now = time.monotonic()
         for rec in records:
             outcome = str(rec.get("outcome") or "failed")
             if outcome not in self._finished_by:
@@ -262,7 +272,9 @@ class NodeMetrics:
             by[key] = by.get(key, 0) + 1
             t0 = self._stop_timer(rec)
             if t0 is not None:
-                self._duration_by[outcome].observe(time.monotonic() - t0)
+                durations.setdefault(outcome, []).append(now - t0)
+        for outcome, seconds in durations.items():
+            observe_many(self._duration_by[outcome], seconds)
         for (outcome, status), n in by.items():
             self._finished_by[outcome].inc(n)
             if status == ExecStatus.RETRY_WAIT:

@@ -76,3 +76,15 @@ def test_a_clock_step_back_does_not_erase_newer_minutes() -> None:
 def test_minutes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         LagHistory(minutes=0)
+
+
+@given(st.lists(st.integers(min_value=-5, max_value=10**7), max_size=40), st.integers(min_value=0, max_value=3))
+def test_a_batch_records_as_one_record_per_lag(lags: list[int], minute: int) -> None:
+    now = T0 + minute * MINUTE_MS + 7
+    one, many = LagHistory(minutes=3), LagHistory(minutes=3)
+    one.record(5, T0)  # an older minute that the batch's slot may recycle
+    many.record(5, T0)
+    for lag in lags:
+        one.record(lag, now)
+    many.record_many(lags, now)
+    assert one.snapshot(now) == many.snapshot(now)

@@ -160,3 +160,9 @@ def test_batches_of_events_count_exactly_as_one_by_one() -> None:
     assert sample(m2, "cronwheel_execution_duration_seconds_count", outcome="succeeded") == 5  # j:4's epoch is stale
     assert m1._started.keys() == m2._started.keys() == {"j:4"}
     assert m2.dropped_events == 0
+    buckets = [(s.labels, s.value) for m in m1.registry.collect() if m.name == "cronwheel_dispatch_lag_seconds"
+               for s in m.samples if s.name.endswith("_bucket")]  # fmt: skip
+    assert buckets == [(s.labels, s.value) for m in m2.registry.collect() if m.name == "cronwheel_dispatch_lag_seconds"
+                       for s in m.samples if s.name.endswith("_bucket")]  # fmt: skip
+    assert len({v for _, v in buckets}) > 2  # the lags fall in several buckets
+    assert m1.lag_history.snapshot(1_500) == m2.lag_history.snapshot(1_500)
