@@ -23,6 +23,7 @@ from cronwheel.store.common import (
     PRIORITY,
     JsonMemo,
     dumps,
+    json_array,
     replay_reason,
 )
 from cronwheel.store.outbox.hooks import after_starts
@@ -73,9 +74,9 @@ class ExecutionMethods(SqliteBase):
         definitions of the batch's jobs (an execution id is ``{jobId}:{scheduledAtMs}``), one
         UPDATE of the batch."""
         jobs = {eid: eid.rpartition(":")[0] for eid in workers}
-        defs: dict[str, Any] = {r[0]: r for r in conn.execute(q.START_DEFINITIONS, (dumps(list(set(jobs.values()))),))}
+        defs: dict[str, Any] = {r[0]: r for r in conn.execute(q.START_DEFINITIONS, (json_array(list(set(jobs.values()))),))}
         no_def = (None, None, DEFAULT_LEASE_SEC, 0.0, "{}", "null", None)
-        triples = dumps([[eid, wid, defs.get(jobs[eid], no_def)[1]] for eid, wid in workers.items()])
+        triples = json_array([[eid, wid, defs.get(jobs[eid], no_def)[1]] for eid, wid in workers.items()])
         rows: list[Any] = conn.execute(q.START_EXECUTIONS, (triples, now_ms, _DEFAULT_LEASE_MS)).fetchall()
         by_id = {r[0]: r for r in rows}
         grants: list[Grant] = []

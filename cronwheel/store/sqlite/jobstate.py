@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import apsw
 
-from cronwheel.store.common import dumps
+from cronwheel.store.common import json_array
 from cronwheel.store.sqlite import queries as q
 
 
@@ -16,7 +16,7 @@ def settle(conn: apsw.Connection, outcomes: Mapping[str, str]) -> None:
     with no further tick and nothing else live change; the batch is one statement, which costs
     every other job (the recurring ones: nearly all) one primary-key probe."""
     if outcomes:
-        conn.execute(q.SETTLE_JOBS, (dumps(list(outcomes.items())),))
+        conn.execute(q.SETTLE_JOBS, (json_array(list(outcomes.items())),))
 
 
 def reopen(conn: apsw.Connection, job_id: str) -> None:

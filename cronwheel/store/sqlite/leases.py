@@ -21,7 +21,7 @@ from cronwheel.core.records import (
     Outcome,
 )
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import dumps, retry_from_json
+from cronwheel.store.common import json_array, retry_from_json
 from cronwheel.store.completions import decide_completions, settlements
 from cronwheel.store.outbox import hooks
 from cronwheel.store.sqlite import jobstate, triggers
@@ -49,12 +49,12 @@ def complete(
     conn: apsw.Connection, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None
 ) -> list[CompletionResult]:
     ids = sorted({c.execution_id for c in completions})
-    state = {r[0]: list(r[1:]) for r in conn.execute(q.COMPLETION_STATE, (dumps(ids),))}
+    state = {r[0]: list(r[1:]) for r in conn.execute(q.COMPLETION_STATE, (json_array(ids),))}
     retry: dict[str, str] = {}
     failed_jobs = {state[c.execution_id][4] for c in completions
                    if c.outcome is not Outcome.SUCCEEDED and c.execution_id in state}  # fmt: skip
     if failed_jobs:
-        retry = dict(conn.execute(q.RETRY_POLICIES, (dumps(sorted(failed_jobs)),)).fetchall())  # type: ignore[arg-type]
+        retry = dict(conn.execute(q.RETRY_POLICIES, (json_array(sorted(failed_jobs)),)).fetchall())  # type: ignore[arg-type]
     results, updates = decide_completions(
         completions, state, lambda job_id: retry_from_json(retry.get(job_id)), now_ms, rand01
     )

@@ -19,7 +19,7 @@ from cronwheel.core.model import Execution
 from cronwheel.core.records import CompletionResult
 from cronwheel.store import chaining
 from cronwheel.store.chaining import ChildJob
-from cronwheel.store.common import dumps
+from cronwheel.store.common import dumps, json_array
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.claim import executemany_each
 
@@ -34,14 +34,14 @@ def insert(conn: apsw.Connection, made: Sequence[tuple[Execution, bool]]) -> lis
 
 
 def _child_jobs(conn: apsw.Connection, ids: list[str]) -> dict[str, ChildJob]:
-    return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in conn.execute(q.CHILD_JOBS, (dumps(ids),))}
+    return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in conn.execute(q.CHILD_JOBS, (json_array(ids),))}
 
 
 def trigger_children(conn: apsw.Connection, results: Sequence[CompletionResult], now_ms: int) -> None:
     """``store.chaining.trigger_children`` on this connection."""
 
     def chains_of(parents: list[str]) -> dict[str, tuple[list[str], list[str]]]:
-        return {r[0]: (_ids(r[1]), _ids(r[2])) for r in conn.execute(q.CHAINS_OF, (dumps(parents),))}
+        return {r[0]: (_ids(r[1]), _ids(r[2])) for r in conn.execute(q.CHAINS_OF, (json_array(parents),))}
 
     chaining.trigger_children(results, chains_of, lambda ids: _child_jobs(conn, ids), lambda made: insert(conn, made), now_ms)
 
