@@ -122,6 +122,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
 
 
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of each thread of a process, by thread id (the main thread's id is ``pid``):
+    which thread of the daemon a run's CPU went to (its event loop or its store writer)."""
+    out: dict[int, float] = {}
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[tid] = (int(fields[11]) + int(fields[12])) / _TICKS
+    return out
+
+
 def tree_cpu(pid: int) -> tuple[float, float]:
     """(the process's CPU seconds, its live children's CPU seconds)."""
     return cpu_seconds(pid), sum(cpu_seconds(c) for c in children(pid))
