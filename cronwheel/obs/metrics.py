@@ -49,8 +49,6 @@ FENCED_VIA = ("heartbeat", "completion", "effect")
 #: at most this many executions are timed at once (a bound, not an expected load)
 MAX_TIMED = 100_000
 
-
-
 METRIC_NAMES = (
     "cronwheel_dispatch_lag_seconds",
     "cronwheel_execution_duration_seconds",

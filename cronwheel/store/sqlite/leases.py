@@ -31,10 +31,6 @@ from cronwheel.store.sqlite.rows import outbox_sql
 _DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
 
 
-
-
-
-
 def heartbeat(conn: apsw.Connection, eid: str, epoch: int, now_ms: int) -> HeartbeatResult:
     row = conn.execute(q.HEARTBEAT, (eid, epoch, now_ms, _DEFAULT_LEASE_MS)).fetchone()
     if row is not None:
