@@ -112,14 +112,19 @@ def children(pid: int) -> list[int]:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_cpu(stat: Path) -> float | None:
+    """user + system CPU seconds from a /proc ``stat`` file (None if it is gone)."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+
+
 def cpu_seconds(pid: int) -> float:
     """user + system CPU seconds of one process (0.0 if it is gone). Wall-clock figures move
     with whatever else runs on the two cores; the CPU a run costs moves much less."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+    return _stat_cpu(Path(f"/proc/{pid}/stat")) or 0.0
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
@@ -131,11 +136,9 @@ def thread_cpu(pid: int) -> dict[int, float]:
     except OSError:
         return out
     for tid in tids:
-        try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[tid] = (int(fields[11]) + int(fields[12])) / _TICKS
+        cpu = _stat_cpu(Path(f"/proc/{pid}/task/{tid}/stat"))
+        if cpu is not None:
+            out[tid] = cpu
     return out
 
 

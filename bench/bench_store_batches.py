@@ -91,7 +91,7 @@ def main() -> int:
             ids += [e.execution_id for e in page]
             after = (page[-1].available_at, page[-1].execution_id)
         if args.fair:
-            ids = [x for x in iter(fair.pop, None)]
+            ids = list(iter(fair.pop, None))
         stats: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
 
         def on_statement(sql: str, ns: int) -> None:
