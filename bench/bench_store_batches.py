@@ -1,6 +1,7 @@
 """The SQLite store's start and completion transactions of a herd, alone: CPU per execution.
 
-Registers N one-off no-op jobs over 100 tenants (the shape of bench_herd.py: every job has
+Registers N one-off no-op jobs over ``--tenants`` tenants (100: the shape of bench_herd.py;
+1: bench_spike.py's), in batches of 5,000 as the benchmarks' bulk path does (every job has
 no further tick, so every completion settles its job), claims them, then starts and
 completes them in batches of ``--batch`` through the ``Store`` interface, timing each call's
 thread CPU (SQLite's work included: apsw runs it in the calling thread). ``--statements``
@@ -13,6 +14,7 @@ ready index's order.
 
     PYTHONPATH=$PWD .venv/bin/python bench/bench_store_batches.py --n 20000 --batch 256
     PYTHONPATH=$PWD .venv/bin/python bench/bench_store_batches.py --n 30000 --fair --pages
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_store_batches.py --n 100000 --fair --tenants 1
 """
 
 from __future__ import annotations
@@ -66,11 +68,12 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="cProfile of the start and completion calls")
     ap.add_argument("--pages", action="store_true", help="WAL pages per execution of each phase, by table or index")
     ap.add_argument("--fair", action="store_true", help="start in FairQueue order (as the daemon), not the ready index's")
+    ap.add_argument("--tenants", type=int, default=100, help="tenants the jobs are spread over")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore.open(Path(tmp) / "cronwheel.db")
         jobs = [NewJob(new_job_id(), JobSpec(target={"python": "cronwheel.worker.noop:noop"}, run_at=T,
-                                             tenant=f"tenant-{i % 100:03d}", retry=RetryPolicy(max_attempts=1)), T)
+                                             tenant=f"tenant-{i % args.tenants:03d}", retry=RetryPolicy(max_attempts=1)), T)
                 for i in range(args.n)]  # fmt: skip
         for i in range(0, len(jobs), 5000):
             store.create_jobs(jobs[i : i + 5000], T - 60_000)

@@ -36,11 +36,15 @@ def test_ready_executions_order_availability_and_pagination(store: Store) -> Non
     claim_all(store, T0 + 10 * SEC)
     ready = store.ready_executions(T0 + 10 * SEC, 100)
     keys = [(e.available_at, e.execution_id) for e in ready]
-    assert keys == sorted(keys) and len(keys) == 6
+    # by available_at; ties (here two at T0 + 2 s) in the store's own order
+    assert [at for at, _ in keys] == sorted(at for at, _ in keys) and len(set(keys)) == 6
     assert [e.execution_id for e in store.ready_executions(T0 + 2 * SEC, 100)] == [e for _, e in keys[:4]]
-    page1 = store.ready_executions(T0 + 10 * SEC, 4)
-    page2 = store.ready_executions(T0 + 10 * SEC, 4, after=(page1[-1].available_at, page1[-1].execution_id))
-    assert [e.execution_id for e in page1 + page2] == [e for _, e in keys]
+    for size in (1, 2, 3, 4):  # every page boundary, the one between the two ties included
+        pages, after = [], None
+        while page := store.ready_executions(T0 + 10 * SEC, size, after):
+            pages += page
+            after = (page[-1].available_at, page[-1].execution_id)
+        assert [e.execution_id for e in pages] == [e for _, e in keys]
     assert store.ready_executions(T0 + 10 * SEC, 0) == []
     assert next_available_at(store) == T0
 

@@ -247,3 +247,8 @@ CREATE INDEX notifications_running ON notifications (lease_until) WHERE status =
 CREATE INDEX notifications_job ON notifications (job_id, created_at);
 -- the rate limit: what a (job, rule) sent in the last hour, and what it held back
 CREATE INDEX notifications_rule ON notifications (job_id, rule_id, status, sent_at);
+
+-- version 14: the SQLite store orders its ready queue's ties by its jobs' place; here the ties
+-- stay in execution id order, and only the catalog says so
+COMMENT ON INDEX executions_ready IS
+    'the ready queue: dispatchable rows by (available_at, execution_id); see migration 14';

@@ -29,8 +29,10 @@ class ExecutionStore(ABC):
     def ready_executions(self, now_ms: int, limit: int, after: tuple[int, str] | None = None) -> list[Execution]:
         """Dispatchable executions for LOCAL workers: PENDING, or RETRY_WAIT, with
         available_at <= now_ms, and no ``queue`` (queue targets' executions are left to
-        ``claim_for_worker``), ordered by (available_at, execution_id), keyset-paginated by
-        ``after``."""
+        ``claim_for_worker``), ordered by available_at and then in the store's own dispatch
+        order (PostgreSQL: by execution_id; SQLite: its jobs' place in the scheduling table,
+        the order a claim returns them in), keyset-paginated by ``after``: the
+        (available_at, execution_id) of the last execution of the previous page."""
 
     @abstractmethod
     def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:

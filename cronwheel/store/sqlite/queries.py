@@ -55,9 +55,12 @@ ON CONFLICT (name) DO NOTHING
 INSERT_JOB = """
 INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap,
                   jitter_sec, tenant, priority, max_attempts, queue, calendars, active_until,
-                  misfire_grace_sec)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  misfire_grace_sec, rowid)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+#: the last rowid in [?1, ?2) of the scheduling table (a rowid range: one seek)
+LAST_ROWID_BETWEEN = "SELECT max(rowid) FROM jobs WHERE rowid >= ?1 AND rowid < ?2"
 
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
@@ -244,8 +247,8 @@ UPDATE jobs SET status = 'PAUSED' WHERE rowid = ?1 AND next_run_at = ?2 AND stat
 INSERT_EXECUTION = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard, origin)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        overlap_guard, origin, job_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 
@@ -267,7 +270,7 @@ WHERE (tenant, name) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))
 """
 
 TRIGGER_SELECT_JOB = """
-SELECT status, tenant, priority, max_attempts, overlap, queue FROM jobs
+SELECT status, tenant, priority, max_attempts, overlap, queue, rowid FROM jobs
 WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)
 """
 
@@ -278,11 +281,14 @@ ORDER BY scheduled_at LIMIT ?3
 
 # ---------------------------------------------------------------- the ready queue
 
+#: in the ready index's order; the page starts after the execution ?3 (at ?2), whose place in
+#: the index is looked up (-1 if it is gone, so that its ties are read again, never skipped)
 READY_EXECUTIONS = f"""
 SELECT {EXEC_COLUMNS} FROM executions
 WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?1 AND queue IS NULL
-  AND (available_at, execution_id) > (?2, ?3)
-ORDER BY available_at, execution_id LIMIT ?4
+  AND (available_at, job_order, execution_id)
+      > (?2, COALESCE((SELECT job_order FROM executions WHERE execution_id = ?3), -1), ?3)
+ORDER BY available_at, job_order, execution_id LIMIT ?4
 """
 
 NEXT_AVAILABLE_AT = """
@@ -547,9 +553,10 @@ DELETE_CALENDAR = "DELETE FROM calendars WHERE tenant = ?1 AND name = ?2"
 INSERT_EXECUTION_WITH_CONTEXT = """
 INSERT INTO executions (execution_id, job_id, tenant, priority, scheduled_at, status,
                         available_at, created_at, finished_at, reason, max_attempts,
-                        overlap_guard, queue, context, origin)
+                        overlap_guard, queue, context, origin, job_order)
 VALUES (?1, ?2, ?3, ?4, ?5, 'PENDING', ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12,
-        CASE WHEN ?12 ->> '$.backfill' THEN 'backfill' ELSE 'chain' END)
+        CASE WHEN ?12 ->> '$.backfill' THEN 'backfill' ELSE 'chain' END,
+        (SELECT rowid FROM jobs WHERE id = ?2))
 ON CONFLICT DO NOTHING
 """
 

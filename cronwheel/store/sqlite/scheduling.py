@@ -60,7 +60,7 @@ class SchedulingMethods(SqliteBase):
             row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
             if row is None or row[0] == JobStatus.CANCELLED.value:
                 return None
-            _, job_tenant, prio, max_att, overlap, queue = row
+            _, job_tenant, prio, max_att, overlap, queue, job_order = row
             tick = now_ms
             page = 256
             while True:  # the first millisecond from now on that has no execution yet
@@ -77,7 +77,7 @@ class SchedulingMethods(SqliteBase):
             eid = execution_id(job_id, tick)
             conn.execute(q.INSERT_EXECUTION, (
                 eid, job_id, job_tenant, prio, tick, "PENDING", now_ms, now_ms, None, "triggered", max_att, guard,
-                ExecOrigin.MANUAL.value,
+                ExecOrigin.MANUAL.value, job_order,
             ))  # fmt: skip
             if queue is not None:
                 conn.execute(q.SET_EXECUTION_QUEUE, (eid, queue))

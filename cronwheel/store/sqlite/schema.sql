@@ -110,9 +110,7 @@ CREATE TABLE executions (
 
 -- A job's history, newest first; also enforces (job_id, scheduled_at) uniqueness directly.
 CREATE UNIQUE INDEX executions_tick ON executions (job_id, scheduled_at);
--- The ready queue: only dispatchable rows, in dispatch order.
-CREATE INDEX executions_ready ON executions (available_at, execution_id)
-    WHERE status IN ('PENDING', 'RETRY_WAIT');
+-- The ready queue (executions_ready) is made by version 14, at the end of this file.
 -- The reaper's view and the per-worker view of running executions.
 CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNNING';
 CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
@@ -244,3 +242,14 @@ CREATE INDEX notifications_running ON notifications (lease_until) WHERE status =
 CREATE INDEX notifications_job ON notifications (job_id, created_at);
 -- the rate limit: what a (job, rule) sent in the last hour, and what it held back
 CREATE INDEX notifications_rule ON notifications (job_id, rule_id, status, sent_at);
+
+-- version 14: the ready queue in the order a herd is dispatched
+
+-- The job's place in the scheduling table (jobs.rowid) at the claim: the ready index's tie
+-- order. 0 for rows from before version 14 that are no longer ready.
+ALTER TABLE executions ADD COLUMN job_order INTEGER NOT NULL DEFAULT 0;
+
+-- The ready queue: only dispatchable rows, in dispatch order (the claim's, by job_order);
+-- execution_id is in the key so that a job's live rows are read from the index alone.
+CREATE INDEX executions_ready ON executions (available_at, job_order, execution_id)
+    WHERE status IN ('PENDING', 'RETRY_WAIT');
