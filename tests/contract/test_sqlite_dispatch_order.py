@@ -18,7 +18,7 @@ from cronwheel.core.ids import bucket_of, new_job_id
 from cronwheel.core.records import Completion, Outcome, StartRequest
 from cronwheel.store.sqlite import SqliteStore
 from cronwheel.store.sqlite.jobs import BUCKET_ROWID_SHIFT
-from cronwheel.store.sqlite.migrate import REBUILD_MARK, migrations
+from cronwheel.store.sqlite.migrate import apply_migrations
 from tests.contract.conftest import ALL_BUCKETS, MIN, SEC, T0, create, new_job, one_off
 
 
@@ -113,15 +113,7 @@ def test_version_14_gives_ready_executions_their_jobs_place(tmp_path: Path) -> N
     keep 0; the ready queue reads the same before and after."""
     path = tmp_path / "v13.db"
     conn = apsw.Connection(str(path))
-    for mig in migrations()[:13]:
-        if mig.sql.startswith(REBUILD_MARK):  # as apply_migrations runs a table rebuild
-            conn.execute("PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON")
-        conn.execute(mig.sql)
-        conn.execute(f"PRAGMA user_version = {mig.version:d}")
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
-            (mig.version, mig.name),
-        )
+    apply_migrations(conn, 0, until=13)
     for rowid, jid in ((7, "ja"), (3, "jb")):
         conn.execute(
             "INSERT INTO jobs (rowid, id, bucket_id, status, next_run_at, timezone, misfire, overlap, tenant, priority,"

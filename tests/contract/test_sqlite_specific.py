@@ -15,7 +15,7 @@ from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.sqlite import SqliteStore
 from cronwheel.store.sqlite import queries as q
-from cronwheel.store.sqlite.migrate import SCHEMA_FILE, migrations
+from cronwheel.store.sqlite.migrate import SCHEMA_FILE, apply_migrations, migrations
 from tests.contract.conftest import ALL_BUCKETS, T0, claim_all, create, new_job
 
 
@@ -81,10 +81,7 @@ def test_the_token_table_rebuild_keeps_every_token(tmp_path: Path) -> None:
     version-4 file keep their ids, hashes and roles, and metrics tokens become possible."""
     path = tmp_path / "v4.db"
     conn = apsw.Connection(str(path))
-    for mig in migrations()[:4]:
-        conn.execute(mig.sql)
-        conn.execute(f"PRAGMA user_version = {mig.version:d}")
-        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", (mig.version, mig.name))
+    apply_migrations(conn, 0, until=4)
     conn.execute("INSERT INTO tenants (name, weight, created_at, updated_at) VALUES ('acme', 1, 0, 0)")
     rows = [("tk_a", "h1", "admin", None, "root", 1, None), ("tk_t", "h2", "tenant", "acme", None, 2, 5)]
     conn.executemany("INSERT INTO api_tokens VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
@@ -110,12 +107,7 @@ def test_the_jobs_table_rebuild_keeps_every_job_and_settles_completed_ones(tmp_p
     path = tmp_path / "v7.db"
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA foreign_keys = ON")
-    for mig in migrations():
-        if mig.name == "job_outcomes":
-            break
-        conn.execute(mig.sql)
-        conn.execute(f"PRAGMA user_version = {mig.version:d}")
-        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", (mig.version, mig.name))
+    apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "job_outcomes") - 1)
     jobs = {"jok": "COMPLETED", "jdead": "COMPLETED", "jlive": "COMPLETED", "jpurged": "COMPLETED", "jcron": "ACTIVE"}
     for job_id, st in jobs.items():
         conn.execute("INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, jitter_sec, tenant, priority, max_attempts, queue)"
