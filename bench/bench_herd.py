@@ -84,7 +84,9 @@ def main() -> int:
             db = sqlite3.connect(data / "cronwheel.db", timeout=30)
             assert d.proc is not None
             cpu_before, threads_before = tree_cpu(d.proc.pid), thread_cpu(d.proc.pid)
-            deadline = time.time() + remaining + 600
+            time.sleep(max(0.0, t_due / 1000 - time.time()))  # wait for T: the CPU before it is the claims'
+            cpu_at_t, threads_at_t = tree_cpu(d.proc.pid), thread_cpu(d.proc.pid)
+            deadline = time.time() + 600
             while time.time() < deadline:
                 done = db.execute(
                     "SELECT count(*) FROM executions WHERE status IN ('SUCCEEDED','DEAD','CANCELLED')"
@@ -116,6 +118,13 @@ def main() -> int:
     print(f"daemon threads       event loop {main_thread:.2f} s, busiest other thread (the store writer) "
           f"{others[0] if others else 0.0:.2f} s, over {(last_finish - t_due) / 1000 + remaining:.2f} s from start-up to "
           f"the last finish")
+    def split(before: dict[int, float], after: dict[int, float]) -> str:
+        loop = after.get(d.proc.pid, 0.0) - before.get(d.proc.pid, 0.0)
+        rest = max((cpu - before.get(tid, 0.0) for tid, cpu in after.items() if tid != d.proc.pid), default=0.0)
+        return f"event loop {loop * per:.0f} µs, writer {rest * per:.0f} µs"
+    after_t = [a - b for a, b in zip(cpu_after, cpu_at_t, strict=True)]
+    print(f"per execution        before T (claims): {split(threads_before, threads_at_t)}; "
+          f"after T: {split(threads_at_t, threads_after)}, workers {after_t[1] * per:.0f} µs")
     if args.noisy:
         print(f"tenants B-E ({len(small)})  p50 {pct(small, .5):.0f} ms  p99 {pct(small, .99):.0f} ms  max {small[-1]:.0f} ms")
     return 0

@@ -9,6 +9,16 @@ switch happens in the child, after fork and before exec (subprocess's ``user``, 
 ``extra_groups``), so the worker itself keeps its privileges for the next run. Only a worker
 running as root can switch; anything else is a failed attempt whose error says why, as is a
 user or group that no longer exists when the run starts.
+
+A command that is one simple command of plain words (``/usr/local/bin/backup --full``, not
+``true``, ``a | b``, ``$HOME/x`` or ``echo "hi"``) is run without the shell in between when
+the job's shell is the default: the program is looked up in the job's ``PATH`` and exec'd with
+the words as its arguments and ``PWD`` set as the shell would export it. That is what the shell
+itself would do once it had parsed the line (bash execs a lone simple command in place; dash
+forks first), so the run is the same, one process instead of two. A word the shell would treat
+in any way of its own (quotes, ``$``, globs, ``~``, redirections, an assignment, a reserved
+word or a builtin) or a program not found leaves the line to the shell, as does a program the
+kernel cannot exec (a script without ``#!``, which the shell runs itself).
 """
 
 from __future__ import annotations
@@ -16,10 +26,26 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_SHELL = "/bin/sh"
+
+#: a line of plain words: no character the shell would quote, expand, redirect or split on
+_PLAIN_LINE = re.compile(r"[ \t]*[A-Za-z0-9_./:,+@%=-]+(?:[ \t]+[A-Za-z0-9_./:,+@%=-]+)*[ \t]*")
+_RESERVED_WORDS = "! case do done elif else esac fi for function if in select then time until while { } [[ ]] coproc"
+_BUILTINS = (  # dash's, and bash's beyond them
+    ". : [ alias bg break cd chdir command continue echo eval exec exit export false fc fg getopts "
+    "hash jobs kill local printf pwd read readonly return set shift test times trap true type "
+    "ulimit umask unalias unset wait bind builtin caller compgen complete compopt declare dirs "
+    "disown enable help history let logout mapfile popd pushd readarray shopt source suspend typeset"
+)
+#: the words a POSIX shell (dash, or bash as sh) runs itself rather than exec'ing a program
+_SHELL_WORDS = frozenset(f"{_RESERVED_WORDS} {_BUILTINS}".split())
+#: dash's search path when the environment has no PATH
+_SHELL_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class LaunchError(Exception):
@@ -74,6 +100,9 @@ class Launch:
     env: dict[str, str]
     stdin: bytes | None  #: None: the worker writes the payload as JSON, as for any command
     popen: dict[str, Any] = field(default_factory=dict)  #: user, group, extra_groups, cwd
+    #: the program and its argv when the shell would only exec it (see the module's doc); None:
+    #: through the shell. ``env`` then carries ``PWD`` as the shell would have exported it.
+    direct: tuple[str, list[str]] | None = None
 
 
 def plan_launch(
@@ -103,4 +132,50 @@ def plan_launch(
     env.update(process.get("env") or {})
     env.update(run_env)
     stdin = process.get("stdin")
-    return Launch([shell, "-c", command], env, None if stdin is None else stdin.encode(), popen)
+    launch = Launch([shell, "-c", command], env, None if stdin is None else stdin.encode(), popen)
+    if shell == DEFAULT_SHELL:
+        cwd = popen.get("cwd") or os.getcwd()
+        launch.direct = direct_exec(command, env.get("PATH", _SHELL_DEFAULT_PATH))
+        if launch.direct is not None:
+            launch.env = with_shell_pwd(env, cwd)
+    return launch
+
+
+def direct_exec(command: str, search_path: str) -> tuple[str, list[str]] | None:
+    """The program and argv the shell would exec for ``command`` when it is one simple command
+    of plain words naming a program found in ``search_path``; None when the shell has more to
+    do than that."""
+    if _PLAIN_LINE.fullmatch(command) is None:
+        return None
+    words = command.split()
+    name = words[0]
+    if name in _SHELL_WORDS or "=" in name:  # a builtin, a reserved word, an assignment
+        return None
+    if "/" in name:  # a path: as it is when absolute; a relative one is left to the shell
+        candidates = [name] if name.startswith("/") else []
+    else:  # searched as the shell searches, in order, skipping what it could not exec
+        dirs = search_path.split(":")
+        if not all(d.startswith("/") for d in dirs):
+            return None  # an entry relative to the directory ("" or "."): the shell's to resolve
+        candidates = [os.path.join(d, name) for d in dirs]
+    for path in candidates:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
+            return path, words
+    return None
+
+
+def with_shell_pwd(env: dict[str, str], cwd: str) -> dict[str, str]:
+    """``env`` with ``PWD`` as a POSIX shell exports it to what it runs: the inherited value if
+    it names ``cwd``, otherwise the physical path of ``cwd``."""
+    pwd_var = env.get("PWD")
+    if pwd_var and pwd_var.startswith("/"):
+        try:
+            if os.path.samefile(pwd_var, cwd):
+                return env
+        except OSError:
+            pass
+    return {**env, "PWD": os.path.realpath(cwd)}

@@ -2,13 +2,10 @@
 
     python -m cronwheel.worker.process --socket PATH --worker-id ID --slots N [--api-url URL]
 
-Runs on the default asyncio loop, not uvloop: uvloop starts children with fork(), which in a
-parent with a big heap falls to a few dozen spawns per second; the default loop's subprocess
-path uses vfork (via _posixsubprocess) and, with a pidfd child watcher, reaches ~2,500/s here
-(``bench/bench_spawn.py``). On Python 3.11 we install ``asyncio.PidfdChildWatcher`` ourselves;
-3.12+ uses pidfds by default.
+Runs on uvloop, as the daemon does. A command's process is started with ``posix_spawn``
+(vfork and exec in glibc, no copy of the page tables) and watched through a pidfd on the loop
+(``children.py``), not through the loop's own subprocess support: uvloop's would fork().
 
-What each kind of target runs, and sees, is ``targets.py``'s story; this module's is the session.
 Why one module: the session is one state machine over one set of runs (grants in, runs
 started in slots, results batched per loop turn, heartbeats, aborts, leaving).
 
@@ -31,8 +28,9 @@ import socket
 import sys
 import threading
 import time
-import warnings
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from cronwheel.core.liveout import OutputForwarder
 from cronwheel.core.model import Grant
@@ -100,20 +98,6 @@ class _RunHooks:
         self.worker.forward_output(self.run, final=True)
 
 
-def _install_pidfd_watcher(loop: asyncio.AbstractEventLoop) -> bool:
-    """Python 3.11 only: watch children with pidfds instead of one thread per child."""
-    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
-        return False
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except OSError:  # kernel < 5.3, or seccomp
-        return False
-    watcher = asyncio.PidfdChildWatcher()
-    watcher.attach_loop(loop)
-    asyncio.set_child_watcher(watcher)
-    return True
-
-
 @dataclass
 class Worker:
     socket_path: str
@@ -125,7 +109,6 @@ class Worker:
     _queue: collections.deque[_Run] = field(default_factory=collections.deque)  # waiting for a slot
     _busy: set[_Run] = field(default_factory=set)  # started and not killed
     _draining: bool = False
-    _pidfd_watcher: bool = False
     live_output: bool = False  #: the daemon's welcome offered live_output
 
     def __post_init__(self) -> None:
@@ -139,7 +122,6 @@ class Worker:
     # ---------------------------------------------------------------- lifecycle
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        self._pidfd_watcher = _install_pidfd_watcher(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._finish, 128 + sig, f"signal {signal.Signals(sig).name}")
         tasks: list[asyncio.Task[None]] = []
@@ -166,8 +148,6 @@ class Worker:
             await self._shutdown()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
-            if self._pidfd_watcher:
-                asyncio.set_child_watcher(None)  # type: ignore[arg-type]  # None restores the default; typeshed omits it
 
     def _on_loop_done(self, task: asyncio.Task[None]) -> None:
         exc = None if task.cancelled() else task.exception()
@@ -387,15 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     # a local worker's id is {node}-{incarnation}-w{index}-{generation}
     parts = args.worker_id.rsplit("-", 3)
     capture_output(configure_log(parts[0] if len(parts) == 4 else socket.gethostname()), args.worker_id)
-    with warnings.catch_warnings():  # 3.12+ deprecates policies; we only want the default loop
-        warnings.simplefilter("ignore", DeprecationWarning)
-        asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
 
     async def go() -> int:
         return await Worker(args.socket, args.worker_id, args.slots, args.api_url).run()
 
     settle_heap()
-    code = asyncio.run(go())
+    code = _run(go())
     if _threads_left(EXIT_JOIN_SEC):
         # a sync callable that never returns would keep the interpreter from exiting
         log("worker.exit_with_stuck_threads", worker=args.worker_id)
@@ -403,6 +380,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _run(coro: Coroutine[Any, Any, int]) -> int:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 #: how long an exiting worker waits for its job threads, told to stop, to return

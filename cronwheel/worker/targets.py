@@ -3,7 +3,9 @@
 The local worker (``process.py``) runs all three for the grants of its session; the remote
 worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` target is called.
 
-* ``{"command": text}``: ``/bin/sh -c text`` as the leader of its own session / process group,
+* ``{"command": text}``: ``/bin/sh -c text`` (or, for a lone simple command of plain words, the
+  program itself, as the shell would exec it: ``launch.py``), started by ``children.py`` as the
+  leader of its own session / process group,
   the payload as JSON (plus a newline) on stdin, stdout+stderr into one pipe of which the last
   64 KiB are kept, ``CRONWHEEL_*`` variables in its environment (``CRONWHEEL_PARENT_*`` too
   for a run a chain triggered: the parent's execution id, job id, tick and outcome). The job's
@@ -26,6 +28,7 @@ import inspect
 import json
 import os
 import signal
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Grant
 from cronwheel.worker.callthreads import CallThreads
+from cronwheel.worker.children import StdinFeed, spawn
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
 
@@ -192,21 +196,24 @@ class TargetRunner:
             launch = plan_launch(command, g.process, self._base_env, self.run_env(g), self._euid)
         except LaunchError as exc:
             return Result("failed", error=str(exc))
-        out_r, out_w = os.pipe()  # ours, not asyncio's: we close it whatever the job does
+        out_r, out_w = os.pipe()
+        in_r, in_w = os.pipe()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE, stdout=out_w, stderr=out_w,
-                env=launch.env, start_new_session=True, **launch.popen,
-            )
+            child = None
+            if launch.direct is not None:
+                with contextlib.suppress(OSError):  # not exec'able after all: the shell says why
+                    child = spawn(*launch.direct, launch.env, in_r, out_w, launch.popen)
+            if child is None:
+                child = spawn(launch.argv[0], launch.argv, launch.env, in_r, out_w, launch.popen)
         except BaseException as exc:
-            os.close(out_r)
-            os.close(out_w)
-            if isinstance(exc, OSError):
+            for fd in (out_r, out_w, in_r, in_w):
+                os.close(fd)
+            if isinstance(exc, (OSError, ValueError, subprocess.SubprocessError)):
                 return Result("failed", error=f"cannot start {launch.argv[0]}: {exc}")
             raise
         os.close(out_w)
-        hooks.spawned(proc.pid)
+        os.close(in_r)
+        hooks.spawned(child.pid)
 
         tail = Tail()
         eof: asyncio.Future[None] = loop.create_future()
@@ -231,38 +238,30 @@ class TargetRunner:
         stdin_bytes = launch.stdin
         if stdin_bytes is None:
             stdin_bytes = json.dumps(g.payload, ensure_ascii=False).encode() + b"\n"
-        feeder = loop.create_task(_feed_stdin(proc, stdin_bytes))
+        feed = StdinFeed(loop, in_w, stdin_bytes)
         timed_out = False
         try:
-            try:
-                await asyncio.wait_for(proc.wait(), timeout_sec)
-            except TimeoutError:
+            if not await _within(child.exited, timeout_sec):
                 timed_out = True
-                killpg(proc.pid, signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.wait(), min(TERM_GRACE_MAX, timeout_sec / 10))
-                except TimeoutError:
-                    killpg(proc.pid, signal.SIGKILL)
-                    await proc.wait()
+                killpg(child.pid, signal.SIGTERM)
+                if not await _within(child.exited, min(TERM_GRACE_MAX, timeout_sec / 10)):
+                    killpg(child.pid, signal.SIGKILL)
+                    await asyncio.shield(child.exited)
             # the shell is gone: take what is left in the pipe, then kill anything it left
             # behind in its group (which also closes the pipe's last writers)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(eof), EXIT_DRAIN_SEC)
-            killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(TimeoutError):  # a process that escaped the group
-                await asyncio.wait_for(asyncio.shield(eof), EXIT_DRAIN_SEC)
+            await _within(eof, EXIT_DRAIN_SEC)
+            killpg(child.pid, signal.SIGKILL)
+            await _within(eof, EXIT_DRAIN_SEC)  # a process that escaped the group
         finally:
             loop.remove_reader(out_r)
             os.close(out_r)
-            feeder.cancel()
-            if proc.stdin is not None:
-                proc.stdin.close()
-            if proc.returncode is None:  # cancelled (worker stopping): no orphans
-                killpg(proc.pid, signal.SIGKILL)
+            feed.close()
+            if child.returncode is None:  # cancelled (worker stopping): no orphans
+                killpg(child.pid, signal.SIGKILL)
                 with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(proc.wait())
+                    await asyncio.shield(child.exited)
         hooks.ended()
-        code = proc.returncode
+        code = child.returncode
         output = tail.text()
         if timed_out:
             return Result("timed_out", code, f"timed out after {timeout_sec:g}s", output)
@@ -341,14 +340,8 @@ class TargetRunner:
         return await target.call(kwargs, float(g.timeout_sec), self._threads)
 
 
-async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
-    stdin = proc.stdin
-    if stdin is None:
-        return
-    try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):  # the command does not read stdin
-        pass
-    finally:
-        stdin.close()
+async def _within(fut: asyncio.Future[Any], timeout_sec: float) -> bool:
+    """Whether ``fut`` is done within ``timeout_sec``; unlike ``wait_for`` it is never cancelled."""
+    if not fut.done():
+        await asyncio.wait((fut,), timeout=timeout_sec)
+    return fut.done()

@@ -213,6 +213,83 @@ def test_shell_result_env_payload_and_socket_mode() -> None:
     run(main())
 
 
+def test_a_command_starts_clean_as_popen_would_start_it() -> None:
+    """A command's process is started with posix_spawn, not subprocess (worker/children.py):
+    it must still lead its own session, see only its stdin and output of the worker's
+    descriptors, and have no signal ignored or blocked (Python ignores SIGPIPE and SIGXFSZ)."""
+    probe = (
+        "set -- $(cut -d' ' -f6 /proc/$$/stat); echo session=$(( $1 == $$ ));"
+        " ls /proc/$$/fd | tr '\\n' ' '; echo;"
+        " grep -E '^Sig(Blk|Ign):' /proc/self/status"
+    )
+
+    async def main() -> None:
+        async with pool_running() as t:
+            c = await t.run_one(grant(shell(probe)))
+            assert c.outcome is Outcome.SUCCEEDED, c
+            session, fds, blocked, ignored = c.output.splitlines()
+            assert session == "session=1"
+            assert fds.split() == ["0", "1", "2"]
+            assert blocked.split() == ["SigBlk:", "0000000000000000"]
+            # glibc's posix_spawn leaves its two internal signals (32 and 33, below SIGRTMIN and
+            # usable by no program built on glibc) ignored; every signal a program can use is not
+            internal = (1 << 31) | (1 << 32)
+            assert ignored.split()[0] == "SigIgn:" and int(ignored.split()[1], 16) & ~internal == 0, ignored
+
+    run(main())
+
+
+def test_stdin_larger_than_the_pipe_and_commands_that_never_read_it() -> None:
+    """The payload is written as the command reads it (more than a pipe holds); a command that
+    never reads its stdin, or closes it at once, still ends with its own result; a shell that
+    does not exist is a failed attempt saying why."""
+    big = {"blob": "é" * 150_000}
+    expected = len(json.dumps(big, ensure_ascii=False).encode()) + 1
+
+    async def main() -> None:
+        async with pool_running() as t:
+            read_all = await t.run_one(grant(shell("sleep 0.1; wc -c"), payload=big))
+            assert read_all.outcome is Outcome.SUCCEEDED and read_all.output.strip() == str(expected), read_all
+            never = await t.run_one(grant(shell("exec 0<&-; echo closed; exit 3"), payload=big))
+            assert never.outcome is Outcome.FAILED and never.exit_code == 3 and never.output == "closed\n", never
+            ignored = await t.run_one(grant(shell("echo ignored"), payload=big))
+            assert ignored.outcome is Outcome.SUCCEEDED and ignored.output == "ignored\n", ignored
+
+    run(main())
+
+
+def test_a_plain_command_runs_without_the_shell_and_sees_what_the_shell_would_give_it() -> None:
+    """A lone simple command of plain words is exec'd directly (worker/launch.py): the program
+    itself leads the run's session, with the environment and arguments the shell would have
+    given it ('env' quoted is the same program through the shell); a program the kernel cannot
+    exec (a script without #!) falls back to the shell, which runs it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "no-shebang"
+        script.write_text("echo from the script $#\n")
+        script.chmod(0o755)
+
+        async def main() -> None:
+            async with pool_running() as t:
+                direct = await t.run_one(grant(shell("cat /proc/self/stat")))
+                fields = direct.output.split()
+                assert direct.outcome is Outcome.SUCCEEDED and fields[1] == "(cat)", direct
+                assert fields[5] == fields[0], "the program leads its own session: no shell in between"
+                shelled = await t.run_one(grant(shell("'cat' /proc/self/stat")))
+                assert shelled.output.split()[5] != shelled.output.split()[0]  # cat is the shell's child
+                envs = []
+                for command in ("env", "'env'"):
+                    c = await t.run_one(grant(shell(command)))
+                    assert c.outcome is Outcome.SUCCEEDED, c
+                    envs.append(sorted(line for line in c.output.splitlines() if not line.startswith("CRONWHEEL_")))
+                assert envs[0] == envs[1] and any(line.startswith("PWD=/") for line in envs[0])
+                ran = await t.run_one(grant(shell(f"{script} a b")))
+                assert ran.outcome is Outcome.SUCCEEDED and ran.output == "from the script 2\n", ran
+                failed = await t.run_one(grant(shell("/usr/bin/env false")))
+                assert failed.outcome is Outcome.FAILED and failed.exit_code == 1 and failed.error == "exit code 1"
+
+        run(main())
+
+
 def test_socket_path_longer_than_sun_path_works() -> None:
     async def main() -> None:
         async with pool_running(subdir="d" * 60 + "/" + "e" * 60) as t:

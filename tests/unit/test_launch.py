@@ -55,3 +55,38 @@ def test_unknown_accounts() -> None:
         resolve_account("no-such-user-cw22")
     with pytest.raises(LaunchError, match="runAs group 'no-such-group-cw22' does not exist on this node"):
         resolve_account("root", "no-such-group-cw22")
+
+
+# ---------------------------------------------------------------- a lone simple command, without the shell
+
+
+def test_plain_commands_are_exec_d_directly_as_the_shell_would() -> None:
+    true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
+    launch = plan_launch(f"  {true} --x=1 a,b:c@d%e+f  ", None, BASE, RUN, euid=1000)
+    assert launch.direct == (true, [true, "--x=1", "a,b:c@d%e+f"])
+    assert launch.argv == ["/bin/sh", "-c", f"  {true} --x=1 a,b:c@d%e+f  "]  # the fallback
+    by_name = plan_launch("env -0", None, BASE, RUN, euid=1000)
+    assert by_name.direct is not None and by_name.direct[1] == ["env", "-0"]  # argv[0] as typed
+    assert by_name.direct[0] in ("/usr/bin/env", "/bin/env")  # the first match along BASE's PATH
+    # PWD as the shell exports it: the physical working directory, unless one naming it is inherited
+    assert by_name.env["PWD"] == os.path.realpath(os.getcwd())
+    kept = plan_launch("env", None, {**BASE, "PWD": os.getcwd()}, RUN, euid=1000)
+    assert kept.direct is not None and kept.env["PWD"] == os.getcwd()
+
+
+@pytest.mark.parametrize("command", [
+    "true", "echo hi", "exit 3", "cd /tmp", "kill -9 1", "exec env", "if", "[ -f x ]", "test -f x",  # the shell's own
+    "env | cat", "env; env", "env && env", "env > /dev/null", "env 2>&1", "env &",  # more than one simple command
+    "env $HOME", "env ~", "env *", "env a?", "env [ab]", "env 'a'", 'env "a"', "env a\\ b", "env `id`",  # expansions
+    "env # comment", "A=1 env", "env\nenv", "env (x)", "env {a,b}", "env ¡", "env\u00a0x",  # and the rest
+    "no-such-program-cw17 x", "./env", "bin/env",  # not found, or a path the shell resolves
+])
+def test_anything_more_than_plain_words_naming_a_program_goes_to_the_shell(command: str) -> None:
+    launch = plan_launch(command, None, BASE, RUN, euid=1000)
+    assert launch.direct is None and launch.argv == ["/bin/sh", "-c", command] and "PWD" not in launch.env
+
+
+def test_the_job_s_own_shell_and_relative_search_paths_keep_the_shell() -> None:
+    assert plan_launch("env", {"shell": "/bin/bash"}, BASE, RUN, euid=1000).direct is None
+    for path in (".:/usr/bin:/bin", "/usr/bin::/bin", ""):
+        assert plan_launch("env", {"env": {"PATH": path}}, BASE, RUN, euid=1000).direct is None, path
