@@ -286,6 +286,9 @@ def test_a_plain_command_runs_without_the_shell_and_sees_what_the_shell_would_gi
                 assert ran.outcome is Outcome.SUCCEEDED and ran.output == "from the script 2\n", ran
                 failed = await t.run_one(grant(shell("/usr/bin/env false")))
                 assert failed.outcome is Outcome.FAILED and failed.exit_code == 1 and failed.error == "exit code 1"
+                # the program is the run's process: its timeout's SIGTERM reaches it, not a shell
+                slow = await t.run_one(grant(shell("sleep 600"), timeout_sec=0.5))
+                assert slow.outcome is Outcome.TIMED_OUT and slow.exit_code == -signal.SIGTERM, slow
 
         run(main())
 
