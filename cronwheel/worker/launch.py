@@ -134,10 +134,9 @@ def plan_launch(
     stdin = process.get("stdin")
     launch = Launch([shell, "-c", command], env, None if stdin is None else stdin.encode(), popen)
     if shell == DEFAULT_SHELL:
-        cwd = popen.get("cwd") or os.getcwd()
         launch.direct = direct_exec(command, env.get("PATH", _SHELL_DEFAULT_PATH))
         if launch.direct is not None:
-            launch.env = with_shell_pwd(env, cwd)
+            set_shell_pwd(env, popen.get("cwd") or os.getcwd())
     return launch
 
 
@@ -168,14 +167,14 @@ def direct_exec(command: str, search_path: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def with_shell_pwd(env: dict[str, str], cwd: str) -> dict[str, str]:
-    """``env`` with ``PWD`` as a POSIX shell exports it to what it runs: the inherited value if
-    it names ``cwd``, otherwise the physical path of ``cwd``."""
+def set_shell_pwd(env: dict[str, str], cwd: str) -> None:
+    """Set ``PWD`` in ``env`` as a POSIX shell exports it to what it runs: the inherited value
+    if it names ``cwd``, otherwise the physical path of ``cwd``."""
     pwd_var = env.get("PWD")
     if pwd_var and pwd_var.startswith("/"):
         try:
             if os.path.samefile(pwd_var, cwd):
-                return env
+                return
         except OSError:
             pass
-    return {**env, "PWD": os.path.realpath(cwd)}
+    env["PWD"] = os.path.realpath(cwd)

@@ -28,9 +28,9 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+
+import uvloop
 
 from cronwheel.core.liveout import OutputForwarder
 from cronwheel.core.model import Grant
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         return await Worker(args.socket, args.worker_id, args.slots, args.api_url).run()
 
     settle_heap()
-    code = _run(go())
+    code = uvloop.run(go())  # a dependency wherever a worker can run (posix_spawn, pidfds: Linux)
     if _threads_left(EXIT_JOIN_SEC):
         # a sync callable that never returns would keep the interpreter from exiting
         log("worker.exit_with_stuck_threads", worker=args.worker_id)
@@ -380,14 +380,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-def _run(coro: Coroutine[Any, Any, int]) -> int:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        return asyncio.run(coro)
-    return uvloop.run(coro)
 
 
 #: how long an exiting worker waits for its job threads, told to stop, to return
