@@ -125,8 +125,9 @@ class Scheduler:
         self._claim_needed = True
         self._poke.set()
 
-    def _add(self, job_id: str, next_run_at: int) -> None:
-        lead = self.lead.lead_for(next_run_at)
+    def _add(self, job_id: str, next_run_at: int, lead: int | None = None) -> None:
+        if lead is None:
+            lead = self.lead.lead_for(next_run_at)
         if lead != self.claim_ahead_ms:
             self._herd_tick[job_id] = next_run_at
         else:
@@ -203,8 +204,17 @@ class Scheduler:
         )
         self.lead.reset([next_run_at for _, next_run_at in due])
         self._herd_tick = {k: v for k, v in self._herd_tick.items() if v >= now}
+        # A herd sits in the horizon for up to a minute, reloaded every few seconds: the jobs
+        # already armed where they would be armed again are left as they are. The lead is a
+        # function of the tick, so one computation serves every job of a herd second.
+        lead_at: dict[int, int] = {}
+        deadline_of = self.wheel.deadline_of
         for job_id, next_run_at in due:
-            self._add(job_id, next_run_at)
+            lead = lead_at.get(next_run_at)
+            if lead is None:
+                lead = lead_at[next_run_at] = self.lead.lead_for(next_run_at)
+            if deadline_of(job_id) != next_run_at - lead:
+                self._add(job_id, next_run_at, lead)
         self._next_reload = now + self.reload_ms
         self.loaded.set()
 

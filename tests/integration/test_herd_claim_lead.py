@@ -82,3 +82,54 @@ def test_a_herd_is_claimed_before_its_tick_and_ordinary_jobs_keep_the_base_lead(
     finally:
         writer.close()
         reader.close()
+
+
+def test_a_reload_leaves_armed_jobs_in_place_and_moves_only_what_changed(tmp_path: Path) -> None:
+    """The horizon is reloaded every few seconds while a herd waits in it. A job armed where
+    the reload would arm it again keeps its wheel entry (and so its place among the ties of
+    its deadline); a job whose next run moved, and a herd whose lead grew, are re-armed."""
+    path = tmp_path / "cronwheel.db"
+    store = SqliteStore.open(path)
+    herd = [NewJob(new_job_id(), JobSpec(target=TARGET, run_at=T), T) for _ in range(1200)]
+    moved_spec = JobSpec(target=TARGET, run_at=T + 10_000)
+    moved = NewJob(new_job_id(), moved_spec, T + 10_000)
+    store.create_jobs([*herd, moved], T - 60_000)
+
+    clock = FakeClock(T - 20_000)
+    writer = StoreRunner(SqliteStore.open(path), "writer")
+    reader = StoreRunner(SqliteStore.open(path), "reader")
+    sched = Scheduler(clock, writer, reader, EventLog("n1", io.StringIO(), fmt="json"), lambda _ex: None,
+                      lambda _ids: None, claim_ahead_ms=2000)  # fmt: skip
+    sched.lead.rate = 1000.0  # claims/s: 1,200 jobs in one second make a herd
+
+    def herd_lead(count: int) -> int:
+        return 2000 + int(count / sched.lead.rate * 1000 * SAFETY)
+
+    async def scenario() -> None:
+        await sched._reload(clock.now_ms())
+        assert {sched.wheel.deadline_of(j.job_id) for j in herd} == {T - herd_lead(1200)}
+
+        # the same second grows: its lead grows, and the reload re-arms the whole second by it
+        later = [NewJob(new_job_id(), JobSpec(target=TARGET, run_at=T), T) for _ in range(800)]
+        store.create_jobs(later, clock.now_ms())
+        clock.advance(5000)
+        await sched._reload(clock.now_ms())
+        ids = sorted(j.job_id for j in [*herd, *later])  # a reload arms ties in id order
+        assert {sched.wheel.deadline_of(i) for i in ids} == {T - herd_lead(2000)}
+
+        # something re-arms the first of them (an API call): it is now the last of the ties;
+        # and one job's next run moves in the store
+        sched.job_scheduled(ids[0], T)
+        store.update_job(moved.job_id, moved_spec, T + 15_000, True, clock.now_ms())
+        clock.advance(5000)
+        await sched._reload(clock.now_ms())
+        assert sched.wheel.deadline_of(moved.job_id) == T + 15_000 - 2000
+        fired = sched.wheel.advance(T - herd_lead(2000))
+        assert [key for _, key in fired] == [*ids[1:], ids[0]]  # the reload re-sequenced nothing
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+        writer.close()
+        reader.close()

@@ -29,8 +29,7 @@ class SchedulingMethods(SqliteBase):
     def due_jobs(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[str, int]]:
         if not buckets or limit <= 0:
             return []
-        rows = self._conn.execute(q.DUE_JOBS, (buckets_json(tuple(buckets)), until_ms, limit))
-        return [(r[0], r[1]) for r in rows]
+        return self._conn.execute(q.DUE_JOBS, (buckets_json(tuple(buckets)), until_ms, limit)).fetchall()  # type: ignore[return-value]
 
     @translated
     def next_due_at(self, buckets: Sequence[int]) -> int | None:
