@@ -8,8 +8,8 @@ was most of a worker's CPU. Here a call is one put on a ``SimpleQueue`` (C); a f
 is appended to a list, and the loop is woken once for every call that finished before it got
 round to looking. Semantics are the executor's: up to ``size`` threads, started as needed; a
 callable that never returns keeps its thread (it cannot be killed) and the awaiting side may
-give up on it (its future is cancelled, its late result dropped); ``close`` lets running calls
-run and cancels the queued ones.
+give up on it (its future cancelled, or failed by a timeout: its late result is dropped);
+``close`` lets running calls run and cancels the queued ones.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class CallThreads:
             done, self._done = self._done, []
             self._wake_pending = False
         for fut, value, exc in done:
-            if fut.cancelled():  # given up on (a timeout): its late result goes nowhere
+            if fut.done():  # given up on (cancelled, timed out): its late result goes nowhere
                 continue
             if exc is None:
                 fut.set_result(value)

@@ -572,6 +572,26 @@ def test_python_callables_sync_async_errors_and_timeouts() -> None:
     run(main())
 
 
+def test_a_sync_callable_that_overruns_is_timed_out_once_and_its_late_result_dropped() -> None:
+    async def main() -> None:
+        async with pool_running(slots=1) as t:  # one thread: the next call waits for it
+            overrun = grant({"python": "worker_callables:sleepy_sync"}, payload=1.5, timeout_sec=0.3)
+            awaited = grant({"python": "worker_callables:lazy_sleeper"}, payload=60, timeout_sec=0.3)
+            t.pool.send_grants(f"test-{t.pool.incarnation}-w0-0", [overrun, awaited])
+            for g in (overrun, awaited):
+                c = await t.result(g)
+                assert c.outcome is Outcome.TIMED_OUT and c.error == "timed out after 0.3s"
+            # the thread returns later ("woke"): that result goes nowhere, and the thread
+            # takes the next call
+            after = grant({"python": "worker_callables:no_args"})
+            t.pool.send_grants(f"test-{t.pool.incarnation}-w0-0", [after])
+            assert (await t.result(after)).output == '"fine"'
+            sent = [r.outcome for batch in t.h.result_batches for r in batch if r.execution_id == overrun.execution_id]
+            assert sent == [Outcome.TIMED_OUT]
+
+    run(main())
+
+
 def test_python_async_callable_is_cancelled_on_abort() -> None:
     async def main() -> None:
         async with pool_running(slots=1) as t:

@@ -42,3 +42,8 @@ async def sleepy(payload: Any) -> str:
 def sleepy_sync(payload: Any) -> str:
     time.sleep(float(payload))
     return "woke"
+
+
+def lazy_sleeper(payload: Any) -> Any:
+    """A plain function that returns a coroutine: the worker awaits it, within the timeout."""
+    return sleepy(payload)
