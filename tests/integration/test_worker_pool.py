@@ -572,7 +572,7 @@ def test_python_callables_sync_async_errors_and_timeouts() -> None:
     run(main())
 
 
-def test_a_sync_callable_that_overruns_is_timed_out_once_and_its_late_result_dropped() -> None:
+def test_a_callable_that_overruns_is_timed_out_once_and_one_that_raises_timeouterror_failed() -> None:
     async def main() -> None:
         async with pool_running(slots=1) as t:  # one thread: the next call waits for it
             overrun = grant({"python": "worker_callables:sleepy_sync"}, payload=1.5, timeout_sec=0.3)
@@ -588,6 +588,13 @@ def test_a_sync_callable_that_overruns_is_timed_out_once_and_its_late_result_dro
             assert (await t.result(after)).output == '"fine"'
             sent = [r.outcome for batch in t.h.result_batches for r in batch if r.execution_id == overrun.execution_id]
             assert sent == [Outcome.TIMED_OUT]
+            # a TimeoutError the callable raises itself is its failure, not the job's timeout
+            for name in ("own_timeout", "own_timeout_async"):
+                g = grant({"python": f"worker_callables:{name}"}, timeout_sec=60)
+                t.pool.send_grants(f"test-{t.pool.incarnation}-w0-0", [g])
+                c = await t.result(g)
+                assert c.outcome is Outcome.FAILED, name
+                assert "TimeoutError: the upstream API did not answer" in (c.error or ""), c.error
 
     run(main())
 

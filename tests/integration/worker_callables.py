@@ -47,3 +47,13 @@ def sleepy_sync(payload: Any) -> str:
 def lazy_sleeper(payload: Any) -> Any:
     """A plain function that returns a coroutine: the worker awaits it, within the timeout."""
     return sleepy(payload)
+
+
+def own_timeout() -> None:
+    """Fails with a TimeoutError of its own (an upstream call): a failure, not the job's timeout."""
+    raise TimeoutError("the upstream API did not answer")
+
+
+async def own_timeout_async() -> None:
+    await asyncio.sleep(0)
+    raise TimeoutError("the upstream API did not answer")
