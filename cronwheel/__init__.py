@@ -1,8 +1,19 @@
 """cronwheel: a distributed job scheduler."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:  # one version source: pyproject.toml, through the installed package's metadata
-    __version__ = version("cronwheel")
-except PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    """``__version__``, read from the installed package's metadata (one version source:
+    pyproject.toml) the first time something asks. Not at import: importlib.metadata costs
+    every process ~20 ms and a few MiB, and workers and most CLI commands never need it."""
+    if name != "__version__":
+        raise AttributeError(f"module 'cronwheel' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("cronwheel")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found

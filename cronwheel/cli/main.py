@@ -21,7 +21,6 @@ from typing import Any
 
 import click
 
-from cronwheel import __version__
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
 from cronwheel.cli import jobs_as_code
@@ -39,6 +38,16 @@ from cronwheel.cli.transfer import export, import_crontab
 from cronwheel.core.config import ConfigError
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``, as click's version_option prints it, the version read only then."""
+    if not value or ctx.resilient_parsing:
+        return
+    import cronwheel
+
+    click.echo(f"cronwheel, version {cronwheel.__version__}")
+    ctx.exit()
+
+
 @click.group(cls=CliGroup, context_settings=CONTEXT)
 @click.option("--url", envvar="CRONWHEEL_URL", metavar="URL",
               help="The daemon: http://HOST:PORT or unix:/PATH. [env CRONWHEEL_URL; default unix:DATA_DIR/api.sock]")
@@ -49,7 +58,8 @@ from cronwheel.core.config import ConfigError
 @click.option("--config", "config_path", metavar="FILE",
               help="The configuration file (its data_dir tells commands where the daemon is). "
                    "[env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
-@click.version_option(__version__, "-V", "--version", prog_name="cronwheel")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None, config_path: str | None) -> None:
     """cronwheel: a distributed job scheduler for cron and one-off jobs.

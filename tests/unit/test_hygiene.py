@@ -4,7 +4,11 @@ the pre-commit hooks running exactly what `make lint` runs."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -23,6 +27,17 @@ def test_one_version_source() -> None:
     for page in REPO.glob("man/*.[0-9]"):
         th = page.read_text().splitlines()[0]
         assert f'"cronwheel {__version__}"' in th, f"{page.name}: {th}"
+
+
+def test_workers_and_the_cli_read_the_version_only_when_asked() -> None:
+    """importlib.metadata costs every process ~20 ms and a few MiB (each worker of a node).
+    Run without site (a development install's finder imports it at start-up)."""
+    code = ("import sys, cronwheel, cronwheel.worker.process, cronwheel.cli.main;"
+            "print('importlib.metadata' in sys.modules, cronwheel.__version__)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
+    out = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, check=True,
+                         timeout=60).stdout.split()  # fmt: skip
+    assert out == ["False", __version__]
 
 
 def test_licence_file_matches_pyproject() -> None:
