@@ -106,18 +106,20 @@ class PythonTarget:
                     value = await value
         except _Overrun:
             # a thread cannot be killed: a sync callable keeps its thread until it returns
-            return self._timed_out(timeout_sec)
+            return timed_out(timeout_sec)
         except TimeoutError as exc:
             if scope is not None and scope.expired():
-                return self._timed_out(timeout_sec)
+                return timed_out(timeout_sec)
             return Result("failed", None, error_text(exc))  # the callable's own, not ours
         except Exception as exc:
             return Result("failed", None, error_text(exc))
         return Result("succeeded", None, None, return_text(value))
 
-    @staticmethod
-    def _timed_out(timeout_sec: float) -> Result:
-        return Result("timed_out", None, f"timed out after {timeout_sec:g}s")
+
+
+def timed_out(timeout_sec: float, exit_code: int | None = None, output: str | None = None) -> Result:
+    """The result of a run its job's ``timeoutSec`` ended (every kind of target)."""
+    return Result("timed_out", exit_code, f"timed out after {timeout_sec:g}s", output)
 
 
 class _Overrun(Exception):
@@ -269,10 +271,10 @@ class TargetRunner:
         if stdin_bytes is None:
             stdin_bytes = json.dumps(g.payload, ensure_ascii=False).encode() + b"\n"
         feed = StdinFeed(loop, in_w, stdin_bytes)
-        timed_out = False
+        overran = False
         try:
             if not await _within(child.exited, timeout_sec):
-                timed_out = True
+                overran = True
                 killpg(child.pid, signal.SIGTERM)
                 if not await _within(child.exited, min(TERM_GRACE_MAX, timeout_sec / 10)):
                     killpg(child.pid, signal.SIGKILL)
@@ -293,8 +295,8 @@ class TargetRunner:
         hooks.ended()
         code = child.returncode
         output = tail.text()
-        if timed_out:
-            return Result("timed_out", code, f"timed out after {timeout_sec:g}s", output)
+        if overran:
+            return timed_out(timeout_sec, code, output)
         if code == 0:
             return Result("succeeded", 0, None, output)
         if code is not None and code < 0:
@@ -343,7 +345,7 @@ class TargetRunner:
                         tail.add(chunk)
                     status, reason = resp.status, resp.reason
         except TimeoutError:
-            return Result("timed_out", None, f"timed out after {timeout_sec:g}s", tail.text() or None)
+            return timed_out(timeout_sec, None, tail.text() or None)
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             return Result("failed", None, bounded_tail(f"{type(exc).__name__}: {exc}"), tail.text() or None)
         output = tail.text()

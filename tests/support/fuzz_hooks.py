@@ -154,10 +154,16 @@ def accepted_refusal(operation: str, response_text: str) -> bool:
 KEPT_AFTER_DELETE = re.compile(r"^/v1/jobs/[^/]+(/executions|/upcoming)?$")
 
 
+#: what a revocation of the run's own token is sent as instead. The stateful phase has sent
+#: that DELETE as the step after creating a token, and then counted this 404 of ours as
+#: "created resource not found" (ST302): filter_failure drops exactly that one
+NO_SUCH_TOKEN_ID = "tk_0000000000000000"
+
+
 @schemathesis.hook
 def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
-    """Keep every failure but a positive-data refusal listed in ``ACCEPTED_REFUSALS`` and a
-    cancelled job read after its DELETE."""
+    """Keep every failure but a positive-data refusal listed in ``ACCEPTED_REFUSALS``, a
+    cancelled job read after its DELETE, and the 404 of ``NO_SUCH_TOKEN_ID``."""
     code = getattr(failure, "code", None)
     if code == "ST202":  # "Schema-valid request rejected"
         return not accepted_refusal(f"{case.method.upper()} {case.path}", response.text)
@@ -174,10 +180,6 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
 #: run answering 401, so the fuzzer never revokes it (every other token id is fair game,
 #: including the daemon's own admin token and the last-admin guard)
 OWN_TOKEN_ID_ENV = "CRONWHEEL_FUZZ_TOKEN_ID"
-#: what a revocation of the run's own token is sent as instead. The stateful phase has sent
-#: that DELETE as the step after creating a token, and then counted this 404 of ours as
-#: "created resource not found" (ST302): filter_failure drops exactly that one
-NO_SUCH_TOKEN_ID = "tk_0000000000000000"
 #: a claim long-polls for up to ``waitSec`` (<= 30 s) when nothing is queued; valid waits are
 #: scaled into [0, 0.5] s so the run stays short (the long poll has its own tests)
 CLAIM_WAIT_SCALE = 60
