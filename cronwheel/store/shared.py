@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cronwheel.core.calendar import Calendar
-from cronwheel.core.model import Execution, Job
+from cronwheel.core.model import Execution, Grant, Job
 from cronwheel.core.records import (
     BucketLease,
     Completion,
     CompletionResult,
     HeartbeatResult,
     NodeInfo,
+    StartRequest,
 )
 from cronwheel.core.tenants import ApiToken, Tenant
 from cronwheel.store.calendars import calendar_row
@@ -75,6 +76,8 @@ class Dialect:
     bucket_leases: Callable[[Any], list[BucketLease]]
     #: (conn, execution_id, lease_epoch, now_ms)
     heartbeat: Callable[[Any, str, int, int], HeartbeatResult]
+    #: (conn, starts, now_ms): ``start_executions`` inside the caller's transaction
+    start: Callable[[Any, Sequence[StartRequest], int], list[Grant]]
     #: (conn, completions, now_ms, rand01)
     complete: Callable[[Any, Sequence[Completion], int, Sequence[float] | None], list[CompletionResult]]
     #: (conn, job_id, ticks, now_ms, tenant)
@@ -143,7 +146,15 @@ class SharedScheduling(Backend):
 
 class SharedExecutions(Backend):
     """Heartbeats, completions and the reaper commit without an fsync where the backend can
-    (SQLite: ``synchronous=NORMAL``; see ``store/base.py`` for why that is safe)."""
+    (SQLite: ``synchronous=NORMAL``; see ``store/base.py`` for why that is safe); starts
+    always with one (an epoch is never handed out twice)."""
+
+    @guarded
+    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
+        if not starts:
+            return []
+        with self._write() as conn:
+            return self._dialect.start(conn, starts, now_ms)
 
     @guarded
     def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:

@@ -33,6 +33,7 @@ DIALECT = Dialect(
     release_buckets=cluster.release,
     bucket_leases=cluster.leases,
     heartbeat=_heartbeat,
+    start=leases.start,
     complete=leases.complete,
     backfill=triggers.backfill,
     deregister_node=cluster.DEREGISTER_NODE,

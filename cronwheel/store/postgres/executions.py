@@ -10,7 +10,6 @@ from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     EffectVerdict,
     HeartbeatResult,
-    StartRequest,
 )
 from cronwheel.store.common import MAX_MS, replay_reason
 from cronwheel.store.postgres import jobstate, leases
@@ -29,13 +28,6 @@ class ExecutionMethods(PostgresBase):
         after_at, after_id = after if after is not None else (-MAX_MS, "")
         args = {"now": now_ms, "after_at": after_at, "after_id": after_id, "limit": limit}
         return [execution_from_row(r) for r in self._rows(q.READY_EXECUTIONS, args)]
-
-    @translated
-    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
-        if not starts:
-            return []
-        with self._write() as conn:
-            return leases.start(conn, starts, now_ms)
 
     @translated
     def claim_for_worker(

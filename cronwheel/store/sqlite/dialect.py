@@ -15,6 +15,7 @@ DIALECT = Dialect(
     release_buckets=cluster.release,
     bucket_leases=cluster.leases,
     heartbeat=leases.heartbeat,
+    start=leases.start,
     complete=leases.complete,
     backfill=triggers.backfill,
     deregister_node=cluster.DEREGISTER_NODE,

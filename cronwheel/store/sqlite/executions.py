@@ -4,35 +4,22 @@ effects, the dead-letter queue and retention.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
-import apsw
-
-from cronwheel.core.chains import payload_with_context
-from cronwheel.core.model import DEFAULT_LEASE_SEC, ExecStatus, Execution, Grant
+from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     EffectVerdict,
     HeartbeatResult,
-    StartRequest,
 )
 from cronwheel.store.common import (
     MAX_MS,
-    ORIGIN,
-    PRIORITY,
-    JsonMemo,
     dumps,
-    json_array,
     replay_reason,
 )
-from cronwheel.store.outbox.hooks import after_starts
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import SqliteBase, count_rows, translated
-from cronwheel.store.sqlite.rows import execution_from_row, outbox_sql
-
-_DEFAULT_LEASE_MS = round(DEFAULT_LEASE_SEC * 1000)
+from cronwheel.store.sqlite.rows import execution_from_row
 
 
 class ExecutionMethods(SqliteBase):
@@ -47,16 +34,6 @@ class ExecutionMethods(SqliteBase):
         return [execution_from_row(r) for r in rows]
 
     @translated
-    def start_executions(self, starts: Sequence[StartRequest], now_ms: int) -> list[Grant]:
-        if not starts:
-            return []
-        workers: dict[str, str] = {}
-        for st in starts:
-            workers.setdefault(st.execution_id, st.worker_id)
-        with self._write() as conn:
-            return self._start_in(conn, workers, now_ms)
-
-    @translated
     def claim_for_worker(
         self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
     ) -> list[Grant]:
@@ -66,36 +43,7 @@ class ExecutionMethods(SqliteBase):
             ids = [r[0] for r in conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, tenant, max))]
             if not ids:
                 return []
-            grants = self._start_in(conn, dict.fromkeys(ids, worker_id), now_ms)
-        return grants
-
-    def _start_in(self, conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> list[Grant]:
-        """start_executions' work inside the caller's write transaction: one read of the
-        definitions of the batch's jobs (an execution id is ``{jobId}:{scheduledAtMs}``), one
-        UPDATE of the batch."""
-        jobs = {eid: eid.rpartition(":")[0] for eid in workers}
-        defs: dict[str, Any] = {r[0]: r for r in conn.execute(q.START_DEFINITIONS, (json_array(list(set(jobs.values()))),))}
-        no_def = (None, None, DEFAULT_LEASE_SEC, 0.0, "{}", "null", None)
-        triples = json_array([[eid, wid, defs.get(jobs[eid], no_def)[1]] for eid, wid in workers.items()])
-        rows: list[Any] = conn.execute(q.START_EXECUTIONS, (triples, now_ms, _DEFAULT_LEASE_MS)).fetchall()
-        by_id = {r[0]: r for r in rows}
-        grants: list[Grant] = []
-        parsed = JsonMemo()
-        for eid in workers:  # in the order asked
-            r = by_id.get(eid)
-            if r is None:
-                continue
-            # the definition of the job the row names (the same one, by the id's CHECK)
-            _, _, lease_sec, timeout_sec, target, payload, process = defs.get(r[1], no_def)
-            if target is None:  # no definition row (cannot happen with the foreign keys on)
-                lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
-            context = None if r[10] is None else json.loads(r[10])
-            grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
-                                lease_sec, timeout_sec, parsed(target),
-                                payload_with_context(parsed(payload), context), r[8],
-                                origin=ORIGIN[r[9]], process=None if process is None else parsed(process),
-                                context=context))  # fmt: skip
-        after_starts(outbox_sql(conn), [(g.execution_id, g.job_id, g.attempt, g.scheduled_at) for g in grants], now_ms)
+            grants = leases.start_in(conn, dict.fromkeys(ids, worker_id), now_ms)
         return grants
 
     @translated
