@@ -1,5 +1,7 @@
-"""The SQLite store's executions: hand-outs under leases, heartbeats, completions, reads,
-effects, the dead-letter queue and retention.
+"""The SQLite store's own execution methods: the ready queue, remote workers' claims,
+heartbeat batches, reads, effects, the dead-letter queue and retention. The statements of a
+start, a heartbeat and a completion are ``sqlite/leases.py``'s; the methods both backends
+share (starts, completions, the reaper) are ``store/shared.py``'s.
 """
 
 from __future__ import annotations
