@@ -22,13 +22,16 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import functools
 import os
 import signal
 import socket
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvloop
 
@@ -41,7 +44,7 @@ from cronwheel.worker.eventlog import capture_output, configure_log, log
 from cronwheel.worker.framing import FROM_DAEMON, FrameDecoder, encode_frame, encode_result_frames
 from cronwheel.worker.results import Result, error_text
 from cronwheel.worker.sockpath import unix_path
-from cronwheel.worker.targets import TargetRunner, killpg
+from cronwheel.worker.targets import PythonTarget, TargetRunner, call_result, finished_call, killpg
 
 READ_CHUNK = 64 * 1024
 MAX_BEATS_PER_FRAME = 8192
@@ -56,6 +59,7 @@ class _Run:
     grant: Grant
     next_beat: float
     task: asyncio.Task[None] | None = None
+    call: asyncio.Future[Any] | None = None  #: a plain callable's call, run with no task (``_call_plain``)
     pgid: int | None = None  #: the shell's process group, once spawned
     killed: str | None = None  #: why it was aborted (no result is sent then)
     started: bool = False
@@ -269,6 +273,8 @@ class Worker:
                  leaseEpoch=run.lease_epoch, reason=reason)
         if run.pgid is not None:
             killpg(run.pgid, signal.SIGKILL)  # the task sees the shell die and ends quietly
+        elif run.call is not None:
+            run.call.cancel()  # its thread runs on; what it returns goes nowhere
         elif run.task is not None:
             run.task.cancel()
         self._pump()
@@ -283,29 +289,73 @@ class Worker:
                 continue
             run.started = True
             self._busy.add(run)
-            run.task = asyncio.get_running_loop().create_task(self._execute(run), name=run.execution_id)
-            self._tasks.add(run.task)
-            run.task.add_done_callback(self._tasks.discard)
+            target = self._targets.loaded_plain(run.grant)
+            if target is not None:
+                self._call_plain(run, target)
+            else:
+                self._start_task(run, self._execute(run))
         self._exit_if_idle()
+
+    def _start_task(self, run: _Run, execute: Coroutine[Any, Any, None]) -> None:
+        run.task = asyncio.get_running_loop().create_task(execute, name=run.execution_id)
+        self._tasks.add(run.task)
+        run.task.add_done_callback(self._tasks.discard)
+
+    def _call_plain(self, run: _Run, target: PythonTarget) -> None:
+        """Start a loaded plain callable in a thread, with no task of its own: a task and its
+        chain of coroutines per run were ~40 % of a worker's samples in a herd of no-op
+        callables (docs/benchmarks.md). ``_called`` takes it from there."""
+        deadline = asyncio.get_running_loop().time() + float(run.grant.timeout_sec)
+        try:
+            call = run.call = self._targets.start_plain(run.grant, target, deadline)
+        except Exception as exc:  # a bug of ours, as in _execute
+            self._ended(run, Result("failed", error="worker error: " + error_text(exc)))
+            return
+        call.add_done_callback(functools.partial(self._called, run, deadline))
+
+    def _called(self, run: _Run, deadline: float, call: asyncio.Future[Any]) -> None:
+        if run.killed is not None:  # _kill cancelled it and let the run go
+            return
+        if call.cancelled():  # the threads closed under it (shutdown): as a cancelled task
+            self._release(run)
+            return
+        try:
+            result = call_result(call, float(run.grant.timeout_sec))
+        except Exception as exc:
+            result = Result("failed", error="worker error: " + error_text(exc))
+        if result is None:  # it returned an awaitable, awaited in a task within the timeout
+            run.call = None
+            self._start_task(run, self._execute(run, finished_call(call, deadline, float(run.grant.timeout_sec))))
+            return
+        self._ended(run, result)
 
     def _exit_if_idle(self) -> None:
         if self._draining and not self._runs and not self._done.is_set():
             self._send(wire.Bye())
             self._finish(EXIT_OK, "bye")
 
-    async def _execute(self, run: _Run) -> None:
+    async def _execute(self, run: _Run, work: Coroutine[Any, Any, Result] | None = None) -> None:
+        """Run ``run`` (or await ``work``, what is left of it) and report its result."""
         try:
-            result = await self._targets.run(run.grant, _RunHooks(self, run))
+            result = await (self._targets.run(run.grant, _RunHooks(self, run)) if work is None else work)
         except asyncio.CancelledError:
+            self._release(run)
             if run.killed is None:
                 raise
             return
         except Exception as exc:  # a bug of ours: report it as a failed attempt
             result = Result("failed", error="worker error: " + error_text(exc))
-        finally:
-            self._busy.discard(run)
-            if self._runs.get(run.execution_id) is run:
-                del self._runs[run.execution_id]
+        self._ended(run, result)
+
+    def _release(self, run: _Run) -> None:
+        self._busy.discard(run)
+        if self._runs.get(run.execution_id) is run:
+            del self._runs[run.execution_id]
+
+    def _ended(self, run: _Run, result: Result) -> None:
+        """``run`` ended with ``result``: its slot is free, and the daemon hears of it unless
+        it was killed."""
+        self._release(run)
         if run.killed is None:
             self._add_result(Completion(run.execution_id, None, run.lease_epoch, Outcome(result.outcome),
                                         result.exit_code, result.error, result.output))

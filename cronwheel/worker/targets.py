@@ -78,43 +78,74 @@ class PythonTarget:
     params: frozenset[str] | None  #: None: it takes **kwargs, pass everything
     is_async: bool
 
+    def arguments(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The arguments it accepts out of ``kwargs``."""
+        return kwargs if self.params is None else {k: v for k, v in kwargs.items() if k in self.params}
+
+    def start(self, kwargs: dict[str, Any], deadline: float, threads: CallThreads) -> asyncio.Future[Any]:
+        """A plain callable, started in ``threads``: its future gets the value, the exception,
+        or ``_Overrun`` from a timer at ``deadline`` (loop time; one timer rather than an
+        asyncio.timeout scope: ~3.5 µs less per call, docs/benchmarks.md). The timer goes
+        when the future is done, however it ends."""
+        call = threads.call(functools.partial(self.fn, **self.arguments(kwargs)))
+        expiry = asyncio.get_running_loop().call_at(deadline, _overrun, call)
+        call.add_done_callback(lambda _: expiry.cancel())
+        return call
+
     async def call(self, kwargs: dict[str, Any], timeout_sec: float, threads: CallThreads) -> Result:
         """Call it with the arguments it accepts out of ``kwargs`` (execution_id, job_id,
         lease_epoch, attempt, scheduled_at, payload), bounded by ``timeout_sec``."""
-        if self.params is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in self.params}
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_sec
-        scope: asyncio.Timeout | None = None
+        deadline = asyncio.get_running_loop().time() + timeout_sec
+        if not self.is_async:
+            call = self.start(kwargs, deadline, threads)
+            try:
+                await asyncio.wait((call,))  # never cancels the call: a kill cancels it below
+            except asyncio.CancelledError:
+                call.cancel()
+                raise
+            return await finished_call(call, deadline, timeout_sec)
+        scope = asyncio.timeout_at(deadline)
         try:
-            if self.is_async:
-                scope = asyncio.timeout_at(deadline)
-                async with scope:
-                    value = await self.fn(**kwargs)
-            else:
-                # one timer rather than an asyncio.timeout scope: ~3.5 µs less per call
-                # (docs/benchmarks.md)
-                call = threads.call(functools.partial(self.fn, **kwargs))
-                expiry = loop.call_at(deadline, _overrun, call)
-                try:
-                    value = await call
-                finally:
-                    expiry.cancel()
-            if inspect.isawaitable(value):
-                scope = asyncio.timeout_at(deadline)
-                async with scope:
-                    value = await value
-        except _Overrun:
-            # a thread cannot be killed: a sync callable keeps its thread until it returns
-            return timed_out(timeout_sec)
+            async with scope:
+                value = await self.fn(**self.arguments(kwargs))
         except TimeoutError as exc:
-            if scope is not None and scope.expired():
-                return timed_out(timeout_sec)
-            return Result("failed", None, error_text(exc))  # the callable's own, not ours
+            return timed_out(timeout_sec) if scope.expired() else Result("failed", None, error_text(exc))
         except Exception as exc:
             return Result("failed", None, error_text(exc))
-        return Result("succeeded", None, None, return_text(value))
+        return await returned(value, deadline, timeout_sec)
 
+
+def call_result(call: asyncio.Future[Any], timeout_sec: float) -> Result | None:
+    """The result of a plain callable's finished call (``PythonTarget.start``); None when it
+    returned an awaitable, which ``returned`` awaits."""
+    exc = call.exception()
+    if isinstance(exc, _Overrun):
+        # a thread cannot be killed: a sync callable keeps its thread until it returns
+        return timed_out(timeout_sec)
+    if exc is not None:
+        return Result("failed", None, error_text(exc))
+    value = call.result()
+    return None if inspect.isawaitable(value) else Result("succeeded", None, None, return_text(value))
+
+
+async def finished_call(call: asyncio.Future[Any], deadline: float, timeout_sec: float) -> Result:
+    """``call_result``, an awaitable it returned awaited within what is left of the timeout."""
+    result = call_result(call, timeout_sec)
+    return result if result is not None else await returned(call.result(), deadline, timeout_sec)
+
+
+async def returned(value: Any, deadline: float, timeout_sec: float) -> Result:
+    """The result of a callable that returned ``value``, awaited (by ``deadline``) if awaitable."""
+    if inspect.isawaitable(value):
+        scope = asyncio.timeout_at(deadline)
+        try:
+            async with scope:
+                value = await value
+        except TimeoutError as exc:
+            return timed_out(timeout_sec) if scope.expired() else Result("failed", None, error_text(exc))
+        except Exception as exc:
+            return Result("failed", None, error_text(exc))
+    return Result("succeeded", None, None, return_text(value))
 
 
 def timed_out(timeout_sec: float, exit_code: int | None = None, output: str | None = None) -> Result:
@@ -353,6 +384,18 @@ class TargetRunner:
             return Result("succeeded", status, None, output)
         return Result("failed", status, f"HTTP {status} {reason or ''}".rstrip(), output)
 
+    def loaded_plain(self, g: Grant) -> PythonTarget | None:
+        """The plain (sync) callable ``g`` runs, if it is loaded already: such a run needs no
+        task of its own (``Worker._call_plain``), the herd's common case."""
+        spec = g.target.get("python")
+        target = self._callables.get(spec) if isinstance(spec, str) else None
+        return None if target is None or target.is_async else target
+
+    def start_plain(self, g: Grant, target: PythonTarget, deadline: float) -> asyncio.Future[Any]:
+        """``target`` (``loaded_plain``) started for ``g``, to be done by ``deadline`` (loop
+        time; ``call_result`` reads the future)."""
+        return target.start(self.python_arguments(g), deadline, self._threads)
+
     async def run_python(self, g: Grant, spec: str) -> Result:
         try:
             target = self._callables.get(spec)
@@ -361,7 +404,11 @@ class TargetRunner:
                 self._callables[spec] = target
         except Exception as exc:
             return Result("failed", error=f"cannot load {spec}: " + error_text(exc))
-        kwargs = {
+        return await target.call(self.python_arguments(g), float(g.timeout_sec), self._threads)
+
+    @staticmethod
+    def python_arguments(g: Grant) -> dict[str, Any]:
+        return {
             "execution_id": g.execution_id,
             "job_id": g.job_id,
             "lease_epoch": g.lease_epoch,
@@ -369,7 +416,6 @@ class TargetRunner:
             "scheduled_at": g.scheduled_at,
             "payload": g.payload,
         }
-        return await target.call(kwargs, float(g.timeout_sec), self._threads)
 
 
 async def _within(fut: asyncio.Future[Any], timeout_sec: float) -> bool:

@@ -613,6 +613,62 @@ def test_python_async_callable_is_cancelled_on_abort() -> None:
     run(main())
 
 
+def test_a_loaded_plain_callable_ends_the_same_on_the_path_with_no_task() -> None:
+    """A callable's first call loads it, in a task; later calls of a loaded plain callable run
+    with no task of their own (``Worker._call_plain``). Every way a call ends must come out the
+    same on both: round 1 takes the first path, round 2 the second."""
+
+    async def main() -> None:
+        async with pool_running(slots=4) as t:
+            for _ in range(2):
+                cases = {
+                    "echo": grant({"python": "worker_callables:echo_sync"}, payload=["é", 2**62], epoch=5),
+                    "boom": grant({"python": "worker_callables:boom"}, payload="x"),
+                    "odd": grant({"python": "worker_callables:not_json"}),
+                    "own_timeout": grant({"python": "worker_callables:own_timeout"}),
+                    "overrun": grant({"python": "worker_callables:sleepy_sync"}, payload=1.0, timeout_sec=0.2),
+                    "awaitable": grant({"python": "worker_callables:lazy_sleeper"}, payload=0),
+                    "awaitable_overrun": grant({"python": "worker_callables:lazy_sleeper"}, payload=60,
+                                               timeout_sec=0.2),
+                }
+                t.pool.send_grants(f"test-{t.pool.incarnation}-w0-0", list(cases.values()))
+                c = {name: await t.result(g) for name, g in cases.items()}
+                assert c["echo"].outcome is Outcome.SUCCEEDED and c["echo"].lease_epoch == 5
+                assert json.loads(c["echo"].output) == {"execution_id": cases["echo"].execution_id,
+                                                        "lease_epoch": 5, "payload": ["é", 2**62],
+                                                        "kind": "sync"}
+                assert c["boom"].outcome is Outcome.FAILED and "RuntimeError: boom with 'x'" in c["boom"].error
+                assert c["odd"].outcome is Outcome.SUCCEEDED and c["odd"].output == "{1, 2, 3}"
+                assert c["own_timeout"].outcome is Outcome.FAILED
+                assert "TimeoutError: the upstream API did not answer" in c["own_timeout"].error
+                for name in ("overrun", "awaitable_overrun"):
+                    assert c[name].outcome is Outcome.TIMED_OUT and c[name].error == "timed out after 0.2s", name
+                assert c["awaitable"].outcome is Outcome.SUCCEEDED and c["awaitable"].output == '"woke"'
+            sent = [r.execution_id for batch in t.h.result_batches for r in batch]
+            assert len(sent) == len(set(sent)) == 14  # one result each, the overruns' late returns none
+
+    run(main())
+
+
+def test_an_aborted_plain_callable_sends_no_result_and_frees_its_slot() -> None:
+    """Aborting a sync callable frees its slot at once and its result goes nowhere, though its
+    thread runs on (a thread cannot be killed) and returns later. Twice: the second abort is of
+    a loaded callable, on the path with no task."""
+
+    async def main() -> None:
+        async with pool_running(slots=1) as t:  # one thread: the next call waits for the aborted one
+            for _ in range(2):
+                g = grant({"python": "worker_callables:sleepy_sync"}, payload=0.5, lease_sec=0.2)
+                t.send(g)
+                await until(lambda: any(b[0] == g.execution_id for b in t.h.beats), what="a heartbeat")
+                assert t.pool.abort(g.execution_id, "cancelled")
+                c = await t.run_one(grant({"python": "worker_callables:no_args"}))  # after it returned
+                assert c.output == '"fine"'
+                assert g.execution_id not in t.h.results
+
+    run(main())
+
+
 # ---------------------------------------------------------------- http
 
 
