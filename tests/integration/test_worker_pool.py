@@ -660,7 +660,7 @@ def test_an_aborted_plain_callable_sends_no_result_and_frees_its_slot() -> None:
             for _ in range(2):
                 g = grant({"python": "worker_callables:sleepy_sync"}, payload=0.5, lease_sec=0.2)
                 t.send(g)
-                await until(lambda: any(b[0] == g.execution_id for b in t.h.beats), what="a heartbeat")
+                await until(lambda g=g: any(b[0] == g.execution_id for b in t.h.beats), what="a heartbeat")
                 assert t.pool.abort(g.execution_id, "cancelled")
                 c = await t.run_one(grant({"python": "worker_callables:no_args"}))  # after it returned
                 assert c.output == '"fine"'
