@@ -308,8 +308,10 @@ class Worker:
         deadline = asyncio.get_running_loop().time() + float(run.grant.timeout_sec)
         try:
             call = run.call = self._targets.start_plain(run.grant, target, deadline)
-        except Exception as exc:  # a bug of ours, as in _execute
-            self._ended(run, Result("failed", error="worker error: " + error_text(exc)))
+        except Exception as exc:  # a bug of ours, as in _execute; ended on the next turn, not
+            # from inside _pump, which would recurse once per queued run
+            failed = Result("failed", error="worker error: " + error_text(exc))
+            asyncio.get_running_loop().call_soon(self._ended, run, failed)
             return
         call.add_done_callback(functools.partial(self._called, run, deadline))
 
