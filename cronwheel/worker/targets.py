@@ -15,7 +15,14 @@ worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` t
   payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds.
 * ``{"python": "module:function"}``: called with the keyword arguments it accepts out of
   execution_id, job_id, lease_epoch, attempt, scheduled_at, payload; coroutines are awaited,
-  plain functions run in a thread pool.
+  plain functions run in a thread pool. A loaded plain function can also be started with no
+  task of its own (``TargetRunner.loaded_plain``, ``start_plain``, ``call_result``): the local
+  worker does so for the herd's common case.
+
+Why one module: the three kinds are one contract, a grant in and a ``Result`` out, with the
+same timeout (``timed_out``), the same ``CRONWHEEL_*`` identity of the run, and one
+``TargetRunner`` per worker session holding what they share (the callables loaded, the call
+threads, the HTTP session); taken apart, each piece would import the others' halves.
 """
 
 from __future__ import annotations
