@@ -111,15 +111,11 @@ class PythonTarget:
                 call.cancel()
                 raise
             return await finished_call(call, deadline, timeout_sec)
-        scope = asyncio.timeout_at(deadline)
         try:
-            async with scope:
-                value = await self.fn(**self.arguments(kwargs))
-        except TimeoutError as exc:
-            return timed_out(timeout_sec) if scope.expired() else Result("failed", None, error_text(exc))
+            coroutine = self.fn(**self.arguments(kwargs))
         except Exception as exc:
             return Result("failed", None, error_text(exc))
-        return await returned(value, deadline, timeout_sec)
+        return await returned(coroutine, deadline, timeout_sec)
 
 
 def call_result(call: asyncio.Future[Any], timeout_sec: float) -> Result | None:
@@ -142,12 +138,14 @@ async def finished_call(call: asyncio.Future[Any], deadline: float, timeout_sec:
 
 
 async def returned(value: Any, deadline: float, timeout_sec: float) -> Result:
-    """The result of a callable that returned ``value``, awaited (by ``deadline``) if awaitable."""
+    """The result of a callable that returned ``value``, awaited (by ``deadline``) while it is
+    awaitable: an async callable's coroutine, and anything awaitable it returns in turn."""
     if inspect.isawaitable(value):
         scope = asyncio.timeout_at(deadline)
         try:
             async with scope:
-                value = await value
+                while inspect.isawaitable(value):
+                    value = await value
         except TimeoutError as exc:
             return timed_out(timeout_sec) if scope.expired() else Result("failed", None, error_text(exc))
         except Exception as exc:
