@@ -7,6 +7,12 @@ worker's CPU (py-spy of a worker, ``bench_herd.py --command true``). A command n
 it: its stdin is one write of the payload, its output one pipe the runner reads itself, its end
 one readable pidfd.
 
+Why one epoll set of its own (``Readiness``) for every run's pidfd and output pipe, itself one
+reader on the loop: uvloop's ``add_reader`` and ``remove_reader`` make a libuv poll handle per
+descriptor, which costs two ``ioctl`` and six ``epoll_ctl`` (four of them failing) per
+descriptor and a handle's allocation and close; here a descriptor is one ``epoll_ctl`` in and
+one out (strace of a worker running ``true``, docs/benchmarks.md).
+
 What the child gets is what ``subprocess.Popen(start_new_session=True, close_fds=True)`` gives:
 its own session and process group, the given stdin and output, SIGPIPE and SIGXFSZ back to their
 default actions (Python ignores them), no blocked signals, and no other descriptor of the
@@ -22,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: signals Python ignores that a command expects at their default action (as Popen's restore_signals)
@@ -47,13 +54,53 @@ class Child:
         return self.exited.result() if self.exited.done() and not self.exited.cancelled() else None
 
 
+class Readiness:
+    """Descriptors watched for input in one epoll set (level-triggered), which is one reader of
+    ``loop``: ``add(fd, handler)`` calls ``handler()`` on the loop whenever ``fd`` is readable
+    (or hung up) until ``remove(fd)``, which must come before ``fd`` is closed."""
+
+    __slots__ = ("_epoll", "_handlers", "_loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._epoll = select.epoll()  # close-on-exec, as every descriptor Python opens
+        self._handlers: dict[int, Callable[[], None]] = {}
+        loop.add_reader(self._epoll.fileno(), self._ready)
+
+    def add(self, fd: int, handler: Callable[[], None]) -> None:
+        self._epoll.register(fd, select.EPOLLIN)
+        self._handlers[fd] = handler
+
+    def remove(self, fd: int) -> None:
+        if self._handlers.pop(fd, None) is not None:
+            self._epoll.unregister(fd)
+
+    def _ready(self) -> None:
+        for fd, _ in self._epoll.poll(0):
+            handler = self._handlers.get(fd)
+            if handler is None:  # removed by an earlier handler of this batch
+                continue
+            try:
+                handler()
+            except Exception as exc:  # one run's bad luck must not cost the others their events
+                self._loop.call_exception_handler({"message": "error in a run's readiness handler", "exception": exc})
+
+    def close(self) -> None:
+        if not self._epoll.closed:
+            self._loop.remove_reader(self._epoll.fileno())
+            self._epoll.close()
+        self._handlers.clear()
+
+
 def spawn(
-    path: str, argv: Sequence[str], env: dict[str, str], stdin_fd: int, out_fd: int, popen: dict[str, Any]
+    path: str, argv: Sequence[str], env: dict[str, str], stdin_fd: int, out_fd: int, popen: dict[str, Any],
+    watch: Readiness,
 ) -> Child:
     """Start the program ``path`` (absolute) with ``argv`` as the leader of a new session, with
     ``stdin_fd`` as its stdin and ``out_fd`` as both stdout and stderr; ``popen`` holds Popen's
-    account and directory options (user, group, extra_groups, cwd), empty for most runs.
-    Raises OSError (or ValueError for an argument Python refuses) when it cannot start."""
+    account and directory options (user, group, extra_groups, cwd), empty for most runs; its exit
+    is watched in ``watch``. Raises OSError (or ValueError for an argument Python refuses) when
+    it cannot start."""
     loop = asyncio.get_running_loop()
     started: subprocess.Popen[bytes] | None = None
     if popen or min(stdin_fd, out_fd) <= 2:  # a low descriptor would be closed by its own dup2
@@ -68,11 +115,11 @@ def spawn(
             setsid=True, setsigdef=_DEFAULT_IN_CHILD, setsigmask=(),
         )  # fmt: skip
     child = Child(pid, loop.create_future(), started)
-    _watch(loop, child)
+    _watch(loop, child, watch)
     return child
 
 
-def _watch(loop: asyncio.AbstractEventLoop, child: Child) -> None:
+def _watch(loop: asyncio.AbstractEventLoop, child: Child, watch: Readiness) -> None:
     try:
         pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):  # no pidfds (kernel < 5.3, or seccomp): a thread waits instead
@@ -81,11 +128,11 @@ def _watch(loop: asyncio.AbstractEventLoop, child: Child) -> None:
         return
 
     def on_exit() -> None:
-        loop.remove_reader(pidfd)
+        watch.remove(pidfd)
         os.close(pidfd)
         _settle(child, os.waitpid(child.pid, 0)[1])  # readable: it has exited, so this returns at once
 
-    loop.add_reader(pidfd, on_exit)
+    watch.add(pidfd, on_exit)
 
 
 def _settle(child: Child, status: int) -> None:

@@ -136,7 +136,8 @@ def plan_launch(
     if shell == DEFAULT_SHELL:
         launch.direct = direct_exec(command, env.get("PATH", _SHELL_DEFAULT_PATH))
         if launch.direct is not None:
-            set_shell_pwd(env, popen.get("cwd") or os.getcwd())
+            cwd = popen.get("cwd")
+            set_shell_pwd(env, cwd or os.getcwd(), physical=cwd is None)
     return launch
 
 
@@ -167,9 +168,10 @@ def direct_exec(command: str, search_path: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def set_shell_pwd(env: dict[str, str], cwd: str) -> None:
+def set_shell_pwd(env: dict[str, str], cwd: str, physical: bool = False) -> None:
     """Set ``PWD`` in ``env`` as a POSIX shell exports it to what it runs: the inherited value
-    if it names ``cwd``, otherwise the physical path of ``cwd``."""
+    if it names ``cwd``, otherwise the physical path of ``cwd`` (``physical``: ``cwd`` is one
+    already, as ``os.getcwd()`` gives it, so the lstat of each of its components is spared)."""
     pwd_var = env.get("PWD")
     if pwd_var and pwd_var.startswith("/"):
         try:
@@ -177,4 +179,4 @@ def set_shell_pwd(env: dict[str, str], cwd: str) -> None:
                 return
         except OSError:
             pass
-    env["PWD"] = os.path.realpath(cwd)
+    env["PWD"] = cwd if physical else os.path.realpath(cwd)

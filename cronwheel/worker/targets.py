@@ -34,6 +34,7 @@ import importlib
 import inspect
 import json
 import os
+import select
 import signal
 import subprocess
 from collections.abc import Callable
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Grant
 from cronwheel.worker.callthreads import CallThreads
-from cronwheel.worker.children import StdinFeed, spawn
+from cronwheel.worker.children import Readiness, StdinFeed, spawn
 from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
 
@@ -228,11 +229,19 @@ class TargetRunner:
             env["CRONWHEEL_URL"] = api_url
         self._base_env = env
         self._euid = os.geteuid()
+        self._readiness: Readiness | None = None  #: the runs' pidfds and output pipes, made on first use
 
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
         self._threads.close()
+        if self._readiness is not None:
+            self._readiness.close()
+
+    def _watch(self) -> Readiness:
+        if self._readiness is None:
+            self._readiness = Readiness(asyncio.get_running_loop())
+        return self._readiness
 
     async def run(self, g: Grant, hooks: ShellHooks) -> Result:
         target = g.target
@@ -264,18 +273,29 @@ class TargetRunner:
             launch = plan_launch(command, g.process, self._base_env, self.run_env(g), self._euid)
         except LaunchError as exc:
             return Result("failed", error=str(exc))
+        stdin_bytes = launch.stdin
+        if stdin_bytes is None:  # the payload as JSON; most jobs have none
+            stdin_bytes = b"null\n" if g.payload is None else json.dumps(g.payload, ensure_ascii=False).encode() + b"\n"
+        watch = self._watch()
         out_r, out_w = os.pipe()
         in_r, in_w = os.pipe()
         try:
+            if len(stdin_bytes) <= select.PIPE_BUF:
+                # written before the start: an empty pipe takes PIPE_BUF bytes at once (any pipe
+                # holds a page), so no feed is needed, and one that exits unread is no EPIPE
+                os.write(in_w, stdin_bytes)
+                os.close(in_w)
+                in_w = -1
             child = None
             if launch.direct is not None:
                 with contextlib.suppress(OSError):  # not exec'able after all: the shell says why
-                    child = spawn(*launch.direct, launch.env, in_r, out_w, launch.popen)
+                    child = spawn(*launch.direct, launch.env, in_r, out_w, launch.popen, watch)
             if child is None:
-                child = spawn(launch.argv[0], launch.argv, launch.env, in_r, out_w, launch.popen)
+                child = spawn(launch.argv[0], launch.argv, launch.env, in_r, out_w, launch.popen, watch)
         except BaseException as exc:
             for fd in (out_r, out_w, in_r, in_w):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             if isinstance(exc, (OSError, ValueError, subprocess.SubprocessError)):
                 return Result("failed", error=f"cannot start {launch.argv[0]}: {exc}")
             raise
@@ -287,26 +307,22 @@ class TargetRunner:
         eof: asyncio.Future[None] = loop.create_future()
 
         def on_readable() -> None:
+            # out_r stays blocking: the run is its only reader and this is called only when it
+            # is readable, so the read returns at once (and one ioctl per run is saved)
             try:
                 data = os.read(out_r, READ_CHUNK)
-            except BlockingIOError:
-                return
             except OSError:
                 data = b""
             if data:
                 tail.add(data)
                 hooks.output(data)
             else:
-                loop.remove_reader(out_r)
+                watch.remove(out_r)
                 if not eof.done():
                     eof.set_result(None)
 
-        os.set_blocking(out_r, False)
-        loop.add_reader(out_r, on_readable)
-        stdin_bytes = launch.stdin
-        if stdin_bytes is None:
-            stdin_bytes = json.dumps(g.payload, ensure_ascii=False).encode() + b"\n"
-        feed = StdinFeed(loop, in_w, stdin_bytes)
+        watch.add(out_r, on_readable)
+        feed = StdinFeed(loop, in_w, stdin_bytes) if in_w >= 0 else None
         overran = False
         try:
             if not await _within(child.exited, timeout_sec):
@@ -321,9 +337,10 @@ class TargetRunner:
             killpg(child.pid, signal.SIGKILL)
             await _within(eof, EXIT_DRAIN_SEC)  # a process that escaped the group
         finally:
-            loop.remove_reader(out_r)
+            watch.remove(out_r)
             os.close(out_r)
-            feed.close()
+            if feed is not None:
+                feed.close()
             if child.returncode is None:  # cancelled (worker stopping): no orphans
                 killpg(child.pid, signal.SIGKILL)
                 with contextlib.suppress(asyncio.CancelledError):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import msgspec
 import pytest
 from aiohttp import web
 
@@ -254,6 +255,44 @@ def test_stdin_larger_than_the_pipe_and_commands_that_never_read_it() -> None:
             assert never.outcome is Outcome.FAILED and never.exit_code == 3 and never.output == "closed\n", never
             ignored = await t.run_one(grant(shell("echo ignored"), payload=big))
             assert ignored.outcome is Outcome.SUCCEEDED and ignored.output == "ignored\n", ignored
+
+    run(main())
+
+
+def test_a_worker_keeps_no_descriptor_of_a_run_however_it_ended() -> None:
+    """Each run's pipes and pidfd are watched in the worker's own epoll set (worker/children.py)
+    and closed when it ends, whichever way: a small payload written before the start, a large
+    one fed as read, a command that never reads it, a program that cannot start, a timeout,
+    an abort. Afterwards the worker holds exactly the descriptors it held before them."""
+    big = {"blob": "x" * 100_000}
+
+    def fds(pid: int) -> set[str]:
+        return set(os.listdir(f"/proc/{pid}/fd"))
+
+    async def main() -> None:
+        async with pool_running(slots=8) as t:
+            [pid] = t.pool.worker_pids().values()
+            assert (await t.run_one(grant(shell("true")))).outcome is Outcome.SUCCEEDED  # warmed up
+            before = fds(pid)
+            no_shell = msgspec.structs.replace(grant(shell("true")), process={"shell": "/nonexistent/sh"})
+            runs = [
+                (grant(shell("cat"), payload={"small": "é"}), Outcome.SUCCEEDED),
+                (grant(shell("wc -c"), payload=big), Outcome.SUCCEEDED),
+                (grant(shell("exec 0<&-; exit 4"), payload=big), Outcome.FAILED),
+                (grant(shell("exit 5"), payload={"small": 1}), Outcome.FAILED),
+                (no_shell, Outcome.FAILED),
+                (grant(shell("sleep 30"), timeout_sec=0.3), Outcome.TIMED_OUT),
+            ]
+            t.pool.send_grants(t.pool.assign(1)[0][0], [g for g, _ in runs])
+            for g, outcome in runs:
+                c = await t.result(g)
+                assert c.outcome is outcome, c
+            assert "cannot start /nonexistent/sh" in (t.h.results[no_shell.execution_id].error or "")
+            aborted = grant(shell("sleep 30"))
+            t.send(aborted)
+            await until(lambda: len(fds(pid)) > len(before), what="the aborted run to start")
+            assert t.pool.abort(aborted.execution_id, "cancelled")
+            await until(lambda: fds(pid) == before, 10, "the worker to hold only what it held before")
 
     run(main())
 
