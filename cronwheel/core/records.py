@@ -140,6 +140,9 @@ class CompletionResult:
     #: chain children this final outcome triggered (core/chains.py), written in the same
     #: transaction; empty when none (or when each already existed: a repeat outcome)
     triggered: list[Execution] = field(default_factory=list)
+    #: this outcome queued a notification (written in the same transaction): the node's
+    #: deliverer is woken for it, and only then, rather than after every completion batch
+    notified: bool = False
 
 
 class EffectVerdict(StrEnum):

@@ -269,7 +269,7 @@ class Dispatcher(DispatchLoop):
                 self.add(res.triggered)
 
     async def _after_completions(self, results: Sequence[CompletionResult]) -> None:
-        if self.on_outcomes is not None and results:
+        if self.on_outcomes is not None and any(r.notified for r in results):
             self.on_outcomes()
         self._add_triggered(results)
         need = [r for r in results if r.verdict is LeaseVerdict.OK and r.status is ExecStatus.RETRY_WAIT]

@@ -61,6 +61,28 @@ def test_an_outcome_queues_one_notification_per_matching_rule(store: Store) -> N
     assert n.rule == rules[1]  # the secret is kept: delivery signs with it
 
 
+def test_an_outcome_says_whether_it_queued_a_notification(store: Store) -> None:
+    """``CompletionResult.notified``: the node wakes its deliverer for those outcomes only, not
+    after every completion batch of a herd that has no rules at all."""
+    def finish(nj: Any, outcome: Outcome, at: int) -> bool:
+        create(store, nj, now=at - MIN)
+        [ex] = claim_all(store, at).executions
+        g = start(store, ex.execution_id, at)
+        [res] = store.complete_executions([Completion(ex.execution_id, "w1", g.lease_epoch, outcome)], at + SEC)
+        return res.notified
+
+    once = RetryPolicy(max_attempts=1)
+    assert finish(one_off(T0, retry=once, notify=(rule("failure"),)), Outcome.FAILED, T0) is True
+    assert finish(one_off(T0 + HOUR, retry=once, notify=(rule("failure"),)), Outcome.SUCCEEDED, T0 + HOUR) is False
+    assert finish(one_off(T0 + 2 * HOUR, retry=once), Outcome.FAILED, T0 + 2 * HOUR) is False
+    nj = one_off(T0 + 3 * HOUR, retry=once, notify=(rule("dead"),))  # a lost lease's outcome too
+    create(store, nj, now=T0 + 3 * HOUR - MIN)
+    [ex] = claim_all(store, T0 + 3 * HOUR).executions
+    start(store, ex.execution_id, T0 + 3 * HOUR)
+    [lost] = store.expire_leases(T0 + 5 * HOUR, 10)
+    assert lost.execution_id == ex.execution_id and lost.notified is True
+
+
 def test_jobs_without_rules_queue_nothing_and_tenant_defaults_apply(store: Store) -> None:
     run_once(store, Outcome.FAILED)
     assert store.list_notifications() == []

@@ -139,18 +139,19 @@ def after_starts(sql: Sql, starts: Sequence[tuple[str, str, int, int]], now_ms: 
     return queued
 
 
-def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: int) -> int:
+def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: int) -> set[str]:
     """The outcome hook: ``(execution_id, job_id, new status)`` as just written in this
     transaction (RETRY_WAIT and DEAD are failed attempts). Jobs with no rules, no tenant
-    defaults and no window cost one narrow read per batch. Returns notifications queued."""
+    defaults and no window cost one narrow read per batch. Returns the executions whose
+    outcome queued a notification."""
+    queued: set[str] = set()
     if not outcomes:
-        return 0
+        return queued
     watched = _watched_rows(sql, sorted({job_id for _, job_id, _ in outcomes}))
     if not watched:
-        return 0
+        return queued
     mine = [o for o in outcomes if o[1] in watched]
     execs = _executions(sql, {o[0] for o in mine})
-    queued = 0
     for eid, job_id, status in mine:
         ex = execs.get(eid)
         if ex is None:
@@ -160,7 +161,8 @@ def after_outcomes(sql: Sql, outcomes: Sequence[tuple[str, str, str]], now_ms: i
         events = nt.events_for(status, last_outcome == "failure")
         body = execution_body(ex, name)
         for rule in nt.matching(rules, events, None):
-            queued += insert_notification(sql, eid, rule, job_id, tenant, rule.on.value, body, now_ms)
+            if insert_notification(sql, eid, rule, job_id, tenant, rule.on.value, body, now_ms):
+                queued.add(eid)
         succeeded = status == ExecStatus.SUCCEEDED.value
         window: deadman.Window | None = None
         if expect_ms is not None:

@@ -103,10 +103,13 @@ def complete(
             raise StoreError("a fenced completion did not apply; nothing was committed")
         jobstate.settle(conn, settlements(updates, state))
         triggers.trigger_children(conn, results, now_ms)
-        notify_outcomes(conn, state, updates, now_ms)
+        notified = notify_outcomes(conn, state, updates, now_ms)
+        for res in results:
+            res.notified = res.execution_id in notified
     return results
 
 
-def notify_outcomes(conn: apsw.Connection, state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> None:
-    """Outcomes just written, to the notification rules (same transaction: never lost)."""
-    hooks.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)
+def notify_outcomes(conn: apsw.Connection, state: dict[str, list[Any]], updates: list[tuple[Any, ...]], now_ms: int) -> set[str]:
+    """Outcomes just written, to the notification rules (same transaction: never lost); the
+    executions whose outcome queued a notification."""
+    return hooks.after_outcomes(outbox_sql(conn), [(u[0], state[u[0]][4], u[2]) for u in updates], now_ms)
