@@ -1,6 +1,7 @@
 """The threads that run a worker's sync callables: values and exceptions come back to the
-loop, up to ``size`` calls run at once (each in its own thread, started as needed), a call
-given up on drops its late result, and ``close`` cancels what was still queued."""
+loop, quick calls are run by the thread already running rather than a thread each, up to
+``size`` blocking calls run at once (each in its own thread, started when the queue stalls), a
+call given up on drops its late result, and ``close`` cancels what was still queued."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 
 import pytest
 
-from cronwheel.worker.callthreads import CallThreads
+from cronwheel.worker.callthreads import CallThreads, threads_to_add
 
 
 def test_values_and_exceptions_come_back() -> None:
@@ -74,3 +75,37 @@ def test_a_call_given_up_on_drops_its_late_result_and_close_cancels_the_queued()
             threads.call(lambda: None)
 
     asyncio.run(main())
+
+
+def test_a_burst_of_quick_calls_is_run_by_one_thread() -> None:
+    async def main() -> None:
+        threads = CallThreads(64, stall_s=3600)  # no stall check within the test: only the wake on a call
+        try:  # (closed whatever happens: its threads would keep the test process from exiting)
+            results = await asyncio.gather(*(threads.call(lambda i=i: i + 1) for i in range(500)))
+            assert results == list(range(1, 501))
+            # an executor would have woken or started a thread per call queued while others ran
+            assert threads.started == 1
+            assert await threads.call(lambda: 7) == 7 and threads.started == 1  # the idle one is woken again
+        finally:
+            threads.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("stalled", "progressed", "running", "size", "expected"),
+    [
+        (0, False, 1, 8, 0),  # nothing has waited long enough
+        (5, True, 1, 8, 0),  # calls are finishing: the running thread will come to them
+        (5, False, 1, 8, 1),  # stuck: as many again as are running
+        (5, False, 2, 8, 2),
+        (5, False, 4, 8, 4),
+        (3, False, 4, 8, 3),  # never more than are waiting
+        (5, False, 7, 8, 1),  # never beyond size
+        (5, False, 8, 8, 0),
+        (5, False, 0, 8, 1),  # (a thread is always woken for a call when none runs)
+    ],
+)
+def test_threads_to_add_when_the_queue_stalls(stalled: int, progressed: bool, running: int, size: int,
+                                              expected: int) -> None:
+    assert threads_to_add(stalled, progressed, running, size) == expected
