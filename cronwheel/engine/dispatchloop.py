@@ -31,7 +31,7 @@ from cronwheel.core.fairness import FairQueue
 from cronwheel.core.model import Execution, Grant, Priority
 from cronwheel.core.ratelimit import OncePer, PerSecond
 from cronwheel.core.records import StartRequest
-from cronwheel.core.wheel import TimingWheel
+from cronwheel.core.wheel import InstantGroups
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
@@ -82,7 +82,8 @@ class DispatchLoop:
         self.running_by_tenant: Counter[str] = Counter()
         self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
         self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
-        self.delayed: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        #: executions waiting for their instant (claimed ahead, backoff, jitter), grouped by it
+        self.delayed: InstantGroups[str] = InstantGroups(clock.now_ms(), tick_ms=5, wheel_size=256)
         self._steps = StepDetector()
         self._reap_after = 0.0  #: monotonic: no reaping before this (after a forward clock step)
         self.reserved_high_slots = reserved_high_slots
@@ -190,7 +191,7 @@ class DispatchLoop:
         step = self._steps.observe(now, self.clock.monotonic())
         if step < 0:
             entries = self.delayed.entries()
-            self.delayed = TimingWheel(now, tick_ms=5, wheel_size=256)
+            self.delayed = InstantGroups(now, tick_ms=5, wheel_size=256)
             for execution_id, at in entries:
                 if not self.delayed.add(execution_id, at):
                     tier, tenant, _ = self.meta[execution_id]
@@ -203,7 +204,7 @@ class DispatchLoop:
         now = self.clock.now_ms()
         self.check_clock(now)
         self.last_loop_ms = now
-        for _, execution_id in self.delayed.advance(now):
+        for execution_id in self.delayed.advance(now):
             tier, tenant, _ = self.meta[execution_id]
             self.queue.push(tier, tenant, execution_id)
         if self._accepting:

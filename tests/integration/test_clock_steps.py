@@ -134,10 +134,11 @@ def test_the_dispatcher_keeps_backoff_instants_and_pauses_the_reaper_after_a_ste
         later = ex("t", 1)
         later.available_at = clock.now_ms() + 5_000  # a backoff: 5 s from the new now
         d.add([later])
-        assert later.execution_id in d.delayed and not len(d.queue), "it waits for its instant"
+        assert d.delayed.entries() == [(later.execution_id, later.available_at)] and not len(d.queue), \
+            "it waits for its instant"
         clock.advance(5_000)
         fired = d.delayed.advance(clock.now_ms())
-        assert [x for _, x in fired] == [later.execution_id], "and fires at it"
+        assert fired == [later.execution_id], "and fires at it"
         clock.set(clock.now_ms() + HOUR)  # forward an hour
         assert d.check_clock(clock.now_ms()) == HOUR
         assert d._reap_after == clock.monotonic() + STEP_REAP_PAUSE_SEC

@@ -1,4 +1,5 @@
-"""The hierarchical timing wheel: never early, exactly once, in order; no clock, no sleeping."""
+"""The hierarchical timing wheel (and the instant groups built on it): never early, exactly once,
+in order; no clock, no sleeping."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from cronwheel.core.wheel import TimingWheel
+from cronwheel.core.wheel import InstantGroups, TimingWheel
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a multiple of 10 ms
 
@@ -502,3 +503,44 @@ def test_batch_then_random_steps_fires_everything_once_in_order(tick, size, dead
         assert len(w) == sum(1 for d in model.values() if d > now)
     fired.extend(w.drain())
     assert fired == sorted(((d, k) for k, d in model.items()))
+
+
+# -- instant groups ---------------------------------------------------------------------------
+
+
+def test_instant_groups_hold_a_herd_as_one_wheel_entry() -> None:
+    g = InstantGroups[str](T0, 10, 64)
+    assert not g.add("due", T0)  # already due: the caller acts on it now, nothing is held
+    for i in range(1_000):
+        assert g.add(f"x{i}", T0 + 5_000)
+    assert g.add("early", T0 + 1_000)
+    assert len(g) == 1_001 and len(g._wheel) == 2  # white-box: one wheel entry per instant
+    assert g.next_expiry() == T0 + 1_000
+    assert g.advance(T0 + 4_999) == ["early"]
+    assert g.entries()[:2] == [("x0", T0 + 5_000), ("x1", T0 + 5_000)]
+    assert g.advance(T0 + 5_000) == [f"x{i}" for i in range(1_000)]  # in the order added
+    assert len(g) == 0 and g.next_expiry() is None and g.advance(T0 + 10**6) == []
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    instants=st.lists(st.integers(0, 3_000), min_size=1, max_size=200),
+    steps=st.lists(st.integers(0, 400), min_size=1, max_size=30),
+)
+def test_instant_groups_fire_each_key_once_by_instant_then_order_added(instants, steps):
+    g = InstantGroups[int](0, 5, 8)
+    held = {k: d for k, d in enumerate(instants) if g.add(k, d)}
+    assert all(d < 5 for k, d in enumerate(instants) if k not in held)  # refused only when due
+    fired: list[int] = []
+    now = 0
+    for step in steps:
+        now += step
+        nxt = g.next_expiry()
+        batch = g.advance(now)
+        assert all(held[k] <= now for k in batch)
+        if batch:
+            assert nxt == held[batch[0]]
+        fired += batch
+        assert len(g) == sum(1 for d in held.values() if d > now)
+    fired += g.advance(10**6)
+    assert fired == sorted(held, key=lambda k: (held[k], k))
