@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
@@ -111,7 +112,8 @@ class DispatchLoop:
                 continue
             if ex.execution_id in self.meta:
                 continue
-            self.meta[ex.execution_id] = (int(ex.priority), ex.tenant, ex.scheduled_at)
+            # one string per tenant, however many of its executions wait (a store row's is a copy each)
+            self.meta[ex.execution_id] = (int(ex.priority), sys.intern(ex.tenant), ex.scheduled_at)
             if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
                 continue
             self.queue.push(int(ex.priority), ex.tenant, ex.execution_id)

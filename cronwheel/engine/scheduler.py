@@ -261,7 +261,9 @@ class Scheduler:
                              suppressed=self._set_aside_log.suppressed)  # fmt: skip
 
     async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
-        claimed: set[str] = set()
+        # the fired jobs no claim has taken yet (the wheel's own key strings: a herd's claim
+        # results are not kept alive for this, ~75 bytes a job)
+        unclaimed = {job_id for _, job_id in fired} if self.claim_ahead_ms else set()
         while not self._stopping:
             buckets, fence = self.owned()
             if not buckets:
@@ -290,15 +292,15 @@ class Scheduler:
                     self._add(job_id, next_run_at)
             if result.jobs_claimed:
                 self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
-            if self.claim_ahead_ms and fired:
-                claimed.update(ex.job_id for ex in result.executions)
-                claimed.update(ex.job_id for ex in result.skipped)
-                claimed.update(job_id for job_id, _ in result.next_runs)
+            if unclaimed:
+                unclaimed.difference_update([ex.job_id for ex in result.executions])
+                unclaimed.difference_update([ex.job_id for ex in result.skipped])
+                unclaimed.difference_update([job_id for job_id, _ in result.next_runs])
             if result.jobs_claimed == 0:
                 break  # (a batch can be short of the limit and still leave more behind it)
-        self._rearm_unclaimed(fired, claimed)
+        self._rearm_unclaimed(fired, unclaimed)
 
-    def _rearm_unclaimed(self, fired: list[tuple[int, str]], claimed: set[str]) -> None:
+    def _rearm_unclaimed(self, fired: list[tuple[int, str]], unclaimed: set[str]) -> None:
         """The wheel fires ``claim_ahead_ms`` early, but overlap-guarded jobs are only claimed
         at their tick: re-arm those at the tick itself, once. (A job fired at its exact tick
         and still not claimed was paused, cancelled or claimed elsewhere: let it go; the
@@ -307,7 +309,7 @@ class Scheduler:
             return
         for deadline, job_id in fired:
             tick = self._herd_tick.pop(job_id, deadline + self.claim_ahead_ms)
-            if job_id in claimed or job_id in self.wheel or job_id in self._exact:
+            if job_id not in unclaimed or job_id in self.wheel or job_id in self._exact:
                 self._exact.discard(job_id)
             elif self.wheel.add(job_id, tick):
                 self._exact.add(job_id)
