@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.fairness import FairQueue
+from cronwheel.core.instantgroups import InstantGroups
 from cronwheel.core.model import Execution, Grant, Priority
 from cronwheel.core.ratelimit import OncePer, PerSecond
 from cronwheel.core.records import StartRequest
-from cronwheel.core.wheel import InstantGroups
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from cronwheel.core.wheel import InstantGroups, TimingWheel
+from cronwheel.core.instantgroups import InstantGroups
+from cronwheel.core.wheel import TimingWheel
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a multiple of 10 ms
 
