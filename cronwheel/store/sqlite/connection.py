@@ -29,10 +29,11 @@ from cronwheel.store.sqlite.migrate import apply_migrations, current_version
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: the writer's page cache. A herd's claims, starts and completions walk the tables page after
 #: page (schema 14), so a larger cache buys little: 256 MiB held ~36 MiB more at the peak of a
-#: 100,000 herd than 32, and 32 ~15 MiB more than 16, for the same time and CPU; a million
-#: jobs' start-up measured the same (docs/benchmarks.md). Pages beyond it are read from the
+#: 100,000 herd for the same time and CPU, and sustained load and a million jobs' start-up
+#: measured the same. A smaller one costs CPU: 16 MiB saved ~20 MiB in that herd for ~2 % more
+#: of the daemon's CPU per execution (docs/benchmarks.md). Pages beyond it are read from the
 #: OS's page cache. Readers get less (daemon/serve.py).
-DEFAULT_CACHE_MIB = 16
+DEFAULT_CACHE_MIB = 32
 #: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
     apsw.BusyError,
