@@ -112,11 +112,11 @@ class DispatchLoop:
                 continue
             if ex.execution_id in self.meta:
                 continue
-            # one string per tenant, however many of its executions wait (a store row's is a copy each)
-            self.meta[ex.execution_id] = (int(ex.priority), sys.intern(ex.tenant), ex.scheduled_at)
+            tenant = sys.intern(ex.tenant)  # one string per tenant, not a copy per store row
+            self.meta[ex.execution_id] = (int(ex.priority), tenant, ex.scheduled_at)
             if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
                 continue
-            self.queue.push(int(ex.priority), ex.tenant, ex.execution_id)
+            self.queue.push(int(ex.priority), tenant, ex.execution_id)
         if remote and self.on_queued is not None:
             self.on_queued(remote)
         self._wake.set()
