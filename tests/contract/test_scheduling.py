@@ -64,6 +64,27 @@ def test_due_jobs_respects_buckets_time_status_order_and_limit(store: Store) -> 
     assert store.due_jobs([3], T0 + MIN, 10) == [(a[0], T0 + 30)]
 
 
+def test_due_ticks_counts_jobs_per_instant_of_owned_active_jobs(store: Store) -> None:
+    a = [job_in_bucket(3) for _ in range(4)]
+    b = [job_in_bucket(5) for _ in range(2)]
+    create(
+        store,
+        *(new_job(jid=jid, next_run_at=T0 + SEC) for jid in a[:3]),
+        new_job(jid=a[3], next_run_at=T0 + 10 * MIN),
+        new_job(jid=b[0], next_run_at=T0 + SEC),
+        new_job(jid=b[1], next_run_at=T0 - 5 * SEC),  # overdue: due all the same
+    )
+    assert store.due_ticks([3], T0 + MIN, 10) == [(T0 + SEC, 3)]
+    assert store.due_ticks([3, 5], T0 + MIN, 10) == [(T0 - 5 * SEC, 1), (T0 + SEC, 4)]
+    assert store.due_ticks([3, 5], T0 + HOUR, 10) == [(T0 - 5 * SEC, 1), (T0 + SEC, 4), (T0 + 10 * MIN, 1)]
+    assert store.due_ticks([3, 5], T0 + HOUR, 2) == [(T0 - 5 * SEC, 1), (T0 + SEC, 4)]  # the limit counts instants
+    assert store.due_ticks([4], T0 + HOUR, 10) == []
+    assert store.due_ticks([], T0 + HOUR, 10) == []
+    store.set_job_status(a[0], [JobStatus.ACTIVE], JobStatus.PAUSED, T0)
+    store.set_job_status(b[1], [JobStatus.ACTIVE], JobStatus.CANCELLED, T0)
+    assert store.due_ticks([3, 5], T0 + MIN, 10) == [(T0 + SEC, 3)]
+
+
 def test_next_due_at(store: Store) -> None:
     x, y = job_in_bucket(1), job_in_bucket(2)
     assert store.next_due_at(ALL_BUCKETS) is None

@@ -225,6 +225,12 @@ WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at
 ORDER BY next_run_at, id LIMIT %(limit)s
 """
 
+DUE_TICKS = """
+SELECT next_run_at, count(*) FROM jobs
+WHERE bucket_id = ANY(%(buckets)s::int4[]) AND status = 'ACTIVE' AND next_run_at <= %(until)s
+GROUP BY next_run_at ORDER BY next_run_at LIMIT %(limit)s
+"""
+
 #: one index seek per bucket, whatever the number of jobs (a plain MIN over ``= ANY`` would
 #: read every ACTIVE entry of those buckets)
 NEXT_DUE_AT = """

@@ -30,6 +30,13 @@ class SchedulingMethods(PostgresBase):
         return [(r[0], r[1]) for r in rows]
 
     @translated
+    def due_ticks(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[int, int]]:
+        if not buckets or limit <= 0:
+            return []
+        rows = self._rows(q.DUE_TICKS, {"buckets": [int(b) for b in buckets], "until": until_ms, "limit": limit})
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    @translated
     def next_due_at(self, buckets: Sequence[int]) -> int | None:
         if not buckets:
             return None

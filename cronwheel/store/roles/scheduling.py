@@ -25,6 +25,13 @@ class SchedulingStore(ABC):
         earliest first. Reads only the ``(bucket_id, status, next_run_at)`` index."""
 
     @abstractmethod
+    def due_ticks(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[int, int]]:
+        """``(next_run_at, jobs)``: the distinct next runs <= until_ms of ACTIVE jobs in
+        ``buckets``, earliest first (up to ``limit`` of them), each with how many jobs are due
+        then. What the scheduler keeps of its horizon: a herd second is one row, not 100,000.
+        Reads only the ``(bucket_id, status, next_run_at)`` index."""
+
+    @abstractmethod
     def next_due_at(self, buckets: Sequence[int]) -> int | None:
         """The earliest next_run_at of ACTIVE jobs in ``buckets`` (None when there is none)."""
 

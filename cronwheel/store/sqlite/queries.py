@@ -179,6 +179,14 @@ SELECT j.id, due.next_run_at FROM due JOIN jobs AS j ON j.rowid = due.rid
 ORDER BY due.next_run_at, j.id
 """
 
+#: the distinct due instants of a JSON array of buckets with their job counts, from the
+#: covering (bucket_id, status, next_run_at) index alone
+DUE_TICKS = """
+SELECT next_run_at, count(*) FROM jobs
+WHERE bucket_id IN (SELECT value FROM json_each(?1)) AND status = 'ACTIVE' AND next_run_at <= ?2
+GROUP BY next_run_at ORDER BY next_run_at LIMIT ?3
+"""
+
 #: one index seek per bucket (min/max optimisation), whatever the number of jobs
 NEXT_DUE_AT = """
 SELECT MIN((SELECT MIN(next_run_at) FROM jobs

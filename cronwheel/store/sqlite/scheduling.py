@@ -32,6 +32,12 @@ class SchedulingMethods(SqliteBase):
         return self._conn.execute(q.DUE_JOBS, (buckets_json(tuple(buckets)), until_ms, limit)).fetchall()  # type: ignore[return-value]
 
     @translated
+    def due_ticks(self, buckets: Sequence[int], until_ms: int, limit: int) -> list[tuple[int, int]]:
+        if not buckets or limit <= 0:
+            return []
+        return self._conn.execute(q.DUE_TICKS, (buckets_json(tuple(buckets)), until_ms, limit)).fetchall()  # type: ignore[return-value]
+
+    @translated
     def next_due_at(self, buckets: Sequence[int]) -> int | None:
         if not buckets:
             return None
