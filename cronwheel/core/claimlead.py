@@ -18,6 +18,7 @@ are not herds and keep the base lead, so ordinary jobs are not claimed earlier t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 __all__ = ["ClaimLead"]
 
@@ -36,10 +37,13 @@ class ClaimLead:
         self.rate = rate  #: claims per second, a moving average of measured claims
         self._per_second: Counter[int] = Counter()  # second (ms // 1000) -> ticks due in it
 
-    def reset(self, due_ms: list[int]) -> None:
-        """The horizon was reloaded: these are all the due ticks in it (seconds that have
-        passed drop out here, every reload)."""
-        self._per_second = Counter(t // 1000 for t in due_ms)
+    def reset(self, due: Iterable[tuple[int, int]]) -> None:
+        """The horizon was reloaded: these are all its due instants, each with how many jobs
+        are due then (seconds that have passed drop out here, every reload)."""
+        per_second: Counter[int] = Counter()
+        for due_ms, jobs in due:
+            per_second[due_ms // 1000] += jobs
+        self._per_second = per_second
 
     def add(self, due_ms: int) -> None:
         self._per_second[due_ms // 1000] += 1

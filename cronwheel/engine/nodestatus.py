@@ -40,7 +40,7 @@ class NodeStatusMixin(NodeParts):
             workers=len(pool.worker_pids()) if pool else 0,
             slots_total=self.config.workers * self.config.slots,
             slots_free=pool.free_slots() if pool else 0,
-            buckets_owned=len(self.scheduler.buckets), wheel_jobs=len(self.scheduler.wheel),
+            buckets_owned=len(self.scheduler.buckets), wheel_jobs=self.scheduler.horizon_jobs,
             last_loop_ms=self.scheduler.last_loop_ms, healthy=self.healthy(),
             lag_p99_ms=lag_percentile(sorted(self.dispatcher.lags_ms), 0.99),
             disk_free_bytes=disk.free_bytes, wal_bytes=disk.log_bytes,
@@ -84,7 +84,7 @@ class NodeStatusMixin(NodeParts):
             uptimeSec=round(time.monotonic() - self.started_monotonic, 1),
             queue={Priority(i).label: d for i, d in enumerate(depth)},
             delayed=len(self.dispatcher.delayed),
-            wheel=len(self.scheduler.wheel),
+            wheel=self.scheduler.horizon_jobs,
             workers={
                 "count": len(pool.worker_pids()) if pool else 0,
                 "freeSlots": pool.free_slots() if pool else 0,

@@ -1,15 +1,16 @@
 """Horizon → wheel → claim.
 
-A loader keeps every ACTIVE job of the owned buckets whose next run falls within the horizon
-(60 s) in the timing wheel. When the wheel fires, the due slice is claimed in batches by the
-store's atomic claim (insert executions + advance next_run_at, one transaction per batch) and
-the new executions are handed to the dispatcher.
+A loader keeps every instant at which ACTIVE jobs of the owned buckets are due within the
+horizon (60 s) in the timing wheel: one entry per instant, however many jobs share it, so a
+herd of 100,000 jobs due in one second costs the wheel a single entry. When the wheel fires,
+the due slice is claimed in batches by the store's atomic claim (insert executions + advance
+next_run_at, one transaction per batch) and the new executions are handed to the dispatcher.
 
 The wheel is only a cache of *when to wake up*; the store is the truth. That is why the claim
-asks the store for every due job of the buckets (not just the ones the wheel fired), and why a
-safety sweep claims whatever is due every ``sweep_ms`` even if the wheel said nothing: a job
-added by another process, a clock jump, or a crash between claim and wheel update is picked up
-within one sweep.
+asks the store for every due job of the buckets (the wheel does not even know which jobs are
+due), and why a safety sweep claims whatever is due every ``sweep_ms`` even if the wheel said
+nothing: a job added by another process, a clock jump, or a crash between claim and wheel
+update is picked up within one sweep.
 """
 
 from __future__ import annotations
@@ -81,14 +82,16 @@ class Scheduler:
         #: herds (a second with more ticks than one lead's worth of claiming) are claimed
         #: earlier still, so that the whole herd is claimed before it is due
         self.lead = ClaimLead(claim_ahead_ms, cap_ms=horizon_ms // 2)
-        self._herd_tick: dict[str, int] = {}  # wheel entries armed with a herd lead -> their tick
-        self.wheel: TimingWheel[str] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        #: due instant (ms) -> wake up to claim it (its lead before it, or the instant itself)
+        self.wheel: TimingWheel[int] = TimingWheel(clock.now_ms(), tick_ms=5, wheel_size=256)
+        #: jobs due within the horizon: as of the last horizon load, then kept up by claims
+        #: and schedule changes until the next (for the status page and a gauge)
+        self.horizon_jobs = 0
         self._poke = asyncio.Event()
         self._claim_needed = True
         self._next_reload = 0
         self._next_sweep = 0
         self._stopping = False
-        self._exact: set[str] = set()  # jobs re-armed at their exact tick (see _rearm_unclaimed)
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
         self.health = LoopHealth(events, clock, "scheduler")
@@ -98,14 +101,18 @@ class Scheduler:
 
     # ---- notifications from the rest of the node
     def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:
-        """A job was created/resumed with this next run (or paused/cancelled: None)."""
+        """A job was created/resumed with this next run (or paused/cancelled: None).
+
+        A paused or cancelled job's instant stays in the wheel: other jobs may share it, and
+        waking up to a claim that finds nothing is cheaper than knowing. The next horizon
+        load forgets instants that no job is due at any more (and corrects ``horizon_jobs``)."""
         if next_run_at is None:
-            self.wheel.cancel(job_id)
-            self._herd_tick.pop(job_id, None)
             return
         if next_run_at - self.clock.now_ms() <= self.horizon_ms:
+            self.horizon_jobs += 1
             self.lead.add(next_run_at)
-            self._add(job_id, next_run_at)
+            if not self._arm(next_run_at, self.lead.lead_for(next_run_at)):
+                self._claim_needed = True
             self._poke.set()
 
     def stop(self) -> None:
@@ -125,15 +132,16 @@ class Scheduler:
         self._claim_needed = True
         self._poke.set()
 
-    def _add(self, job_id: str, next_run_at: int, lead: int | None = None) -> None:
-        if lead is None:
-            lead = self.lead.lead_for(next_run_at)
-        if lead != self.claim_ahead_ms:
-            self._herd_tick[job_id] = next_run_at
-        else:
-            self._herd_tick.pop(job_id, None)
-        if not self.wheel.add(job_id, next_run_at - lead):
-            self._claim_needed = True  # already due: claim on this turn
+    def _arm(self, tick: int, lead: int) -> bool:
+        """Wake up ``lead`` ms before ``tick`` to claim it. False when that time has passed:
+        the caller claims now if it must. Such a tick is armed at the tick itself instead,
+        because overlap-guarded jobs are claimed only then (``claim_due``)."""
+        wheel = self.wheel
+        deadline = tick - lead
+        if wheel.deadline_of(tick) == deadline or wheel.add(tick, deadline):
+            return True
+        wheel.add(tick, tick)  # (refused too if the tick itself has passed: nothing to wait for)
+        return False
 
     # ---- the loop
     async def run(self) -> None:
@@ -180,8 +188,6 @@ class Scheduler:
         if step:
             self.events.emit("clock.stepped", stepMs=step, at=now)
             self.wheel = TimingWheel(now, tick_ms=5, wheel_size=256)
-            self._herd_tick.clear()
-            self._exact.clear()
             self._next_reload = 0
             self._next_sweep = 0
             self._claim_needed = True
@@ -200,21 +206,20 @@ class Scheduler:
     async def _reload(self, now: int) -> None:
         buckets, _ = self.owned()
         due = await self.reader.run(
-            lambda s: s.due_jobs(buckets, now + self.horizon_ms, limit=1_000_000)
+            lambda s: s.due_ticks(buckets, now + self.horizon_ms, limit=1_000_000)
         )
-        self.lead.reset([next_run_at for _, next_run_at in due])
-        self._herd_tick = {k: v for k, v in self._herd_tick.items() if v >= now}
-        # A herd sits in the horizon for up to a minute, reloaded every few seconds: the jobs
-        # already armed where they would be armed again are left as they are. The lead is a
-        # function of the tick, so one computation serves every job of a herd second.
-        lead_at: dict[int, int] = {}
-        deadline_of = self.wheel.deadline_of
-        for job_id, next_run_at in due:
-            lead = lead_at.get(next_run_at)
-            if lead is None:
-                lead = lead_at[next_run_at] = self.lead.lead_for(next_run_at)
-            if deadline_of(job_id) != next_run_at - lead:
-                self._add(job_id, next_run_at, lead)
+        self.lead.reset(due)
+        self.horizon_jobs = sum(jobs for _, jobs in due)
+        # Instants no job is due at any more (paused, cancelled, claimed elsewhere) are
+        # forgotten; the others are armed again only where their lead moved (a herd sits in
+        # the horizon for up to a minute, reloaded every few seconds).
+        wheel = self.wheel
+        for tick in {tick for tick, _ in wheel.entries()}.difference(tick for tick, _ in due):
+            wheel.cancel(tick)
+        for tick, _ in due:
+            known = tick in wheel
+            if not self._arm(tick, self.lead.lead_for(tick)) and not known:
+                self._claim_needed = True  # due already, and news to this node
         self._next_reload = now + self.reload_ms
         self.loaded.set()
 
@@ -260,10 +265,7 @@ class Scheduler:
             self.events.emit("scheduler.claim_failed", jobId=job_id, error=repr(exc)[:500], retryInSec=SET_ASIDE_SEC,
                              suppressed=self._set_aside_log.suppressed)  # fmt: skip
 
-    async def _claim(self, now: int, fired: list[tuple[int, str]]) -> None:
-        # the fired jobs no claim has taken yet (the wheel's own key strings: a herd's claim
-        # results are not kept alive for this, ~75 bytes a job)
-        unclaimed = {job_id for _, job_id in fired} if self.claim_ahead_ms else set()
+    async def _claim(self, now: int, fired: list[tuple[int, int]]) -> None:
         while not self._stopping:
             buckets, fence = self.owned()
             if not buckets:
@@ -285,31 +287,26 @@ class Scheduler:
                 self.events.emit(
                     "execution.skipped", jobId=ex.job_id, executionId=ex.execution_id, reason=ex.reason
                 )
+            self.horizon_jobs = max(0, self.horizon_jobs - result.jobs_claimed)
             horizon_end = self.clock.now_ms() + self.horizon_ms
-            for job_id, next_run_at in result.next_runs:
+            for _, next_run_at in result.next_runs:
                 if next_run_at <= horizon_end:
+                    self.horizon_jobs += 1
                     self.lead.add(next_run_at)
-                    self._add(job_id, next_run_at)
+                    if not self._arm(next_run_at, self.lead.lead_for(next_run_at)):
+                        self._claim_needed = True
             if result.jobs_claimed:
                 self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
-            if unclaimed:
-                unclaimed.difference_update([ex.job_id for ex in result.executions])
-                unclaimed.difference_update([ex.job_id for ex in result.skipped])
-                unclaimed.difference_update([job_id for job_id, _ in result.next_runs])
             if result.jobs_claimed == 0:
                 break  # (a batch can be short of the limit and still leave more behind it)
-        self._rearm_unclaimed(fired, unclaimed)
+        self._rearm_at_tick(fired)
 
-    def _rearm_unclaimed(self, fired: list[tuple[int, str]], unclaimed: set[str]) -> None:
-        """The wheel fires ``claim_ahead_ms`` early, but overlap-guarded jobs are only claimed
-        at their tick: re-arm those at the tick itself, once. (A job fired at its exact tick
-        and still not claimed was paused, cancelled or claimed elsewhere: let it go; the
-        sweep and the reload cover anything else.)"""
-        if not self.claim_ahead_ms:
-            return
-        for deadline, job_id in fired:
-            tick = self._herd_tick.pop(job_id, deadline + self.claim_ahead_ms)
-            if job_id not in unclaimed or job_id in self.wheel or job_id in self._exact:
-                self._exact.discard(job_id)
-            elif self.wheel.add(job_id, tick):
-                self._exact.add(job_id)
+    def _rearm_at_tick(self, fired: list[tuple[int, int]]) -> None:
+        """The wheel fires a tick its lead early, but overlap-guarded jobs are only claimed
+        at their tick: wake up once more at the tick itself. (Which jobs those are is the
+        store's to know; a claim at the tick that finds none costs one indexed read. A tick
+        fired at itself is done: the sweep and the reload cover anything else.)"""
+        wheel = self.wheel
+        for deadline, tick in fired:
+            if deadline < tick and tick not in wheel and not wheel.add(tick, tick):
+                self._claim_needed = True  # the claim ran past the tick: claim again now

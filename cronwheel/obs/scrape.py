@@ -68,7 +68,7 @@ class StateCollector(Collector):
         yield gauge("cronwheel_worker_slots", "Configured execution slots (workers x slots).", snap.slots_total)
         yield gauge("cronwheel_worker_slots_free", "Free slots on ready workers.", snap.slots_free)
         yield gauge("cronwheel_buckets_owned", "Time buckets this node schedules.", snap.buckets_owned)
-        yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon, held in the timing wheel.", snap.wheel_jobs)
+        yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon (counted at each horizon load, kept up in between).", snap.wheel_jobs)
         age = max(0.0, (snap.now_ms - snap.last_loop_ms) / 1000)
         yield gauge("cronwheel_scheduler_last_turn_age_seconds", "Seconds since the scheduler loop last turned.", age)
         yield gauge("cronwheel_healthy", "1 while the scheduler loop turns (what the systemd watchdog checks).", 1 if snap.healthy else 0)
