@@ -280,4 +280,4 @@ class Dispatcher(DispatchLoop):
             if ex is not None and ex.status is ExecStatus.RETRY_WAIT and ex.queue is not None:
                 self.add([ex])  # remote workers' business: only wakes their long polls
             elif ex is not None and ex.status is ExecStatus.RETRY_WAIT:
-                self._retry_at(ex.execution_id, int(ex.priority), ex.tenant, ex.scheduled_at, ex.available_at)
+                self._retry_at(ex.execution_id, int(ex.priority), ex.tenant, ex.available_at)

@@ -50,6 +50,8 @@ START_RETRY_MS = 1_000
 START_RETRY_MAX_MS = 60_000
 #: executions whose start failures are counted at once (a bound, not an expected number)
 MAX_REMEMBERED_FAILURES = 10_000
+#: distinct (tier, tenant) tuples shared by waiting executions (a bound, not an expected number)
+MAX_KINDS = 10_000
 #: above this many ``execution.started`` (or ``execution.succeeded``) a second, those events
 #: are logged at debug level and one ``executions.started`` (``executions.succeeded``) line
 #: per batch says how many: a herd's log costs O(batches). Below it every line is as ever.
@@ -82,7 +84,10 @@ class DispatchLoop:
         self.live = LiveOutput()  #: output of the executions running on this node, as it comes
         self.running_by_tenant: Counter[str] = Counter()
         self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
-        self.meta: dict[str, tuple[int, str, int]] = {}  # queued/delayed id -> (tier, tenant, scheduled_at)
+        #: queued/delayed id -> (tier, tenant): one tuple shared by every execution of a tier
+        #: and tenant (``_kind``), so a herd's 100,000 waiting executions cost a dict slot each
+        self.meta: dict[str, tuple[int, str]] = {}
+        self._kinds: dict[tuple[int, str], tuple[int, str]] = {}
         #: executions waiting for their instant (claimed ahead, backoff, jitter), grouped by it
         self.delayed: InstantGroups[str] = InstantGroups(clock.now_ms(), tick_ms=5, wheel_size=256)
         self._steps = StepDetector()
@@ -112,17 +117,27 @@ class DispatchLoop:
                 continue
             if ex.execution_id in self.meta:
                 continue
-            tenant = sys.intern(ex.tenant)  # one string per tenant, not a copy per store row
-            self.meta[ex.execution_id] = (int(ex.priority), tenant, ex.scheduled_at)
+            tier, tenant = self.meta[ex.execution_id] = self._kind(int(ex.priority), ex.tenant)
             if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
                 continue
-            self.queue.push(int(ex.priority), tenant, ex.execution_id)
+            self.queue.push(tier, tenant, ex.execution_id)
         if remote and self.on_queued is not None:
             self.on_queued(remote)
         self._wake.set()
 
-    def _retry_at(self, execution_id: str, tier: int, tenant: str, scheduled_at: int, at: int) -> None:
-        self.meta[execution_id] = (tier, tenant, scheduled_at)
+    def _kind(self, tier: int, tenant: str) -> tuple[int, str]:
+        """The one ``(tier, tenant)`` tuple for both, with the tenant's one string (not a copy
+        per store row). Forgotten wholesale past a bound: only the sharing is lost."""
+        key = (tier, tenant)
+        kind = self._kinds.get(key)
+        if kind is None:
+            if len(self._kinds) >= MAX_KINDS:
+                self._kinds.clear()
+            kind = self._kinds[key] = (tier, sys.intern(tenant))
+        return kind
+
+    def _retry_at(self, execution_id: str, tier: int, tenant: str, at: int) -> None:
+        tier, tenant = self.meta[execution_id] = self._kind(tier, tenant)
         if not self.delayed.add(execution_id, at):
             self.queue.push(tier, tenant, execution_id)
         self._wake.set()
@@ -196,7 +211,7 @@ class DispatchLoop:
             self.delayed = InstantGroups(now, tick_ms=5, wheel_size=256)
             for execution_id, at in entries:
                 if not self.delayed.add(execution_id, at):
-                    tier, tenant, _ = self.meta[execution_id]
+                    tier, tenant = self.meta[execution_id]
                     self.queue.push(tier, tenant, execution_id)
         elif step > 0:
             self._reap_after = self.clock.monotonic() + STEP_REAP_PAUSE_SEC
@@ -207,7 +222,7 @@ class DispatchLoop:
         self.check_clock(now)
         self.last_loop_ms = now
         for execution_id in self.delayed.advance(now):
-            tier, tenant, _ = self.meta[execution_id]
+            tier, tenant = self.meta[execution_id]
             self.queue.push(tier, tenant, execution_id)
         if self._accepting:
             await self._dispatch(now)
@@ -310,18 +325,18 @@ class DispatchLoop:
             fails = self._start_failures.get(xid, 0) + 1
             self._start_failures[xid] = fails
             delay = min(START_RETRY_MAX_MS, START_RETRY_MS * 2 ** (fails - 1))
-            tier, tenant, scheduled_at = self.meta[xid]
+            tier, tenant = self.meta[xid]
             if self._start_failed_log.allow(xid, self.clock.monotonic()):
                 self.events.emit("dispatch.start_failed", executionId=xid, tenant=tenant, error=repr(exc)[:500],
                                  failures=fails, retryInMs=delay, suppressed=self._start_failed_log.suppressed)  # fmt: skip
-            self._retry_at(xid, tier, tenant, scheduled_at, now_ms + delay)
+            self._retry_at(xid, tier, tenant, now_ms + delay)
         while len(self._start_failures) > MAX_REMEMBERED_FAILURES:
             del self._start_failures[next(iter(self._start_failures))]
 
     def _requeue(self, execution_ids: list[str]) -> None:
         self.release(execution_ids)
         for xid in execution_ids:
-            tier, tenant, _ = self.meta[xid]
+            tier, tenant = self.meta[xid]
             self.queue.push(tier, tenant, xid)
 
     # ---- per-tenant running counts and quotas

@@ -178,3 +178,38 @@ def test_a_quota_of_zero_holds_everything_and_nothing_is_lost() -> None:
         assert len(pool.granted) == 3
 
     asyncio.run(main())
+
+
+def test_waiting_executions_of_one_tier_and_tenant_share_one_record() -> None:
+    """A herd's waiting executions cost the dispatcher a dict slot each: every one of a tier
+    and tenant points at the same (tier, tenant) tuple, whichever row its strings came from."""
+
+    async def main() -> None:
+        d, _, _ = make({}, {})
+        rows = [ex("".join(["ten", "ant"]), i) for i in range(3)]  # a string object per row
+        rows.append(Execution("jh:1", "jh", "".join(["ten", "ant"]), Priority.HIGH, T0, ExecStatus.PENDING))
+        d.add(rows)
+        kinds = [d.meta[r.execution_id] for r in rows]
+        assert kinds[0] == (int(Priority.DEFAULT), "tenant") and kinds[3] == (int(Priority.HIGH), "tenant")
+        assert kinds[0] is kinds[1] is kinds[2] and kinds[3] is not kinds[0]
+        assert kinds[0][1] is kinds[3][1], "one tenant string for both tiers"
+        d._retry_at(rows[1].execution_id, int(Priority.DEFAULT), "".join(["ten", "ant"]), T0 + 1000)
+        assert d.meta[rows[1].execution_id] is kinds[0], "a retry waits under the same record"
+        await d.stop()
+
+    asyncio.run(main())
+
+
+def test_the_shared_records_are_bounded_and_forgetting_them_loses_nothing(monkeypatch: Any) -> None:
+    monkeypatch.setattr("cronwheel.engine.dispatchloop.MAX_KINDS", 2)
+
+    async def main() -> None:
+        d, _, _ = make({}, {})
+        rows = [ex(f"t{i}", i) for i in range(5)]
+        d.add(rows)
+        assert len(d._kinds) <= 2
+        assert [d.meta[r.execution_id] for r in rows] == [(int(Priority.DEFAULT), f"t{i}") for i in range(5)]
+        assert len(d.queue) == 5
+        await d.stop()
+
+    asyncio.run(main())
