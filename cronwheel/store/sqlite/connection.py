@@ -30,10 +30,11 @@ DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: the writer's page cache. A herd's claims, starts and completions walk the tables page after
 #: page (schema 14), so a larger cache buys little: 256 MiB held ~36 MiB more at the peak of a
 #: 100,000 herd for the same time and CPU, and sustained load and a million jobs' start-up
-#: measured the same. A smaller one costs CPU: 16 MiB saved ~20 MiB in that herd for ~2 % more
-#: of the daemon's CPU per execution (docs/benchmarks.md). Pages beyond it are read from the
-#: OS's page cache. Readers get less (daemon/serve.py).
-DEFAULT_CACHE_MIB = 32
+#: measured the same. 24 MiB holds ~9 MiB less than 32 at that peak with no CPU cost seen in
+#: the herd or in sustained load; 16 MiB saved ~20 MiB but cost ~2 % more of the daemon's CPU
+#: per execution (docs/benchmarks.md). Pages beyond it are read from the OS's page cache.
+#: Readers get less (daemon/serve.py).
+DEFAULT_CACHE_MIB = 24
 #: apsw errors that mean "not now" (locked, I/O, disk full), not "never"
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
     apsw.BusyError,
