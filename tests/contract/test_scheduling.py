@@ -444,6 +444,25 @@ def test_claim_ahead_takes_allow_jobs_early_but_guarded_jobs_only_when_due(store
     assert by_job[forbid.job_id] == T0 + 2 * SEC and by_job[replace.job_id] == T0 + 2 * SEC
 
 
+
+def test_guarded_jobs_held_back_for_their_tick_do_not_hide_the_jobs_behind_them(store: Store) -> None:
+    # a full batch of overlap-guarded jobs claimed ahead of their tick would otherwise take the
+    # whole limit and claim nothing: the allow jobs due after them lose their lead (and a claim
+    # loop that stops at a batch of none leaves them until the guarded jobs' tick)
+    guarded = [new_job(next_run_at=T0 + SEC, overlap=OverlapPolicy.FORBID) for _ in range(7)]
+    allow = [new_job(next_run_at=T0 + 2 * SEC) for _ in range(3)]
+    create(store, *guarded, *allow)
+    early = store.claim_due(ALL_BUCKETS, T0, 5, ahead_ms=3 * SEC)
+    assert sorted(e.job_id for e in early.executions) == sorted(j.job_id for j in allow)
+    assert early.jobs_claimed == 3
+    assert store.claim_due(ALL_BUCKETS, T0, 5, ahead_ms=3 * SEC).jobs_claimed == 0
+    # at their tick the guarded ones are claimed, in full batches
+    at_tick = store.claim_due(ALL_BUCKETS, T0 + SEC, 5, ahead_ms=3 * SEC)
+    rest = store.claim_due(ALL_BUCKETS, T0 + SEC, 5, ahead_ms=3 * SEC)
+    assert at_tick.jobs_claimed == 5 and rest.jobs_claimed == 2
+    assert {e.job_id for e in at_tick.executions + rest.executions} == {j.job_id for j in guarded}
+
+
 def test_a_claim_can_be_restricted_to_some_jobs(store: Store) -> None:
     # the engine isolates a job whose claim fails by claiming the others by id
     ids = create(store, *(new_job(next_run_at=T0) for _ in range(4)), now=T0 - MIN)

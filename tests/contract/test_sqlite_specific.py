@@ -287,7 +287,7 @@ def _plan(conn: apsw.Connection, sql: str, args: tuple[Any, ...]) -> str:
 def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     conn = conn_of(sqlite_store)
     buckets = "[1,2,3]"
-    assert "COVERING INDEX jobs_due" in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10))
+    assert "COVERING INDEX jobs_due" in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10, T0))
     assert "COVERING INDEX jobs_due" in _plan(conn, q.DUE_JOBS, (buckets, T0, 10))
     assert "INDEX jobs_due" in _plan(conn, q.NEXT_DUE_AT, (buckets,))
     ready = _plan(conn, q.READY_EXECUTIONS, (T0, 0, "", 10))
@@ -298,7 +298,7 @@ def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     assert "INDEX executions_guarded" in _plan(conn, q.GUARDED_LIVE, ('["j"]',))
     assert "INDEX executions_tick" in _plan(conn, q.LIST_EXECUTIONS, ("j", T0, 10, None))
     assert "INDEX executions_dead" in _plan(conn, q.LIST_DEAD, ("", None, 10))
-    assert "SCAN jobs" not in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10))
+    assert "SCAN jobs" not in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10, T0))
 
 
 # ---------------------------------------------------------------- a stored schedule that broke

@@ -252,3 +252,8 @@ CREATE INDEX notifications_rule ON notifications (job_id, rule_id, status, sent_
 -- stay in execution id order, and only the catalog says so
 COMMENT ON INDEX executions_ready IS
     'the ready queue: dispatchable rows by (available_at, execution_id); see migration 14';
+
+-- version 15: the SQLite store adds the overlap policy to its due index; here the claim has
+-- always filtered overlap-guarded jobs in its statement, and only the catalog says so
+COMMENT ON INDEX jobs_due IS
+    'the due slice of a set of buckets; the claim filters overlap-guarded jobs ahead of their tick in its statement; see migration 15';

@@ -75,13 +75,14 @@ def claim(
 ) -> None:
     """``only_json``: a JSON array of job ids to claim from (of those due), for the engine's
     isolation of a job whose claim fails (see Store.claim_due)."""
+    # overlap-guarded jobs are claimed at their tick only (see Store.claim_due): the statement
+    # leaves them out of a claim ahead while it reads the due index (which holds the policy),
+    # so that a batch of them held back neither takes the batch's place nor hides the jobs
+    # behind it
     if only_json is None:
-        rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms + ahead_ms, limit)).fetchall()
+        rows: list[Any] = conn.execute(q.CLAIM_SELECT, (buckets_json, now_ms + ahead_ms, limit, now_ms)).fetchall()
     else:
-        rows = conn.execute(q.CLAIM_SELECT_ONLY, (buckets_json, now_ms + ahead_ms, limit, only_json)).fetchall()
-    if ahead_ms:
-        # overlap-guarded jobs are claimed at their tick only (see Store.claim_due)
-        rows = [r for r in rows if r[6] == "allow" or r[2] <= now_ms]
+        rows = conn.execute(q.CLAIM_SELECT_ONLY, (buckets_json, now_ms + ahead_ms, limit, only_json, now_ms)).fetchall()
     if not rows:
         return
 

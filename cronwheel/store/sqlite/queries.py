@@ -198,7 +198,7 @@ CLAIM_SELECT = """
 WITH due AS (
     SELECT rowid AS rid FROM jobs
     WHERE bucket_id IN (SELECT value FROM json_each(?1)) AND status = 'ACTIVE'
-      AND next_run_at <= ?2
+      AND next_run_at <= ?2 AND (next_run_at <= ?4 OR overlap = 'allow')
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,
@@ -207,13 +207,13 @@ SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overla
 FROM due JOIN jobs AS j ON j.rowid = due.rid
 """
 
-#: CLAIM_SELECT restricted to a JSON array of job ids (?4): the engine's isolation of a claim
+#: CLAIM_SELECT restricted to a JSON array of job ids (?4; now is ?5): the engine's isolation of a claim
 #: that fails, a few ids at a time (see Store.claim_due)
 CLAIM_SELECT_ONLY = """
 WITH due AS (
     SELECT rowid AS rid FROM jobs
     WHERE id IN (SELECT value FROM json_each(?4)) AND bucket_id IN (SELECT value FROM json_each(?1))
-      AND status = 'ACTIVE' AND next_run_at <= ?2
+      AND status = 'ACTIVE' AND next_run_at <= ?2 AND (next_run_at <= ?5 OR overlap = 'allow')
     ORDER BY next_run_at LIMIT ?3
 )
 SELECT j.rowid, j.id, j.next_run_at, j.schedule, j.timezone, j.misfire, j.overlap,

@@ -42,8 +42,7 @@ CREATE TABLE jobs (
     queue        TEXT  -- a queue target's name (remote workers), else NULL
 );
 
--- The due slice of a set of buckets: the scheduler reads only this index.
-CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at);
+-- The due slice of a set of buckets (jobs_due) is made by version 15, at the end of this file.
 CREATE INDEX jobs_tenant ON jobs (tenant, id);
 
 -- What a job does (never read by the claim).
@@ -253,3 +252,9 @@ ALTER TABLE executions ADD COLUMN job_order INTEGER NOT NULL DEFAULT 0;
 -- execution_id is in the key so that a job's live rows are read from the index alone.
 CREATE INDEX executions_ready ON executions (available_at, job_order, execution_id)
     WHERE status IN ('PENDING', 'RETRY_WAIT');
+
+-- version 15: the due index carries each job's overlap policy
+
+-- The due slice of a set of buckets: the scheduler reads only this index. With the overlap
+-- policy in it, a claim ahead of time skips overlap-guarded jobs from the index alone.
+CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at, overlap);
