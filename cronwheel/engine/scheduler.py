@@ -109,10 +109,7 @@ class Scheduler:
         if next_run_at is None:
             return
         if next_run_at - self.clock.now_ms() <= self.horizon_ms:
-            self.horizon_jobs += 1
-            self.lead.add(next_run_at)
-            if not self._arm(next_run_at, self.lead.lead_for(next_run_at)):
-                self._claim_needed = True
+            self._job_coming(next_run_at)
             self._poke.set()
 
     def stop(self) -> None:
@@ -132,12 +129,19 @@ class Scheduler:
         self._claim_needed = True
         self._poke.set()
 
-    def _arm(self, tick: int, lead: int) -> bool:
-        """Wake up ``lead`` ms before ``tick`` to claim it. False when that time has passed:
+    def _job_coming(self, tick: int) -> None:
+        """One more job is due at ``tick``, within the horizon (between horizon loads)."""
+        self.horizon_jobs += 1
+        self.lead.add(tick)
+        if not self._arm(tick):
+            self._claim_needed = True  # its lead has begun: claim on this turn
+
+    def _arm(self, tick: int) -> bool:
+        """Wake up the tick's lead before it to claim it. False when that time has passed:
         the caller claims now if it must. Such a tick is armed at the tick itself instead,
         because overlap-guarded jobs are claimed only then (``claim_due``)."""
         wheel = self.wheel
-        deadline = tick - lead
+        deadline = tick - self.lead.lead_for(tick)
         if wheel.deadline_of(tick) == deadline or wheel.add(tick, deadline):
             return True
         wheel.add(tick, tick)  # (refused too if the tick itself has passed: nothing to wait for)
@@ -218,7 +222,7 @@ class Scheduler:
             wheel.cancel(tick)
         for tick, _ in due:
             known = tick in wheel
-            if not self._arm(tick, self.lead.lead_for(tick)) and not known:
+            if not self._arm(tick) and not known:
                 self._claim_needed = True  # due already, and news to this node
         self._next_reload = now + self.reload_ms
         self.loaded.set()
@@ -291,10 +295,7 @@ class Scheduler:
             horizon_end = self.clock.now_ms() + self.horizon_ms
             for _, next_run_at in result.next_runs:
                 if next_run_at <= horizon_end:
-                    self.horizon_jobs += 1
-                    self.lead.add(next_run_at)
-                    if not self._arm(next_run_at, self.lead.lead_for(next_run_at)):
-                        self._claim_needed = True
+                    self._job_coming(next_run_at)
             if result.jobs_claimed:
                 self.events.emit("scheduler.claimed", jobs=result.jobs_claimed, executions=len(result.executions))
             if result.jobs_claimed == 0:
