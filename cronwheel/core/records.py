@@ -78,9 +78,10 @@ class ClaimResult:
     skipped: list[Execution] = field(default_factory=list)  #: ticks recorded SKIPPED (overlap/misfire)
     replaced: list[str] = field(default_factory=list)  #: running execution ids cancelled by overlap=replace
     jobs_claimed: int = 0
-    #: ``(job_id, new next_run_at)`` for every claimed job still ACTIVE, so the scheduler can put
-    #: the following tick straight into its wheel without re-reading the index
-    next_runs: list[tuple[str, int]] = field(default_factory=list)
+    #: the new next_run_at of every claimed job still ACTIVE, so the scheduler can put the
+    #: following tick straight into its wheel without re-reading the index (the wheel is keyed
+    #: by instant: which job is due then is the store's to know)
+    next_runs: list[int] = field(default_factory=list)
 
     def merged(self, other: ClaimResult) -> ClaimResult:
         """Both claims' results as one (the halves of a claim split to isolate a failing job)."""

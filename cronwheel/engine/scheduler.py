@@ -293,7 +293,7 @@ class Scheduler:
                 )
             self.horizon_jobs = max(0, self.horizon_jobs - result.jobs_claimed)
             horizon_end = self.clock.now_ms() + self.horizon_ms
-            for _, next_run_at in result.next_runs:
+            for next_run_at in result.next_runs:
                 if next_run_at <= horizon_end:
                     self._job_coming(next_run_at)
             if result.jobs_claimed:

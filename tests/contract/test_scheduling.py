@@ -111,7 +111,7 @@ def test_claim_inserts_one_execution_per_tick_and_advances(store: Store) -> None
     assert (ex.tenant, ex.priority, ex.max_attempts) == ("acme", Priority.HIGH, 5)
     assert (ex.attempt, ex.lease_epoch, ex.available_at, ex.created_at) == (0, 0, T0, T0 + 2 * SEC)
     assert res.skipped == [] and res.replaced == []
-    assert res.next_runs == [(nj.job_id, T0 + MIN)]
+    assert res.next_runs == [T0 + MIN]
     assert store.get_execution(ex.execution_id) == ex
     job = store.get_job(nj.job_id)
     assert job is not None and job.next_run_at == T0 + MIN and job.status is JobStatus.ACTIVE
@@ -176,7 +176,7 @@ def test_ticks_late_within_the_grace_all_run(store: Store) -> None:
     assert [e.scheduled_at for e in res.executions] == [T0 + i * SEC for i in range(31)]
     assert {e.origin for e in res.executions} == {ExecOrigin.SCHEDULE}
     assert res.skipped == []
-    assert res.next_runs == [(nj.job_id, T0 + 31 * SEC)]
+    assert res.next_runs == [T0 + 31 * SEC]
 
 
 def test_the_default_grace_fits_the_schedule_and_marks_the_catch_up_run(store: Store) -> None:

@@ -155,7 +155,7 @@ def claim(
         if job_id in moved:
             result.jobs_claimed += 1
             if next_run_at is not None:
-                result.next_runs.append((job_id, next_run_at))
+                result.next_runs.append(next_run_at)
 
     cancel_ids: list[str] = []
     cancel_reasons: list[str] = []

@@ -149,7 +149,7 @@ def claim(
         if flags[i]:
             result.jobs_claimed += 1
             if next_run_at is not None:
-                result.next_runs.append((advanced_ids[i], next_run_at))
+                result.next_runs.append(next_run_at)
     inserts = [row for keep, execs in zip(flags, per_job + broken_execs, strict=True)
                if keep for row in execs]
     # in the ready index's order (available_at, job_order, execution_id): the dispatcher starts
