@@ -139,7 +139,7 @@ def cancel(app: Cli, job: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pass_cli
 def pause(app: Cli, job: str, as_json: bool) -> None:
-    """Pause a job (executions already started go on)."""
+    """Pause a job: no tick after now runs (executions already started go on)."""
     _job_action(app, job, "pause", as_json)
 
 

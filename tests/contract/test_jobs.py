@@ -209,6 +209,44 @@ def test_pause_and_resume_are_compare_and_set(store: Store) -> None:
     assert job is not None and job.next_run_at == T0 + HOUR and job.updated_at == T0 + 3
 
 
+def test_pausing_withdraws_the_ticks_claimed_ahead_and_a_resume_runs_them(store: Store) -> None:
+    sec = 1_000
+    [every20] = create(store, new_job(schedule="*/20 * * * * *", next_run_at=T0))
+    [once] = create(store, one_off(T0 + 30 * sec))
+    claimed = store.claim_due(list(range(64)), T0, 100, ahead_ms=50 * sec).executions  # T0, T0+20s, T0+40s and the one-off
+    assert sorted(e.scheduled_at for e in claimed) == [T0, T0 + 20 * sec, T0 + 30 * sec, T0 + 40 * sec]
+    start(store, f"{every20}:{T0}", T0)  # started: goes on
+    for jid in (every20, once):
+        assert store.set_job_status(jid, [JobStatus.ACTIVE], JobStatus.PAUSED, T0 + 5 * sec) is not None
+    # the ticks not due yet are gone, as if never claimed: nothing of a paused job starts
+    left = store.list_executions(every20)
+    assert [(e.scheduled_at, e.status) for e in left] == [(T0, ExecStatus.RUNNING)]
+    assert store.list_executions(once) == []
+    assert store.start_executions([StartRequest(f"{every20}:{T0 + 20 * sec}", "w1")], T0 + 20 * sec) == []
+    paused = store.get_job(every20)
+    assert paused is not None and paused.next_run_at == T0 + 20 * sec  # back to the earliest withdrawn
+    paused_once = store.get_job(once)
+    assert paused_once is not None and paused_once.next_run_at == T0 + 30 * sec  # the one-off keeps its instant
+    assert store.claim_due(list(range(64)), T0 + 6 * sec, 100, ahead_ms=50 * sec).executions == []  # paused: not claimed again
+    # resumed before those instants: they are claimed and run after all
+    assert store.set_job_status(every20, [JobStatus.PAUSED], JobStatus.ACTIVE, T0 + 6 * sec, next_run_at=T0 + 20 * sec)
+    assert store.set_job_status(once, [JobStatus.PAUSED], JobStatus.ACTIVE, T0 + 6 * sec)
+    again = store.claim_due(list(range(64)), T0 + 6 * sec, 100, ahead_ms=40 * sec).executions
+    assert sorted((e.job_id, e.scheduled_at) for e in again) == sorted(
+        [(every20, T0 + 20 * sec), (every20, T0 + 40 * sec), (once, T0 + 30 * sec)]
+    )
+
+
+def test_pausing_leaves_due_and_triggered_executions_alone(store: Store) -> None:
+    [jid] = create(store, new_job(schedule="*/20 * * * * *", next_run_at=T0))
+    [due] = claim_all(store, T0).executions  # due at T0, not started yet
+    manual = store.trigger_job(jid, T0 + 10_000)
+    assert manual is not None and manual.scheduled_at == T0 + 10_000
+    assert store.set_job_status(jid, [JobStatus.ACTIVE], JobStatus.PAUSED, T0 + 1) is not None
+    left = {e.execution_id: e.status for e in store.list_executions(jid)}
+    assert left == {due.execution_id: ExecStatus.PENDING, manual.execution_id: ExecStatus.PENDING}
+
+
 def test_set_job_status_absent_or_other_tenant(store: Store) -> None:
     [jid] = create(store, new_job(tenant="a"))
     assert store.set_job_status("nope", [JobStatus.ACTIVE], JobStatus.PAUSED, T0) is None

@@ -128,3 +128,26 @@ def test_update_changes_a_job_in_place_and_validates_like_create(daemon: Daemon,
     assert (r.status, r.json()["code"]) == (409, "conflict"), r
     bad = daemon.cli("update", other["jobId"])
     assert bad.returncode == 2 and "nothing to change" in bad.stderr
+
+
+def test_a_paused_job_starts_no_tick_it_had_claimed_ahead(daemon: Daemon) -> None:
+    """`pause`: executions already started go on, nothing new starts, not even the ticks the
+    scheduler claimed ahead of their instant (2 s here) before the pause."""
+    job_id = daemon.add_job({"schedule": "* * * * * *", "command": "true", "name": "every-second"})["jobId"]
+    wait_for(lambda: any(e["status"] == "SUCCEEDED" for e in daemon.executions(job_id)), what="a run")
+    paused = daemon.post(f"/v1/jobs/{job_id}/pause", {})
+    assert paused.status == 200 and paused.json()["status"] == "PAUSED", paused
+    paused_at = paused.json()["updatedAt"]
+
+    def settled() -> list[dict]:
+        ex = daemon.executions(job_id)
+        return ex if not any(e["status"] in ("PENDING", "RUNNING", "RETRY_WAIT") for e in ex) else []
+
+    history = wait_for(settled, what="no live execution of the paused job")
+    assert not [e for e in history if e["scheduledAt"] > paused_at], history
+
+    resumed = daemon.post(f"/v1/jobs/{job_id}/resume", {})
+    assert resumed.status == 200, resumed
+    resumed_at = resumed.json()["updatedAt"]
+    wait_for(lambda: [e for e in daemon.executions(job_id) if e["status"] == "SUCCEEDED" and e["scheduledAt"] > resumed_at],
+             what="a run after the resume")  # fmt: skip

@@ -245,6 +245,10 @@ class JobMethods(PostgresBase):
         with self._write() as conn:
             if conn.execute(q.SET_JOB_STATUS, args).fetchone() is None:
                 return None
+            if status is JobStatus.PAUSED:
+                withdrawn = [r[0] for r in conn.execute(q.WITHDRAW_CLAIMED_AHEAD, args)]
+                if withdrawn:
+                    conn.execute(q.NEXT_RUN_BACK_TO, {"id": job_id, "first": min(withdrawn)})
             conn.execute(q.TOUCH_JOB_DEFINITION, args)
             row = conn.execute(q.GET_JOB, {"id": job_id, "tenant": None}).fetchone()
         return job_from_row(row)

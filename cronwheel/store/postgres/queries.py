@@ -190,6 +190,19 @@ RETURNING id
 
 TOUCH_JOB_DEFINITION = "UPDATE job_definitions SET updated_at = %(now)s WHERE job_id = %(id)s"
 
+#: a paused job's ticks claimed ahead, withdrawn as if never claimed: scheduled, PENDING and
+#: never started, not due yet (the job's future ticks in executions_tick)
+WITHDRAW_CLAIMED_AHEAD = """
+DELETE FROM executions
+WHERE job_id = %(id)s AND scheduled_at > %(now)s AND status = 'PENDING' AND attempt = 0 AND origin = 'schedule'
+RETURNING scheduled_at
+"""
+
+#: the job's next run put back to the earliest tick withdrawn
+NEXT_RUN_BACK_TO = """
+UPDATE jobs SET next_run_at = LEAST(COALESCE(next_run_at, %(first)s), %(first)s) WHERE id = %(id)s
+"""
+
 #: the job row, locked for a status change (waits for a claim that holds it)
 LOCK_JOB = f"""
 SELECT status FROM jobs WHERE id = %(id)s AND {_TENANT.format(col="tenant")}

@@ -100,7 +100,13 @@ class JobStore(ABC):
     ) -> Job | None:
         """Compare-and-set a job's status (pause/resume). Sets ``next_run_at`` too when given
         (resume passes the first tick after now). Returns the updated job, or None when the
-        job is absent or not in one of ``expect`` (nothing changed)."""
+        job is absent or not in one of ``expect`` (nothing changed).
+
+        Pausing (``status`` PAUSED) also withdraws the job's ticks claimed ahead of time (its
+        scheduled executions not due at ``now_ms`` and never started): they are deleted, as if
+        never claimed, and the job's ``next_run_at`` is put back to the earliest of them, so
+        that a paused job starts nothing new and a one-off resumed keeps its instant. Ticks
+        already due go on, as on a reschedule (``update_job``)."""
 
     @abstractmethod
     def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:

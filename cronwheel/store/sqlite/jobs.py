@@ -236,6 +236,10 @@ class JobMethods(SqliteBase):
             conn.execute(q.SET_JOB_STATUS, (job_id, status.value, next_run_at, expected, tenant))
             if conn.changes() == 0:
                 return None
+            if status is JobStatus.PAUSED:
+                withdrawn = [r[0] for r in conn.execute(q.WITHDRAW_CLAIMED_AHEAD, (job_id, now_ms))]
+                if withdrawn:
+                    conn.execute(q.NEXT_RUN_BACK_TO, (job_id, min(withdrawn)))
             conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
             row = conn.execute(q.GET_JOB, (job_id, None)).fetchone()
         return job_from_row(row)

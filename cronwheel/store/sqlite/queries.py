@@ -147,6 +147,17 @@ TOUCH_JOB_DEFINITION = "UPDATE job_definitions SET updated_at = ?2 WHERE job_id 
 
 CANCEL_JOB = "UPDATE jobs SET status = 'CANCELLED', next_run_at = NULL WHERE id = ?"
 
+#: a paused job's ticks claimed ahead (?2 = now), withdrawn as if never claimed: scheduled,
+#: PENDING and never started, not due yet (the job's future ticks in executions_tick)
+WITHDRAW_CLAIMED_AHEAD = """
+DELETE FROM executions
+WHERE job_id = ?1 AND scheduled_at > ?2 AND status = 'PENDING' AND attempt = 0 AND origin = 'schedule'
+RETURNING scheduled_at
+"""
+
+#: the job's next run put back to the earliest tick withdrawn (?2)
+NEXT_RUN_BACK_TO = "UPDATE jobs SET next_run_at = min(coalesce(next_run_at, ?2), ?2) WHERE id = ?1"
+
 #: a job's live executions, read through the two small partial indexes rather than its whole
 #: history: ?2/?3 bound the execution ids of the job (``job_id:`` .. ``job_id;``)
 LIVE_EXECUTIONS_OF_JOB = """
