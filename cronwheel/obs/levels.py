@@ -32,6 +32,7 @@ EVENT_LEVELS: dict[str, str] = {
     "worker.grant_ignored": "warning",
     "worker.stopping": "info",
     "pool.worker_lost": "warning",
+    "pool.worker_orphans_killed": "warning",
     "pool.worker_hung": "warning",
     "pool.worker_suspect": "warning",
     "pool.worker_not_ready": "warning",

@@ -20,9 +20,10 @@ What the pool promises its handler (the dispatcher):
 * **Lost workers.** When a worker's process dies, its connection closes, it sends an invalid
   frame, or it stops reading (its unsent backlog passes ``connections.MAX_BACKLOG``),
   ``on_worker_lost`` is called at once with everything it had in flight, the process is
-  terminated (SIGTERM, SIGKILL after ``KILL_AFTER_SEC``) and a new one is spawned under a new
-  id (``{node}-{incarnation}-w{index}-{generation}``), after a backoff of
-  min(30 s, 0.1 s × 2^n) when it keeps dying young.
+  terminated (SIGTERM, SIGKILL after ``KILL_AFTER_SEC``), the command runs it left behind are
+  killed once it is gone (``orphans.py``), and a new one is spawned under a new id
+  (``{node}-{incarnation}-w{index}-{generation}``), after a backoff of min(30 s, 0.1 s × 2^n)
+  when it keeps dying young.
 
 Handler calls for one worker are made one at a time, in the order its frames arrived; the reads
 from that worker wait meanwhile (natural back-pressure, and bigger batches).
@@ -44,6 +45,7 @@ from typing import Any, Protocol
 
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.worker import orphans
 from cronwheel.worker.connections import Connections, bind_socket
 from cronwheel.worker.framing import encode_frame, encode_grant_frames
 from cronwheel.worker.protocol import Abort, Bye, Ping
@@ -291,11 +293,26 @@ class WorkerPool:
             self._spawn_bg(self.handler.on_worker_lost(w.worker_id, lost))
         if w.writer is not None:
             w.writer.close()
+        patience = KILL_AFTER_SEC if w.leaving else 0.0
         if w.proc is not None and w.proc.returncode is None:
             # one that said bye is on its way out: give it a moment before the signals
-            self._terminate(w, patience=KILL_AFTER_SEC if w.leaving else 0.0)
+            self._terminate(w, patience=patience)
+        if lost and w.proc is not None:
+            self._spawn_bg(self._kill_orphans(w, [execution_id for execution_id, _ in lost], patience))
         self._capacity()
         self._notify()
+
+    async def _kill_orphans(self, w: PoolWorker, execution_ids: list[str], patience: float) -> None:
+        """Once the worker's process is gone, kill the command runs it left behind (a worker
+        that dies unannounced cannot kill them itself: ``orphans.py``)."""
+        proc = w.proc
+        assert proc is not None
+        with contextlib.suppress(TimeoutError):  # (_terminate's SIGKILL comes within this)
+            await asyncio.wait_for(proc.wait(), patience + 2 * KILL_AFTER_SEC + 1.0)
+        groups = await asyncio.to_thread(orphans.run_groups, w.worker_id, execution_ids)
+        if groups:
+            killed = orphans.kill_groups(groups)
+            self._log("pool.worker_orphans_killed", worker=w.worker_id, groups=killed, inFlight=len(execution_ids))
 
     def _terminate(self, w: PoolWorker, patience: float = 0.0) -> None:
         """SIGTERM (after ``patience`` seconds, if it is still there), SIGKILL KILL_AFTER_SEC later."""

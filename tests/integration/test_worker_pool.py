@@ -479,29 +479,66 @@ def test_assign_spreads_over_workers_least_loaded_first() -> None:
     run(main())
 
 
-def test_killed_worker_is_reported_lost_and_respawned() -> None:
+def _gone(pid: int) -> bool:
+    """No such process, or only its zombie (whoever adopted it has not reaped it yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return True
+    return stat[stat.rindex(b")") + 2 :].split()[0] == b"Z"
+
+
+def test_killed_worker_is_reported_lost_and_respawned_and_its_runs_killed() -> None:
     async def main() -> None:
         async with pool_running(n_workers=1, slots=2) as t:
             pids = t.tmp / "pids"
-            g = grant(shell(f"echo $$ > {pids}; sleep 1000"), epoch=5)
+            g = grant(shell(f"echo $$ > {pids}; sleep 1000 & sleep 1000"), epoch=5)
             old_id = t.send(g)
             [job_pid] = await until(lambda: read_pids(pids), what="job start")
+            # what an earlier run of this worker detached (setsid) before it ended: its
+            # environment names the worker, and an execution no longer in flight
+            earlier = grant(shell("true"))
+            detached = await asyncio.create_subprocess_exec(
+                "sleep", "1000", start_new_session=True,
+                env={**os.environ, "CRONWHEEL_WORKER_ID": old_id, "CRONWHEEL_EXECUTION_ID": earlier.execution_id},
+            )  # fmt: skip
             try:
                 old_pid = t.pool.worker_pids()[old_id]
                 os.kill(old_pid, signal.SIGKILL)
                 await until(lambda: t.h.lost, 10, "on_worker_lost")
                 assert t.h.lost == [(old_id, [(g.execution_id, 5)])]
                 assert t.pool.in_flight() == {}
+                # the run it left behind is killed, its whole group, not the earlier run's detached process
+                await until(lambda: _gone(job_pid), 10, "the lost run's process killed")
+                assert t.logged("pool.worker_orphans_killed")
+                assert _live_in_group(job_pid) == []
+                assert detached.returncode is None
                 await t.pool.wait_ready(1, timeout_sec=30)
                 [(new_id, new_pid)] = t.pool.worker_pids().items()
                 assert new_id == f"test-{t.pool.incarnation}-w0-1" and new_id != old_id and new_pid != old_pid
                 c = await t.run_one(grant(shell("echo reborn")))
                 assert c.worker_id == new_id and c.output == "reborn\n"
-            finally:  # a worker killed with -9 cannot kill its jobs: clean up after it
+            finally:  # whatever the test's outcome, leave nothing running
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(job_pid, signal.SIGKILL)
+                detached.kill()
+                await detached.wait()
 
     run(main())
+
+
+def _live_in_group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_bytes() if proc.name.isdigit() else b""
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split() if stat else []
+        if fields and fields[0] != b"Z" and int(fields[2]) == pgid:
+            found.append(int(proc.name))
+    return found
 
 
 class FlakyRecorder(Recorder):
