@@ -747,7 +747,10 @@ PATHS: dict[str, Any] = {
                 "admin: all) in each second of [now, now + window), and summarises the "
                 "busiest seconds, the total, max and p99 per second, and ticks per "
                 "minute. One-off jobs count at their run time; jitterSec is not "
-                "applied (it delays dispatch, not the tick)."
+                "applied (it delays dispatch, not the tick). Jobs with calendars or an "
+                "active window are counted one by one; a count that would take more than "
+                "200,000 schedule evaluations is refused (422 herd_too_large: ask for a "
+                "shorter window). The node counts one herd at a time."
             ),
             "parameters": [
                 {
@@ -765,7 +768,7 @@ PATHS: dict[str, Any] = {
             ],
             "responses": {
                 "200": answer("The herd summary.", "Herd"),
-                **refused("400", "503", "401", "403"),
+                **refused("400", "422", "503", "401", "403"),
             },
         },
     },

@@ -12,6 +12,11 @@ evaluations). A group never costs more than one evaluation per second of the win
 times are whole seconds, and every-second and ``@every`` groups are counted arithmetically.
 Ticks are counted at their scheduled instant; a job's ``jitterSec`` delays its dispatch, not
 its tick, and is not applied here.
+
+A job with calendars or an active window is counted on its own, one evaluation per tick, and
+a store can hold many such jobs: the evaluations of one count are bounded
+(``MAX_EVALUATIONS``, a few seconds of one core at most), beyond which it stops with
+``HerdTooLarge`` rather than take the node's CPU and memory for as long as it likes.
 """
 
 from __future__ import annotations
@@ -24,11 +29,32 @@ from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import Exclusions, bounded
 from cronwheel.core.instants import format_instant
 
-__all__ = ["HerdJob", "count_ticks", "herd_summary", "top_of_hour_suggestion"]
+__all__ = ["HerdJob", "HerdTooLarge", "count_ticks", "herd_summary", "top_of_hour_suggestion"]
 
 #: the largest window ``count_ticks`` accepts (one day)
 MAX_WINDOW_S = 86_400
+#: schedule evaluations one count may make (each ~20-30 µs)
+MAX_EVALUATIONS = 200_000
 _EVERY_SECOND = "* * * * * *"
+
+
+class HerdTooLarge(ValueError):
+    """The count would take more than its budget of schedule evaluations."""
+
+
+class _Budget:
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.left = self.limit = limit
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise HerdTooLarge(
+                f"counting this window takes more than {self.limit:,} schedule evaluations (jobs with "
+                "calendars or an active window are counted one by one): ask for a shorter window"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +93,10 @@ def _as_job(item: JobLike) -> HerdJob:
     return item if isinstance(item, HerdJob) else HerdJob(*item)
 
 
-def _group_ticks(schedule: sched.Schedule, start_s: int, window_s: int) -> Sequence[int]:
+def _group_ticks(schedule: sched.Schedule, start_s: int, window_s: int, budget: _Budget) -> Sequence[int]:
     """Second offsets in [0, window_s) at which ``schedule`` fires, from ``start_s``."""
     after_ms = start_s * 1000 - 1
+    budget.spend()
     first = schedule.next_after(after_ms)
     if first is None or first >= (start_s + window_s) * 1000:
         return ()
@@ -83,6 +110,7 @@ def _group_ticks(schedule: sched.Schedule, start_s: int, window_s: int) -> Seque
     end_ms = (start_s + window_s) * 1000
     while t is not None and t < end_ms and len(ticks) < window_s:
         ticks.append(t // 1000 - start_s)
+        budget.spend()
         nxt = schedule.next_after(t)
         if nxt is None or nxt <= t:
             break
@@ -90,27 +118,31 @@ def _group_ticks(schedule: sched.Schedule, start_s: int, window_s: int) -> Seque
     return ticks
 
 
-def _restricted_ticks(job: HerdJob, start_s: int, window_s: int) -> list[int]:
+def _restricted_ticks(job: HerdJob, start_s: int, window_s: int, budget: _Budget) -> list[int]:
     """Second offsets of a job whose calendars or active window remove some of its ticks."""
     parsed = sched.parse_schedule(job.schedule or "", job.job_id, job.timezone or "UTC")
     next_tick = bounded(parsed.next_after, job.active_from, job.active_until)
     end_ms = (start_s + window_s) * 1000
     ticks: list[int] = []
+    budget.spend()
     t = next_tick(start_s * 1000 - 1)
     while t is not None and t < end_ms and len(ticks) < window_s:
         if job.exclusions is None or job.exclusions.reason(t) is None:
             ticks.append(t // 1000 - start_s)
+        budget.spend()
         t = next_tick(t)
     return ticks
 
 
 def count_ticks(
-    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600
+    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, max_evaluations: int = MAX_EVALUATIONS
 ) -> tuple[list[int], list[_Group], dict[str, int]]:
     """``(counts, groups, stats)``: ``counts[k]`` is the number of ticks in second
-    ``start + k``; ``groups`` the contributors; ``stats`` jobs seen, skipped (bad schedule)."""
+    ``start + k``; ``groups`` the contributors; ``stats`` jobs seen, skipped (bad schedule).
+    Raises ``HerdTooLarge`` past ``max_evaluations`` schedule evaluations."""
     if not 1 <= window_s <= MAX_WINDOW_S:
         raise ValueError(f"window must be 1..{MAX_WINDOW_S} seconds, not {window_s}")
+    budget = _Budget(max_evaluations)
     start_s = -(-start_ms // 1000)  # the first whole second at or after start
     end_ms = (start_s + window_s) * 1000
     # pass 1: group jobs by what their ticks depend on
@@ -162,7 +194,7 @@ def count_ticks(
     counts = [0] * window_s
     groups: list[_Group] = []
     for schedule, labels in by_schedule.values():
-        ticks = _group_ticks(schedule, start_s, window_s)
+        ticks = _group_ticks(schedule, start_s, window_s, budget)
         if not ticks:
             continue
         n = sum(labels.values())
@@ -171,7 +203,7 @@ def count_ticks(
         groups.append(_Group(labels, ticks))
     for job in restricted:
         try:
-            ticks = _restricted_ticks(job, start_s, window_s)
+            ticks = _restricted_ticks(job, start_s, window_s, budget)
         except sched.ScheduleError:
             skipped += 1
             continue
@@ -191,12 +223,13 @@ def _iso(second: int) -> str:
 
 
 def herd_summary(
-    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, top: int = 10
+    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, top: int = 10,
+    max_evaluations: int = MAX_EVALUATIONS,
 ) -> dict[str, Any]:
     """The JSON summary of the window: the ``top`` busiest seconds (with the schedules that
     fill them), total ticks, max and p99 ticks per second, ticks per minute, and the busiest
     second's ticks in each minute."""
-    counts, groups, stats = count_ticks(jobs, start_ms, window_s)
+    counts, groups, stats = count_ticks(jobs, start_ms, window_s, max_evaluations)
     start_s = -(-start_ms // 1000)
     busiest = sorted((k for k, c in enumerate(counts) if c), key=lambda k: (-counts[k], k))[: max(0, top)]
     sets = [(g, g.ticks if isinstance(g.ticks, range) else frozenset(g.ticks)) for g in groups]

@@ -21,7 +21,14 @@ from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOu
 from cronwheel.engine.beyondcron import BeyondCronMixin
 from cronwheel.engine.liveoutput import Follower
 from cronwheel.engine.notify_service import refuse_ping_job
-from cronwheel.engine.service import Conflict, InternalError, NameTaken, NotFound, ServiceError
+from cronwheel.engine.service import (
+    Conflict,
+    HerdTooLarge,
+    InternalError,
+    NameTaken,
+    NotFound,
+    ServiceError,
+)
 from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.store.base import Store
 
@@ -30,6 +37,8 @@ HERD_PAGE = 1_000
 
 
 class JobsMixin(TenancyMixin, BeyondCronMixin):
+    herd_turn: asyncio.Lock
+
     # ---- submissions
     async def create_job(
         self, spec: JobSpec, idempotency_key: str | None = None, request_hash: str | None = None
@@ -188,7 +197,8 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
     async def herd(self, tenant: str | None = None, window_s: int = 3600, top: int = 10) -> dict[str, Any]:
         """How many ticks of the ACTIVE jobs (a tenant's, or all) fall in each second of the
         coming ``window_s`` (core/herd.py). Pages through the reader store, yielding between
-        pages, and counts in a thread so the loop stays responsive."""
+        pages, and counts in a thread so the loop stays responsive, one count at a time on the
+        node. Unprocessable when the count would pass its budget (``herd.MAX_EVALUATIONS``)."""
         calendars = await self.calendars_by_tenant(tenant)
         jobs: list[herd.HerdJob] = []
         after: str | None = None
@@ -201,8 +211,12 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
                 break
             after = page[-1].id
             await asyncio.sleep(0)
-        start = self.clock.now_ms()
-        summary = await asyncio.to_thread(herd.herd_summary, jobs, start, window_s, top)
+        async with self.herd_turn:
+            start = self.clock.now_ms()
+            try:
+                summary = await asyncio.to_thread(herd.herd_summary, jobs, start, window_s, top)
+            except herd.HerdTooLarge as exc:
+                raise HerdTooLarge(str(exc), field="window") from None
         summary["tenant"] = tenant
         return summary
 

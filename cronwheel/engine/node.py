@@ -117,6 +117,8 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         )
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
+        #: herd previews are counted one at a time: at most one core, whoever asks how often
+        self.herd_turn = asyncio.Lock()
 
     # ---- lifecycle
     async def start(self) -> None:

@@ -67,6 +67,12 @@ class Unprocessable(ServiceError):
     code = "unprocessable"
 
 
+class HerdTooLarge(Unprocessable):
+    """A herd preview whose count would pass its budget of schedule evaluations."""
+
+    code = "herd_too_large"
+
+
 class Unauthorized(ServiceError):
     """No credentials (``presented`` False), or credentials nobody issued (or since revoked)."""
 

@@ -93,3 +93,21 @@ def test_lint_a_schedule_offline() -> None:
     assert res.returncode == 0 and "hint:" not in res.stderr
     res = lint("61 * * * *")
     assert res.returncode == 1 and "invalid schedule" in res.stderr
+
+
+def test_a_herd_too_costly_to_count_is_refused_and_the_node_carries_on(daemon: Daemon) -> None:
+    """Jobs with an active window are counted one by one, a schedule evaluation per tick: a
+    day of five every-second ones passes the count's budget and is refused with a clear
+    answer instead of taking the node's CPU and memory until it is done."""
+    later = datetime.fromtimestamp(datetime.now(UTC).timestamp() + 600, UTC).isoformat()
+    for _ in range(5):
+        daemon.add_job({"schedule": "* * * * * *", "python": NOOP, "activeFrom": later})
+    refused = daemon.get("/v1/herd?window=86400")
+    assert refused.status == 422, refused
+    body = refused.json()
+    assert (body["code"], body["field"]) == ("herd_too_large", "window") and "shorter window" in body["detail"]
+    hour = daemon.get("/v1/herd?window=3600")
+    assert hour.status == 200, hour
+    data = hour.json()  # the last 50 minutes of the hour, and the seconds this test took since
+    assert data["maxPerSecond"] == 5 and 5 * 3000 <= data["ticks"] <= 5 * 3060, data
+    assert daemon.get("/healthz").status == 200

@@ -119,3 +119,20 @@ def test_window_is_bounded_and_starts_on_a_whole_second() -> None:
 )
 def test_top_of_hour_suggestion(text: str, suggestion: str | None) -> None:
     assert top_of_hour_suggestion(text) == suggestion
+
+
+def test_a_count_past_its_budget_of_evaluations_stops_with_herd_too_large() -> None:
+    # each job has an active window, so it is counted on its own: one evaluation per tick,
+    # and one more that finds the tick after the window
+    starts_later = START + 60_000
+    jobs = [HerdJob(f"r{i}", "*/2 * * * * *", "UTC", None, None, starts_later + i, None) for i in range(20)]
+    ticks = 1770 + 19 * 1769  # from 00:31:00 (the first job), 00:31:02 (the others) to 00:59:58
+    counts, _g, _s = count_ticks(jobs, START, 3600, max_evaluations=ticks + 20)
+    assert sum(counts) == ticks
+    with pytest.raises(herd.HerdTooLarge, match="shorter window"):
+        count_ticks(jobs, START, 3600, max_evaluations=ticks + 19)
+    # a schedule shared by many jobs costs one walk, whatever the number of jobs
+    many = [HerdJob(f"j{i}", "*/7 * * * * *") for i in range(10_000)]
+    assert sum(count_ticks(many, START, 3600, max_evaluations=541)[0]) == 10_000 * 540  # 9 a minute
+    with pytest.raises(herd.HerdTooLarge):
+        herd_summary(many, START, 3600, max_evaluations=540)
