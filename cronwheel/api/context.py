@@ -75,6 +75,10 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     except TimeoutError:
         raise Problem(408, "request_timeout", f"the request body did not arrive within {BODY_TIMEOUT_SEC:g} seconds",
                       headers={"Connection": "close"}) from None
+    except web.RequestPayloadError as exc:  # e.g. Content-Encoding: gzip on a body that is not
+        why = getattr(exc.__cause__, "message", None) or str(exc)  # (the parser's own words)
+        raise Problem(400, "malformed_body", f"the request body cannot be read: {' '.join(str(why).split())}",
+                      headers={"Connection": "close"}) from None
     if optional and not raw.strip():
         return None
     if ctype != "application/json" and not ctype.endswith("+json"):

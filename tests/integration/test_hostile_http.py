@@ -4,6 +4,7 @@ daemon lives on, and nothing acknowledged is lost."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import string
@@ -104,6 +105,15 @@ def test_malformed_and_mistyped_bodies_name_the_field(daemon: Daemon) -> None:
         problem(daemon.request("POST", "/v1/jobs", raw=raw), 400)
     problem(daemon.request("POST", "/v1/jobs", raw=b"[1, 2]"), 400)
     problem(daemon.request("POST", "/v1/jobs", raw=b"{}", headers={"Content-Type": "text/plain"}), 415)
+    # a body that says it is compressed and is not
+    for encoding in ("gzip", "deflate"):
+        body = problem(daemon.request("POST", "/v1/jobs", raw=json.dumps(JOB).encode(),
+                                      headers={"Content-Encoding": encoding}), 400)  # fmt: skip
+        assert (body["code"], body["detail"]) == (
+            "malformed_body", f"the request body cannot be read: Can not decode content-encoding: {encoding}"
+        ), body
+    # (one the server does not decode at all is refused while parsing the request)
+    problem(daemon.request("POST", "/v1/jobs", raw=b"{}", headers={"Content-Encoding": "br"}), 400)
     for body, field in [
         ({**JOB, "timeoutSec": "30"}, "timeoutSec"),
         ({**JOB, "retryPolicy": {"maxAttempts": 1.5}}, "retryPolicy.maxAttempts"),
@@ -120,6 +130,10 @@ def test_malformed_and_mistyped_bodies_name_the_field(daemon: Daemon) -> None:
     problem(daemon.post(f"/v1/executions/{'j' * 17}:1/heartbeat", {"workerId": "w", "leaseEpoch": 1, "x": 1}), 422, "x")
     problem(daemon.post(f"/v1/executions/{'j' * 17}:1/heartbeat", {"workerId": "w", "leaseEpoch": 2**70}), 422, "leaseEpoch")
     assert daemon.get("/v1/jobs").json()["jobs"] == []
+    # one that is: read as any other
+    created = daemon.request("POST", "/v1/jobs", raw=gzip.compress(json.dumps(JOB).encode()),
+                             headers={"Content-Encoding": "gzip"})  # fmt: skip
+    assert created.status == 201, created
     no_server_errors(daemon)
 
 
