@@ -15,7 +15,7 @@ its tick, and is not applied here.
 
 A job with calendars or an active window is counted on its own, one evaluation per tick, and
 a store can hold many such jobs: the evaluations of one count are bounded
-(``MAX_EVALUATIONS``, a few seconds of one core at most), beyond which it stops with
+(``MAX_HERD_EVALUATIONS``, a few seconds of one core at most), beyond which it stops with
 ``HerdTooLarge`` rather than take the node's CPU and memory for as long as it likes.
 """
 
@@ -28,13 +28,12 @@ from typing import Any
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import Exclusions, bounded
 from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import MAX_HERD_EVALUATIONS
 
 __all__ = ["HerdJob", "HerdTooLarge", "count_ticks", "herd_summary", "top_of_hour_suggestion"]
 
 #: the largest window ``count_ticks`` accepts (one day)
 MAX_WINDOW_S = 86_400
-#: schedule evaluations one count may make (each ~20-30 µs)
-MAX_EVALUATIONS = 200_000
 _EVERY_SECOND = "* * * * * *"
 
 
@@ -135,7 +134,7 @@ def _restricted_ticks(job: HerdJob, start_s: int, window_s: int, budget: _Budget
 
 
 def count_ticks(
-    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, max_evaluations: int = MAX_EVALUATIONS
+    jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, max_evaluations: int = MAX_HERD_EVALUATIONS
 ) -> tuple[list[int], list[_Group], dict[str, int]]:
     """``(counts, groups, stats)``: ``counts[k]`` is the number of ticks in second
     ``start + k``; ``groups`` the contributors; ``stats`` jobs seen, skipped (bad schedule).
@@ -224,7 +223,7 @@ def _iso(second: int) -> str:
 
 def herd_summary(
     jobs: Iterable[JobLike], start_ms: int, window_s: int = 3600, top: int = 10,
-    max_evaluations: int = MAX_EVALUATIONS,
+    max_evaluations: int = MAX_HERD_EVALUATIONS,
 ) -> dict[str, Any]:
     """The JSON summary of the window: the ``top`` busiest seconds (with the schedules that
     fill them), total ticks, max and p99 ticks per second, ticks per minute, and the busiest

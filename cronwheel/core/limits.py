@@ -95,6 +95,7 @@ MAX_CALENDAR_ENTRIES = 5_000  #: dates + windows of one calendar
 MAX_CALENDAR_DESCRIPTION_CHARS = 500
 MAX_CHAIN_CHILDREN = 16  #: per list (onSuccess, onFailure) of one job
 MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
+MAX_HERD_EVALUATIONS = 200_000  #: schedule evaluations one herd preview may make (each ~20-30 µs)
 #: the output tail a ping may carry (the rest of a long log belongs elsewhere)
 MAX_PING_OUTPUT_CHARS = 65_536
 
@@ -195,6 +196,8 @@ LIMITS: tuple[Limit, ...] = (
           "PUT /v1/calendars/{name}"),
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
+    Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",
+          "one GET /v1/herd or cronwheel lint (beyond: 422 herd_too_large); one at a time per node"),
     Limit("ping output", f"{MAX_PING_OUTPUT_CHARS} characters", "POST /v1/jobs/{id}/ping (the tail is kept)"),
     Limit("notify", f"{MAX_NOTIFY_RULES} rules", "a job's notification rules"),
     Limit("notify url", f"{MAX_NOTIFY_URL_CHARS} characters", "a webhook rule"),

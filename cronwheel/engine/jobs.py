@@ -198,7 +198,7 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
         """How many ticks of the ACTIVE jobs (a tenant's, or all) fall in each second of the
         coming ``window_s`` (core/herd.py). Pages through the reader store, yielding between
         pages, and counts in a thread so the loop stays responsive, one count at a time on the
-        node. Unprocessable when the count would pass its budget (``herd.MAX_EVALUATIONS``)."""
+        node. Unprocessable when the count would pass its budget (``limits.MAX_HERD_EVALUATIONS``)."""
         calendars = await self.calendars_by_tenant(tenant)
         jobs: list[herd.HerdJob] = []
         after: str | None = None
