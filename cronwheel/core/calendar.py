@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from cronwheel.core.instants import utc_offset
 from cronwheel.core.limits import MAX_CALENDAR_ENTRIES
 
 NextTick = Callable[[int], "int | None"]
@@ -161,10 +162,9 @@ def parse_bound(text: str, where: str) -> Bound:
     if m is not None:
         y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
         s = int(m.group(6) or 0)
-        off = m.group(7)
-        delta = timedelta(0)
-        if off not in ("Z", "z"):
-            delta = timedelta(hours=int(off[1:3]), minutes=int(off[4:6])) * (-1 if off[0] == "-" else 1)
+        delta = utc_offset(m.group(7))
+        if delta is None:
+            raise CalendarError(f"{where}: {text!r}: the offset {m.group(7)} is out of range (-23:59 to +23:59)")
         try:
             naive = datetime(y, mo, d, h, mi, s)
         except ValueError as exc:

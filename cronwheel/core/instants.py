@@ -15,9 +15,10 @@ formats "now" for every line, and a burst of lines in one second shares one ``gm
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import overload
 
-__all__ = ["format_instant"]
+__all__ = ["format_instant", "utc_offset"]
 
 _last_second: tuple[int, str] = (-1 << 62, "")  # (second, its "YYYY-MM-DDTHH:MM:SS")
 
@@ -39,3 +40,14 @@ def format_instant(ms: int | None) -> str | None:
         t = time.gmtime(secs)
         last = _last_second = (secs, f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}")
     return f"{last[1]}.{rem:03d}Z"
+
+
+def utc_offset(text: str) -> timedelta | None:
+    """An RFC 3339 offset (``Z``, ``+HH:MM``, ``-HH:MM``, as its parsers matched it) as the
+    time to add to UTC; None when it is out of range (hours up to 23, minutes up to 59)."""
+    if text in ("Z", "z"):
+        return timedelta(0)
+    hours, minutes = int(text[1:3]), int(text[4:6])
+    if hours > 23 or minutes > 59:
+        return None
+    return timedelta(hours=hours, minutes=minutes) * (-1 if text[0] == "-" else 1)

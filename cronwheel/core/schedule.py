@@ -55,7 +55,7 @@ from cronsim import CronSim
 
 from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse_template
 from cronwheel.core.ids import stable_hash
-from cronwheel.core.instants import format_instant
+from cronwheel.core.instants import format_instant, utc_offset
 from cronwheel.core.limits import MAX_INSTANT_MS
 
 __all__ = [
@@ -108,7 +108,8 @@ class Schedule:
         """The first fire time strictly after ``after_ms``; None if it never fires again."""
         if self.kind == "cron":
             fire_s = _cron_next(self.expression, self.timezone, self.wall_clock, after_ms // 1000)
-            return None if fire_s is None else fire_s * 1000
+            # past the year 9899 nothing fires (see below), a computed tick no more than a given one
+            return None if fire_s is None or fire_s >= _MAX_S else fire_s * 1000
         if self.kind == "every":
             k = (after_ms - self.anchor_ms) // self.interval_ms + 1
             fire = self.anchor_ms + k * self.interval_ms
@@ -438,13 +439,9 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
     fraction, offset = m.group(7), m.group(8)
     if offset is None:
         raise ScheduleError(f"time {text!r} has no UTC offset; add 'Z' or e.g. '+02:00'")
-    if offset in ("Z", "z"):
-        delta = timedelta(0)
-    else:
-        oh, om = int(offset[1:3]), int(offset[4:6])
-        if oh > 23 or om > 59:
-            raise ScheduleError(f"invalid time {text!r}: offset {offset} is out of range")
-        delta = timedelta(hours=oh, minutes=om) * (-1 if offset[0] == "-" else 1)
+    delta = utc_offset(offset)
+    if delta is None:
+        raise ScheduleError(f"invalid time {text!r}: offset {offset} is out of range")
     try:
         local = datetime(year, month, day, hour, minute, second)
     except ValueError as e:

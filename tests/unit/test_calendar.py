@@ -71,6 +71,8 @@ def test_local_and_absolute_windows() -> None:
     ([], [("2026-01-02T00:00", "2026-01-01T00:00")], r"windows\[0\]: end .* must be after start"),
     ([], [("2026-01-01T00:00", "2026-01-02T00:00Z")], r"windows\[0\]: both ends"),
     ([], [("tomorrow", "2026-01-02T00:00")], r"windows\[0\].start: 'tomorrow' is not a date-time"),
+    ([], [("2026-12-24T22:00:00+99:00", "2026-12-25T01:00Z")], r"windows\[0\].start: .* offset \+99:00 is out of range"),
+    ([], [("2026-12-24T22:00Z", "2026-12-25T01:00-12:60")], r"windows\[0\].end: .* offset -12:60 is out of range"),
 ])  # fmt: skip
 def test_bad_calendars_are_refused_naming_the_entry(dates: list[str], windows: list[tuple[str, str]], match: str) -> None:
     with pytest.raises(CalendarError, match=match):

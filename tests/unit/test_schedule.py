@@ -150,10 +150,12 @@ def test_strictly_after_and_milliseconds() -> None:
 def test_far_future_and_past() -> None:
     s = parse_schedule("0 0 1 1 *", "j")
     assert s.next_after(utc_ms(9890, 6, 1)) == utc_ms(9891, 1, 1)
+    assert s.next_after(utc_ms(9899, 6, 1)) is None  # its tick would be 9900-01-01: past the last instant allowed
     assert s.next_after(utc_ms(9900, 1, 1)) is None
     assert s.next_after(utc_ms(9999, 1, 1)) is None
     assert s.next_after(utc_ms(1900, 6, 1)) == utc_ms(1901, 1, 1)
-    assert parse_schedule("0 0 29 2 *", "j").next_after(utc_ms(9897, 1, 1)) == utc_ms(9904, 2, 29)
+    assert parse_schedule("0 0 29 2 *", "j").next_after(utc_ms(9891, 1, 1)) == utc_ms(9892, 2, 29)
+    assert parse_schedule("0 0 29 2 *", "j").next_after(utc_ms(9897, 1, 1)) is None  # 9904 is past it
     for year in range(9850, 9999, 7):  # near the end of time: an answer or None, no error
         parse_schedule("0 0 * 2 MON#5", "j").next_after(utc_ms(year, 1, 1))
     assert s.next_after(-(10**15)) == utc_ms(3, 1, 1)  # clamped to the supported range
