@@ -116,6 +116,7 @@ NOTIFY_MAX_ATTEMPTS_RANGE = (1, 50)
 MAX_WEIGHT = 1000  #: a tenant's fair share of the ready queue
 MAX_QUOTA = 1_000_000_000  #: maxRunning, maxJobs, submitBurst
 MAX_RATE = 1_000_000.0  #: submitRate, submissions per second
+MIN_RATE = 0.001  #: submitRate: one submission in 1000 s (a smaller rate answers Retry-After in centuries)
 MAX_HTTP_ALLOW = 100  #: hosts of a tenant's httpAllow
 MAX_TOKEN_NAME_CHARS = 200
 MAX_TOKEN_CHARS = 200  #: longer Authorization values are refused before hashing
@@ -209,7 +210,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("notify maxAttempts", _range(NOTIFY_MAX_ATTEMPTS_RANGE), "deliveries of one notification before it is dead-lettered"),
     Limit("tenant weight", _range((1, MAX_WEIGHT)), "a tenant's share of the ready queue"),
     Limit("tenant quotas", f"0 .. {MAX_QUOTA}", "maxRunning, maxJobs (submitBurst from 1)"),
-    Limit("tenant submitRate", f"above 0, at most {_num(MAX_RATE)}", "submissions per second"),
+    Limit("tenant submitRate", f"{MIN_RATE:g} .. {_num(MAX_RATE)}", "submissions per second"),
     Limit("tenant httpAllow", f"{MAX_HTTP_ALLOW} hosts", "a tenant's HTTP allow-list"),
     Limit("token name", f"{MAX_TOKEN_NAME_CHARS} characters", "POST /v1/tokens (printable)"),
     Limit("token", f"{MAX_TOKEN_CHARS} characters", "the Authorization header's bearer token (longer: refused before hashing)"),

@@ -307,6 +307,7 @@ def test_tenant_and_token_bodies_are_validated(daemon: Daemon) -> None:
     for body, field in [
         ({"name": "a b"}, "name"), ({"name": "x", "weight": 0}, "weight"), ({"name": "x", "weight": "2"}, "weight"),
         ({"name": "x", "maxRunning": -1}, "maxRunning"), ({"name": "x", "submitRate": 0}, "submitRate"),
+        ({"name": "x", "submitRate": 1e-300}, "submitRate"),
         ({"name": "x", "allowShell": "yes"}, "allowShell"), ({"name": "x", "color": "red"}, "color"),
     ]:
         assert problem(daemon.post("/v1/tenants", body), 422)["field"] == field, body

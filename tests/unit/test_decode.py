@@ -21,7 +21,8 @@ BASE = {"schedule": "0 * * * *", "command": "true"}
     ("parse", "body", "field", "words"),
     [
         (parse_tenant_body, {"name": "acme", "weight": None}, "weight", "weight cannot be null"),
-        (parse_tenant_body, {"name": "acme", "submitRate": 0}, "submitRate", "above 0 and at most 1000000"),
+        (parse_tenant_body, {"name": "acme", "submitRate": 0}, "submitRate", "between 0.001 and 1000000"),
+        (parse_tenant_body, {"name": "acme", "submitRate": 1e-300}, "submitRate", "between 0.001 and 1000000"),
         (parse_tenant_body, {"name": "a b"}, "name", "1 to 64 letters"),
         (parse_tenant_body, {"name": "acme", "zz": 1, "aa": 2}, "aa", "unknown fields: aa, zz"),
         (parse_tenant_patch, {}, None, "nothing to change"),

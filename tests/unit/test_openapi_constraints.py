@@ -306,7 +306,7 @@ def test_tenant_and_token_bodies_agree() -> None:
     quota = _around(0, 1, lim.MAX_QUOTA)
     tenant = st.fixed_dictionaries({"name": st.one_of(TEXT, st.just("a" * 65))}, optional={
         "weight": _around(1, lim.MAX_WEIGHT), "maxRunning": quota, "maxJobs": quota, "submitBurst": quota,
-        "submitRate": _around(0, lim.MAX_RATE), "allowShell": st.sampled_from([True, False, None, 1]),
+        "submitRate": _around(lim.MIN_RATE, lim.MAX_RATE), "allowShell": st.sampled_from([True, False, None, 1]),
     })
     token = st.fixed_dictionaries({}, optional={
         "role": st.sampled_from(["tenant", "worker", "admin", "metrics", "root", None]),
