@@ -95,6 +95,8 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     except json.JSONDecodeError as exc:
         raise Problem(400, "malformed_json", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's own bound, not the JSON's fault alone
+            raise Problem(400, "malformed_json", "malformed JSON: an integer of more than 4300 digits") from None
         raise Problem(400, "malformed_json", f"malformed JSON: {exc}") from None
     except RecursionError:
         raise Problem(400, "malformed_json", "the JSON body is nested too deeply") from None

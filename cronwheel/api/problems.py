@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
 
@@ -163,6 +164,10 @@ def _report_internal_error(request: web.Request, error_id: str, exc: Exception) 
         log.error("api.internal_error %s", json.dumps(fields, default=str))
 
 
+#: headers whose meaning a second copy would make ambiguous (who asks, what is deduplicated)
+_ONCE_ONLY_HEADERS = ("Authorization", "Idempotency-Key", "Content-Type", "Content-Encoding")
+
+
 def _check_request_text(request: web.Request) -> None:
     """The boundary for what is not a body: the path, query parameters and header values are
     valid Unicode without NUL (aiohttp decodes undecodable bytes to lone surrogates), whatever
@@ -170,6 +175,14 @@ def _check_request_text(request: web.Request) -> None:
     why = text_problem(request.path)
     if why is not None:
         raise Problem(400, "invalid_path", f"the request path contains {why}")
+    raw_query = request.rel_url.raw_query_string
+    if "%" in raw_query:  # the parsed query replaced bytes that are not UTF-8 with U+FFFD: look at them
+        for piece in raw_query.replace("=", "&").split("&"):
+            try:
+                unquote_to_bytes(piece).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise Problem(400, "invalid_query", f"the query string is not UTF-8 once percent-decoded: "
+                              f"{_printable(piece)!r} (byte {exc.start})") from None
     for name, value in request.query.items():
         why = text_problem(name) or text_problem(value)
         if why is not None:
@@ -178,6 +191,10 @@ def _check_request_text(request: web.Request) -> None:
         why = text_problem(value)
         if why is not None:
             raise Problem(400, "invalid_header", f"the {_printable(name)} header contains {why}", field=_printable(name))
+    for name in _ONCE_ONLY_HEADERS:  # which of two would count is anybody's guess: neither does
+        given = len(request.headers.getall(name, ()))
+        if given > 1:
+            raise Problem(400, "invalid_header", f"the {name} header is given {given} times: give it once", field=name)
 
 
 def _printable(text: str) -> str:

@@ -42,7 +42,8 @@ from cronwheel.core.ratelimit import OncePer
 from cronwheel.obs.events import EventLog
 
 #: where the parser's message starts quoting the bytes it got (``...: b'GET /x\\xed...'``)
-_QUOTED_BYTES = re.compile(r"""[:,]?\s*b['"]""")
+_QUOTED_BYTES = re.compile(r"""[:,]?\s*(?:bytearray\()?b['"]""")
+_STATUS_PREFIX = re.compile(r"\d{3}, message:")
 LIMITED_EVENT_SEC = 10.0
 BAD_REQUEST_EVENT_SEC = 1.0
 PROBLEM_JSON = "application/problem+json"
@@ -157,7 +158,8 @@ class GuardedRequestHandler(RequestHandler):
             # the parser's own words name the problem ("Got more than 8190 bytes when reading
             # Header value"); the bytes it quotes are left out (they may hold a token)
             text = str(getattr(exc, "message", "") or message or HTTPStatus(status).description)
-            text = _QUOTED_BYTES.split(text.strip().splitlines()[0] if text.strip() else "", maxsplit=1)[0]
+            lines = [line.strip() for line in text.splitlines() if line.strip() and not _STATUS_PREFIX.fullmatch(line.strip())]
+            text = _QUOTED_BYTES.split(lines[0] if lines else "", maxsplit=1)[0]
             body["detail"] = "the request could not be parsed: " + (text[:200] or HTTPStatus(status).phrase)
         resp = web.Response(status=status, text=json.dumps(body), content_type=PROBLEM_JSON)
         resp.force_close()

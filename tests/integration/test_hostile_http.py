@@ -170,6 +170,22 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     ):
         resp = raw_exchange(daemon, head)
         assert resp == b"" or status_of(resp) in (400, 404, 414, 431, 505), resp[:200]
+    resp = raw_exchange(daemon, b"GET /v1/jobs/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
+    detail = json.loads(resp.split(b"\r\n\r\n", 1)[1])["detail"]
+    assert detail == "the request could not be parsed: Got more than 8190 bytes when reading", detail
+    # bytes that are not UTF-8 once percent-decoded (the parsed query would show them as U+FFFD)
+    for query in ("after=%ff", "after=%ed%a0%80", "tenant=ok&%c3=1"):
+        body = problem(daemon.get(f"/v1/jobs?{query}"), 400)
+        assert body["code"] == "invalid_query" and "not UTF-8" in body["detail"], (query, body)
+    assert daemon.get("/v1/jobs?after=%C3%A9").status == 200  # é, percent-encoded
+    # one header given twice, each copy valid (two tenants' tokens, two keys): which one counts?
+    for name, value in (("Authorization", f"Bearer {daemon.admin_token}"), ("Idempotency-Key", "k1")):
+        resp = raw_exchange(daemon, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            + auth + (f"{name}: {value}\r\n".encode() if name != "Authorization" else b"")
+                            + f"{name}: {value}\r\nContent-Length: 2\r\n\r\n{{}}".encode())  # fmt: skip
+        assert status_of(resp) == 400 and f"the {name} header is given 2 times".encode() in resp, resp[:300]
+    body = problem(daemon.request("POST", "/v1/jobs", raw=b'{"payload": ' + b"9" * 5000 + b"}"), 400)
+    assert body["detail"] == "malformed JSON: an integer of more than 4300 digits", body
     for path in ("/v1/jobs/" + quote("\u2603" * 100), "/v1/executions/a:b:c", "/v1/jobs/%2e%2e%2f"):
         problem(daemon.get(path), 404)
     problem(daemon.get("/v1/jobs/%00"), 400)  # NUL is refused at the boundary, whatever the route
