@@ -44,10 +44,12 @@ class ExecutionsMixin(NodeParts):
             now = self.clock.now_ms()
             grants = await self._write(lambda s: s.claim_for_worker(queues, worker_id, max, now, tenant))
             for g in grants:
+                due_before = g.attempt == 1 and g.origin.scheduled and g.scheduled_at < self.dispatcher.counted_from_ms
+                before = {"dueBeforeStart": True} if due_before else {}
                 self.events.emit(
                     "execution.started", jobId=g.job_id, executionId=g.execution_id,
                     leaseEpoch=g.lease_epoch, attempt=g.attempt, worker=worker_id,
-                    tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at, origin=g.origin.value,
+                    tenant=g.tenant, queue=g.queue, lagMs=now - g.scheduled_at, origin=g.origin.value, **before,
                 )
             return grants
 

@@ -230,8 +230,10 @@ class NodeMetrics:
         for rec in records:
             lag = rec.get("lagMs")
             # the SLO is scheduling lateness: retries (attempt > 1), catch-up runs, manual
-            # triggers and DLQ replays start late on purpose or by design, so they are not counted
-            if rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int):
+            # triggers and DLQ replays start late on purpose or by design, and a tick due before
+            # the node started was late because no node ran, so they are not counted
+            if (rec.get("attempt") == 1 and rec.get("origin", "schedule") == "schedule" and isinstance(lag, int)
+                    and not rec.get("dueBeforeStart")):
                 lags.append(max(0, lag))
             xid = str(rec.get("executionId"))
             timers.pop(xid, None)

@@ -101,3 +101,26 @@ def test_misfire_grace_is_set_shown_updated_and_checked(daemon: Daemon) -> None:
     assert r.status == 200 and r.json()["misfireGraceSec"] is None, r  # back to the default
     r = daemon.post("/v1/jobs", {"schedule": "@every 1m", "command": "true", "misfireGraceSec": 90_000})
     assert r.status == 422 and r.json()["field"] == "misfireGraceSec", r
+
+
+def test_ticks_claimed_ahead_before_a_crash_run_late_but_are_not_dispatch_lag(make_daemon: Callable[..., Daemon]) -> None:
+    d = make_daemon(workers=1)
+    job = d.add_job({"schedule": "* * * * * *", "command": "true", "name": "every-second"})
+    jid = job["jobId"]
+    wait_for(lambda: sum(e["status"] == "SUCCEEDED" for e in d.executions(jid)) >= 2, timeout=20, what="two runs")
+    d.kill()  # its ticks claimed ahead (2 s) stay PENDING in the store
+    time.sleep(4)  # the downtime itself is what this test is about
+    restarted = int(time.time() * 1000)
+    d.start()
+    wait_for(lambda: any(e["status"] == "SUCCEEDED" and _ms(e["scheduledAt"]) > restarted + 2_000
+                         for e in d.executions(jid)), timeout=30, what="ordinary runs after the restart")  # fmt: skip
+    late = [e for e in d.events("execution.started") if e.get("dueBeforeStart")]
+    assert late, "the ticks claimed ahead before the crash ran on the restart"
+    assert all(e["origin"] == "schedule" and e["attempt"] == 1 and e["lagMs"] >= 2_000 for e in late), late
+    # their lateness is the downtime: neither the status, the histogram nor the chart count it
+    lag = d.status()["dispatchLagMs"]
+    assert lag["samples"] >= 2 and lag["max"] < 2_000, lag
+    samples = scrape(d)
+    assert value(samples, "cronwheel_dispatch_lag_seconds_bucket", le="2.5") == value(samples, "cronwheel_dispatch_lag_seconds_count")
+    minutes = d.get("/v1/status/activity").json()["lagHistory"]["minutes"]
+    assert max(m["max"] or 0 for m in minutes) < 2_000, minutes
