@@ -41,7 +41,9 @@ class Tail:
             del self._buf[: -self.limit]
 
     def text(self) -> str:
-        return bytes(self._buf[-self.limit :]).decode("utf-8", "replace")
+        """The tail as text: bytes that are not UTF-8, and NULs (which no store keeps as text
+        and the result frame refuses), as U+FFFD."""
+        return scrub_text(bytes(self._buf[-self.limit :]).decode("utf-8", "replace"))
 
 
 def bounded_tail(text: str, limit: int = MAX_ERROR) -> str:

@@ -364,6 +364,23 @@ def test_shell_failure_signal_and_bounded_output_tail() -> None:
     run(main())
 
 
+def test_output_a_store_cannot_keep_is_marked_and_costs_no_neighbour() -> None:
+    """A NUL, or bytes that are not UTF-8, in a run's output: the run is reported with its own
+    outcome, those bytes as U+FFFD; the worker, and a neighbour's run on it, go on."""
+    async def main() -> None:
+        async with pool_running(n_workers=1, slots=2) as t:
+            neighbour = grant(shell("sleep 0.5; echo fine"))
+            odd = grant(shell(r"printf 'a\000b\377c'"))
+            t.pool.send_grants(t.pool.assign(1)[0][0], [neighbour, odd])
+            c = await t.result(odd)
+            assert (c.outcome, c.exit_code, c.output) == (Outcome.SUCCEEDED, 0, "a\ufffdb\ufffdc")
+            c = await t.result(neighbour)
+            assert (c.outcome, c.output) == (Outcome.SUCCEEDED, "fine\n")
+            assert t.h.lost == [] and not t.logged("pool.protocol_error")
+
+    run(main())
+
+
 def test_timeout_kills_the_whole_process_group() -> None:
     async def main() -> None:
         async with pool_running() as t:
