@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pwd
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +19,53 @@ from cronwheel.cli.client import ApiError
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
-from cronwheel.core.crontab_export import export_crontab, job_label, job_request, unexported_rules
+from cronwheel.core.crontab_export import (
+    definition,
+    export_crontab,
+    job_label,
+    job_request,
+    unexported_rules,
+)
 from cronwheel.core.words import counted
 
 #: jobs per POST /v1/jobs/batch of an import
 IMPORT_BATCH = 500
+#: the largest file an import reads (a JSON export of ~100,000 jobs): more is refused unread
+MAX_IMPORT_BYTES = 64 << 20
+
+
+def read_import(file: Any, name: str) -> str:
+    """The text of an import's FILE: at most MAX_IMPORT_BYTES, UTF-8 (a line that is not is
+    named, with how to convert it). Exits 1 otherwise."""
+    data = file.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        render.emit_error(f"{name}: larger than {MAX_IMPORT_BYTES >> 20} MiB: split it, or check that it is a crontab")
+        sys.exit(1)
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        render.emit_error(f"{name}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}): convert the file first, "
+                          "e.g. iconv -f latin1 -t utf-8")  # fmt: skip
+        sys.exit(1)
+
+
+def refusal(body: dict[str, Any], now_ms: int) -> str | None:
+    """Why the daemon would refuse ``body`` as a job (the API's own checks, run here for a dry
+    run), or None."""
+    from cronwheel.api.validation import (
+        parse_job_body,  # (the API's checks: only a dry run needs them)
+    )
+    from cronwheel.core.limits import json_problem
+
+    bad = json_problem(body)
+    if bad is not None:
+        return f"{bad.path or 'the job'} {bad.why}"
+    try:
+        parse_job_body(body, now_ms=now_ms)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def system_format_path(path: Path) -> bool:
@@ -51,7 +94,7 @@ class _Plan:
 
 @click.command("import-crontab", context_settings=CONTEXT,
                short_help="Create jobs from a crontab file (or from export --format json).")
-@click.argument("file", type=click.File("r", encoding="utf-8"), metavar="FILE")
+@click.argument("file", type=click.File("rb"), metavar="FILE")
 @click.option("--dry-run", is_flag=True, help="Show, line by line, the job each line would become; create nothing.")
 @click.option("--tz", metavar="ZONE", help="Zone of the lines above any CRON_TZ=/TZ= line. [default UTC]")
 @click.option("--system/--user", "system", default=None,
@@ -71,9 +114,10 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     MAILTO= becomes an email rule on failure for the jobs below it. A file written by
     `cronwheel export --format json` is accepted too.
 
-    Each job's idempotency key comes from what it defines (schedule, zone, command, input,
-    environment, shell, user, MAILTO), so importing the same file again, or an exported copy of it,
-    creates nothing new:
+    A job that is there already (a live job of yours with the same schedule, zone, command,
+    input, environment, shell and user, however it was created) is not created again, and each
+    job's idempotency key comes from what it defines, so importing the same file again, or an
+    exported copy of it, creates nothing new:
 
     \b
       crontab -l > my.crontab && cronwheel import-crontab --dry-run my.crontab
@@ -85,9 +129,9 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
             sched.validate_timezone(tz)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--tz'") from None
-    text = file.read()
     name = getattr(file, "name", "-")
     name = "-" if name == "<stdin>" else name
+    text = read_import(file, name)
     skipped: list[dict[str, Any]] = []  # {where, line, skipped}
 
     def skip(line_no: int | None, where: str, reason: str) -> None:
@@ -124,7 +168,16 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
             render.emit_note(f"--strict: {counted(len(parsed.skipped) + len(notes), 'line')} cannot be carried over: nothing was imported")
             sys.exit(1)
         plans = [_Plan(f"line {e.line_no}", e.line_no, e.request(), key) for e, key in crontab.keyed(parsed.entries)]
-    if dry_run:
+    if dry_run:  # what the daemon would refuse is skipped here too, with its reason
+        now_ms = int(time.time() * 1000)
+        runnable = []
+        for plan in plans:
+            why = refusal(plan.body, now_ms)
+            if why is None:
+                runnable.append(plan)
+            else:
+                skip(plan.line_no, plan.where, why)
+        plans = runnable
         _show_plan(plans, skipped, as_json)
         render.emit_note(f"{counted(len(plans), 'job')} would be imported" + (f", {counted(len(skipped), 'line')} skipped" if skipped else "")
                          + " (dry run: nothing was created; users are checked by the daemon at import)")
@@ -135,8 +188,9 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     def report(plan: _Plan, job_id: str, replayed: bool) -> None:
         results.append({"where": plan.where, "line": plan.line_no, "jobId": job_id, "created": not replayed})
         if not as_json:
-            click.echo(f"{plan.where}: {'already imported as' if replayed else 'created'} {job_id}")
+            click.echo(f"{plan.where}: {'already there as' if replayed else 'created'} {job_id}")
 
+    plans = _not_there_yet(app, plans, report)
     for plan, outcome in _create(app, plans, name, strict):
         if isinstance(outcome, str):
             skip(plan.line_no, plan.where, outcome)
@@ -176,6 +230,26 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
         details += [("notify", f"{r['via']} {', '.join(r.get('to') or [])} on {r['on']}") for r in b.get("notify") or []]
         for key, value in details:
             click.echo(f"    {key}: {render.safe(value, newlines=False)}")
+
+
+def _not_there_yet(app: Cli, plans: list[_Plan], report: Callable[[_Plan, str, bool], None]) -> list[_Plan]:
+    """The plans whose job is not there yet; each of the others is reported as already there.
+    A job is there when a live job of the caller's runs the same thing at the same times
+    (``definition``), however it was created: by `add` (no idempotency key), or imported from
+    another kind of file (a crontab line's key is not its JSON export's). Two identical lines
+    stand for two jobs: each job there answers for one plan."""
+    there: dict[str, list[str]] = {}
+    for job in jobs_as_code.tenant_jobs(app.client):  # the tenant the import creates in
+        if job.get("status") in ("ACTIVE", "PAUSED"):
+            there.setdefault(definition(job_request(job)), []).append(str(job["jobId"]))
+    new: list[_Plan] = []
+    for plan in plans:
+        same = there.get(definition(plan.body))
+        if same:
+            report(plan, same.pop(0), True)
+        else:
+            new.append(plan)
+    return new
 
 
 def _create(app: Cli, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:

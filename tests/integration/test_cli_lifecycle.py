@@ -60,6 +60,15 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     back.write_text(exported.stdout)
     dry = daemon.cli("import-crontab", "--dry-run", str(back))
     assert dry.returncode == 0 and "3 jobs would be imported" in dry.stderr
+    res = daemon.cli("import-crontab", str(back))  # and imports back to no change
+    assert res.returncode == 0 and "0 jobs created, 3 already there" in res.stderr, res.stderr
+    # a job made by `add` (no idempotency key of its own) exported and imported back: still one
+    added = daemon.cli("add", "--tz", "Europe/London", "H * * * *", "--", "/usr/local/bin/report")
+    assert added.returncode == 0, added.stderr
+    back.write_text(daemon.cli("export").stdout)
+    res = daemon.cli("import-crontab", str(back))
+    assert res.returncode == 0 and "0 jobs created, 4 already there" in res.stderr, res.stderr
+    assert len(jobs(daemon)) == 4
 
     # JSON export keeps everything, and imports back idempotently (even into another daemon)
     daemon.add_job({"schedule": "@every 10m", "http": {"url": "https://example.invalid/ping"}, "name": "pinger",
@@ -68,23 +77,22 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     assert "# skipped" in crontab_form.stdout and "pinger" in crontab_form.stdout
     as_json = daemon.cli("export", "--json")
     bodies = json.loads(as_json.stdout)
-    assert len(bodies) == 4
+    assert len(bodies) == 5
     pinger = next(b for b in bodies if b.get("name") == "pinger")
     assert pinger["http"]["url"] == "https://example.invalid/ping" and pinger["retryPolicy"]["maxAttempts"] == 7
     dump = tmp_path / "jobs.json"
     dump.write_text(as_json.stdout)
-    # into the same daemon: the named job is refused, naming its namesake (names are unique)
-    holder = next(j["jobId"] for j in jobs(daemon) if j["name"] == "pinger")
+    # into the same daemon: every job is there already (the ones imported from the crontab
+    # too, whose keys were the crontab's), and the named one would be refused by its name anyway
     res = daemon.cli("import", str(dump))
-    assert res.returncode == 1 and "3 jobs created, 0 already there, 1 job skipped" in res.stderr, res.stderr
-    assert holder in res.stderr
-    res = daemon.cli("import", str(dump))
-    assert "0 jobs created, 3 already there, 1 job skipped" in res.stderr
-    assert len(jobs(daemon)) == 7
+    assert res.returncode == 0 and "0 jobs created, 5 already there" in res.stderr, res.stderr
+    assert len(jobs(daemon)) == 5
     # into another daemon: everything, the name too
     other = make_daemon("other")
     res = other.cli("import", str(dump))
-    assert res.returncode == 0 and "4 jobs created" in res.stderr, res.stderr
+    assert res.returncode == 0 and "5 jobs created" in res.stderr, res.stderr
+    res = other.cli("import", str(dump))
+    assert res.returncode == 0 and "0 jobs created, 5 already there" in res.stderr, res.stderr
     copy = next(j for j in jobs(other) if j["name"] == "pinger")
     assert copy["retryPolicy"]["maxAttempts"] == 7 and copy["timezone"] == "Europe/Paris"
 
@@ -120,3 +128,23 @@ def test_shell_completion_scripts_complete_commands(tmp_path: Path) -> None:
     assert res.stdout.split() == ["plain,import", "plain,import-crontab"], res
     res = subprocess.run([sys.executable, "-m", "cronwheel", "completion", "tcsh"], capture_output=True, text=True, env=env, timeout=30)
     assert res.returncode == 2
+
+
+def test_an_import_refuses_what_it_cannot_read_and_a_dry_run_what_the_daemon_would(daemon: Daemon, tmp_path: Path) -> None:
+    latin = tmp_path / "latin1.crontab"
+    latin.write_bytes(b"0 * * * * fine\n1 * * * * echo caf\xe9\n")
+    res = daemon.cli("import-crontab", "--dry-run", str(latin))
+    assert res.returncode == 1 and f"{latin}:2: not UTF-8 (byte 0xe9)" in res.stderr and "iconv" in res.stderr, res
+    assert "Traceback" not in res.stderr
+    res = daemon.cli("import-crontab", "--dry-run", "/dev/zero")
+    assert res.returncode == 1 and "/dev/zero: larger than 64 MiB" in res.stderr, res
+    # the dry run says what the import would do: the lines the daemon refuses are skipped with its reason
+    odd = tmp_path / "odd.crontab"
+    odd.write_text("0 * * * * fine\n1 * * * * echo " + "x" * 20_000 + "\n2 * * * * echo a\x00b\n")
+    dry = daemon.cli("import-crontab", "--dry-run", str(odd))
+    real = daemon.cli("import-crontab", str(odd))
+    assert dry.returncode == real.returncode == 1, (dry, real)
+    for out in (dry.stderr, real.stderr):
+        assert f"{odd}:2: " in out and "command" in out and f"{odd}:3: " in out and "NUL" in out, out
+    assert "1 job would be imported, 2 lines skipped" in dry.stderr, dry.stderr
+    assert "1 job created, 0 already there, 2 lines skipped" in real.stderr, real.stderr

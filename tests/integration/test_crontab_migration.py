@@ -296,8 +296,9 @@ def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon
     back.write_text(exported.stdout)
     res = daemon.cli("import-crontab", str(back), "--json")
     assert res.returncode == 0, res.stderr
-    assert [r.get("created") for r in json.loads(res.stdout)] == [True]  # the plain line only, as a new job
-    assert plain["jobId"] not in res.stdout
+    # the plain line only, and it is the job it came from: nothing new
+    assert [(r.get("jobId"), r.get("created")) for r in json.loads(res.stdout)] == [(plain["jobId"], False)]
+    assert len(jobs(daemon)) == 3
 
     # json keeps everything, the watched job too
     as_json = daemon.cli("export", "--format", "json")
