@@ -29,6 +29,7 @@ from cronwheel.api.fields import (
 from cronwheel.api.targets import parse_process, parse_target
 from cronwheel.core import notify as nt
 from cronwheel.core import schedule as sched
+from cronwheel.core.ids import has_job_id_shape
 from cronwheel.core.jobfields import (
     JOB_FIELDS,
     RETRY_FIELDS,
@@ -117,6 +118,9 @@ def job_spec(req: JobRequest, *, now_ms: int, tenant: str = DEFAULT_TENANT) -> J
 
     if req.name is not None and not req.name.isprintable():
         raise bad("name", "name must contain printable characters only (no newlines, tabs or control characters)")
+    if req.name is not None and has_job_id_shape(req.name):
+        raise bad("name", f"name {req.name!r} has the shape of a job id (j and 16 letters and digits): every "
+                  "command takes ids and names alike, so such a name could name another job; choose another")
 
     if req.payload is not None:
         size = len(canonical_json(req.payload))

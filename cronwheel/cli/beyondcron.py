@@ -8,11 +8,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import click
 
 from cronwheel.cli import render
+from cronwheel.cli.client import path_segment
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
@@ -24,10 +24,6 @@ from cronwheel.core.words import counted
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
 _JOB_FIELDS_KEY = "cronwheel.beyondcron.job_fields"
-
-
-def _q(text: str) -> str:
-    return quote(text, safe="")
 
 
 def _instant(text: str, param: str) -> str:
@@ -93,7 +89,7 @@ def _job_ids(client: Any, refs: Any) -> list[str]:
 def upcoming_for_next(client: Any, job: dict[str, Any], count: int, after: int) -> list[int]:
     """``cronwheel next JOB`` for a job with calendars or an active window: the daemon
     evaluates them; the excluded stretches met on the way are noted on stderr."""
-    data = client.request("GET", f"/v1/jobs/{_q(job['jobId'])}/upcoming", query={"count": count, "from": format_instant(after)})[2]
+    data = client.request("GET", f"/v1/jobs/{path_segment(job['jobId'])}/upcoming", query={"count": count, "from": format_instant(after)})[2]
     for item in data.get("excluded", []):
         render.emit_note(f"note: ticks from {item['at']} until {item['until']} are excluded ({item['reason']})")
     return [sched.parse_instant(t) for t in data["next"]]
@@ -122,7 +118,7 @@ _tenant_option = click.option("--tenant", metavar="NAME", help="The tenant the c
 
 
 def _path(name: str, tenant: str | None) -> tuple[str, dict[str, Any]]:
-    return f"/v1/calendars/{_q(name)}", {"tenant": tenant}
+    return f"/v1/calendars/{path_segment(name)}", {"tenant": tenant}
 
 
 @calendar.command("ls", context_settings=CONTEXT)
@@ -278,7 +274,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     """
     client = app.client
     target = client.resolve_job(job)
-    path = f"/v1/jobs/{_q(target['jobId'])}/backfill"
+    path = f"/v1/jobs/{path_segment(target['jobId'])}/backfill"
     if cancel:
         if from_ or to or dry_run:
             raise click.UsageError("--cancel takes no range and no --dry-run")
@@ -363,7 +359,7 @@ def chain(app: Cli, /, job: str, on_success: tuple[str, ...], on_failure: tuple[
         raise click.UsageError("give --on-success/--on-failure, or --clear")
     target = app.client.resolve_job(job)
     body = {"onSuccess": _job_ids(app.client, on_success), "onFailure": _job_ids(app.client, on_failure)}
-    data = app.client.request("PUT", f"/v1/jobs/{_q(target['jobId'])}/chain", body)[2]
+    data = app.client.request("PUT", f"/v1/jobs/{path_segment(target['jobId'])}/chain", body)[2]
     if as_json:
         render.emit_json(data)
         return

@@ -75,8 +75,15 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _q(segment: str) -> str:
-    return quote(segment, safe="")
+def path_segment(segment: str, safe: str = "") -> str:
+    """One path segment (a job id or name, a calendar's name…), quoted. An empty one would
+    address another route (``/v1/calendars/`` is the list): refused here, in words."""
+    if not segment:
+        raise ApiError(400, {"detail": "an empty name or id: name the job, calendar, tenant or token", "code": "bad_request"})
+    return quote(segment, safe=safe)
+
+
+_q = path_segment
 
 
 def _decode(raw: bytes) -> Any:
@@ -89,8 +96,13 @@ def _decode(raw: bytes) -> Any:
 
 
 def _api_error(resp: http.client.HTTPResponse, decoded: Any) -> ApiError:
-    problem = decoded if isinstance(decoded, dict) else {"detail": str(decoded or resp.reason)[:500]}
-    return ApiError(resp.status, problem)
+    if isinstance(decoded, dict):
+        return ApiError(resp.status, decoded)
+    # a cronwheel daemon answers every error with a problem document: this is something else
+    # (a proxy's error page, another server on the port), whose page is not worth printing
+    kind = (resp.getheader("Content-Type") or "no content type").split(";")[0].strip()
+    return ApiError(resp.status, {"detail": f"HTTP {resp.status} {resp.reason} ({kind}), not an answer of a cronwheel "
+                                            "daemon: is --url (or CRONWHEEL_URL) its address?"})
 
 
 class Client:
@@ -297,23 +309,23 @@ class Client:
     # ---------------------------------------------------------------- dead-letter queue
 
     def get_tenant_notify(self, name: str) -> dict[str, Any]:
-        return self._get(f"/v1/tenants/{quote(name, safe='')}/notify")
+        return self._get(f"/v1/tenants/{_q(name)}/notify")
 
     def set_tenant_notify(self, name: str, rules: list[Any]) -> dict[str, Any]:
-        return self._call("PUT", f"/v1/tenants/{quote(name, safe='')}/notify", {"notify": rules})
+        return self._call("PUT", f"/v1/tenants/{_q(name)}/notify", {"notify": rules})
 
     def ping(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._post(f"/v1/jobs/{quote(job, safe='')}/ping", body)
+        return self._post(f"/v1/jobs/{_q(job)}/ping", body)
 
     def list_notifications(self, job_id: str | None = None, status: str | None = None, limit: int = 100,
                            before: str | None = None) -> dict[str, Any]:  # fmt: skip
         return self._get("/v1/notifications", jobId=job_id, status=status, limit=limit, before=before)
 
     def replay_notification(self, notification_id: str) -> dict[str, Any]:
-        return self._post(f"/v1/notifications/{quote(notification_id, safe=':@')}/replay")
+        return self._post(f"/v1/notifications/{path_segment(notification_id, ':@')}/replay")
 
     def purge_notification(self, notification_id: str) -> dict[str, Any]:
-        return self._delete(f"/v1/notifications/{quote(notification_id, safe=':@')}")
+        return self._delete(f"/v1/notifications/{path_segment(notification_id, ':@')}")
 
     def list_dead(self, limit: int = 100, after: str | None = None) -> dict[str, Any]:
         return self._get("/v1/dlq", limit=limit, after=after)

@@ -93,6 +93,11 @@ def when_body(schedule: str, tz: str | None, hint: str = "SCHEDULE") -> dict[str
     """``{"schedule": …}`` or ``{"runAt": …}`` for a SCHEDULE argument (or ``hint``: the
     option that gave it), checked here first so that a typo is answered without a daemon."""
     text = schedule.strip()
+    if tz:  # a zone the schedule would be read in: its own mistake, named as such
+        try:
+            sched.validate_timezone(tz)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--tz'") from None
     if text.startswith("+"):
         try:
             return {"runAt": format_instant(sched.parse_instant(text, local_now_ms()))}
@@ -126,6 +131,8 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
             "or --http-url, --python or --queue" + (f"; got {', '.join(targets)}" if targets else "")
         )
     if cmd:
+        if cmd[0] == "--":  # `add SCHEDULE -- -- cmd`: no program is named "--"
+            raise click.BadParameter("the command starts with '--': give '--' once, before the command", param_hint="CMD")
         body["command"] = cmd[0] if len(cmd) == 1 else shlex.join(cmd)
     elif http_url:
         http: dict[str, Any] = {"url": http_url}

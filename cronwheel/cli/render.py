@@ -155,7 +155,7 @@ def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:
         local = dt.astimezone(tz if tz is not None else UTC)
     except (OverflowError, ValueError):  # the edge of datetime's range
         return fmt_utc(dt)
-    text = local.strftime("%Y-%m-%d %H:%M:%S")
+    text = f"{local.year:04d}-" + local.strftime("%m-%d %H:%M:%S")  # (%Y drops the zeros of years below 1000)
     if local.microsecond // 1000:
         text += f".{local.microsecond // 1000:03d}"
     return f"{text} {local.tzname() or local.strftime('%z')}"

@@ -198,6 +198,13 @@ def _lint_schedule(text: str, tz: str | None, as_json: bool) -> None:
             break
         fires.append(nxt)
         t = nxt
+    if not fires and parsed.kind != "never":  # (@triggered never fires by itself, by design)
+        why = "it never fires after now, or not before the year 9900 (the latest instant allowed): add refuses it"
+        if as_json:
+            render.emit_json({"schedule": text, "valid": False, "error": why})
+            sys.exit(1)
+        render.emit_error(f"invalid schedule {text!r}: {why}")
+        sys.exit(1)
     suggestion = herd.top_of_hour_suggestion(text)
     hashed = parsed.kind == "every" or bool(HASHED.search(text))
     if as_json:
@@ -212,7 +219,7 @@ def _lint_schedule(text: str, tz: str | None, as_json: bool) -> None:
         dt = render.ms_to_dt(f)
         click.echo(f"  {render.fmt_local(dt, shown_zone)}  {render.fmt_utc(dt)}")
     if not fires:
-        click.echo("  never fires again")
+        click.echo("  never fires by itself (run it with `cronwheel run`, or chain it)")
     if hashed:
         render.emit_note("note: H and @every offsets hash the job id; these times are for an example id")
     if suggestion:

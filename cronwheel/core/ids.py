@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
 
 N_BUCKETS = 64
@@ -12,6 +13,15 @@ N_BUCKETS = 64
 def new_job_id() -> str:
     """A random job id, ``j`` + 16 base32 characters (80 bits)."""
     return "j" + base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
+_JOB_ID_SHAPE = re.compile(r"j[a-z2-7]{16}")
+
+
+def has_job_id_shape(text: str) -> bool:
+    """Whether ``text`` could be a job id (``new_job_id``'s shape): a name may not, since every
+    command takes a job's id and its name alike, and the id is looked up first."""
+    return _JOB_ID_SHAPE.fullmatch(text) is not None
 
 
 def new_error_id() -> str:

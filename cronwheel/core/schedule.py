@@ -429,6 +429,8 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
         if now_ms is None:
             raise ScheduleError(f"relative time {text!r} needs the current time")
         delay = (_duration(body[1:]) * 1000).to_integral_value(ROUND_HALF_EVEN)
+        if now_ms + delay >= MAX_INSTANT_MS:
+            raise ScheduleError(f"relative time {text!r} is past the year 9899, the latest instant cronwheel keeps")
         return now_ms + int(delay)
     m = _RFC3339.fullmatch(body)
     if m is None:

@@ -69,7 +69,7 @@ def test_import_shows_progress_on_a_terminal_only(tmp_path, daemon: Daemon) -> N
     crontab.write_text(_crontab(1200))
     piped = daemon.cli("import", str(crontab))
     assert piped.returncode == 0 and "importing" not in piped.stderr and "━" not in piped.stderr
-    crontab.write_text(_crontab(1300))  # 100 new lines and 1,200 already there
+    crontab.write_text(_crontab(2500))  # 1,300 new lines (three batches) and 1,200 already there
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_DATA_DIR": str(daemon.data_dir), "COLUMNS": "100"}
     env.pop("CRONWHEEL_URL", None)
@@ -89,5 +89,49 @@ def test_import_shows_progress_on_a_terminal_only(tmp_path, daemon: Daemon) -> N
     assert proc.wait(60) == 0
     os.close(main)
     text = seen.decode(errors="replace")
-    assert "importing" in text and "100 jobs created, 1200 already there" in text
+    assert "importing" in text and "1300 jobs created, 1200 already there" in text
 
+
+
+def test_careless_words_get_an_answer_that_names_them(daemon: Daemon, tmp_path) -> None:
+    """Each of these used to create something odd, blame the wrong argument, print a page of
+    HTML or a traceback: now each is refused in words (or shown right), with a failing status."""
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        res = daemon.cli(*args)
+        assert "Traceback" not in res.stderr, res
+        return res
+
+    res = run("add", "0 * * * *", "--", "--", "echo", "dd")  # one `--` too many
+    assert res.returncode == 2 and "give '--' once" in res.stderr, res
+    res = run("add", "--tz", "Mars/Olympus", "0 * * * *", "--", "echo")
+    assert res.returncode == 2 and "Invalid value for '--tz'" in res.stderr, res
+    res = run("add", "--name", "jbgrl2ehbe73gc55f", "@daily", "--", "echo")  # a name shaped like a job id
+    assert res.returncode == 1 and "shape of a job id" in res.stderr, res
+    for args in (("show", ""), ("calendar", "set", "", "--date", "2026-01-01")):
+        res = run(*args)
+        assert res.returncode == 1 and "an empty name or id" in res.stderr and "no route" not in res.stderr, res
+    res = run("add", "+999999999d", "--", "echo", "far")
+    assert res.returncode == 2 and "past the year 9899" in res.stderr, res
+    res = run("next", "@daily", "--from", "+999999999d")
+    assert res.returncode == 2 and "past the year 9899" in res.stderr, res
+    res = run("lint", "@every 99999999999d")  # add refuses it: lint does not call it valid
+    assert res.returncode == 1 and "never fires" in res.stderr and "ok:" not in res.stdout, res
+    res = run("next", "@daily", "--from", "0999-01-01T00:00:00Z", "-n", "1")
+    assert res.returncode == 0 and res.stdout.startswith("0999-01-02 00:00:00 UTC"), res
+    assert daemon.get("/v1/jobs").json()["jobs"] == []
+    # a server that is not a cronwheel daemon: its error page is not printed as the error
+    with subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as server:  # fmt: skip
+        try:
+            port = wait_for(lambda: _port_of(server), what="the plain HTTP server")
+            res = subprocess.run([sys.executable, "-m", "cronwheel", "--url", f"http://127.0.0.1:{port}", "ls"],
+                                 capture_output=True, text=True, timeout=60, env=daemon.cli_env())  # fmt: skip
+            assert res.returncode == 1 and "not an answer of a cronwheel daemon" in res.stderr, res
+            assert "<" not in res.stderr, res
+        finally:
+            server.kill()
+
+
+def _port_of(server: subprocess.Popen[str]) -> int | None:
+    line = server.stdout.readline() if server.stdout else ""
+    return int(line.split(" port ")[1].split()[0]) if " port " in line else None

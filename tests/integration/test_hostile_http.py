@@ -122,6 +122,7 @@ def test_malformed_and_mistyped_bodies_name_the_field(daemon: Daemon) -> None:
         ({**JOB, "colour": "blue"}, "colour"),
         ({**JOB, "name": "n" * 201}, "name"),
         ({**JOB, "name": "tab\there"}, "name"),
+        ({**JOB, "name": "jbgrl2ehbe73gc55f"}, "name"),  # the shape of a job id: it could name another job
         ({**JOB, "jitterSec": 10**30}, "jitterSec"),
         ({"schedule": "0 0 1 1 *", "http": {"url": "file:///etc/passwd"}}, "http.url"),
     ]:
