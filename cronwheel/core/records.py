@@ -116,6 +116,9 @@ class Outcome(StrEnum):
     FAILED = "failed"  #: non-zero exit, non-2xx, exception
     TIMED_OUT = "timed_out"
     LOST = "lost"  #: the worker died or its lease expired
+    #: the daemon stopped before the run ended (its grace had passed): the daemon's own verdict,
+    #: never a worker's; the execution runs again after the restart, not counted as an attempt
+    INTERRUPTED = "interrupted"
 
 
 class Completion(msgspec.Struct, array_like=True):

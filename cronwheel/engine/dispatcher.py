@@ -188,11 +188,15 @@ class Dispatcher(DispatchLoop):
         return result
 
     async def on_worker_lost(self, worker_id: str, execution_ids: list[tuple[str, int]]) -> None:
+        """Its runs are failed attempts (retried by their policy), unless the node is stopping:
+        a run the stop cut short (its grace passed) runs again after the restart, and the stop
+        does not count as one of its attempts."""
         self.events.emit("worker.lost", worker=worker_id, inFlight=len(execution_ids))
-        completions = [
-            Completion(xid, worker_id, epoch, Outcome.LOST, error=f"worker {worker_id} lost")
-            for xid, epoch in execution_ids
-        ]
+        if self._accepting:
+            outcome, why = Outcome.LOST, f"worker {worker_id} lost"
+        else:
+            outcome, why = Outcome.INTERRUPTED, f"the daemon stopped, and worker {worker_id} with it"
+        completions = [Completion(xid, worker_id, epoch, outcome, error=why) for xid, epoch in execution_ids]
         try:
             await self._finish_or_defer(completions)
         finally:

@@ -87,6 +87,8 @@ METRIC_NAMES = (
     "cronwheel_windows_missed_total",
 )
 NOTIFY_OUTCOMES = ("sent", "retried", "dead")
+#: how an attempt ends (core.records.Outcome): the label values of executions finished
+FINISHED_OUTCOMES = ("succeeded", "failed", "timed_out", "lost", "interrupted")
 NOTIFY_VIAS = ("webhook", "email", "command")
 
 def skip_reason(text: str | None) -> str:
@@ -176,7 +178,7 @@ class NodeMetrics:
             self.skipped.labels(reason)
         # labelled children looked up once: .labels() takes a lock and builds a key per call,
         # and these are counted twice per execution
-        self._finished_by = {o: self.finished.labels(o) for o in ("succeeded", "failed", "timed_out", "lost")}
+        self._finished_by = {o: self.finished.labels(o) for o in FINISHED_OUTCOMES}
         self._duration_by = {o: self.duration.labels(o) for o in self._finished_by}
         r.register(StateCollector(self))
         self._unsubscribe = events.subscribe_many(self._on_events)
@@ -246,7 +248,7 @@ class NodeMetrics:
 
     def _finished_event(self, rec: dict[str, Any]) -> None:
         outcome = str(rec.get("outcome") or "failed")
-        if outcome not in ("succeeded", "failed", "timed_out", "lost"):
+        if outcome not in FINISHED_OUTCOMES:
             outcome = "failed"
         self._finished_by[outcome].inc()
         t0 = self._stop_timer(rec)

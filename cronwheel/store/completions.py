@@ -43,8 +43,11 @@ def decide_completions(
     completion of the same lease in one batch is seen as stale). ``policy_of(job_id)`` gives
     the job's retry policy. Returns the results, in order, and the rows to write:
     ``(execution_id, lease_epoch, status, finished_at, available_at, exit_code, error,
-    output, reason)``, each to be applied only where the execution is still RUNNING at that
-    epoch.
+    output, reason, extra_attempts)``, each to be applied only where the execution is still
+    RUNNING at that epoch. An attempt ``INTERRUPTED`` by the daemon's stop is not judged: the
+    execution waits to run again at once (RETRY_WAIT, available now) with one more attempt
+    allowed (``extra_attempts`` 1, added to its max_attempts), so a restart neither dead-letters
+    a job nor takes one of its retries.
     """
     updates: list[tuple[Any, ...]] = []
     results: list[CompletionResult] = []
@@ -62,8 +65,13 @@ def decide_completions(
             continue
         output = c.output if c.output is None or len(c.output) <= MAX_OUTPUT_CHARS else c.output[-MAX_OUTPUT_CHARS:]
         available_at: int | None = None
+        extra = 0
         if c.outcome is Outcome.SUCCEEDED:
             new_status, finished, reason = "SUCCEEDED", now_ms, None
+        elif c.outcome is Outcome.INTERRUPTED:
+            new_status, finished, available_at, extra = "RETRY_WAIT", None, now_ms, 1
+            reason = (f"attempt {attempt}/{max_att} interrupted: the daemon stopped before it ended; "
+                      "it runs again, not counted against maxAttempts")  # fmt: skip
         else:
             r = rand01[i] if rand01 is not None and i < n_rand else 0.5
             after = after_failure(attempt, _with_max_attempts(policy_of(job_id), max_att), now_ms, r)
@@ -78,7 +86,7 @@ def decide_completions(
                 new_status, finished = "RETRY_WAIT", None
                 reason = f"{what}; retry at {format_instant(available_at)}"
         st[0] = new_status  # a second completion of the same lease in this batch is stale
-        updates.append((eid, epoch, new_status, finished, available_at, c.exit_code, c.error, output, reason))
+        updates.append((eid, epoch, new_status, finished, available_at, c.exit_code, c.error, output, reason, extra))
         results.append(CompletionResult(eid, LeaseVerdict.OK, EXEC_STATUS[new_status], available_at))
     return results, updates
 

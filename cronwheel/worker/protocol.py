@@ -53,7 +53,7 @@ from msgspec import Meta
 
 from cronwheel.core.limits import MAX_FRAME_BYTES, MAX_FRAME_ID_CHARS, MAX_FRAME_ITEMS
 from cronwheel.core.model import Grant
-from cronwheel.core.records import Completion
+from cronwheel.core.records import Completion, Outcome
 from cronwheel.core.wire import Count, Id
 
 PROTOCOL_VERSION = 2
@@ -67,7 +67,7 @@ MAX_RESULTS_PER_FRAME = 4096
 MAX_SLOTS = 100_000
 MAX_OUT_DATA = 64 * 1024  #: bytes of output in one ``out`` frame
 
-OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: store.base.Outcome values
+OUTCOMES = frozenset({"succeeded", "failed", "timed_out", "lost"})  #: the Outcome values a worker may report
 
 #: a short text that is not on the hot path (a reason, a worker id): also refused with a NUL
 Word = Annotated[str, Meta(min_length=1, max_length=MAX_ID, pattern="^[^\x00]*$")]
@@ -202,5 +202,7 @@ def check_completion(c: Completion) -> None:
     is refused at the frame, not at the write. Raises ValueError."""
     if (c.error is not None and "\x00" in c.error) or (c.output is not None and "\x00" in c.output):
         raise ValueError("a text holds a NUL character")
+    if c.outcome is Outcome.INTERRUPTED:  # the daemon's verdict on its own stop: a worker's would cost no attempt
+        raise ValueError("a worker does not report 'interrupted'")
     if "\x00" in c.execution_id:
         raise ValueError("execution_id holds a NUL character")

@@ -331,3 +331,21 @@ def test_restarted_node_fails_its_dead_workers_leases_at_once(make_daemon, tmp_p
                      timeout=30, what="the orphaned execution re-run with epoch 2")
     assert again["attempt"] == 2
     d.wait_event("node.recovered_leases", executions=1)
+
+
+def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):
+    """SIGTERM (systemctl restart) lets runs finish for --grace-sec, then kills what is left:
+    those runs are not the job's failures. A job with no retries is not dead-lettered by a
+    restart; its run starts again after it."""
+    d: Daemon = make_daemon(args=("--grace-sec", "1"))
+    marker = tmp_path / "runs"
+    job = d.add_job({"runAt": "+0s", "command": f"echo run >> {marker}; sleep 300", "retryPolicy": {"maxAttempts": 1}})
+    wait_for(lambda: marker.exists(), what="the first run")
+    assert d.stop() == 0
+    d.start()
+    again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2 and e["status"] == "RUNNING"), None),
+                     timeout=30, what="the interrupted execution run again with epoch 2")  # fmt: skip
+    assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
+    assert d.get("/v1/dlq").json()["executions"] == []
+    assert d.get(f"/v1/jobs/{job['jobId']}").json()["status"] == "ACTIVE"
+    wait_for(lambda: marker.read_text().count("run") == 2, what="the second run's start")

@@ -209,6 +209,22 @@ def test_dead_after_max_attempts(store: Store) -> None:
     assert [e.execution_id for e in store.list_dead()] == [eid]
 
 
+def test_an_attempt_interrupted_by_the_daemons_stop_runs_again_and_is_not_counted(store: Store) -> None:
+    eid = pending(store, retry=RetryPolicy(max_attempts=1))  # no retries: one failure is dead
+    g = start(store, eid, T0)
+    [res] = store.complete_executions([Completion(eid, "w1", g.lease_epoch, Outcome.INTERRUPTED, error="stopped")], T0 + 5)
+    assert (res.verdict, res.status, res.available_at) == (LeaseVerdict.OK, ExecStatus.RETRY_WAIT, T0 + 5)
+    ex = store.get_execution(eid)
+    assert ex is not None and (ex.status, ex.max_attempts, ex.finished_at) == (ExecStatus.RETRY_WAIT, 2, None)
+    assert ex.reason is not None and "attempt 1/1 interrupted" in ex.reason and "not counted" in ex.reason
+    assert store.list_dead() == [] and [e.execution_id for e in store.ready_executions(T0 + 5, 10)] == [eid]
+    # it runs again with a new epoch; the old lease is fenced; a real failure now is its one attempt
+    again = start(store, eid, T0 + 6)
+    assert (again.attempt, again.lease_epoch) == (2, 2)
+    assert fail(store, eid, g.lease_epoch, T0 + 7).verdict is LeaseVerdict.LEASE_LOST
+    assert fail(store, eid, again.lease_epoch, T0 + 7).status is ExecStatus.DEAD
+
+
 def test_stale_epoch_completion_is_lease_lost_and_changes_nothing(store: Store) -> None:
     eid = pending(store, retry=RETRY)
     g1 = start(store, eid, T0)

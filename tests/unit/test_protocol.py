@@ -283,6 +283,8 @@ BAD_BODIES: list[bytes] = [
     # a NUL could not be stored as text (PostgreSQL): refused at the frame, not at the write
     body(["result", [_result(output="o\x00")]]),
     body(["result", [_result(error="e\x00")]]),
+    # the daemon's own verdict on its stop: from a worker it would be a retry that costs nothing
+    body(["result", [_result(outcome="interrupted")]]),
     body(["abort", "x\x00", "r"]),
     body(["welcome", 2, None, "yes"]),
     body(["out", "x", 1, "text, not bytes"]),

@@ -118,11 +118,11 @@ def complete(
         completions, state, lambda job_id: retry_from_json(retry.get(job_id)), now_ms, rand01
     )
     # PostgreSQL text cannot hold NUL: scrub error, output and reason
-    updates = [(*row[:6], text(row[6]), text(row[7]), text(row[8])) for row in decided]
+    updates = [(*row[:6], text(row[6]), text(row[7]), text(row[8]), row[9]) for row in decided]
     if updates:
         cols = list(zip(*updates, strict=True))
         names = ("ids", "epochs", "statuses", "finished", "available", "exit_codes", "errors",
-                 "outputs", "reasons")  # fmt: skip
+                 "outputs", "reasons", "extra")  # fmt: skip
         cur = conn.execute(q.COMPLETE_EXECUTIONS, dict(zip(names, map(list, cols), strict=True)))
         if cur.rowcount != len(updates):  # impossible: the rows are locked by COMPLETION_STATE
             raise StoreError("a fenced completion did not apply; nothing was committed")

@@ -467,12 +467,13 @@ COMPLETE_EXECUTIONS = """
 UPDATE executions AS e
 SET status = u.status, finished_at = u.finished_at,
     available_at = COALESCE(u.available_at, e.available_at), exit_code = u.exit_code,
-    error = u.error, output = u.output, reason = COALESCE(u.reason, e.reason)
+    error = u.error, output = u.output, reason = COALESCE(u.reason, e.reason),
+    max_attempts = e.max_attempts + u.extra
 FROM unnest(%(ids)s::text[], %(epochs)s::int8[], %(statuses)s::text[], %(finished)s::int8[],
             %(available)s::int8[], %(exit_codes)s::int4[], %(errors)s::text[],
-            %(outputs)s::text[], %(reasons)s::text[])
+            %(outputs)s::text[], %(reasons)s::text[], %(extra)s::int4[])
      AS u (execution_id, lease_epoch, status, finished_at, available_at, exit_code, error,
-           output, reason)
+           output, reason, extra)
 WHERE e.execution_id = u.execution_id AND e.status = 'RUNNING' AND e.lease_epoch = u.lease_epoch
 """
 

@@ -373,7 +373,7 @@ SELECT job_id, retry FROM job_definitions WHERE job_id IN (SELECT value FROM jso
 COMPLETE_EXECUTION = """
 UPDATE executions
 SET status = ?3, finished_at = ?4, available_at = COALESCE(?5, available_at),
-    exit_code = ?6, error = ?7, output = ?8, reason = COALESCE(?9, reason)
+    exit_code = ?6, error = ?7, output = ?8, reason = COALESCE(?9, reason), max_attempts = max_attempts + ?10
 WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
 """
 
