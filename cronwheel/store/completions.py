@@ -67,7 +67,9 @@ def decide_completions(
         available_at: int | None = None
         extra = 0
         if c.outcome is Outcome.SUCCEEDED:
-            new_status, finished, reason = "SUCCEEDED", now_ms, None
+            # after retries, the reason still says "…; retry at …": say how it ended instead
+            reason = None if attempt <= 1 else f"succeeded at attempt {attempt}/{max_att}"
+            new_status, finished = "SUCCEEDED", now_ms
         elif c.outcome is Outcome.INTERRUPTED:
             new_status, finished, available_at, extra = "RETRY_WAIT", None, now_ms, 1
             reason = (f"attempt {attempt}/{max_att} interrupted: the daemon stopped before it ended; "

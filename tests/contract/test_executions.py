@@ -184,6 +184,11 @@ def test_failure_becomes_retry_wait_with_backoff(store: Store) -> None:
     # the retry is dispatchable once its time has come, with attempt 2 and a new epoch
     assert store.ready_executions(expected - 1, 10) == []
     assert [e.execution_id for e in store.ready_executions(expected, 10)] == [eid]
+    # and when the retry succeeds, its reason says so (not "…; retry at …" any more)
+    again = start(store, eid, expected)
+    [res] = store.complete_executions([Completion(eid, "w1", again.lease_epoch, Outcome.SUCCEEDED)], expected + 1)
+    ex = store.get_execution(eid)
+    assert ex is not None and (ex.status, ex.reason) == (ExecStatus.SUCCEEDED, "succeeded at attempt 2/3")
 
 
 def test_default_rand_is_one_half(store: Store) -> None:
