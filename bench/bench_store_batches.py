@@ -4,8 +4,9 @@ Registers N one-off no-op jobs over ``--tenants`` tenants (100: the shape of ben
 1: bench_spike.py's), in batches of 5,000 as the benchmarks' bulk path does (every job has
 no further tick, so every completion settles its job), claims them, then starts and
 completes them in batches of ``--batch`` through the ``Store`` interface, timing each call's
-thread CPU (SQLite's work included: apsw runs it in the calling thread). ``--statements``
-adds each statement's wall time per execution (apsw's profile hook), ``--profile`` a
+thread CPU (SQLite's work included: apsw runs it in the calling thread), and the claims'
+CPU too. ``--statements`` adds each statement's wall time per execution (apsw's profile
+hook), by phase (claim, run), ``--profile`` a
 cProfile of the Python around SQLite, ``--pages`` the pages each phase writes to the WAL per
 execution, by table or index (read from the WAL's frame headers and the ``dbstat`` table: a
 page written by two commits counts twice, as it is written twice). ``--fair`` starts the
@@ -78,13 +79,27 @@ def main() -> int:
         for i in range(0, len(jobs), 5000):
             store.create_jobs(jobs[i : i + 5000], T - 60_000)
         pages = WalPages(store, Path(tmp) / "cronwheel.db") if args.pages else None
+        stats: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+        phase = "claim"
+
+        def on_statement(sql: str, ns: int) -> None:
+            s = stats[f"{phase:>5}  " + " ".join(sql.split())[:80]]
+            s[0] += 1
+            s[1] += ns
+
+        if args.statements:
+            store._conn.set_profile(on_statement)
         fair: FairQueue[str] = FairQueue()
+        claim_cpu = 0.0
         while True:
+            t0 = time.thread_time()
             claimed = store.claim_due(list(range(64)), T, 5000)
+            claim_cpu += time.thread_time() - t0
             for e in claimed.executions:
                 fair.push(int(e.priority), e.tenant, e.execution_id)
             if claimed.jobs_claimed < 5000:
                 break
+        phase = "run"
         if pages is not None:
             pages.count("claim")
         now = T + 10
@@ -95,15 +110,6 @@ def main() -> int:
             after = (page[-1].available_at, page[-1].execution_id)
         if args.fair:
             ids = list(iter(fair.pop, None))
-        stats: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
-
-        def on_statement(sql: str, ns: int) -> None:
-            s = stats[" ".join(sql.split())[:80]]
-            s[0] += 1
-            s[1] += ns
-
-        if args.statements:
-            store._conn.set_profile(on_statement)
         prof = cProfile.Profile() if args.profile else None
         start_cpu = complete_cpu = 0.0
         for i in range(0, len(ids), args.batch):
@@ -129,13 +135,13 @@ def main() -> int:
         settled = store._conn.execute("SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED'").fetchall()[0][0]
         store._conn.set_profile(None)
         store.close()
-    print(f"{n} executions in batches of {args.batch}: CPU per execution start {start_cpu / n * 1e6:.1f} µs, "
-          f"complete {complete_cpu / n * 1e6:.1f} µs ({settled} jobs settled)")  # fmt: skip
+    print(f"{n} executions in batches of {args.batch}: CPU per execution claim {claim_cpu / n * 1e6:.1f} µs (batches "
+          f"of 5,000), start {start_cpu / n * 1e6:.1f} µs, complete {complete_cpu / n * 1e6:.1f} µs ({settled} jobs settled)")  # fmt: skip
     if pages is not None:
         for phase, by in pages.by_phase.items():
             print(f"{phase:>10}: {sum(by.values()) / n:.2f} WAL pages per execution: "
                   + ", ".join(f"{name} {k / n:.2f}" for name, k in by.most_common(6)))
-    for sql, (count, ns) in sorted(stats.items(), key=lambda kv: -kv[1][1])[:12]:
+    for sql, (count, ns) in sorted(stats.items(), key=lambda kv: -kv[1][1])[:16]:
         print(f"{ns / n / 1000:8.2f} µs/execution {count:7d}×  {sql}")
     if prof is not None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(20)
