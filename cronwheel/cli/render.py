@@ -77,7 +77,8 @@ def emit_note(message: str) -> None:
 def warned(answer: _Answer) -> _Answer:
     """``answer``, after printing its ``warnings`` on standard error whatever the command
     prints: what was accepted but will not work as it stands (an email rule on a daemon
-    without mail). The same warning for many jobs of a batch is printed once, with a count."""
+    without mail). The same warning for many jobs of a batch is printed once, with a count, and
+    the same words for several fields of a job once, naming them all."""
     warnings = answer.get("warnings")
     seen: dict[str, int] = {}
     for w in warnings if isinstance(warnings, list) else []:
@@ -85,8 +86,15 @@ def warned(answer: _Answer) -> _Answer:
         if text.startswith("jobs[") and "." in text:  # jobs[3].notify[0].to: the same words for each job
             text = text.split(".", 1)[1]
         seen[text] = seen.get(text, 0) + 1
+    fields: dict[tuple[str, int], list[str]] = {}  # (words, jobs) -> the fields they are about
     for text, n in seen.items():
-        emit_note(f"warning: {text}" + (f" ({n} jobs)" if n > 1 else ""))
+        field, sep, words = text.partition(": ")
+        if not sep:
+            field, words = "", text
+        fields.setdefault((words, n), []).append(field)
+    for (words, n), named in fields.items():
+        where = ", ".join(f for f in named if f)
+        emit_note(f"warning: {where + ': ' if where else ''}{words}" + (f" ({n} jobs)" if n > 1 else ""))
     return answer
 
 
