@@ -67,6 +67,8 @@ class Dispatcher(DispatchLoop):
         self.completion_retry_ms = completion_retry_ms
         self._deferred: set[asyncio.Task[None]] = set()
         self.reaper_health = LoopHealth(events, clock, "reaper")
+        #: the local workers' beats, every quarter lease: an outage is one event, not a line a beat
+        self.heartbeat_health = LoopHealth(events, clock, "heartbeat")
         self.rng = rng or random.Random()
         # results commit on their own connection where the store allows two writers at once
         # (PostgreSQL): a start batch and a result batch then wait for their commits together
@@ -159,13 +161,20 @@ class Dispatcher(DispatchLoop):
         triples = [(xid, worker_id, epoch) for xid, epoch in beats]
         results: Sequence[HeartbeatResult | None]
         try:
-            results = await self.writer.run(lambda s: s.heartbeat_many(triples, now))
-        except StoreUnavailable:
-            raise
-        except Exception:
-            # one worker's beats cover several tenants' executions: a failing one must not
-            # cost the others their leases, so each is renewed on its own
-            results = [await self._heartbeat_alone(t, now) for t in triples]
+            try:
+                results = await self.writer.run(lambda s: s.heartbeat_many(triples, now))
+            except StoreUnavailable:
+                raise
+            except Exception:
+                # one worker's beats cover several tenants' executions: a failing one must not
+                # cost the others their leases, so each is renewed on its own
+                results = [await self._heartbeat_alone(t, now) for t in triples]
+        except StoreUnavailable as exc:
+            # not renewed: the worker beats again a quarter lease later, and the leases that
+            # run out meanwhile are the reaper's once the store is back (at least once)
+            self.heartbeat_health.failed(exc)
+            return []
+        self.heartbeat_health.ok()
         lost: list[tuple[str, str]] = []
         for (xid, epoch), res in zip(beats, results, strict=True):
             if res is None:

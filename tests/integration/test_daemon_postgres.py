@@ -134,6 +134,28 @@ def test_status_answers_from_its_last_read_marked_stale_while_the_store_is_down(
         d.stop()
 
 
+def test_a_running_jobs_heartbeats_report_an_outage_once(make_daemon: Callable[..., Daemon]) -> None:
+    """A worker beats every quarter lease; while the store is down each beat fails. That is one
+    ``store.unavailable`` for the heartbeats and one ``store.available`` after, not an error
+    line per beat."""
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn(), "--grace-sec", "1"))
+        d.add_job({"runAt": "+0s", "command": "sleep 60", "leaseSec": 2})  # a beat every 0.5 s
+        d.wait_event("execution.started")
+        cluster.stop("immediate")
+        d.wait_event("store.unavailable", loop="heartbeat")
+        # a few beats' time, measured by the node itself: its status goes stale with the store
+        wait_for(lambda: d.status().get("staleForMs", 0) >= 2_000, timeout=20, what="two seconds of outage")
+        cluster.start()
+        back = d.wait_event("store.available", loop="heartbeat", timeout=30)
+        assert back["downMs"] > 0
+        assert len([e for e in d.events("store.unavailable") if e["loop"] == "heartbeat"]) == 1
+        assert not [e for e in d.events("pool.handler_error") if e.get("call") == "on_heartbeats"]
+        d.stop()
+
+
 def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon]) -> None:
     """The node retries a submission while the store is unreachable (for a few seconds,
     with backoff), so a restart or a failover shorter than that costs the client nothing;
