@@ -205,7 +205,7 @@ class Window(msgspec.Struct, rename="camel"):
 
 
 _ORIGIN_DOC = (
-    "Why the execution exists: schedule (its tick came due), catch_up (it stands for ticks missed while no scheduler ran, per the job's misfire policy), "
+    "Why the execution exists: schedule (its tick came due), catch_up (it stands for ticks missed while no scheduler could claim them, per the job's misfire policy), "
     "manual (a trigger), replay (replayed from the dead-letter queue), backfill (a past tick run on request), chain (started by a parent job's execution), "
     "ping (a run reported by a job that runs elsewhere). The dispatch-lag SLO counts only first attempts of schedule executions."
 )

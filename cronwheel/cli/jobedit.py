@@ -69,7 +69,7 @@ _DEFINITION_OPTIONS = (
     click.option("--queue", metavar="NAME", help="Target: leave executions for remote workers polling this queue."),
     click.option("--payload", metavar="JSON", help="JSON value handed to every execution."),
     click.option("--overlap", type=click.Choice(OVERLAPS), help=f"When a tick comes while an execution is still running. [default {OverlapPolicy.ALLOW.value}]"),
-    click.option("--misfire", type=click.Choice(MISFIRES), help=f"Ticks missed while no scheduler ran. [default {MisfirePolicy.RUN_ONCE.value}]"),
+    click.option("--misfire", type=click.Choice(MISFIRES), help=f"Ticks missed while no scheduler could claim them (daemon down, store unreachable). [default {MisfirePolicy.RUN_ONCE.value}]"),
     click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
     click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
     click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),

@@ -100,7 +100,8 @@ class OverlapPolicy(StrEnum):
 
 
 class MisfirePolicy(StrEnum):
-    """What a recurring job does with ticks missed while no scheduler was running."""
+    """What a recurring job does with ticks missed while no scheduler could claim them (every
+    node down, or the store unreachable)."""
 
     RUN_ONCE = "run_once"  #: the missed ticks collapse into one catch-up run; the others are skipped
     SKIP = "skip"  #: run none of them, record them as skipped
@@ -118,7 +119,7 @@ class ExecOrigin(StrEnum):
     """Why an execution exists: the dispatch-lag SLO counts only scheduled lateness."""
 
     SCHEDULE = "schedule"  #: its tick came due
-    CATCH_UP = "catch_up"  #: it stands for ticks missed while no scheduler ran (misfire policy)
+    CATCH_UP = "catch_up"  #: it stands for ticks missed while no scheduler could claim them (misfire policy)
     MANUAL = "manual"  #: started by hand (``cronwheel trigger``, ``POST /v1/jobs/{id}/trigger``)
     REPLAY = "replay"  #: replayed from the dead-letter queue
     BACKFILL = "backfill"  #: a past tick run on request (``context`` ``{"backfill": true}``)

@@ -77,7 +77,7 @@ def catch_up_text(missed: int, exact: bool, runs: int) -> str:
     if missed and runs == 1:
         ticks = "tick" if missed == 1 else "ticks"
         return f"catch-up: one run for {_bound(exact)}{missed} missed {ticks} before it"
-    return "catch-up: a tick missed while no scheduler ran"
+    return "catch-up: a tick run late, missed while no scheduler could claim it"
 
 
 def _bound(exact: bool) -> str:

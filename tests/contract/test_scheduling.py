@@ -179,6 +179,17 @@ def test_ticks_late_within_the_grace_all_run(store: Store) -> None:
     assert res.next_runs == [T0 + 31 * SEC]
 
 
+def test_run_all_marks_each_late_tick_as_catch_up(store: Store) -> None:
+    # every second, 3 s without a scheduler, run_all with no grace: each missed tick runs late
+    nj = new_job(schedule="* * * * * *", misfire=MisfirePolicy.RUN_ALL, misfire_grace_sec=0)
+    create(store, nj)
+    res = claim_all(store, T0 + 3 * SEC + 300)
+    assert [e.scheduled_at for e in res.executions] == [T0 + i * SEC for i in range(4)]
+    assert {e.origin for e in res.executions} == {ExecOrigin.CATCH_UP}  # all past the grace of 0
+    assert {e.reason for e in res.executions} == {"catch-up: a tick run late, missed while no scheduler could claim it"}
+    assert res.skipped == []
+
+
 def test_the_default_grace_fits_the_schedule_and_marks_the_catch_up_run(store: Store) -> None:
     # every second, 8 s without a scheduler, the default run_once and grace: one run, marked
     # catch-up, standing for the 8 missed ticks (the fixed 60 s grace ran all nine)
