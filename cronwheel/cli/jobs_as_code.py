@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from cronwheel.api.fields import ValidationError
+from cronwheel.api.targets import DEFAULT_QUEUE
 from cronwheel.api.validation import parse_job_body
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client
@@ -24,7 +25,7 @@ from cronwheel.core import jobfiles
 from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request, unexported_rules
-from cronwheel.core.jobfields import JOB_FIELDS
+from cronwheel.core.jobfields import JOB_FIELDS, TARGET_KINDS
 from cronwheel.core.words import counted
 
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
@@ -175,6 +176,11 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
     except ConfigError as exc:
         render.emit_error(str(exc))
         sys.exit(2)
+    for job in desired:
+        if not any(k in job.body for k in (*TARGET_KINDS, "target")):
+            render.emit_note(f"note: job {job.name!r} ({job.where}) names no command, http, python or queue: its "
+                             f"executions wait in queue {DEFAULT_QUEUE!r} for a remote worker "
+                             f"(`cronwheel worker --url URL --queue {DEFAULT_QUEUE} --handler module:function`)")
     try:
         changes = jobfiles.plan(desired, tenant_jobs(app.client), lambda j: job_request(dict(j), webhooks=True),
                                 jobfiles.by_rule_identity(_rule_id, normalise), prune, adopt)  # fmt: skip

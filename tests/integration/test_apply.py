@@ -239,3 +239,18 @@ def test_a_paused_job_is_exported_with_a_word_that_apply_makes_it_active(tmp_pat
     assert res.returncode == 0 and [c["action"] for c in changes] == ["adopt"], res.stdout
     (job,) = daemon.get("/v1/jobs").json()["jobs"]
     assert job["status"] == "PAUSED"
+
+
+def test_a_job_with_no_target_is_applied_with_a_note_that_it_waits_for_a_remote_worker(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    # the API's minimal body: its executions wait in the default queue, which only a remote
+    # worker serves; a file that forgot its command says so rather than waiting in silence
+    jobs = write(tmp_path / "jobs", {"q.toml": '[nightly]\nschedule = "0 3 * * *"\npayload = { n = 1 }\n\n'
+                                               '[hourly]\nschedule = "0 * * * *"\ncommand = "true"\n'})
+    res = daemon.cli("apply", str(jobs))
+    assert res.returncode == 0, res.stderr
+    assert f"note: job 'nightly' ({jobs / 'q.toml'}:1) names no command, http, python or queue" in res.stderr
+    assert "queue 'default' for a remote worker" in res.stderr and "hourly" not in res.stderr
+    (nightly,) = [j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "nightly"]
+    assert nightly["target"] == {"queue": "default"}
