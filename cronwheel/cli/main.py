@@ -14,6 +14,7 @@ the commands live in the modules named for what they act on (``jobs``, ``schedul
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -105,7 +106,9 @@ def alias(command: click.Command, name: str) -> click.Command:
     copied = copy.copy(command)
     copied.name = name
     copied.short_help = f"Another name for {command.name}."
-    copied.help = f"Another name for `cronwheel {command.name}`.\n\n{command.help or ''}"
+    # dedented first: click strips the common indentation of a docstring, which a line of our
+    # own at the margin would leave in place
+    copied.help = f"Another name for `cronwheel {command.name}`.\n\n{inspect.cleandoc(command.help or '')}"
     return copied
 
 

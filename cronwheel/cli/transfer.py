@@ -340,13 +340,14 @@ EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
 @click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
 @pass_cli
 def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
-    """Print the active jobs as a crontab (or JSON).
+    """Print the active jobs as a crontab, JSON or TOML job files.
 
     The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),
     environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
     same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
-    targets, a user without --system, a watched job, a name or a retry policy, timeout or other
-setting a crontab line cannot say) are listed as comments, and named on standard error. --format json keeps everything
+    targets, a user without --system, a watched job, a name or a retry policy, timeout or
+    other setting a crontab line cannot say) are listed as comments, and named on standard
+    error. --format json keeps everything
     a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
     cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
     except by --format toml, which writes the active and paused named jobs of the caller's

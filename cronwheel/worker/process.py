@@ -407,7 +407,18 @@ def main(argv: list[str] | None = None) -> int:
         from cronwheel.worker.remote import main as remote_main
 
         return remote_main(argv)
-    ap = argparse.ArgumentParser(prog="cronwheel worker", description="Run executions granted by a cronwheel daemon.")
+    ap = argparse.ArgumentParser(
+        prog="cronwheel worker",
+        description="Two kinds of worker. Without --url: a local worker, which runs the executions\n"
+                    "its daemon grants over the worker socket (`cronwheel serve` starts these;\n"
+                    "rarely run by hand).",
+        epilog="With --url: a remote worker, which claims the executions of queue targets over\n"
+               "the HTTP API and runs them with a Python handler:\n\n"
+               "  cronwheel worker --url URL --queue NAME --handler module:function\n"
+               "                   [--concurrency N] [--token T]\n\n"
+               "`cronwheel worker --url URL --help` lists its options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--socket", required=True, help="the daemon's worker socket")
     ap.add_argument("--worker-id", required=True)
     ap.add_argument("--slots", type=int, default=4, help="executions run at once")

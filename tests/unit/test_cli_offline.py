@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -207,3 +209,37 @@ def test_help_documents_exit_codes() -> None:
         assert words in r.stdout
     r = invoke("--help")
     assert "69" in r.stdout and "next" in r.stdout and "serve" in r.stdout
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += _commands(command, (*path, name))
+        else:
+            found.append((*path, name))
+    return found
+
+
+def test_every_help_reads_as_prose() -> None:
+    """A docstring line at the wrong indentation stops click from dedenting the rest, and the
+    help then shows runs of spaces inside its sentences (`import --help` did, as an alias)."""
+    for path in _commands(cli):
+        if path == ("worker",):
+            continue  # argparse's help, columns and all (below)
+        r = invoke(*path, "--help")
+        assert r.exit_code == 0, (path, r.output)
+        text = r.stdout.split("\nOptions:", 1)[0]
+        prose = [line for line in text.splitlines() if re.match(r"^  \S", line)]  # \b blocks indent more
+        bad = [line for line in prose if re.search(r"\S {3,}\S", line)]
+        assert not bad, (path, bad)
+
+
+def test_worker_help_names_both_kinds_of_worker() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", "--help"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "--socket" in res.stdout and "local worker" in res.stdout
+    assert "remote worker" in res.stdout and "--url URL --queue NAME --handler module:function\n" in res.stdout
