@@ -7,7 +7,7 @@
 #
 # TENANT defaults to "acme". Needs curl and python3 (to read JSON; jq works as well).
 # The tenant token is printed once on stderr: keep it, the daemon only stores its hash.
-# The same with the CLI: `cronwheel tenant create ...`, `cronwheel token create --tenant ...`.
+# The same with the CLI: `cronwheel tenant add ...`, `cronwheel token create --tenant ...`.
 set -eu
 
 url=${CRONWHEEL_URL:-http://127.0.0.1:7878}

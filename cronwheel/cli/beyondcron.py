@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render
-from cronwheel.cli.client import path_segment
+from cronwheel.cli.client import ApiError, path_segment
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
@@ -216,7 +216,13 @@ def calendar_import(app: Cli, /, name: str, file: Path, description: str | None,
 def calendar_rm(app: Cli, /, name: str, tenant: str | None) -> None:
     """Delete a calendar (refused while a job observes it)."""
     path, query = _path(name, tenant)
-    app.client.request("DELETE", path, query=query)
+    try:
+        app.client.request("DELETE", path, query=query)
+    except ApiError as exc:
+        if exc.status == 409:  # observed: say how, in this program's words
+            render.emit_error(f"{exc.detail} (`cronwheel update JOB --clear calendar` takes a job's calendars away)")
+            sys.exit(1)
+        raise
     click.echo(f"Deleted calendar {name}")
 
 

@@ -201,15 +201,28 @@ def _process_body(env: tuple[str, ...], run_as: str | None, shell: str | None, s
     return body
 
 
+#: what ``update --clear`` takes away: an option of ``add`` -> the job member it sets (a JSON
+#: merge patch's null removes an optional member; its default applies again)
+CLEARABLE = {
+    "calendar": "calendars", "active-from": "activeFrom", "active-until": "activeUntil",
+    "on-success": "onSuccess", "on-failure": "onFailure", "notify": "notify",
+    "expect-success-within": "expectSuccessWithin", "jitter": "jitterSec", "misfire-grace": "misfireGraceSec",
+    "env": "env", "run-as": "runAs", "shell": "shell", "stdin": "stdin", "payload": "payload",
+}
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("job", shell_complete=listing.complete_job)
 @click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
 @definition_options
+@click.option("--clear", "cleared", multiple=True, type=click.Choice(sorted(CLEARABLE)), metavar="OPTION",
+              help=f"Take away what this option of add set, back to its default (repeatable): {', '.join(sorted(CLEARABLE))}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @beyond.job_options
 @pass_cli
-def update(app: Cli, /, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool, **opts: Any) -> None:
+def update(app: Cli, /, job: str, cmd: tuple[str, ...], schedule: str | None, as_json: bool,
+           cleared: tuple[str, ...], **opts: Any) -> None:
     """Change a job in place (JOB: its id or name): it keeps its id and its history.
 
     Only what is given changes; the options are those of `add`, plus --schedule. A new
@@ -221,14 +234,20 @@ def update(app: Cli, /, job: str, cmd: tuple[str, ...], schedule: str | None, as
       cronwheel update backup --schedule '30 2 * * *'
       cronwheel update backup -- /usr/local/bin/backup --incremental
       cronwheel update j1a2b3 --max-attempts 5 --priority high
+      cronwheel update payroll --clear calendar   # observe no calendar any more
     """
     patch: dict[str, Any] = {}
     if schedule is not None:
         patch.update(when_body(schedule, opts["tz"], "'--schedule'"))
     patch.update(definition_body(cmd, target_required=False, **opts))
     patch.update(beyond.job_fields(app.client))
+    for option in cleared:
+        member = CLEARABLE[option]
+        if member in patch:
+            raise click.UsageError(f"--clear {option} and --{option} contradict each other: give one")
+        patch[member] = None
     if not patch:
-        raise click.UsageError("nothing to change: give --schedule, a command after `--`, or an option of `add`")
+        raise click.UsageError("nothing to change: give --schedule, a command after `--`, an option of `add`, or --clear")
     current = app.client.resolve_job(job)
     result = app.client.update_job(current["jobId"], patch)
     if as_json:

@@ -75,7 +75,8 @@ def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], no
 def ping(app: Cli, /, job: str, kind: str, exit_code: int | None, output_file: Any, as_json: bool) -> None:
     """Report a run of JOB (its id or unique name) that ran elsewhere: in a crontab,
 
-        0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
+    \b
+      0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
     """
     if kind == "start" and (exit_code is not None or output_file is not None):
         raise click.UsageError("--start takes no --exit-code or --output")

@@ -39,6 +39,8 @@ def target_summary(target: Mapping[str, Any] | None, width: int = 60) -> str:
         text = str(value)
     elif kind == "http":
         text = f"{value.get('method', 'GET')} {value.get('url', '')}"
+    elif kind == "ping":  # a watched job: nothing runs here
+        text = "runs elsewhere, reports by ping"
     else:
         text = f"{kind}:{value}"
     text = " ".join(text.split())
@@ -105,7 +107,7 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("ID", job["jobId"]),
         ("Name", job.get("name")),
         ("Status", job.get("status")),
-        ("Schedule", job.get("schedule") or "(one-off)"),
+        ("Schedule", job_when(job) if "ping" in (job.get("target") or {}) else job.get("schedule") or "(one-off)"),
         ("Run at", fmt_both(job.get("runAt")) if job.get("runAt") else None),
         ("Time zone", job.get("timezone")),
         ("Next run", fmt_both(job.get("nextRunAt"), zone)),

@@ -129,8 +129,10 @@ class BeyondCronMixin(NodeParts):
         owner = tenant or DEFAULT_TENANT
         deleted, users = await self._write(lambda s: s.delete_calendar(owner, name))
         if users:
-            raise Conflict(f"calendar {name!r} is observed by {'job' if len(users) == 1 else 'jobs'} " + ", ".join(users)
-                           + "; detach or cancel them first",
+            one = len(users) == 1
+            raise Conflict(f"calendar {name!r} is observed by {'job' if one else 'jobs'} " + ", ".join(users)
+                           + f"; take it out of {'its' if one else 'their'} calendars, or cancel "
+                           + f"{'it' if one else 'them'}, first",
                            jobs=users)  # fmt: skip
         if not deleted:
             raise NotFound(f"no calendar {name!r}")

@@ -325,6 +325,29 @@ def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path)
     assert daemon.get("/v1/calendars/fr2").status == 404
 
 
+def test_an_observed_calendar_is_kept_until_update_clears_it_from_the_job(daemon: Daemon) -> None:
+    d = daemon
+    assert d.cli("calendar", "set", "holidays", "--date", "2026-12-25").returncode == 0
+    job = d.add_job({"schedule": "0 9 * * *", "command": "true", "name": "payroll", "calendars": ["holidays"]})
+    refused = d.cli("calendar", "rm", "holidays")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert f"calendar 'holidays' is observed by job {job['jobId']}; take it out of its calendars" in refused.stderr
+    assert "cronwheel update JOB --clear calendar" in refused.stderr
+    both = d.cli("update", "payroll", "--clear", "calendar", "--calendar", "holidays")
+    assert both.returncode == 2 and "contradict" in both.stderr, both.stderr
+    cleared = d.cli("update", "payroll", "--clear", "calendar", "--clear", "env")
+    assert cleared.returncode == 0, cleared.stderr
+    after = d.get(f"/v1/jobs/{job['jobId']}").json()
+    assert after["calendars"] == [] and after["schedule"] == "0 9 * * *" and after["name"] == "payroll"
+    assert d.cli("calendar", "rm", "holidays").returncode == 0
+    # every option --clear names is one the daemon takes away
+    from cronwheel.cli.jobedit import CLEARABLE
+
+    every = d.cli("update", "payroll", *[w for option in CLEARABLE for w in ("--clear", option)])
+    assert every.returncode == 0, every.stderr
+    assert d.get(f"/v1/jobs/{job['jobId']}").json()["schedule"] == "0 9 * * *"
+
+
 def test_a_backfill_never_starves_live_work(make_daemon) -> None:
     """Two slots, a backfill of 120 slow past ticks (batch priority) queued at once, and an
     every-second job: the live ticks keep starting while the backfill still waits in the queue."""

@@ -120,6 +120,9 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         job_id = r.json()["jobId"]
         job = d.get(f"/v1/jobs/{job_id}").json()
         assert job["target"] == {"ping": {}} and job["nextRunAt"] is None and job["expectSuccessWithin"] == "3s"
+        shown = d.cli("show", "offsite-backup").stdout
+        assert re.search(r"^Schedule:\s+pinged, every 3s$", shown, re.M), shown
+        assert re.search(r"^Target:\s+runs elsewhere, reports by ping$", shown, re.M) and "one-off" not in shown
         script = tmp_path / "backup.sh"  # what a crontab line on another box would run
         script.write_text(
             "#!/bin/sh\n"
