@@ -10,6 +10,7 @@ integral float (``3.0``) counts as the integer it is.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import types
@@ -71,12 +72,7 @@ class Member:
     def child(self, key: Any) -> Member | None:
         """The member at ``key`` of a struct (its JSON name), a list (an index) or a dict."""
         if isinstance(self.type, type) and issubclass(self.type, msgspec.Struct):
-            for f in msgspec.structs.fields(self.type):
-                if f.encode_name == key:
-                    member = Member(f.type)
-                    member.required = f.required
-                    return member
-            return None
+            return struct_members(self.type).get(key)
         args = get_args(self.type)
         if self.base is list and args:
             return Member(args[0])
@@ -86,6 +82,20 @@ class Member:
 
     def is_struct(self) -> bool:
         return isinstance(self.type, type) and issubclass(self.type, msgspec.Struct)
+
+
+@functools.cache
+def struct_members(struct: type[msgspec.Struct]) -> dict[str, Member]:
+    """A struct's members by JSON name, worked out once per struct: ``msgspec.structs.fields``
+    evaluates the struct's annotations on every call (milliseconds for a job body), and a
+    batch of a thousand jobs asks for them at every member of every job. The members are
+    never changed once made, so one set serves every body."""
+    members: dict[str, Member] = {}
+    for f in msgspec.structs.fields(struct):
+        member = Member(f.type)
+        member.required = f.required
+        members[f.encode_name] = member
+    return members
 
 
 def field_name(where: str | None, parts: list[Any]) -> str | None:
@@ -103,7 +113,7 @@ def prepare(member: Member, value: Any, where: str | None) -> Any:
     if value is None:
         return None
     if member.is_struct() and isinstance(value, dict):
-        reject_unknown(where, value, tuple(f.encode_name for f in msgspec.structs.fields(member.type)))
+        reject_unknown(where, value, tuple(struct_members(member.type)))
         out = {}
         for key, item in value.items():
             child = member.child(key)

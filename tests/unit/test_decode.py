@@ -46,3 +46,23 @@ def test_integral_floats_are_integers_and_a_patch_null_clears() -> None:
     assert parse_job_body({**BASE, "jitterSec": 30.0}, now_ms=NOW).jitter_sec == 30
     assert parse_tenant_patch({"maxJobs": None}) == {"max_jobs": None}
     assert parse_ping(None) == ("success", None, None)
+
+
+def test_a_batch_evaluates_each_structs_annotations_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``msgspec.structs.fields`` evaluates a struct's annotations on every call (milliseconds
+    for a job body); asked at every member of every job, one tenant's batch of a thousand
+    full bodies held the event loop for many seconds, and another tenant's leases expired."""
+    import msgspec
+
+    from cronwheel.api import decode
+    from cronwheel.api.validation import parse_job_batch
+
+    calls: list[type] = []
+    real = msgspec.structs.fields
+    monkeypatch.setattr(msgspec.structs, "fields", lambda struct: calls.append(struct) or real(struct))
+    decode.struct_members.cache_clear()
+    job = {"runAt": "+30d", "queue": "q", "retryPolicy": {"maxAttempts": 3, "multiplier": 2}, "timeoutSec": 60,
+           "priority": "batch", "env": {"A": "1"}, "runAs": None, "calendars": [], "notify": [], "onSuccess": []}
+    specs = parse_job_batch({"jobs": [dict(job) for _ in range(200)]}, now_ms=NOW)
+    assert len(specs) == 200
+    assert len(calls) == len(set(calls)), f"{len(calls)} evaluations of {len(set(calls))} structs"
