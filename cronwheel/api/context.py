@@ -17,7 +17,7 @@ from aiohttp import web
 
 from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
 from cronwheel.api.problems import Problem
-from cronwheel.core.limits import BODY_TIMEOUT_SEC, json_problem
+from cronwheel.core.limits import BODY_TIMEOUT_SEC, JsonTextError, loads_checked
 from cronwheel.core.tenants import ADMIN, Principal, Role
 from cronwheel.engine.service import SchedulerService
 
@@ -59,10 +59,6 @@ async def tenant_of(request: web.Request) -> str | None:
     return None if principal.is_admin else principal.tenant
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     """The request's JSON body. ``optional``: an empty body reads as None."""
     if not request.body_exists:
@@ -91,21 +87,15 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     except UnicodeDecodeError as exc:
         raise Problem(400, "malformed_json", f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise Problem(400, "malformed_json", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:
-        if "integer string conversion" in str(exc):  # Python's own bound, not the JSON's fault alone
-            raise Problem(400, "malformed_json", "malformed JSON: an integer of more than 4300 digits") from None
-        raise Problem(400, "malformed_json", f"malformed JSON: {exc}") from None
-    except RecursionError:
-        raise Problem(400, "malformed_json", "the JSON body is nested too deeply") from None
-    # the boundary for bodies: nothing past here meets a lone surrogate, a NUL, a NaN, an
-    # integer no store can hold, or nesting a worker frame would refuse
-    bad = json_problem(value)
-    if bad is not None:
+        # the boundary for bodies: nothing past here meets a lone surrogate, a NUL, a NaN, an
+        # integer no store can hold, or nesting a worker frame would refuse
+        value = loads_checked(text, "the JSON body")
+    except JsonTextError as exc:
+        bad = exc.refusal
+        if bad is None:
+            raise Problem(400, "malformed_json", str(exc)) from None
         status, code = (400, "invalid_value") if bad.malformed else (422, "out_of_range")
-        raise Problem(status, code, f"{bad.path or 'the body'} {bad.why}", field=bad.path or None)
+        raise Problem(status, code, f"{bad.path or 'the body'} {bad.why}", field=bad.path or None) from None
     return value
 
 

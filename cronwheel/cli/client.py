@@ -80,7 +80,12 @@ def path_segment(segment: str, safe: str = "") -> str:
     address another route (``/v1/calendars/`` is the list): refused here, in words."""
     if not segment:
         raise ApiError(400, {"detail": "an empty name or id: name the job, calendar, tenant or token", "code": "bad_request"})
-    return quote(segment, safe=safe)
+    try:
+        return quote(segment, safe=safe)
+    except UnicodeEncodeError:  # bytes of no encoding in argv come here as lone surrogates
+        shown = segment.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+        raise ApiError(400, {"detail": f"'{shown}' is not valid UTF-8: no job, calendar, tenant or token has that name",
+                             "code": "bad_request"}) from None
 
 
 _q = path_segment

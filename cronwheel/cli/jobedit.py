@@ -3,7 +3,6 @@ the request body they build; and the ``update`` command itself (``PATCH /v1/jobs
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import zoneinfo
@@ -19,7 +18,7 @@ from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
 from cronwheel.core.jobfields import HTTP_METHODS, MISFIRES, OVERLAPS, PRIORITIES
-from cronwheel.core.limits import RETRY_MAX_ATTEMPTS_RANGE
+from cronwheel.core.limits import RETRY_MAX_ATTEMPTS_RANGE, loads_checked
 from cronwheel.core.model import MisfirePolicy, OverlapPolicy, Priority, RetryPolicy
 from cronwheel.core.schedule import looks_like_instant
 
@@ -158,9 +157,9 @@ def definition_body(cmd: tuple[str, ...], *, target_required: bool, **opts: Any)
         body["name"] = opts["name"]
     if opts["payload"] is not None:
         try:
-            body["payload"] = json.loads(opts["payload"])
+            body["payload"] = loads_checked(opts["payload"], "the payload")
         except ValueError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--payload'") from None
+            raise click.BadParameter(str(exc), param_hint="'--payload'") from None
     if opts["timeout"] is not None:
         body["timeoutSec"] = duration(opts["timeout"], "'--timeout'")
     if opts["lease"] is not None:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from cronwheel.cli import render, views
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.core.limits import loads_checked
 
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
 #: the output tail a ping sends (the API keeps at most 64 KiB)
@@ -23,9 +23,9 @@ def notify_fields(rules: tuple[str, ...], emails: tuple[str, ...], expect: str |
     parsed: list[Any] = []
     for text in rules:
         try:
-            parsed.append(json.loads(text))
+            parsed.append(loads_checked(text, "the rule"))
         except ValueError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--notify'") from None
+            raise click.BadParameter(str(exc), param_hint="'--notify'") from None
     parsed += [{"on": "failure", "via": "email", "to": [addr]} for addr in emails]
     if parsed:
         body["notify"] = parsed

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core import schedule as sched
+from cronwheel.core.limits import loads_checked
 from cronwheel.core.notify import RuleError, email_rule
 from cronwheel.core.words import counted
 
@@ -335,10 +336,7 @@ def looks_like_json(text: str) -> bool:
 
 def parse_json_requests(text: str) -> list[dict[str, Any]]:
     """The job bodies of a ``cronwheel export --json`` file. ValueError names what is wrong."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON: {exc}") from None
+    data = loads_checked(text, "the JSON")  # its ValueError says what is wrong, and where
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise ValueError("a JSON import must be an array of job objects (as `cronwheel export --json` writes)")
     return data

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cronwheel.core.config import ConfigError, key_lines, table_lines
+from cronwheel.core.limits import json_problem
 from cronwheel.core.model import JobStatus
 
 #: the ``managedBy`` of the jobs apply creates; ``--prune`` deletes only these
@@ -85,6 +86,10 @@ def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDe
     except tomllib.TOMLDecodeError as exc:
         at = re.search(r"at line (\d+)", str(exc))
         raise ConfigError(source, f"not valid TOML: {exc}", int(at.group(1)) if at else None) from None
+    except RecursionError:
+        raise ConfigError(source, "not valid TOML: arrays or tables nested too deeply") from None
+    except ValueError as exc:  # Python's bound on an integer's digits
+        raise ConfigError(source, f"not valid TOML: {exc.args[0].split(';')[0] if exc.args else exc}") from None
     allowed = set(allowed) - set(RESERVED_FIELDS)
     lines = {**key_lines(text), **table_lines(text)}
     jobs = []
@@ -102,6 +107,10 @@ def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDe
         if isinstance(body.get("runAt"), str) and body["runAt"].strip().startswith("+"):
             raise ConfigError(source, f"job {name!r}: a relative runAt changes on every apply; write an RFC 3339 instant",
                               _field_line(text, line, "runAt"), "runAt")
+        bad = json_problem(body)  # what the API would refuse at its door, said with the line
+        if bad is not None:
+            key = bad.path.split(".", 1)[0].split("[", 1)[0]
+            raise ConfigError(source, f"job {name!r}: {bad.path} {bad.why}", _field_line(text, line, key), key)
         jobs.append(JobDef(name, _plain(body), source, line))
     return jobs
 

@@ -11,6 +11,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -292,6 +293,40 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> JsonRefusal | N
             if why is not None:
                 return JsonRefusal(path, f"is {why}", False)
     return None
+
+
+class JsonTextError(ValueError):
+    """JSON text that may not enter, in words (``refusal``: what ``json_problem`` found in a
+    value that did parse; None for text that is not JSON)."""
+
+    def __init__(self, message: str, refusal: JsonRefusal | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_checked(text: str, what: str = "the JSON") -> Any:
+    """``text`` decoded, refusing what the API refuses at its door: malformed JSON, NaN and
+    Infinity, nesting too deep to decode or to keep, integers of more than Python's 4,300
+    digits or beyond 64 bits, lone surrogates and NUL. One reader for the API's bodies and
+    the CLI's JSON arguments and files, so each says no in the same words."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise JsonTextError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise JsonTextError(f"{what} is nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's own bound, not the JSON's fault alone
+            raise JsonTextError("malformed JSON: an integer of more than 4300 digits") from None
+        raise JsonTextError(f"malformed JSON: {exc}") from None
+    bad = json_problem(value)
+    if bad is not None:
+        raise JsonTextError(f"{what}: {bad.path} {bad.why}" if bad.path else f"{what} {bad.why}", bad)
+    return value
 
 
 def _walk(value: Any) -> Iterator[tuple[str, int, Any]]:

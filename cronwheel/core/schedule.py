@@ -396,7 +396,11 @@ def _duration(text: str) -> Decimal:
 
 def parse_duration(text: str) -> float:
     """Seconds in ``90s``, ``5m``, ``1h30m``, ``2d``, ``500ms`` or plain ``30`` (seconds)."""
-    return float(_duration(text))
+    seconds = _duration(text)
+    if seconds * 1000 >= MAX_INSTANT_MS:  # as float, 400 nines would be infinity: not JSON
+        raise ScheduleError(f"duration {text[:40]!r}{'…' if len(text) > 40 else ''} is longer than the 7,900 "
+                            "years to the latest instant cronwheel keeps")
+    return float(seconds)
 
 
 _RFC3339 = re.compile(

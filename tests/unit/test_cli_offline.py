@@ -108,7 +108,7 @@ def test_next_of_a_job_name_needs_the_daemon(nowhere: str) -> None:
         (["add", "@daily", "echo", "--python", "m:f"], "got CMD, --python"),
         (["add", "@daily", "echo", "--tz", "Nowhere/City"], "Nowhere/City"),
         (["add", "@daily", "echo", "--timeout", "soon"], "--timeout"),
-        (["add", "@daily", "echo", "--payload", "{bad"], "not valid JSON"),
+        (["add", "@daily", "echo", "--payload", "{bad"], "malformed JSON at line 1 column 2"),
         (["add", "@daily", "echo", "--priority", "urgent"], "urgent"),
         (["add", "@daily", "echo", "--max-attempts", "0"], "--max-attempts"),
         (["add", "+soon", "echo"], "invalid duration"),
@@ -243,3 +243,62 @@ def test_worker_help_names_both_kinds_of_worker() -> None:
     assert res.returncode == 0, res.stderr
     assert "--socket" in res.stdout and "local worker" in res.stdout
     assert "remote worker" in res.stdout and "--url URL --queue NAME --handler module:function\n" in res.stdout
+
+
+# ---------------------------------------------------------------- hostile words, refused here in words
+
+
+@pytest.mark.parametrize("args", [("show", "\udcff"), ("cancel", "a\udced\udca0\udc80"), ("history", "\udcff"),
+                                  ("calendar", "set", "\udcff", "--date", "2026-12-25")])
+def test_a_reference_that_is_not_utf8_is_refused_in_words(nowhere: str, args: tuple[str, ...]) -> None:
+    r = invoke(*args, url=nowhere)
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.exception
+    assert "is not valid UTF-8" in r.stderr and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--payload", "[" * 10_000 + "]" * 10_000), "the payload is nested too deeply"),
+        (("--payload", "[" * 30 + "]" * 30), "nested deeper than 24 levels"),
+        (("--payload", '{"a": "\\ud800"}'), "the payload: a contains a lone surrogate"),
+        (("--payload", "1" * 5000), "more than 4300 digits"),
+        (("--notify", '{"on": "dead", "x": ' + "1" * 30 + "}"), "beyond 64 bits"),
+        (("--timeout", "9" * 400), "'--timeout': duration"),
+    ],
+)
+def test_add_refuses_what_the_api_would_before_sending_it(nowhere: str, args: tuple[str, ...], words: str) -> None:
+    r = invoke("add", *args, "0 0 1 1 *", "--", "true", url=nowhere)
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.exception
+    assert words in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[{"schedule": "0 0 1 1 *", "command": "x", "name": "\\ud800"}]', "[0].name contains a lone surrogate"),
+        ("[" * 10_000 + "]" * 10_000, "nested too deeply"),
+    ],
+)
+def test_a_json_import_that_the_api_would_refuse_is_named(nowhere: str, tmp_path: Path, text: str, words: str) -> None:
+    (tmp_path / "in.json").write_text(text)
+    r = invoke("import-crontab", "--dry-run", str(tmp_path / "in.json"), url=nowhere)
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.exception
+    assert words in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("member", "words"),
+    [
+        ("payload = " + "[" * 5000 + "]" * 5000, ":: not valid TOML: arrays or tables nested too deeply"),
+        ("timeoutSec = " + "9" * 5000, ":: not valid TOML: Exceeds the limit (4300 digits)"),
+        ("timeoutSec = 99999999999999999999", ":4: key 'timeoutSec': job 'x': timeoutSec is an integer beyond 64 bits"),
+        ('env = { A = "\\u0000" }', ":4: key 'env': job 'x': env.A contains a NUL character"),
+    ],
+)
+def test_apply_refuses_a_file_the_api_would_refuse_naming_the_line(nowhere: str, tmp_path: Path, member: str, words: str) -> None:
+    path = tmp_path / "jobs.toml"
+    path.write_text(f'[x]\nschedule = "0 0 1 1 *"\ncommand = "true"\n{member}\n')
+    r = invoke("apply", str(path), url=nowhere)
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.exception
+    assert f"{path}{words}".replace("::", ":") in r.stderr, r.stderr
