@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import jobs_as_code, progress, render, views
-from cronwheel.cli.client import ApiError
+from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
@@ -177,10 +177,17 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
                 runnable.append(plan)
             else:
                 skip(plan.line_no, plan.where, why)
-        plans = runnable
-        _show_plan(plans, skipped, as_json)
-        render.emit_note(f"{counted(len(plans), 'job')} would be imported" + (f", {counted(len(skipped), 'line')} skipped" if skipped else "")
-                         + " (dry run: nothing was created; users are checked by the daemon at import)")
+        there: list[dict[str, Any]] = []  # compared with the daemon's jobs when one answers
+        try:
+            plans = _not_there_yet(app, runnable, lambda plan, job_id, _: there.append(
+                {"where": plan.where, "line": plan.line_no, "alreadyThere": job_id}))
+            compared = ""
+        except (DaemonUnreachable, ApiError) as exc:
+            plans, compared = runnable, f"; not compared with the daemon's jobs: {exc}"
+        _show_plan(plans, skipped + there, as_json)
+        render.emit_note(f"{counted(len(plans), 'job')} would be created" + ("" if compared else f", {len(there)} already there")
+                         + (f", {counted(len(skipped), 'line')} skipped" if skipped else "")
+                         + f" (dry run: nothing was created; users are checked by the daemon at import{compared})")
         sys.exit(1 if skipped else 0)
 
     results: list[dict[str, Any]] = []
@@ -214,6 +221,9 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
         rows = [{"where": p.where, "line": p.line_no, "job": p.body, "idempotencyKey": p.key} for p in plans]
         render.emit_json(sorted(rows + skipped, key=lambda r: r["line"] or 0))
         return
+    for row in skipped:
+        if "alreadyThere" in row:
+            click.echo(f"{row['where']}: already there as {row['alreadyThere']}")
     for p in plans:
         b = p.body
         when = b.get("schedule") or b.get("runAt")

@@ -33,7 +33,7 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
         'line 3: */15 * * * *  echo "tick $(date +%s)"', "    zone: UTC",
         "line 4: @weekly  tidy --older-than 30d", "    zone: UTC",
     ]
-    assert "3 jobs would be imported" in dry.stderr
+    assert "3 jobs would be created, 0 already there" in dry.stderr
     assert jobs(daemon) == []
 
     first = daemon.cli("import-crontab", str(src))
@@ -59,7 +59,8 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     back = tmp_path / "exported.crontab"
     back.write_text(exported.stdout)
     dry = daemon.cli("import-crontab", "--dry-run", str(back))
-    assert dry.returncode == 0 and "3 jobs would be imported" in dry.stderr
+    assert dry.returncode == 0 and "0 jobs would be created, 3 already there" in dry.stderr, dry.stderr
+    assert dry.stdout.count("already there as j") == 3, dry.stdout
     res = daemon.cli("import-crontab", str(back))  # and imports back to no change
     assert res.returncode == 0 and "0 jobs created, 3 already there" in res.stderr, res.stderr
     # a job made by `add` (no idempotency key of its own) exported and imported back: still one
@@ -146,5 +147,5 @@ def test_an_import_refuses_what_it_cannot_read_and_a_dry_run_what_the_daemon_wou
     assert dry.returncode == real.returncode == 1, (dry, real)
     for out in (dry.stderr, real.stderr):
         assert f"{odd}:2: " in out and "command" in out and f"{odd}:3: " in out and "NUL" in out, out
-    assert "1 job would be imported, 2 lines skipped" in dry.stderr, dry.stderr
+    assert "1 job would be created, 0 already there, 2 lines skipped" in dry.stderr, dry.stderr
     assert "1 job created, 0 already there, 2 lines skipped" in real.stderr, real.stderr

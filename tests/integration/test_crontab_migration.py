@@ -235,7 +235,7 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
         "    env: PATH=/home/ann/bin:/usr/local/bin:/usr/bin:/bin", "    env: GREETING=  hello  ", "    env: TZ=America/St_Johns", "    notify: email ann@example.com on failure",
     ]  # fmt: skip
     assert f"{src}:10: @reboot is not carried over" in dry.stderr
-    assert "4 jobs would be imported, 1 line skipped" in dry.stderr
+    assert "4 jobs would be created, 0 already there, 1 line skipped" in dry.stderr
     assert jobs(daemon) == []
 
     res = daemon.cli("import-crontab", "--json", str(src))

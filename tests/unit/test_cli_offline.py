@@ -302,3 +302,11 @@ def test_apply_refuses_a_file_the_api_would_refuse_naming_the_line(nowhere: str,
     r = invoke("apply", str(path), url=nowhere)
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.exception
     assert f"{path}{words}".replace("::", ":") in r.stderr, r.stderr
+
+
+def test_an_import_dry_run_needs_no_daemon_and_says_it_compared_with_none(nowhere: str, tmp_path: Path) -> None:
+    (tmp_path / "my.crontab").write_text("0 3 * * * backup\n@weekly tidy\n")
+    r = invoke("import-crontab", "--dry-run", str(tmp_path / "my.crontab"), url=nowhere)
+    assert r.exit_code == 0, r.output
+    assert "2 jobs would be created (dry run: nothing was created" in r.stderr, r.stderr
+    assert "not compared with the daemon's jobs: cannot reach" in r.stderr and "already there" not in r.stderr
