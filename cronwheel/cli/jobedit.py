@@ -52,39 +52,59 @@ def schedule_error(text: str, exc: Exception) -> str:
     return f"{exc}{hint}"
 
 
+class _Option:
+    """An option's names and settings, kept to be declared on both `add` and `update`."""
+
+    def __init__(self, *names: str, **settings: Any) -> None:
+        self.names = names
+        self.settings = settings
+
+
+#: "[default …]" at the end of an option's help
+_DEFAULT_NOTE = re.compile(r" \[default[^\]]*\]$")
 _DEFAULT_RETRY = RetryPolicy()
 #: the options that define a job, in the order `--help` lists them (add and update alike);
 #: their choices and ranges are the job body's (core/jobfields.py, core/limits.py)
 _DEFINITION_OPTIONS = (
-    click.option("--name", help="A unique, human name to refer to the job by."),
-    click.option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
-    click.option("--timeout", metavar="DURATION", help="Kill an attempt after this long (e.g. 90s, 10m, 2h). [default 1h]"),
-    click.option("--max-attempts", type=click.IntRange(*RETRY_MAX_ATTEMPTS_RANGE), metavar="N", help=f"Attempts before the dead-letter queue. [default {_DEFAULT_RETRY.max_attempts}]"),
-    click.option("--priority", type=click.Choice(PRIORITIES), help=f"Ready-queue tier. [default {Priority.DEFAULT.label}]"),
-    click.option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
-    click.option("--http-method", type=click.Choice(HTTP_METHODS, case_sensitive=False), help="Method for --http-url. [default GET]"),
-    click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable)."),
-    click.option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker."),
-    click.option("--queue", metavar="NAME", help="Target: leave executions for remote workers polling this queue."),
-    click.option("--payload", metavar="JSON", help="JSON value handed to every execution."),
-    click.option("--overlap", type=click.Choice(OVERLAPS), help=f"When a tick comes while an execution is still running. [default {OverlapPolicy.ALLOW.value}]"),
-    click.option("--misfire", type=click.Choice(MISFIRES), help=f"Ticks missed while no scheduler could claim them (daemon down, store unreachable). [default {MisfirePolicy.RUN_ONCE.value}]"),
-    click.option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
-    click.option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
-    click.option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
-    click.option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
-    click.option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when an execution fails (repeatable; a rule on failure via email)."),
-    click.option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no execution succeeds for this long (e.g. 26h)."),
-    click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
-    click.option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
-    click.option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
-    click.option("--stdin", metavar="TEXT", help="The command's standard input. [default the payload as JSON]"),
+    _Option("--name", help="A unique, human name to refer to the job by."),
+    _Option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
+    _Option("--timeout", metavar="DURATION", help="Kill an attempt after this long (e.g. 90s, 10m, 2h). [default 1h]"),
+    _Option("--max-attempts", type=click.IntRange(*RETRY_MAX_ATTEMPTS_RANGE), metavar="N", help=f"Attempts before the dead-letter queue. [default {_DEFAULT_RETRY.max_attempts}]"),
+    _Option("--priority", type=click.Choice(PRIORITIES), help=f"Ready-queue tier. [default {Priority.DEFAULT.label}]"),
+    _Option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
+    _Option("--http-method", type=click.Choice(HTTP_METHODS, case_sensitive=False), help="Method for --http-url. [default GET]"),
+    _Option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Header for --http-url (repeatable)."),
+    _Option("--python", "python_ref", metavar="MOD:FN", help="Target: call this Python function in the worker."),
+    _Option("--queue", metavar="NAME", help="Target: leave executions for remote workers polling this queue."),
+    _Option("--payload", metavar="JSON", help="JSON value handed to every execution."),
+    _Option("--overlap", type=click.Choice(OVERLAPS), help=f"When a tick comes while an execution is still running. [default {OverlapPolicy.ALLOW.value}]"),
+    _Option("--misfire", type=click.Choice(MISFIRES), help=f"Ticks missed while no scheduler could claim them (daemon down, store unreachable). [default {MisfirePolicy.RUN_ONCE.value}]"),
+    _Option("--misfire-grace", metavar="DURATION", help="How late a tick may start and still just run; later ones follow --misfire. [default: until the next tick, at most 60s]"),
+    _Option("--jitter", metavar="DURATION", help="Spread each tick by a stable random delay up to this."),
+    _Option("--lease", metavar="DURATION", help="Lease a worker holds between heartbeats. [default 60s]"),
+    _Option("--notify", "notify_rules", multiple=True, metavar="JSON", help='A notification rule (repeatable; update: replaces them all), e.g. \'{"on": "dead", "via": "webhook", "url": "https://…", "secret": "…"}\'.'),
+    _Option("--notify-email", multiple=True, metavar="ADDRESS", help="Email ADDRESS when an execution fails (repeatable; a rule on failure via email)."),
+    _Option("--expect-success-within", "expect", metavar="DURATION", help="Dead-man's switch: notify `missed` when no execution succeeds for this long (e.g. 26h)."),
+    _Option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set a variable in the command's environment (repeatable)."),
+    _Option("--run-as", metavar="USER[:GROUP]", help="Run the command as this user (the daemon must run as root)."),
+    _Option("--shell", metavar="PATH", help="Run the command with this shell's -c. [default /bin/sh]"),
+    _Option("--stdin", metavar="TEXT", help="The command's standard input. [default the payload as JSON]"),
 )
 
 
 def definition_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options for `add`, with the defaults a new job gets."""
     for option in reversed(_DEFINITION_OPTIONS):
-        fn = option(fn)
+        fn = click.option(*option.names, **option.settings)(fn)
+    return fn
+
+
+def changed_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The same options for `update`, where one not given keeps the job's value: their help
+    names no default, which would read as what an update without them sets."""
+    for option in reversed(_DEFINITION_OPTIONS):
+        help_text = _DEFAULT_NOTE.sub("", option.settings["help"])
+        fn = click.option(*option.names, **{**option.settings, "help": help_text})(fn)
     return fn
 
 
@@ -214,7 +234,7 @@ CLEARABLE = {
 @click.argument("job", shell_complete=listing.complete_job)
 @click.argument("cmd", nargs=-1, metavar="[--] [CMD]...")
 @click.option("--schedule", metavar="SCHEDULE", help="A new schedule, instant or +offset (as for add).")
-@definition_options
+@changed_options
 @click.option("--clear", "cleared", multiple=True, type=click.Choice(sorted(CLEARABLE)), metavar="OPTION",
               help=f"Take away what this option of add set, back to its default (repeatable): {', '.join(sorted(CLEARABLE))}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")

@@ -204,33 +204,37 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
 def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
     fields that only repeat a default are left out. A job needs a name to be a table."""
-    click.echo(f"# cronwheel export: {counted(len(jobs), 'job')}; apply with: cronwheel apply FILE")
+    out: list[str] = []  # written after the header, which counts what was written
     skipped = unwritten = paused = 0
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
         if not job.get("name"):
             skipped += 1
-            click.echo(f"\n# skipped {label}: it has no name (apply finds jobs by name)")
+            out.append(f"\n# skipped {label}: it has no name (apply finds jobs by name)\n")
             continue
         body = {k: v for k, v in job_request(job).items() if k != "name"}
         if job.get("managedBy") != jobfiles.OWNER:
-            click.echo(f"\n# {job['name']} was made by hand: `cronwheel apply --adopt` takes it over", nl=False)
+            out.append(f"\n# {job['name']} was made by hand: `cronwheel apply --adopt` takes it over")
         hooks = unexported_rules(job)
         if hooks:  # apply compares webhook rules too: left out here, they would be taken out
             unwritten += hooks
-            click.echo(f"\n# {job['name']}: {counted(hooks, 'webhook rule')} not written (secrets are never shown): "
-                       "add them back with their secrets before applying, or apply removes them", nl=False)
+            out.append(f"\n# {job['name']}: {counted(hooks, 'webhook rule')} not written (secrets are never shown): "
+                       "add them back with their secrets before applying, or apply removes them")
         try:
             table = jobfiles.job_table(str(job["name"]), jobfiles.compact(body, normalise))
         except jobfiles.NotToml as exc:
             skipped += 1
-            click.echo(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)")
+            out.append(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)\n")
             continue
         if job.get("status") == "PAUSED":  # a job file says what a job is, not whether it runs now
             paused += 1
-            click.echo(f"\n# {job['name']} is PAUSED here: apply creates it active; `cronwheel pause {job['name']}` after",
-                       nl=False)
-        click.echo("\n" + table, nl=False)
+            out.append(f"\n# {job['name']} is PAUSED here: apply creates it active; `cronwheel pause {job['name']}` after")
+        out.append("\n" + table)
+    written = len(jobs) - skipped
+    header = f"# cronwheel export: {counted(written, 'job')}" + (f" ({skipped} not written: see '# skipped')" if skipped else "")
+    click.echo(header + "; apply with: cronwheel apply FILE")
+    for part in out:
+        click.echo(part, nl=False)
     if paused:
         render.emit_note(f"{counted(paused, 'paused job')}: a job file has no state, so apply creates "
                          f"{'it' if paused == 1 else 'them'} active (see the '# … is PAUSED' comments)")

@@ -51,7 +51,7 @@ def status(app: Cli, as_json: bool) -> None:
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
-@click.option("--smtp-url", type=cfg.SMTP_URL, metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://… [env CRONWHEEL_SMTP_URL: keeps the password out of the process list]")
+@click.option("--smtp-url", type=cfg.SMTP_URL, metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://…; set it in the environment to keep its password out of the process list.")
 @click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
 @click.option("--mail-from", type=cfg.MAIL_FROM, metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
 @click.pass_context

@@ -254,3 +254,13 @@ def test_a_job_with_no_target_is_applied_with_a_note_that_it_waits_for_a_remote_
     assert "queue 'default' for a remote worker" in res.stderr and "hourly" not in res.stderr
     (nightly,) = [j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "nightly"]
     assert nightly["target"] == {"queue": "default"}
+
+
+def test_the_export_header_counts_the_jobs_it_writes(daemon: Daemon) -> None:
+    daemon.add_job({"schedule": "@daily", "command": "true", "name": "named"})
+    daemon.add_job({"schedule": "@daily", "command": "true"})  # no name: no table
+    exported = daemon.cli("export", "--format", "toml")
+    assert exported.returncode == 0, exported.stderr
+    first = exported.stdout.splitlines()[0]
+    assert first == "# cronwheel export: 1 job (1 not written: see '# skipped'); apply with: cronwheel apply FILE", first
+    assert "# skipped j" in exported.stdout and "[named]" in exported.stdout
