@@ -118,7 +118,7 @@ def parse_flag(name: str, text: str | None) -> bool:
         return False
     if text.lower() in ("1", "true", "yes"):
         return True
-    raise _query_error(name, f"{name} must be 1 or 0, not {text[:20]!r}")
+    raise _query_error(name, f"{name} must be 1 or 0 (or true/false, yes/no), not {text[:20]!r}")
 
 
 def event_filter(job: str | None, event: str | None, since_ms: int | None) -> Callable[[dict[str, Any]], bool]:

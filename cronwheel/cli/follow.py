@@ -26,9 +26,14 @@ def _stream(client: Client, execution_id: str) -> dict[str, Any]:
     for chunk in client.output(execution_id, follow=True):
         _print(chunk)
     ex = client.get_execution(execution_id)
-    code = ex.get("exitCode")
-    render.emit_note(f"execution {execution_id}: {ex.get('status')}" + (f", exit {code}" if code is not None else ""))
+    _ended(ex)
     return ex
+
+
+def _ended(ex: dict[str, Any]) -> None:
+    """How an execution's attempt ended, the same words however it was followed."""
+    code = ex.get("exitCode")
+    render.emit_note(f"execution {ex['executionId']}: {ex.get('status')}" + (f", exit {code}" if code is not None else ""))
 
 
 def follow_output(client: Client, ref: str) -> None:
@@ -72,7 +77,7 @@ def _follow_job(client: Client, job: dict[str, Any]) -> None:
             else:  # it started and ended between two looks: what it printed
                 ex = client.get_execution(latest["executionId"])
                 _print(ex.get("output") or "")
-                render.emit_note(f"execution {latest['executionId']}: {ex.get('status')}")
+                _ended(ex)
         elif job.get("status") in SETTLED:
             render.emit_note(f"job {label} is {job['status']}: no execution to come")
             return
