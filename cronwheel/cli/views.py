@@ -211,7 +211,7 @@ def emit_herd(data: dict[str, Any], width: int = 40) -> None:
     start = parse_iso(data.get("windowStart"))
     peak = max(per_minute)
     click.echo("")
-    click.echo("ticks per minute:")
+    click.echo("ticks per minute (each row: the 60 seconds from its time):")
     tty = is_tty()
     if tty:
         from rich.console import Console

@@ -47,7 +47,7 @@ def test_herd_preview_finds_the_top_of_the_hour(daemon: Daemon) -> None:
     at = datetime.fromtimestamp(top_of_hour / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     line = next(x for x in res.stdout.splitlines() if x.startswith(at))
     assert str(210 + extra) in line and "0 * * * *" in line
-    assert "ticks per minute:" in res.stdout
+    assert "ticks per minute (each row: the 60 seconds from its time):" in res.stdout
     assert "hint:" in res.stderr and "'H * * * *'" in res.stderr and "jitter" in res.stderr
 
     res = daemon.cli("lint", "--json", "--threshold", "1000", "--top", "1")
