@@ -138,6 +138,8 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
         if res is None:
             raise NotFound(f"no job {job_id!r}")
         job, running = res
+        if job.updated_at != now:  # cancelled before: the answer is the same, nothing happened
+            return job
         self.scheduler.job_scheduled(job_id, None)
         self._abort_all(running)
         self.events.emit("job.cancelled", jobId=job_id, aborted=len(running))

@@ -314,6 +314,8 @@ def test_cancel_is_idempotent_and_tenant_scoped(store: Store) -> None:
     again = store.cancel_job(jid, T0 + 5)
     assert first is not None and again is not None
     assert again[0].status is JobStatus.CANCELLED and again[1] == []
+    # how the engine tells a cancel from a repeat (it logs job.cancelled once)
+    assert first[0].updated_at == T0 and again[0].updated_at == T0
     job = store.get_job(jid)
     assert job is not None and job.updated_at == T0  # the second cancel changed nothing
 

@@ -77,12 +77,15 @@ def test_cancel_stops_future_runs(daemon: Daemon, tmp_path: Path):
     wait_for(lambda: succeeded(daemon, job["jobId"]), timeout=20)
     r = daemon.request("DELETE", f"/v1/jobs/{job['jobId']}")
     assert r.status == 200 and r.json()["status"] == "CANCELLED"
+    again = daemon.request("DELETE", f"/v1/jobs/{job['jobId']}")  # the same answer; nothing happens twice
+    assert again.status == 200 and again.json() == r.json()
     # claims and the cancel are serialised in the store: whatever was claimed before is listed now
     n = len(daemon.executions(job["jobId"]))
     marker = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true"})
     wait_for(lambda: succeeded(daemon, marker["jobId"]), timeout=20)  # the scheduler has moved on
     assert len(daemon.executions(job["jobId"])) == n
     assert all(e["status"] in ("SUCCEEDED", "CANCELLED") for e in daemon.executions(job["jobId"]))
+    assert len([e for e in daemon.events("job.cancelled") if e["jobId"] == job["jobId"]]) == 1
 
 
 def test_bad_schedule_is_a_400_naming_the_problem(daemon: Daemon):

@@ -114,4 +114,5 @@ class JobStore(ABC):
         executions become CANCELLED at once; its RUNNING ones become CANCELLED too, so their
         next heartbeat or completion gets ``LeaseVerdict.CANCELLED``. Returns the job and the
         ids of the executions that were RUNNING (the engine sends them abort frames), or None
-        when the job does not exist. Cancelling a cancelled job changes nothing."""
+        when the job does not exist. Cancelling a cancelled job changes nothing: the job it
+        returns then keeps its ``updated_at`` (a cancel sets it to ``now_ms``)."""
