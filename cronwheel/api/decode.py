@@ -109,7 +109,7 @@ def field_name(where: str | None, parts: list[Any]) -> str | None:
 
 
 def prepare(member: Member, value: Any, where: str | None) -> Any:
-    """Unknown members refused (all of them named), integral floats made integers."""
+    """Unknown members refused (all of them named), integral floats made integers, -0.0 made 0.0."""
     if value is None:
         return None
     if member.is_struct() and isinstance(value, dict):
@@ -121,6 +121,8 @@ def prepare(member: Member, value: Any, where: str | None) -> Any:
         return out
     if member.base is int and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
+    if member.base is float and isinstance(value, float) and value == 0.0:
+        return 0.0  # -0.0 is zero: stored and shown as 0.0
     if member.base is list and isinstance(value, list):
         child = member.child(0)
         return value if child is None else [prepare(child, v, field_name(where, [i])) for i, v in enumerate(value)]

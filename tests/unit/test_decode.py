@@ -66,3 +66,8 @@ def test_a_batch_evaluates_each_structs_annotations_once(monkeypatch: pytest.Mon
     specs = parse_job_batch({"jobs": [dict(job) for _ in range(200)]}, now_ms=NOW)
     assert len(specs) == 200
     assert len(calls) == len(set(calls)), f"{len(calls)} evaluations of {len(set(calls))} structs"
+
+
+def test_negative_zero_is_zero() -> None:
+    spec = parse_job_body({**BASE, "retryPolicy": {"initialBackoffSec": -0.0}, "timeoutSec": 5, "leaseSec": 30}, now_ms=NOW)
+    assert str(spec.retry.initial_backoff_sec) == "0.0"
