@@ -32,11 +32,14 @@ field() {
 # 1. the tenant: weight 2 (twice the share of a weight-1 tenant when both have work queued),
 #    at most 4 runs at once, at most 1000 jobs, 10 submissions/s (bursts of 50), and HTTP
 #    and queue targets only (allowShell false: no shell commands on the workers)
-api POST /v1/tenants "$admin" "{
-  \"name\": \"$tenant\", \"weight\": 2, \"maxRunning\": 4, \"maxJobs\": 1000,
-  \"submitRate\": 10, \"submitBurst\": 50, \"allowShell\": false
-}" >/dev/null
-echo "tenant $tenant created" >&2
+#    Run again, the script brings an existing tenant to these settings (PATCH) instead.
+settings='"weight": 2, "maxRunning": 4, "maxJobs": 1000, "submitRate": 10, "submitBurst": 50, "allowShell": false'
+if api PATCH "/v1/tenants/$tenant" "$admin" "{$settings}" >/dev/null 2>&1; then
+    echo "tenant $tenant updated" >&2
+else
+    api POST /v1/tenants "$admin" "{\"name\": \"$tenant\", $settings}" >/dev/null
+    echo "tenant $tenant created" >&2
+fi
 
 # 2. a token for it
 token=$(api POST /v1/tokens "$admin" "{\"tenant\": \"$tenant\", \"role\": \"tenant\", \"name\": \"setup\"}" | field token)

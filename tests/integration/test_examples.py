@@ -217,7 +217,9 @@ def test_tenant_setup_script(d: Daemon, checkout: Path) -> None:
     assert job["tenant"] == "globex" and job["name"] == "report"
     [tenant] = [t for t in d.get("/v1/tenants").json()["tenants"] if t["name"] == "globex"]
     assert tenant["weight"] == 2 and tenant["maxRunning"] == 4 and tenant["maxJobs"] == 1000
-    assert "tenant token (shown once): " in res.stderr
+    assert "tenant token (shown once): " in res.stderr and "tenant globex created" in res.stderr
+    again = run_as_reader(command, checkout)  # run twice: the tenant is brought to its settings, the job is the same
+    assert ok(again).strip().splitlines()[-1] == job_id and "tenant globex updated" in again.stderr, again.stderr
 
 
 # ---------------------------------------------------------------- fenced_ledger.py
