@@ -332,3 +332,12 @@ def test_json_is_stored_compact(sqlite_store: SqliteStore) -> None:
         "SELECT payload, target FROM job_definitions WHERE job_id = ?", (nj.job_id,)
     ).fetchall()
     assert row == [('{"a":[1,2],"b":"ü"}', '{"command":"echo hi"}')]
+
+
+def test_a_damaged_store_file_is_named_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "cronwheel.db"
+    path.write_bytes(b"not a database, " * 4096)
+    with pytest.raises(StoreError) as refused:
+        SqliteStore.open(path)
+    words = str(refused.value)
+    assert str(path) in words and "damaged" in words and "restore it from a backup" in words and ".recover" in words

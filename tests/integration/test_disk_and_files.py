@@ -42,6 +42,7 @@ def test_free_space_and_a_low_disk(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon(args=("--disk-low", "1000T"))
     low = wait_for(lambda: d.event("store.disk_low"), 20, what="store.disk_low")
     assert low["freeBytes"] > 0 and low["lowMarkBytes"] == 1000 * 2**40
+    assert low["level"] == "warning"  # an alert: `journalctl -p warning` shows it
     disk = d.status()["disk"]
     assert disk["low"] is True and disk["freeBytes"] > 0 and disk["totalBytes"] >= disk["freeBytes"]
     metrics = d.get("/metrics").body.decode()
@@ -113,3 +114,44 @@ def test_a_full_disk_is_a_clean_503_and_recovers(tmp_path: Path) -> None:
         if d.proc is not None and d.proc.poll() is None:
             d.kill()
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_the_api_address_is_readable_by_local_users_under_the_units_umask(tmp_path: Path) -> None:
+    """The unit runs with UMask=0027; ``/run/cronwheel/http.addr`` is how local users find the
+    API (docs/operations.md), so it is 0644 whatever the umask."""
+    run = tmp_path / "run"
+    run.mkdir()
+    d = Daemon(tmp_path / "node", env={"RUNTIME_DIRECTORY": str(run)})
+    old = os.umask(0o027)
+    try:
+        d.start()
+    finally:
+        os.umask(old)
+    try:
+        for addr in (run / "http.addr", d.data_dir / "http.addr"):
+            assert oct(stat.S_IMODE(os.stat(addr).st_mode)) == "0o644", addr
+            assert addr.read_text() == d.url + "\n"
+    finally:
+        d.stop()
+
+
+def test_an_emptied_store_is_refused_rather_than_started_afresh(make_daemon: Callable[..., Daemon]) -> None:
+    d = make_daemon()
+    d.add_job({"schedule": "0 0 1 1 *", "queue": "q"})
+    d.stop()
+    db = d.data_dir / "cronwheel.db"
+    for name in ("cronwheel.db-wal", "cronwheel.db-shm"):
+        (d.data_dir / name).unlink(missing_ok=True)
+    db.write_bytes(b"")  # truncated by accident: SQLite would open it as a new, empty store
+    r = d.cli("serve", "--data-dir", str(d.data_dir), "--http", "127.0.0.1:0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"the store {db} is empty (0 bytes)" in r.stderr and "Restore cronwheel.db from a backup" in r.stderr
+    assert db.stat().st_size == 0
+
+
+def test_a_data_directory_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").touch()
+    d = Daemon(tmp_path / "unused")
+    r = d.cli("serve", "--data-dir", str(tmp_path / "a-file" / "node"), "--http", "127.0.0.1:0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"cannot use the data directory {tmp_path / 'a-file' / 'node'}: Not a directory" in r.stderr

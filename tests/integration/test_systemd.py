@@ -99,6 +99,13 @@ def test_unit_settings_the_daemon_relies_on() -> None:
     assert drop["ExecStart"][0] == "", "a drop-in must reset ExecStart before replacing it"
     grace = float(re.search(r"--grace-sec (\d+)", drop["ExecStart"][1]).group(1))  # type: ignore[union-attr]
     assert float(drop["TimeoutStopSec"][0].rstrip("s")) > grace
+    # the drop-in lifts every restriction of the base unit that a root cron job could meet
+    lifted = {"ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "NoNewPrivileges", "RestrictSUIDSGID",
+              "ProtectClock", "ProtectHostname", "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+              "ProtectControlGroups", "RestrictRealtime", "LockPersonality", "RestrictAddressFamilies", "UMask"}
+    assert lifted <= set(s), "a setting the drop-in lifts is not in the base unit any more"
+    assert all(key in drop for key in lifted), sorted(lifted - set(drop))
+    assert drop["UMask"] == ["0022"] and drop["RestrictAddressFamilies"] == [""]
 
 
 # ---------------------------------------------------------------- the protocol, live

@@ -145,7 +145,14 @@ class SqliteBase:
         except apsw.CantOpenError as exc:
             if conn is not None:
                 conn.close()
-            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {path}: {exc} (does the daemon's user own it, and its "
+                             "directory?)") from exc
+        except (apsw.CorruptError, apsw.NotADBError) as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open the store at {path}: {exc}. It is damaged: restore it from a backup "
+                             f"(Backups in docs/operations.md), or recover what it holds from a copy with "
+                             f"`sqlite3 COPY .recover | sqlite3 recovered.db`") from exc
         except _UNAVAILABLE as exc:
             if conn is not None:
                 conn.close()
