@@ -174,3 +174,54 @@ def test_a_window_end_on_a_dst_change_is_never_jumped_past(window: tuple[str, st
     # and every second up to the reported end really is excluded
     for t in range(ms(tick), span[1], 60_000):
         assert excl.reason(t) == "calendar: w"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_the_window_index_answers_as_a_scan_of_every_window(zone: str) -> None:
+    """Windows are looked up by bisection (a job may observe 40,000 of them); the answer is
+    the scan's: excluded exactly when some window holds the tick, and up to an instant that
+    window (or another holding the tick) still covers."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cronwheel.core.calendar import _EPOCH, _local
+
+    base = 1_798_761_600_000  # 2027-01-01T00:00Z
+    span = st.tuples(st.integers(0, 2_000), st.integers(1, 300))  # minutes from base, length
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(span, max_size=30), st.lists(span, max_size=30), st.lists(st.integers(-10, 2_400), max_size=40))
+    def check(absolute: list[tuple[int, int]], local: list[tuple[int, int]], ticks: list[int]) -> None:
+        def text(minute: int, offset: bool) -> str:
+            return format_instant(base + minute * 60_000)[:16] + ("Z" if offset else "")
+
+        wins = [(text(a, True), text(a + n, True)) for a, n in absolute]
+        wins += [(text(a, False), text(a + n, False)) for a, n in local]
+        cal = build_calendar("c", windows=wins)
+        for minute in ticks:
+            tick = base + minute * 60_000
+            local_s = int((_local(tick, zone) - _EPOCH).total_seconds())
+            holding = [w for w in cal.windows if w.contains(tick, local_s)]
+            end = cal.exclusion_end(tick, zone)
+            assert (end is not None) == bool(holding), (minute, wins)
+            if end is not None:
+                assert end > tick
+                probe = end - 1  # still excluded just before the end it gave
+                probe_local = int((_local(probe, zone) - _EPOCH).total_seconds())
+                assert any(w.contains(probe, probe_local) for w in cal.windows), (minute, end, wins)
+
+    check()
+
+
+def test_a_tick_is_looked_up_without_a_scan_of_the_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cronwheel.core.calendar import Window
+
+    wins = [(f"2030-01-{d:02d}T00:00Z", f"2030-01-{d:02d}T12:00Z") for d in range(1, 29)] * 150  # 4,200 windows
+    cal = build_calendar("many", windows=wins)
+
+    def scanned(*_: object) -> bool:
+        raise AssertionError("a window was scanned")
+
+    monkeypatch.setattr(Window, "contains", scanned)
+    assert cal.exclusion_end(1_893_456_000_000 + 3_600_000, "UTC") == 1_893_456_000_000 + 12 * 3_600_000  # 2030-01-01T01:00Z
+    assert cal.exclusion_end(1_893_456_000_000 + 13 * 3_600_000, "UTC") is None
