@@ -36,6 +36,8 @@ from cronwheel.obs.metrics import NodeMetrics
 NDJSON = "application/x-ndjson"
 MAX_TAIL = 10_000
 FOLLOW_QUEUE = 1_000  #: events buffered per follower before its stream drops some
+#: events of the tail written at a time to a follower (a reader that stops reading holds one piece)
+TAIL_PIECE = 200
 IDLE_CHECK_SEC = 1.0  #: how often an idle follower checks that its client is still there
 
 _FOLLOWERS: web.AppKey[set[asyncio.Event]] = web.AppKey("cronwheel.followers", set)
@@ -176,8 +178,12 @@ async def events(request: web.Request) -> web.StreamResponse:
         last_seq = ring[-1]["seq"] if ring else 0  # queued events up to here are in the snapshot
         resp = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         await resp.prepare(request)
-        if tail:
-            await resp.write(b"".join(_line(r) for r in tail))
+        try:
+            # in pieces: a client that never reads holds one piece, not the whole tail (MBs)
+            for start in range(0, len(tail), TAIL_PIECE):
+                await resp.write(b"".join(_line(r) for r in tail[start : start + TAIL_PIECE]))
+        except ConnectionError:  # it hung up: not the daemon's error
+            return resp
         await follower.pump(resp, request, closing, after_seq=last_seq)
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
