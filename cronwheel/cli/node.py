@@ -29,7 +29,7 @@ def status(app: Cli, as_json: bool) -> None:
 
 
 @click.command(context_settings=CONTEXT)
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+@click.option("--data-dir", type=click.Path(file_okay=False, readable=False, path_type=Path), metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", type=cfg.STORE, metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")

@@ -310,3 +310,14 @@ def test_an_import_dry_run_needs_no_daemon_and_says_it_compared_with_none(nowher
     assert r.exit_code == 0, r.output
     assert "2 jobs would be created (dry run: nothing was created" in r.stderr, r.stderr
     assert "not compared with the daemon's jobs: cannot reach" in r.stderr and "already there" not in r.stderr
+
+
+def test_a_data_dir_the_user_cannot_read_is_no_reason_to_refuse_a_command() -> None:
+    """The installed config names /var/lib/cronwheel, which local users cannot read: they use
+    the CLI with CRONWHEEL_URL and a token, so --data-dir (and a file's data_dir, checked as
+    serve's option) must not be refused as unreadable; the daemon says what it cannot use."""
+    from cronwheel.cli.node import serve
+
+    for command in (cli, serve):
+        (option,) = [p for p in command.params if p.name == "data_dir"]
+        assert isinstance(option.type, click.Path) and option.type.readable is False, command.name
