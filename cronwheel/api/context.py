@@ -19,7 +19,7 @@ from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
 from cronwheel.api.problems import Problem
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, JsonTextError, loads_checked
 from cronwheel.core.tenants import ADMIN, Principal, Role
-from cronwheel.engine.service import SchedulerService
+from cronwheel.engine.service import Forbidden, SchedulerService, Unauthorized
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -51,6 +51,58 @@ async def principal_of(request: web.Request) -> Principal:
         raise TypeError(f"tenant_resolver returned {type(result).__name__}, not Principal | str | None")
     request[_PRINCIPAL] = principal
     return principal
+
+
+#: how often a long-lived request (a followed stream, a claim's long poll) checks that its
+#: credential still stands: a revoked token stops within this, not when the client hangs up
+AUTH_RECHECK_SEC = 1.0
+
+
+class CredentialWatch:
+    """A long-lived request's credential, checked again every ``AUTH_RECHECK_SEC``: the token
+    may be revoked (or its tenant's access changed) while the stream is open. A store that
+    cannot answer does not end the stream; a token no longer accepted does."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.revoked = False
+        self._next = asyncio.get_running_loop().time() + AUTH_RECHECK_SEC
+
+    def revoked_now(self) -> bool:
+        """Revoked on this node (a set lookup, for every turn of a long poll), or found
+        revoked by the last check (revoked on another node of a cluster)."""
+        if not self.revoked:
+            principal = self.request.get(_PRINCIPAL)
+            token_id = principal.token_id if isinstance(principal, Principal) else None
+            self.revoked = token_id is not None and service_of(self.request).revoked_here(token_id)
+        return self.revoked
+
+    async def holds(self) -> bool:
+        if self.revoked_now():
+            return False
+        now = asyncio.get_running_loop().time()
+        if now < self._next:
+            return True
+        self._next = now + AUTH_RECHECK_SEC
+        resolver = self.request.app[TENANT_RESOLVER]
+        if resolver is None:
+            return True
+        try:
+            result = resolver(self.request)
+            if inspect.isawaitable(result):
+                await result
+        except (Unauthorized, Forbidden):
+            self.revoked = True
+        except Exception:  # the store is down: the credential stands until it can be read
+            return True
+        return not self.revoked
+
+    async def watch(self) -> None:
+        """Check until revoked (a task beside a long poll, whose ``alive`` reads ``revoked``)."""
+        while True:
+            await asyncio.sleep(AUTH_RECHECK_SEC)
+            if not await self.holds():
+                return
 
 
 async def tenant_of(request: web.Request) -> str | None:

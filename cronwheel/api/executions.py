@@ -9,7 +9,14 @@ import contextlib
 from aiohttp import web
 
 from cronwheel.api import answers, ops
-from cronwheel.api.context import cut_page, json_body, json_response, service_of, tenant_of
+from cronwheel.api.context import (
+    CredentialWatch,
+    cut_page,
+    json_body,
+    json_response,
+    service_of,
+    tenant_of,
+)
 from cronwheel.api.jobjson import execution_to_json
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_limit, parse_ms_cursor
@@ -62,7 +69,8 @@ async def execution_output(request: web.Request) -> web.StreamResponse:
         elif follower is None or ex.status.terminal:
             await resp.write((ex.output or "").encode())
             follower = None
-        while follower is not None:
+        credential = CredentialWatch(request)
+        while follower is not None and await credential.holds():
             data = await follower.next(OUTPUT_IDLE_CHECK_SEC)
             if data:
                 shown = True

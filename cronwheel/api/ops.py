@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from cronwheel.api.appkeys import EVENTS, METRICS
-from cronwheel.api.context import tenant_of
+from cronwheel.api.context import CredentialWatch, tenant_of
 from cronwheel.api.fields import ValidationError
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
@@ -184,7 +184,7 @@ async def events(request: web.Request) -> web.StreamResponse:
                 await resp.write(b"".join(_line(r) for r in tail[start : start + TAIL_PIECE]))
         except ConnectionError:  # it hung up: not the daemon's error
             return resp
-        await follower.pump(resp, request, closing, after_seq=last_seq)
+        await follower.pump(resp, request, closing, after_seq=last_seq, credential=CredentialWatch(request))
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
@@ -223,10 +223,15 @@ class _Follower:
             return
         self.queue.put_nowait(rec)
 
-    async def pump(self, resp: web.StreamResponse, request: web.Request, closing: asyncio.Event, after_seq: int) -> None:
-        """Write queued events until the client goes away or the server shuts down (then
-        flush what is queued)."""
+    async def pump(
+        self, resp: web.StreamResponse, request: web.Request, closing: asyncio.Event, after_seq: int,
+        credential: CredentialWatch,
+    ) -> None:
+        """Write queued events until the client goes away, its token is revoked or the server
+        shuts down (then flush what is queued)."""
         while True:
+            if not await credential.holds():
+                return
             if closing.is_set():
                 batch = self._drain()
                 if batch:

@@ -4,10 +4,12 @@ tenant's executions."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from cronwheel.api import answers
-from cronwheel.api.context import json_body, json_response, service_of, tenant_of
+from cronwheel.api.context import CredentialWatch, json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.api.workercalls import (
     grant_to_json,
@@ -39,11 +41,18 @@ async def claim(request: web.Request) -> web.Response:
     """A remote worker's long poll for executions of queue targets (tenant-scoped for non-admins)."""
     worker_id, queues, n, wait_sec = parse_claim(await json_body(request))
 
-    def alive() -> bool:  # the worker hung up (or died): stop taking leases for it
-        transport = request.transport
-        return transport is not None and not transport.is_closing()
+    credential = CredentialWatch(request)
 
-    grants = await service_of(request).claim_for_worker(queues, worker_id, n, wait_sec, await tenant_of(request), alive)
+    def alive() -> bool:  # the worker hung up (or died), or its token was revoked: no leases for it
+        transport = request.transport
+        return transport is not None and not transport.is_closing() and not credential.revoked_now()
+
+    tenant = await tenant_of(request)
+    watching = asyncio.get_running_loop().create_task(credential.watch(), name="claim-credential")
+    try:
+        grants = await service_of(request).claim_for_worker(queues, worker_id, n, wait_sec, tenant, alive)
+    finally:
+        watching.cancel()
     return json_response({"executions": [grant_to_json(g) for g in grants]})
 
 

@@ -310,5 +310,8 @@ class SchedulerService(Protocol):
     async def lookup_token(self, secret: str) -> ApiToken | None:
         """The active token with this secret, or None (unknown or revoked). Cached briefly."""
 
+    def revoked_here(self, token_id: str) -> bool:
+        """Whether this node revoked the token (no store read: for a long poll's every turn)."""
+
     def tenant_stats(self) -> dict[str, dict[str, Any]]:
         """Live, node-local numbers per tenant: running, queued, waiting on its quota."""

@@ -57,6 +57,7 @@ class TenancyMixin(NodeParts):
         self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
         self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
         self._token_cache: dict[str, tuple[float, ApiToken]] = {}  # hash -> (trusted until, token)
+        self._revoked_here: set[str] = set()  # token ids this node revoked: open streams end at once
 
     # ---- configuration the engine reads (cheap: no store access)
     def tenant_config(self, name: str) -> Tenant:
@@ -200,8 +201,12 @@ class TenancyMixin(NodeParts):
                 reason="last_admin_token",
             )
         self._token_cache.pop(token.token_hash, None)
+        self._revoked_here.add(token_id)
         self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant)
         return token
+
+    def revoked_here(self, token_id: str) -> bool:
+        return token_id in self._revoked_here
 
     async def lookup_token(self, secret: str) -> ApiToken | None:
         digest = hash_token(secret)

@@ -323,3 +323,54 @@ def test_tenant_and_token_bodies_are_validated(daemon: Daemon) -> None:
     created = daemon.post("/v1/tokens", {"role": "admin", "name": "ops"})
     assert created.status == 201 and created.headers["Cache-Control"] == "no-store"
     assert daemon.get("/v1/status", token=created.json()["token"]).status == 200
+
+
+def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(daemon: Daemon) -> None:
+    """A revoked token stops at once (docs/security.md), also on a connection opened before:
+    an events follow, an output follow and a claim's long poll end within seconds, and the
+    long poll hands out no lease."""
+    import http.client
+    import threading
+    from urllib.parse import urlsplit
+
+    d = daemon
+    tenant = tenant_token(d, "acme", allowShell=True)
+    worker = tenant_token(d, "acme", role="worker")
+    admin2 = d.post("/v1/tokens", {"role": "admin", "name": "second"}).json()
+    parts = urlsplit(d.url)
+    ended: dict[str, threading.Event] = {}
+    claimed: list[Any] = []
+
+    def stream(name: str, method: str, path: str, token: str, body: Any = None) -> None:
+        done = ended[name] = threading.Event()
+
+        def run() -> None:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()  # until the server ends it
+            if name == "claim":
+                claimed.append(json.loads(data))
+            conn.close()
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+
+    job = d.post("/v1/jobs", {"runAt": "+0s", "command": "sleep 60"}, token=tenant).json()
+    assert "jobId" in job, job
+    [running] = wait_for(lambda: [e for e in d.executions(job["jobId"]) if e["status"] == "RUNNING"], what="a run")
+    stream("output", "GET", f"/v1/executions/{running['executionId']}/output?follow=1", tenant)
+    stream("events", "GET", "/v1/events?follow=1&n=0", admin2["token"])
+    stream("claim", "POST", "/v1/workers/claim", worker, {"workerId": "w1", "queues": ["q"], "waitSec": 25})
+    wait_for(lambda: d.event("token.created"), what="the tokens")  # the streams are open by now
+    for token_id in [t["tokenId"] for t in d.get("/v1/tokens").json()["tokens"] if t.get("tenant") == "acme"] + [admin2["tokenId"]]:
+        assert d.request("DELETE", f"/v1/tokens/{token_id}").status == 200
+    fresh = tenant_token(d, "acme")  # the tenant goes on with a new token: a queued job its old worker must not get
+    queued = d.post("/v1/jobs", {"runAt": "+0s", "queue": "q"}, token=fresh)
+    assert queued.status == 201, queued
+    for name in ("output", "events", "claim"):
+        wait_for(ended[name].is_set, timeout=15, what=f"the {name} stream to end once its token was revoked")
+    assert claimed == [{"executions": []}]
+    [pending] = d.executions(queued.json()["jobId"])  # (as the admin)
+    assert pending["status"] == "PENDING" and pending.get("workerId") is None
