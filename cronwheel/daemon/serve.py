@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import signal
@@ -18,6 +17,7 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
+from cronwheel.daemon.datadir import publish_address, take_data_dir
 from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.daemon.options import (
     DEFAULT_HTTP,
@@ -107,62 +107,6 @@ def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[st
     }
 
 
-def _not_ours(data_dir: Path, exc: OSError) -> str:
-    where = f" ({exc.filename})" if exc.filename else ""
-    return (f"cannot use the data directory {data_dir}: {exc.strerror or exc}{where}. The daemon's user must own "
-            f"it and its files (`ls -la {data_dir}`; a daemon run once as root leaves root's files): fix the "
-            "ownership, run as the owner, or give this daemon its own --data-dir")
-
-
-def _refuse_an_emptied_store(data_dir: Path, store_url: str | None) -> None:
-    """An empty ``cronwheel.db`` in a directory a daemon has used (its admin token is there) is
-    a store emptied by accident (truncated, copied half-way): SQLite would open it as a new,
-    empty store, and every job would be gone without a word."""
-    db = data_dir / "cronwheel.db"
-    if store_url is not None and Path(store_url) != db:
-        return
-    if db.exists() and db.stat().st_size == 0 and (data_dir / "admin-token").exists():
-        raise DaemonError(
-            f"the store {db} is empty (0 bytes), but a daemon has used this directory before (its admin-token "
-            "is there): starting would begin again with no jobs. Restore cronwheel.db from a backup (Backups in "
-            "docs/operations.md), or, to start afresh on purpose, remove cronwheel.db and admin-token first"
-        )
-
-
-def _publish_address(path: Path, text: str) -> None:
-    """``http.addr``: written whole (a reader never sees half of it, and a file left by
-    another user is replaced, not refused) and readable by every local user whatever the
-    umask (the unit's UMask=0027): it is how they find the API."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.fchmod(fd, 0o644)
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def _lock_data_dir(data_dir: Path) -> Any:
-    lock = open(data_dir / "lock", "a+")  # noqa: SIM115 - held for the daemon's lifetime
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        pid = lock.read().strip()
-        lock.close()
-        who = f" (pid {pid})" if pid.isdigit() else ""
-        raise DaemonError(
-            f"another cronwheel serve{who} is running on the data directory {data_dir} (it holds "
-            f"{data_dir / 'lock'}); stop it first, or give this one its own --data-dir"
-        ) from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
-    return lock
-
-
 async def serve(
     data_dir: Path,
     store_url: str | None,
@@ -207,17 +151,7 @@ async def serve(
     # Everything that can refuse the start comes first: the data directory's lock (a second
     # daemon), then the TCP address and the API socket. Only then are the store, the admin
     # token, the workers and the event log's first lines created.
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(data_dir, 0o700)
-        lock = _lock_data_dir(data_dir)
-    except OSError as exc:  # another user's directory or files (a daemon run once as root)
-        raise DaemonError(_not_ours(data_dir, exc)) from None
-    try:
-        _refuse_an_emptied_store(data_dir, store_url)
-    except BaseException:
-        lock.close()
-        raise
+    lock = take_data_dir(data_dir, store_url)
     sock_path = data_dir / "api.sock"
     try:
         tcp_sock = bind_tcp(host, port)
@@ -314,11 +248,11 @@ async def _serve_bound(
     await runner.setup()
     await web.SockSite(runner, unix_sock).start()
     await web.SockSite(runner, tcp_sock).start()
-    _publish_address(data_dir / "http.addr", f"http://{host}:{bound}\n")
+    publish_address(data_dir / "http.addr", f"http://{host}:{bound}\n")
     runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
-            _publish_address(Path(runtime_dir, "http.addr"), f"http://{host}:{bound}\n")
+            publish_address(Path(runtime_dir, "http.addr"), f"http://{host}:{bound}\n")
     settle_heap()
     events.emit(
         "node.started", pid=os.getpid(), http=f"http://{host}:{bound}", socket=str(sock_path),
