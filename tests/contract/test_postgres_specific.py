@@ -441,6 +441,22 @@ def test_hot_queries_use_their_indexes(pg_store: PostgresStore) -> None:
     assert "executions_dead" in plan(q.LIST_DEAD, {"after": "", "tenant": None, "limit": 10})
 
 
+def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(pg_store: PostgresStore, postgres_dsn: str) -> None:
+    # queue names are shared between tenants ('default' for everyone): a claim that read every
+    # tenant's ready rows of the queue and filtered them cost a tenant O(its neighbours' backlog)
+    for _ in range(4):
+        create(pg_store, *[one_off(T0, target={"queue": "default"}, tenant="a") for _ in range(500)])
+        claim_all(pg_store, T0 + 1)
+    sql(postgres_dsn, "ANALYZE executions")
+    conn, _ = pg_store._connection()
+    pull = {"queues": ["default"], "now": T0 + MIN, "limit": 10, "tenant": "b"}
+    plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + q.QUEUE_READY_OF_TENANT, pull))
+    conn.rollback()
+    assert "executions_tenant_queue_ready" in plan and "Index Cond: ((tenant = 'b'" in plan, plan
+    assert pg_store.claim_for_worker(["default"], "wb", 10, T0 + MIN, tenant="b") == []
+    assert len(pg_store.claim_for_worker(["default"], "wa", 10, T0 + MIN, tenant="a")) == 10
+
+
 # ---------------------------------------------------------------- two processes racing
 
 

@@ -72,7 +72,7 @@ def claim_for_worker(
     """Store.claim_for_worker inside the caller's transaction: lock up to ``max`` queued rows
     (SKIP LOCKED: another claimer's rows are passed over), then start them."""
     args = {"queues": list(queues), "now": now_ms, "tenant": tenant, "limit": max}
-    ids = [r[0] for r in conn.execute(q.QUEUE_READY, args)]
+    ids = [r[0] for r in conn.execute(q.QUEUE_READY if tenant is None else q.QUEUE_READY_OF_TENANT, args)]
     if not ids:
         return []
     return start(conn, [StartRequest(eid, worker_id) for eid in ids], now_ms)

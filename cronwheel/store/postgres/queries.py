@@ -391,16 +391,19 @@ SELECT min(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 
 #: what a hand-out needs, for the requested executions that are dispatchable now, locked.
 #: SKIP LOCKED: an execution another node is starting (or cancelling) right now is not ours.
-#: a remote worker's pull: dispatchable executions of its queues, oldest first, locked so that
-#: concurrent claimers skip each other's rows
-QUEUE_READY = f"""
+#: a remote worker's pull: dispatchable executions of its queues, most urgent tier first, then
+#: oldest, locked so that concurrent claimers skip each other's rows. QUEUE_READY for a worker of
+#: no tenant; QUEUE_READY_OF_TENANT reads only its tenant's rows through
+#: executions_tenant_queue_ready (queue names are shared between tenants)
+_QUEUE_READY = """
 SELECT execution_id FROM executions
-WHERE queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
+WHERE {tenant}queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
-  AND {_TENANT.format(col="tenant")}
 ORDER BY priority, available_at, execution_id LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 """
+QUEUE_READY = _QUEUE_READY.format(tenant="")
+QUEUE_READY_OF_TENANT = _QUEUE_READY.format(tenant="tenant = %(tenant)s AND ")
 
 #: The ids drive the lookups, one primary-key probe each, whatever the statistics say: with
 #: "execution_id = ANY(ids) AND available_at <= now" (or a plain join) the planner, misled by

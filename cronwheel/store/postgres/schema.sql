@@ -257,3 +257,9 @@ COMMENT ON INDEX executions_ready IS
 -- always filtered overlap-guarded jobs in its statement, and only the catalog says so
 COMMENT ON INDEX jobs_due IS
     'the due slice of a set of buckets; the claim filters overlap-guarded jobs ahead of their tick in its statement; see migration 15';
+
+-- version 16: a tenant's remote worker claims from its own tenant's rows only (queue names are
+-- shared between tenants); workers of no tenant use executions_queue_ready
+CREATE INDEX executions_tenant_queue_ready
+    ON executions (tenant, queue, priority, available_at, execution_id)
+    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');

@@ -42,7 +42,11 @@ class ExecutionMethods(SqliteBase):
         if max <= 0 or not queues:
             return []
         with self._write() as conn:  # BEGIN IMMEDIATE: claimers on one file are serialised
-            ids = [r[0] for r in conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, tenant, max))]
+            if tenant is None:
+                ready = conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, max))
+            else:
+                ready = conn.execute(q.QUEUE_READY_OF_TENANT, (dumps(list(queues)), now_ms, tenant, max))
+            ids = [r[0] for r in ready]
             if not ids:
                 return []
             grants = leases.start_in(conn, dict.fromkeys(ids, worker_id), now_ms)

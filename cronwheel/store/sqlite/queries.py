@@ -314,11 +314,20 @@ NEXT_AVAILABLE_AT = """
 SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT')
 """
 
-#: a remote worker's pull: dispatchable executions of a JSON array of queues, oldest first
+#: a remote worker's pull: dispatchable executions of a JSON array of queues (?1), most urgent
+#: tier first, then oldest; QUEUE_READY for a worker of no tenant, QUEUE_READY_OF_TENANT for a
+#: tenant's (?3), which reads only that tenant's rows (queue names are shared between tenants)
 QUEUE_READY = """
 SELECT execution_id FROM executions
 WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
-  AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2 AND (?3 IS NULL OR tenant = ?3)
+  AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2
+ORDER BY priority, available_at, execution_id LIMIT ?3
+"""
+
+QUEUE_READY_OF_TENANT = """
+SELECT execution_id FROM executions
+WHERE tenant = ?3 AND queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
+  AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2
 ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 

@@ -258,3 +258,11 @@ CREATE INDEX executions_ready ON executions (available_at, job_order, execution_
 -- The due slice of a set of buckets: the scheduler reads only this index. With the overlap
 -- policy in it, a claim ahead of time skips overlap-guarded jobs from the index alone.
 CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at, overlap);
+
+-- version 16: a tenant's remote worker claims from its own tenant's rows only
+
+-- Queue names are shared between tenants: with the tenant leading the key, a tenant's claim
+-- reads its own ready rows, never its neighbours'. Workers of no tenant use executions_queue_ready.
+CREATE INDEX executions_tenant_queue_ready
+    ON executions (tenant, queue, priority, available_at, execution_id)
+    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
