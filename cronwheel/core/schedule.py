@@ -421,7 +421,8 @@ def looks_like_instant(text: str) -> bool:
 
 def parse_instant(text: str, now_ms: int | None = None) -> int:
     """An RFC 3339 instant (``2026-12-01T10:00:00Z``, ``...+02:00``; an offset is required)
-    or a duration after ``now_ms`` (``+90s``, ``+1h30m``), as ms since the epoch."""
+    or a duration after ``now_ms`` (``+90s``, ``+1h30m``), as ms since the epoch, in
+    1970..9899 (ScheduleError outside it)."""
     if not isinstance(text, str):
         raise ScheduleError(f"time must be a string, not {type(text).__name__}")
     body = text.strip()
@@ -456,6 +457,8 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
     millis = 0
     if fraction:
         millis = int((Decimal(fraction) * 1000).to_integral_value(ROUND_FLOOR))
+    if not 0 <= seconds * 1000 + millis < MAX_INSTANT_MS:  # cron arithmetic near year 1 goes astray
+        raise ScheduleError(f"time {text!r} is outside 1970..9899, the instants cronwheel keeps")
     return seconds * 1000 + millis
 
 

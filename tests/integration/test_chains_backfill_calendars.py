@@ -230,6 +230,9 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
                               "activeUntil": "2030-01-01T00:00:00Z"}, 422, "activeUntil"),
         ("POST", "/v1/jobs", {"schedule": "0 * * * *", "command": "true", "activeUntil": "2001-01-01T00:00:00Z"}, 400, "schedule"),
         ("GET", f"/v1/jobs/{job}/upcoming?count=0", None, 400, "count"),
+        # cron arithmetic from the year 1 answered ticks in the year 2: outside what cronwheel keeps
+        ("GET", f"/v1/jobs/{job}/upcoming?from=0001-01-01T00:00:00Z", None, 400, "from"),
+        ("POST", f"/v1/jobs/{job}/backfill", {"from": "1969-12-31T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 422, "from"),
     ]  # fmt: skip
     for method, path, body, status, field in cases:
         r = d.request(method, path, body)

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import MAX_INSTANT_MS
 from cronwheel.core.schedule import parse_instant
 
 YEAR_1 = -62_135_596_800_000  # 0001-01-01T00:00:00Z
@@ -22,7 +23,8 @@ YEAR_1 = -62_135_596_800_000  # 0001-01-01T00:00:00Z
 ])
 def test_format_instant_writes_milliseconds_and_four_digit_years(ms: int, text: str) -> None:
     assert format_instant(ms) == text
-    assert parse_instant(text) == ms
+    if 0 <= ms < MAX_INSTANT_MS:  # parse_instant keeps to 1970..9899 (test_schedule)
+        assert parse_instant(text) == ms
 
 
 def test_a_whole_second_keeps_its_milliseconds_and_none_stays_none() -> None:
@@ -37,6 +39,6 @@ def test_the_cached_second_never_leaks_into_another() -> None:
     assert format_instant(1_796_119_200_999) == "2026-12-01T10:00:00.999Z"
 
 
-@given(st.integers(min_value=YEAR_1, max_value=253_402_300_799_999))
+@given(st.integers(min_value=0, max_value=MAX_INSTANT_MS - 1))
 def test_what_format_instant_writes_parses_back(ms: int) -> None:
     assert parse_instant(format_instant(ms)) == ms
