@@ -17,12 +17,19 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from cronwheel.core import limits as lim
-from cronwheel.core.jobfields import JOB_ID_PATTERN, NOT_BLANK, PRIORITIES, QUEUE_PATTERN, ordered
+from cronwheel.core.jobfields import (
+    JOB_ID_PATTERN,
+    NOT_BLANK,
+    PRIORITIES,
+    QUEUE_PATTERN,
+    WORKER_ID_PATTERN,
+    ordered,
+)
 from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, MisfirePolicy, OverlapPolicy
 from cronwheel.core.records import Outcome
 from cronwheel.core.tenants import TENANT_NAME_RE
 
-_WORKER_ID = Annotated[str, Meta(min_length=1, max_length=lim.MAX_WORKER_ID_CHARS)]
+_WORKER_ID = Annotated[str, Meta(min_length=1, max_length=lim.MAX_WORKER_ID_CHARS, pattern=WORKER_ID_PATTERN)]
 #: the outcomes a worker may report; ``lost`` is the daemon's own verdict
 WORKER_OUTCOMES = (Outcome.SUCCEEDED.value, Outcome.FAILED.value, Outcome.TIMED_OUT.value)
 

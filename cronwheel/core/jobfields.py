@@ -37,6 +37,8 @@ _URL_CHAR = r"[^\u0000-\u001f\u007f-\u009f \u00a0\u1680\u2000-\u200a\u2028\u2029
 HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://" + _URL_CHAR.replace("[^", "[^/?#:", 1) + _URL_CHAR + "*$"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 PRINTABLE_ASCII = r"^[\u0020-\u007e]*$"
+#: a remote worker's id: any text a log line or a terminal shows as it is (no control characters)
+WORKER_ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+$"
 
 _COMMAND_DOC = "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's)."
 COMMAND_PATTERN = f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$"
@@ -281,6 +283,7 @@ PATTERN_WORDS = {
     SHELL_PATTERN: "an absolute path (e.g. /bin/bash) without NUL or trailing spaces",
     NOT_BLANK: "text that is not blank",
     PRINTABLE_ASCII: "printable ASCII characters",
+    WORKER_ID_PATTERN: "text without control characters",
 }
 
 

@@ -87,6 +87,9 @@ def test_claim_long_poll_answers_empty_then_wakes_on_a_new_execution(daemon: Dae
     assert r.status == 200 and r.json() == {"executions": []}
     r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["idle"], "max": 101})
     assert r.status == 422
+    # an id is written into logs, `cronwheel history` and terminals: no control characters
+    r = daemon.post("/v1/workers/claim", {"workerId": "w\x1b[2J", "queues": ["idle"]})
+    assert r.status == 422 and r.json()["detail"].startswith("workerId must be text without control characters"), r
     job = daemon.add_job({"schedule": "+0s", "queue": "poll", "payload": [1], "leaseSec": 5})
     r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["poll"], "max": 5, "waitSec": 10})
     assert r.status == 200
