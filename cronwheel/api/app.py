@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,7 +23,13 @@ from cronwheel.api.admin import (
     set_tenant_notify,
     update_tenant,
 )
-from cronwheel.api.appkeys import MAIL_TRANSPORT, SERVICE, TENANT_RESOLVER, TenantResolver
+from cronwheel.api.appkeys import (
+    MAIL_TRANSPORT,
+    QUERY_PARAMETERS,
+    SERVICE,
+    TENANT_RESOLVER,
+    TenantResolver,
+)
 from cronwheel.api.calendars import delete_calendar, get_calendar, list_calendars, put_calendar
 from cronwheel.api.executions import (
     execution_output,
@@ -146,6 +153,7 @@ def make_app(
     app[MAIL_TRANSPORT] = mail_transport
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
+    app[QUERY_PARAMETERS] = routing.query_parameters(json.loads(app[OPENAPI_DOC]))
     ops.install(app, metrics=metrics, events=events)
     access = app[ROUTE_ACCESS] = dict(ACCESS)
     paths = [path for _, path, _ in ROUTES]

@@ -37,10 +37,7 @@ async def principal_of(request: web.Request) -> Principal:
     cached = request.get(_PRINCIPAL)
     if isinstance(cached, Principal):
         return cached
-    resolver = request.app[TENANT_RESOLVER]
-    result: Any = None if resolver is None else resolver(request)
-    if inspect.isawaitable(result):
-        result = await result
+    result = await _resolve(request)
     if result is None:
         principal = ADMIN
     elif isinstance(result, Principal):
@@ -51,6 +48,13 @@ async def principal_of(request: web.Request) -> Principal:
         raise TypeError(f"tenant_resolver returned {type(result).__name__}, not Principal | str | None")
     request[_PRINCIPAL] = principal
     return principal
+
+
+async def _resolve(request: web.Request) -> Any:
+    """What the app's tenant resolver says of the request's credential (None without one)."""
+    resolver = request.app[TENANT_RESOLVER]
+    result: Any = None if resolver is None else resolver(request)
+    return await result if inspect.isawaitable(result) else result
 
 
 #: how often a long-lived request (a followed stream, a claim's long poll) checks that its
@@ -84,13 +88,8 @@ class CredentialWatch:
         if now < self._next:
             return True
         self._next = now + AUTH_RECHECK_SEC
-        resolver = self.request.app[TENANT_RESOLVER]
-        if resolver is None:
-            return True
         try:
-            result = resolver(self.request)
-            if inspect.isawaitable(result):
-                await result
+            await _resolve(self.request)
         except (Unauthorized, Forbidden):
             self.revoked = True
         except Exception:  # the store is down: the credential stands until it can be read
@@ -149,6 +148,19 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
         status, code = (400, "invalid_value") if bad.malformed else (422, "out_of_range")
         raise Problem(status, code, f"{bad.path or 'the body'} {bad.why}", field=bad.path or None) from None
     return value
+
+
+async def no_body(request: web.Request) -> None:
+    """A route that takes nothing in its body: none, ``{}`` or ``null``. A member is refused,
+    not ignored: ``{"force": true}`` on a replay must not read as if it had been honoured."""
+    value = await json_body(request, optional=True)
+    if value is None or value == {}:
+        return
+    if isinstance(value, dict):
+        names = ", ".join(sorted(value)[:10])
+        raise Problem(400, "unknown_field", f"{request.method} {request.path} takes no body fields, not {names}"[:300],
+                      field=sorted(value)[0])
+    raise Problem(400, "invalid_body", f"{request.method} {request.path} takes no body (or {{}}), not a JSON {type(value).__name__}")
 
 
 def service_of(request: web.Request) -> SchedulerService:

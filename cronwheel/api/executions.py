@@ -12,8 +12,8 @@ from cronwheel.api import answers, ops
 from cronwheel.api.context import (
     CredentialWatch,
     cut_page,
-    json_body,
     json_response,
+    no_body,
     service_of,
     tenant_of,
 )
@@ -109,7 +109,7 @@ async def list_dead(request: web.Request) -> web.Response:
 
 
 async def replay_dead(request: web.Request) -> web.Response:
-    await json_body(request, optional=True)
+    await no_body(request)
     ex = await service_of(request).replay_dead(request.match_info["executionId"], await tenant_of(request))
     return json_response(execution_to_json(ex))
 

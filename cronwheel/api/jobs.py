@@ -16,6 +16,7 @@ from cronwheel.api.context import (
     cut_page,
     json_body,
     json_response,
+    no_body,
     principal_of,
     service_of,
     tenant_of,
@@ -196,19 +197,19 @@ async def cancel_job(request: web.Request) -> web.Response:
 
 
 async def pause_job(request: web.Request) -> web.Response:
-    await json_body(request, optional=True)
+    await no_body(request)
     job = await service_of(request).pause_job(request.match_info["jobId"], await tenant_of(request))
     return json_response(await _job_json(request, job))
 
 
 async def resume_job(request: web.Request) -> web.Response:
-    await json_body(request, optional=True)
+    await no_body(request)
     job = await service_of(request).resume_job(request.match_info["jobId"], await tenant_of(request))
     return json_response(await _job_json(request, job))
 
 
 async def trigger_job(request: web.Request) -> web.Response:
-    await json_body(request, optional=True)
+    await no_body(request)
     ex = await service_of(request).trigger_job(request.match_info["jobId"], await tenant_of(request))
     return json_response(execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
 

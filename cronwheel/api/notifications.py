@@ -7,7 +7,7 @@ from aiohttp import web
 
 from cronwheel.api import answers
 from cronwheel.api import notifying as nv
-from cronwheel.api.context import cut_page, json_body, json_response, service_of, tenant_of
+from cronwheel.api.context import cut_page, json_response, no_body, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_limit
 
@@ -27,7 +27,7 @@ async def list_notifications(request: web.Request) -> web.Response:
 
 
 async def replay_notification(request: web.Request) -> web.Response:
-    await json_body(request, optional=True)
+    await no_body(request)
     n = await service_of(request).replay_notification(request.match_info["notificationId"], await tenant_of(request))
     return json_response(nv.notification_answer(n))
 

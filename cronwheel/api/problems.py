@@ -18,7 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
 
-from cronwheel.api.appkeys import EVENTS
+from cronwheel.api.appkeys import EVENTS, QUERY_PARAMETERS
 from cronwheel.api.auth import CHALLENGE, CHALLENGE_INVALID
 from cronwheel.api.fields import ValidationError
 from cronwheel.core.ids import new_error_id
@@ -115,6 +115,7 @@ async def answer_problems(request: web.Request, handler: Callable[[web.Request],
         if length is not None and length > MAX_BODY_BYTES:
             return _too_large(length)
         _check_request_text(request)
+        _check_query_names(request)
         return await handler(request)
     except Problem as p:
         return problem_response(p.status, p.code, p.detail, headers=p.headers, **p.extra)
@@ -195,6 +196,29 @@ def _check_request_text(request: web.Request) -> None:
         given = len(request.headers.getall(name, ()))
         if given > 1:
             raise Problem(400, "invalid_header", f"the {name} header is given {given} times: give it once", field=name)
+
+
+def _check_query_names(request: web.Request) -> None:
+    """A /v1/ route takes the query parameters its OpenAPI operation lists, each once: a typo
+    (``limt=5``) or a second copy (which would count is anybody's guess) is refused, not
+    silently ignored. The probes and the dashboard's pages (``/healthz``, ``/metrics``, ``/``)
+    stay lenient: monitors and browsers add what they like."""
+    if not request.query or not request.path.startswith("/v1/"):
+        return
+    route = request.match_info.route
+    info = route.resource.canonical if route.resource is not None else None
+    takes = request.app.get(QUERY_PARAMETERS, {}).get((request.method, info or ""))
+    if takes is None:  # OPTIONS, or no such route: the router answers
+        return
+    for name in dict.fromkeys(request.query):
+        if name not in takes:
+            listed = ", ".join(sorted(takes)) if takes else "no query parameters"
+            raise Problem(400, "invalid_query", f"unknown query parameter {_printable(name)!r}: "
+                          f"{request.method} {info} takes {listed}", field=_printable(name))
+        given = len(request.query.getall(name))
+        if given > 1:
+            raise Problem(400, "invalid_query", f"the query parameter {name!r} is given {given} times: give it once",
+                          field=name)
 
 
 def _printable(text: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from aiohttp import web
 
@@ -67,3 +68,23 @@ def options_handler(allow: tuple[str, ...]) -> Callable[[web.Request], Awaitable
         return web.Response(status=204, headers={"Allow": header})
 
     return options
+
+
+def query_parameters(openapi: dict[str, Any]) -> dict[tuple[str, str], frozenset[str]]:
+    """(METHOD, path) -> the names of the query parameters the OpenAPI document gives the
+    operation (its own and its path's, references resolved): what the route reads, no more."""
+    shared = openapi.get("components", {}).get("parameters", {})
+
+    def resolved(param: dict[str, Any]) -> dict[str, Any]:
+        ref = param.get("$ref")
+        return shared[ref.rsplit("/", 1)[-1]] if isinstance(ref, str) else param
+
+    table: dict[tuple[str, str], frozenset[str]] = {}
+    for path, item in openapi.get("paths", {}).items():
+        common = item.get("parameters", [])
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            params = map(resolved, [*common, *op.get("parameters", [])])
+            table[(method.upper(), path)] = frozenset(p["name"] for p in params if p.get("in") == "query")
+    return table

@@ -197,6 +197,42 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     assert "t" * 200 not in daemon.log_path.read_text(), "an oversized Authorization header is not logged"
 
 
+def test_a_query_parameter_a_route_does_not_take_or_gives_twice_is_refused(daemon: Daemon) -> None:
+    job = daemon.add_job(JOB)["jobId"]
+    # a typo would otherwise be ignored: the first page of everything instead of five
+    body = problem(daemon.get("/v1/jobs?limt=5"), 400, "limt")
+    assert body["code"] == "invalid_query", body
+    assert body["detail"] == "unknown query parameter 'limt': GET /v1/jobs takes after, limit, name, status, tenant"
+    body = problem(daemon.get(f"/v1/jobs/{job}?verbose=1"), 400, "verbose")
+    assert body["detail"] == "unknown query parameter 'verbose': GET /v1/jobs/{jobId} takes no query parameters"
+    problem(daemon.get("/v1/events?follow=1&tail=5"), 400, "tail")  # refused before the stream opens
+    problem(daemon.post("/v1/dlq/x/replay?force=1", {}), 400, "force")
+    body = problem(daemon.get("/v1/events?n=1&n=500"), 400, "n")
+    assert body["detail"] == "the query parameter 'n' is given 2 times: give it once", body
+    # what a route takes still works, and the probes stay lenient (monitors add what they like)
+    assert daemon.get("/v1/jobs?limit=5&status=ACTIVE").status == 200
+    assert daemon.get(f"/v1/jobs/{job}/executions?limit=5").status == 200
+    assert daemon.get("/v1/events?n=1").status == 200
+    assert daemon.get("/healthz?probe=lb").status == 200
+    no_server_errors(daemon)
+
+
+def test_a_route_that_takes_no_body_refuses_one_rather_than_ignore_it(daemon: Daemon) -> None:
+    job = daemon.add_job(JOB)["jobId"]
+    # {"force": true} on a pause must not read as if it had been honoured
+    body = problem(daemon.post(f"/v1/jobs/{job}/pause", {"force": True}), 400, "force")
+    assert body["code"] == "unknown_field" and body["detail"].endswith("takes no body fields, not force"), body
+    assert daemon.get(f"/v1/jobs/{job}").json()["status"] == "ACTIVE", "a refused request changed nothing"
+    body = problem(daemon.post(f"/v1/jobs/{job}/trigger", [1]), 400)
+    assert body["code"] == "invalid_body" and "not a JSON list" in body["detail"], body
+    problem(daemon.post("/v1/dlq/nope/replay", {"all": True}), 400, "all")
+    # nothing, {} and null are all "no body" (the dashboard sends {})
+    assert daemon.post(f"/v1/jobs/{job}/pause", {}).status == 200
+    assert daemon.request("POST", f"/v1/jobs/{job}/resume", raw=b"").status == 200
+    assert daemon.request("POST", f"/v1/jobs/{job}/pause", raw=b"null", headers={"Content-Type": "application/json"}).status == 200
+    no_server_errors(daemon)
+
+
 _printable = st.text(alphabet=string.printable, max_size=40)
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | _printable,
