@@ -162,7 +162,8 @@ def make_app(
         routed = routing.exclusive_path(path, paths)
         handlers = [(m, h) for m, p, h in ROUTES if p == path]
         for method, handler in handlers:
-            app.router.add_route(method, routed, handler)
+            for answered in routing.with_head(method):
+                app.router.add_route(answered, routed, handler)
         options = routing.options_handler(allow[path])
         app.router.add_route("OPTIONS", routed, options)
         # OPTIONS asks for the credentials the path's routes ask for (an open path stays open)

@@ -52,7 +52,7 @@ async def execution_output(request: web.Request) -> web.StreamResponse:
     execution_id = request.match_info["executionId"]
     service = service_of(request)
     tenant = await tenant_of(request)
-    follow = ops.parse_flag("follow", request.query.get("follow"))
+    follow = ops.follows(request)
     ex = await service.get_execution(execution_id, tenant)
     if ex is None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")

@@ -123,6 +123,11 @@ def parse_flag(name: str, text: str | None) -> bool:
     raise _query_error(name, f"{name} must be 1 or 0 (or true/false, yes/no), not {text[:20]!r}")
 
 
+def follows(request: web.Request) -> bool:
+    """``follow=1``, except for HEAD: a HEAD gets the headers a GET would, then its end."""
+    return parse_flag("follow", request.query.get("follow")) and request.method != "HEAD"
+
+
 def event_filter(job: str | None, event: str | None, since_ms: int | None) -> Callable[[dict[str, Any]], bool]:
     """``job``: events naming the job or one of its executions (``jobId:…``); ``event``: a
     name or a prefix ending in '.' (``execution.``); ``since_ms``: not older than this."""
@@ -154,7 +159,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     if await tenant_of(request) is not None:  # events carry every tenant's ids and errors
         raise web.HTTPForbidden(text="the event stream covers every tenant: it is for admins only")
     q = request.query
-    follow = parse_flag("follow", q.get("follow"))
+    follow = follows(request)
     n_text = q.get("n")
     if n_text in (None, ""):
         n = 10 if follow else 100

@@ -207,14 +207,15 @@ def _check_query_names(request: web.Request) -> None:
         return
     route = request.match_info.route
     info = route.resource.canonical if route.resource is not None else None
-    takes = request.app.get(QUERY_PARAMETERS, {}).get((request.method, info or ""))
+    method = "GET" if request.method == "HEAD" else request.method  # a HEAD is its GET's
+    takes = request.app.get(QUERY_PARAMETERS, {}).get((method, info or ""))
     if takes is None:  # OPTIONS, or no such route: the router answers
         return
     for name in dict.fromkeys(request.query):
         if name not in takes:
             listed = ", ".join(sorted(takes)) if takes else "no query parameters"
             raise Problem(400, "invalid_query", f"unknown query parameter {_printable(name)!r}: "
-                          f"{request.method} {info} takes {listed}", field=_printable(name))
+                          f"{method} {info} takes {listed}", field=_printable(name))
         given = len(request.query.getall(name))
         if given > 1:
             raise Problem(400, "invalid_query", f"the query parameter {name!r} is given {given} times: give it once",

@@ -53,11 +53,18 @@ def exclusive_path(path: str, paths: Iterable[str]) -> str:
 
 
 def allowed_methods(routes: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
-    """Path -> its methods plus OPTIONS, sorted: the ``Allow`` header of that path."""
+    """Path -> its methods plus OPTIONS (and HEAD where it has GET), sorted: the ``Allow``
+    header of that path."""
     by_path: dict[str, set[str]] = defaultdict(set)
     for method, path in routes:
-        by_path[path].add(method.upper())
+        by_path[path].update(with_head(method.upper()))
     return {path: tuple(sorted(methods | {"OPTIONS"})) for path, methods in by_path.items()}
+
+
+def with_head(method: str) -> tuple[str, ...]:
+    """The methods a route of ``method`` answers: a GET answers HEAD too (the same handler,
+    the body left out), as HTTP asks and as monitors probing ``HEAD /healthz`` expect."""
+    return (method, "HEAD") if method == "GET" else (method,)
 
 
 def options_handler(allow: tuple[str, ...]) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -46,6 +46,7 @@ def test_every_documented_path_allows_exactly_its_methods(daemon: Daemon) -> Non
     assert "/v1/jobs/batch" in doc["paths"]
     for template, item in doc["paths"].items():
         documented = {m.upper() for m in item if m.upper() in METHODS}
+        documented |= {"HEAD"} if "GET" in documented else set()  # HTTP's HEAD, for every GET
         path = re.sub(r"\{\w+\}", "x1", template)
         options = daemon.request("OPTIONS", path, body=None)
         assert options.status == 204, (template, options)
@@ -71,6 +72,19 @@ def test_a_job_named_like_a_static_path_is_still_found_by_name(daemon: Daemon) -
 def test_options_needs_the_same_credentials_as_the_path(daemon: Daemon) -> None:
     assert daemon.request("OPTIONS", "/v1/jobs", token=None).status == 401
     assert daemon.request("OPTIONS", "/healthz", token=None).status == 204  # an open path stays open
+
+
+def test_head_answers_as_get_would_without_the_body(daemon: Daemon) -> None:
+    # a monitor probing HEAD / or HEAD /healthz got 401 where GET got 200
+    for path in ("/", "/healthz"):
+        got, head = daemon.request("GET", path, token=None), daemon.request("HEAD", path, token=None)
+        assert (head.status, head.body) == (200, b""), (path, head)
+        assert head.headers["Content-Type"] == got.headers["Content-Type"], path
+    assert daemon.request("HEAD", "/v1/jobs", token=None).status == 401  # the same credentials as GET
+    assert daemon.request("HEAD", "/v1/jobs").status == 200
+    assert daemon.request("HEAD", "/v1/jobs?limt=5").status == 400
+    # a followed stream is not followed for HEAD: the answer ends
+    assert daemon.request("HEAD", "/v1/events?follow=1").status == 200
 
 
 # ---------------------------------------------------------------- null members

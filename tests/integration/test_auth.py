@@ -241,6 +241,11 @@ def test_roles_worker_tokens_only_work_and_only_admins_administer(daemon: Daemon
     xid = wait_for(lambda: daemon.get(f"/v1/jobs/{job}/executions", token=t).json()["executions"], 20)[0]["executionId"]
     r = daemon.post(f"/v1/executions/{xid}/heartbeat", {"workerId": "w", "leaseEpoch": 99}, token=w)
     assert r.status == 409, r
+    # and pings its tenant's jobs (a crontab line elsewhere needs no more), never another's
+    assert daemon.post(f"/v1/jobs/{job}/ping", {}, token=w).status == 200
+    beta = tenant_token(daemon, "beta")
+    other = daemon.post("/v1/jobs", {"runAt": "+1h", "queue": "remote"}, token=beta).json()["jobId"]
+    problem(daemon.post(f"/v1/jobs/{other}/ping", {}, token=w), 404)
 
 
 def test_a_metrics_token_reads_metrics_and_nothing_else(daemon: Daemon) -> None:

@@ -43,3 +43,4 @@ def test_allow_lists_every_method_of_a_path_and_options() -> None:
     allow = allowed_methods((m, p) for m, p, _ in ROUTES)
     assert allow["/v1/jobs/batch"] == ("OPTIONS", "POST")
     assert {"DELETE", "GET", "OPTIONS"} <= set(allow["/v1/jobs/{jobId}"])
+    assert allow["/healthz"] == ("GET", "HEAD", "OPTIONS")  # a GET answers HEAD too
