@@ -12,6 +12,7 @@ from typing import Any
 
 from cronwheel.core.config import ConfigError
 from cronwheel.obs.events import EventLog
+from cronwheel.obs.levels import RANK
 from cronwheel.obs.logbridge import set_logging_level
 
 LOG_KEYS = frozenset({"log_level", "log_format"})
@@ -56,7 +57,9 @@ class Reloader:
                     reason="cannot change while the daemon runs: restart it to apply",
                 )
                 continue
-            if key in LOG_KEYS:  # last: the line that says what changed is printed at the old level
+            if key in LOG_KEYS and not _shows_more(key, old, new):
+                # last: the line that says what changed is printed at the old level (a level
+                # that shows more is applied first, or the line would be dropped by the old one)
                 later.append((key, old, new))
                 continue
             try:
@@ -74,6 +77,11 @@ class Reloader:
             self.apply[key](new)  # checked by the option's type already
             self.running[key] = new
         return {"changed": sorted(changed), "refused": refused}
+
+
+def _shows_more(key: str, old: Any, new: Any) -> bool:
+    """A log level that prints more than the old one (``warning`` to ``info``)."""
+    return key == "log_level" and RANK[new or "info"] < RANK[old or "info"]
 
 
 def _text(value: Any) -> Any:

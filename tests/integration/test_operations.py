@@ -96,6 +96,13 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     assert d.event("job.created", jobId=job["jobId"]) is None
     assert d.status()  # still serving
 
+    # back to info: the line that says so is printed (at the old level it would have been dropped)
+    conf.write_text('log_level = "info"\n')
+    os.kill(d.pid, signal.SIGHUP)
+    back = wait_for(lambda: [e for e in d.events("config.reloaded") if "log_level" in e["changed"]][1:], 20,
+                    what="the second config.reloaded")  # fmt: skip
+    assert back[0]["changed"]["log_level"] == {"from": "warning", "to": "info"}, back
+
 
 def test_a_bad_config_file_stops_serve_before_anything_starts(tmp_path: Path) -> None:
     conf = tmp_path / "cronwheel.toml"
