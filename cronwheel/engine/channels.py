@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import smtplib
 import ssl
@@ -97,7 +98,11 @@ class MailConfig:
             return None
         sender = sender or f"cronwheel@{os.uname().nodename}"
         if sendmail is not None:
-            return cls(sender=sender, sendmail=sendmail)
+            # refused at the start, not at the first failure's email (possibly months later)
+            found = shutil.which(sendmail)
+            if found is None:
+                raise ChannelConfigError(f"--sendmail: {sendmail!r} is not an executable program (give its path, e.g. /usr/sbin/sendmail)")
+            return cls(sender=sender, sendmail=found)
         assert smtp_url is not None
         parts = urlsplit(smtp_url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:

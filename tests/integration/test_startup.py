@@ -17,10 +17,23 @@ from tests.support.daemon import REPO, Daemon
 CREATED = {"admin-token", "cronwheel.db", "api.sock", "worker.sock", "http.addr"}
 
 
-def serve(data_dir: Path, http: str) -> subprocess.CompletedProcess[str]:
+def serve(data_dir: Path, http: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "cronwheel", "serve", "--data-dir", str(data_dir), "--http", http, "--workers", "1"]
+    cmd = [sys.executable, "-m", "cronwheel", "serve", "--data-dir", str(data_dir), "--http", http, "--workers", "1", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_a_sendmail_that_is_not_there_is_refused_at_the_start(tmp_path: Path) -> None:
+    # not months later, at the first failure's email
+    (tmp_path / "data").mkdir()
+    not_executable = tmp_path / "sendmail"
+    not_executable.write_text("#!/bin/sh\n")
+    for given in ("/usr/sbin/no-such-sendmail", str(not_executable)):
+        res = serve(tmp_path / "data", "127.0.0.1:0", "--sendmail", given)
+        assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
+        [line] = res.stderr.strip().splitlines()
+        assert f"--sendmail: {given!r} is not an executable program" in line, line
+        assert CREATED.isdisjoint(p.name for p in (tmp_path / "data").iterdir())
 
 
 def test_a_busy_port_is_refused_before_anything_is_created(tmp_path: Path) -> None:
