@@ -67,6 +67,15 @@ class UpdateResult:
     superseded: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class CancelResult:
+    job: Job  #: the job as stored afterwards: CANCELLED
+    #: the ids of its executions that were RUNNING (the engine sends them abort frames)
+    running: list[str] = field(default_factory=list)
+    #: False when the job was cancelled already: this cancel changed nothing
+    changed: bool = True
+
+
 # ---------------------------------------------------------------- scheduling
 
 

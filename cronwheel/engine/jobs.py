@@ -137,13 +137,12 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
         res = await self._write(lambda s: s.cancel_job(job_id, now, tenant))
         if res is None:
             raise NotFound(f"no job {job_id!r}")
-        job, running = res
-        if job.updated_at != now:  # cancelled before: the answer is the same, nothing happened
-            return job
+        if not res.changed:  # cancelled before: the answer is the same, nothing happened
+            return res.job
         self.scheduler.job_scheduled(job_id, None)
-        self._abort_all(running)
-        self.events.emit("job.cancelled", jobId=job_id, aborted=len(running))
-        return job
+        self._abort_all(res.running)
+        self.events.emit("job.cancelled", jobId=job_id, aborted=len(res.running))
+        return res.job
 
     async def pause_job(self, job_id: str, tenant: str | None = None) -> Job:
         now = self.clock.now_ms()

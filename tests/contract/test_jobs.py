@@ -273,7 +273,8 @@ def test_cancel_job_cancels_pending_and_running_executions(store: Store) -> None
 
     out = store.cancel_job(jid, T0 + 3 * MIN)
     assert out is not None
-    job, running_ids = out
+    job, running_ids = out.job, out.running
+    assert out.changed
     assert job.status is JobStatus.CANCELLED and job.next_run_at is None
     assert running_ids == [running.execution_id]
     for t in (T0, T0 + MIN, T0 + 2 * MIN):
@@ -313,9 +314,10 @@ def test_cancel_is_idempotent_and_tenant_scoped(store: Store) -> None:
     first = store.cancel_job(jid, T0, tenant="a")
     again = store.cancel_job(jid, T0 + 5)
     assert first is not None and again is not None
-    assert again[0].status is JobStatus.CANCELLED and again[1] == []
+    assert again.job.status is JobStatus.CANCELLED and again.running == []
     # how the engine tells a cancel from a repeat (it logs job.cancelled once)
-    assert first[0].updated_at == T0 and again[0].updated_at == T0
+    assert first.changed and not again.changed
+    assert first.job.updated_at == T0 and again.job.updated_at == T0
     job = store.get_job(jid)
     assert job is not None and job.updated_at == T0  # the second cancel changed nothing
 

@@ -12,7 +12,14 @@ from psycopg import errors as pgerr
 from cronwheel.core.ids import bucket_of, stable_hash
 from cronwheel.core.model import Job, JobSpec, JobStatus
 from cronwheel.core.notify import rules_to_json
-from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome, UpdateResult
+from cronwheel.core.records import (
+    CancelResult,
+    CreateOutcome,
+    CreateResult,
+    NewJob,
+    UpdateOutcome,
+    UpdateResult,
+)
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.outbox.hooks import after_create, after_update
@@ -254,7 +261,7 @@ class JobMethods(PostgresBase):
         return job_from_row(row)
 
     @translated
-    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> CancelResult | None:
         args = {"id": job_id, "tenant": tenant, "now": now_ms}
         with self._write() as conn:
             locked = conn.execute(q.LOCK_JOB, args).fetchone()
@@ -262,7 +269,7 @@ class JobMethods(PostgresBase):
                 return None
             if locked[0] == JobStatus.CANCELLED.value:
                 row = conn.execute(q.GET_JOB, args).fetchone()
-                return job_from_row(row), []
+                return CancelResult(job_from_row(row), changed=False)
             conn.execute(q.CANCEL_JOB, args)
             conn.execute(q.RELEASE_JOB_NAME, args)
             conn.execute(q.TOUCH_JOB_DEFINITION, args)
@@ -271,4 +278,4 @@ class JobMethods(PostgresBase):
                 ids = [eid for eid, _ in live]
                 conn.execute(q.CANCEL_EXECUTIONS, {"ids": ids, "reasons": ["job cancelled"] * len(ids), "now": now_ms})
             row = conn.execute(q.GET_JOB, args).fetchone()
-        return job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING")
+        return CancelResult(job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING"))

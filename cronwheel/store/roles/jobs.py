@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from cronwheel.core.model import Job, JobSpec, JobStatus
-from cronwheel.core.records import CreateResult, NewJob, UpdateResult
+from cronwheel.core.records import CancelResult, CreateResult, NewJob, UpdateResult
 
 
 class JobStore(ABC):
@@ -109,10 +109,10 @@ class JobStore(ABC):
         already due go on, as on a reschedule (``update_job``)."""
 
     @abstractmethod
-    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> CancelResult | None:
         """Cancel a job: status CANCELLED, no further ticks; its PENDING and RETRY_WAIT
         executions become CANCELLED at once; its RUNNING ones become CANCELLED too, so their
         next heartbeat or completion gets ``LeaseVerdict.CANCELLED``. Returns the job and the
         ids of the executions that were RUNNING (the engine sends them abort frames), or None
-        when the job does not exist. Cancelling a cancelled job changes nothing: the job it
-        returns then keeps its ``updated_at`` (a cancel sets it to ``now_ms``)."""
+        when the job does not exist. Cancelling a cancelled job changes nothing (``changed``
+        False, its ``updated_at`` kept)."""

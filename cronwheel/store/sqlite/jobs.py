@@ -13,7 +13,14 @@ import apsw
 from cronwheel.core.ids import bucket_of
 from cronwheel.core.model import Job, JobSpec, JobStatus
 from cronwheel.core.notify import rules_to_json
-from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome, UpdateResult
+from cronwheel.core.records import (
+    CancelResult,
+    CreateOutcome,
+    CreateResult,
+    NewJob,
+    UpdateOutcome,
+    UpdateResult,
+)
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.outbox.hooks import after_create, after_update
@@ -245,14 +252,14 @@ class JobMethods(SqliteBase):
         return job_from_row(row)
 
     @translated
-    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> tuple[Job, list[str]] | None:
+    def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> CancelResult | None:
         with self._write() as conn:
             row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
             if row is None:
                 return None
             job = job_from_row(row)
             if job.status is JobStatus.CANCELLED:
-                return job, []
+                return CancelResult(job, changed=False)
             conn.execute(q.CANCEL_JOB, (job_id,))
             conn.execute(q.RELEASE_JOB_NAME, (job_id,))
             conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
@@ -261,4 +268,4 @@ class JobMethods(SqliteBase):
         job.status = JobStatus.CANCELLED
         job.next_run_at = None
         job.updated_at = now_ms
-        return job, sorted(eid for eid, status in live if status == "RUNNING")
+        return CancelResult(job, sorted(eid for eid, status in live if status == "RUNNING"))
