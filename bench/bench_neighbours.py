@@ -1,0 +1,107 @@
+"""What one tenant's bulk costs another: the two paths where a neighbour's size once showed.
+
+1. **A remote worker's claim.** Tenant A has ``--queued`` executions ready in the shared
+   queue ``default``; tenant B's worker claims from the same queue and finds nothing. The
+   claim runs inside the SQLite store's write transaction, so its time is time every other
+   writer on the node waits. Reported: B's empty claim and A's claim of 10, p50 over
+   ``--claims`` calls, through the ``Store`` interface.
+2. **A job's calendars.** A job observes ``--calendars`` calendars of ``--windows`` windows
+   each; ``upcoming`` for ``--count`` ticks of an every-minute schedule asks the calendars
+   about each tick (as ``GET /v1/jobs/{id}/upcoming`` and a backfill do, on the event loop).
+
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_neighbours.py
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_neighbours.py --queued 100000 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import emit, guard, machine_line, table
+
+from cronwheel.core import schedule
+from cronwheel.core.calendar import Exclusions, build_calendar, upcoming
+from cronwheel.core.ids import new_job_id
+from cronwheel.core.instants import format_instant
+from cronwheel.core.model import JobSpec, RetryPolicy
+from cronwheel.core.records import NewJob
+from cronwheel.store.sqlite import SqliteStore
+
+T = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+ALL_BUCKETS = range(64)
+
+
+def claim_timings(queued: int, claims: int) -> dict[str, float]:
+    """p50 ms of B's empty claim and of A's claim of 10, with A's ``queued`` rows ready."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore.open(Path(tmp) / "cronwheel.db")
+        try:
+            for start in range(0, queued, 5000):
+                jobs = [NewJob(new_job_id(), JobSpec(target={"queue": "default"}, run_at=T, tenant="a",
+                                                     retry=RetryPolicy(max_attempts=1)), T)
+                        for _ in range(min(5000, queued - start))]  # fmt: skip
+                store.create_jobs(jobs, T - 60_000)
+                store.claim_due(ALL_BUCKETS, T + 1, 5000)
+
+            def p50(tenant: str, n: int) -> float:
+                times = []
+                for _ in range(claims):
+                    t0 = time.perf_counter()
+                    store.claim_for_worker(["default"], f"worker-{tenant}", n, T + 10, tenant=tenant)
+                    times.append((time.perf_counter() - t0) * 1000)
+                return statistics.median(times)
+
+            return {"empty_claim_of_b_ms": p50("b", 10), "claim_of_10_of_a_ms": p50("a", 10)}
+        finally:
+            store.close()
+
+
+def calendar_timing(calendars: int, windows: int, count: int) -> dict[str, float]:
+    """Seconds for ``upcoming`` of ``count`` every-minute ticks against the calendars."""
+    cals = []
+    for c in range(calendars):
+        # two-hour windows every day from 2030 on, none on the ticks asked about (2026)
+        spans = [(format_instant(1_893_456_000_000 + (c * windows + w) * 86_400_000),
+                  format_instant(1_893_456_000_000 + (c * windows + w) * 86_400_000 + 7_200_000))
+                 for w in range(windows)]  # fmt: skip
+        cals.append(build_calendar(f"cal-{c}", windows=spans))
+    exclusions = Exclusions("UTC", tuple(cals))
+    every_minute = schedule.parse_schedule("* * * * *", "bench", "UTC").next_after
+    t0 = time.perf_counter()
+    ticks, _ = upcoming(every_minute, T, count, exclusions)
+    assert len(ticks) == count
+    return {"upcoming_s": time.perf_counter() - t0, "lookups": count * calendars}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queued", type=int, default=100_000, help="tenant A's ready executions in the shared queue")
+    ap.add_argument("--claims", type=int, default=50)
+    ap.add_argument("--calendars", type=int, default=8)
+    ap.add_argument("--windows", type=int, default=5000, help="windows per calendar")
+    ap.add_argument("--count", type=int, default=1000, help="ticks asked of upcoming")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    result = {**claim_timings(args.queued, args.claims), **calendar_timing(args.calendars, args.windows, args.count)}
+    text = "\n".join([
+        machine_line(),
+        table("What a neighbour's bulk costs", ("path", "figure"), [
+            (f"B's empty claim, {args.queued:,} of A's rows ready (p50)", f"{result['empty_claim_of_b_ms']:.2f} ms"),
+            (f"A's claim of 10 from its {args.queued:,} (p50)", f"{result['claim_of_10_of_a_ms']:.2f} ms"),
+            (f"upcoming of {args.count:,} ticks, {args.calendars} calendars x {args.windows:,} windows",
+             f"{result['upcoming_s']:.3f} s"),
+        ]),
+    ])  # fmt: skip
+    emit(result, args.json, text)
+    return 0
+
+
+if __name__ == "__main__":
+    guard(main)
