@@ -235,7 +235,7 @@ class Execution(msgspec.Struct, rename="camel", kw_only=True):
     started_at: Instant | None
     finished_at: Instant | None
     lag_ms: Annotated[int, Meta(description="startedAt - scheduledAt. Only first attempts of executions whose origin is schedule count as dispatch lag in the SLO (metrics, status, the dashboard's chart).")] | UnsetType | None = UNSET
-    exit_code: int | UnsetType | None = UNSET
+    exit_code: Annotated[int, Meta(description="A command's exit status (negative: the signal that killed it), or an HTTP target's response status; null for a Python callable and for a run that reported none.")] | UnsetType | None = UNSET
     error: str | UnsetType | None = UNSET
     reason: str | UnsetType | None = UNSET
     queue: Annotated[str, Meta(description="The queue of a queue target (claimed by remote workers), else null.")] | UnsetType | None = UNSET

@@ -110,6 +110,7 @@ def _since(text: str) -> None:
 
 def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     data = None
+    target = None  # the job's, when it was named: an HTTP target's code is its response status
     if ":" in execution:  # an execution id (job names may hold ':' too: fall back to those)
         try:
             data = app.client.get_execution(execution)
@@ -130,6 +131,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             render.emit_error(f"{views.job_label(job)} has no execution on record (none has started yet)")
             sys.exit(1)
         data = app.client.get_execution(last["executionId"])
+        target = job.get("target")
     if as_json:
         render.emit_json(data)
         return
@@ -137,7 +139,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     if output:
         render.emit_output(output)
     code = data.get("exitCode")
-    tail = f", exit {code}" if code is not None else ""
+    tail = f", {views.result_code(code, target)}" if code is not None else ""
     err = f": {data['error']}" if data.get("error") else ""
     render.emit_note(f"execution {data['executionId']}: {data.get('status')}{tail}{err}" + ("" if output else " (no output)"))
 

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from cronwheel.cli import render
+from cronwheel.cli import render, views
 from cronwheel.cli.client import ApiError, Client
 
 POLL_SEC = 0.25  #: how often the job is looked at while no execution of it is going on
@@ -21,19 +21,21 @@ def _print(text: str) -> None:
     sys.stdout.flush()
 
 
-def _stream(client: Client, execution_id: str) -> dict[str, Any]:
-    """Print an execution's output as it comes, until its attempt ends; then say how it ended."""
+def _stream(client: Client, execution_id: str, target: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Print an execution's output as it comes, until its attempt ends; then say how it ended
+    (``target``: its job's, when known, for the words of its exit code)."""
     for chunk in client.output(execution_id, follow=True):
         _print(chunk)
     ex = client.get_execution(execution_id)
-    _ended(ex)
+    _ended(ex, target)
     return ex
 
 
-def _ended(ex: dict[str, Any]) -> None:
+def _ended(ex: dict[str, Any], target: dict[str, Any] | None) -> None:
     """How an execution's attempt ended, the same words however it was followed."""
     code = ex.get("exitCode")
-    render.emit_note(f"execution {ex['executionId']}: {ex.get('status')}" + (f", exit {code}" if code is not None else ""))
+    ended = f", {views.result_code(code, target)}" if code is not None else ""
+    render.emit_note(f"execution {ex['executionId']}: {ex.get('status')}{ended}")
 
 
 def follow_output(client: Client, ref: str) -> None:
@@ -73,11 +75,11 @@ def _follow_job(client: Client, job: dict[str, Any]) -> None:
             waiting = False
             render.emit_note(f"output of {latest['executionId']} (attempt {latest['attempt']}):")
             if latest["status"] == "RUNNING":
-                _stream(client, latest["executionId"])
+                _stream(client, latest["executionId"], job.get("target"))
             else:  # it started and ended between two looks: what it printed
                 ex = client.get_execution(latest["executionId"])
                 _print(ex.get("output") or "")
-                _ended(ex)
+                _ended(ex, job.get("target"))
         elif job.get("status") in SETTLED:
             render.emit_note(f"job {label} is {job['status']}: no execution to come")
             return

@@ -192,7 +192,7 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
     elif execution.get("output"):
         render.emit_output(execution["output"])
     status, code = execution.get("status"), execution.get("exitCode")
-    detail = f"exit {code}" if code is not None else (execution.get("error") or execution.get("reason") or "")
+    detail = views.result_code(code, ref.get("target")) if code is not None else (execution.get("error") or execution.get("reason") or "")
     render.emit_note(f"execution {eid}: {status}" + (f" ({detail})" if detail else ""))
     sys.exit(_exit_status(status, code))
 

@@ -56,6 +56,11 @@ def job_when(job: Mapping[str, Any]) -> str:
     return f"once at {fmt_utc(job.get('runAt'))}"
 
 
+def result_code(code: int, target: Mapping[str, Any] | None) -> str:
+    """An execution's ``exitCode`` in words: an HTTP target's is the response's status."""
+    return f"HTTP {code}" if target and "http" in target else f"exit {code}"
+
+
 def last_result(job: Mapping[str, Any]) -> str:
     """A job's last result: the status of its latest execution that started, and its exit
     code ("-" when none did)."""
@@ -63,7 +68,7 @@ def last_result(job: Mapping[str, Any]) -> str:
     if not last:
         return "-"
     code = last.get("exitCode")
-    return f"{last.get('status')} (exit {code})" if code is not None else str(last.get("status"))
+    return f"{last.get('status')} ({result_code(code, job.get('target'))})" if code is not None else str(last.get("status"))
 
 
 def job_status(job: Mapping[str, Any]) -> str:
@@ -83,13 +88,13 @@ def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
 JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RESULT", "TARGET")
 
 
-def _last_execution_detail(execution: dict[str, Any] | None) -> str:
+def _last_execution_detail(execution: dict[str, Any] | None, target: Mapping[str, Any] | None) -> str:
     """A job's ``lastRun``: its latest execution that started."""
     if not execution:
         return "no execution on record"
     code = execution.get("exitCode")
     at = execution.get("finishedAt") or execution.get("startedAt")
-    return (f"{execution['status']}" + (f", exit {code}" if code is not None else "")
+    return (f"{execution['status']}" + (f", {result_code(code, target)}" if code is not None else "")
             + f" at {fmt_local(at)} ({execution['executionId']})")
 
 
@@ -111,7 +116,7 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Run at", fmt_both(job.get("runAt")) if job.get("runAt") else None),
         ("Time zone", job.get("timezone")),
         ("Next run", fmt_both(job.get("nextRunAt"), zone)),
-        ("Last result", _last_execution_detail(job.get("lastRun"))),
+        ("Last result", _last_execution_detail(job.get("lastRun"), job.get("target"))),
         ("Target", target_summary(job.get("target"), 200)),
         ("Run as", _run_as(job.get("runAs"))),
         ("Shell", job.get("shell")),

@@ -1,0 +1,18 @@
+"""How the CLI words an execution's result (pure functions of the API's JSON)."""
+
+from __future__ import annotations
+
+from cronwheel.cli import views
+
+RUN = {"executionId": "j1:1", "status": "SUCCEEDED", "exitCode": 200, "finishedAt": "2026-12-01T10:00:00.000Z"}
+
+
+def test_an_http_targets_code_is_its_response_status_not_an_exit_status() -> None:
+    http = {"jobId": "j1", "status": "ACTIVE", "target": {"http": {"url": "https://example.com/"}}, "lastRun": RUN}
+    assert views.last_result(http) == "SUCCEEDED (HTTP 200)"
+    assert dict(views.job_details(http))["Last result"].startswith("SUCCEEDED, HTTP 200 at ")
+    command = {**http, "target": {"command": "true"}, "lastRun": {**RUN, "exitCode": 0}}
+    assert views.last_result(command) == "SUCCEEDED (exit 0)"
+    assert dict(views.job_details(command))["Last result"].startswith("SUCCEEDED, exit 0 at ")
+    python = {**http, "target": {"python": "m:f"}, "lastRun": {**RUN, "exitCode": None}}
+    assert views.last_result(python) == "SUCCEEDED"
