@@ -252,14 +252,31 @@ def _chunks(job: dict[str, Any], start: int, end: int) -> list[tuple[int, int, i
     return chunks
 
 
+def _past_instant(text: str, param: str, now: int) -> int:
+    """A backfill's bound: an instant (RFC 3339 or ``+DURATION``), ``now``, or ``-DURATION``
+    (that long ago: ``--from -7d --to now``), in ms."""
+    body = text.strip()
+    if body.lower() == "now":
+        return now
+    if body.startswith("-"):
+        try:
+            ago = round(sched.parse_duration(body[1:]) * 1000)
+        except sched.ScheduleError as exc:
+            raise click.BadParameter(str(exc), param_hint=param) from None
+        if ago > now:
+            raise click.BadParameter(f"{body!r} is before 1970, the earliest instant cronwheel keeps", param_hint=param)
+        return now - ago
+    return sched.parse_instant(_instant(body, param))
+
+
 def _ms(text: str | None) -> int | None:
     return None if not text else sched.parse_instant(text)
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job")
-@click.option("--from", "from_", metavar="INSTANT", help="First instant of the range (RFC 3339, or e.g. +0s relative).")
-@click.option("--to", metavar="INSTANT", help="Last instant of the range, included (not after now).")
+@click.option("--from", "from_", metavar="INSTANT", help="First instant of the range: RFC 3339, or -DURATION ago (-7d).")
+@click.option("--to", metavar="INSTANT", help="Last instant of the range, included (not after now): RFC 3339, -DURATION or now.")
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
 @click.option("--cancel", is_flag=True, help="Cancel the job's backfill executions that have not started yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
@@ -276,6 +293,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     \b
     Examples:
       cronwheel backfill nightly --from 2026-11-01T00:00:00Z --to 2026-11-30T23:59:59Z --dry-run
+      cronwheel backfill nightly --from -7d --to now
       cronwheel backfill nightly --cancel
     """
     client = app.client
@@ -292,7 +310,8 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
         return
     if not from_ or not to:
         raise click.UsageError("give the range: --from INSTANT --to INSTANT (or --cancel)")
-    start, end = sched.parse_instant(_instant(from_, "'--from'")), sched.parse_instant(_instant(to, "'--to'"))
+    now = local_now_ms()  # one reading for both ends: "-3h" to "now" is three hours exactly
+    start, end = _past_instant(from_, "'--from'", now), _past_instant(to, "'--to'", now)
     if end < start:
         raise click.BadParameter("--to is before --from", param_hint="'--to'")
     if not target.get("schedule") or target["schedule"].strip().lower() == sched.TRIGGERED:

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from cronwheel.core.schedule import parse_instant
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -289,6 +290,21 @@ def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daem
     assert b"backfill" in shown and b"720/720" in shown  # click's bar on the terminal
     posts = [e for e in d.events("job.backfilled") if e["jobId"] == job]
     assert [e["created"] for e in posts] == [500, 220]
+
+
+def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None:
+    job = daemon.add_job({"schedule": "@hourly", "queue": "nobody"})["jobId"]
+    res = daemon.cli("backfill", job, "--from", "-3h", "--to", "now", "--dry-run", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    # three hours back to now: both ends read from one clock, so exactly three hours, holding
+    # three top-of-the-hour ticks (four when now is a top of the hour to the millisecond)
+    assert parse_instant(out["to"]) - parse_instant(out["from"]) == 3 * 3_600_000, out
+    assert out["ticks"] == len(out["plannedTicks"]) in (3, 4), out
+    res = daemon.cli("backfill", job, "--from", "-30000d", "--to", "now")  # 82 years ago
+    assert res.returncode == 2 and "before 1970" in res.stderr, res
+    res = daemon.cli("backfill", job, "--from", "-3x", "--to", "now")
+    assert res.returncode == 2 and "Invalid value for '--from'" in res.stderr and "Traceback" not in res.stderr, res
 
 
 def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> None:
