@@ -159,7 +159,7 @@ async def no_body(request: web.Request) -> None:
     if isinstance(value, dict):
         names = ", ".join(sorted(value)[:10])
         raise Problem(400, "unknown_field", f"{request.method} {request.path} takes no body fields, not {names}"[:300],
-                      field=sorted(value)[0])
+                      field=sorted(value)[0][:100])
     raise Problem(400, "invalid_body", f"{request.method} {request.path} takes no body (or {{}}), not a JSON {type(value).__name__}")
 
 
