@@ -57,7 +57,7 @@ from cronwheel.api.jobs import (
 )
 from cronwheel.api.node import OPENAPI_DOC, OPENAPI_PATH, healthz, herd, openapi, status
 from cronwheel.api.notifications import list_notifications, purge_notification, replay_notification
-from cronwheel.api.problems import answer_problems
+from cronwheel.api.problems import answer_problems, refuse_unknown_query
 from cronwheel.api.workers import claim, complete, heartbeat, record_effect
 from cronwheel.core.limits import MAX_BODY_BYTES
 from cronwheel.engine.service import SchedulerService
@@ -148,7 +148,7 @@ def make_app(
     events: EventLog | None = None,
     mail_transport: bool | None = None,
 ) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[answer_problems, authorize])
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[answer_problems, authorize, refuse_unknown_query])
     app[SERVICE] = service
     app[MAIL_TRANSPORT] = mail_transport
     app[TENANT_RESOLVER] = tenant_resolver

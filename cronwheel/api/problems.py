@@ -115,7 +115,6 @@ async def answer_problems(request: web.Request, handler: Callable[[web.Request],
         if length is not None and length > MAX_BODY_BYTES:
             return _too_large(length)
         _check_request_text(request)
-        _check_query_names(request)
         return await handler(request)
     except Problem as p:
         return problem_response(p.status, p.code, p.detail, headers=p.headers, **p.extra)
@@ -198,13 +197,20 @@ def _check_request_text(request: web.Request) -> None:
             raise Problem(400, "invalid_header", f"the {name} header is given {given} times: give it once", field=name)
 
 
-def _check_query_names(request: web.Request) -> None:
+@web.middleware
+async def refuse_unknown_query(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     """A /v1/ route takes the query parameters its OpenAPI operation lists, each once: a typo
     (``limt=5``) or a second copy (which would count is anybody's guess) is refused, not
-    silently ignored. The probes and the dashboard's pages (``/healthz``, ``/metrics``, ``/``)
-    stay lenient: monitors and browsers add what they like."""
-    if not request.query or not request.path.startswith("/v1/"):
-        return
+    silently ignored. After ``authorize``: a caller without the credentials gets 401 or 403
+    first, so a route's parameters are no way to map the API. The probes and the dashboard's
+    pages (``/healthz``, ``/metrics``, ``/``) stay lenient: monitors and browsers add what they
+    like."""
+    if request.query and request.path.startswith("/v1/"):
+        _check_query_names(request)
+    return await handler(request)
+
+
+def _check_query_names(request: web.Request) -> None:
     route = request.match_info.route
     info = route.resource.canonical if route.resource is not None else None
     method = "GET" if request.method == "HEAD" else request.method  # a HEAD is its GET's

@@ -119,7 +119,7 @@ def _parse_env(raw: dict[str, str]) -> dict[str, str]:
     size = 0
     for name, v in raw.items():
         where = f"env.{name[:MAX_ENV_NAME_CHARS]}"
-        if len(name) > MAX_ENV_NAME_CHARS or not _ENV_NAME_RE.match(name):
+        if len(name) > MAX_ENV_NAME_CHARS or not _ENV_NAME_RE.fullmatch(name):
             raise bad(where, f"env: {name[:100]!r} is not a valid variable name (letters, digits and _, not starting with a digit, at most {MAX_ENV_NAME_CHARS} characters)")
         if name.startswith("CRONWHEEL_"):
             raise bad(where, f"env: {name} is reserved: every run gets the CRONWHEEL_* variables from the daemon")

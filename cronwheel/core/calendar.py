@@ -33,11 +33,11 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
 from cronwheel.core.instants import utc_offset
-from cronwheel.core.limits import MAX_CALENDAR_ENTRIES
+from cronwheel.core.limits import MAX_CALENDAR_ENTRIES, PATTERN_END
 
 NextTick = Callable[[int], "int | None"]
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}" + PATTERN_END)  # a schema pattern too
 
 _DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _LOCAL_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?$")

@@ -199,7 +199,7 @@ def _assign(settings: _Settings, line_no: int, raw: str, m: re.Match[str], out: 
         else:
             settings.shell = value
         return
-    if not _VALID_ENV_NAME.match(name) or name.startswith("CRONWHEEL_"):
+    if not _VALID_ENV_NAME.fullmatch(name) or name.startswith("CRONWHEEL_"):
         why = "is reserved for the variables cronwheel sets" if name.startswith("CRONWHEEL_") else \
             "is not a variable name cronwheel can set (letters, digits and _, not starting with a digit)"
         out.skipped.append(LineError(line_no, f"{name} {why}; the jobs below run without it", raw))
@@ -243,7 +243,7 @@ def _parse_job(line_no: int, line: str, raw: str, settings: _Settings, system: b
         user, rest = ([*words, "", ""])[:2]
         if not user:
             raise ValueError(f"no user after the schedule {schedule!r} (a system crontab line names the user to run as)")
-        if not _VALID_USER.match(user) or len(user) > 32:
+        if not _VALID_USER.fullmatch(user) or len(user) > 32:
             raise ValueError(f"{user[:50]!r} is not a user name")
     if not rest or not rest.strip():
         raise ValueError(f"no command after the {'user' if system else 'schedule'} {user if system else schedule!r}")
@@ -327,7 +327,7 @@ def looks_like_system_format(text: str, entries: list[Entry], is_user: Callable[
     if any(_SYSTEM_HEADER.match(line) for line in text.splitlines()):
         return True
     words = [e.command.split(None, 1) for e in entries]
-    return bool(words) and all(len(w) == 2 and _VALID_USER.match(w[0]) and is_user(w[0]) for w in words)
+    return bool(words) and all(len(w) == 2 and _VALID_USER.fullmatch(w[0]) and is_user(w[0]) for w in words)
 
 
 def looks_like_json(text: str) -> bool:

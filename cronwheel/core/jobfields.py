@@ -24,26 +24,26 @@ from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
 NOT_BLANK = r"[^\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _NOT_BLANK_NOR_NUL = NOT_BLANK.replace("[^", "[^\\u0000", 1)
 #: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}" + lim.PATTERN_END
 CALENDAR_NAME_PATTERN = CALENDAR_NAME_RE.pattern
-QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
+QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}" + lim.PATTERN_END
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
-PYTHON_PATTERN = rf"^{_DOTTED}:{_DOTTED}$"
-HEADER_NAME_PATTERN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"
-ENV_NAME_PATTERN = r"^(?!CRONWHEEL_)[A-Za-z_][A-Za-z0-9_]*$"
+PYTHON_PATTERN = rf"^{_DOTTED}:{_DOTTED}" + lim.PATTERN_END
+HEADER_NAME_PATTERN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+" + lim.PATTERN_END
+ENV_NAME_PATTERN = r"^(?!CRONWHEEL_)[A-Za-z_][A-Za-z0-9_]*" + lim.PATTERN_END
 #: POSIX portable user names (useradd's default check), "$" allowed last for machine accounts
-ACCOUNT_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$"
+ACCOUNT_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?" + lim.PATTERN_END
 _URL_CHAR = r"[^\u0000-\u001f\u007f-\u009f \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://" + _URL_CHAR.replace("[^", "[^/?#:", 1) + _URL_CHAR + "*$"
+HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://" + _URL_CHAR.replace("[^", "[^/?#:", 1) + _URL_CHAR + "*" + lim.PATTERN_END
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-PRINTABLE_ASCII = r"^[\u0020-\u007e]*$"
+PRINTABLE_ASCII = r"^[\u0020-\u007e]*" + lim.PATTERN_END
 #: a remote worker's id: any text a log line or a terminal shows as it is (no control characters)
-WORKER_ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+WORKER_ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+" + lim.PATTERN_END
 
 _COMMAND_DOC = "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's)."
 COMMAND_PATTERN = f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$"
-SHELL_PATTERN = f"^/(?:[^\\u0000]*{_NOT_BLANK_NOR_NUL})?$"
-HEADER_VALUE_PATTERN = r"^[^\r\n\u0000]*$"
+SHELL_PATTERN = f"^/(?:[^\\u0000]*{_NOT_BLANK_NOR_NUL})?" + lim.PATTERN_END
+HEADER_VALUE_PATTERN = r"^[^\r\n\u0000]*" + lim.PATTERN_END
 Command = Annotated[str, Meta(min_length=1, max_length=lim.MAX_COMMAND_BYTES, pattern=COMMAND_PATTERN, description=_COMMAND_DOC)]
 PythonRef = Annotated[str, Meta(max_length=500, pattern=PYTHON_PATTERN, description="`module:function`, at most 500 characters.")]
 Queue = Annotated[str, Meta(pattern=QUEUE_PATTERN, description="A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.")]

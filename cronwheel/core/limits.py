@@ -18,6 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+#: the end of a text in a schema ``pattern``. msgspec checks a pattern with ``re.search``,
+#: where ``$`` also matches just before a final newline, so ``"name\n"`` passed a pattern
+#: ending in ``$``; JSON Schema's ``$`` has no such exception, and this reads the same to both
+PATTERN_END = r"(?!\n)$"
+
 # ---------------------------------------------------------------- instants and numbers
 
 #: the first instant past every schedule and ``runAt``: 9900-01-01T00:00:00Z (a year of four

@@ -367,7 +367,7 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
         if not 1 <= len(to) <= MAX_RECIPIENTS:
             raise RuleError(f"{field}.to", f"{field}.to must be a list of 1 to {MAX_RECIPIENTS} email addresses")
         for i, addr in enumerate(to):
-            if not _EMAIL_RE.match(addr):
+            if not _EMAIL_RE.fullmatch(addr):
                 raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}")
         return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     command = _text(f"{field}.command", body.command, MAX_NOTIFY_COMMAND_BYTES)

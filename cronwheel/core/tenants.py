@@ -27,12 +27,13 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from cronwheel.core.limits import MAX_TOKEN_CHARS
+from cronwheel.core.limits import MAX_TOKEN_CHARS, PATTERN_END
 
 TOKEN_PREFIX = "cw_"
 TOKEN_BYTES = 32  #: 256 bits of randomness per token
-TENANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}$")
+#: their ``.pattern`` is a schema pattern too: see ``limits.PATTERN_END``
+TENANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}" + PATTERN_END)
+TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}" + PATTERN_END)
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.?$")
 #: target kinds that run arbitrary code as the daemon's user
 CODE_TARGETS = ("command", "python")

@@ -214,6 +214,35 @@ def test_a_query_parameter_a_route_does_not_take_or_gives_twice_is_refused(daemo
     assert daemon.get(f"/v1/jobs/{job}/executions?limit=5").status == 200
     assert daemon.get("/v1/events?n=1").status == 200
     assert daemon.get("/healthz?probe=lb").status == 200
+    # credentials first: without them a route's parameters are no way to map the API
+    assert daemon.request("GET", "/v1/jobs?x=1", token=None).status == 401
+    assert daemon.request("GET", "/v1/nonexist?x=1", token=None).status == 401
+    tenant = daemon.post("/v1/tokens", {"tenant": "default"}).json()["token"]
+    assert daemon.request("GET", "/v1/tenants?x=1", token=tenant).status == 403
+    no_server_errors(daemon)
+
+
+def test_a_final_newline_does_not_slip_past_a_fields_rules(daemon: Daemon) -> None:
+    # Python's "$" also matches before a final newline: each of these was accepted (a tenant
+    # named "zz\n" was created and its answer's Location header broke the connection)
+    job = {"schedule": "0 0 1 1 *", "command": "true"}
+    cases = [
+        ("/v1/tenants", {"name": "zz\n"}, "name"),
+        ("/v1/workers/claim", {"workerId": "w\n", "queues": ["default"]}, "workerId"),
+        ("/v1/workers/claim", {"workerId": "w", "queues": ["default\n"]}, "queues[0]"),
+        ("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q\n"}, "queue"),
+        ("/v1/jobs", {**job, "env": {"FOO\n": "x"}}, "env"),
+        ("/v1/jobs", {**JOB, "http": {"url": "https://example.org/hook", "headers": {"X-A": "v\n"}}}, None),
+        ("/v1/jobs", {**JOB, "http": {"url": "https://example.org/hook\n"}}, None),
+        ("/v1/jobs", {"schedule": "0 0 1 1 *", "python": "os:getcwd\n"}, "python"),
+        ("/v1/jobs", {**job, "notify": [{"on": "failure", "via": "email", "to": ["ops@example.com\n"]}]}, None),
+    ]
+    for path, body, field in cases:
+        r = daemon.post(path, body)
+        assert r.status in (400, 422), (path, body, r)
+        if field is not None:
+            assert r.json().get("field", "").startswith(field), (path, body, r.json())
+    assert "zz\n" not in [t["name"] for t in daemon.get("/v1/tenants").json()["tenants"]]
     no_server_errors(daemon)
 
 

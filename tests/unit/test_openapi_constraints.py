@@ -14,6 +14,7 @@ Two kinds of pins, so the two cannot drift apart:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,10 @@ from cronwheel.api import targets as tg
 from cronwheel.api import tenancy as tv
 from cronwheel.api import validation as v
 from cronwheel.api import workercalls as wc
+from cronwheel.core import jobfields as jf
 from cronwheel.core import limits as lim
 from cronwheel.core.model import Job, JobStatus, MisfirePolicy, OverlapPolicy, Priority
-from cronwheel.core.tenants import Role
+from cronwheel.core.tenants import TENANT_NAME_RE, TOKEN_ID_RE, Role
 
 DOC = json.loads((Path(v.__file__).with_name("openapi.json")).read_text())
 SCHEMAS = DOC["components"]["schemas"]
@@ -332,3 +334,31 @@ def test_query_patterns_agree() -> None:
         assert documented == server_accepts(qv.parse_job_status, value), value
 
     check()
+
+
+# ---------------------------------------------------------------- a pattern's end
+
+
+def _patterns(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in ([v] if k == "pattern" and isinstance(v, str) else _patterns(v))]
+    return [p for v in node for p in _patterns(v)] if isinstance(node, list) else []
+
+
+def test_no_schema_pattern_lets_a_final_newline_through() -> None:
+    """msgspec checks a ``pattern`` with ``re.search``, where ``$`` also matches before a final
+    newline: ``"w\\n"`` passed as a workerId, ``"zz\\n"`` became a tenant. Every anchored
+    pattern of the document (the very strings msgspec is given) ends in ``PATTERN_END``."""
+
+    # (a pattern ending in "[^\u0000]*$" or "\s*$" admits a final newline as content anyway)
+    request_patterns = {p for p in _patterns(DOC["components"]["schemas"])
+                        if p.endswith("$") and not p.endswith(("[^\\u0000]*$", "\\s*$"))}
+    assert len(request_patterns) > 10
+    loose = sorted(p for p in request_patterns if not p.endswith(lim.PATTERN_END))
+    assert not loose, loose
+    for pattern, good in ((jf.WORKER_ID_PATTERN, "w-1"), (jf.QUEUE_PATTERN, "q"), (jf.JOB_ID_PATTERN, "j1"),
+                          (jf.HEADER_VALUE_PATTERN, "v"), (jf.HEADER_NAME_PATTERN, "X-A"), (jf.ENV_NAME_PATTERN, "FOO"),
+                          (jf.PYTHON_PATTERN, "os:getcwd"), (jf.SHELL_PATTERN, "/bin/sh"), (jf.HTTP_URL_PATTERN, "http://h/"),
+                          (TENANT_NAME_RE.pattern, "zz"), (TOKEN_ID_RE.pattern, "tk_0123456789abcdef")):  # fmt: skip
+        assert re.search(pattern, good), (pattern, good)
+        assert not re.search(pattern, good + "\n"), (pattern, good)
