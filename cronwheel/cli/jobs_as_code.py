@@ -24,7 +24,7 @@ from cronwheel.cli.context import CONTEXT, Cli
 from cronwheel.core import jobfiles
 from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
-from cronwheel.core.crontab_export import job_request, unexported_rules
+from cronwheel.core.crontab_export import job_request, unexported_chain, unexported_rules
 from cronwheel.core.jobfields import JOB_FIELDS, TARGET_KINDS
 from cronwheel.core.words import counted
 
@@ -177,7 +177,8 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
         render.emit_error(str(exc))
         sys.exit(2)
     for job in desired:
-        if not any(k in job.body for k in (*TARGET_KINDS, "target")):
+        # (a watched job, expectSuccessWithin and no schedule, runs nothing: it is pinged)
+        if not any(k in job.body for k in (*TARGET_KINDS, "target", "expectSuccessWithin")):
             render.emit_note(f"note: job {job.name!r} ({job.where}) names no command, http, python or queue: its "
                              f"executions wait in queue {DEFAULT_QUEUE!r} for a remote worker "
                              f"(`cronwheel worker --url URL --queue {DEFAULT_QUEUE} --handler module:function`)")
@@ -205,7 +206,7 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     """Active and paused jobs as job files that `cronwheel apply` reads back to no change;
     fields that only repeat a default are left out. A job needs a name to be a table."""
     out: list[str] = []  # written after the header, which counts what was written
-    skipped = unwritten = paused = 0
+    skipped = unwritten = paused = chained = 0
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
         if not job.get("name"):
@@ -226,6 +227,11 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
             skipped += 1
             out.append(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)\n")
             continue
+        chain = unexported_chain(job)
+        if chain:  # apply leaves chains as they are: set by `cronwheel chain`, by job id
+            chained += 1
+            out.append(f"\n# {job['name']} is chained ({chain}): a job file has no chain; "
+                       f"`cronwheel chain {job['name']} …` sets it where the jobs have other ids")
         if job.get("status") == "PAUSED":  # a job file says what a job is, not whether it runs now
             paused += 1
             out.append(f"\n# {job['name']} is PAUSED here: apply creates it active; `cronwheel pause {job['name']}` after")
@@ -242,3 +248,5 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
         render.emit_note(f"{counted(skipped, 'job')} {'has' if skipped == 1 else 'have'} no TOML form: see the '# skipped' comments")
     if unwritten:
         render.emit_note(f"{counted(unwritten, 'webhook rule')} not exported: their secrets are never shown; add them to the files again")
+    if chained:
+        render.emit_note(f"{counted(chained, 'chain')} not exported: a job file has no chain (see the '# … is chained' comments)")

@@ -24,6 +24,7 @@ from cronwheel.core.crontab_export import (
     export_crontab,
     job_label,
     job_request,
+    unexported_chain,
     unexported_rules,
 )
 from cronwheel.core.words import counted
@@ -328,6 +329,11 @@ def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
     hooks = sum(unexported_rules(j) for j in jobs)
     if hooks:
         render.emit_note(f"{counted(hooks, 'webhook rule')} not exported: their secrets are never shown; add them again after importing")
+    chained = [j for j in jobs if unexported_chain(j)]
+    if chained:
+        render.emit_note(f"{counted(len(chained), 'chain')} not exported (they name this daemon's job ids); after importing, "
+                         + "; ".join(f"cronwheel chain {j.get('name') or j['jobId']} {unexported_chain(j)}" for j in chained[:5])
+                         + (" …" if len(chained) > 5 else "") + " (with the new ids)")
 
 
 def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:
@@ -344,7 +350,7 @@ EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
 
 @click.command(context_settings=CONTEXT)
 @click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="crontab", show_default=True,
-              help="crontab: what a crontab can hold; json: everything, for `cronwheel import`; "
+              help="crontab: what a crontab can hold; json: everything but webhook secrets and chains, for `cronwheel import`; "
                    "toml: job files for `cronwheel apply`.")
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")

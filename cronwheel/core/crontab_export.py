@@ -75,6 +75,14 @@ def unexported_rules(job: dict[str, Any]) -> int:
     return sum(1 for r in job.get("notify") or [] if r.get("via") == "webhook")
 
 
+def unexported_chain(job: dict[str, Any]) -> str | None:
+    """The chain ``job_request`` leaves out, as ``cronwheel chain`` options (it names job ids
+    of this daemon, which another gives other ids), or None when the job has none."""
+    parts = [f"--{flag} {' '.join(job[key])}" for key, flag in (("onSuccess", "on-success"), ("onFailure", "on-failure"))
+             if job.get(key)]  # fmt: skip
+    return " ".join(parts) or None
+
+
 @dataclass(frozen=True)
 class _Form:
     """A job as crontab lines: the settings it needs above it and its own line."""

@@ -191,6 +191,7 @@ def test_a_watched_job_exports_to_toml_and_applies_back_unchanged(tmp_path: Path
     out = write(tmp_path / "exported", {"all.toml": exported.stdout})
     res, changes = plan(daemon, str(out), "--adopt")  # made by `watch`, not by apply
     assert res.returncode == 0 and [(c["action"], c["fields"]) for c in changes] == [("adopt", ["managedBy"])], res.stdout
+    assert "remote worker" not in res.stderr, res.stderr  # it is pinged: it waits for no worker
     res, again = plan(daemon, str(out))
     assert res.returncode == 0 and actions(again) == {"offsite-backup": "unchanged"} and "no changes" in res.stderr, res.stdout
 
@@ -254,6 +255,18 @@ def test_a_job_with_no_target_is_applied_with_a_note_that_it_waits_for_a_remote_
     assert "queue 'default' for a remote worker" in res.stderr and "hourly" not in res.stderr
     (nightly,) = [j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "nightly"]
     assert nightly["target"] == {"queue": "default"}
+
+
+def test_an_export_says_which_chains_it_leaves_out(daemon: Daemon) -> None:
+    # a chain names this daemon's job ids, which an import elsewhere does not have
+    child = daemon.add_job({"schedule": "@daily", "command": "true", "name": "notify"})["jobId"]
+    daemon.add_job({"schedule": "@daily", "command": "true", "name": "payroll", "onFailure": [child]})
+    toml = daemon.cli("export", "--format", "toml")
+    assert toml.returncode == 0, toml.stderr
+    assert f"# payroll is chained (--on-failure {child})" in toml.stdout and "1 chain not exported" in toml.stderr
+    as_json = daemon.cli("export", "--format", "json")
+    assert as_json.returncode == 0 and "onFailure" not in as_json.stdout, as_json.stdout
+    assert "1 chain not exported" in as_json.stderr and f"cronwheel chain payroll --on-failure {child}" in as_json.stderr
 
 
 def test_the_export_header_counts_the_jobs_it_writes(daemon: Daemon) -> None:
