@@ -157,9 +157,11 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
         parsed = crontab.parse_crontab(text, tz or crontab.UTC, system=system)
         if not system and not chosen and crontab.looks_like_system_format(text, parsed.entries, _is_user):
             # a copy of /etc/crontab kept elsewhere: read as a user crontab, `root` would be
-            # the first word of every command
-            render.emit_note(f"warning: {name}: this looks like a system crontab (user field): use --system "
-                             "to read the field after the schedule as the user to run as (--user to keep this reading)")
+            # the first word of every command, so nothing is guessed: the caller says which
+            render.emit_error(f"{name}: this looks like a system crontab (user field): use --system to read the field "
+                              "after the schedule as the user to run as, or --user to read it as a user crontab; "
+                              "nothing was imported")
+            sys.exit(2)
         for err in parsed.skipped:
             skip(err.line_no, f"line {err.line_no}", err.message)
         notes = parsed.notes

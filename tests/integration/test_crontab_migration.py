@@ -151,15 +151,17 @@ def test_debian_system_crontabs_import_as_written(make_daemon: Callable[..., Dae
 
 
 def test_a_system_crontab_kept_outside_etc_is_recognised_when_read_as_a_user_one(daemon: Daemon, tmp_path: Path) -> None:
-    # a copy of /etc/crontab (or of a cron.d file) under another name is read in the user
-    # format: `root<TAB>cd / …` would become each command; the import says so
+    # a copy of /etc/crontab (or of a cron.d file) under another name would be read in the
+    # user format: `root<TAB>cd / …` would become each command; the import asks which it is
     for source in ("crontab", "cron.d/certbot"):
         copy = tmp_path / f"copy-of-{source.replace('/', '-')}"
         copy.write_bytes((DEBIAN / source).read_bytes())
         for args in (("--dry-run",), ("--dry-run", "--json"), ()):
             res = daemon.cli("import-crontab", *args, str(copy))
-            assert "Traceback" not in res.stderr, res.stderr
-            assert f"warning: {copy}: this looks like a system crontab (user field): use --system" in res.stderr, (source, args, res.stderr)
+            assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+            assert f"{copy}: this looks like a system crontab (user field): use --system" in res.stderr, (source, args, res.stderr)
+            assert "nothing was imported" in res.stderr
+        assert daemon.get("/v1/jobs").json()["jobs"] == []
         # what --system reads is what it is: no warning, and no command starting with root
         res = daemon.cli("import-crontab", "--system", "--dry-run", str(copy))
         assert "looks like a system crontab" not in res.stderr, res.stderr
