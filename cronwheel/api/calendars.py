@@ -12,22 +12,29 @@ from cronwheel.core.model import DEFAULT_TENANT
 from cronwheel.core.tenants import valid_tenant_name
 
 
-async def _calendar_tenant(request: web.Request) -> str:
-    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+async def _asked_tenant(request: web.Request) -> tuple[str | None, str | None]:
+    """(the caller's tenant, None for an admin; the ``?tenant=`` asked for, checked). A tenant
+    token may name its own tenant only: another's is refused, not quietly read as its own
+    (a ``PUT ?tenant=b`` by tenant a wrote a's calendar and answered 200)."""
     tenant = await tenant_of(request)
-    if tenant is not None:
-        return tenant
     asked = request.query.get("tenant")
     if asked is not None and not valid_tenant_name(asked):
-        raise Problem(400, "invalid_field", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
-    return asked or DEFAULT_TENANT
+        raise Problem(400, "invalid_query", f"tenant: {asked[:80]!r} is not a tenant name", field="tenant")
+    if tenant is not None and asked is not None and asked != tenant:
+        raise Problem(403, "forbidden", f"a token of tenant {tenant!r} acts for its own tenant only, not {asked!r}",
+                      field="tenant")
+    return tenant, asked
+
+
+async def _calendar_tenant(request: web.Request) -> str:
+    """A tenant token's own tenant; an admin's ``?tenant=`` (default: the default tenant)."""
+    tenant, asked = await _asked_tenant(request)
+    return tenant or asked or DEFAULT_TENANT
 
 
 async def list_calendars(request: web.Request) -> web.Response:
-    tenant = await tenant_of(request)
-    if tenant is None and "tenant" in request.query:
-        tenant = await _calendar_tenant(request)
-    cals = await service_of(request).list_calendars(tenant)
+    tenant, asked = await _asked_tenant(request)
+    cals = await service_of(request).list_calendars(tenant or asked)
     return json_response(answers.CalendarList([bc.calendar_answer(c) for c in cals]))
 
 

@@ -100,8 +100,8 @@ CALENDAR_TENANT: dict[str, Any] = {
     "in": "query",
     "required": False,
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
-    "description": "Admin only: the tenant whose calendar this is (default "
-    "`default`). A tenant token always means its own tenant.",
+    "description": "The tenant whose calendar this is: an admin's choice (default "
+    "`default`); a tenant token may name its own tenant only (another is 403).",
 }
 
 

@@ -379,3 +379,20 @@ def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(daemon: Daemo
     assert claimed == [{"executions": []}]
     [pending] = d.executions(queued.json()["jobId"])  # (as the admin)
     assert pending["status"] == "PENDING" and pending.get("workerId") is None
+
+
+def test_a_tenant_token_names_only_its_own_tenant_for_calendars(daemon: Daemon) -> None:
+    a, b = tenant_token(daemon, "cal-a"), tenant_token(daemon, "cal-b")
+    body = {"dates": ["2026-12-25"]}
+    assert daemon.request("PUT", "/v1/calendars/hol", body, token=b).status == 200
+    # another tenant's name is refused, not quietly read as the caller's own (PUT ?tenant=b
+    # wrote a's calendar, DELETE ?tenant=b deleted a's own, both answering success)
+    for method, payload in (("PUT", body), ("DELETE", None), ("GET", None)):
+        r = daemon.request(method, "/v1/calendars/hol?tenant=cal-b", payload, token=a)
+        assert r.status == 403 and "own tenant only" in r.json()["detail"], (method, r)
+    problem(daemon.get("/v1/calendars?tenant=cal-b", token=a), 403)
+    assert problem(daemon.get("/v1/calendars?tenant=!!!", token=a), 400)["code"] == "invalid_query"
+    # its own name, or none, is its own tenant
+    assert daemon.request("PUT", "/v1/calendars/hol?tenant=cal-a", body, token=a).status == 200
+    assert [c["name"] for c in daemon.get("/v1/calendars", token=a).json()["calendars"]] == ["hol"]
+    assert daemon.get("/v1/calendars/hol", token=b).json()["tenant"] == "cal-b"
