@@ -3,6 +3,7 @@ cron. Also the job options ``cronwheel add`` takes for them (``job_options``).""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -266,6 +267,10 @@ def _past_instant(text: str, param: str, now: int) -> int:
         if ago > now:
             raise click.BadParameter(f"{body!r} is before 1970, the earliest instant cronwheel keeps", param_hint=param)
         return now - ago
+    if body[:1].isdigit() and not sched.looks_like_instant(body):
+        with contextlib.suppress(sched.ScheduleError):  # "7d": a duration, given without its sign
+            sched.parse_duration(body)
+            raise click.BadParameter(f"{body!r} is a duration: that long ago is written -{body}", param_hint=param)
     return sched.parse_instant(_instant(body, param))
 
 
@@ -276,7 +281,7 @@ def _ms(text: str | None) -> int | None:
 @click.command(context_settings=CONTEXT)
 @click.argument("job")
 @click.option("--from", "from_", metavar="INSTANT", help="First instant of the range: RFC 3339, or -DURATION ago (-7d).")
-@click.option("--to", metavar="INSTANT", help="Last instant of the range, included (not after now): RFC 3339, -DURATION or now.")
+@click.option("--to", metavar="INSTANT", help="Last instant of the range, included, not after now: RFC 3339, -DURATION ago, or now.")
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
 @click.option("--cancel", is_flag=True, help="Cancel the job's backfill executions that have not started yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
@@ -314,6 +319,8 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     start, end = _past_instant(from_, "'--from'", now), _past_instant(to, "'--to'", now)
     if end < start:
         raise click.BadParameter("--to is before --from", param_hint="'--to'")
+    if end > now:  # said of what was given, not of the last tick of the piece the daemon refuses
+        raise click.BadParameter(f"{to!r} ({format_instant(end)}) is in the future: a backfill fills the past", param_hint="'--to'")
     if not target.get("schedule") or target["schedule"].strip().lower() == sched.TRIGGERED:
         raise click.UsageError(f"job {target['jobId']} has no recurring schedule to backfill")
     chunks = _chunks(target, start, end)
@@ -344,7 +351,8 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     if dry_run:
         for t in planned:
             click.echo(t)
-        click.echo(f"Would create {counted(total['ticks'], 'execution')} (ticks that already have one are skipped then); "
+        click.echo(f"Would create {counted(total['ticks'] - total['existing'], 'execution')}, "
+                   f"{counted(total['existing'], 'tick')} already had one, "
                    f"{counted(total['excluded'], 'stretch', 'stretches')} of ticks excluded by calendars")  # fmt: skip
     else:
         click.echo(f"Backfill of {target['jobId']}: {counted(total['created'], 'execution')} created, "

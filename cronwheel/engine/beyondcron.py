@@ -8,6 +8,7 @@ request names (calendars, children) and turns store answers into service errors.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -27,6 +28,7 @@ from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobSta
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
+from cronwheel.store.base import Store
 
 
 class UnknownReference(Unprocessable):
@@ -182,6 +184,7 @@ class BeyondCronMixin(NodeParts):
                 field="to", limit=MAX_BACKFILL_TICKS,
             )
         created: list[Execution] = []
+        had = await self._ticks_with_executions(job.id, plan.ticks, tenant) if dry_run else set()
         if not dry_run and plan.ticks:
             made = await self._write(lambda s: s.backfill(job.id, plan.ticks, now, tenant))
             if made is None:
@@ -197,11 +200,26 @@ class BeyondCronMixin(NodeParts):
             dry_run=dry_run,
             ticks=len(plan.ticks),
             created=len(created),
-            existing=0 if dry_run else len(plan.ticks) - len(created),
+            existing=len(had) if dry_run else len(plan.ticks) - len(created),
             excluded=[excluded_stretch(x) for x in plan.excluded],
             execution_ids=[e.execution_id for e in created],
-            planned_ticks=[format_instant(t) for t in plan.ticks] if dry_run else [],
+            planned_ticks=[format_instant(t) for t in plan.ticks if t not in had] if dry_run else [],
         )
+
+    async def _ticks_with_executions(self, job_id: str, ticks: Sequence[int], tenant: str | None) -> set[int]:
+        """Which of ``ticks`` already have an execution: what a real backfill would leave alone
+        (a dry run that listed them promised executions it would not create)."""
+        if not ticks:
+            return set()
+        wanted, lo = set(ticks), min(ticks)
+        had: set[int] = set()
+        before = max(ticks) + 1
+        while True:  # newest first, a page at a time, down to the range's first tick
+            page = await self._read(functools.partial(_executions_before, job_id, before, tenant))
+            had.update(e.scheduled_at for e in page if e.scheduled_at in wanted)
+            if len(page) < _PAGE or page[-1].scheduled_at <= lo:
+                return had
+            before = page[-1].scheduled_at
 
     async def cancel_backfill(self, job_ref: str, tenant: str | None = None) -> int:
         job = await self.resolve_job(job_ref, tenant)
@@ -241,3 +259,10 @@ class BeyondCronMixin(NodeParts):
             raise NotFound(f"no job {job_ref!r}")
         self.events.emit("job.chained", jobId=job.id, onSuccess=list(on_success), onFailure=list(on_failure))
         return updated
+
+
+_PAGE = 1000
+
+
+def _executions_before(job_id: str, before: int, tenant: str | None, store: Store) -> list[Execution]:
+    return store.list_executions(job_id, _PAGE, before, tenant)

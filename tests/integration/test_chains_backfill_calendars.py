@@ -305,6 +305,20 @@ def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None
     assert res.returncode == 2 and "before 1970" in res.stderr, res
     res = daemon.cli("backfill", job, "--from", "-3x", "--to", "now")
     assert res.returncode == 2 and "Invalid value for '--from'" in res.stderr and "Traceback" not in res.stderr, res
+    res = daemon.cli("backfill", job, "--from", "3h", "--to", "now")  # the sign forgotten
+    assert res.returncode == 2 and "'3h' is a duration: that long ago is written -3h" in res.stderr, res.stderr
+    # the future is refused as given (it was refused quoting a tick, or not at all in a dry run)
+    res = daemon.cli("backfill", job, "--from", "-3h", "--to", "+1d", "--dry-run")
+    assert res.returncode == 2 and "'+1d' (" in res.stderr and "is in the future" in res.stderr, res.stderr
+    # a dry run after the real one (the same range, as instants) plans nothing: those ticks
+    # have their executions now
+    done = json.loads(daemon.cli("backfill", job, "--from", "-3h", "--to", "now", "--json").stdout)
+    assert done["created"] == done["ticks"] in (3, 4), done
+    span = ("--from", done["from"], "--to", done["to"], "--dry-run")
+    again = json.loads(daemon.cli("backfill", job, *span, "--json").stdout)
+    assert again["existing"] == again["ticks"] == done["ticks"] and again["plannedTicks"] == [], again
+    words = daemon.cli("backfill", job, *span).stdout
+    assert f"Would create 0 executions, {done['ticks']} ticks already had one" in words, words
 
 
 def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> None:
