@@ -424,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slots", type=int, default=4, help="executions run at once")
     ap.add_argument("--api-url", default=os.environ.get("CRONWHEEL_URL"),
                     help="exported to commands as CRONWHEEL_URL (default: $CRONWHEEL_URL)")
+    if not any(a in ("-h", "--help") or a == "--socket" or a.startswith("--socket=") for a in argv):
+        # most who type `cronwheel worker` want a remote worker: name both kinds
+        ap.error("give --url URL for a remote worker (`cronwheel worker --url URL --help` lists its options), "
+                 "or --socket for a local one (`cronwheel serve` starts those)")
     args = ap.parse_args(argv)
     if args.slots < 1:
         ap.error("--slots must be at least 1")

@@ -226,14 +226,14 @@ class RemoteWorker:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="cronwheel worker", description="A remote worker: run executions of queue targets claimed over the HTTP API.")
-    ap.add_argument("--url", required=True, help="the daemon's HTTP API, e.g. http://10.0.0.5:8080")
+    ap.add_argument("--url", required=True, help="the daemon's HTTP API, e.g. http://10.0.0.5:7878")
     ap.add_argument("--queue", action="append", required=True, metavar="NAME", help="a queue to serve (repeatable)")
     ap.add_argument("--handler", required=True, metavar="MODULE:FUNCTION", help="the Python callable that runs each execution")
-    ap.add_argument("--concurrency", type=int, default=4, help="executions run at once")
+    ap.add_argument("--concurrency", type=int, default=4, help="executions run at once (default: 4)")
     ap.add_argument("--token", default=os.environ.get("CRONWHEEL_TOKEN"), help="bearer token (default: $CRONWHEEL_TOKEN)")
     ap.add_argument("--worker-id", default=os.environ.get("CRONWHEEL_WORKER_ID"), help="default: remote-HOST-PID")
-    ap.add_argument("--grace", type=float, default=30.0, metavar="SEC", help="on SIGTERM, how long running executions may finish")
-    ap.add_argument("--wait", type=float, default=CLAIM_WAIT_SEC, metavar="SEC", help="the claim's long poll (0..30)")
+    ap.add_argument("--grace", type=float, default=30.0, metavar="SEC", help="on SIGTERM, how long running executions may finish (default: 30)")
+    ap.add_argument("--wait", type=float, default=CLAIM_WAIT_SEC, metavar="SEC", help=f"the claim's long poll, 0..30 (default: {CLAIM_WAIT_SEC:g})")
     args = ap.parse_args(argv)
     if args.concurrency < 1:
         ap.error("--concurrency must be at least 1")

@@ -243,6 +243,13 @@ def test_worker_help_names_both_kinds_of_worker() -> None:
     assert res.returncode == 0, res.stderr
     assert "--socket" in res.stdout and "local worker" in res.stdout
     assert "remote worker" in res.stdout and "--url URL --queue NAME --handler module:function\n" in res.stdout
+    # a bare `cronwheel worker` names both kinds rather than asking for the local one's options
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "worker"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "give --url URL for a remote worker" in res.stderr, res.stderr
+    assert "required: --socket" not in res.stderr
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", "--url", "http://x:7878", "--help"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "(default: 4)" in res.stdout and "(default: 30)" in res.stdout and ":7878" in res.stdout, res.stdout
 
 
 # ---------------------------------------------------------------- hostile words, refused here in words
