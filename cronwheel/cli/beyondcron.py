@@ -253,9 +253,9 @@ def _chunks(job: dict[str, Any], start: int, end: int) -> list[tuple[int, int, i
     return chunks
 
 
-def _past_instant(text: str, param: str, now: int) -> int:
-    """A backfill's bound: an instant (RFC 3339 or ``+DURATION``), ``now``, or ``-DURATION``
-    (that long ago: ``--from -7d --to now``), in ms."""
+def instant_around(text: str, param: str, now: int) -> int:
+    """An instant given around ``now``: RFC 3339, ``+DURATION``, ``now``, or ``-DURATION``
+    (that long ago: ``backfill --from -7d --to now``, ``next --from -1d``), in ms."""
     body = text.strip()
     if body.lower() == "now":
         return now
@@ -270,7 +270,8 @@ def _past_instant(text: str, param: str, now: int) -> int:
     if body[:1].isdigit() and not sched.looks_like_instant(body):
         with contextlib.suppress(sched.ScheduleError):  # "7d": a duration, given without its sign
             sched.parse_duration(body)
-            raise click.BadParameter(f"{body!r} is a duration: that long ago is written -{body}", param_hint=param)
+            raise click.BadParameter(f"{body!r} is a duration: write -{body} for that long ago, or +{body} for that long ahead",
+                                     param_hint=param)
     return sched.parse_instant(_instant(body, param))
 
 
@@ -316,7 +317,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     if not from_ or not to:
         raise click.UsageError("give the range: --from INSTANT --to INSTANT (or --cancel)")
     now = local_now_ms()  # one reading for both ends: "-3h" to "now" is three hours exactly
-    start, end = _past_instant(from_, "'--from'", now), _past_instant(to, "'--to'", now)
+    start, end = instant_around(from_, "'--from'", now), instant_around(to, "'--to'", now)
     if end < start:
         raise click.BadParameter("--to is before --from", param_hint="'--to'")
     if end > now:  # said of what was given, not of the last tick of the piece the daemon refuses

@@ -43,7 +43,7 @@ def schedule_like(text: str) -> bool:
 @click.argument("what", metavar="SCHEDULE|JOB", shell_complete=listing.complete_job)
 @click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
 @click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
-@click.option("--from", "from_", metavar="INSTANT", help="Start after this instant (RFC 3339 or +DURATION). [default now]")
+@click.option("--from", "from_", metavar="INSTANT", help="Start after this instant: RFC 3339, +DURATION, -DURATION ago, or now. [default now]")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of RFC 3339 UTC instants.")
 @pass_cli
 def next_(app: Cli, /, what: str, count: int, tz: str | None, from_: str | None, as_json: bool) -> None:
@@ -56,10 +56,7 @@ def next_(app: Cli, /, what: str, count: int, tz: str | None, from_: str | None,
     now = local_now_ms()
     start = now
     if from_ is not None:
-        try:
-            start = sched.parse_instant(from_, now)
-        except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--from'") from None
+        start = beyond.instant_around(from_, "'--from'", now)
 
     fires: list[int] = []
     if looks_like_instant(what):

@@ -306,7 +306,7 @@ def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None
     res = daemon.cli("backfill", job, "--from", "-3x", "--to", "now")
     assert res.returncode == 2 and "Invalid value for '--from'" in res.stderr and "Traceback" not in res.stderr, res
     res = daemon.cli("backfill", job, "--from", "3h", "--to", "now")  # the sign forgotten
-    assert res.returncode == 2 and "'3h' is a duration: that long ago is written -3h" in res.stderr, res.stderr
+    assert res.returncode == 2 and "'3h' is a duration: write -3h for that long ago" in res.stderr, res.stderr
     # the future is refused as given (it was refused quoting a tick, or not at all in a dry run)
     res = daemon.cli("backfill", job, "--from", "-3h", "--to", "+1d", "--dry-run")
     assert res.returncode == 2 and "'+1d' (" in res.stderr and "is in the future" in res.stderr, res.stderr

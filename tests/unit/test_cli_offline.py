@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from cronwheel.cli.context import default_data_dir
 from cronwheel.cli.exits import EX_UNAVAILABLE
 from cronwheel.cli.main import cli
+from cronwheel.core.schedule import parse_instant
 
 FROM = "2026-01-01T00:00:00Z"
 
@@ -233,6 +234,18 @@ def test_every_help_reads_as_prose() -> None:
         prose = [line for line in text.splitlines() if re.match(r"^  \S", line)]  # \b blocks indent more
         bad = [line for line in prose if re.search(r"\S {3,}\S", line)]
         assert not bad, (path, bad)
+
+
+def test_next_from_takes_now_and_a_time_ago(nowhere: str) -> None:
+    ago = invoke("next", "@daily", "--from", "-1d", "-n", "1", "--json", url=nowhere)
+    now = invoke("next", "@daily", "--from", "now", "-n", "1", "--json", url=nowhere)
+    assert ago.exit_code == 0 and now.exit_code == 0, ago.output + now.output
+    # a day back, the next midnight is the one before now's next midnight (unless a midnight
+    # passed between the two runs, a few milliseconds apart)
+    gap = parse_instant(json.loads(now.output)[0]) - parse_instant(json.loads(ago.output)[0])
+    assert gap in (86_400_000, 2 * 86_400_000), gap
+    res = invoke("next", "@daily", "--from", "7d", url=nowhere)
+    assert res.exit_code == 2 and "write -7d for that long ago, or +7d for that long ahead" in res.output, res.output
 
 
 def test_worker_help_names_both_kinds_of_worker() -> None:
