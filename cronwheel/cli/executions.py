@@ -37,7 +37,8 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
     if as_json:
         render.emit_json(executions)
         return
-    render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions), empty=f"no executions of {views.job_label(ref)} yet")
+    render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions, ref.get("target")),
+                      empty=f"no executions of {views.job_label(ref)} yet")
 
 
 @click.command(context_settings=CONTEXT)
@@ -140,7 +141,10 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
         render.emit_output(output)
     code = data.get("exitCode")
     tail = f", {views.result_code(code, target)}" if code is not None else ""
-    err = f": {data['error']}" if data.get("error") else ""
+    error = str(data.get("error") or "")
+    if tail and error.startswith(tail[2:]):  # an HTTP run's error already starts "HTTP 404"
+        error = error[len(tail) - 2 :].lstrip()
+    err = f": {error}" if error else ""
     render.emit_note(f"execution {data['executionId']}: {data.get('status')}{tail}{err}" + ("" if output else " (no output)"))
 
 

@@ -315,7 +315,10 @@ def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
         # what looks like ANSI styling from a pipe, and the file must import back the same)
         click.echo(render.safe(text) if tty else text, color=True)
 
-    line_out(f"# cronwheel export, {counted(len(jobs), 'active job')} as a {kind}; import with: cronwheel import-crontab{flag} FILE")
+    written = len(jobs) - len(done.skipped)  # as the TOML export's header: what the file holds
+    not_written = f" ({len(done.skipped)} not written: see '# skipped')" if done.skipped else ""
+    line_out(f"# cronwheel export, {counted(written, 'active job')} as a {kind}{not_written}; "
+             f"import with: cronwheel import-crontab{flag} FILE")
     for job, why in done.skipped:
         line_out(f"# skipped {job_label(job)}: {why}")
     for line in done.lines:

@@ -165,7 +165,9 @@ def rule_summary(rule: dict[str, Any]) -> str:
 HISTORY_COLUMNS = ("SCHEDULED", "STARTED", "LAG", "STATUS", "ORIGIN", "ATTEMPT", "EPOCH", "EXIT", "EXECUTION")
 
 
-def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
+def history_rows(executions: Sequence[dict[str, Any]], target: Mapping[str, Any] | None = None) -> list[list[str]]:
+    """``target``: the job's, for its EXIT column (an HTTP target's reads ``HTTP 200``)."""
+    http = bool(target) and "http" in (target or {})
     rows = []
     for e in executions:
         exit_code = e.get("exitCode")
@@ -177,7 +179,7 @@ def history_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
             str(e.get("origin") or "schedule").replace("_", "-"),
             f"{e.get('attempt', 0)}/{e.get('maxAttempts', '?')}",
             str(e.get("leaseEpoch", 0)),
-            "-" if exit_code is None else str(exit_code),
+            "-" if exit_code is None else f"HTTP {exit_code}" if http else str(exit_code),
             e["executionId"],
         ])
     return rows

@@ -288,6 +288,8 @@ def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon
     assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
     lines = [x for x in exported.stdout.splitlines() if not x.startswith("#")]
     assert lines == ["0 4 * * * plain.sh"], exported.stdout
+    header = exported.stdout.splitlines()[0]  # it counts what the file holds, not what was asked for
+    assert header.startswith("# cronwheel export, 1 active job as a crontab (2 not written: see '# skipped')"), header
     assert f"# skipped {named['jobId']} (backup): a crontab line cannot say its name, retryPolicy:" in exported.stdout
     assert f"# skipped {watched['jobId']} (offsite-backup): a watched job" in exported.stdout
     for label, why in ((f"{named['jobId']} (backup)", "a crontab line cannot say its name, retryPolicy"),

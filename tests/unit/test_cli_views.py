@@ -16,3 +16,11 @@ def test_an_http_targets_code_is_its_response_status_not_an_exit_status() -> Non
     assert dict(views.job_details(command))["Last result"].startswith("SUCCEEDED, exit 0 at ")
     python = {**http, "target": {"python": "m:f"}, "lastRun": {**RUN, "exitCode": None}}
     assert views.last_result(python) == "SUCCEEDED"
+
+
+def test_history_shows_an_http_runs_code_as_its_status() -> None:
+    run = {**RUN, "scheduledAt": RUN["finishedAt"], "attempt": 1, "maxAttempts": 3, "leaseEpoch": 1}
+    [http_row] = views.history_rows([run], {"http": {"url": "https://example.com/"}})
+    [command_row] = views.history_rows([{**run, "exitCode": 0}], {"command": "true"})
+    exit_column = views.HISTORY_COLUMNS.index("EXIT")
+    assert (http_row[exit_column], command_row[exit_column]) == ("HTTP 200", "0")
