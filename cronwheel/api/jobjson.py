@@ -13,7 +13,7 @@ from cronwheel.api import schema
 from cronwheel.core import notify as nt
 from cronwheel.core.deadman import overdue
 from cronwheel.core.instants import format_instant
-from cronwheel.core.model import Execution, Job
+from cronwheel.core.model import ExecOrigin, Execution, Job
 
 
 def window_to_json(job: Job, now_ms: int | None) -> dict[str, Any] | None:
@@ -92,7 +92,9 @@ def _execution(execution: Execution, with_output: bool = False) -> schema.Execut
         created_at=format_instant(e.created_at or None),
         started_at=format_instant(e.started_at),
         finished_at=format_instant(e.finished_at),
-        lag_ms=None if e.started_at is None else e.started_at - e.scheduled_at,
+        # a ping's run was timed elsewhere: its start (a --start ping) precedes the report
+        # that makes it, so no dispatch lag exists to show (it read -598ms)
+        lag_ms=None if e.started_at is None or e.origin is ExecOrigin.PING else e.started_at - e.scheduled_at,
         exit_code=e.exit_code,
         error=e.error,
         reason=e.reason,

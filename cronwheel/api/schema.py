@@ -234,7 +234,7 @@ class Execution(msgspec.Struct, rename="camel", kw_only=True):
     created_at: Instant | UnsetType | None = UNSET
     started_at: Instant | None
     finished_at: Instant | None
-    lag_ms: Annotated[int, Meta(description="startedAt - scheduledAt. Only first attempts of executions whose origin is schedule count as dispatch lag in the SLO (metrics, status, the dashboard's chart).")] | UnsetType | None = UNSET
+    lag_ms: Annotated[int, Meta(description="startedAt - scheduledAt; null before a start and for a ping (its run was timed elsewhere). Only first attempts of executions whose origin is schedule count as dispatch lag in the SLO (metrics, status, the dashboard's chart).")] | UnsetType | None = UNSET
     exit_code: Annotated[int, Meta(description="A command's exit status (negative: the signal that killed it), or an HTTP target's response status; null for a Python callable and for a run that reported none.")] | UnsetType | None = UNSET
     error: str | UnsetType | None = UNSET
     reason: str | UnsetType | None = UNSET

@@ -136,6 +136,7 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         subprocess.run([str(script), "ok"], check=True, env=env, capture_output=True, timeout=60)
         [run] = d.executions(job_id)
         assert run["status"] == "SUCCEEDED" and run["reason"] == "ping: success"
+        assert run["startedAt"] <= run["scheduledAt"] and run["lagMs"] is None, run  # no dispatch lag: it ran elsewhere
         assert d.get(f"/v1/executions/{run['executionId']}").json()["output"] == "copied\n"
         # silence: the window passes, `missed` is told once, and the job shows as overdue
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "missed"], 30, what="missed")
