@@ -102,12 +102,12 @@ def parse_upcoming_query(count: str | None, start: str | None, now_ms: int) -> t
     n = 5
     if count is not None:
         if not count.isdigit() or not 1 <= int(count) <= MAX_UPCOMING:
-            raise _bad("count", f"count must be an integer from 1 to {MAX_UPCOMING}", status=400)
+            raise _bad("count", f"count must be an integer from 1 to {MAX_UPCOMING}", status=400, code="invalid_query")
         n = int(count)
     after = now_ms
     if start is not None:
         try:
             after = sched.parse_instant(start, now_ms)
         except ValueError as exc:
-            raise _bad("from", f"from: {exc}", status=400) from None
+            raise _bad("from", f"from: {exc}", status=400, code="invalid_query") from None
     return n, after

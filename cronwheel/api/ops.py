@@ -111,7 +111,9 @@ def parse_since(text: str | None, now_ms: int) -> int | None:
         pass
     try:
         return sched.parse_instant(text, now_ms)
-    except ValueError:
+    except ValueError as exc:
+        if sched.INSTANT_START.match(text):  # an instant, but not one cronwheel keeps: say so
+            raise _query_error("since", f"since: {exc}") from None
         raise _query_error("since", f"since must be a duration (90s, 10m, 1h, 2d) or an RFC 3339 instant, not {text[:50]!r}") from None
 
 

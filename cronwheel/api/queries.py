@@ -48,6 +48,6 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
     if sched.INSTANT_START.match(value):
         try:
             return sched.parse_instant(value)
-        except ValueError:
-            pass
+        except ValueError as exc:  # an instant, but not one cronwheel keeps (or not a date)
+            raise bad(field, f"{field}: {exc}", status=400, code="invalid_query") from None
     raise bad(field, f"{field} must be a cursor from a previous page or an RFC 3339 instant, not {value[:50]!r}", status=400, code="invalid_query")

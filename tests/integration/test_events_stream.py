@@ -83,6 +83,10 @@ def test_tail_filters_by_job_event_since_and_n(daemon: Daemon) -> None:
     for bad in ("since=yesterday", "n=-1", "n=99999", "follow=maybe"):
         r = daemon.get(f"/v1/events?{bad}")
         assert r.status == 400 and r.json()["code"] == "invalid_query", (bad, r)
+    # an instant outside what cronwheel keeps is named as such, not as a malformed value
+    for path in ("/v1/events?since=9900-01-01T00:00:00Z", "/v1/jobs/nope/executions?before=1969-12-31T23:59:59Z"):
+        r = daemon.get(path)
+        assert r.status == 400 and "outside 1970..9899" in r.json()["detail"], (path, r)
 
 
 def test_follow_streams_new_events_then_ends_when_the_daemon_stops(daemon: Daemon) -> None:
