@@ -117,7 +117,7 @@ def notifications(ctx: click.Context, job: str | None, status: str | None, limit
         render.emit_json(found)
         return
     rows = [[n["notificationId"], n["event"], n["rule"]["via"], n["status"], str(n["attempt"]),
-             render.fmt_local(n.get("createdAt")), (n.get("error") or "")[:60]] for n in found]  # fmt: skip
+             render.fmt_local(n.get("createdAt")), views.clipped(n.get("error") or "", 60)] for n in found]  # fmt: skip
     render.emit_table(("ID", "EVENT", "VIA", "STATUS", "ATTEMPT", "CREATED", "ERROR"), rows, empty="no notifications")
 
 

@@ -43,6 +43,11 @@ def target_summary(target: Mapping[str, Any] | None, width: int = 60) -> str:
         text = "runs elsewhere, reports by ping"
     else:
         text = f"{kind}:{value}"
+    return clipped(text, width)
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters, ending in "…" when cut."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -192,7 +197,7 @@ def dlq_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [
         [e["executionId"], fmt_local(e.get("scheduledAt")), str(e.get("attempt", 0)),
          "-" if e.get("exitCode") is None else str(e["exitCode"]),
-         " ".join(str(e.get("error") or e.get("reason") or "-").split())[:60]]
+         clipped(str(e.get("error") or e.get("reason") or "-"), 60)]
         for e in executions
     ]
 

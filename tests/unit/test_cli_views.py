@@ -24,3 +24,10 @@ def test_history_shows_an_http_runs_code_as_its_status() -> None:
     [command_row] = views.history_rows([{**run, "exitCode": 0}], {"command": "true"})
     exit_column = views.HISTORY_COLUMNS.index("EXIT")
     assert (http_row[exit_column], command_row[exit_column]) == ("HTTP 200", "0")
+
+
+def test_a_cut_column_says_it_was_cut() -> None:
+    error = "no mail transport: this node cannot send email (cronwheel serve --smtp-url or --sendmail)"
+    [row] = views.dlq_rows([{"executionId": "j:1", "attempt": 3, "error": error}])
+    assert row[-1] == error[:59] + "…" and len(row[-1]) == 60
+    assert views.clipped("short\nline", 60) == "short line"
