@@ -3,7 +3,6 @@ cron. Also the job options ``cronwheel add`` takes for them (``job_options``).""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -15,6 +14,7 @@ import click
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, path_segment
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
+from cronwheel.cli.instants import instant_around, instant_text
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
@@ -25,14 +25,6 @@ from cronwheel.core.words import counted
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
 _JOB_FIELDS_KEY = "cronwheel.beyondcron.job_fields"
-
-
-def _instant(text: str, param: str) -> str:
-    try:
-        at = sched.parse_instant(text.strip(), local_now_ms())
-    except sched.ScheduleError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from None
-    return format_instant(at)
 
 
 # ---------------------------------------------------------------- options of `cronwheel add`
@@ -51,7 +43,7 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         for opt, key in (("active_from", "activeFrom"), ("active_until", "activeUntil")):
             value = kwargs.pop(opt)
             if value is not None:
-                fields[key] = _instant(value, f"'--{opt.replace('_', '-')}'")
+                fields[key] = instant_text(value, f"'--{opt.replace('_', '-')}'")
         for opt, key in (("on_success", "onSuccess"), ("on_failure", "onFailure")):
             value = kwargs.pop(opt)
             if value:
@@ -251,28 +243,6 @@ def _chunks(job: dict[str, Any], start: int, end: int) -> list[tuple[int, int, i
     if n and first is not None and last is not None:
         chunks.append((first, last, n))
     return chunks
-
-
-def instant_around(text: str, param: str, now: int) -> int:
-    """An instant given around ``now``: RFC 3339, ``+DURATION``, ``now``, or ``-DURATION``
-    (that long ago: ``backfill --from -7d --to now``, ``next --from -1d``), in ms."""
-    body = text.strip()
-    if body.lower() == "now":
-        return now
-    if body.startswith("-"):
-        try:
-            ago = round(sched.parse_duration(body[1:]) * 1000)
-        except sched.ScheduleError as exc:
-            raise click.BadParameter(str(exc), param_hint=param) from None
-        if ago > now:
-            raise click.BadParameter(f"{body!r} is before 1970, the earliest instant cronwheel keeps", param_hint=param)
-        return now - ago
-    if body[:1].isdigit() and not sched.looks_like_instant(body):
-        with contextlib.suppress(sched.ScheduleError):  # "7d": a duration, given without its sign
-            sched.parse_duration(body)
-            raise click.BadParameter(f"{body!r} is a duration: write -{body} for that long ago, or +{body} for that long ahead",
-                                     param_hint=param)
-    return sched.parse_instant(_instant(body, param))
 
 
 def _ms(text: str | None) -> int | None:

@@ -14,6 +14,7 @@ from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli, unreachable_exit
+from cronwheel.cli.instants import instant_around
 from cronwheel.cli.jobedit import (
     CRON_FIELD,
     EXAMPLE_JOB_ID,
@@ -56,7 +57,7 @@ def next_(app: Cli, /, what: str, count: int, tz: str | None, from_: str | None,
     now = local_now_ms()
     start = now
     if from_ is not None:
-        start = beyond.instant_around(from_, "'--from'", now)
+        start = instant_around(from_, "'--from'", now)
 
     fires: list[int] = []
     if looks_like_instant(what):
