@@ -8,6 +8,10 @@
 2. **A job's calendars.** A job observes ``--calendars`` calendars of ``--windows`` windows
    each; ``upcoming`` for ``--count`` ticks of an every-minute schedule asks the calendars
    about each tick (as ``GET /v1/jobs/{id}/upcoming`` and a backfill do, on the event loop).
+3. **A tenant's reads.** A real daemon; tenant A keeps ``--flood`` connections busy listing
+   ``--listing`` of its jobs each, over and over; tenant B lists its 5 jobs 20 times, one
+   after another. Reported: B's p50 and worst, alone and under A's flood, and A's listings
+   per second meanwhile. (``--flood 0`` skips it.)
 
     PYTHONPATH=$PWD .venv/bin/python bench/bench_neighbours.py
     PYTHONPATH=$PWD .venv/bin/python bench/bench_neighbours.py --queued 100000 --json
@@ -16,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -33,6 +38,7 @@ from cronwheel.core.instants import format_instant
 from cronwheel.core.model import JobSpec, RetryPolicy
 from cronwheel.core.records import NewJob
 from cronwheel.store.sqlite import SqliteStore
+from tests.support.daemon import Daemon
 
 T = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 ALL_BUCKETS = range(64)
@@ -80,6 +86,59 @@ def calendar_timing(calendars: int, windows: int, count: int) -> dict[str, float
     return {"upcoming_s": time.perf_counter() - t0, "lookups": count * calendars}
 
 
+def read_flood(flood: int, listing: int) -> dict[str, float]:
+    """B's listing latency (ms) alone and under A's flood of ``flood`` listings of ``listing``."""
+    import aiohttp  # the API's own HTTP library; only this part needs it
+
+    hook = {"schedule": "0 0 1 1 *", "http": {"url": "https://hooks.example.com/x"}}
+
+    async def measure(d: Daemon, a: str, b: str) -> dict[str, float]:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+            async def call(method: str, path: str, token: str, body: object = None) -> object:
+                async with http.request(method, d.url + path, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+                    assert r.status < 300, await r.text()
+                    return await r.json()
+
+            for start in range(0, listing, 1000):
+                await call("POST", "/v1/jobs/batch", a, {"jobs": [hook] * min(1000, listing - start)})
+            for _ in range(5):
+                await call("POST", "/v1/jobs", b, hook)
+
+            async def b_ms() -> float:
+                t0 = time.perf_counter()
+                await call("GET", "/v1/jobs?limit=5", b)
+                return (time.perf_counter() - t0) * 1000
+
+            alone = [await b_ms() for _ in range(20)]
+            stop, listed = asyncio.Event(), [0]
+
+            async def a_lists() -> None:
+                while not stop.is_set():
+                    await call("GET", f"/v1/jobs?limit={listing}", a)
+                    listed[0] += 1
+
+            floods = [asyncio.create_task(a_lists()) for _ in range(flood)]
+            await asyncio.sleep(2)  # the flood's reads queue up
+            t0, before = time.perf_counter(), listed[0]
+            loaded = [await b_ms() for _ in range(20)]
+            a_rate = (listed[0] - before) / (time.perf_counter() - t0)
+            stop.set()
+            await asyncio.gather(*floods)
+        return {"b_alone_p50_ms": statistics.median(alone), "b_flood_p50_ms": statistics.median(loaded),
+                "b_flood_max_ms": max(loaded), "a_listings_per_s": a_rate}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(Path(tmp) / "data").start(timeout=60)
+        try:
+            tokens = []
+            for tenant in ("a", "b"):
+                assert d.post("/v1/tenants", {"name": tenant}).status == 201
+                tokens.append(str(d.post("/v1/tokens", {"tenant": tenant}).json()["token"]))
+            return asyncio.run(measure(d, *tokens))
+        finally:
+            d.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queued", type=int, default=100_000, help="tenant A's ready executions in the shared queue")
@@ -87,9 +146,20 @@ def main() -> int:
     ap.add_argument("--calendars", type=int, default=8)
     ap.add_argument("--windows", type=int, default=5000, help="windows per calendar")
     ap.add_argument("--count", type=int, default=1000, help="ticks asked of upcoming")
+    ap.add_argument("--flood", type=int, default=100, help="tenant A's connections listing its jobs (0: skip)")
+    ap.add_argument("--listing", type=int, default=1000, help="A's jobs, and how many each of its listings asks for")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = {**claim_timings(args.queued, args.claims), **calendar_timing(args.calendars, args.windows, args.count)}
+    rows = []
+    if args.flood:
+        result.update(read_flood(args.flood, args.listing))
+        rows = [
+            ("B's listing of 5, alone (p50)", f"{result['b_alone_p50_ms']:.1f} ms"),
+            (f"B's listing of 5, A's {args.flood} connections listing {args.listing:,} (p50 / worst)",
+             f"{result['b_flood_p50_ms']:.0f} / {result['b_flood_max_ms']:.0f} ms"),
+            ("A's listings meanwhile", f"{result['a_listings_per_s']:.0f}/s"),
+        ]
     text = "\n".join([
         machine_line(),
         table("What a neighbour's bulk costs", ("path", "figure"), [
@@ -97,6 +167,7 @@ def main() -> int:
             (f"A's claim of 10 from its {args.queued:,} (p50)", f"{result['claim_of_10_of_a_ms']:.2f} ms"),
             (f"upcoming of {args.count:,} ticks, {args.calendars} calendars x {args.windows:,} windows",
              f"{result['upcoming_s']:.3f} s"),
+            *rows,
         ]),
     ])  # fmt: skip
     emit(result, args.json, text)

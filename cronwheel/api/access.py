@@ -14,6 +14,7 @@ from aiohttp import web
 from cronwheel.api.context import principal_of
 from cronwheel.api.problems import Problem
 from cronwheel.core.tenants import Principal
+from cronwheel.engine.fairreads import asking
 
 #: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
 ROUTE_ACCESS: web.AppKey[dict[Callable[..., object], Access]] = web.AppKey("cronwheel.route_access")
@@ -71,4 +72,11 @@ async def authorize(request: web.Request, handler: Callable[[web.Request], Await
             need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token",
                     Access.METRICS: "a metrics or admin token"}.get(access, "an admin token")
             raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}")
+        # the node's reads take turns by asker, so that one tenant's flood of reads does not
+        # queue everyone else's behind it (engine/fairreads.py)
+        reading_for = asking.set(principal.tenant or f"({principal.role.value})")
+        try:
+            return await handler(request)
+        finally:
+            asking.reset(reading_for)
     return await handler(request)

@@ -32,6 +32,7 @@ class NodeSnapshot:
     lag_p99_ms: int | None
     disk_free_bytes: int | None = None
     wal_bytes: int | None = None
+    reads_waiting: int = 0  #: store reads waiting for their turn at the reader thread
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.disk import DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.executions import ExecutionsMixin
+from cronwheel.engine.fairreads import FairStoreRunner
 from cronwheel.engine.jobs import JobsMixin
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.nodestatus import NodeStatusMixin
@@ -65,7 +66,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self.clock = clock or SystemClock()
         self.events = events
         self.writer = StoreRunner(writer_store, "writer")
-        self.reader = StoreRunner(reader_store, "reader")
+        self.reader = FairStoreRunner(reader_store, "reader")  # tenants take turns (fairreads.py)
         self.completer = StoreRunner(completion_store, "completer") if completion_store is not None else None
         self.claimer = StoreRunner(claim_store, "claimer") if claim_store is not None else None
         self.started_monotonic = time.monotonic()

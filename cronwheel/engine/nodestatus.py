@@ -43,7 +43,7 @@ class NodeStatusMixin(NodeParts):
             buckets_owned=len(self.scheduler.buckets), wheel_jobs=self.scheduler.horizon_jobs,
             last_loop_ms=self.scheduler.last_loop_ms, healthy=self.healthy(),
             lag_p99_ms=lag_percentile(sorted(self.dispatcher.lags_ms), 0.99),
-            disk_free_bytes=disk.free_bytes, wal_bytes=disk.log_bytes,
+            disk_free_bytes=disk.free_bytes, wal_bytes=disk.log_bytes, reads_waiting=self.reader.waiting(),
         )
 
     async def store_counts(self) -> StoreCounts:

@@ -23,6 +23,7 @@ from cronwheel.engine.cluster import ClusterMember
 from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.disk import DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
+from cronwheel.engine.fairreads import FairStoreRunner
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.runner import StoreRunner
@@ -45,7 +46,7 @@ class NodeParts:
     clock: Clock
     events: EventLog
     writer: StoreRunner
-    reader: StoreRunner
+    reader: FairStoreRunner
     completer: StoreRunner | None
     claimer: StoreRunner | None
     started_monotonic: float

@@ -81,6 +81,7 @@ METRIC_NAMES = (
     "cronwheel_http_header_timeouts_total",
     "cronwheel_store_disk_free_bytes",
     "cronwheel_store_wal_bytes",
+    "cronwheel_store_reads_waiting",
     "cronwheel_notifications_delivered_total",
     "cronwheel_notifications",
     "cronwheel_overdue_jobs",

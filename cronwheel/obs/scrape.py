@@ -71,6 +71,8 @@ class StateCollector(Collector):
         yield gauge("cronwheel_wheel_jobs", "Jobs due within the horizon (counted at each horizon load, kept up in between).", snap.wheel_jobs)
         age = max(0.0, (snap.now_ms - snap.last_loop_ms) / 1000)
         yield gauge("cronwheel_scheduler_last_turn_age_seconds", "Seconds since the scheduler loop last turned.", age)
+        yield gauge("cronwheel_store_reads_waiting", "Store reads (the API's and the scheduler's) waiting for their turn at the reader thread.",
+                    snap.reads_waiting)
         yield gauge("cronwheel_healthy", "1 while the scheduler loop turns (what the systemd watchdog checks).", 1 if snap.healthy else 0)
 
         if stats.read_at:

@@ -1,11 +1,14 @@
 """Tenant quotas against a real daemon: a tenant at its running quota waits (PENDING, one
 ``tenant.quota_wait`` event, never dropped) while others run; registered-jobs and
 submissions-per-second quotas answer 429 (the latter with Retry-After); nothing acknowledged
-is lost."""
+is lost. A tenant's flood of reads does not queue another tenant's read behind it."""
 
 from __future__ import annotations
 
+import re
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +115,43 @@ def test_submissions_per_second_are_a_429_with_retry_after(daemon: Daemon) -> No
     # everything acknowledged is there
     listed = {j["jobId"] for j in daemon.get("/v1/jobs", token=tok).json()["jobs"]}
     assert listed == set(accepted)
+
+
+def reads_waiting(d: Daemon) -> float:
+    found = re.search(r"^cronwheel_store_reads_waiting (\S+)$", d.get("/metrics").body.decode(), re.M)
+    assert found, "no cronwheel_store_reads_waiting gauge"
+    return float(found.group(1))
+
+
+def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: Daemon) -> None:
+    """Tenant a keeps 24 listings of 1,000 jobs in flight, enough that reads wait at the node's
+    reader thread; tenant b's read, asked then, is served after at most the reads already with
+    the thread. Counted, not timed: first come, first served would finish every read waiting
+    (20 or more) before b's."""
+    flooder, other = make_tenant(daemon, "a"), make_tenant(daemon, "b")
+    jobs = [{"schedule": "0 0 1 1 *", "http": {"url": "https://hooks.example.com/x"}}] * 1000
+    assert daemon.post("/v1/jobs/batch", {"jobs": jobs}, token=flooder).status == 200
+    assert daemon.post("/v1/jobs", jobs[0], token=other).status == 201
+    stop = threading.Event()
+    finished: list[int] = []  # a's listings answered (list.append is atomic)
+
+    def flood() -> None:
+        while not stop.is_set():
+            r = daemon.get("/v1/jobs?limit=1000", token=flooder)
+            assert r.status == 200, r
+            finished.append(len(r.json()["jobs"]))
+
+    with ThreadPoolExecutor(24) as pool:
+        floods = [pool.submit(flood) for _ in range(24)]
+        try:
+            wait_for(lambda: reads_waiting(daemon) >= 20, 60, what="20 of a's reads waiting at the reader")
+            before = len(finished)
+            r = daemon.get("/v1/jobs?limit=5", token=other)
+            ahead = len(finished) - before
+        finally:
+            stop.set()
+        for f in floods:
+            f.result()
+    assert r.status == 200 and len(r.json()["jobs"]) == 1, r
+    assert set(finished) == {1000}
+    assert ahead < 10, f"{ahead} of a's listings finished while b's read waited"

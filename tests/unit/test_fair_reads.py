@@ -1,0 +1,128 @@
+"""The node's reads take turns by asker (engine/fairreads.py), on a real SQLite store and the
+real reader thread. The thread is held by a first read that waits on an event, so that every
+other read is queued before any is taken: the order the thread serves them in is then the
+runner's choice alone, with nothing timed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cronwheel.engine.fairreads import FairStoreRunner, asking
+from cronwheel.store.base import Store
+from cronwheel.store.sqlite import SqliteStore
+
+
+def _reader(tmp_path: Path) -> FairStoreRunner:
+    return FairStoreRunner(SqliteStore.open(tmp_path / "cw.db"), "reader")
+
+
+async def _held(runner: FairStoreRunner, order: list[str]) -> tuple[threading.Event, asyncio.Task[Any]]:
+    """The thread busy with a read that waits for the returned event."""
+    gate = threading.Event()
+
+    def hold(s: Store) -> None:
+        assert gate.wait(30), "the test never let the held read go"
+        order.append("held")
+
+    return gate, asyncio.get_running_loop().create_task(runner.run(hold))
+
+
+def _ask(runner: FairStoreRunner, who: str | None, tag: str, order: list[str]) -> asyncio.Task[Any]:
+    """A task reading for ``who`` (None: the engine) that records ``tag`` when it is served."""
+
+    async def read() -> Any:
+        asking.set(who)  # this task's own context: what the API's middleware does per request
+        return await runner.run(lambda s: (order.append(tag), s.get_job("nope"))[1])
+
+    return asyncio.get_running_loop().create_task(read())
+
+
+async def _queued(runner: FairStoreRunner, n: int) -> None:
+    """Until ``n`` reads wait their turn (each task needs one loop turn to queue its read)."""
+    for _ in range(1000):
+        if runner.waiting() == n:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{runner.waiting()} reads waiting, not {n}")
+
+
+def _run(tmp_path: Path, scenario: Callable[[FairStoreRunner], Coroutine[Any, Any, None]]) -> None:
+    runner = _reader(tmp_path)
+    try:
+        asyncio.run(scenario(runner))
+    finally:
+        runner.close()
+
+
+def test_askers_take_turns_and_the_engine_goes_first(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        gate, held = await _held(runner, order)
+        tasks = [_ask(runner, "a", f"a{i}", order) for i in range(1, 6)]
+        tasks += [_ask(runner, "b", f"b{i}", order) for i in range(1, 3)]
+        tasks.append(_ask(runner, None, "engine", order))
+        # the held read and a1 are with the thread (two at a time); the rest wait
+        await _queued(runner, 7)
+        gate.set()
+        await asyncio.gather(held, *tasks)
+
+    _run(tmp_path, scenario)
+    # first come, first served would be held, a1..a5, b1, b2, engine: b behind all of a's flood
+    assert order == ["held", "a1", "engine", "b1", "a2", "b2", "a3", "a4", "a5"]
+
+
+def test_a_newcomer_goes_before_an_asker_already_served(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        gate, held = await _held(runner, order)
+        tasks = [_ask(runner, "a", f"a{i}", order) for i in range(1, 5)]
+        await _queued(runner, 3)  # a1 is with the thread
+        tasks += [_ask(runner, "c", "c1", order), _ask(runner, "b", "b1", order)]
+        await _queued(runner, 5)
+        gate.set()
+        await asyncio.gather(held, *tasks)
+
+    _run(tmp_path, scenario)
+    assert order == ["held", "a1", "c1", "b1", "a2", "a3", "a4"]
+
+
+def test_a_read_whose_caller_left_is_never_run(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        gate, held = await _held(runner, order)
+        first = _ask(runner, "a", "a1", order)
+        gone = _ask(runner, "a", "gone", order)
+        after = _ask(runner, "b", "b1", order)
+        await _queued(runner, 2)
+        gone.cancel()  # a client that hung up: aiohttp cancels its handler
+        gate.set()
+        await asyncio.gather(held, first, after)
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        assert runner.waiting() == 0
+
+    _run(tmp_path, scenario)
+    assert order == ["held", "a1", "b1"]
+
+
+def test_a_failing_read_fails_its_caller_only(tmp_path: Path) -> None:
+    async def scenario(runner: FairStoreRunner) -> None:
+        asking.set("a")
+
+        def broken(s: Store) -> None:
+            raise ValueError("no such thing")
+
+        results = await asyncio.gather(runner.run(broken), runner.run(lambda s: s.get_job("nope")), return_exceptions=True)
+        assert isinstance(results[0], ValueError) and results[1] is None
+        assert await runner.run(lambda s: "still serving") == "still serving"
+
+    _run(tmp_path, scenario)
