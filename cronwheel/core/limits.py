@@ -313,13 +313,39 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class _RepeatedName(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose members are named once each. JSON leaves a repeated name to the
+    reader, and readers differ: Python keeps the last, others the first or refuse it, so a
+    proxy or a log could see another request than the one the daemon acts on. Refused, at a
+    cost measured at 1–2 µs per job of a 1,000-job batch and ~5 µs for one job, beside the
+    ~40 µs per job that ``loads_checked`` took before (three alternating runs)."""
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _RepeatedName(name)
+            seen.add(name)
+    return members
+
+
 def loads_checked(text: str, what: str = "the JSON") -> Any:
     """``text`` decoded, refusing what the API refuses at its door: malformed JSON, NaN and
-    Infinity, nesting too deep to decode or to keep, integers of more than Python's 4,300
-    digits or beyond 64 bits, lone surrogates and NUL. One reader for the API's bodies and
-    the CLI's JSON arguments and files, so each says no in the same words."""
+    Infinity, a name given twice in one object, nesting too deep to decode or to keep,
+    integers of more than Python's 4,300 digits or beyond 64 bits, lone surrogates and NUL.
+    One reader for the API's bodies and the CLI's JSON arguments and files, so each says no
+    in the same words."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_members)
+    except _RepeatedName as exc:
+        shown = exc.name.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
+        raise JsonTextError(f"malformed JSON: the name {shown!r} is given twice in one object") from None
     except json.JSONDecodeError as exc:
         raise JsonTextError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:

@@ -58,6 +58,8 @@ def test_each_finding_of_the_issue_is_a_4xx_naming_the_field(any_store_daemon: D
         assert body["detail"], body
     deep = "[" * 30 + "]" * 30
     problem(post_text(daemon, "/v1/jobs", f'{{"schedule": "* * * * *", "queue": "q", "payload": {deep}}}'), 400)
+    twice = problem(post_text(daemon, "/v1/jobs", '{"schedule": "* * * * *", "queue": "q", "name": "a", "name": "b"}'), 400)
+    assert twice["code"] == "malformed_json" and "'name' is given twice" in twice["detail"], twice
     # headers, paths and query strings: bytes that are not UTF-8 arrive as lone surrogates
     from tests.integration.test_hostile_http import raw_exchange, status_of
 

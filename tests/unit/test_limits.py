@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,7 +18,9 @@ from cronwheel.core.limits import (
     LIMITS,
     MAX_INSTANT_MS,
     MAX_JSON_DEPTH,
+    JsonTextError,
     json_problem,
+    loads_checked,
     number_problem,
     text_problem,
 )
@@ -137,3 +140,13 @@ def test_scrubbed_text_may_enter() -> None:
     assert scrub_text("fine ☃") == "fine ☃"
     assert scrub_text("a\x00b\udc80c") == "a\ufffdb\ufffdc"
     assert text_problem(scrub_text("\udfff\x00\ud800")) is None
+
+
+def test_a_name_given_twice_in_one_object_is_refused() -> None:
+    """Python keeps the last of two equal names, other readers the first: a proxy and the
+    daemon would read different requests."""
+    for text, name in (('{"name": "a", "name": "b"}', "name"), ('[{"x": 1}, {"y": {"z": 1, "z": 1}}]', "z"),
+                       ('{"\\udc00": 1, "\\udc00": 2}', "\\udc00")):
+        with pytest.raises(JsonTextError, match=re.escape(f"the name {name!r} is given twice")):
+            loads_checked(text)
+    assert loads_checked('[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]') == [{"a": 1}, {"a": 2}, {"b": {"a": 3}}]
