@@ -19,7 +19,7 @@ from cronwheel.api.context import (
 )
 from cronwheel.api.jobjson import execution_to_json
 from cronwheel.api.problems import Problem
-from cronwheel.api.queries import parse_limit, parse_ms_cursor
+from cronwheel.api.queries import parse_execution_cursor, parse_limit, parse_ms_cursor
 
 
 async def list_executions(request: web.Request) -> web.Response:
@@ -102,7 +102,7 @@ async def execution_output(request: web.Request) -> web.StreamResponse:
 
 async def list_dead(request: web.Request) -> web.Response:
     limit = parse_limit(request.query.get("limit"), 100)
-    after = request.query.get("after") or None
+    after = parse_execution_cursor(request.query.get("after"))
     dead = await service_of(request).list_dead(await tenant_of(request), limit + 1, after)
     page, nxt = cut_page(dead, limit, lambda e: e.execution_id)
     return json_response({"executions": [execution_to_json(e) for e in page], "next": nxt})

@@ -25,7 +25,12 @@ from cronwheel.api.fields import request_hash
 from cronwheel.api.jobjson import execution_to_json, job_to_json
 from cronwheel.api.jobpatch import parse_job_patch
 from cronwheel.api.problems import Problem
-from cronwheel.api.queries import parse_idempotency_key, parse_job_status, parse_limit
+from cronwheel.api.queries import (
+    parse_idempotency_key,
+    parse_job_cursor,
+    parse_job_status,
+    parse_limit,
+)
 from cronwheel.api.validation import parse_job_batch, parse_job_body
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_NAME_CHARS
@@ -128,7 +133,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     q = request.query
     status = parse_job_status(q.get("status"))
     limit = parse_limit(q.get("limit"), 100)
-    after = q.get("after") or None
+    after = parse_job_cursor(q.get("after"))
     scope = await tenant_of(request)
     wanted = q.get("tenant") or None
     if wanted is not None and not valid_tenant_name(wanted):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cronwheel.core.ids import EXECUTION_ID_REGEX, JOB_ID_REGEX
+
 OPENAPI_VERSION = "3.1.0"
 INFO: dict[str, Any] = {
     "title": "cronwheel",
@@ -203,8 +205,8 @@ PATHS: dict[str, Any] = {
                 {
                     "name": "after",
                     "in": "query",
-                    "schema": {"type": "string"},
-                    "description": "`next` of the previous page.",
+                    "schema": {"type": "string", "pattern": f"^({JOB_ID_REGEX})?$"},
+                    "description": "`next` of the previous page (a job id). Empty: the first page.",
                 },
                 {
                     "name": "name",
@@ -680,7 +682,12 @@ PATHS: dict[str, Any] = {
                     "in": "query",
                     "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
                 },
-                {"name": "after", "in": "query", "schema": {"type": "string"}},
+                {
+                    "name": "after",
+                    "in": "query",
+                    "schema": {"type": "string", "pattern": f"^({EXECUTION_ID_REGEX})?$"},
+                    "description": "`next` of the previous page (an execution id). Empty: the first page.",
+                },
             ],
             "responses": {
                 "200": answer(

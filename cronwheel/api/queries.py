@@ -1,10 +1,13 @@
-"""Headers and query strings: the Idempotency-Key header, ``limit``, ``status`` and ``before``
-cursors. Pure: no HTTP, no I/O, no clock."""
+"""Headers and query strings: the Idempotency-Key header, ``limit``, ``status``, and the ``before``
+and ``after`` cursors. Pure: no HTTP, no I/O, no clock."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cronwheel.api.fields import bad
 from cronwheel.core import schedule as sched
+from cronwheel.core.ids import has_execution_id_shape, has_job_id_shape
 from cronwheel.core.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from cronwheel.core.model import JobStatus
 
@@ -51,3 +54,22 @@ def parse_ms_cursor(field: str, value: str | None) -> int | None:
         except ValueError as exc:  # an instant, but not one cronwheel keeps (or not a date)
             raise bad(field, f"{field}: {exc}", status=400, code="invalid_query") from None
     raise bad(field, f"{field} must be a cursor from a previous page or an RFC 3339 instant, not {value[:50]!r}", status=400, code="invalid_query")
+
+
+def parse_job_cursor(value: str | None) -> str | None:
+    """An ``after`` cursor of the job listing: a job id (a previous page's ``next``). Anything
+    else is refused: paging after it would answer an empty page that looks like the end."""
+    return _parse_id_cursor(value, has_job_id_shape, "a job id")
+
+
+def parse_execution_cursor(value: str | None) -> str | None:
+    """An ``after`` cursor of the dead-letter listing: an execution id."""
+    return _parse_id_cursor(value, has_execution_id_shape, "an execution id")
+
+
+def _parse_id_cursor(value: str | None, has_shape: Callable[[str], bool], what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not has_shape(value):
+        raise bad("after", f"after must be the next of a previous page ({what}), not {value[:50]!r}", status=400, code="invalid_query")
+    return value

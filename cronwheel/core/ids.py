@@ -15,13 +15,23 @@ def new_job_id() -> str:
     return "j" + base64.b32encode(secrets.token_bytes(10)).decode().lower()
 
 
-_JOB_ID_SHAPE = re.compile(r"j[a-z2-7]{16}")
+#: ``new_job_id``'s shape, and an execution id's (a job id, ``:``, its tick in ms): the cursors of
+#: the job and dead-letter listings are ids, and anything else is refused rather than paged
+JOB_ID_REGEX = r"j[a-z2-7]{16}"
+EXECUTION_ID_REGEX = JOB_ID_REGEX + r":[0-9]{1,18}"
+_JOB_ID_SHAPE = re.compile(JOB_ID_REGEX)
+_EXECUTION_ID_SHAPE = re.compile(EXECUTION_ID_REGEX)
 
 
 def has_job_id_shape(text: str) -> bool:
     """Whether ``text`` could be a job id (``new_job_id``'s shape): a name may not, since every
     command takes a job's id and its name alike, and the id is looked up first."""
     return _JOB_ID_SHAPE.fullmatch(text) is not None
+
+
+def has_execution_id_shape(text: str) -> bool:
+    """Whether ``text`` could be an execution id: a job id and a tick of at most 18 digits."""
+    return _EXECUTION_ID_SHAPE.fullmatch(text) is not None
 
 
 def new_error_id() -> str:

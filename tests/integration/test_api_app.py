@@ -53,6 +53,8 @@ ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 OPENAPI = Path(__file__).parents[2] / "cronwheel" / "api" / "openapi.json"
 
 
+_DIGITS_AS_LETTERS = str.maketrans("0123456789", "abcdefghij")
+
 class FakeService:
     """SchedulerService in memory, just enough for the HTTP layer."""
 
@@ -77,7 +79,7 @@ class FakeService:
                 return CreateResult(CreateOutcome.REPLAYED, job_id, nxt)
             return CreateResult(CreateOutcome.CONFLICT, None, None)
         self._n += 1
-        job_id = f"j{self._n:016d}"
+        job_id = "j" + f"{self._n:016d}".translate(_DIGITS_AS_LETTERS)  # a real id's shape, paging checks it
         nxt = spec.run_at if spec.schedule is None else sched.next_fire(spec.schedule, job_id, spec.timezone, NOW)
         if nxt is None:
             raise ServiceError("schedule never fires", field="schedule")

@@ -178,7 +178,14 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     for query in ("after=%ff", "after=%ed%a0%80", "tenant=ok&%c3=1"):
         body = problem(daemon.get(f"/v1/jobs?{query}"), 400)
         assert body["code"] == "invalid_query" and "not UTF-8" in body["detail"], (query, body)
-    assert daemon.get("/v1/jobs?after=%C3%A9").status == 200  # é, percent-encoded
+    assert daemon.get("/v1/jobs?name=%C3%A9").status == 200  # é, percent-encoded
+    # a cursor is a previous page's next (an id), never a string to compare: else an empty page
+    for path in ("/v1/jobs?after=zzz", f"/v1/jobs?after={job}x", "/v1/jobs?after=%C3%A9",
+                 f"/v1/dlq?after={job}", f"/v1/dlq?after={job}:{'9' * 19}", "/v1/dlq?after=a:1"):
+        body = problem(daemon.get(path), 400, "after")
+        assert body["code"] == "invalid_query" and "previous page" in body["detail"], (path, body)
+    assert daemon.get(f"/v1/jobs?after={job}").status == 200
+    assert daemon.get(f"/v1/dlq?after={job}:1767225600000").status == 200
     # one header given twice, each copy valid (two tenants' tokens, two keys): which one counts?
     for name, value in (("Authorization", f"Bearer {daemon.admin_token}"), ("Idempotency-Key", "k1")):
         resp = raw_exchange(daemon, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -9,9 +9,16 @@ import pytest
 from cronwheel.api.fields import ValidationError, request_hash
 from cronwheel.api.jobjson import execution_to_json, job_to_json
 from cronwheel.api.jobpatch import parse_job_patch
-from cronwheel.api.queries import parse_idempotency_key, parse_limit, parse_ms_cursor
+from cronwheel.api.queries import (
+    parse_execution_cursor,
+    parse_idempotency_key,
+    parse_job_cursor,
+    parse_limit,
+    parse_ms_cursor,
+)
 from cronwheel.api.validation import parse_job_body
 from cronwheel.api.workercalls import parse_completion, parse_effect, parse_heartbeat
+from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import (
     ExecStatus,
     Execution,
@@ -244,6 +251,21 @@ def test_headers_and_queries() -> None:
     assert parse_ms_cursor("before", "2026-01-01T00:00:00Z") == NOW
     with pytest.raises(ValidationError):
         parse_ms_cursor("before", "yesterday")
+
+
+def test_after_cursors_are_ids_of_their_listing() -> None:
+    job = new_job_id()
+    assert parse_job_cursor(None) is None and parse_job_cursor("") is None
+    assert parse_job_cursor(job) == job
+    assert parse_execution_cursor(f"{job}:1767225600000") == f"{job}:1767225600000"
+    for bad in ("zzz", job + "x", job.upper(), f"{job}:1", "é", job + "\n"):
+        with pytest.raises(ValidationError) as err:
+            parse_job_cursor(bad)
+        assert err.value.status == 400 and err.value.field == "after" and "a job id" in str(err.value), bad
+    for bad in (job, f"{job}:", f"{job}:{'9' * 19}", f"{job}:-1", "a:1", f"{job}:1\n"):
+        with pytest.raises(ValidationError) as err:
+            parse_execution_cursor(bad)
+        assert err.value.field == "after" and "an execution id" in str(err.value), bad
 
 
 # ---------------------------------------------------------------- to JSON
