@@ -501,8 +501,9 @@ PATHS: dict[str, Any] = {
                     "name": "from",
                     "in": "query",
                     "required": False,
-                    "schema": {"type": "string", "format": "date-time"},
-                    "description": "Ticks strictly after this instant (default now).",
+                    "schema": {"type": "string", "format": "instant-or-delay"},
+                    "description": "Ticks strictly after this instant, or `+DURATION` from now "
+                    "(default now).",
                 },
             ],
             "responses": {

@@ -148,6 +148,8 @@ def test_a_holiday_is_skipped_in_a_dst_changing_zone(daemon: Daemon) -> None:
     up = d.get(f"/v1/jobs/{skipped}/upcoming?count=1&from=2027-03-13T23:59:59-05:00").json()
     # 2027-03-14 (23 hours long in New York) is excluded whole: the next run is 2027-03-15 00:00 EDT
     assert up["next"] == ["2027-03-15T04:00:00.000Z"]
+    ahead = d.get(f"/v1/jobs/{skipped}/upcoming?count=1&from=%2B1d")  # +1d: a day from now, as the document says
+    assert ahead.status == 200 and ahead.json()["next"][0] > nxt.stdout.split('"')[1], ahead.json()
     # the herd preview counts the plain job's 60 ticks of the coming minute, none of the other's
     # (unless that minute crosses midnight in New York, where the holiday ends)
     before = datetime.now(ZoneInfo(zone))
