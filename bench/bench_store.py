@@ -10,6 +10,9 @@ Phases:
 * ``claim``   claim_due over all 64 buckets in batches of ``--batch`` (default 5000) until the
               due slice is drained: claims/s (one execution inserted and one next_run_at
               advanced per job, each batch one durable transaction).
+* ``list``    list_jobs, 1,000 jobs a page, paging through the first 20 pages of the loaded
+              store: the CPU of one page (median), what a tenant's listing costs the reader
+              thread every other tenant's reads share.
 * ``dispatch`` ready_executions → start_executions → complete_executions(SUCCEEDED) in
               batches of 1000 over the claimed executions: executions/s through the ready queue.
 
@@ -30,6 +33,7 @@ import argparse
 import json
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -107,6 +111,19 @@ def bench_claim(store: SqliteStore, batch: int) -> tuple[float, int, list[float]
     return time.perf_counter() - t0, claimed, per_batch
 
 
+def bench_list(store: SqliteStore, pages: int = 20, page: int = 1000) -> float:
+    """The median CPU milliseconds of listing one page of ``page`` jobs."""
+    after: str | None = None
+    cpu_ms: list[float] = []
+    for _ in range(pages):
+        t0 = time.process_time()
+        jobs = store.list_jobs(None, None, page, after)
+        cpu_ms.append((time.process_time() - t0) * 1000)
+        assert len(jobs) == page, len(jobs)
+        after = jobs[-1].id
+    return statistics.median(cpu_ms)
+
+
 def bench_dispatch(store: SqliteStore, batch: int = 1000) -> tuple[float, int]:
     now = T0 + 1000
     done = 0
@@ -151,6 +168,7 @@ def main() -> None:
         results["claim_s"] = dt
         results["claim_rows_s"] = claimed / dt
         results["claim_batch_ms_max"] = max(per_batch) * 1000
+        results["list_1000_cpu_ms"] = bench_list(store)
         dt, done = bench_dispatch(store)
         assert done == n_due, (done, n_due)
         results["dispatch_s"] = dt
@@ -172,6 +190,7 @@ def main() -> None:
     print(f"  load    {n_jobs:,} jobs: {results['load_s']:.1f} s")
     print(f"  claim   {n_due:,} due: {results['claim_rows_s']:>10,.0f} claims/s  ({results['claim_s']:.2f} s, "
           f"slowest batch {results['claim_batch_ms_max']:.0f} ms)")  # fmt: skip
+    print(f"  list    1,000 jobs a page: {results['list_1000_cpu_ms']:.1f} ms of CPU (median of 20 pages)")
     print(f"  dispatch start+complete: {results['dispatch_rows_s']:>10,.0f} executions/s")
     print("  vs raw-apsw reference (store / reference):")
     print(f"    single-row commit latency  {results['submit_1_commit_us'] / REFERENCE['submit_1_commit_us']:.2f}x")

@@ -54,6 +54,18 @@ def dumps(value: Any) -> str:
 
 
 _encode_array = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def loads(text: str | bytes) -> Any:
+    """A stored JSON column's value. msgspec parses in one C call, about twice as fast as
+    ``json.loads`` on a listing's rows; what it refuses and ``json.loads`` reads (a lone
+    surrogate escape or a NaN stored before the API refused them, a number beyond a double)
+    is read by ``json.loads``, as it always was, so no stored row becomes unreadable."""
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 def json_array(values: Sequence[Any]) -> str:
@@ -76,11 +88,11 @@ def retry_to_json(policy: RetryPolicy) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def retry_from_json(text: str | None) -> RetryPolicy:
-    return RetryPolicy() if text is None else RetryPolicy.from_json(json.loads(text))
+    return RetryPolicy() if text is None else RetryPolicy.from_json(loads(text))
 
 
 class JsonMemo:
-    """``json.loads`` for one batch of rows, parsing each distinct text once: in a herd many
+    """``loads`` for one batch of rows, parsing each distinct text once: in a herd many
     executions share a target or a payload text (a ``null`` payload above all). The values
     are shared between the rows of the batch, so they must be treated as read-only (grants
     are)."""
@@ -94,7 +106,7 @@ class JsonMemo:
         try:
             return self._seen[text]
         except KeyError:
-            value = self._seen[text] = json.loads(text)
+            value = self._seen[text] = loads(text)
             return value
 
 

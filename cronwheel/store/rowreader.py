@@ -25,7 +25,7 @@ class RowReader:
     ``TENANT_COLUMNS``, ``TOKEN_COLUMNS``, the same order in every backend) to model objects.
 
     ``decode`` turns a stored JSON column into its value: SQLite hands back the text
-    (``json.loads``), psycopg hands back ``json`` columns already parsed (identity).
+    (``common.loads``), psycopg hands back ``json`` columns already parsed (identity).
     """
 
     def __init__(self, decode: Callable[[Any], Any]) -> None:

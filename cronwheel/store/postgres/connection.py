@@ -49,8 +49,10 @@ import psycopg
 from psycopg import errors as pgerr
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
+from psycopg.types.json import set_json_loads
 
 from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.common import loads
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
 
@@ -179,6 +181,7 @@ class PostgresBase:
             return conn, False
         self._discard()
         conn = psycopg.connect(self._conninfo, autocommit=True)
+        set_json_loads(loads, conn)  # json and jsonb columns read as the SQLite store reads its text
         try:
             row = conn.execute(q.SESSION_SETTINGS).fetchone()
             current, lock_timeout = (str(row[0]), str(row[1])) if row else ("off", "0")

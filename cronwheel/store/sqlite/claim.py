@@ -10,7 +10,6 @@ on ``next_run_at`` and the unique execution id are what make the claim correct a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
 from cronwheel.store.calendars import CalendarBook
-from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY, dumps
+from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY, dumps, loads
 from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
 
@@ -108,7 +107,7 @@ def claim(
     queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
     book = CalendarBook.load(
         [(r[8], r[12]) for r in rows if r[12] is not None],
-        lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), json.loads,
+        lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), loads,
     )
     for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until, grace in rows:
         next_tick: Callable[[int], int | None]

@@ -8,7 +8,6 @@ and the verdict says why (CANCELLED, LEASE_LOST, NOT_FOUND).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from cronwheel.core.records import (
     StartRequest,
 )
 from cronwheel.store.base import StoreError
-from cronwheel.store.common import ORIGIN, PRIORITY, JsonMemo, json_array, retry_from_json
+from cronwheel.store.common import ORIGIN, PRIORITY, JsonMemo, json_array, loads, retry_from_json
 from cronwheel.store.completions import decide_completions, settlements
 from cronwheel.store.outbox import hooks
 from cronwheel.store.sqlite import jobstate, triggers
@@ -63,7 +62,7 @@ def start_in(conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> lis
         _, _, lease_sec, timeout_sec, target, payload, process = defs.get(r[1], no_def)
         if target is None:  # no definition row (cannot happen with the foreign keys on)
             lease_sec, timeout_sec, target, payload = DEFAULT_LEASE_SEC, 0.0, "{}", "null"
-        context = None if r[10] is None else json.loads(r[10])
+        context = None if r[10] is None else loads(r[10])
         grants.append(Grant(r[0], r[1], r[2], PRIORITY[r[3]], r[4], r[5], r[6], r[7],
                             lease_sec, timeout_sec, parsed(target),
                             payload_with_context(parsed(payload), context), r[8],

@@ -7,10 +7,11 @@ from typing import Any
 
 import apsw
 
+from cronwheel.store.common import loads
 from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.rowreader import RowReader
 
-READER = RowReader(json.loads)  # SQLite keeps JSON as text
+READER = RowReader(loads)  # SQLite keeps JSON as text
 job_from_row = READER.job
 execution_from_row = READER.execution
 tenant_from_row = READER.tenant
@@ -28,7 +29,7 @@ def outbox_sql(conn: apsw.Connection) -> Sql:
         return conn.changes()
 
     return Sql(
-        rows=rows, changes=changes, decode=json.loads, json_cast="", skip_locked="",
+        rows=rows, changes=changes, decode=loads, json_cast="", skip_locked="",
         in_list=lambda col, name, _kind: f"{col} IN (SELECT value FROM json_each(:{name}))",
         list_value=lambda values: json.dumps(list(values)),
     )

@@ -10,7 +10,7 @@ from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
 from cronwheel.core.records import ClaimResult, Fence
 from cronwheel.store.calendars import calendar_row, calendar_spec_json
-from cronwheel.store.common import PRIORITY
+from cronwheel.store.common import PRIORITY, loads
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, jobstate, triggers
 from cronwheel.store.sqlite import queries as q
@@ -96,12 +96,12 @@ class SchedulingMethods(SqliteBase):
         with self._write() as conn:
             row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, calendar_spec_json(calendar),
                                                    now_ms)).fetchone()  # fmt: skip
-        return calendar_row(row, json.loads)
+        return calendar_row(row, loads)
 
     @translated
     def get_calendar(self, tenant: str, name: str) -> Calendar | None:
         row = self._conn.execute(q.GET_CALENDAR, (tenant, name)).fetchone()
-        return None if row is None else calendar_row(row, json.loads)
+        return None if row is None else calendar_row(row, loads)
 
     @translated
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:

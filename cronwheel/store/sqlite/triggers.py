@@ -8,7 +8,6 @@ PostgreSQL store (``store.common``, ``core.chains``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ from cronwheel.core.model import Execution
 from cronwheel.core.records import CompletionResult
 from cronwheel.store import chaining
 from cronwheel.store.chaining import ChildJob
-from cronwheel.store.common import dumps, json_array
+from cronwheel.store.common import dumps, json_array, loads
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.claim import executemany_each
 
@@ -47,7 +46,7 @@ def trigger_children(conn: apsw.Connection, results: Sequence[CompletionResult],
 
 
 def _ids(text: str | None) -> list[str]:
-    return [] if text is None else list(json.loads(text))
+    return [] if text is None else list(loads(text))
 
 
 def backfill(
