@@ -195,11 +195,21 @@ DLQ_COLUMNS = ("EXECUTION", "SCHEDULED", "ATTEMPTS", "EXIT", "ERROR")
 
 def dlq_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [
-        [e["executionId"], fmt_local(e.get("scheduledAt")), str(e.get("attempt", 0)),
-         "-" if e.get("exitCode") is None else str(e["exitCode"]),
+        [e["executionId"], fmt_local(e.get("scheduledAt")), str(e.get("attempt", 0)), _dead_code(e),
          clipped(str(e.get("error") or e.get("reason") or "-"), 60)]
         for e in executions
     ]
+
+
+def _dead_code(execution: Mapping[str, Any]) -> str:
+    """A dead letter's EXIT column. The page mixes jobs, and an execution does not say its
+    target's kind; an HTTP target's failure says its status first (``HTTP 503 Service
+    Unavailable``, the worker's wording), so that is shown as ``HTTP 503``, not ``503``."""
+    code = execution.get("exitCode")
+    if code is None:
+        return "-"
+    said = str(execution.get("error") or "").split(" ", 2)[:2]
+    return f"HTTP {code}" if said == ["HTTP", str(code)] else str(code)
 
 
 def emit_herd(data: dict[str, Any], width: int = 40) -> None:

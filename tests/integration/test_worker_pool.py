@@ -814,6 +814,7 @@ def test_http_target_headers_body_and_status() -> None:
                 fail = grant({"http": {"url": f"http://127.0.0.1:{port}/fail", "method": "PUT"}})
                 c = await t.run_one(fail)
                 assert c.outcome is Outcome.FAILED and c.exit_code == 503 and c.output == "try later"
+                assert c.error == "HTTP 503 Service Unavailable"  # the wording `dlq ls` reads the status from
                 assert seen[-1][0] == "/fail"
 
                 refused = grant({"http": {"url": f"http://127.0.0.1:{dead_port}/"}})

@@ -26,6 +26,17 @@ def test_history_shows_an_http_runs_code_as_its_status() -> None:
     assert (http_row[exit_column], command_row[exit_column]) == ("HTTP 200", "0")
 
 
+def test_a_dead_http_runs_code_reads_as_its_status() -> None:
+    exit_column = views.DLQ_COLUMNS.index("EXIT")
+    rows = views.dlq_rows([
+        {"executionId": "j:1", "exitCode": 503, "error": "HTTP 503 Service Unavailable"},
+        {"executionId": "j:2", "exitCode": 3, "error": "exit code 3"},
+        {"executionId": "j:3", "exitCode": 5, "error": "HTTP 500 Internal Server Error"},  # not its code
+        {"executionId": "j:4", "error": "timed out"},
+    ])
+    assert [row[exit_column] for row in rows] == ["HTTP 503", "3", "5", "-"]
+
+
 def test_a_cut_column_says_it_was_cut() -> None:
     error = "no mail transport: this node cannot send email (cronwheel serve --smtp-url or --sendmail)"
     [row] = views.dlq_rows([{"executionId": "j:1", "attempt": 3, "error": error}])
