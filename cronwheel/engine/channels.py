@@ -58,6 +58,8 @@ async def send_webhook(session: Any, n: nt.Notification, allow: tuple[str, ...],
     is obeyed (the notification is then refused, not sent)."""
     import aiohttp
 
+    from cronwheel.worker.httpfailures import http_failure
+
     url = n.rule.url or ""
     host = urlsplit(url).hostname or ""
     if not host_allowed(host, allow):
@@ -70,7 +72,7 @@ async def send_webhook(session: Any, n: nt.Notification, allow: tuple[str, ...],
             if not 200 <= resp.status < 300:
                 raise DeliveryError(f"webhook answered HTTP {resp.status}")
     except aiohttp.ClientError as exc:
-        raise DeliveryError(f"webhook: {type(exc).__name__}: {exc}") from None
+        raise DeliveryError(f"webhook: {http_failure(exc)}") from None
     except TimeoutError:
         raise DeliveryError(f"webhook: no answer within {timeout_s:g} s") from None
 

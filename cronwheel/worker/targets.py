@@ -362,6 +362,8 @@ class TargetRunner:
         import aiohttp  # only workers that run http targets pay for it
         from multidict import CIMultiDict
 
+        from cronwheel.worker.httpfailures import http_failure
+
         url = spec.get("url")
         method = spec.get("method") or "POST"
         headers = spec.get("headers") or {}
@@ -400,7 +402,7 @@ class TargetRunner:
         except TimeoutError:
             return timed_out(timeout_sec, None, tail.text() or None)
         except (aiohttp.ClientError, OSError, ValueError) as exc:
-            return Result("failed", None, bounded_tail(f"{type(exc).__name__}: {exc}"), tail.text() or None)
+            return Result("failed", None, bounded_tail(http_failure(exc)), tail.text() or None)
         output = tail.text()
         if 200 <= status < 300:
             return Result("succeeded", status, None, output)

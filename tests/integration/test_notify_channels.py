@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import ssl
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from tests.support.daemon import Daemon, free_port
 from tests.support.receiver import WebhookReceiver
+from tests.support.tls import self_signed_server
 from tests.support.wait import wait_for
 
 SECRET = "s3cret-for-the-hmac-signature"
@@ -44,12 +44,7 @@ def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data
 @pytest.fixture
 def smtp_tls(tmp_path: Path) -> Iterator[tuple[Sink, int, Path]]:
     """An SMTP sink that requires STARTTLS before AUTH, with a certificate for 127.0.0.1."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)  # fmt: skip
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
+    context, cert = self_signed_server(tmp_path)
     sink, port = Sink(), free_port()
     controller = Controller(sink, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=True,
                             authenticator=_authenticate, auth_require_tls=True, auth_required=True)  # fmt: skip

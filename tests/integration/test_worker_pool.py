@@ -819,7 +819,8 @@ def test_http_target_headers_body_and_status() -> None:
 
                 refused = grant({"http": {"url": f"http://127.0.0.1:{dead_port}/"}})
                 c = await t.run_one(refused)
-                assert c.outcome is Outcome.FAILED and c.exit_code is None and c.error
+                assert c.outcome is Outcome.FAILED and c.exit_code is None
+                assert c.error == f"cannot connect to 127.0.0.1:{dead_port}: Connection refused", c.error
 
                 slow = grant({"http": {"url": f"http://127.0.0.1:{port}/slow", "timeoutSec": 0.3}})
                 c = await t.run_one(slow)
