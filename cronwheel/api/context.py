@@ -32,7 +32,7 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     try:
         body = msgspec.json.encode(data, enc_hook=str)
     except UnicodeEncodeError:
-        body = json.dumps(msgspec.to_builtins(data) if isinstance(data, msgspec.Struct) else data, default=str).encode()
+        body = json.dumps(msgspec.to_builtins(data, enc_hook=str)).encode()  # structs in lists too
     return web.Response(status=status, body=body, content_type="application/json", charset="utf-8", headers=headers)
 
 

@@ -33,8 +33,14 @@ def _window(job: Job, now_ms: int | None) -> schema.Window | None:
 def job_to_json(job: Job, last_run: Execution | None = None, now_ms: int | None = None) -> dict[str, Any]:
     """``last_run``: the job's latest execution that started (``Store.last_runs``), shown as
     ``lastRun`` without its output."""
+    return msgspec.to_builtins(job_answer(job, last_run, now_ms))  # type: ignore[no-any-return]
+
+
+def job_answer(job: Job, last_run: Execution | None = None, now_ms: int | None = None) -> schema.Job:
+    """``job_to_json``'s struct, for an answer that is only encoded (a listing): msgspec
+    encodes the struct as it is, so the dict in between is not built."""
     spec = job.spec
-    answer = schema.Job(
+    return schema.Job(
         job_id=job.id,
         name=spec.name,
         tenant=spec.tenant,
@@ -71,7 +77,6 @@ def job_to_json(job: Job, last_run: Execution | None = None, now_ms: int | None 
         updated_at=format_instant(job.updated_at),
         last_run=None if last_run is None else _execution(last_run),
     )
-    return msgspec.to_builtins(answer)  # type: ignore[no-any-return]
 
 
 def _execution(execution: Execution, with_output: bool = False) -> schema.Execution:

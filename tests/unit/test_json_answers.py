@@ -29,3 +29,15 @@ def test_a_lone_surrogate_stored_before_the_door_refused_it_is_escaped_not_a_500
     r = json_response({"output": "half \udc00 a character"})
     assert r.body is not None and b"\\udc00" in bytes(r.body)
     assert json.loads(bytes(r.body)) == {"output": "half \udc00 a character"}
+
+
+def test_structs_inside_a_plain_answer_fall_back_too() -> None:
+    """A listing is a dict of structs (``GET /v1/jobs``): the fallback encodes them as JSON
+    objects, not as their ``repr``."""
+    t = Tenant(name="b\udc00", weight=2, max_running=None, max_jobs=None, submit_rate=None, submit_burst=None,
+               allow_shell=False, http_allow=[])
+    r = json_response({"tenants": [t], "next": None})
+    assert r.body is not None and b"\\udc00" in bytes(r.body)
+    assert json.loads(bytes(r.body))["tenants"][0] == {"name": "b\udc00", "weight": 2, "maxRunning": None, "maxJobs": None,
+                                                       "submitRate": None, "submitBurst": None, "allowShell": False,
+                                                       "httpAllow": []}
