@@ -288,8 +288,12 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
         raise click.UsageError("give the range: --from INSTANT --to INSTANT (or --cancel)")
     now = local_now_ms()  # one reading for both ends: "-3h" to "now" is three hours exactly
     start, end = instant_around(from_, "'--from'", now), instant_around(to, "'--to'", now)
+    if start > now:  # "+1h": a duration ahead where the range must be past
+        ago = f" (for that long ago: -{from_.strip()[1:]})" if from_.strip().startswith("+") else ""
+        raise click.BadParameter(f"{from_!r} ({format_instant(start)}) is in the future: a backfill fills the past{ago}",
+                                 param_hint="'--from'")
     if end < start:
-        raise click.BadParameter("--to is before --from", param_hint="'--to'")
+        raise click.BadParameter(f"--to ({format_instant(end)}) is before --from ({format_instant(start)})", param_hint="'--to'")
     if end > now:  # said of what was given, not of the last tick of the piece the daemon refuses
         raise click.BadParameter(f"{to!r} ({format_instant(end)}) is in the future: a backfill fills the past", param_hint="'--to'")
     if not target.get("schedule") or target["schedule"].strip().lower() == sched.TRIGGERED:

@@ -40,4 +40,7 @@ def instant_around(text: str, param: str, now: int) -> int:
             sched.parse_duration(body)
             raise click.BadParameter(f"{body!r} is a duration: write -{body} for that long ago, or +{body} for that long ahead",
                                      param_hint=param)
+    if not body[:1].isdigit() and not sched.looks_like_instant(body):  # a word: list what this option takes
+        raise click.BadParameter(f"invalid time {body!r}: expected an RFC 3339 instant like '2026-12-01T10:00:00Z', "
+                                 "now, -DURATION (that long ago, e.g. -7d) or +DURATION (that long ahead)", param_hint=param)
     return sched.parse_instant(instant_text(body, param))

@@ -186,6 +186,8 @@ def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
         if arg:
             raise ScheduleError(f"{name} takes no arguments, got {arg!r}")
         body = MACROS[name]
+    if _DATE_ONLY.fullmatch(body):  # not a cron expression of one field: a one-off's date
+        raise _date_without_time(body)
     template = parse_template(body)
     compiled = compile_expression(template.expand(job_id), text)
     return Schedule(
@@ -411,6 +413,13 @@ _RFC3339 = re.compile(
 
 #: how an RFC 3339 instant starts (a date, then T or a space)
 INSTANT_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
+_DATE_ONLY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _date_without_time(body: str) -> ScheduleError:
+    """A date alone, what people type first for a one-off: say which instant to write."""
+    return ScheduleError(f"{body!r} is a date without a time of day: write {body}T00:00:00Z for midnight UTC, "
+                         f"or give your offset, e.g. {body}T00:00:00+02:00")
 
 
 def looks_like_instant(text: str) -> bool:
@@ -439,6 +448,8 @@ def parse_instant(text: str, now_ms: int | None = None) -> int:
         return now_ms + int(delay)
     m = _RFC3339.fullmatch(body)
     if m is None:
+        if _DATE_ONLY.fullmatch(body):
+            raise _date_without_time(body)
         raise ScheduleError(
             f"invalid time {text!r}: expected RFC 3339 like '2026-12-01T10:00:00Z' or '+90s'"
         )

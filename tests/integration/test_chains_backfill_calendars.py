@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -312,6 +313,15 @@ def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None
     # the future is refused as given (it was refused quoting a tick, or not at all in a dry run)
     res = daemon.cli("backfill", job, "--from", "-3h", "--to", "+1d", "--dry-run")
     assert res.returncode == 2 and "'+1d' (" in res.stderr and "is in the future" in res.stderr, res.stderr
+    # each end checked as given, in words that say what to write instead
+    res = daemon.cli("backfill", job, "--from", "+2h", "--to", "now")
+    assert res.returncode == 2 and "'+2h' (" in res.stderr and "the past (for that long ago: -2h)" in res.stderr, res.stderr
+    res = daemon.cli("backfill", job, "--from", "-1h", "--to", "-2h")
+    assert res.returncode == 2 and re.search(r"--to \(\S+Z\) is before --from \(\S+Z\)", res.stderr), res.stderr
+    res = daemon.cli("backfill", job, "--from", "yesterday", "--to", "now")
+    assert res.returncode == 2 and "now, -DURATION (that long ago, e.g. -7d) or +DURATION" in res.stderr, res.stderr
+    res = daemon.cli("backfill", job, "--from", "2026-12-01", "--to", "now")
+    assert res.returncode == 2 and "write 2026-12-01T00:00:00Z for midnight UTC" in res.stderr, res.stderr
     # a dry run after the real one (the same range, as instants) plans nothing: those ticks
     # have their executions now
     done = json.loads(daemon.cli("backfill", job, "--from", "-3h", "--to", "now", "--json").stdout)

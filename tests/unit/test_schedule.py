@@ -265,7 +265,8 @@ def test_parse_instant(text: str, now: int | None, expected: int) -> None:
 
 BAD_INSTANTS = [
     ("2026-12-01T10:00:00", None, "time '2026-12-01T10:00:00' has no UTC offset; add 'Z' or e.g. '+02:00'"),
-    ("2026-12-01", None, "invalid time '2026-12-01': expected RFC 3339 like '2026-12-01T10:00:00Z' or '+90s'"),
+    ("2026-12-01", None, "'2026-12-01' is a date without a time of day: write 2026-12-01T00:00:00Z for midnight UTC, "
+                         "or give your offset, e.g. 2026-12-01T00:00:00+02:00"),
     ("tomorrow", None, "invalid time 'tomorrow': expected RFC 3339 like '2026-12-01T10:00:00Z' or '+90s'"),
     ("20261201T100000Z", None, "invalid time '20261201T100000Z': expected RFC 3339 like '2026-12-01T10:00:00Z' or '+90s'"),
     ("2026-13-01T10:00:00Z", None, "invalid time '2026-13-01T10:00:00Z': month must be in 1..12"),
@@ -390,6 +391,8 @@ BAD = [
     ("* abc * * *", "hour field: 'abc' is not a number or name"),
     ("* * *", "expected 5 or 6 fields, got 3"),
     ("* * * * * * *", "expected 5 or 6 fields, got 7"),
+    ("2026-12-24", "'2026-12-24' is a date without a time of day: write 2026-12-24T00:00:00Z for midnight UTC, "
+                   "or give your offset, e.g. 2026-12-24T00:00:00+02:00"),
     ("", "schedule is empty"),
     ("   ", "schedule is empty"),
     ("* * * * 0/0", "day-of-week field: step 0 is out of range 1-7"),
