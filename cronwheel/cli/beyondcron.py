@@ -287,7 +287,7 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     if not from_ or not to:
         raise click.UsageError("give the range: --from INSTANT --to INSTANT (or --cancel)")
     now = local_now_ms()  # one reading for both ends: "-3h" to "now" is three hours exactly
-    start, end = instant_around(from_, "'--from'", now), instant_around(to, "'--to'", now)
+    start, end = instant_around(from_, "'--from'", now, past_only=True), instant_around(to, "'--to'", now, past_only=True)
     if start > now:  # "+1h": a duration ahead where the range must be past
         ago = f" (for that long ago: -{from_.strip()[1:]})" if from_.strip().startswith("+") else ""
         raise click.BadParameter(f"{from_!r} ({format_instant(start)}) is in the future: a backfill fills the past{ago}",

@@ -21,9 +21,11 @@ def instant_text(text: str, param: str) -> str:
     return format_instant(at)
 
 
-def instant_around(text: str, param: str, now: int) -> int:
+def instant_around(text: str, param: str, now: int, past_only: bool = False) -> int:
     """An instant given around ``now``: RFC 3339, ``+DURATION``, ``now``, or ``-DURATION``
-    (that long ago: ``backfill --from -7d --to now``, ``next --from -1d``), in ms."""
+    (that long ago: ``backfill --from -7d --to now``, ``next --from -1d``), in ms.
+    ``past_only``: the caller refuses the future (a backfill), so a word it does not take is
+    not told of ``+DURATION``."""
     body = text.strip()
     if body.lower() == "now":
         return now
@@ -41,6 +43,9 @@ def instant_around(text: str, param: str, now: int) -> int:
             raise click.BadParameter(f"{body!r} is a duration: write -{body} for that long ago, or +{body} for that long ahead",
                                      param_hint=param)
     if not body[:1].isdigit() and not sched.looks_like_instant(body):  # a word: list what this option takes
-        raise click.BadParameter(f"invalid time {body!r}: expected an RFC 3339 instant like '2026-12-01T10:00:00Z', "
-                                 "now, -DURATION (that long ago, e.g. -7d) or +DURATION (that long ahead)", param_hint=param)
+        forms = "now or -DURATION (that long ago, e.g. -7d)"
+        if not past_only:
+            forms = "now, -DURATION (that long ago, e.g. -7d) or +DURATION (that long ahead)"
+        raise click.BadParameter(f"invalid time {body!r}: expected an RFC 3339 instant like '2026-12-01T10:00:00Z', {forms}",
+                                 param_hint=param)
     return sched.parse_instant(instant_text(body, param))

@@ -319,7 +319,9 @@ def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None
     res = daemon.cli("backfill", job, "--from", "-1h", "--to", "-2h")
     assert res.returncode == 2 and re.search(r"--to \(\S+Z\) is before --from \(\S+Z\)", res.stderr), res.stderr
     res = daemon.cli("backfill", job, "--from", "yesterday", "--to", "now")
-    assert res.returncode == 2 and "now, -DURATION (that long ago, e.g. -7d) or +DURATION" in res.stderr, res.stderr
+    assert res.returncode == 2 and "'2026-12-01T10:00:00Z', now or -DURATION (that long ago, e.g. -7d)" in res.stderr, res.stderr
+    res = daemon.cli("next", job, "--from", "yesterday")  # next also looks ahead
+    assert res.returncode == 2 and "now, -DURATION (that long ago, e.g. -7d) or +DURATION (that long ahead)" in res.stderr, res.stderr
     res = daemon.cli("backfill", job, "--from", "2026-12-01", "--to", "now")
     assert res.returncode == 2 and "write 2026-12-01T00:00:00Z for midnight UTC" in res.stderr, res.stderr
     # a dry run after the real one (the same range, as instants) plans nothing: those ticks
