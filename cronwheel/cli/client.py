@@ -75,6 +75,11 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+def _as_bytes_read(text: str) -> str:
+    """argv text whose bytes were not UTF-8 (lone surrogates here), shown as those bytes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+
+
 def path_segment(segment: str, safe: str = "") -> str:
     """One path segment (a job id or name, a calendar's name…), quoted. An empty one would
     address another route (``/v1/calendars/`` is the list): refused here, in words."""
@@ -83,12 +88,28 @@ def path_segment(segment: str, safe: str = "") -> str:
     try:
         return quote(segment, safe=safe)
     except UnicodeEncodeError:  # bytes of no encoding in argv come here as lone surrogates
-        shown = segment.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
-        raise ApiError(400, {"detail": f"'{shown}' is not valid UTF-8: no job, calendar, tenant or token has that name",
+        raise ApiError(400, {"detail": f"'{_as_bytes_read(segment)}' is not valid UTF-8: no job, calendar, tenant or token has that name",
                              "code": "bad_request"}) from None
 
 
 _q = path_segment
+
+
+def query_string(query: dict[str, Any]) -> str:
+    """``query`` encoded for a URL. A value from argv whose bytes were not UTF-8 (a lone
+    surrogate here) is refused in words, naming its parameter, as ``path_segment`` does."""
+    try:
+        return urlencode(query)
+    except UnicodeEncodeError:
+        for key, value in query.items():
+            text = str(value)
+            if not text.isascii():
+                try:
+                    text.encode()
+                except UnicodeEncodeError:
+                    raise ApiError(400, {"detail": f"{key} '{_as_bytes_read(text)}' is not valid UTF-8",
+                                         "code": "bad_request"}) from None
+        raise
 
 
 def _decode(raw: bytes) -> Any:
@@ -157,7 +178,7 @@ class Client:
         if query:
             q = {k: val for k, val in query.items() if val is not None}
             if q:
-                target += "?" + urlencode(q)
+                target += "?" + query_string(q)
         hdrs = {"Accept": "application/json", "User-Agent": "cronwheel-cli"}
         if self.token:
             hdrs["Authorization"] = f"Bearer {self.token}"
@@ -418,6 +439,6 @@ class Client:
         query = {k: val for k, val in (("job", job), ("event", event), ("since", since), ("n", n)) if val is not None}
         if follow:
             query["follow"] = "1"
-        target = self._prefix + "/v1/events" + ("?" + urlencode(query) if query else "")
+        target = self._prefix + "/v1/events" + ("?" + query_string(query) if query else "")
         lines = self._stream(target, "application/x-ndjson", follow, lambda resp: (line for line in resp if line.strip()), json.loads)
         yield from lines

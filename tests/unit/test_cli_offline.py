@@ -269,7 +269,8 @@ def test_worker_help_names_both_kinds_of_worker() -> None:
 
 
 @pytest.mark.parametrize("args", [("show", "\udcff"), ("cancel", "a\udced\udca0\udc80"), ("history", "\udcff"),
-                                  ("calendar", "set", "\udcff", "--date", "2026-12-25")])
+                                  ("calendar", "set", "\udcff", "--date", "2026-12-25"),
+                                  ("ls", "--tenant", "\udcff"), ("logs", "--event", "x\udcff")])  # query strings too
 def test_a_reference_that_is_not_utf8_is_refused_in_words(nowhere: str, args: tuple[str, ...]) -> None:
     r = invoke(*args, url=nowhere)
     assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.exception
