@@ -75,9 +75,19 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: argv bytes of no encoding
+        return False
+    return True
+
+
 def _as_bytes_read(text: str) -> str:
-    """argv text whose bytes were not UTF-8 (lone surrogates here), shown as those bytes."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+    """argv text shown safely: bytes that were not UTF-8 (lone surrogates here) as ``\\xff``,
+    control characters as their escapes."""
+    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
 
 
 def path_segment(segment: str, safe: str = "") -> str:
@@ -103,12 +113,8 @@ def query_string(query: dict[str, Any]) -> str:
     except UnicodeEncodeError:
         for key, value in query.items():
             text = str(value)
-            if not text.isascii():
-                try:
-                    text.encode()
-                except UnicodeEncodeError:
-                    raise ApiError(400, {"detail": f"{key} '{_as_bytes_read(text)}' is not valid UTF-8",
-                                         "code": "bad_request"}) from None
+            if not _is_utf8(text):
+                raise ApiError(400, {"detail": f"{key} '{_as_bytes_read(text)}' is not valid UTF-8", "code": "bad_request"}) from None
         raise
 
 
@@ -136,6 +142,8 @@ class Client:
         self.url = url
         self.token = token
         self.timeout = timeout
+        if not url.isprintable() or not _is_utf8(url):
+            raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{_as_bytes_read(url)}'")
         if url.startswith("unix:"):
             path = url[len("unix:"):]
             if path.startswith("//"):  # unix:///run/x.sock

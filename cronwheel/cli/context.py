@@ -63,8 +63,14 @@ class Cli:
     @property
     def client(self) -> Client:
         if self._client is None:
+            token = self._token()
+            if token is not None:
+                token = token.strip()  # a token read from a file keeps its newline
+                if not (token.isascii() and token.isprintable()):
+                    raise click.BadParameter("a token is printable ASCII, as `cronwheel token create` prints it; "
+                                             "this one is not (a stray byte or line break?)", param_hint="'--token' / CRONWHEEL_TOKEN")
             try:
-                self._client = Client(self.url, self._token())
+                self._client = Client(self.url, token)
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--url' / CRONWHEEL_URL") from None
         return self._client

@@ -71,6 +71,18 @@ def test_next_hashed_cron_warns_about_the_example_id(nowhere: str) -> None:
     assert "example id" not in r.stderr
 
 
+def test_a_url_or_token_that_cannot_be_sent_is_refused_in_words(nowhere: str) -> None:
+    for url, shown in (("http://\udcff:7878", "'http://\\xff:7878'"), ("http://a\nb:7878", "'http://a\\nb:7878'")):
+        r = invoke("ls", url=url)
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert f"the daemon URL must be http://HOST:PORT or unix:/PATH, not {shown}" in r.stderr, r.stderr
+    for token in ("\udcff", "tok\nen", "café"):
+        r = invoke("--token", token, "ls", url=nowhere)
+        assert r.exit_code == 2 and "'--token' / CRONWHEEL_TOKEN: a token is printable ASCII" in r.stderr, (token, r.output)
+    r = invoke("--token", "tok\n", "ls", url=nowhere)  # a file's newline: kept out, and on to the daemon
+    assert r.exit_code == 69 and "printable ASCII" not in r.stderr, r.output
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
