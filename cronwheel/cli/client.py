@@ -142,7 +142,7 @@ class Client:
         self.url = url
         self.token = token
         self.timeout = timeout
-        if not url.isprintable() or not _is_utf8(url):
+        if not url.startswith("unix:") and not (url.isprintable() and _is_utf8(url)):  # a path may hold any byte
             raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{_as_bytes_read(url)}'")
         if url.startswith("unix:"):
             path = url[len("unix:"):]

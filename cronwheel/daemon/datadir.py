@@ -15,6 +15,8 @@ from cronwheel.daemon.options import DaemonError
 def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
     """Make ``data_dir`` (0700), lock it for this daemon and check its store; the lock file,
     held open for the daemon's lifetime."""
+    if store_url is None:
+        _refuse_a_path_sqlite_cannot_open(data_dir)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(data_dir, 0o700)
@@ -27,6 +29,17 @@ def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
         lock.close()
         raise
     return lock
+
+
+def _refuse_a_path_sqlite_cannot_open(data_dir: Path) -> None:
+    """SQLite opens files by UTF-8 name: a path with bytes of no encoding (lone surrogates in
+    Python) would crash the store's open, after the directory was made."""
+    try:
+        str(data_dir.absolute()).encode()
+    except UnicodeEncodeError:
+        shown = str(data_dir).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise DaemonError(f"the data directory '{shown}' is not a UTF-8 path, and the embedded store opens its files "
+                          "by UTF-8 names: choose another --data-dir (or --store postgresql://…)") from None
 
 
 def _not_ours(data_dir: Path, exc: OSError) -> str:

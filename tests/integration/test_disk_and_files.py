@@ -155,3 +155,9 @@ def test_a_data_directory_that_cannot_be_used_is_one_line(tmp_path: Path) -> Non
     r = d.cli("serve", "--data-dir", str(tmp_path / "a-file" / "node"), "--http", "127.0.0.1:0")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert f"cannot use the data directory {tmp_path / 'a-file' / 'node'}: Not a directory" in r.stderr
+    # a name whose bytes are no UTF-8 (argv's 0xff): refused before it is made, not a crash
+    # of the store's open once it was
+    r = d.cli("serve", "--data-dir", str(tmp_path / "node\udcff"), "--http", "127.0.0.1:0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "node.crashed" not in r.stderr, r.stderr
+    assert f"the data directory '{tmp_path}/node\\xff' is not a UTF-8 path" in r.stderr, r.stderr
+    assert not os.path.exists(os.fsencode(str(tmp_path)) + b"/node\xff")
