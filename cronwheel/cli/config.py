@@ -156,7 +156,8 @@ def find_config(explicit: str | Path | None) -> Path | None:
             return None
         path = Path(explicit)
         if not path.is_file():
-            raise ConfigError(str(path), "no such file (from --config or $CRONWHEEL_CONFIG)")
+            what = "a directory, not a file" if path.is_dir() else "no such file"
+            raise ConfigError(str(path), f"{what} (from --config or $CRONWHEEL_CONFIG)")
         return path
     return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
 

@@ -134,6 +134,8 @@ def test_not_toml_says_where(tmp_path: Path) -> None:
 def test_a_missing_named_file_is_an_error_but_a_missing_default_is_not(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["--config", str(tmp_path / "nope.toml"), "config"])
     assert res.exit_code == 2 and "nope.toml: no such file" in res.output
+    res = CliRunner().invoke(cli, ["--config", str(tmp_path), "config"])
+    assert res.exit_code == 2 and f"{tmp_path}: a directory, not a file" in res.output, res.output
     res = CliRunner().invoke(cli, ["config"], env={"CRONWHEEL_CONFIG": None})
     assert res.exit_code == 0 and "# configuration file:" in res.output
 
