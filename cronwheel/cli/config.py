@@ -46,6 +46,11 @@ class _Checked(click.ParamType[str]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
         try:
+            text.encode()
+        except UnicodeEncodeError:  # argv or environment bytes of no encoding: lone surrogates here
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+            self.fail(f"'{shown}' is not valid UTF-8", param, ctx)
+        try:
             self.check(text)
         except (ValueError, ScheduleError) as exc:
             self.fail(str(exc), param, ctx)

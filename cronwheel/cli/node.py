@@ -4,6 +4,7 @@ they start, so the other commands never load them."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,19 +29,37 @@ def status(app: Cli, as_json: bool) -> None:
 
 
 
+#: bounds that catch a typo before it starts 100,000 processes or waits forever on SIGTERM
+MAX_WORKERS = 1024
+MAX_SLOTS = 100_000
+MAX_GRACE_SEC = 86_400.0
+
+
+class _Seconds(click.FloatRange):
+    """click's FloatRange lets nan through (every comparison with it is false): refused here,
+    in the type, so a configuration file's value is refused naming its file and line."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value} is not a number of seconds", param, ctx)
+        return number
+
+
 @click.command(context_settings=CONTEXT)
 @click.option("--data-dir", type=click.Path(file_okay=False, readable=False, path_type=Path), metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", type=cfg.STORE, metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
-@click.option("--workers", type=click.IntRange(0), metavar="N", help="Local worker processes. [default: the number of CPUs]")
-@click.option("--slots", type=click.IntRange(1), metavar="N", help="Concurrent executions per worker. [default: 16]")
+@click.option("--workers", type=click.IntRange(0, MAX_WORKERS), metavar="N", help="Local worker processes. [default: the number of CPUs]")
+@click.option("--slots", type=click.IntRange(1, MAX_SLOTS), metavar="N", help="Concurrent executions per worker. [default: 16]")
 @click.option("--node-id", type=cfg.NODE_ID, metavar="ID", help="This node's id in a cluster. [default: the host name]")
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
 @click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
               help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
-@click.option("--grace-sec", type=click.FloatRange(0), metavar="SEC", help="On SIGTERM, how long running executions get to finish. [default: 30]")
+@click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
+              help="On SIGTERM, how long running executions get to finish. [default: 30]")
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")

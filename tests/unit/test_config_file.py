@@ -232,7 +232,22 @@ BAD_VALUES = [
     ("node_id = 7", "node_id", "expected a string in double quotes, not 7", None),
     ("log_level = true", "log_level", "expected a string in double quotes, not true", None),
     ("data_dir = 1", "data_dir", "expected a string in double quotes, not 1", None),
+    # a typo's size, and numbers that are no duration: refused before 100,000 processes start
+    ("workers = 100000", "workers", "100000 is not in the range 0<=x<=1024", ("--workers", "100000")),
+    ("slots = 99999999999", "slots", "99999999999 is not in the range 1<=x<=100000", ("--slots", "99999999999")),
+    ("grace_sec = nan", "grace_sec", "nan is not a number of seconds", ("--grace-sec", "nan")),
+    ("grace_sec = inf", "grace_sec", "inf is not in the range 0<=x<=86400", ("--grace-sec", "inf")),
 ]
+
+
+@pytest.mark.parametrize("flag", ["--http", "--store", "--node-id", "--http-allow", "--retention"])
+def test_a_flag_whose_bytes_are_not_utf8_is_refused_before_the_daemon_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: str
+) -> None:
+    """argv's 0xff arrives as a lone surrogate: it crashed the daemon's bind (idna) or its
+    store's open, after the start had begun."""
+    res, handed = _serve(monkeypatch, tmp_path, "before", "", flags=(flag, "x\udcff:80"))
+    assert res.exit_code == 2 and not handed and "'x\\xff:80' is not valid UTF-8" in res.output, res.output
 
 
 @pytest.mark.parametrize(("text", "key", "says", "flag"), BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
