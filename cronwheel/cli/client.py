@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
+from cronwheel.core.words import as_given
 
 
 class ClientError(Exception):
@@ -83,13 +84,6 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _as_bytes_read(text: str) -> str:
-    """argv text shown safely: bytes that were not UTF-8 (lone surrogates here) as ``\\xff``,
-    control characters as their escapes."""
-    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-
-
 def path_segment(segment: str, safe: str = "") -> str:
     """One path segment (a job id or name, a calendar's name…), quoted. An empty one would
     address another route (``/v1/calendars/`` is the list): refused here, in words."""
@@ -98,7 +92,7 @@ def path_segment(segment: str, safe: str = "") -> str:
     try:
         return quote(segment, safe=safe)
     except UnicodeEncodeError:  # bytes of no encoding in argv come here as lone surrogates
-        raise ApiError(400, {"detail": f"'{_as_bytes_read(segment)}' is not valid UTF-8: no job, calendar, tenant or token has that name",
+        raise ApiError(400, {"detail": f"'{as_given(segment)}' is not valid UTF-8: no job, calendar, tenant or token has that name",
                              "code": "bad_request"}) from None
 
 
@@ -114,7 +108,7 @@ def query_string(query: dict[str, Any]) -> str:
         for key, value in query.items():
             text = str(value)
             if not _is_utf8(text):
-                raise ApiError(400, {"detail": f"{key} '{_as_bytes_read(text)}' is not valid UTF-8", "code": "bad_request"}) from None
+                raise ApiError(400, {"detail": f"{key} '{as_given(text)}' is not valid UTF-8", "code": "bad_request"}) from None
         raise
 
 
@@ -143,7 +137,7 @@ class Client:
         self.token = token
         self.timeout = timeout
         if not url.startswith("unix:") and not (url.isprintable() and _is_utf8(url)):  # a path may hold any byte
-            raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{_as_bytes_read(url)}'")
+            raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{as_given(url)}'")
         if url.startswith("unix:"):
             path = url[len("unix:"):]
             if path.startswith("//"):  # unix:///run/x.sock

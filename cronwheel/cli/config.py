@@ -26,6 +26,7 @@ from cronwheel.cli.context import CONTEXT
 from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
+from cronwheel.core.words import as_given
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import journal_stream
 
@@ -48,8 +49,7 @@ class _Checked(click.ParamType[str]):
         try:
             text.encode()
         except UnicodeEncodeError:  # argv or environment bytes of no encoding: lone surrogates here
-            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
-            self.fail(f"'{shown}' is not valid UTF-8", param, ctx)
+            self.fail(f"'{as_given(text)}' is not valid UTF-8", param, ctx)
         try:
             self.check(text)
         except (ValueError, ScheduleError) as exc:

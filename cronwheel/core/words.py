@@ -1,4 +1,5 @@
-"""Counted nouns for what people read: "1 job", "2 jobs", never "1 jobs" or "job(s)". Pure."""
+"""Words for what people read: counted nouns ("1 job", "2 jobs", never "1 jobs" or "job(s)"),
+and text from argv or the environment shown as it was given. Pure."""
 
 from __future__ import annotations
 
@@ -6,3 +7,11 @@ from __future__ import annotations
 def counted(n: int, one: str, many: str | None = None) -> str:
     """``n`` and the noun in the right number: ``counted(1, "job")`` is "1 job"."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def as_given(text: str, limit: int = 80) -> str:
+    """``text`` from argv, the environment or a path, shown safely in a one-line refusal:
+    bytes that were not UTF-8 (lone surrogates in Python) as ``\\xff``, control characters as
+    their escapes (``\\n``), at most ``limit`` characters."""
+    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:limit]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)

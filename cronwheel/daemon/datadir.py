@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cronwheel.core.words import as_given
 from cronwheel.daemon.options import DaemonError
 
 
@@ -37,8 +38,7 @@ def _refuse_a_path_sqlite_cannot_open(data_dir: Path) -> None:
     try:
         str(data_dir.absolute()).encode()
     except UnicodeEncodeError:
-        shown = str(data_dir).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise DaemonError(f"the data directory '{shown}' is not a UTF-8 path, and the embedded store opens its files "
+        raise DaemonError(f"the data directory '{as_given(str(data_dir), 4096)}' is not a UTF-8 path, and the embedded store opens its files "
                           "by UTF-8 names: choose another --data-dir (or --store postgresql://…)") from None
 
 

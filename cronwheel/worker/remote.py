@@ -28,16 +28,20 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 import signal
 import socket
 import sys
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
-from cronwheel.core.limits import scrub_text
+from cronwheel.core.jobfields import PATTERN_WORDS, QUEUE_PATTERN
+from cronwheel.core.limits import MAX_WORKER_ID_CHARS, scrub_text
 from cronwheel.core.schedule import parse_instant
+from cronwheel.core.words import as_given
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
 from cronwheel.worker.targets import PythonTarget, load_callable
@@ -235,10 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grace", type=float, default=30.0, metavar="SEC", help="on SIGTERM, how long running executions may finish (default: 30)")
     ap.add_argument("--wait", type=float, default=CLAIM_WAIT_SEC, metavar="SEC", help=f"the claim's long poll, 0..30 (default: {CLAIM_WAIT_SEC:g})")
     args = ap.parse_args(argv)
-    if args.concurrency < 1:
-        ap.error("--concurrency must be at least 1")
-    if not 0 <= args.wait <= 30:
-        ap.error("--wait must be between 0 and 30")
+    refusal = _refusal(args)
+    if refusal is not None:
+        ap.error(refusal)
+    try:  # here, not in the loop: a handler that cannot be loaded is a usage error, in one line
+        load_callable(args.handler)
+    except Exception as exc:
+        ap.error(f"cannot load the handler {_shown(args.handler)}: {type(exc).__name__}: {exc}")
     worker = RemoteWorker(
         args.url, args.queue, args.handler, concurrency=args.concurrency, token=args.token,
         worker_id=args.worker_id, grace_sec=args.grace, wait_sec=args.wait,
@@ -249,6 +256,45 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)  # a handler thread that never returns must not keep us alive
     return code
+
+
+#: a typo's size: each slot is a thread of the handler pool
+MAX_CONCURRENCY = 10_000
+
+
+def _refusal(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, in words, before anything starts: the claim loop
+    would otherwise retry a URL or a queue name that can never work, once a second."""
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        return f"--concurrency must be between 1 and {MAX_CONCURRENCY:,}"
+    if not 0 <= args.wait <= 30:  # nan fails both comparisons
+        return "--wait must be between 0 and 30"
+    if not 0 <= args.grace <= 86_400:
+        return "--grace must be between 0 and 86400 seconds"
+    url = urlsplit(args.url) if _sendable(args.url) else None
+    if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        return f"--url must be the daemon's http(s)://HOST:PORT, not {_shown(args.url)}"
+    for queue in args.queue:
+        if not re.search(QUEUE_PATTERN, queue):
+            return f"--queue {_shown(queue)} is not a queue name ({PATTERN_WORDS[QUEUE_PATTERN]})"
+    if args.token is not None and not (args.token.strip().isascii() and args.token.strip().isprintable()):
+        return "--token (or $CRONWHEEL_TOKEN) must be printable ASCII, as `cronwheel token create` prints it"
+    if args.worker_id is not None and not (0 < len(args.worker_id) <= MAX_WORKER_ID_CHARS and _sendable(args.worker_id)):
+        return f"--worker-id must be 1 to {MAX_WORKER_ID_CHARS} printable characters"
+    return None
+
+
+def _sendable(text: str) -> bool:
+    """Printable and UTF-8 (argv's bytes of no encoding arrive as lone surrogates)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return text.isprintable()
+
+
+def _shown(text: str) -> str:
+    return f"'{as_given(text, 100)}'"
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -261,9 +263,6 @@ def test_next_from_takes_now_and_a_time_ago(nowhere: str) -> None:
 
 
 def test_worker_help_names_both_kinds_of_worker() -> None:
-    import subprocess
-    import sys
-
     res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", "--help"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "--socket" in res.stdout and "local worker" in res.stdout
@@ -278,6 +277,36 @@ def test_worker_help_names_both_kinds_of_worker() -> None:
 
 
 # ---------------------------------------------------------------- hostile words, refused here in words
+
+
+REMOTE = ["--url", "http://127.0.0.1:9", "--queue", "q", "--handler", "os:getcwd"]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (("--url", "http://\udcff"), "--url must be the daemon's http(s)://HOST:PORT, not 'http://\\xff'"),
+    (("--url", "ftp://x"), "--url must be the daemon's http(s)://HOST:PORT, not 'ftp://x'"),
+    (("--queue", "a b"), "--queue 'a b' is not a queue name (1 to 100 characters"),
+    (("--handler", "nosuch_module_x:fn"), "cannot load the handler 'nosuch_module_x:fn': ModuleNotFoundError"),
+    (("--handler", "os:nosuch"), "cannot load the handler 'os:nosuch': AttributeError"),
+    (("--concurrency", "99999999"), "--concurrency must be between 1 and 10,000"),
+    (("--grace", "nan"), "--grace must be between 0 and 86400 seconds"),
+    (("--wait", "nan"), "--wait must be between 0 and 30"),
+    (("--token", "t\nx"), "--token (or $CRONWHEEL_TOKEN) must be printable ASCII"),
+    (("--worker-id", "a\nb"), "--worker-id must be 1 to 200 printable characters"),
+])  # fmt: skip
+def test_a_remote_worker_refuses_what_could_never_work_before_it_starts(change: tuple[str, str], says: str) -> None:
+    """Each of these ran the claim loop, retrying once a second forever, or crashed with a
+    traceback (a handler that does not import)."""
+    args = [*REMOTE]
+    if change[0] in args:
+        args[args.index(change[0]) + 1] = change[1]
+    else:
+        args += list(change)
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", *args], capture_output=True, text=True,
+                         timeout=60, errors="surrogateescape")  # fmt: skip
+    assert res.returncode == 2 and f"cronwheel worker: error: {says}" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "remote_worker.started" not in res.stderr + res.stdout
+
 
 
 @pytest.mark.parametrize("args", [("show", "\udcff"), ("cancel", "a\udced\udca0\udc80"), ("history", "\udcff"),
