@@ -11,7 +11,7 @@ import click
 
 from cronwheel.cli import render
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
-from cronwheel.core.limits import MIN_RATE
+from cronwheel.core.limits import MAX_QUOTA, MAX_RATE, MIN_RATE
 
 _CLEAR = ("none", "unlimited", "off")
 
@@ -25,11 +25,13 @@ _UNSET_QUOTA = _Unset()
 
 
 class _Limit(click.ParamType[float | _Unset]):
-    """A non-negative number, or none/unlimited (sent as null: no quota)."""
+    """A number in ``low..high``, or none/unlimited (sent as null: no quota). The bounds are
+    the API's: said here, so that ``inf`` is not sent as JSON no server can read."""
 
-    def __init__(self, kind: Callable[[Any], float], low: float) -> None:
+    def __init__(self, kind: Callable[[Any], float], low: float, high: float) -> None:
         self.kind = kind
         self.low = low
+        self.high = high
         self.name = "N|none"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | _Unset:
@@ -39,8 +41,8 @@ class _Limit(click.ParamType[float | _Unset]):
             number = self.kind(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number or 'none'", param, ctx)
-        if number < self.low or number != number:
-            self.fail(f"{value!r} must be at least {self.low:g} (or 'none' for unlimited)", param, ctx)
+        if not self.low <= number <= self.high:  # nan fails both comparisons
+            self.fail(f"{value!r} must be {self.low:g} to {self.high:,.0f} (or 'none' for unlimited)", param, ctx)
         return number
 
 
@@ -61,10 +63,10 @@ def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, bu
 def _tenant_options(fn: Any) -> Any:
     options = [
         click.option("--weight", type=click.IntRange(1, 1000), help="Share of the ready queue against other tenants. [default 1]"),
-        click.option("--max-running", type=_Limit(int, 0), help="Executions running at once (per node); beyond it they wait. 'none': unlimited."),
-        click.option("--max-jobs", type=_Limit(int, 0), help="Registered (active or paused) jobs; beyond it submissions get 429. 'none': unlimited."),
-        click.option("--rate", type=_Limit(float, MIN_RATE), help="Job submissions per second (per node); beyond it 429 + Retry-After. 'none': unlimited."),
-        click.option("--burst", type=_Limit(int, 1), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
+        click.option("--max-running", type=_Limit(int, 0, MAX_QUOTA), help="Executions running at once (per node); beyond it they wait. 'none': unlimited."),
+        click.option("--max-jobs", type=_Limit(int, 0, MAX_QUOTA), help="Registered (active or paused) jobs; beyond it submissions get 429. 'none': unlimited."),
+        click.option("--rate", type=_Limit(float, MIN_RATE, MAX_RATE), help="Job submissions per second (per node); beyond it 429 + Retry-After. 'none': unlimited."),
+        click.option("--burst", type=_Limit(int, 1, MAX_QUOTA), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
         click.option("--allow-shell/--no-allow-shell", default=None,
                      help="May create command and python targets (they run as the daemon's user). [default no]"),
         click.option("--http-allow", metavar="HOST,...", help="Hosts its HTTP targets may call ('' : the daemon's --http-allow)."),

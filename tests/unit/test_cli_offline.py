@@ -279,6 +279,18 @@ def test_worker_help_names_both_kinds_of_worker() -> None:
 # ---------------------------------------------------------------- hostile words, refused here in words
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("--rate", "inf", "'inf' must be 0.001 to 1,000,000 (or 'none' for unlimited)"),
+    ("--rate", "nan", "'nan' must be 0.001 to 1,000,000"),
+    ("--burst", "99999999999999999999", "must be 1 to 1,000,000,000"),
+    ("--max-jobs", "-5", "'-5' must be 0 to 1,000,000,000"),
+])  # fmt: skip
+def test_a_tenant_quota_out_of_the_apis_range_is_refused_here(nowhere: str, option: str, value: str, says: str) -> None:
+    """inf was sent as JSON's Infinity and refused as "malformed JSON", which the user never wrote."""
+    r = invoke("tenant", "add", "t1", option, value, url=nowhere)
+    assert r.exit_code == 2 and says in r.stderr and "JSON" not in r.stderr, r.output
+
+
 REMOTE = ["--url", "http://127.0.0.1:9", "--queue", "q", "--handler", "os:getcwd"]
 
 
