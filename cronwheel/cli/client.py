@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
-from cronwheel.core.words import as_given
+from cronwheel.core.words import as_given, is_utf8
 
 
 class ClientError(Exception):
@@ -76,14 +76,6 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: argv bytes of no encoding
-        return False
-    return True
-
-
 def path_segment(segment: str, safe: str = "") -> str:
     """One path segment (a job id or name, a calendar's name…), quoted. An empty one would
     address another route (``/v1/calendars/`` is the list): refused here, in words."""
@@ -107,7 +99,7 @@ def query_string(query: dict[str, Any]) -> str:
     except UnicodeEncodeError:
         for key, value in query.items():
             text = str(value)
-            if not _is_utf8(text):
+            if not is_utf8(text):
                 raise ApiError(400, {"detail": f"{key} '{as_given(text)}' is not valid UTF-8", "code": "bad_request"}) from None
         raise
 
@@ -136,7 +128,7 @@ class Client:
         self.url = url
         self.token = token
         self.timeout = timeout
-        if not url.startswith("unix:") and not (url.isprintable() and _is_utf8(url)):  # a path may hold any byte
+        if not url.startswith("unix:") and not (url.isprintable() and is_utf8(url)):  # a path may hold any byte
             raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{as_given(url)}'")
         if url.startswith("unix:"):
             path = url[len("unix:"):]

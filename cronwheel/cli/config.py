@@ -26,7 +26,7 @@ from cronwheel.cli.context import CONTEXT
 from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
-from cronwheel.core.words import as_given
+from cronwheel.core.words import as_given, is_utf8
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import journal_stream
 
@@ -46,9 +46,7 @@ class _Checked(click.ParamType[str]):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
-        try:
-            text.encode()
-        except UnicodeEncodeError:  # argv or environment bytes of no encoding: lone surrogates here
+        if not is_utf8(text):
             self.fail(f"'{as_given(text)}' is not valid UTF-8", param, ctx)
         try:
             self.check(text)

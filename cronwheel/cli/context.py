@@ -17,6 +17,7 @@ import click
 from cronwheel.cli import render
 from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
 from cronwheel.cli.exits import EX_UNAVAILABLE
+from cronwheel.core.tenants import given_token
 
 #: the settings of every command and group: -h as well as --help, and help text 100 wide
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -65,8 +66,8 @@ class Cli:
         if self._client is None:
             token = self._token()
             if token is not None:
-                token = token.strip()  # a token read from a file keeps its newline
-                if not (token.isascii() and token.isprintable()):
+                token = given_token(token)
+                if token is None:
                     raise click.BadParameter("a token is printable ASCII, as `cronwheel token create` prints it; "
                                              "this one is not (a stray byte or line break?)", param_hint="'--token' / CRONWHEEL_TOKEN")
             try:

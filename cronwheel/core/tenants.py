@@ -126,6 +126,14 @@ def new_token_secret() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
 
 
+def given_token(text: str) -> str | None:
+    """A bearer token as a person passed it (a flag, a variable, a file's line), without the
+    whitespace around it (a file's newline); None when what is left could not be sent, since a
+    header carries printable ASCII only."""
+    token = text.strip()
+    return token if token.isascii() and token.isprintable() else None
+
+
 def new_token_id() -> str:
     return "tk_" + secrets.token_hex(8)
 

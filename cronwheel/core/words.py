@@ -9,6 +9,16 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: argv's, a path's or the environment's bytes
+    that were not arrive in Python as lone surrogates, which cannot."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def as_given(text: str, limit: int = 80) -> str:
     """``text`` from argv, the environment or a path, shown safely in a one-line refusal:
     bytes that were not UTF-8 (lone surrogates in Python) as ``\\xff``, control characters as

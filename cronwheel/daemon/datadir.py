@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cronwheel.core.words import as_given
+from cronwheel.core.words import as_given, is_utf8
 from cronwheel.daemon.options import DaemonError
 
 
@@ -35,11 +35,9 @@ def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
 def _refuse_a_path_sqlite_cannot_open(data_dir: Path) -> None:
     """SQLite opens files by UTF-8 name: a path with bytes of no encoding (lone surrogates in
     Python) would crash the store's open, after the directory was made."""
-    try:
-        str(data_dir.absolute()).encode()
-    except UnicodeEncodeError:
+    if not is_utf8(str(data_dir.absolute())):
         raise DaemonError(f"the data directory '{as_given(str(data_dir), 4096)}' is not a UTF-8 path, and the embedded store opens its files "
-                          "by UTF-8 names: choose another --data-dir (or --store postgresql://…)") from None
+                          "by UTF-8 names: choose another --data-dir (or --store postgresql://…)")
 
 
 def _not_ours(data_dir: Path, exc: OSError) -> str:
