@@ -41,7 +41,8 @@ import aiohttp
 from cronwheel.core.jobfields import PATTERN_WORDS, QUEUE_PATTERN
 from cronwheel.core.limits import MAX_WORKER_ID_CHARS, scrub_text
 from cronwheel.core.schedule import parse_instant
-from cronwheel.core.words import as_given
+from cronwheel.core.tenants import given_token
+from cronwheel.core.words import as_given, is_utf8
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
 from cronwheel.worker.targets import PythonTarget, load_callable
@@ -67,6 +68,7 @@ class RemoteWorker:
         worker_id: str | None = None,
         grace_sec: float = 30.0,
         wait_sec: float = CLAIM_WAIT_SEC,
+        target: PythonTarget | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.queues = list(dict.fromkeys(queues))
@@ -80,12 +82,13 @@ class RemoteWorker:
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._executor = CallThreads(concurrency, "handler")
-        self._target: PythonTarget | None = None
+        self._target = target  #: the handler, when the caller loaded it already
         self._session: aiohttp.ClientSession | None = None
 
     # ---- lifecycle
     async def run(self) -> int:
-        self._target = await asyncio.to_thread(load_callable, self.handler)
+        if self._target is None:
+            self._target = await asyncio.to_thread(load_callable, self.handler)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stopping.set)
@@ -243,12 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     if refusal is not None:
         ap.error(refusal)
     try:  # here, not in the loop: a handler that cannot be loaded is a usage error, in one line
-        load_callable(args.handler)
+        target = load_callable(args.handler)
     except Exception as exc:
         ap.error(f"cannot load the handler {_shown(args.handler)}: {type(exc).__name__}: {exc}")
     worker = RemoteWorker(
-        args.url, args.queue, args.handler, concurrency=args.concurrency, token=args.token,
-        worker_id=args.worker_id, grace_sec=args.grace, wait_sec=args.wait,
+        args.url, args.queue, args.handler, concurrency=args.concurrency,
+        token=None if args.token is None else given_token(args.token),  # _refusal saw it can be sent
+        worker_id=args.worker_id, grace_sec=args.grace, wait_sec=args.wait, target=target,
     )
     code = asyncio.run(worker.run())
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
@@ -277,7 +281,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
     for queue in args.queue:
         if not re.search(QUEUE_PATTERN, queue):
             return f"--queue {_shown(queue)} is not a queue name ({PATTERN_WORDS[QUEUE_PATTERN]})"
-    if args.token is not None and not (args.token.strip().isascii() and args.token.strip().isprintable()):
+    if args.token is not None and given_token(args.token) is None:
         return "--token (or $CRONWHEEL_TOKEN) must be printable ASCII, as `cronwheel token create` prints it"
     if args.worker_id is not None and not (0 < len(args.worker_id) <= MAX_WORKER_ID_CHARS and _sendable(args.worker_id)):
         return f"--worker-id must be 1 to {MAX_WORKER_ID_CHARS} printable characters"
@@ -286,11 +290,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
 
 def _sendable(text: str) -> bool:
     """Printable and UTF-8 (argv's bytes of no encoding arrive as lone surrogates)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return text.isprintable()
+    return text.isprintable() and is_utf8(text)
 
 
 def _shown(text: str) -> str:

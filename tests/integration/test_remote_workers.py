@@ -70,6 +70,15 @@ def test_queue_target_is_left_to_remote_workers(daemon: Daemon, remote_worker: C
     assert worker.wait(15) == 0
 
 
+def test_a_token_read_with_its_newline_still_works(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    """``--token "$(cat file)"`` drops the newline, but a variable set from a file's line keeps
+    it: the worker sends the token without it (it claimed with a header aiohttp refused, once
+    a second, for ever)."""
+    job = daemon.add_job({"schedule": "+0s", "queue": "qn"})["jobId"]
+    remote_worker("rw-nl", "qn", extra=("--token", daemon.admin_token + "\n"))
+    wait_for(lambda: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED", 30, what="the job ran")
+
+
 def test_seed_shaped_body_lands_in_the_default_queue(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
     body = {"schedule": "+0s", "payload": {"seed": True}, "retryPolicy": {"maxAttempts": 2}, "timeoutSec": 30}
     r = daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "seed-1"})
