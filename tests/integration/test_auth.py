@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -330,7 +331,7 @@ def test_tenant_and_token_bodies_are_validated(daemon: Daemon) -> None:
     assert daemon.get("/v1/status", token=created.json()["token"]).status == 200
 
 
-def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(daemon: Daemon) -> None:
+def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(make_daemon: Callable[..., Daemon]) -> None:
     """A revoked token stops at once (docs/security.md), also on a connection opened before:
     an events follow, an output follow and a claim's long poll end within seconds, and the
     long poll hands out no lease."""
@@ -338,7 +339,7 @@ def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(daemon: Daemo
     import threading
     from urllib.parse import urlsplit
 
-    d = daemon
+    d = make_daemon(args=("--grace-sec", "1"))  # the sleeper is not waited for at teardown
     tenant = tenant_token(d, "acme", allowShell=True)
     worker = tenant_token(d, "acme", role="worker")
     admin2 = d.post("/v1/tokens", {"role": "admin", "name": "second"}).json()
