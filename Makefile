@@ -16,9 +16,12 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(VENV)/bin/cronwheel serve
 
-# Lint, check the layers, type-check the package, then the whole test suite.
+# Lint, check the layers, type-check the package, then the whole test suite, one pytest worker
+# per core (most tests wait on real daemons; worksteal lets an idle worker take a busy one's
+# queue). PYTEST_JOBS=0 runs it in one process.
+PYTEST_JOBS ?= auto
 test: $(STAMP) lint browser promtool
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 # The dashboard's browser tests (tests/browser) drive Debian's chromium through chromium-driver.
 # As root with apt-get, install them when missing; otherwise warn loudly and go on: those tests
