@@ -370,6 +370,10 @@ PATHS: dict[str, Any] = {
         "post": {
             "operationId": "triggerJob",
             "summary": "Run a job now, outside its schedule",
+            "description": (
+                "The run is a submission: it takes one token of the tenant's "
+                "`submitRate` (429 with `Retry-After` when its bucket is empty)."
+            ),
             "responses": {
                 "202": answer(
                     "The new PENDING execution.",
@@ -396,7 +400,7 @@ PATHS: dict[str, Any] = {
                         ),
                     },
                 ),
-                **refused("404", "409", "503", "401", "403"),
+                **refused("404", "409", "503", "401", "403", "429"),
             },
         },
     },
@@ -451,13 +455,16 @@ PATHS: dict[str, Any] = {
                 "One execution per tick of `[from, to]` of the job's schedule (its "
                 "active window and calendars applied) that has none yet, at batch "
                 "priority, so live work goes first. The `(jobId, scheduledAt)` "
-                "identity makes a repeated backfill create nothing."
+                "identity makes a repeated backfill create nothing. Each tick of the "
+                "range takes a token of the tenant's `submitRate`, all or none (429; a "
+                "range of more ticks than `submitBurst` can never pass: backfill smaller "
+                "ranges); a dry run takes none."
             ),
             "requestBody": json_body("BackfillRequest"),
             "responses": {
                 "200": answer("dryRun: the plan.", "BackfillResult"),
                 "202": answer("The executions created.", "BackfillResult"),
-                **refused("400", "404", "409", "422", "401", "403", "503"),
+                **refused("400", "404", "409", "422", "401", "403", "503", "429"),
             },
         },
         "delete": {

@@ -26,8 +26,8 @@ from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_BACKFILL_TICKS
 from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import UpdateResult
-from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
+from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.store.base import Store
 
 
@@ -47,7 +47,7 @@ class ChainRefused(Conflict):
     code = "chain_refused"
 
 
-class BeyondCronMixin(NodeParts):
+class BeyondCronMixin(TenancyMixin):
     # ---- first tick of a job
     @staticmethod
     def first_run(job_id: str, spec: JobSpec, now: int) -> int | None:
@@ -186,6 +186,7 @@ class BeyondCronMixin(NodeParts):
         created: list[Execution] = []
         had = await self._ticks_with_executions(job.id, plan.ticks, tenant) if dry_run else set()
         if not dry_run and plan.ticks:
+            self.admit_submission(job.spec, len(plan.ticks), what="tick")  # 429: each tick may make a run
             made = await self._write(lambda s: s.backfill(job.id, plan.ticks, now, tenant))
             if made is None:
                 raise Conflict(f"cannot backfill job {job.id!r} (cancelled meanwhile?)")

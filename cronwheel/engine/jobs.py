@@ -2,8 +2,8 @@
 trigger, follow their output, and the herd of their coming ticks.
 
 ``JobsMixin`` is a part of ``Node`` (engine/parts.py says how the parts fit); it derives from
-the tenancy part (quotas at submission) and the beyond-cron part (first ticks, references,
-calendars).
+the beyond-cron part (first ticks, references, calendars), which derives from the tenancy
+part (quotas at submission).
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from cronwheel.engine.service import (
     NotFound,
     ServiceError,
 )
-from cronwheel.engine.tenancy import TenancyMixin
 from cronwheel.store.base import Store
 
 #: jobs read per page when counting the herd
 HERD_PAGE = 1_000
 
 
-class JobsMixin(TenancyMixin, BeyondCronMixin):
+class JobsMixin(BeyondCronMixin):
     herd_turn: asyncio.Lock
 
     # ---- submissions
@@ -186,6 +185,8 @@ class JobsMixin(TenancyMixin, BeyondCronMixin):
         job = await self.get_job(job_id, tenant)
         if job is not None:
             refuse_ping_job(job, "trigger")
+            if job.status is not JobStatus.CANCELLED:  # (refused below, taking no token)
+                self.admit_submission(job.spec, what="run")  # 429 when the tenant's bucket is empty
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.trigger_job(job_id, now, tenant))
         if ex is None:

@@ -49,6 +49,14 @@ ADMIN_TOKEN_FILE = "admin-token"
 JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most this often
 
 
+#: a submission too large for a tenant's burst, in words, and what to do instead
+_AT_ONCE = {
+    "job": ("a batch of {} jobs", "send smaller batches"),
+    "run": ("{} runs", "trigger fewer at once"),
+    "tick": ("a backfill of {} ticks", "backfill smaller ranges"),
+}
+
+
 class TenancyMixin(NodeParts):
     def _init_tenancy(self) -> None:
         """Before the dispatcher is made: its queue reads the tenants' weights and quotas."""
@@ -110,18 +118,21 @@ class TenancyMixin(NodeParts):
                 self.events.emit("tenants.refresh_failed", error=repr(exc))
 
     # ---- quotas at submission
-    def admit_submission(self, spec: JobSpec, count: int = 1) -> int | None:
+    def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:
         """Take ``count`` submission tokens for the job's tenant (TooManyRequests with
         Retry-After when its bucket is short) and return its registered-jobs quota, which the
-        store checks."""
+        store checks. Each new job, triggered run and backfilled tick is a submission (``what``:
+        ``job``, ``run`` or ``tick``, for the refusal's words): each makes durable work."""
         t = self._tenants.get(spec.tenant)
         if t is None:
             return None
         wait = self._rates.take(t.name, t.submit_rate, t.submit_burst, self.clock.now_ms(), count)
         if math.isinf(wait):
+            burst = t.submit_burst or max(1, math.ceil(t.submit_rate or 1))
+            many, advice = _AT_ONCE[what]
             raise TooManyRequests(
-                f"a batch of {count} jobs is more than tenant {t.name!r} may ever submit at once "
-                f"(submitBurst {t.submit_burst or max(1, math.ceil(t.submit_rate or 1))}): send smaller batches",
+                f"{many.format(count)} is more than tenant {t.name!r} may ever submit at once "
+                f"(submitBurst {burst}): {advice}",
                 quota="submitBurst",
             )
         if wait > 0:
@@ -129,7 +140,8 @@ class TenancyMixin(NodeParts):
                 self._rate_limited.add(t.name)
                 self.events.emit("tenant.rate_limited", tenant=t.name, submitRate=t.submit_rate, submitBurst=t.submit_burst)
             raise TooManyRequests(
-                f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} jobs per second; retry in {wait:.2f} s",
+                f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} submissions per second "
+                f"(a new job, a triggered run and a backfilled tick are one each); retry in {wait:.2f} s",
                 retry_after_sec=wait, quota="submitRate", retryAfterSec=round(wait, 3),
             )
         self._rate_limited.discard(t.name)

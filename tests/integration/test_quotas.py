@@ -117,6 +117,42 @@ def test_submissions_per_second_are_a_429_with_retry_after(daemon: Daemon) -> No
     assert listed == set(accepted)
 
 
+def test_triggers_and_backfill_ticks_are_submissions_too(daemon: Daemon) -> None:
+    """A trigger makes a run and a backfill one per tick: the tenant's submitRate counts them
+    as it counts jobs. Uncounted, a tenant held to one job a second could queue runs without
+    bound (each a durable row and a place in the node's queue) by triggering in a loop."""
+    tok = make_tenant(daemon, "trigger-happy", submitRate=0.001, submitBurst=3)
+    created = daemon.post("/v1/jobs", {"schedule": "* * * * *", "queue": "q"}, token=tok)  # token 1 of 3
+    assert created.status == 201, created
+    job = created.json()["jobId"]
+    assert daemon.post(f"/v1/jobs/{job}/trigger", token=tok).status == 202  # token 2
+    minute = time.time() // 60 * 60
+
+    def span(ticks: int) -> dict[str, str]:
+        def at(t: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+        return {"from": at(minute - 60 * ticks), "to": at(minute - 60)}
+
+    # more ticks than the burst can ever pass: refused whole, with what to do instead
+    never = daemon.post(f"/v1/jobs/{job}/backfill", span(5), token=tok)
+    assert never.status == 429 and never.json()["quota"] == "submitBurst", never
+    assert "5 ticks" in never.json()["detail"] and "smaller ranges" in never.json()["detail"], never
+    # a dry run plans only: it takes nothing
+    assert daemon.post(f"/v1/jobs/{job}/backfill", {**span(5), "dryRun": True}, token=tok).status == 200
+    assert daemon.post(f"/v1/jobs/{job}/backfill", span(1), token=tok).status == 202  # token 3
+    for path, body in ((f"/v1/jobs/{job}/trigger", None), (f"/v1/jobs/{job}/backfill", span(2))):
+        refused = daemon.post(path, body, token=tok)
+        assert refused.status == 429 and refused.json()["quota"] == "submitRate", (path, refused)
+        assert int(refused.headers["Retry-After"]) >= 1
+    # what was acknowledged is there, and nothing else: the trigger's run and the one tick
+    runs = daemon.get(f"/v1/jobs/{job}/executions", token=tok).json()["executions"]
+    assert sorted(e["origin"] for e in runs if e["origin"] != "schedule") == ["backfill", "manual"], runs
+    # another tenant's triggers are not held up by it
+    other = make_tenant(daemon, "calm")
+    theirs = daemon.post("/v1/jobs", {"schedule": "* * * * *", "queue": "q"}, token=other).json()["jobId"]
+    assert daemon.post(f"/v1/jobs/{theirs}/trigger", token=other).status == 202
+
+
 def reads_waiting(d: Daemon) -> float:
     found = re.search(r"^cronwheel_store_reads_waiting (\S+)$", d.get("/metrics").body.decode(), re.M)
     assert found, "no cronwheel_store_reads_waiting gauge"
