@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.core.ids import EXECUTION_ID_REGEX, JOB_ID_REGEX
+from cronwheel.core.limits import MAX_TENANT_CALENDARS
 
 OPENAPI_VERSION = "3.1.0"
 INFO: dict[str, Any] = {
@@ -558,6 +559,11 @@ PATHS: dict[str, Any] = {
         "put": {
             "operationId": "putCalendar",
             "summary": "Create or replace a calendar",
+            "description": (
+                f"A tenant keeps at most {MAX_TENANT_CALENDARS:,} calendars: a new name "
+                "beyond them is refused (422 `too_many_calendars`); a replacement always "
+                "passes."
+            ),
             "parameters": [
                 CALENDAR_TENANT,
             ],

@@ -99,6 +99,7 @@ EXPECT_SUCCESS_WITHIN_MS_RANGE = (1_000, 366 * 86_400_000)
 MAX_JOB_CALENDARS = 8  #: calendars one job may observe
 MAX_CALENDAR_ENTRIES = 5_000  #: dates + windows of one calendar
 MAX_CALENDAR_DESCRIPTION_CHARS = 500
+MAX_TENANT_CALENDARS = 1_000  #: calendars one tenant keeps (each up to MAX_CALENDAR_ENTRIES)
 MAX_CHAIN_CHILDREN = 16  #: per list (onSuccess, onFailure) of one job
 MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
 MAX_HERD_EVALUATIONS = 200_000  #: schedule evaluations one herd preview may make (each ~20-30 µs)
@@ -201,6 +202,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("calendars", f"{MAX_JOB_CALENDARS} calendars", "observed by one job"),
     Limit("calendar", f"{MAX_CALENDAR_ENTRIES} dates and windows, description {MAX_CALENDAR_DESCRIPTION_CHARS} characters",
           "PUT /v1/calendars/{name}"),
+    Limit("calendars kept", f"{MAX_TENANT_CALENDARS} calendars", "per tenant (a new one beyond: 422 too_many_calendars)"),
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",

@@ -23,7 +23,7 @@ from cronwheel.core.backfill import (
 from cronwheel.core.calendar import Calendar, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.instants import format_instant
-from cronwheel.core.limits import MAX_BACKFILL_TICKS
+from cronwheel.core.limits import MAX_BACKFILL_TICKS, MAX_TENANT_CALENDARS
 from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
@@ -39,6 +39,10 @@ class UnknownReference(Unprocessable):
 
 class BackfillTooLarge(Unprocessable):
     code = "backfill_too_large"
+
+
+class TooManyCalendars(Unprocessable):
+    code = "too_many_calendars"
 
 
 class ChainRefused(Conflict):
@@ -122,7 +126,13 @@ class BeyondCronMixin(TenancyMixin):
 
     async def put_calendar(self, calendar: Calendar) -> Calendar:
         now = self.clock.now_ms()
-        stored = await self._write(lambda s: s.put_calendar(calendar, now))
+        stored = await self._write(lambda s: s.put_calendar(calendar, now, MAX_TENANT_CALENDARS))
+        if stored is None:  # a bound on what one tenant stores: each calendar is up to 5,000 entries
+            raise TooManyCalendars(
+                f"tenant {calendar.tenant!r} has {MAX_TENANT_CALENDARS} calendars, the most one tenant may keep: "
+                "delete one it no longer needs (cronwheel calendar rm), or replace one",
+                field="name", limit=MAX_TENANT_CALENDARS,
+            )
         self.events.emit("calendar.saved", tenant=stored.tenant, calendar=stored.name,
                          dates=len(stored.dates), windows=len(stored.windows))  # fmt: skip
         return stored

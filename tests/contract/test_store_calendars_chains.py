@@ -6,6 +6,7 @@ check that each store applies them inside its own transactions, on a fake ``now`
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
@@ -22,6 +23,7 @@ from tests.contract.conftest import (
     SEC,
     T0,
     RetryPolicy,
+    StoreFactory,
     claim_all,
     create,
     new_job,
@@ -47,6 +49,44 @@ def test_calendar_crud_is_tenant_scoped(store: Store) -> None:
     assert [(c.tenant, c.name) for c in store.list_calendars()] == [("acme", "holidays"), ("zeta", "maint")]
     assert store.delete_calendar("acme", "holidays") == (True, [])
     assert store.delete_calendar("acme", "holidays") == (False, [])
+
+
+def test_a_tenant_keeps_at_most_its_limit_of_calendars(store: Store) -> None:
+    """A new name beyond ``max_per_tenant`` is refused (None) and nothing is written; a
+    replacement of one it has still passes, other tenants are not counted, and a deletion
+    makes room again."""
+    for name in ("a", "b"):
+        assert store.put_calendar(build_calendar(name, ["2026-01-01"], tenant="acme"), T0, max_per_tenant=2) is not None
+    assert store.put_calendar(build_calendar("c", tenant="acme"), T0, max_per_tenant=2) is None
+    assert store.get_calendar("acme", "c") is None
+    replaced = store.put_calendar(build_calendar("b", ["2026-01-02"], tenant="acme"), T0 + SEC, max_per_tenant=2)
+    assert replaced is not None and replaced.dates == frozenset({"2026-01-02"})
+    assert store.put_calendar(build_calendar("c", tenant="zeta"), T0, max_per_tenant=2) is not None
+    assert store.delete_calendar("acme", "a") == (True, [])
+    assert store.put_calendar(build_calendar("c", tenant="acme"), T0, max_per_tenant=2) is not None
+    assert [c.name for c in store.list_calendars("acme")] == ["b", "c"]
+
+
+def test_two_nodes_adding_calendars_at_once_keep_the_limit(store_factory: StoreFactory) -> None:
+    """The count and the insert are one step: four stores racing to add new names leave the
+    tenant with exactly its limit, not the limit plus the race (three tenants, three races)."""
+    stores = [store_factory() for _ in range(4)]
+    for tenant in ("t1", "t2", "t3"):
+        barrier = threading.Barrier(len(stores))
+        kept: list[str] = []
+
+        def add(i: int, s: Store, tenant: str = tenant, barrier: threading.Barrier = barrier, kept: list[str] = kept) -> None:
+            barrier.wait()
+            for n in range(30):
+                if s.put_calendar(build_calendar(f"c{i}-{n}", tenant=tenant), T0, max_per_tenant=40) is not None:
+                    kept.append(f"c{i}-{n}")
+
+        threads = [threading.Thread(target=add, args=(i, s)) for i, s in enumerate(stores)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert len(kept) == 40 and sorted(c.name for c in stores[0].list_calendars(tenant)) == sorted(kept), tenant
 
 
 def test_a_calendar_in_use_is_not_deleted(store: Store) -> None:

@@ -153,6 +153,28 @@ def test_triggers_and_backfill_ticks_are_submissions_too(daemon: Daemon) -> None
     assert daemon.post(f"/v1/jobs/{theirs}/trigger", token=other).status == 202
 
 
+def test_a_tenant_keeps_a_bounded_number_of_calendars(daemon: Daemon) -> None:
+    """Calendars are up to 5,000 entries each and no quota counted them: a tenant could fill
+    the shared disk by naming new ones. Beyond the limit a new name is a 422 naming it; a
+    replacement still passes, another tenant is not counted, and a deletion makes room."""
+    from cronwheel.core.limits import MAX_TENANT_CALENDARS
+
+    tok = make_tenant(daemon, "hoarder")
+    body = {"dates": ["2026-12-25"]}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: daemon.request("PUT", f"/v1/calendars/c{i}", body, token=tok).status,
+                                range(MAX_TENANT_CALENDARS)))
+    assert answers == [200] * MAX_TENANT_CALENDARS
+    refused = daemon.request("PUT", "/v1/calendars/one-more", body, token=tok)
+    assert refused.status == 422 and refused.json()["code"] == "too_many_calendars", refused
+    assert f"{MAX_TENANT_CALENDARS} calendars" in refused.json()["detail"] and refused.json()["field"] == "name"
+    assert daemon.request("GET", "/v1/calendars/one-more", token=tok).status == 404  # nothing written
+    assert daemon.request("PUT", "/v1/calendars/c7", {"dates": ["2027-01-01"]}, token=tok).status == 200
+    assert daemon.request("PUT", "/v1/calendars/one-more", body, token=make_tenant(daemon, "neighbour")).status == 200
+    assert daemon.request("DELETE", "/v1/calendars/c0", token=tok).status == 204
+    assert daemon.request("PUT", "/v1/calendars/one-more", body, token=tok).status == 200
+
+
 def reads_waiting(d: Daemon) -> float:
     found = re.search(r"^cronwheel_store_reads_waiting (\S+)$", d.get("/metrics").body.decode(), re.M)
     assert found, "no cronwheel_store_reads_waiting gauge"

@@ -686,6 +686,8 @@ RETURNING {CALENDAR_COLUMNS}
 
 GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = %(tenant)s AND name = %(name)s"
 
+COUNT_CALENDARS = "SELECT COUNT(*) FROM calendars WHERE tenant = %(tenant)s"
+
 LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE {_TENANT.format(col="tenant")} ORDER BY tenant, name
 """

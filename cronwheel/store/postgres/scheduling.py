@@ -16,7 +16,12 @@ from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
+from cronwheel.store.postgres.jobs import lock_keys
 from cronwheel.store.postgres.rows import job_from_row, parsed
+
+#: advisory-lock key space of a tenant's new calendars (next to jobs.IDEMPOTENCY_LOCK_SPACE …
+#: triggers.CHAIN_LOCK_SPACE)
+CALENDAR_LOCK_SPACE = 0x63770005
 
 
 class SchedulingMethods(PostgresBase):
@@ -84,9 +89,16 @@ class SchedulingMethods(PostgresBase):
                          queue=queue, origin=ExecOrigin.MANUAL)  # fmt: skip
 
     @translated
-    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+    def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
         args = {"tenant": calendar.tenant, "name": calendar.name, "spec": calendar_spec_json(calendar), "now": now_ms}
         with self._write() as conn:
+            if max_per_tenant is not None:
+                # serialised per tenant with other nodes' new calendars: the count holds until the insert
+                conn.execute(q.ADVISORY_XACT_LOCKS, {"space": CALENDAR_LOCK_SPACE, "hashes": lock_keys({calendar.tenant})})
+                if conn.execute(q.GET_CALENDAR, args).fetchone() is None:
+                    count = conn.execute(q.COUNT_CALENDARS, args).fetchone()
+                    if count is not None and count[0] >= max_per_tenant:
+                        return None
             row = conn.execute(q.UPSERT_CALENDAR, args).fetchone()
         return calendar_row(row, parsed)
 

@@ -79,9 +79,12 @@ class SchedulingStore(ABC):
 
     # ---- calendars, backfill, chains (core/calendar.py, core/chains.py)
     @abstractmethod
-    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
+    def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
         """Create or replace the calendar ``(calendar.tenant, calendar.name)``; a replacement
-        keeps its created_at. Returns what is stored. Claims from the next one on see it."""
+        keeps its created_at. Returns what is stored. Claims from the next one on see it.
+        None, writing nothing, when the name is new and the tenant already has
+        ``max_per_tenant`` calendars: counted and inserted as one step, so that concurrent
+        writers (two nodes) cannot pass the limit together."""
 
     @abstractmethod
     def get_calendar(self, tenant: str, name: str) -> Calendar | None: ...

@@ -561,6 +561,8 @@ RETURNING {CALENDAR_COLUMNS}
 
 GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = ?1 AND name = ?2"
 
+COUNT_CALENDARS = "SELECT COUNT(*) FROM calendars WHERE tenant = ?1"
+
 LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE :tenant IS NULL OR tenant = :tenant ORDER BY tenant, name
 """

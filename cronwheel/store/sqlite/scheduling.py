@@ -92,8 +92,12 @@ class SchedulingMethods(SqliteBase):
                          queue=queue, origin=ExecOrigin.MANUAL)
 
     @translated
-    def put_calendar(self, calendar: Calendar, now_ms: int) -> Calendar:
-        with self._write() as conn:
+    def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
+        with self._write() as conn:  # (one writer at a time: the count holds until the insert)
+            if max_per_tenant is not None and conn.execute(q.GET_CALENDAR, (calendar.tenant, calendar.name)).fetchone() is None:
+                count = conn.execute(q.COUNT_CALENDARS, (calendar.tenant,)).fetchone()
+                if count is not None and count[0] >= max_per_tenant:
+                    return None
             row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, calendar_spec_json(calendar),
                                                    now_ms)).fetchone()  # fmt: skip
         return calendar_row(row, loads)
