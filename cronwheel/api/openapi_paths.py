@@ -1115,13 +1115,15 @@ PATHS: dict[str, Any] = {
             "description": (
                 "`jobId` may also be the job's unique name. A success or fail is "
                 "recorded as a finished execution (history), moves the dead-man's "
-                "window (success) and is told to the job's rules like any run. Worker, "
-                "tenant and admin tokens may ping."
+                "window (success) and is told to the job's rules like any run; it "
+                "takes a token of the tenant's `submitRate` (429 with `Retry-After` "
+                "when its bucket is empty), a start takes none. Worker, tenant and "
+                "admin tokens may ping."
             ),
             "requestBody": json_body("PingRequest", required=False),
             "responses": {
                 "200": answer("The ping as recorded.", "PingResponse"),
-                **refused("400", "404", "409", "422", "401", "403", "503"),
+                **refused("400", "404", "409", "422", "401", "403", "503", "429"),
             },
         },
     },

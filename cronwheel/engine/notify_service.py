@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from cronwheel.core import notify as nt
 from cronwheel.core.model import Execution, Job
-from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound
+from cronwheel.engine.tenancy import TenancyMixin
 
 
 def is_ping_job(job: Job) -> bool:
@@ -22,13 +22,15 @@ def refuse_ping_job(job: Job, verb: str) -> None:
         raise Conflict(f"cannot {verb} job {job.id!r}: it is run elsewhere and reports by pings")
 
 
-class NotifyServiceMixin(NodeParts):
+class NotifyServiceMixin(TenancyMixin):
     async def ping(
         self, job_ref: str, kind: str, exit_code: int | None = None, output: str | None = None,
         tenant: str | None = None,
     ) -> tuple[Job, Execution | None]:
         """A run elsewhere reports: start, success or fail (``cronwheel ping``)."""
         job = await self.resolve_job(job_ref, tenant)
+        if kind != "start":  # a finished run is recorded (a start only remembered): a submission
+            self.admit_submission(job.spec, what="report")  # 429 when the tenant's bucket is empty
         now = self.clock.now_ms()
         found, ex = await self._write(lambda s: s.record_ping(job.id, kind, now, exit_code, output, tenant))
         if not found:

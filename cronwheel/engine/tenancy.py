@@ -54,6 +54,7 @@ _AT_ONCE = {
     "job": ("a batch of {} jobs", "send smaller batches"),
     "run": ("{} runs", "trigger fewer at once"),
     "tick": ("a backfill of {} ticks", "backfill smaller ranges"),
+    "report": ("{} reported runs", "report fewer at once"),
 }
 
 
@@ -121,8 +122,9 @@ class TenancyMixin(NodeParts):
     def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:
         """Take ``count`` submission tokens for the job's tenant (TooManyRequests with
         Retry-After when its bucket is short) and return its registered-jobs quota, which the
-        store checks. Each new job, triggered run and backfilled tick is a submission (``what``:
-        ``job``, ``run`` or ``tick``, for the refusal's words): each makes durable work."""
+        store checks. Each new job, triggered run, backfilled tick and run reported by a ping is a
+        submission (``what``: ``job``, ``run``, ``tick`` or ``report``, for the refusal's
+        words): each makes durable work."""
         t = self._tenants.get(spec.tenant)
         if t is None:
             return None
@@ -141,7 +143,8 @@ class TenancyMixin(NodeParts):
                 self.events.emit("tenant.rate_limited", tenant=t.name, submitRate=t.submit_rate, submitBurst=t.submit_burst)
             raise TooManyRequests(
                 f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} submissions per second "
-                f"(a new job, a triggered run and a backfilled tick are one each); retry in {wait:.2f} s",
+                f"(a new job, a triggered run, a backfilled tick and a reported run are one each); "
+                f"retry in {wait:.2f} s",
                 retry_after_sec=wait, quota="submitRate", retryAfterSec=round(wait, 3),
             )
         self._rate_limited.discard(t.name)

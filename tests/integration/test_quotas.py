@@ -153,6 +153,23 @@ def test_triggers_and_backfill_ticks_are_submissions_too(daemon: Daemon) -> None
     assert daemon.post(f"/v1/jobs/{theirs}/trigger", token=other).status == 202
 
 
+def test_a_reported_run_is_a_submission_a_start_ping_is_not(daemon: Daemon) -> None:
+    """A success or fail ping records a finished run (its output up to 64 KiB; a failed one
+    stays in the dead-letter queue until purged): the tenant's submitRate counts it. A start
+    ping records nothing new and takes no token."""
+    tok = make_tenant(daemon, "pinger", submitRate=0.001, submitBurst=3)
+    job = daemon.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q"}, token=tok).json()["jobId"]  # token 1
+    assert daemon.post(f"/v1/jobs/{job}/ping", {"status": "success"}, token=tok).status == 200  # token 2
+    for _ in range(3):
+        assert daemon.post(f"/v1/jobs/{job}/ping", {"status": "start"}, token=tok).status == 200
+    assert daemon.post(f"/v1/jobs/{job}/ping", {"status": "fail", "exitCode": 3}, token=tok).status == 200  # token 3
+    refused = daemon.post(f"/v1/jobs/{job}/ping", {"status": "success"}, token=tok)
+    assert refused.status == 429 and refused.json()["quota"] == "submitRate" and "Retry-After" in refused.headers, refused
+    assert daemon.post(f"/v1/jobs/{job}/ping", {"status": "start"}, token=tok).status == 200
+    runs = daemon.get(f"/v1/jobs/{job}/executions", token=tok).json()["executions"]
+    assert sorted(e["status"] for e in runs if e["origin"] == "ping") == ["DEAD", "SUCCEEDED"], runs
+
+
 def test_a_tenant_keeps_a_bounded_number_of_calendars(daemon: Daemon) -> None:
     """Calendars are up to 5,000 entries each and no quota counted them: a tenant could fill
     the shared disk by naming new ones. Beyond the limit a new name is a 422 naming it; a
