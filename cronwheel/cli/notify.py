@@ -3,17 +3,25 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
 
 from cronwheel.cli import render, views
+from cronwheel.cli.client import ApiError, Client
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core.limits import loads_checked
 
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
 #: the output tail a ping sends (the API keeps at most 64 KiB)
 PING_OUTPUT_CHARS = 65_536
+#: a report refused for the tenant's submitRate is sent again after its Retry-After, this
+#: many times, when that is at most PING_WAIT_MAX_SEC: a burst of runs ending together must
+#: not lose one's report (nor turn `backup.sh && cronwheel ping backup || cronwheel ping
+#: backup --fail` into a failure)
+PING_RATE_RETRIES = 3
+PING_WAIT_MAX_SEC = 60.0
 
 
 def notify_fields(rules: tuple[str, ...], emails: tuple[str, ...], expect: str | None) -> dict[str, Any]:
@@ -77,6 +85,9 @@ def ping(app: Cli, /, job: str, kind: str, exit_code: int | None, output_file: A
 
     \b
       0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
+
+    A report the tenant's submission rate holds back is sent again when the daemon says
+    (up to three times, when that is within a minute).
     """
     if kind == "start" and (exit_code is not None or output_file is not None):
         raise click.UsageError("--start takes no --exit-code or --output")
@@ -85,12 +96,28 @@ def ping(app: Cli, /, job: str, kind: str, exit_code: int | None, output_file: A
         body["exitCode"] = exit_code
     if output_file is not None:
         body["output"] = output_file.read()[-PING_OUTPUT_CHARS:]
-    data = app.client.ping(job, body)
+    data = _send_ping(app.client, job, body)
     if as_json:
         render.emit_json(data)
         return
     ex = data.get("execution")
     click.echo(f"Pinged {data['jobId']}: {kind}" + (f" (execution {ex['executionId']})" if ex else ""))
+
+
+def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The ping, waiting out the tenant's submitRate (PING_RATE_RETRIES)."""
+    retries = PING_RATE_RETRIES
+    while True:
+        try:
+            return client.ping(job, body)
+        except ApiError as exc:
+            wait = exc.problem.get("retryAfterSec")
+            if (exc.status != 429 or exc.problem.get("quota") != "submitRate" or retries == 0
+                    or not isinstance(wait, (int, float)) or not 0 <= wait <= PING_WAIT_MAX_SEC):  # fmt: skip
+                raise
+        retries -= 1
+        render.emit_note(f"the tenant's submitRate holds the ping back: sending it again in {wait:.2f} s")
+        time.sleep(wait)
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)

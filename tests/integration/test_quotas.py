@@ -170,6 +170,23 @@ def test_a_reported_run_is_a_submission_a_start_ping_is_not(daemon: Daemon) -> N
     assert sorted(e["status"] for e in runs if e["origin"] == "ping") == ["DEAD", "SUCCEEDED"], runs
 
 
+def test_cronwheel_ping_waits_out_a_short_retry_after_and_not_a_long_one(daemon: Daemon) -> None:
+    """A crontab line's report is not lost to a burst of runs ending together: `cronwheel
+    ping` sends it again after a Retry-After of at most a minute; a longer one fails at once."""
+    # a token every 4 s: far more than the CLI takes to start, so its first try finds none
+    quick = make_tenant(daemon, "bursty", submitRate=0.25, submitBurst=1)
+    job = daemon.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q"}, token=quick).json()["jobId"]  # the one token
+    sent = daemon.cli("--token", quick, "ping", job)
+    assert sent.returncode == 0 and "holds the ping back" in sent.stderr, sent
+    runs = daemon.get(f"/v1/jobs/{job}/executions", token=quick).json()["executions"]
+    assert [e["status"] for e in runs if e["origin"] == "ping"] == ["SUCCEEDED"], runs
+    slow = make_tenant(daemon, "sparse", submitRate=0.001, submitBurst=1)
+    other = daemon.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q"}, token=slow).json()["jobId"]
+    refused = daemon.cli("--token", slow, "ping", other, timeout=20)
+    assert refused.returncode == 1 and "submits more than its quota" in refused.stderr, refused
+    assert "holds the ping back" not in refused.stderr
+
+
 def test_a_tenant_keeps_a_bounded_number_of_calendars(daemon: Daemon) -> None:
     """Calendars are up to 5,000 entries each and no quota counted them: a tenant could fill
     the shared disk by naming new ones. Beyond the limit a new name is a 422 naming it; a
