@@ -216,10 +216,12 @@ def reads_waiting(d: Daemon) -> float:
 
 
 def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: Daemon) -> None:
-    """Tenant a keeps 24 listings of 1,000 jobs in flight, enough that reads wait at the node's
+    """Tenant a keeps 48 listings of 1,000 jobs in flight, enough that reads wait at the node's
     reader thread; tenant b's read, asked then, is served after at most the reads already with
     the thread. Counted, not timed: first come, first served would finish every read waiting
-    (20 or more) before b's."""
+    (40 or more) before b's. The bound leaves room for a's answers already read but still being
+    encoded, sent and parsed when b's read is asked: on a busy machine (the suite runs on every
+    core) those were up to 10, which failed the bound of 10 this test had with 24 listings."""
     flooder, other = make_tenant(daemon, "a"), make_tenant(daemon, "b")
     jobs = [{"schedule": "0 0 1 1 *", "http": {"url": "https://hooks.example.com/x"}}] * 1000
     assert daemon.post("/v1/jobs/batch", {"jobs": jobs}, token=flooder).status == 200
@@ -233,10 +235,10 @@ def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: 
             assert r.status == 200, r
             finished.append(len(r.json()["jobs"]))
 
-    with ThreadPoolExecutor(24) as pool:
-        floods = [pool.submit(flood) for _ in range(24)]
+    with ThreadPoolExecutor(48) as pool:
+        floods = [pool.submit(flood) for _ in range(48)]
         try:
-            wait_for(lambda: reads_waiting(daemon) >= 20, 60, what="20 of a's reads waiting at the reader")
+            wait_for(lambda: reads_waiting(daemon) >= 40, 60, what="40 of a's reads waiting at the reader")
             before = len(finished)
             r = daemon.get("/v1/jobs?limit=5", token=other)
             ahead = len(finished) - before
@@ -246,4 +248,4 @@ def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: 
             f.result()
     assert r.status == 200 and len(r.json()["jobs"]) == 1, r
     assert set(finished) == {1000}
-    assert ahead < 10, f"{ahead} of a's listings finished while b's read waited"
+    assert ahead < 20, f"{ahead} of a's listings finished while b's read waited"
