@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
-from cronwheel.core.words import as_given, is_utf8
+from cronwheel.core.words import as_given, is_sendable, is_utf8
 
 
 class ClientError(Exception):
@@ -128,7 +128,7 @@ class Client:
         self.url = url
         self.token = token
         self.timeout = timeout
-        if not url.startswith("unix:") and not (url.isprintable() and is_utf8(url)):  # a path may hold any byte
+        if not url.startswith("unix:") and not is_sendable(url):  # a path may hold any byte
             raise ValueError(f"the daemon URL must be http://HOST:PORT or unix:/PATH, not '{as_given(url)}'")
         if url.startswith("unix:"):
             path = url[len("unix:"):]

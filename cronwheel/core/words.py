@@ -19,6 +19,12 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+def is_sendable(text: str) -> bool:
+    """Printable and UTF-8: what a URL or a header field given in argv must be to be sent as
+    it was typed (no control character, no byte of no encoding)."""
+    return text.isprintable() and is_utf8(text)
+
+
 def as_given(text: str, limit: int = 80) -> str:
     """``text`` from argv, the environment or a path, shown safely in a one-line refusal:
     bytes that were not UTF-8 (lone surrogates in Python) as ``\\xff``, control characters as

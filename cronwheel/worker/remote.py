@@ -42,7 +42,7 @@ from cronwheel.core.jobfields import PATTERN_WORDS, QUEUE_PATTERN
 from cronwheel.core.limits import MAX_WORKER_ID_CHARS, scrub_text
 from cronwheel.core.schedule import parse_instant
 from cronwheel.core.tenants import given_token
-from cronwheel.core.words import as_given, is_utf8
+from cronwheel.core.words import as_given, is_sendable
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
 from cronwheel.worker.targets import PythonTarget, load_callable
@@ -275,7 +275,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return "--wait must be between 0 and 30"
     if not 0 <= args.grace <= 86_400:
         return "--grace must be between 0 and 86400 seconds"
-    url = urlsplit(args.url) if _sendable(args.url) else None
+    url = urlsplit(args.url) if is_sendable(args.url) else None
     if url is None or url.scheme not in ("http", "https") or not url.hostname:
         return f"--url must be the daemon's http(s)://HOST:PORT, not {_shown(args.url)}"
     for queue in args.queue:
@@ -283,14 +283,9 @@ def _refusal(args: argparse.Namespace) -> str | None:
             return f"--queue {_shown(queue)} is not a queue name ({PATTERN_WORDS[QUEUE_PATTERN]})"
     if args.token is not None and given_token(args.token) is None:
         return "--token (or $CRONWHEEL_TOKEN) must be printable ASCII, as `cronwheel token create` prints it"
-    if args.worker_id is not None and not (0 < len(args.worker_id) <= MAX_WORKER_ID_CHARS and _sendable(args.worker_id)):
+    if args.worker_id is not None and not (0 < len(args.worker_id) <= MAX_WORKER_ID_CHARS and is_sendable(args.worker_id)):
         return f"--worker-id must be 1 to {MAX_WORKER_ID_CHARS} printable characters"
     return None
-
-
-def _sendable(text: str) -> bool:
-    """Printable and UTF-8 (argv's bytes of no encoding arrive as lone surrogates)."""
-    return text.isprintable() and is_utf8(text)
 
 
 def _shown(text: str) -> str:

@@ -1,0 +1,24 @@
+"""core.words: counted nouns, and argv's text checked and shown as it was given."""
+
+from __future__ import annotations
+
+from cronwheel.core.words import as_given, counted, is_sendable, is_utf8
+
+NOT_UTF8 = b"job-\xff".decode("utf-8", "surrogateescape")  # as argv's bytes arrive in Python
+
+
+def test_counted_nouns() -> None:
+    assert [counted(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]
+    assert counted(2, "child", "children") == "2 children"
+
+
+def test_text_that_cannot_be_sent_as_typed() -> None:
+    assert is_utf8("café ☕") and not is_utf8(NOT_UTF8)
+    assert is_sendable("http://127.0.0.1:7878/café")
+    assert not is_sendable(NOT_UTF8) and not is_sendable("http://host\n:1") and not is_sendable("a\x1bb")
+
+
+def test_refusals_show_the_bytes_and_controls_as_escapes() -> None:
+    assert as_given(NOT_UTF8) == "job-\\xff"
+    assert as_given("a\nb\x1b") == "a\\nb\\x1b"
+    assert as_given("x" * 200, 80) == "x" * 80
