@@ -57,7 +57,7 @@ def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], no
     Example:
       cronwheel watch nightly-backup 26h --notify-email ops@example.com
       # in the crontab on the backup host:
-      0 3 * * * backup.sh && cronwheel ping nightly-backup || cronwheel ping nightly-backup --fail
+      0 3 * * * backup.sh; cronwheel ping nightly-backup --exit-code $?
     """
     body: dict[str, Any] = {"name": name, **notify_fields(notify_rules, (), window)}
     body["notify"] = body.get("notify", []) + [
@@ -74,21 +74,28 @@ def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], no
 @click.argument("job")
 @click.option("--start", "kind", flag_value="start", help="The run has started.")
 @click.option("--fail", "kind", flag_value="fail", help="The run failed.")
-@click.option("--success", "kind", flag_value="success", default=True, help="The run succeeded. [default]")
-@click.option("--exit-code", type=int, metavar="N", help="The run's exit status (with --fail or --success).")
+@click.option("--success", "kind", flag_value="success", help="The run succeeded. [default]")
+@click.option("--exit-code", type=int, metavar="N",
+              help="The run's exit status: without --fail or --success, 0 reports a success and any other a fail.")
 @click.option("--output", "output_file", type=click.File("r"), metavar="FILE",
               help="Send the tail of FILE (- for standard input) as the run's output.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @pass_cli
-def ping(app: Cli, /, job: str, kind: str, exit_code: int | None, output_file: Any, as_json: bool) -> None:
+def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_file: Any, as_json: bool) -> None:
     """Report a run of JOB (its id or unique name) that ran elsewhere: in a crontab,
 
     \b
-      0 3 * * * cronwheel ping backup --start; backup.sh && cronwheel ping backup || cronwheel ping backup --fail --exit-code $?
+      0 3 * * * cronwheel ping backup --start; backup.sh; cronwheel ping backup --exit-code $?
+
+    With --exit-code alone, the status decides: 0 is a success, any other a fail (so a
+    success ping that cannot be sent is never reported as the run's failure, as
+    `backup.sh && ping || ping --fail` would).
 
     A report the tenant's submission rate holds back is sent again when the daemon says
     (up to three times, when that is within a minute).
     """
+    if kind is None:
+        kind = "fail" if exit_code not in (None, 0) else "success"
     if kind == "start" and (exit_code is not None or output_file is not None):
         raise click.UsageError("--start takes no --exit-code or --output")
     body: dict[str, Any] = {"status": kind}

@@ -122,8 +122,8 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         script.write_text(
             "#!/bin/sh\n"
             "cronwheel ping offsite-backup --start\n"
-            "if [ \"$1\" = ok ]; then echo copied | cronwheel ping offsite-backup --output -; "
-            "else cronwheel ping offsite-backup --fail --exit-code 4; fi\n"
+            "sh -c 'echo copied; [ \"$1\" = ok ] || exit 4' - \"$1\" > \"$0.log\" 2>&1\n"
+            "cronwheel ping offsite-backup --exit-code $? --output \"$0.log\"\n"  # the status decides
         )
         script.chmod(0o755)
         env = {**os.environ, "PATH": PATH, "CRONWHEEL_DATA_DIR": str(d.data_dir)}
@@ -145,6 +145,8 @@ def test_pings_from_a_shell_script_drive_the_window(make_daemon: Callable[..., D
         # a failed run notifies; then a success recovers and clears the overdue mark
         subprocess.run([str(script), "bad"], check=True, env=env, capture_output=True, timeout=60)
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "failure"], 30, what="failure")
+        failed = d.executions(job_id)[0]
+        assert failed["status"] == "DEAD" and failed["reason"] == "ping: fail" and failed["exitCode"] == 4, failed
         subprocess.run([str(script), "ok"], check=True, env=env, capture_output=True, timeout=60)
         wait_for(lambda: [ds for ds in rx.unique().values() if ds[0].event == "recovered"], 30, what="recovered")
         assert not d.get(f"/v1/jobs/{job_id}").json()["window"]["overdue"]
