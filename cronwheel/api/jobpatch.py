@@ -88,7 +88,12 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
             merged[key] = _merge(current if isinstance(current, dict) else {}, value)
         else:
             merged[key] = value
-    return parse_job_body(merged, now_ms=now_ms, tenant=job.tenant)
+    # a name kept from before names had to be trimmed (" nightly") does not block other changes
+    kept_name = merged.pop("name") if "name" not in patch and job.spec.name and job.spec.name != job.spec.name.strip() else None
+    spec = parse_job_body(merged, now_ms=now_ms, tenant=job.tenant)
+    if kept_name is not None:
+        spec.name = kept_name
+    return spec
 
 
 def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,9 @@ from cronwheel.core.calendar import NAME_RE as CALENDAR_NAME_RE
 
 #: what a JSON Schema ``pattern`` (a search) needs to find in a string that is not blank
 NOT_BLANK = r"[^\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: a name: not blank, and no space at either end (" nightly" would list as "nightly" and not be
+#: found by that word)
+TRIMMED_PATTERN = f"^{NOT_BLANK}(?:[\\s\\S]*{NOT_BLANK})?" + lim.PATTERN_END
 _NOT_BLANK_NOR_NUL = NOT_BLANK.replace("[^", "[^\\u0000", 1)
 #: a job id as ``ids.new_job_id`` makes it (a chain names its children by id)
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}" + lim.PATTERN_END
@@ -200,8 +203,8 @@ class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 
     json_schema_extra: ClassVar[dict[str, Any]] = _JOB_RULES
 
-    name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
-                              description="Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), not blank; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.")] | None = None
+    name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_NAME_CHARS, pattern=TRIMMED_PATTERN, extra_json_schema={"format": "printable"},
+                              description="Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), neither starting nor ending with a space; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.")] | None = None
     schedule: Annotated[str, Meta(min_length=1, max_length=lim.MAX_SCHEDULE_CHARS, pattern=NOT_BLANK, examples=["0 * * * *", "H H * * *", "@every 5m", "+90s"], extra_json_schema={"format": "schedule"},
                                   description="Cron (5 or 6 fields, `H` for a hashed offset), `@every 5m`, a macro (`@hourly`…); an RFC 3339 instant or `+DURATION` makes a one-off. Format `schedule`: what `cronwheel next` parses, firing at least once after now (a one-off: an instant in 1970..9899); anything else is 400 `invalid_schedule`.")] | None = None
     run_at: Annotated[str, Meta(min_length=1, max_length=lim.MAX_SCHEDULE_CHARS, pattern=NOT_BLANK, examples=["2026-11-29T23:00:00Z"], extra_json_schema={"format": "instant-or-delay"},
@@ -282,6 +285,7 @@ PATTERN_WORDS = {
     COMMAND_PATTERN: "text that is not blank, without NUL characters",
     SHELL_PATTERN: "an absolute path (e.g. /bin/bash) without NUL or trailing spaces",
     NOT_BLANK: "text that is not blank",
+    TRIMMED_PATTERN: "text that neither starts nor ends with a space (and is not blank)",
     PRINTABLE_ASCII: "printable ASCII characters",
     WORKER_ID_PATTERN: "text without control characters",
 }

@@ -144,6 +144,8 @@ BAD: list[tuple[Any, int, str | None, str]] = [
     ({**BASE, "name": ""}, 422, "name", "not blank"),
     ({**BASE, "name": "x" * 201}, 422, "name", "200"),
     ({**BASE, "name": "two\nlines"}, 422, "name", "printable"),
+    ({**BASE, "name": " nightly"}, 422, "name", "neither starts nor ends with a space"),
+    ({**BASE, "name": "nightly "}, 422, "name", "neither starts nor ends with a space"),
     ({**BASE, "name": 7}, 422, "name", "string"),
     ({**BASE, "payload": "x" * 70_000}, 413, "payload", "65536"),
     ({**BASE, "retryPolicy": 3}, 422, "retryPolicy", "object"),
@@ -355,6 +357,18 @@ def test_a_patch_merges_objects_the_job_lacks_as_rfc_7386_says() -> None:
     job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse_job_body({"schedule": "0 * * * *", "command": "true"}, now_ms=NOW))
     spec = parse_job_patch(job, {"env": {"A": None, "B": "1"}, "retryPolicy": {"jitter": None, "maxAttempts": 2}}, now_ms=NOW)
     assert spec.env == {"B": "1"} and spec.retry.max_attempts == 2
+
+
+def test_a_patch_keeps_a_name_from_before_names_were_trimmed() -> None:
+    """" nightly" was accepted once: such a job can still be changed, and renamed, but not
+    named that way again."""
+    spec = parse(BASE)
+    spec.name = " nightly"
+    job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, spec)
+    assert parse_job_patch(job, {"timeoutSec": 5}, now_ms=NOW).name == " nightly"
+    assert parse_job_patch(job, {"name": "nightly"}, now_ms=NOW).name == "nightly"
+    with pytest.raises(ValidationError, match="neither starts nor ends"):
+        parse_job_patch(job, {"name": "nightly "}, now_ms=NOW)
 
 
 def test_a_patch_keeps_the_members_it_does_not_name() -> None:
