@@ -24,6 +24,9 @@ from cronwheel.core.words import counted
 
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
+#: ticks one command sends: the range is counted before anything is sent (a minutely job's
+#: ten years would be five million executions and minutes of counting); beyond, it is refused
+BACKFILL_COMMAND_TICKS = 100_000
 _JOB_FIELDS_KEY = "cronwheel.beyondcron.job_fields"
 
 
@@ -230,7 +233,14 @@ def _chunks(job: dict[str, Any], start: int, end: int) -> list[tuple[int, int, i
     first = t = next_tick(start - 1)
     n = 0
     last = t
+    counted_ticks = 0
     while t is not None and t <= end:
+        if counted_ticks == BACKFILL_COMMAND_TICKS:
+            raise click.BadParameter(
+                f"the range holds more than {BACKFILL_COMMAND_TICKS:,} ticks of {job['jobId']}'s schedule "
+                f"({job['schedule']!r}), the most one backfill command sends; the first {BACKFILL_COMMAND_TICKS:,} "
+                f"end at {format_instant(last)}: backfill the range in parts", param_hint="'--to'")  # fmt: skip
+        counted_ticks += 1
         n += 1
         last = t
         if n == BACKFILL_CHUNK:
@@ -264,7 +274,8 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
     applied) gets one execution at batch priority, so live work goes first; a tick that
     already has an execution is left alone, so running the same backfill twice creates
     nothing the second time. The range is sent in pieces of 500 ticks with a progress bar on
-    a terminal; Ctrl-C stops sending (`--cancel` then cancels what has not run yet).
+    a terminal; Ctrl-C stops sending (`--cancel` then cancels what has not run yet). One
+    command sends at most 100,000 ticks: a larger range is refused before anything is sent.
 
     \b
     Examples:

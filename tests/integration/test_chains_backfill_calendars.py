@@ -295,6 +295,16 @@ def test_backfill_shows_progress_on_a_terminal_and_splits_the_range(daemon: Daem
     assert [e["created"] for e in posts] == [500, 220]
 
 
+def test_a_range_too_large_for_one_command_is_refused_before_anything_is_sent(daemon: Daemon) -> None:
+    # an every-second job's two days: 172,800 ticks, counted up to the limit and refused
+    job = daemon.add_job({"schedule": "* * * * * *", "queue": "nobody"})["jobId"]
+    res = daemon.cli("backfill", job, "--from", "-2d", "--to", "-1h")
+    assert res.returncode == 2, res
+    assert "more than 100,000 ticks" in res.stderr and "backfill the range in parts" in res.stderr, res.stderr
+    assert not [e for e in daemon.events("job.backfilled") if e["jobId"] == job]
+    assert not [e for e in daemon.executions(job) if e["origin"] == "backfill"]  # its live ticks run as ever
+
+
 def test_a_backfill_range_may_be_written_relative_to_now(daemon: Daemon) -> None:
     job = daemon.add_job({"schedule": "@hourly", "queue": "nobody"})["jobId"]
     res = daemon.cli("backfill", job, "--from", "-3h", "--to", "now", "--dry-run", "--json")
