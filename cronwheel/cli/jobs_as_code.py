@@ -64,8 +64,8 @@ def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(str(path), f"cannot read: {exc}") from None
         for job in jobfiles.parse_job_file(text, str(path), allowed):
-            try:
-                normalise(job.body)
+            try:  # with its name: the table's name is checked as a body's would be
+                parse_job_body({**job.body, "name": job.name}, now_ms=_NOW_MS)
             except ValidationError as exc:
                 raise ConfigError(job.source, f"job {job.name!r}: {exc}", job.line, job.name) from None
             jobs.append(job)

@@ -378,6 +378,22 @@ def test_apply_refuses_a_file_the_api_would_refuse_naming_the_line(nowhere: str,
     assert f"{path}{words}".replace("::", ":") in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ('" nightly"', "job ' nightly': name must be text that neither starts nor ends with a space"),
+        ('"jabcdefghijklmnop"', "has the shape of a job id"),
+        ('"tab\\there"', "name must contain printable characters only"),
+    ],
+)
+def test_apply_refuses_a_table_name_the_api_would_refuse(nowhere: str, tmp_path: Path, table: str, words: str) -> None:
+    path = tmp_path / "jobs.toml"
+    path.write_text(f'[{table}]\nschedule = "0 0 1 1 *"\ncommand = "true"\n')
+    r = invoke("apply", "--dry-run", str(path), url=nowhere)
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.exception
+    assert str(path) in r.stderr and words in r.stderr, r.stderr
+
+
 def test_an_import_dry_run_needs_no_daemon_and_says_it_compared_with_none(nowhere: str, tmp_path: Path) -> None:
     (tmp_path / "my.crontab").write_text("0 3 * * * backup\n@weekly tidy\n")
     r = invoke("import-crontab", "--dry-run", str(tmp_path / "my.crontab"), url=nowhere)
