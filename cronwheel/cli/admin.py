@@ -189,7 +189,7 @@ def token_create(app: Cli, /, tenant_name: str | None, role: str, name: str | No
         render.emit_json(created)
         return
     click.echo(created["token"])
-    who = role if tenantless else f"{role} of tenant {created['tenant']}"
+    who = f"role {role}" if tenantless else f"role {role}, tenant {created['tenant']}"
     render.emit_note(f"token {created['tokenId']} ({who}) created; this is the only time it is shown")
 
 

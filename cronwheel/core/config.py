@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ENV_PREFIX = "CRONWHEEL_"
+# Editors on Windows start a UTF-8 file with one. It says nothing about the document, and
+# the TOML reader would call it an "invalid statement", so it is read past.
+BYTE_ORDER_MARK = "\ufeff"
 
 
 class ConfigError(Exception):
@@ -70,14 +73,25 @@ def table_lines(text: str) -> dict[str, int]:
     return out
 
 
-def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
-    """The top-level keys of ``text``; any key not in ``known`` (or any table) is refused with
-    its line and, when one is close, the key that was probably meant."""
+def load_toml(text: str, source: str) -> dict[str, Any]:
+    """``text`` read as TOML, or a ConfigError naming ``source`` and, when the reader says,
+    the line."""
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         at = re.search(r"at line (\d+)", str(exc))
         raise ConfigError(source, f"not valid TOML: {exc}", int(at.group(1)) if at else None) from None
+    except RecursionError:
+        raise ConfigError(source, "not valid TOML: arrays or tables nested too deeply") from None
+    except ValueError as exc:  # Python's bound on an integer's digits
+        raise ConfigError(source, f"not valid TOML: {exc.args[0].split(';')[0] if exc.args else exc}") from None
+
+
+def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
+    """The top-level keys of ``text``; any key not in ``known`` (or any table) is refused with
+    its line and, when one is close, the key that was probably meant."""
+    text = text.removeprefix(BYTE_ORDER_MARK)
+    data = load_toml(text, source)
     known = list(known)
     lines = key_lines(text)
     tables = table_lines(text)

@@ -19,12 +19,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cronwheel.core.config import ConfigError, key_lines, table_lines
+from cronwheel.core.config import BYTE_ORDER_MARK, ConfigError, key_lines, load_toml, table_lines
 from cronwheel.core.limits import json_problem
 from cronwheel.core.model import JobStatus
 
@@ -81,15 +80,8 @@ def _field_line(text: str, table_line: int, key: str) -> int:
 def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDef]:
     """The jobs of one file; ConfigError names the file, the line and the job or field of the
     first problem (a field the API does not know, a value that is not a table, …)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        at = re.search(r"at line (\d+)", str(exc))
-        raise ConfigError(source, f"not valid TOML: {exc}", int(at.group(1)) if at else None) from None
-    except RecursionError:
-        raise ConfigError(source, "not valid TOML: arrays or tables nested too deeply") from None
-    except ValueError as exc:  # Python's bound on an integer's digits
-        raise ConfigError(source, f"not valid TOML: {exc.args[0].split(';')[0] if exc.args else exc}") from None
+    text = text.removeprefix(BYTE_ORDER_MARK)
+    data = load_toml(text, source)
     allowed = set(allowed) - set(RESERVED_FIELDS)
     lines = {**key_lines(text), **table_lines(text)}
     jobs = []

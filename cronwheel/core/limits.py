@@ -349,6 +349,8 @@ def loads_checked(text: str, what: str = "the JSON") -> Any:
         shown = exc.name.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
         raise JsonTextError(f"malformed JSON: the name {shown!r} is given twice in one object") from None
     except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Unexpected UTF-8 BOM"):  # Python's hint names its own codec
+            raise JsonTextError("malformed JSON: it starts with a byte-order mark (U+FEFF): send it without one") from None
         raise JsonTextError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise JsonTextError(f"{what} is nested too deeply") from None

@@ -131,6 +131,11 @@ def test_not_toml_says_where(tmp_path: Path) -> None:
     assert res.exit_code == 2 and f"{path}:2: not valid TOML" in res.output, res.output
 
 
+def test_a_leading_byte_order_mark_is_read_past() -> None:
+    parsed = parse('\ufeffworkers = 2\nstore = "sqlite"\n', "cronwheel.toml", ["workers", "store"])
+    assert {key: (raw.value, raw.line) for key, raw in parsed.items()} == {"workers": (2, 1), "store": ("sqlite", 2)}
+
+
 def test_a_missing_named_file_is_an_error_but_a_missing_default_is_not(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["--config", str(tmp_path / "nope.toml"), "config"])
     assert res.exit_code == 2 and "nope.toml: no such file" in res.output

@@ -61,6 +61,15 @@ def test_problems_name_the_file_and_line(text: str, line: int, says: str) -> Non
     assert err.value.line == line and says in str(err.value) and str(err.value).startswith(f"jobs.toml:{line}:")
 
 
+def test_a_leading_byte_order_mark_is_read_past_and_lines_still_count_from_it() -> None:
+    """Editors on Windows save UTF-8 with a byte-order mark; the TOML reader alone would call
+    line 1 an invalid statement."""
+    assert [(j.name, j.line) for j in parse('\ufeff[backup]\nschedule = "@daily"\ncommand = "b"\n')] == [("backup", 1)]
+    with pytest.raises(ConfigError) as err:
+        parse('\ufeff[a]\nschedule = "@daily"\ncomand = "x"\n')
+    assert err.value.line == 3
+
+
 def test_a_name_defined_twice_is_refused() -> None:
     a = jobfiles.JobDef("x", {}, "a.toml", 3)
     b = jobfiles.JobDef("x", {}, "b.toml", 7)

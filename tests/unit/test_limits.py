@@ -150,3 +150,11 @@ def test_a_name_given_twice_in_one_object_is_refused() -> None:
         with pytest.raises(JsonTextError, match=re.escape(f"the name {name!r} is given twice")):
             loads_checked(text)
     assert loads_checked('[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]') == [{"a": 1}, {"a": 2}, {"b": {"a": 3}}]
+
+
+def test_a_leading_byte_order_mark_is_named_in_the_api_s_words() -> None:
+    """Python's own message would tell the sender to "decode using utf-8-sig", which is the
+    reader's codec, not something a client can act on."""
+    with pytest.raises(JsonTextError, match=r"starts with a byte-order mark \(U\+FEFF\): send it without one") as caught:
+        loads_checked('\ufeff{"name": "a"}')
+    assert "utf-8-sig" not in str(caught.value)
