@@ -98,19 +98,40 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     add_help_option=False,
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def worker(args: tuple[str, ...]) -> None:
+@click.pass_context
+def worker(ctx: click.Context, args: tuple[str, ...]) -> None:
     """Run a worker process (started by `cronwheel serve`; rarely by hand).
 
     With --url, a remote worker instead: `cronwheel worker --url URL --queue NAME
     --handler module:function [--concurrency N] [--token T]` claims the executions of queue
-    targets over the HTTP API and runs them with the handler."""
+    targets over the HTTP API and runs them with the handler. The daemon's http(s) URL and
+    the token may come as for every command: `cronwheel --url URL --token T worker …`, or
+    CRONWHEEL_URL and CRONWHEEL_TOKEN."""
     try:
         from cronwheel.worker.process import main as worker_main
     except ImportError as exc:
         raise click.ClickException(f"the worker is not available in this build: {exc}") from None
-    rc = worker_main(list(args))
+    root = ctx.find_root().params
+    rc = worker_main(with_root_options(list(args), root.get("url"), root.get("token")))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
+
+
+def with_root_options(argv: list[str], url: str | None, token: str | None) -> list[str]:
+    """A worker's arguments with the root command's ``--url`` (or CRONWHEEL_URL) and
+    ``--token`` (or CRONWHEEL_TOKEN) in front, when they name an HTTP daemon and the worker's
+    own arguments name none: a remote worker finds its daemon as every other command does.
+    A ``unix:`` URL is no remote worker's, and a local worker (``--socket``) takes neither."""
+
+    def given(option: str) -> bool:
+        return any(a == option or a.startswith(option + "=") for a in argv)
+
+    if not url or url.startswith("unix:") or given("--url") or given("--socket"):
+        return argv
+    root = ["--url", url]
+    if token is not None and not given("--token"):
+        root += ["--token", token]
+    return root + argv
 
 
 def _serve_config(ctx: click.Context, path: str | None) -> None:

@@ -22,13 +22,19 @@ HANDLER = "tests.support.callables:remote_echo"
 def remote_worker(daemon: Daemon, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(worker_id: str, *queues: str, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    def start(worker_id: str, *queues: str, extra: tuple[str, ...] = (), via_env: bool = False) -> subprocess.Popen[bytes]:
+        """``via_env``: the daemon and the token given as for every command, by CRONWHEEL_URL
+        and CRONWHEEL_TOKEN, rather than by the worker's own --url and --token."""
         env = {**os.environ, "PYTHONPATH": str(REPO)}
+        where = ["--url", daemon.url, "--token", daemon.admin_token]
+        if via_env:
+            env.update(CRONWHEEL_URL=daemon.url, CRONWHEEL_TOKEN=daemon.admin_token)
+            where = []
         args = [arg for q in queues for arg in ("--queue", q)]
         log = open(tmp_path / f"{worker_id}.log", "ab")  # noqa: SIM115 - the child keeps it
         p = subprocess.Popen(
-            [sys.executable, "-m", "cronwheel", "worker", "--url", daemon.url, *args, "--handler", HANDLER,
-             "--token", daemon.admin_token, "--worker-id", worker_id, "--concurrency", "2", "--wait", "2", *extra],
+            [sys.executable, "-m", "cronwheel", "worker", *where, *args, "--handler", HANDLER,
+             "--worker-id", worker_id, "--concurrency", "2", "--wait", "2", *extra],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
         )  # fmt: skip
         log.close()
@@ -77,6 +83,15 @@ def test_a_token_read_with_its_newline_still_works(daemon: Daemon, remote_worker
     job = daemon.add_job({"schedule": "+0s", "queue": "qn"})["jobId"]
     remote_worker("rw-nl", "qn", extra=("--token", daemon.admin_token + "\n"))
     wait_for(lambda: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED", 30, what="the job ran")
+
+
+def test_a_remote_worker_finds_its_daemon_by_the_environment_as_every_command_does(
+    daemon: Daemon, remote_worker: Callable[..., Any]
+) -> None:
+    job = daemon.add_job({"schedule": "+0s", "queue": "qe"})["jobId"]
+    remote_worker("rw-env", "qe", via_env=True)
+    done = wait_for(lambda: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED" and e, 30, what="the job ran")
+    assert done["workerId"] == "rw-env"
 
 
 def test_seed_shaped_body_lands_in_the_default_queue(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -319,6 +320,31 @@ def test_a_remote_worker_refuses_what_could_never_work_before_it_starts(change: 
     assert res.returncode == 2 and f"cronwheel worker: error: {says}" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and "remote_worker.started" not in res.stderr + res.stdout
 
+
+def test_a_remote_worker_takes_the_daemon_from_the_root_options_as_every_command_does() -> None:
+    """`cronwheel --url URL worker …` and CRONWHEEL_URL were ignored: the worker answered "give
+    --url URL", though every other command had found the daemon that way."""
+    from cronwheel.cli.node import with_root_options
+
+    remote = ["--queue", "q", "--handler", "m:f"]
+    assert with_root_options(remote, "http://h:7878", "tok") == ["--url", "http://h:7878", "--token", "tok", *remote]
+    assert with_root_options(remote, "http://h:7878", None) == ["--url", "http://h:7878", *remote]
+    # the worker's own options win; a unix: URL and a local worker take nothing from the root
+    own = ["--url=http://other:1", "--token", "mine", *remote]
+    assert with_root_options(own, "http://h:7878", "tok") == own
+    assert with_root_options(["--url", "http://o:1", *remote], "http://h:7878", "tok") == ["--url", "http://o:1", *remote]
+    assert with_root_options(remote, "unix:/run/cronwheel/api.sock", "tok") == remote
+    assert with_root_options(remote, None, "tok") == remote
+    local = ["--socket", "/x/worker.sock", "--worker-id", "n-1-w0-0"]
+    assert with_root_options(local, "http://h:7878", "tok") == local
+    # end to end: the root's --url reaches the remote worker's own checks
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "--url", "http://127.0.0.1:9", "worker", "--queue", "a b",
+                          "--handler", "os:getcwd"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 2 and "--queue 'a b' is not a queue name" in res.stderr, res.stderr
+    env = {**os.environ, "CRONWHEEL_URL": "http://127.0.0.1:9"}
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", "--queue", "q", "--handler", "nosuch_module_x:f"],
+                         capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert res.returncode == 2 and "cannot load the handler 'nosuch_module_x:f'" in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize("args", [("show", "\udcff"), ("cancel", "a\udced\udca0\udc80"), ("history", "\udcff"),
