@@ -14,10 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cronwheel.core.words import without_byte_order_mark
+
 ENV_PREFIX = "CRONWHEEL_"
-# Editors on Windows start a UTF-8 file with one. It says nothing about the document, and
-# the TOML reader would call it an "invalid statement", so it is read past.
-BYTE_ORDER_MARK = "\ufeff"
 
 
 class ConfigError(Exception):
@@ -90,7 +89,7 @@ def load_toml(text: str, source: str) -> dict[str, Any]:
 def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
     """The top-level keys of ``text``; any key not in ``known`` (or any table) is refused with
     its line and, when one is close, the key that was probably meant."""
-    text = text.removeprefix(BYTE_ORDER_MARK)
+    text = without_byte_order_mark(text)
     data = load_toml(text, source)
     known = list(known)
     lines = key_lines(text)

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cronwheel.core.config import BYTE_ORDER_MARK, ConfigError, key_lines, load_toml, table_lines
+from cronwheel.core.config import ConfigError, key_lines, load_toml, table_lines
 from cronwheel.core.limits import json_problem
 from cronwheel.core.model import JobStatus
+from cronwheel.core.words import without_byte_order_mark
 
 #: the ``managedBy`` of the jobs apply creates; ``--prune`` deletes only these
 OWNER = "apply"
@@ -80,7 +81,7 @@ def _field_line(text: str, table_line: int, key: str) -> int:
 def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDef]:
     """The jobs of one file; ConfigError names the file, the line and the job or field of the
     first problem (a field the API does not know, a value that is not a table, …)."""
-    text = text.removeprefix(BYTE_ORDER_MARK)
+    text = without_byte_order_mark(text)
     data = load_toml(text, source)
     allowed = set(allowed) - set(RESERVED_FIELDS)
     lines = {**key_lines(text), **table_lines(text)}

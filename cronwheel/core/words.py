@@ -9,9 +9,17 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def without_byte_order_mark(text: str) -> str:
+    """A file's text without the byte-order mark (U+FEFF) that editors on Windows put at the
+    start of UTF-8. It says nothing about the document, and the readers of TOML and crontab
+    lines would take it for the first character of line 1 (an "invalid statement", a minute
+    field of '\\ufeff0'); lines are counted as before, since the mark ends no line."""
+    return text.removeprefix("\ufeff")
+
+
 def is_utf8(text: str) -> bool:
     """Whether ``text`` can be written as UTF-8: argv's, a path's or the environment's bytes
-    that were not arrive in Python as lone surrogates, which cannot."""
+    that were not UTF-8 arrive in Python as lone surrogates, which cannot."""
     try:
         text.encode()
     except UnicodeEncodeError:

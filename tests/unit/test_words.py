@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cronwheel.core.words import as_given, counted, is_sendable, is_utf8
+from cronwheel.core.words import as_given, counted, is_sendable, is_utf8, without_byte_order_mark
 
 NOT_UTF8 = b"job-\xff".decode("utf-8", "surrogateescape")  # as argv's bytes arrive in Python
 
@@ -22,3 +22,10 @@ def test_refusals_show_the_bytes_and_controls_as_escapes() -> None:
     assert as_given(NOT_UTF8) == "job-\\xff"
     assert as_given("a\nb\x1b") == "a\\nb\\x1b"
     assert as_given("x" * 200, 80) == "x" * 80
+
+
+def test_only_a_leading_byte_order_mark_is_taken_away() -> None:
+    assert without_byte_order_mark("\ufeffa = 1\n") == "a = 1\n"
+    assert without_byte_order_mark("a\ufeff\n\ufeffb") == "a\ufeff\n\ufeffb"
+    assert without_byte_order_mark("\ufeff\ufeffa") == "\ufeffa"  # one mark, not a run of them
+    assert without_byte_order_mark("") == ""
