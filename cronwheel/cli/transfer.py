@@ -27,7 +27,7 @@ from cronwheel.core.crontab_export import (
     unexported_chain,
     unexported_rules,
 )
-from cronwheel.core.words import counted
+from cronwheel.core.words import counted, without_byte_order_mark
 
 #: jobs per POST /v1/jobs/batch of an import
 IMPORT_BATCH = 500
@@ -37,13 +37,14 @@ MAX_IMPORT_BYTES = 64 << 20
 
 def read_import(file: Any, name: str) -> str:
     """The text of an import's FILE: at most MAX_IMPORT_BYTES, UTF-8 (a line that is not is
-    named, with how to convert it). Exits 1 otherwise."""
+    named, with how to convert it), without a leading byte-order mark (which would hide that
+    an export's JSON is JSON). Exits 1 otherwise."""
     data = file.read(MAX_IMPORT_BYTES + 1)
     if len(data) > MAX_IMPORT_BYTES:
         render.emit_error(f"{name}: larger than {MAX_IMPORT_BYTES >> 20} MiB: split it, or check that it is a crontab")
         sys.exit(1)
     try:
-        return bytes(data).decode("utf-8")
+        return without_byte_order_mark(bytes(data).decode("utf-8"))
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         render.emit_error(f"{name}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}): convert the file first, "

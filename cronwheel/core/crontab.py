@@ -41,7 +41,7 @@ from typing import Any
 from cronwheel.core import schedule as sched
 from cronwheel.core.limits import loads_checked
 from cronwheel.core.notify import RuleError, email_rule
-from cronwheel.core.words import counted, without_byte_order_mark
+from cronwheel.core.words import counted
 
 #: the crontab(5) macros cronwheel runs; @reboot is not a time and is skipped
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -150,7 +150,7 @@ def parse_crontab(text: str, timezone: str = UTC, *, system: bool = False) -> Pa
     ``system``: the system format, with a user field. Comments and blank lines are skipped."""
     out = Parsed()
     settings = _Settings(timezone)
-    for line_no, raw in enumerate(without_byte_order_mark(text).splitlines(), start=1):
+    for line_no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

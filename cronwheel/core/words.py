@@ -11,8 +11,8 @@ def counted(n: int, one: str, many: str | None = None) -> str:
 
 def without_byte_order_mark(text: str) -> str:
     """A file's text without the byte-order mark (U+FEFF) that editors on Windows put at the
-    start of UTF-8. It says nothing about the document, and the readers of TOML and crontab
-    lines would take it for the first character of line 1 (an "invalid statement", a minute
+    start of UTF-8. It says nothing about the document, and the readers of TOML, crontab lines
+    and JSON would take it for the first character of line 1 (an "invalid statement", a minute
     field of '\\ufeff0'); lines are counted as before, since the mark ends no line."""
     return text.removeprefix("\ufeff")
 

@@ -428,6 +428,18 @@ def test_an_import_dry_run_needs_no_daemon_and_says_it_compared_with_none(nowher
     assert "not compared with the daemon's jobs: cannot reach" in r.stderr and "already there" not in r.stderr
 
 
+@pytest.mark.parametrize(("text", "created"), [
+    ("0 3 * * * backup\n@weekly tidy\n", "2 jobs would be created"),
+    ('[{"schedule": "@daily", "command": "tidy"}]', "1 job would be created"),
+])  # fmt: skip
+def test_an_import_saved_with_a_byte_order_mark_reads_as_without_it(nowhere: str, tmp_path: Path, text: str, created: str) -> None:
+    """A crontab lost its first line ("minute field: '\\ufeff0'"), and an export's JSON was
+    read as a crontab of lines that were not one."""
+    (tmp_path / "saved-on-windows").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    r = invoke("import-crontab", "--dry-run", str(tmp_path / "saved-on-windows"), url=nowhere)
+    assert r.exit_code == 0 and f"{created} (dry run" in r.stderr and "skipped" not in r.stderr, r.stderr
+
+
 def test_a_data_dir_the_user_cannot_read_is_no_reason_to_refuse_a_command() -> None:
     """The installed config names /var/lib/cronwheel, which local users cannot read: they use
     the CLI with CRONWHEEL_URL and a token, so --data-dir (and a file's data_dir, checked as

@@ -47,14 +47,6 @@ def test_a_crontab_parses_into_entries() -> None:
     assert first.text == "*/5 *  *   *   *     /usr/local/bin/poll --fast"
 
 
-def test_a_crontab_saved_with_a_byte_order_mark_reads_as_without_it() -> None:
-    """Its first line was skipped: "minute field: '\\ufeff0' is not a number or name"."""
-    with_mark = parse_crontab("\ufeff0 3 * * * backup.sh\n@daily rotate\n")
-    assert with_mark.skipped == [] and [(e.line_no, e.schedule, e.text) for e in with_mark.entries] == [
-        (1, "0 3 * * *", "0 3 * * * backup.sh"), (2, "@daily", "@daily rotate"),
-    ]
-
-
 ANN_MAIL = {"on": "failure", "via": "email", "to": ["ann@example.com"]}
 
 USER_CRONTAB = """\
