@@ -188,6 +188,12 @@ def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
         body = MACROS[name]
     if _DATE_ONLY.fullmatch(body):  # not a cron expression of one field: a one-off's date
         raise _date_without_time(body)
+    if _DURATION_ONLY.fullmatch(body):  # '5m': a one-off's offset or an interval, without its sign
+        raise ScheduleError(f"{body!r} is a duration, not a schedule: write '+{body}' to run once {body} from now, "
+                            f"or '@every {body}' to run every {body}")
+    zone = _ZONE_PREFIX.match(body)
+    if zone is not None:
+        raise _zone_in_schedule(zone, body)
     template = parse_template(body)
     compiled = compile_expression(template.expand(job_id), text)
     return Schedule(
@@ -414,6 +420,20 @@ _RFC3339 = re.compile(
 #: how an RFC 3339 instant starts (a date, then T or a space)
 INSTANT_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
 _DATE_ONLY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+#: a duration alone (``5m``, ``1h30m``), which people type for "in five minutes" or "every five"
+_DURATION_ONLY = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:ms|d|h|m|s))+")
+#: robfig/cron's (and old Kubernetes CronJobs') ``CRON_TZ=Zone`` or ``TZ=Zone`` in front of the fields
+_ZONE_PREFIX = re.compile(r"(CRON_TZ|TZ)=(\S*)\s*", re.IGNORECASE)
+
+
+def _zone_in_schedule(zone: re.Match[str], body: str) -> ScheduleError:
+    """Say where the zone goes: the fields read the time in the job's ``timezone``, one value
+    for its schedule, its calendars and its windows."""
+    rest = body[zone.end():]
+    return ScheduleError(f"a time zone is not part of the schedule: give it as the job's timezone "
+                         f"(timezone {zone.group(2)[:64]!r}, `--tz` on the command line) and the schedule as {rest[:100]!r}")
 
 
 def _date_without_time(body: str) -> ScheduleError:

@@ -393,6 +393,13 @@ BAD = [
     ("* * * * * * *", "expected 5 or 6 fields, got 7"),
     ("2026-12-24", "'2026-12-24' is a date without a time of day: write 2026-12-24T00:00:00Z for midnight UTC, "
                    "or give your offset, e.g. 2026-12-24T00:00:00+02:00"),
+    ("5m", "'5m' is a duration, not a schedule: write '+5m' to run once 5m from now, or '@every 5m' to run every 5m"),
+    ("1h30m", "'1h30m' is a duration, not a schedule: write '+1h30m' to run once 1h30m from now, "
+              "or '@every 1h30m' to run every 1h30m"),
+    ("TZ=Europe/Paris 0 9 * * *", "a time zone is not part of the schedule: give it as the job's timezone "
+                                  "(timezone 'Europe/Paris', `--tz` on the command line) and the schedule as '0 9 * * *'"),
+    ("cron_tz=Asia/Tokyo 30 8 * * 1-5", "a time zone is not part of the schedule: give it as the job's timezone "
+                                        "(timezone 'Asia/Tokyo', `--tz` on the command line) and the schedule as '30 8 * * 1-5'"),
     ("", "schedule is empty"),
     ("   ", "schedule is empty"),
     ("* * * * 0/0", "day-of-week field: step 0 is out of range 1-7"),
