@@ -119,8 +119,36 @@ def unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None =
     sys.exit(EX_UNAVAILABLE)
 
 
+#: words people bring from other tools (crontab, systemctl, kubectl, docker), and the
+#: command that does it here. Click's own guess goes by spelling, and spelling misleads:
+#: it offered `resume` for "remove" and `backfill` for "kill".
+COMMAND_SYNONYMS = {
+    "rm": "cancel", "remove": "cancel", "delete": "cancel", "del": "cancel", "kill": "cancel",
+    "list": "ls", "jobs": "ls", "ps": "ls",
+    "get": "show", "info": "show", "describe": "show", "inspect": "show",
+    "edit": "update", "modify": "update",
+    "stop": "pause", "disable": "pause", "suspend": "pause",
+    "enable": "resume", "unpause": "resume",
+    "trigger": "run", "exec": "run", "start": "run",
+    "create": "add", "new": "add", "schedule": "add",
+    "log": "logs", "output": "logs", "runs": "history", "executions": "history",
+    "health": "status", "top": "status", "daemon": "serve",
+}  # fmt: skip
+
+
 class CliGroup(click.Group):
     """Turns client errors into messages and exit codes, never tracebacks."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command that is another tool's word for one of ours names ours, with its
+        first line of help, instead of click's guess by spelling."""
+        name = args[0] if args else None
+        if name is not None and ctx.parent is None and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            ours = COMMAND_SYNONYMS.get(name.lower())
+            command = None if ours is None else self.get_command(ctx, ours)
+            if command is not None:
+                ctx.fail(f"No such command {name!r}. Did you mean {ours!r}? ({ours}: {command.get_short_help_str(80)})")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

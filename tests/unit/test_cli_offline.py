@@ -263,6 +263,23 @@ def test_next_from_takes_now_and_a_time_ago(nowhere: str) -> None:
     assert res.exit_code == 2 and "write -7d for that long ago, or +7d for that long ahead" in res.output, res.output
 
 
+@pytest.mark.parametrize(("typed", "ours"), [("remove", "cancel"), ("kill", "cancel"), ("Delete", "cancel"),
+                                            ("list", "ls"), ("stop", "pause"), ("trigger", "run"), ("log", "logs")])
+def test_another_tools_word_for_a_command_names_ours(nowhere: str, typed: str, ours: str) -> None:
+    """Click guesses by spelling: it offered `resume` for "remove" and `backfill` for "kill"."""
+    r = invoke(typed, "somejob", url=nowhere)
+    assert r.exit_code == 2 and f"No such command {typed!r}. Did you mean {ours!r}? ({ours}: " in r.stderr, r.stderr
+
+
+def test_every_synonym_names_a_command_that_exists_and_is_no_command_itself() -> None:
+    from cronwheel.cli.context import COMMAND_SYNONYMS
+
+    for typed, ours in COMMAND_SYNONYMS.items():
+        assert ours in cli.commands and typed not in cli.commands and typed == typed.lower(), typed
+    r = invoke("bogus", url="http://127.0.0.1:9")  # not a synonym: click's own answer
+    assert r.exit_code == 2 and "No such command 'bogus'." in r.stderr, r.stderr
+
+
 def test_worker_help_names_both_kinds_of_worker() -> None:
     res = subprocess.run([sys.executable, "-m", "cronwheel", "worker", "--help"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
