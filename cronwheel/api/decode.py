@@ -113,7 +113,7 @@ def prepare(member: Member, value: Any, where: str | None) -> Any:
     if value is None:
         return None
     if member.is_struct() and isinstance(value, dict):
-        reject_unknown(where, value, tuple(struct_members(member.type)))
+        reject_unknown(where, value, tuple(struct_members(member.type)), getattr(member.type, "answer_only", ()))
         out = {}
         for key, item in value.items():
             child = member.child(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 
@@ -53,27 +53,31 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-
-
-
-
-
-
-
-
-
-
 def fmt_num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def reject_unknown(where: str | None, data: Mapping[str, Any], allowed: frozenset[str] | tuple[str, ...]) -> None:
+def reject_unknown(
+    where: str | None, data: Mapping[str, Any], allowed: frozenset[str] | tuple[str, ...],
+    answer_only: Collection[str] = (),
+) -> None:
+    """Refuse the members of ``data`` not in ``allowed``, naming all of them. ``answer_only``:
+    members of the object's answer that the daemon sets, said as such, so that a body read
+    back from a GET and sent again learns what to leave out."""
     unknown = sorted(k for k in data if k not in allowed)
     if unknown:
         prefix = f"{where}." if where else ""
         names = ", ".join(prefix + k for k in unknown)
         noun = "field" if len(unknown) == 1 else "fields"
-        raise bad(prefix + unknown[0], f"unknown {noun}: {names} (allowed: {', '.join(sorted(allowed))})", code="unknown_field")
+        theirs = [k for k in unknown if k in answer_only]
+        why = ""
+        if theirs:
+            it = "it" if len(theirs) == 1 else "them"
+            why = f"the daemon sets {it} (a job's answer shows {it}): leave {it} out of a body"
+            if "status" in theirs:
+                why += "; pause, resume and cancel change status"
+            why = f": {why}" if len(theirs) == len(unknown) else f" ({', '.join(theirs)}: {why})"
+        raise bad(prefix + unknown[0], f"unknown {noun}: {names}{why} (allowed: {', '.join(sorted(allowed))})", code="unknown_field")
 
 
 def canonical_json(value: Any) -> bytes:

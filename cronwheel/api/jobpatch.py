@@ -11,7 +11,14 @@ from cronwheel.api.fields import bad, reject_unknown, type_name
 from cronwheel.api.validation import parse_job_body
 from cronwheel.core import notify as nt
 from cronwheel.core.instants import format_instant
-from cronwheel.core.jobfields import TARGET_KINDS, JobPatch, JobRequest, RetryPolicy, names
+from cronwheel.core.jobfields import (
+    JOB_ANSWER_ONLY,
+    TARGET_KINDS,
+    JobPatch,
+    JobRequest,
+    RetryPolicy,
+    names,
+)
 from cronwheel.core.model import Job, JobSpec
 
 #: what a patch may name: the members of a create body (``core.jobfields.JobPatch``)
@@ -73,7 +80,7 @@ def parse_job_patch(job: Job, patch: Any, *, now_ms: int) -> JobSpec:
         raise bad(None, f"the request body must be a JSON object, not {type_name(patch)}", status=400, code="invalid_body")
     if not patch:
         raise bad(None, f"the patch is empty: name at least one of {', '.join(sorted(PATCH_FIELDS))}", code="empty_patch")
-    reject_unknown(None, patch, PATCH_FIELDS)
+    reject_unknown(None, patch, PATCH_FIELDS, JOB_ANSWER_ONLY)
     merged = job_body(job)
     for group in _EXCLUSIVE_GROUPS:
         if any(k in patch for k in group):

@@ -198,10 +198,18 @@ MISFIRES = tuple(p.value for p in model.MisfirePolicy)
 _DEADMAN_AND_TARGETS = "`runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{\"ping\": {}}`)."
 
 
+#: a job's answer's members that no body takes: the daemon sets them. A body read back from
+#: ``GET /v1/jobs/{jobId}`` and sent again carries them; its refusal says so.
+JOB_ANSWER_ONLY = frozenset({
+    "bucketId", "createdAt", "jobId", "lastRun", "nextRunAt", "status", "tenant", "updatedAt", "warnings", "window",
+})
+
+
 class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     """Exactly one of `schedule` / `runAt`, and at most one target (`command`, `http`, `python`, `queue` or `target`). A body with no target (the minimal body `{ schedule, payload, retryPolicy, timeoutSec }`) gets `{"queue": "default"}`: its executions wait in queue `default` for remote workers. Unknown members are refused (422); a `null` member counts as absent. Rules JSON Schema cannot state: a recurring schedule must fire after now (400 `invalid_schedule`); `retryPolicy.maxBackoffSec` >= `initialBackoffSec` (422); `payload` at most 64 KiB encoded (413); `command` at most 16 KiB as UTF-8 (422). `runAs`, `shell` and `stdin` need a command target, `env` a command or queue target (a body without a target has queue `default`). With `expectSuccessWithin` and no schedule, runAt or target, the job is watched, not run (target `{"ping": {}}`)."""
 
     json_schema_extra: ClassVar[dict[str, Any]] = _JOB_RULES
+    answer_only: ClassVar[frozenset[str]] = JOB_ANSWER_ONLY
 
     name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_NAME_CHARS, pattern=TRIMMED_PATTERN, extra_json_schema={"format": "printable"},
                               description="Printable (format `printable`: letters, marks, numbers, punctuation, symbols and spaces), neither starting nor ending with a space; unique per tenant among its live jobs (every status but CANCELLED): a clash answers 409 `name_taken` naming the holder. The CLI refers to jobs by id or name.")] | None = None

@@ -377,3 +377,27 @@ def test_a_patch_keeps_the_members_it_does_not_name() -> None:
     job = Job("jexample", 0, JobStatus.ACTIVE, NOW, NOW, NOW, parse(body))
     spec = parse_job_patch(job, {"name": "renamed"}, now_ms=NOW)
     assert (spec.name, spec.misfire_grace_sec, spec.jitter_sec, spec.calendars, spec.env) == ("renamed", 30, 5, ("holidays",), {"A": "1"})
+
+
+def test_a_job_read_back_and_sent_again_is_told_which_members_the_daemon_sets() -> None:
+    """GET, edit, send back is how people use a REST API first: the refusal listed nine
+    "unknown fields" that the daemon itself had just answered with."""
+    from cronwheel.api.schema import Job as JobAnswer
+    from cronwheel.core.jobfields import JOB_ANSWER_ONLY, JOB_FIELDS, names
+
+    assert set(names(JobAnswer)) - set(JOB_FIELDS) == JOB_ANSWER_ONLY  # the set follows the answer's schema
+    job = Job("jexample", 0, JobStatus.ACTIVE, NOW + 3_600_000, NOW, NOW, parse(BASE))
+    read_back = {**job_to_json(job), "schedule": "5 * * * *"}
+    for send in (lambda: parse_job_body(read_back, now_ms=NOW), lambda: parse_job_patch(job, read_back, now_ms=NOW)):
+        with pytest.raises(ValidationError) as exc:
+            send()
+        assert exc.value.detail.startswith(f"unknown fields: {', '.join(sorted(JOB_ANSWER_ONLY & set(read_back)))}: the daemon sets them "
+                                           "(a job's answer shows them): leave them out of a body; pause, resume and cancel "
+                                           "change status (allowed: "), exc.value.detail  # fmt: skip
+    with pytest.raises(ValidationError) as exc:
+        parse_job_patch(job, {"jobId": "j2", "bogus": 1}, now_ms=NOW)
+    assert exc.value.detail.startswith("unknown fields: bogus, jobId (jobId: the daemon sets it (a job's answer shows it): "
+                                       "leave it out of a body) (allowed: "), exc.value.detail  # fmt: skip
+    with pytest.raises(ValidationError) as exc:
+        parse_job_body({**BASE, "bogus": 1}, now_ms=NOW)
+    assert "daemon" not in exc.value.detail
