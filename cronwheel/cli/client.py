@@ -10,6 +10,7 @@ over a daemon that restarted in between.
 
 from __future__ import annotations
 
+import difflib
 import http.client
 import json
 import socket
@@ -19,6 +20,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
 from cronwheel.core.words import as_given, is_sendable, is_utf8
+
+#: jobs read for a "did you mean" when a name is not found (the API's largest page)
+NEAR_NAMES_READ = 1000
 
 
 class ClientError(Exception):
@@ -272,12 +276,23 @@ class Client:
         # the name's live holder first (names are unique per tenant), then cancelled namesakes
         named = self._get("/v1/jobs", name=ref, limit=100)["jobs"]
         if not named:
-            raise ApiError(404, {"detail": f"no job with id or name {ref!r}", "code": "not_found"})
+            raise ApiError(404, {"detail": f"no job with id or name {ref!r}{self._near_names(ref)}", "code": "not_found"})
         live = [j for j in named if j.get("status") != "CANCELLED"]
         if len({j.get("tenant") for j in live}) > 1:  # an admin: several tenants use the name
             ids = ", ".join(j["jobId"] for j in live)
             raise ApiError(409, {"detail": f"the name {ref!r} is used by several tenants, use one of the ids: {ids}", "code": "ambiguous_name"})
         return dict(named[0])
+
+    def _near_names(self, ref: str) -> str:
+        """`` (did you mean 'backup'?)`` when live jobs' names are close to ``ref``: a typo's
+        answer. One page of jobs (the first 1,000 by id) is read, and only on this failure."""
+        try:
+            jobs = self.list_jobs(limit=NEAR_NAMES_READ)["jobs"]
+        except ClientError:
+            return ""
+        names = sorted({j["name"] for j in jobs if j.get("name") and j.get("status") != "CANCELLED"})
+        close = difflib.get_close_matches(ref, names, n=3, cutoff=0.7)
+        return f" (did you mean {' or '.join(repr(n) for n in close)}?)" if close else ""
 
     def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """``PATCH /v1/jobs/{id}``: a merge patch of the job's definition; the updated job."""

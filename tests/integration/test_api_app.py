@@ -758,7 +758,9 @@ def test_cli_add_ls_show_history(served: tuple[str, FakeService]) -> None:
     r = cli_run(url, "history", "backup")
     assert r.exit_code == 0 and "no executions of" in r.stderr
     r = cli_run(url, "show", "nobody")
-    assert r.exit_code == 1 and "no job with id or name 'nobody'" in r.stderr
+    assert r.exit_code == 1 and "no job with id or name 'nobody'" in r.stderr and "did you mean" not in r.stderr
+    r = cli_run(url, "show", "bakcup")  # a typo is answered with the name it is close to
+    assert r.exit_code == 1 and "no job with id or name 'bakcup' (did you mean 'backup'?)" in r.stderr, r.stderr
 
 
 def test_cli_run_wait_exits_with_the_command_status(served: tuple[str, FakeService]) -> None:
