@@ -177,7 +177,10 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
         else:
             click.echo(f"Triggered execution {eid}")
         return
-    render.emit_note(f"Triggered execution {eid}, waiting for it to end…")
+    queue = (ref.get("target") or {}).get("queue")
+    render.emit_note(f"Triggered execution {eid}, waiting for it to end…" + (
+        f" (queue {queue!r}: it starts when a remote worker claims it, e.g. `cronwheel worker --queue {queue} --handler MODULE:FUNCTION`)"
+        if isinstance(queue, str) else ""))
     deadline = None if limit is None else time.monotonic() + limit
     delay = 0.2
     while execution.get("status") not in TERMINAL:

@@ -205,3 +205,21 @@ def test_a_result_with_unfit_text_is_reported_scrubbed(daemon: Daemon, remote_wo
         assert done["attempt"] == 1
         # the return value as JSON text: the surrogate replaced, the NUL written as JSON writes it
         assert daemon.get(f"/v1/executions/{done['executionId']}").json()["output"] == '"out\ufffd\\u0000end"'
+
+
+def test_run_wait_on_a_queue_job_says_a_remote_worker_must_claim_it(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    """`cronwheel run JOB --wait` on a queue job waits for a remote worker: with none running
+    it waited in silence, for ever."""
+    daemon.add_job({"name": "thumbs", "schedule": "@triggered", "queue": "qw"})
+    env = {**os.environ, "CRONWHEEL_URL": daemon.url, "CRONWHEEL_TOKEN": daemon.admin_token}
+
+    def run_wait(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cronwheel", "run", "thumbs", "--wait", *extra],
+                              capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+
+    alone = run_wait("--timeout", "0.5s")
+    assert alone.returncode == 124, alone.stderr
+    assert "(queue 'qw': it starts when a remote worker claims it, e.g. `cronwheel worker --queue qw" in alone.stderr
+    remote_worker("rw-wait", "qw")
+    served = run_wait("--timeout", "30s")
+    assert served.returncode == 0 and "SUCCEEDED" in served.stderr, served.stderr
