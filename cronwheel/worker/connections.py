@@ -1,7 +1,7 @@
 """The pool's Unix socket: binding it (mode 0600 from the first instant), and each worker's
 connection — the hello/welcome handshake, the frames it sends (results, heartbeats, output,
-bye) checked against what the pool granted it, and the writes to it, whose backlog tells a
-worker that stopped reading."""
+bye) checked against what the pool granted it, and the writes to it, whose backlog, once it
+stops draining, tells a worker that stopped reading."""
 
 from __future__ import annotations
 
@@ -36,7 +36,14 @@ if TYPE_CHECKING:
 
 HELLO_TIMEOUT_SEC = 10.0  #: a connection must say hello within this
 MAX_HELLO = 4096  #: a hello is tiny: an unknown peer cannot make us buffer a whole MAX_FRAME
-MAX_BACKLOG = 8 << 20  #: bytes written to a worker and not yet taken by it: above this it is hung
+#: bytes written to a worker and not yet taken by it above which its reading is watched. Not
+#: a verdict: a herd of big grants (a payload, stdin and env of 64 KiB each, hundreds of
+#: slots) passes it in one write while the worker reads as fast as it can, and losing that
+#: worker cost every run it held an attempt (seen: 750 of 800 such runs dead-lettered)
+MAX_BACKLOG = 8 << 20
+#: a worker above MAX_BACKLOG that takes no byte for this long has stopped reading: it is lost
+STALL_SEC = 10.0
+DRAIN_CHECK_SEC = 0.25  #: how often a watched backlog is looked at
 READ_CHUNK = 256 * 1024
 
 
@@ -93,8 +100,11 @@ class Connections:
         capacity: Callable[[], None],
         notify: Callable[[], None],
         stopping: Callable[[], bool],
+        stall_sec: float = STALL_SEC,
     ) -> None:
         self.roster = roster
+        self._stall_sec = stall_sec
+        self._watches: set[asyncio.Task[None]] = set()
         self.handler = handler
         self._log = log
         self._lose = lose
@@ -102,8 +112,14 @@ class Connections:
         self._notify = notify
         self._stopping = stopping
 
+    async def close(self) -> None:
+        """The pool stops: no backlog is watched any more."""
+        for watch in list(self._watches):
+            watch.cancel()
+        await asyncio.gather(*self._watches, return_exceptions=True)
+
     def write(self, w: PoolWorker, data: bytes | bytearray) -> bool:
-        """Queue ``data`` for ``w``; False if it cannot take it (gone, or lost for its backlog)."""
+        """Queue ``data`` for ``w``; False if it cannot take it (gone)."""
         writer = w.writer
         if writer is None or writer.is_closing():
             return False
@@ -123,12 +139,36 @@ class Connections:
                 return True
             rest = memoryview(data)[sent:]  # no copy of what is left of a big grant frame
         writer.write(rest)
+        w.queued += len(rest)
         backlog = writer.transport.get_write_buffer_size()
-        if backlog > MAX_BACKLOG:
-            self._log("pool.worker_hung", worker=w.worker_id, backlog=backlog)
-            self._lose(w, "not reading (backlog)")
-            return False
+        if backlog > MAX_BACKLOG and not w.watched:
+            w.watched = True
+            self._log("pool.backlog_watched", worker=w.worker_id, backlog=backlog)
+            watch = asyncio.get_running_loop().create_task(self._watch_reading(w), name=f"drain-{w.worker_id}")
+            self._watches.add(watch)
+            watch.add_done_callback(self._watches.discard)
         return True
+
+    async def _watch_reading(self, w: PoolWorker) -> None:
+        """While ``w``'s backlog is above MAX_BACKLOG: lose it if it takes nothing for the stall
+        period. Progress is what left the buffer (all ever queued, less what is still there),
+        so writes that land meanwhile do not hide a worker that reads, nor one that stopped."""
+        taken, since = -1, 0.0
+        loop = asyncio.get_running_loop()
+        try:
+            while not w.lost and w.writer is not None and not w.writer.is_closing():
+                backlog = w.writer.transport.get_write_buffer_size()
+                if backlog <= MAX_BACKLOG:
+                    return
+                if w.queued - backlog != taken:
+                    taken, since = w.queued - backlog, loop.time()
+                elif loop.time() - since >= self._stall_sec:
+                    self._log("pool.worker_hung", worker=w.worker_id, backlog=backlog, stalledSec=round(loop.time() - since, 1))
+                    self._lose(w, "not reading (backlog)")
+                    return
+                await asyncio.sleep(DRAIN_CHECK_SEC)
+        finally:
+            w.watched = False
 
     async def on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         w: PoolWorker | None = None

@@ -18,7 +18,8 @@ What the pool promises its handler (the dispatcher):
   anything else (an aborted run, a stale epoch, another worker's execution) is dropped, or
   answered lost, by the pool itself.
 * **Lost workers.** When a worker's process dies, its connection closes, it sends an invalid
-  frame, or it stops reading (its unsent backlog passes ``connections.MAX_BACKLOG``),
+  frame, or it stops reading (its unsent backlog is above ``connections.MAX_BACKLOG`` and
+  takes nothing for ``connections.STALL_SEC``),
   ``on_worker_lost`` is called at once with everything it had in flight, the process is
   terminated (SIGTERM, SIGKILL after ``KILL_AFTER_SEC``), the command runs it left behind are
   killed once it is gone (``orphans.py``), and a new one is spawned under a new id
@@ -46,7 +47,7 @@ from typing import Any, Protocol
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker import orphans
-from cronwheel.worker.connections import Connections, bind_socket
+from cronwheel.worker.connections import STALL_SEC, Connections, bind_socket
 from cronwheel.worker.framing import encode_frame, encode_grant_frames
 from cronwheel.worker.protocol import Abort, Bye, Ping
 from cronwheel.worker.slots import PoolWorker, Roster
@@ -93,6 +94,7 @@ class WorkerPool:
         env: dict[str, str] | None = None,
         log: Callable[[str, dict[str, Any]], object] | None = None,  # its return value is ignored
         node_id: str | None = None,
+        stall_sec: float = STALL_SEC,
     ) -> None:
         if n_workers < 0 or slots < 1:
             raise ValueError("n_workers must be >= 0 and slots >= 1")
@@ -110,7 +112,7 @@ class WorkerPool:
         self.incarnation = secrets.token_hex(3)
         self._roster = Roster(n_workers)
         self._links = Connections(self._roster, handler, self._log, lose=self._lose, capacity=self._capacity,
-                                  notify=self._notify, stopping=lambda: self._stopping)  # fmt: skip
+                                  notify=self._notify, stopping=lambda: self._stopping, stall_sec=stall_sec)  # fmt: skip
         self._server: asyncio.AbstractServer | None = None
         self._supervisors: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
@@ -155,6 +157,7 @@ class WorkerPool:
             await asyncio.wait([asyncio.ensure_future(p.wait()) for p in procs], timeout=KILL_AFTER_SEC + 1)
         for w in list(self._roster.workers.values()):
             self._lose(w, "pool stopped")
+        await self._links.close()
         for t in self._supervisors:
             t.cancel()
         await asyncio.gather(*self._supervisors, return_exceptions=True)

@@ -34,6 +34,8 @@ class PoolWorker:
     #: or a frozen worker would be handed back the very execution that was taken from it
     suspect: bool = False
     spawned_at: float = 0.0
+    queued: int = 0  #: bytes ever put in its connection's write buffer (what drained: this less the buffer)
+    watched: bool = False  #: its backlog passed connections.MAX_BACKLOG: its reading is watched
 
     @property
     def free(self) -> int:

@@ -1010,3 +1010,54 @@ def test_worker_kills_its_jobs_and_exits_when_the_daemon_goes_away() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
     run(main())
+
+
+# ---------------------------------------------------------------- a big burst is not a hung worker
+
+#: grants whose frames together pass MAX_BACKLOG in one write: a herd of 60 KB payloads
+BURST, BURST_PAYLOAD = 160, "x" * 60_000
+
+
+def test_a_burst_of_big_grants_is_read_not_taken_for_a_hung_worker() -> None:
+    """Over 9 MiB of grant frames are written at once, far more than the socket takes: the
+    backlog passes MAX_BACKLOG while the worker reads as fast as it can. That was a verdict:
+    the worker was lost, and every run it held lost an attempt (with a herd of big jobs, again
+    and again, until they were dead-lettered)."""
+    from cronwheel.worker.connections import MAX_BACKLOG
+
+    async def main() -> None:
+        async with pool_running(n_workers=1, slots=BURST) as t:
+            grants = [grant(shell("cat > /dev/null"), payload=BURST_PAYLOAD) for _ in range(BURST)]
+            [(worker_id, n)] = t.pool.assign(BURST)
+            assert n == BURST
+            t.pool.send_grants(worker_id, grants)
+            [watched] = t.logged("pool.backlog_watched", worker=worker_id)
+            assert watched["backlog"] > MAX_BACKLOG  # the burst did pass the mark
+            done = await until(lambda: len(t.h.results) == BURST and t.h.results, 60, "every result")
+            assert {c.outcome for c in done.values()} == {Outcome.SUCCEEDED}
+            assert t.h.lost == [] and t.logged("pool.worker_hung") == []
+
+    run(main())
+
+
+def test_a_worker_that_stops_reading_above_the_mark_is_lost_once_it_takes_nothing() -> None:
+    """SIGSTOP: the worker takes no byte. Above MAX_BACKLOG, that is a hung worker once it
+    lasts the stall period (1 s here, 10 s in the daemon)."""
+
+    async def main() -> None:
+        async with pool_running(n_workers=1, slots=BURST, stall_sec=1.0) as t:
+            [(worker_id, pid)] = t.pool.worker_pids().items()
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                t.pool.send_grants(worker_id, [grant(shell("true"), payload=BURST_PAYLOAD) for _ in range(BURST)])
+                started = time.monotonic()
+                [(lost_id, held)] = await until(lambda: t.h.lost, 30, "the stopped worker lost")
+                assert lost_id == worker_id and len(held) == BURST
+                assert time.monotonic() - started >= 0.9
+                [hung] = t.logged("pool.worker_hung", worker=worker_id)
+                assert hung["stalledSec"] >= 1.0
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+
+    run(main())
