@@ -169,6 +169,32 @@ def test_claim_is_fenced_retried_and_dead_lettered(store_factory: StoreFactory) 
     assert reopened.notification_counts(T0)["SENT"] == 1
 
 
+def test_one_tenants_backlog_does_not_stand_between_another_tenant_and_delivery(store: Store) -> None:
+    """Tenants are taken in turn, fewest deliveries under way first, oldest first within one.
+    Oldest first across tenants let a tenant with a thousand failing jobs and a webhook that
+    never answers (15 s a delivery, 16 at once) hold every other tenant's alerts back by the
+    length of its own backlog: hours."""
+    from cronwheel.core.tenants import Tenant
+
+    for name in ("loud", "quiet"):
+        store.create_tenant(Tenant(name), T0 - HOUR)
+    for i in range(30):
+        run_once(store, Outcome.FAILED, at=T0 + i * SEC, tenant="loud", notify=(rule("failure"),))
+    for i in range(3):
+        run_once(store, Outcome.FAILED, at=T0 + MIN + i * SEC, tenant="quiet", notify=(rule("failure"),))
+    first = store.claim_notifications("n", T0 + HOUR, 4, 600_000)  # in turn: loud, quiet, loud, quiet
+    assert sorted((n.tenant, n.created_at) for n in first) == [
+        ("loud", T0 + SEC), ("loud", T0 + 2 * SEC), ("quiet", T0 + MIN + SEC), ("quiet", T0 + MIN + 2 * SEC),
+    ]  # oldest first within a tenant
+    # quiet's two are told: loud has two under way, quiet none, so quiet's third goes next
+    done = [DeliveryResult(n.notification_id, n.lease_epoch, NotificationStatus.SENT) for n in first if n.tenant == "quiet"]
+    assert store.finish_notifications(done, T0 + HOUR) == [True, True]
+    [third] = store.claim_notifications("n", T0 + HOUR, 1, 600_000)
+    assert third.tenant == "quiet"
+    # quiet has nothing left that is due: loud takes every slot there is
+    assert [n.tenant for n in store.claim_notifications("n", T0 + HOUR, 5, 600_000)] == ["loud"] * 5
+
+
 def test_a_restarted_node_gives_back_its_previous_deliveries(store: Store) -> None:
     run_once(store, Outcome.FAILED, notify=(rule("dead"),))
     [n] = store.claim_notifications("node-a-old-", T0 + MIN, 10, 600_000)

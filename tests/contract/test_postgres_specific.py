@@ -23,6 +23,8 @@ from cronwheel.core.records import Completion, CreateOutcome, NewJob, Outcome
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.outbox import delivery
+from cronwheel.store.outbox.sql import pg_statement
 from cronwheel.store.postgres import PostgresStore
 from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q
@@ -439,6 +441,10 @@ def test_hot_queries_use_their_indexes(pg_store: PostgresStore) -> None:
     assert "executions_guarded" in plan(q.GUARDED_LIVE, {"ids": ["j"]})
     assert "executions_tick" in plan(q.LIST_EXECUTIONS, {"job_id": "j", "before": T0, "limit": 10, "tenant": None})
     assert "executions_dead" in plan(q.LIST_DEAD, {"after": "", "tenant": None, "limit": 10})
+    tenants = plan(pg_statement(delivery.PENDING_TENANTS), {"cap": 10})
+    assert "notifications_pending_of_tenant" in tenants and "Seq Scan" not in tenants, tenants
+    due = plan(pg_statement(delivery.DUE_OF_TENANT), {"tenant": "t", "now": T0, "limit": 10})
+    assert "notifications_pending_of_tenant" in due and "Sort" not in due, due
 
 
 def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(pg_store: PostgresStore, postgres_dsn: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.outbox import delivery
 from cronwheel.store.sqlite import SqliteStore
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import SCHEMA_FILE, apply_migrations, migrations
@@ -298,6 +299,11 @@ def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     assert "INDEX executions_guarded" in _plan(conn, q.GUARDED_LIVE, ('["j"]',))
     assert "INDEX executions_tick" in _plan(conn, q.LIST_EXECUTIONS, ("j", T0, 10, None))
     assert "INDEX executions_dead" in _plan(conn, q.LIST_DEAD, ("", None, 10))
+    # the deliverer's claim: tenants in turn, each probe and each tenant's oldest due from one index
+    tenants = _plan(conn, delivery.PENDING_TENANTS, {"cap": 10})
+    assert "COVERING INDEX notifications_pending_of_tenant" in tenants and "SCAN notifications" not in tenants, tenants
+    due = _plan(conn, delivery.DUE_OF_TENANT, {"tenant": "t", "now": T0, "limit": 10})
+    assert "INDEX notifications_pending_of_tenant (tenant=? AND available_at<?)" in due and "TEMP B-TREE" not in due, due
     assert "SCAN jobs" not in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10, T0))
     assert "INDEX executions_queue_ready (queue=?)" in _plan(conn, q.QUEUE_READY, ('["q"]', T0, 10))
 

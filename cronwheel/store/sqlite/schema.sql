@@ -236,7 +236,7 @@ CREATE TABLE notifications (
     error           TEXT
 ) WITHOUT ROWID;
 
-CREATE INDEX notifications_ready ON notifications (available_at) WHERE status = 'PENDING';
+-- notifications_ready, the oldest due of all tenants, was replaced in version 17 (at the end of this file)
 CREATE INDEX notifications_running ON notifications (lease_until) WHERE status = 'RUNNING';
 CREATE INDEX notifications_job ON notifications (job_id, created_at);
 -- the rate limit: what a (job, rule) sent in the last hour, and what it held back
@@ -266,3 +266,9 @@ CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at, overlap);
 CREATE INDEX executions_tenant_queue_ready
     ON executions (tenant, queue, priority, available_at, execution_id)
     WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
+
+-- version 17: the deliverer takes tenants in turn, so one tenant's backlog of notifications
+-- does not stand between another tenant and its alerts: the tenants with PENDING ones, and
+-- each one's oldest due, are read from this index
+CREATE INDEX notifications_pending_of_tenant
+    ON notifications (tenant, available_at, notification_id) WHERE status = 'PENDING';
