@@ -29,10 +29,19 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     the event loop that every tenant's requests share (docs/benchmarks.md, "A neighbour's
     reads"). Text from before the door refused lone surrogates cannot be UTF-8: that answer
     is written as ``json.dumps`` writes it, with the surrogate escaped."""
+    return json_bytes_response(encode_json(data), status, headers)
+
+
+def encode_json(data: Any) -> bytes:
+    """``data`` as JSON bytes, as ``json_response`` sends it."""
     try:
-        body = msgspec.json.encode(data, enc_hook=str)
+        return msgspec.json.encode(data, enc_hook=str)
     except UnicodeEncodeError:
-        body = json.dumps(msgspec.to_builtins(data, enc_hook=str)).encode()  # structs in lists too
+        return json.dumps(msgspec.to_builtins(data, enc_hook=str)).encode()  # structs in lists too
+
+
+def json_bytes_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """JSON already encoded (``encode_json``, or pieces of it joined)."""
     return web.Response(status=status, body=body, content_type="application/json", charset="utf-8", headers=headers)
 
 

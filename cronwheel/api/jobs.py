@@ -14,8 +14,9 @@ from cronwheel.api import beyondcron as bc
 from cronwheel.api import notifying as nv
 from cronwheel.api.appkeys import MAIL_TRANSPORT
 from cronwheel.api.context import (
-    cut_page,
+    encode_json,
     json_body,
+    json_bytes_response,
     json_response,
     no_body,
     principal_of,
@@ -148,9 +149,37 @@ async def list_jobs(request: web.Request) -> web.Response:
         named = await service_of(request).jobs_named(name, scope or wanted)
         named = [j for j in named if status is None or j.status is status][:limit]
         return json_response({"jobs": await _job_answers(request, named), "next": None})
-    jobs = await service_of(request).list_jobs(scope or wanted, status, limit + 1, after)
-    page, nxt = cut_page(jobs, limit, lambda j: j.id)
-    return json_response({"jobs": await _job_answers(request, page), "next": nxt})
+    parts: list[bytes] = []  # each job's answer, encoded
+    size, nxt = 0, None
+    while len(parts) < limit and nxt is None:
+        # as many as the page has room for, judged by the jobs read so far: a page of big jobs
+        # holds a few of them in memory at a time, not a thousand
+        room = LIST_FIRST_READ if not parts else (LIST_PAGE_BYTES - size) * len(parts) // size + 1
+        want = max(1, min(LIST_READ_JOBS, limit - len(parts), room))
+        jobs = await service_of(request).list_jobs(scope or wanted, status, want + 1, after)
+        chunk, more = jobs[:want], len(jobs) > want
+        for job, answer in zip(chunk, await _job_answers(request, chunk), strict=True):
+            encoded = encode_json(answer)
+            if parts and size + len(encoded) > LIST_PAGE_BYTES:
+                nxt = after  # the page ends before this job: the next one starts with it
+                break
+            parts.append(encoded)
+            size += len(encoded)
+            after = job.id
+        else:
+            if not more:
+                break
+            if len(parts) == limit:
+                nxt = after
+    return json_bytes_response(b'{"jobs":[' + b",".join(parts) + b'],"next":' + encode_json(nxt) + b"}")
+
+
+#: a listing's jobs are read from the store at most this many at a time, the first time fewer
+LIST_READ_JOBS, LIST_FIRST_READ = 100, 25
+#: a page of jobs ends early once its encoded jobs pass this (it holds one at least): a job's
+#: answer can be a megabyte (its payload, env, stdin, an HTTP target's headers), and a
+#: thousand of them were read, held and encoded at once, on the loop every tenant shares
+LIST_PAGE_BYTES = 4 << 20
 
 
 async def _job_answers(request: web.Request, jobs: list[Job]) -> list[schema.Job]:

@@ -202,6 +202,10 @@ PATHS: dict[str, Any] = {
                     "name": "limit",
                     "in": "query",
                     "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                    "description": "At most this many jobs. A page also ends once its jobs "
+                    "pass 4 MiB of JSON (it holds one at least), with `next` set: big jobs "
+                    "(payloads, env, stdin, HTTP headers) come in more pages, so follow `next` "
+                    "rather than count.",
                 },
                 {
                     "name": "after",
