@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from cronwheel.api import answers
 from cronwheel.api import beyondcron as bc
-from cronwheel.api.context import json_body, json_response, service_of, tenant_of
+from cronwheel.api.context import (
+    encode_json,
+    json_body,
+    json_bytes_response,
+    json_response,
+    service_of,
+    tenant_of,
+)
 from cronwheel.api.problems import Problem
+from cronwheel.core.calendar import CalendarDocument
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import DEFAULT_TENANT
 from cronwheel.core.tenants import valid_tenant_name
 
@@ -34,8 +42,19 @@ async def _calendar_tenant(request: web.Request) -> str:
 
 async def list_calendars(request: web.Request) -> web.Response:
     tenant, asked = await _asked_tenant(request)
-    cals = await service_of(request).list_calendars(tenant or asked)
-    return json_response(answers.CalendarList([bc.calendar_answer(c) for c in cals]))
+    docs = await service_of(request).list_calendar_documents(tenant or asked)
+    return json_bytes_response(b'{"calendars":[' + b",".join(map(_document_answer, docs)) + b"]}")
+
+
+def _document_answer(doc: CalendarDocument) -> bytes:
+    """A stored calendar's answer (``answers.Calendar``), its stored spec spliced in as it is:
+    a tenant's thousand calendars of 5,000 dates each were 1.5 million dates parsed, checked,
+    sorted and encoded again for every listing (seconds of the reader every tenant's reads
+    take turns at, and of the loop)."""
+    head = encode_json({"name": doc.name, "tenant": doc.tenant})[:-1]
+    tail = encode_json({"createdAt": format_instant(doc.created_at or None), "updatedAt": format_instant(doc.updated_at or None)})[1:]
+    spec = doc.spec.strip()[1:-1].strip().encode()  # the members of the stored object
+    return head + b"," + (spec + b"," if spec else b"") + tail
 
 
 async def get_calendar(request: web.Request) -> web.Response:

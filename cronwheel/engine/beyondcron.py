@@ -20,7 +20,7 @@ from cronwheel.core.backfill import (
     job_ticks,
     plan_backfill,
 )
-from cronwheel.core.calendar import Calendar, Exclusions, bounded, upcoming
+from cronwheel.core.calendar import Calendar, CalendarDocument, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_BACKFILL_TICKS, MAX_TENANT_CALENDARS
@@ -114,6 +114,9 @@ class BeyondCronMixin(TenancyMixin):
     # ---- calendars
     async def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
         return await self._read(lambda s: s.list_calendars(tenant))
+
+    async def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
+        return await self._read(lambda s: s.list_calendar_documents(tenant))
 
     async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
         cal = await self._calendar(tenant or DEFAULT_TENANT, name)

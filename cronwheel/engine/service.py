@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from cronwheel.core.backfill import BackfillResult, Upcoming
-from cronwheel.core.calendar import Calendar
+from cronwheel.core.calendar import Calendar, CalendarDocument
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import Notification, NotificationStatus, Rule
 from cronwheel.core.records import (
@@ -135,6 +135,9 @@ class SchedulerService(Protocol):
 
     # ---- calendars, backfill, chains (engine/beyondcron.py)
     async def list_calendars(self, tenant: str | None = None) -> list[Calendar]: ...
+
+    async def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
+        """The calendars as stored, for a listing (``Store.list_calendar_documents``)."""
 
     async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
         """NotFound when the tenant (None: the default tenant) has no such calendar."""

@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
 
-from cronwheel.core.calendar import Calendar
+from cronwheel.core.calendar import Calendar, CalendarDocument
 from cronwheel.core.model import Execution, Grant, Job
 from cronwheel.core.records import (
     BucketLease,
@@ -59,6 +59,7 @@ class Statements(Protocol):
     LIST_EXECUTIONS: str  #: job_id, before, limit, tenant
     EXPIRED_LEASES: str  #: now, limit
     LIST_CALENDARS: str  #: tenant
+    LIST_CALENDAR_DOCUMENTS: str  #: tenant
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,11 @@ class SharedScheduling(Backend):
     def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
         decode = self._dialect.reader.decode
         return [calendar_row(r, decode) for r in self._rows(self._dialect.sql.LIST_CALENDARS, {"tenant": tenant})]
+
+    @guarded
+    def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
+        rows = self._rows(self._dialect.sql.LIST_CALENDAR_DOCUMENTS, {"tenant": tenant})
+        return [CalendarDocument(r[0], r[1], str(r[2]), int(r[3]), int(r[4])) for r in rows]
 
 
 class SharedExecutions(Backend):

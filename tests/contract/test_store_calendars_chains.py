@@ -51,6 +51,22 @@ def test_calendar_crud_is_tenant_scoped(store: Store) -> None:
     assert store.delete_calendar("acme", "holidays") == (False, [])
 
 
+def test_calendars_listed_as_stored_are_the_calendars_as_read(store: Store) -> None:
+    """A listing splices the stored spec into its answer: it must hold exactly what the
+    calendar read back holds, dates in order, windows as given, on both stores."""
+    import json
+
+    dates = ["2027-01-01", "2026-12-25", "2026-12-24"]
+    store.put_calendar(build_calendar("holidays", dates, [("2026-12-24T22:00", "2026-12-25T02:00")], "xmas \u2603", "acme"), T0)
+    store.put_calendar(build_calendar("bare", tenant="zeta"), T0 + SEC)
+    docs = store.list_calendar_documents()
+    assert [(d.tenant, d.name, d.created_at, d.updated_at) for d in docs] == [("acme", "holidays", T0, T0), ("zeta", "bare", T0 + SEC, T0 + SEC)]
+    for doc, cal in zip(docs, store.list_calendars(), strict=True):
+        assert json.loads(doc.spec) == {k: v for k, v in cal.to_json().items() if k not in ("name", "tenant")}
+    assert json.loads(docs[0].spec)["dates"] == sorted(dates)
+    assert [d.name for d in store.list_calendar_documents("zeta")] == ["bare"]
+
+
 def test_a_tenant_keeps_at_most_its_limit_of_calendars(store: Store) -> None:
     """A new name beyond ``max_per_tenant`` is refused (None) and nothing is written; a
     replacement of one it has still passes, other tenants are not counted, and a deletion

@@ -362,6 +362,25 @@ def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> 
     assert r.status == 200 and r.json()["onFailure"] == [b]
 
 
+def test_the_calendar_listing_answers_what_each_calendar_answers(daemon: Daemon) -> None:
+    """The listing sends the stored calendars on as they are (not rebuilt from 5,000 dates
+    each); each item is what GET /v1/calendars/{name} answers for it."""
+    bodies = {
+        "holidays": {"dates": ["2026-12-26", "2026-12-25"], "windows": [{"start": "2026-12-24T22:00", "end": "2026-12-25T02:00"}],
+                     "description": "xmas ☃"},
+        "empty": {},
+        "instants": {"windows": [{"start": "2026-12-24T21:00:00Z", "end": "2026-12-25T01:00:00+02:00"}]},
+    }  # fmt: skip
+    for name, body in bodies.items():
+        r = daemon.request("PUT", f"/v1/calendars/{name}", body)
+        assert r.status == 200, r
+    listed = daemon.get("/v1/calendars").json()["calendars"]
+    assert [c["name"] for c in listed] == sorted(bodies)
+    for item in listed:
+        assert item == daemon.get(f"/v1/calendars/{item['name']}").json()
+    assert next(c for c in listed if c["name"] == "holidays")["dates"] == ["2026-12-25", "2026-12-26"]
+
+
 def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path) -> None:
     ics = tmp_path / "fr.ics"
     ics.write_text(

@@ -692,6 +692,12 @@ LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE {_TENANT.format(col="tenant")} ORDER BY tenant, name
 """
 
+#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``)
+LIST_CALENDAR_DOCUMENTS = f"""
+SELECT tenant, name, spec::text, created_at, updated_at FROM calendars WHERE {_TENANT.format(col="tenant")}
+ORDER BY tenant, name
+"""
+
 #: the registered jobs that observe a calendar (a few ids, to name them in the refusal)
 CALENDAR_USERS = """
 SELECT id FROM jobs

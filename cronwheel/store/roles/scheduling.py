@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from cronwheel.core.calendar import Calendar
+from cronwheel.core.calendar import Calendar, CalendarDocument
 from cronwheel.core.model import Execution, Job
 from cronwheel.core.records import ClaimResult, Fence
 
@@ -92,6 +92,12 @@ class SchedulingStore(ABC):
     @abstractmethod
     def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
         """Calendars ordered by (tenant, name); all tenants' when ``tenant`` is None."""
+
+    @abstractmethod
+    def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
+        """The same calendars as stored (their spec as JSON text), for a listing: a tenant's
+        thousand calendars of 5,000 dates are 1.5 million dates to build into objects, and a
+        listing only sends them on."""
 
     @abstractmethod
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:

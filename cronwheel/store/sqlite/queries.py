@@ -567,6 +567,9 @@ LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE :tenant IS NULL OR tenant = :tenant ORDER BY tenant, name
 """
 
+#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``)
+LIST_CALENDAR_DOCUMENTS = LIST_CALENDARS
+
 #: the registered jobs that observe a calendar (a few ids, to name them in the refusal)
 CALENDAR_USERS = """
 SELECT id FROM jobs
