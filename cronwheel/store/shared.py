@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cronwheel.core.calendar import Calendar, CalendarDocument
+from cronwheel.core.limits import NAMESAKES_READ
 from cronwheel.core.model import Execution, Grant, Job
 from cronwheel.core.records import (
     BucketLease,
@@ -54,7 +55,7 @@ class Statements(Protocol):
 
     LIST_TENANTS: str
     LIST_TOKENS: str  #: tenant
-    FIND_JOBS_BY_NAME: str  #: name, tenant
+    FIND_JOBS_BY_NAME: str  #: name, tenant, limit
     RUNNING_WITH_WORKER_PREFIX: str  #: prefix
     LIST_EXECUTIONS: str  #: job_id, before, limit, tenant
     EXPIRED_LEASES: str  #: now, limit
@@ -128,8 +129,8 @@ class Backend:
 
 class SharedJobs(Backend):
     @guarded
-    def find_jobs_by_name(self, name: str, tenant: str | None = None) -> list[Job]:
-        rows = self._rows(self._dialect.sql.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant})
+    def find_jobs_by_name(self, name: str, tenant: str | None = None, limit: int = NAMESAKES_READ) -> list[Job]:
+        rows = self._rows(self._dialect.sql.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant, "limit": limit})
         return [self._dialect.reader.job(r) for r in rows]
 
 

@@ -58,6 +58,19 @@ def test_cancelling_a_job_frees_its_name_and_lookups_prefer_the_live_holder(stor
     assert [j.id for j in store.find_jobs_by_name("ev", tenant="acme")] == []
 
 
+def test_a_lookup_by_name_reads_a_bounded_number_of_namesakes(store: Store) -> None:
+    """A name made and cancelled every day for years: the lookup reads the live holder and the
+    newest namesakes, not one job per namesake."""
+    cancelled = []
+    for i in range(3):
+        [jid] = create(store, new_job(name="daily"), now=T0 + i * MIN)
+        assert store.cancel_job(jid, T0 + i * MIN + 1) is not None
+        cancelled.append(jid)
+    [live] = create(store, new_job(name="daily"), now=T0 + 5 * MIN)
+    assert [j.id for j in store.find_jobs_by_name("daily", limit=2)] == [live, cancelled[-1]]
+    assert [j.id for j in store.find_jobs_by_name("daily")] == [live, *reversed(cancelled)]
+
+
 def test_finished_one_off_jobs_keep_their_name(store: Store) -> None:
     [jid] = create(store, one_off(T0, name="once"))
     claim_all(store, T0)

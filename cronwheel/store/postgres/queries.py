@@ -118,6 +118,7 @@ FIND_JOBS_BY_NAME = f"""
 SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE d.name = %(name)s AND {_TENANT.format(col="j.tenant")}
 ORDER BY EXISTS (SELECT 1 FROM job_names AS n WHERE n.job_id = j.id) DESC, d.created_at DESC, j.id
+LIMIT %(limit)s
 """
 
 #: the holders of some (tenant, name) pairs

@@ -88,6 +88,7 @@ FIND_JOBS_BY_NAME = f"""
 SELECT {JOB_COLUMNS} FROM {JOB_FROM}
 WHERE d.name = :name AND (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY EXISTS (SELECT 1 FROM job_names AS n WHERE n.job_id = j.id) DESC, d.created_at DESC, j.id
+LIMIT :limit
 """
 
 NAME_HOLDER = "SELECT job_id FROM job_names WHERE tenant = ?1 AND name = ?2"
