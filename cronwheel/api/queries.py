@@ -8,7 +8,7 @@ from collections.abc import Callable
 from cronwheel.api.fields import bad
 from cronwheel.core import schedule as sched
 from cronwheel.core.ids import has_execution_id_shape, has_job_id_shape
-from cronwheel.core.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from cronwheel.core.limits import MAX_IDEMPOTENCY_KEY_CHARS, MAX_PAGE
 from cronwheel.core.model import JobStatus
 
 
@@ -20,7 +20,7 @@ def parse_idempotency_key(value: str | None) -> str | None:
     return value
 
 
-def parse_limit(value: str | None, default: int, maximum: int = 1000) -> int:
+def parse_limit(value: str | None, default: int, maximum: int = MAX_PAGE) -> int:
     if value is None:  # an empty ``limit=`` is not an integer: refused, as the document says
         return default
     # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused

@@ -19,10 +19,8 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.words import as_given, is_sendable, is_utf8
-
-#: jobs read for a "did you mean" when a name is not found (the API's largest page)
-NEAR_NAMES_READ = 1000
 
 
 class ClientError(Exception):
@@ -287,7 +285,7 @@ class Client:
         """`` (did you mean 'backup'?)`` when live jobs' names are close to ``ref``: a typo's
         answer. One page of jobs (the first 1,000 by id) is read, and only on this failure."""
         try:
-            jobs = self.list_jobs(limit=NEAR_NAMES_READ)["jobs"]
+            jobs = self.list_jobs(limit=MAX_PAGE)["jobs"]
         except ClientError:
             return ""
         names = sorted({j["name"] for j in jobs if j.get("name") and j.get("status") != "CANCELLED"})

@@ -21,6 +21,7 @@ from cronwheel.cli.jobedit import (
     when_body,
     zone,
 )
+from cronwheel.core.limits import MAX_PAGE
 
 #: an execution in one of these statuses has ended: `run --wait` waits for one
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
@@ -86,7 +87,7 @@ def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_jso
     jobs: list[dict[str, Any]] = []
     after = None
     while len(jobs) < limit:
-        page = app.client.list_jobs(status, min(1000, limit - len(jobs)), after, tenant_name)
+        page = app.client.list_jobs(status, min(MAX_PAGE, limit - len(jobs)), after, tenant_name)
         jobs.extend(page["jobs"])
         after = page.get("next")
         if not after:

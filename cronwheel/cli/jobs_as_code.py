@@ -26,6 +26,7 @@ from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request, unexported_chain, unexported_rules
 from cronwheel.core.jobfields import JOB_FIELDS, TARGET_KINDS
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.words import counted
 
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
@@ -86,7 +87,7 @@ def tenant_jobs(client: Client) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = []
     after = None
     while True:
-        page = client.list_jobs(None, 1000, after, "default" if admin else None)
+        page = client.list_jobs(None, MAX_PAGE, after, "default" if admin else None)
         jobs.extend(page["jobs"])
         after = page.get("next")
         if not after:

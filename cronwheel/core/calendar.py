@@ -228,6 +228,18 @@ def parse_date(text: str, where: str) -> str:
         raise CalendarError(f"{where}: {text!r}: {exc}") from None
 
 
+def parse_window(i: int, start_text: str, end_text: str) -> Window:
+    """The ``i``-th window, checked: both ends local or both instants, the end after the start."""
+    start = parse_bound(start_text, f"windows[{i}].start")
+    end = parse_bound(end_text, f"windows[{i}].end")
+    if (start.local_s is None) != (end.local_s is None):
+        raise CalendarError(f"windows[{i}]: both ends must be local times, or both instants with an offset")
+    before = (start.local_s, end.local_s) if start.local_s is not None else (start.absolute_ms, end.absolute_ms)
+    if before[0] is None or before[1] is None or before[0] >= before[1]:
+        raise CalendarError(f"windows[{i}]: end {end_text!r} must be after start {start_text!r}")
+    return Window(start, end)
+
+
 def build_calendar(
     name: str,
     dates: Iterable[str] = (),
@@ -243,16 +255,7 @@ def build_calendar(
             f"name: {name!r} must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit"
         )
     days = frozenset(parse_date(d, f"dates[{i}]") for i, d in enumerate(dates))
-    spans: list[Window] = []
-    for i, (start_text, end_text) in enumerate(windows):
-        start = parse_bound(start_text, f"windows[{i}].start")
-        end = parse_bound(end_text, f"windows[{i}].end")
-        if (start.local_s is None) != (end.local_s is None):
-            raise CalendarError(f"windows[{i}]: both ends must be local times, or both instants with an offset")
-        before = (start.local_s, end.local_s) if start.local_s is not None else (start.absolute_ms, end.absolute_ms)
-        if before[0] is None or before[1] is None or before[0] >= before[1]:
-            raise CalendarError(f"windows[{i}]: end {end_text!r} must be after start {start_text!r}")
-        spans.append(Window(start, end))
+    spans = [parse_window(i, start_text, end_text) for i, (start_text, end_text) in enumerate(windows)]
     if len(days) + len(spans) > MAX_CALENDAR_ENTRIES:
         raise CalendarError(f"a calendar holds at most {MAX_CALENDAR_ENTRIES} dates and windows together")
     return Calendar(name, days, tuple(spans), description, tenant, created_at, updated_at)
@@ -279,10 +282,7 @@ def calendar_from_json(data: dict[str, object], tenant: str, created_at: int = 0
     windows = data.get("windows") or []
     dates = data.get("dates") or []
     assert isinstance(windows, list) and isinstance(dates, list)
-    spans = tuple(
-        Window(parse_bound(str(w["start"]), f"windows[{i}].start"), parse_bound(str(w["end"]), f"windows[{i}].end"))
-        for i, w in enumerate(windows)
-    )
+    spans = tuple(parse_window(i, str(w["start"]), str(w["end"])) for i, w in enumerate(windows))
     return Calendar(str(data["name"]), frozenset(dates), spans, str(data.get("description") or ""),
                     tenant, created_at, updated_at)  # fmt: skip
 

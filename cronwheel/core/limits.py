@@ -140,8 +140,9 @@ MAX_CLAIM_QUEUES = 100  #: queues one claim may name
 
 # ---------------------------------------------------------------- worker frames (the local socket)
 
-#: jobs a lookup by name reads at most: the live holders first, then the newest namesakes
-NAMESAKES_READ = 1000
+#: the most items one page of a listing holds (``limit``), and what a lookup by name reads at
+#: most: its live holders first, then the newest namesakes
+MAX_PAGE = 1000
 MAX_FRAME_BYTES = 1 << 20  #: one frame's body, without its 4-byte length prefix
 MAX_FRAME_ITEMS = 65_536  #: grants, results, beats in one frame
 MAX_FRAME_ID_CHARS = 1024  #: an execution, job or worker id, a tenant, a reason in a frame

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from cronwheel.core.clock import Clock
-from cronwheel.core.limits import NAMESAKES_READ
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Job, JobStatus
 from cronwheel.engine.cluster import ClusterMember
 from cronwheel.engine.config import NodeConfig
@@ -82,7 +82,7 @@ class NodeParts:
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
         return await self._read(lambda s: s.get_job(job_id, tenant))
 
-    async def jobs_named(self, name: str, tenant: str | None = None, limit: int = NAMESAKES_READ) -> list[Job]:
+    async def jobs_named(self, name: str, tenant: str | None = None, limit: int = MAX_PAGE) -> list[Job]:
         return await self._read(lambda s: s.find_jobs_by_name(name, tenant, limit))
 
     async def resolve_job(self, ref: str, tenant: str | None = None) -> Job:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from cronwheel.core.backfill import BackfillResult, Upcoming
 from cronwheel.core.calendar import Calendar, CalendarDocument
-from cronwheel.core.limits import NAMESAKES_READ
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Execution, Grant, Job, JobSpec, JobStatus
 from cronwheel.core.notify import Notification, NotificationStatus, Rule
 from cronwheel.core.records import (
@@ -179,7 +179,7 @@ class SchedulerService(Protocol):
         """A job by id, else by name (the name's live holder, else the newest cancelled job of
         that name). NotFound; Conflict when an admin's name is live in several tenants."""
 
-    async def jobs_named(self, name: str, tenant: str | None = None, limit: int = NAMESAKES_READ) -> list[Job]:
+    async def jobs_named(self, name: str, tenant: str | None = None, limit: int = MAX_PAGE) -> list[Job]:
         """Up to ``limit`` jobs with this name (``Store.find_jobs_by_name``): each tenant's
         live holder first."""
         raise NotImplementedError

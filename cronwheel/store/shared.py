@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cronwheel.core.calendar import Calendar, CalendarDocument
-from cronwheel.core.limits import NAMESAKES_READ
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Execution, Grant, Job
 from cronwheel.core.records import (
     BucketLease,
@@ -129,7 +129,7 @@ class Backend:
 
 class SharedJobs(Backend):
     @guarded
-    def find_jobs_by_name(self, name: str, tenant: str | None = None, limit: int = NAMESAKES_READ) -> list[Job]:
+    def find_jobs_by_name(self, name: str, tenant: str | None = None, limit: int = MAX_PAGE) -> list[Job]:
         rows = self._rows(self._dialect.sql.FIND_JOBS_BY_NAME, {"name": name, "tenant": tenant, "limit": limit})
         return [self._dialect.reader.job(r) for r in rows]
 

@@ -104,7 +104,7 @@ class Connections:
     ) -> None:
         self.roster = roster
         self._stall_sec = stall_sec
-        self._watches: set[asyncio.Task[None]] = set()
+        self._watches: dict[str, asyncio.Task[None]] = {}  #: by worker id: whose backlog is watched
         self.handler = handler
         self._log = log
         self._lose = lose
@@ -114,9 +114,10 @@ class Connections:
 
     async def close(self) -> None:
         """The pool stops: no backlog is watched any more."""
-        for watch in list(self._watches):
+        watches = list(self._watches.values())
+        for watch in watches:
             watch.cancel()
-        await asyncio.gather(*self._watches, return_exceptions=True)
+        await asyncio.gather(*watches, return_exceptions=True)
 
     def write(self, w: PoolWorker, data: bytes | bytearray) -> bool:
         """Queue ``data`` for ``w``; False if it cannot take it (gone)."""
@@ -141,12 +142,11 @@ class Connections:
         writer.write(rest)
         w.queued += len(rest)
         backlog = writer.transport.get_write_buffer_size()
-        if backlog > MAX_BACKLOG and not w.watched:
-            w.watched = True
+        if backlog > MAX_BACKLOG and w.worker_id not in self._watches:
             self._log("pool.backlog_watched", worker=w.worker_id, backlog=backlog)
             watch = asyncio.get_running_loop().create_task(self._watch_reading(w), name=f"drain-{w.worker_id}")
-            self._watches.add(watch)
-            watch.add_done_callback(self._watches.discard)
+            self._watches[w.worker_id] = watch
+            watch.add_done_callback(lambda _: self._watches.pop(w.worker_id, None))
         return True
 
     async def _watch_reading(self, w: PoolWorker) -> None:
@@ -155,20 +155,17 @@ class Connections:
         so writes that land meanwhile do not hide a worker that reads, nor one that stopped."""
         taken, since = -1, 0.0
         loop = asyncio.get_running_loop()
-        try:
-            while not w.lost and w.writer is not None and not w.writer.is_closing():
-                backlog = w.writer.transport.get_write_buffer_size()
-                if backlog <= MAX_BACKLOG:
-                    return
-                if w.queued - backlog != taken:
-                    taken, since = w.queued - backlog, loop.time()
-                elif loop.time() - since >= self._stall_sec:
-                    self._log("pool.worker_hung", worker=w.worker_id, backlog=backlog, stalledSec=round(loop.time() - since, 1))
-                    self._lose(w, "not reading (backlog)")
-                    return
-                await asyncio.sleep(DRAIN_CHECK_SEC)
-        finally:
-            w.watched = False
+        while not w.lost and w.writer is not None and not w.writer.is_closing():
+            backlog = w.writer.transport.get_write_buffer_size()
+            if backlog <= MAX_BACKLOG:
+                return
+            if w.queued - backlog != taken:
+                taken, since = w.queued - backlog, loop.time()
+            elif loop.time() - since >= self._stall_sec:
+                self._log("pool.worker_hung", worker=w.worker_id, backlog=backlog, stalledSec=round(loop.time() - since, 1))
+                self._lose(w, "not reading (backlog)")
+                return
+            await asyncio.sleep(DRAIN_CHECK_SEC)
 
     async def on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         w: PoolWorker | None = None

@@ -35,7 +35,6 @@ class PoolWorker:
     suspect: bool = False
     spawned_at: float = 0.0
     queued: int = 0  #: bytes ever put in its connection's write buffer (what drained: this less the buffer)
-    watched: bool = False  #: its backlog passed connections.MAX_BACKLOG: its reading is watched
 
     @property
     def free(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from cronwheel.core.limits import NAMESAKES_READ
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Job, JobSpec, JobStatus
 from cronwheel.core.records import CancelResult, CreateResult, NewJob, UpdateResult
 
@@ -44,7 +44,7 @@ class JobStore(ABC):
     def get_job(self, job_id: str, tenant: str | None = None) -> Job | None: ...
 
     @abstractmethod
-    def find_jobs_by_name(self, name: str, tenant: str | None = None, limit: int = NAMESAKES_READ) -> list[Job]:
+    def find_jobs_by_name(self, name: str, tenant: str | None = None, limit: int = MAX_PAGE) -> list[Job]:
         """Up to ``limit`` jobs (any status) whose name equals ``name``: the live holder of the
         name (one per tenant) first, then cancelled ones (and, from before names were unique,
         jobs that share a holder's name), newest first. Bounded: a name made and cancelled
