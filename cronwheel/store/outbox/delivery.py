@@ -52,13 +52,21 @@ def claim(sql: Sql, owner: str, now_ms: int, limit: int, lease_ms: int) -> list[
     Tenants are taken in turn, the one with the fewest deliveries under way first (those
     claimed here counted as they are taken), oldest first within a tenant. Oldest first
     across tenants let one tenant's backlog (a thousand failing jobs told to a webhook that
-    never answers: 15 s a delivery) stand between every other tenant and its alerts."""
+    never answers: 15 s a delivery) stand between every other tenant and its alerts. The
+    tenants' due notifications are read fewest under way first, and only until ``limit``
+    tenants have some: a claim for one free slot reads one or two tenants, not all of them."""
     tenants = [t for (t,) in sql.rows(PENDING_TENANTS, {"cap": CLAIM_TENANTS})]
     if not tenants:
         return []
     busy: dict[str, int] = {t: int(n) for t, n in sql.rows(RUNNING_PER_TENANT, {})}
-    due = {t: sql.rows(f"{DUE_OF_TENANT} {sql.skip_locked}", {"tenant": t, "now": now_ms, "limit": limit}) for t in tenants}
-    turns = [(busy.get(t, 0), rows[0][4], t) for t, rows in due.items() if rows]
+    due: dict[str, list[Any]] = {}
+    for t in sorted(tenants, key=lambda t: busy.get(t, 0)):  # stable: in name order among equals
+        rows = sql.rows(f"{DUE_OF_TENANT} {sql.skip_locked}", {"tenant": t, "now": now_ms, "limit": limit})
+        if rows:
+            due[t] = list(rows)
+            if len(due) >= limit:
+                break
+    turns = [(busy.get(t, 0), rows[0][4], t) for t, rows in due.items()]
     heapq.heapify(turns)
     taken = dict.fromkeys(due, 0)
     cands: list[Any] = []
