@@ -102,6 +102,13 @@ MAX_CALENDAR_DESCRIPTION_CHARS = 500
 MAX_TENANT_CALENDARS = 1_000  #: calendars one tenant keeps (each up to MAX_CALENDAR_ENTRIES)
 MAX_CHAIN_CHILDREN = 16  #: per list (onSuccess, onFailure) of one job
 MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
+#: the most overdue runs a recurring ``allow`` job may have waiting to start (PENDING or
+#: RETRY_WAIT, due, from its schedule): its ticks beyond them are recorded SKIPPED (reason
+#: ``backlog``, core.planning). Without it a job whose runs nobody starts (its tenant held at
+#: ``maxRunning``, no free worker, a queue no remote worker polls) queued one run per tick for
+#: ever, each a row the retention never removes and, for a local target, memory in the
+#: daemon: 500 every-second jobs held at ``maxRunning 1`` grew the daemon by ~0.9 GB an hour.
+MAX_WAITING_RUNS = 100
 MAX_HERD_EVALUATIONS = 200_000  #: schedule evaluations one herd preview may make (each ~20-30 µs)
 #: the output tail a ping may carry (the rest of a long log belongs elsewhere)
 MAX_PING_OUTPUT_CHARS = 65_536
@@ -208,6 +215,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("calendars kept", f"{MAX_TENANT_CALENDARS} calendars", "per tenant (a new one beyond: 422 too_many_calendars)"),
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
+    Limit("waiting runs", f"{MAX_WAITING_RUNS} runs",
+          "a recurring job's overdue scheduled runs not yet started (its further ticks: SKIPPED, reason backlog)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",
           "one GET /v1/herd or cronwheel lint (beyond: 422 herd_too_large); one at a time per node"),
     Limit("ping output", f"{MAX_PING_OUTPUT_CHARS} characters", "POST /v1/jobs/{id}/ping (the tail is kept)"),

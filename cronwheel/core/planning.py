@@ -32,8 +32,9 @@ Ticks after ``now`` and up to ``until_ms`` (claim-ahead) are not late at all: th
 
 :func:`decide_claim` then turns a plan into the rows the store writes: the job's calendars
 and its overlap policy (forbid: one run at a time; replace: the newest tick runs and cancels
-the live ones) decide which planned ticks run and which are recorded SKIPPED, with what
-reason (``core.skips``). Both stores record exactly that; they only run the SQL.
+the live ones; allow: at most ``MAX_WAITING_RUNS`` overdue runs waiting to start, the ticks
+beyond them skipped as ``backlog``) decide which planned ticks run and which are recorded
+SKIPPED, with what reason (``core.skips``). Both stores record exactly that; they only run the SQL.
 
 Cost is bounded whatever the outage: a job down for a year on an every-second schedule costs
 O(MISFIRE_RUN_ALL_CAP) ``next_tick`` evaluations. After ``MISSED_SCAN_LIMIT`` missed ticks
@@ -51,7 +52,13 @@ from dataclasses import dataclass
 
 from cronwheel.core.calendar import Exclusions, split_excluded
 from cronwheel.core.ids import execution_id
-from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
+from cronwheel.core.limits import MAX_WAITING_RUNS
+from cronwheel.core.model import (
+    MISFIRE_GRACE_MS,
+    MISFIRE_RUN_ALL_CAP,
+    MisfirePolicy,
+    OverlapPolicy,
+)
 from cronwheel.core.schedule import jitter_offset_ms
 from cronwheel.core.skips import SkipReason, catch_up_text
 
@@ -104,15 +111,24 @@ class ClaimDecision:
 
 def decide_claim(
     job_id: str, plan: ClaimPlan, overlap: OverlapPolicy, live: Sequence[tuple[str, str]],
-    exclusions: Exclusions | None, jitter_sec: int,
+    exclusions: Exclusions | None, jitter_sec: int, waiting: int = 0,
 ) -> ClaimDecision:  # fmt: skip
     """The rows of one job's claim, from its ``plan``: ``live`` is the job's live executions
     ``(execution_id, status)``, running ones first (read only for overlap forbid/replace),
-    ``exclusions`` its calendars (None: none) and ``jitter_sec`` its jitter."""
+    ``exclusions`` its calendars (None: none), ``jitter_sec`` its jitter and ``waiting`` how
+    many of its scheduled runs are overdue and still waiting to start (read only for overlap
+    allow, counted up to ``MAX_WAITING_RUNS``): ticks that would take it past that bound are
+    recorded SKIPPED (``backlog``), the earliest ones run."""
     run, skipped = split_excluded(plan.run, exclusions)
     cancels: list[tuple[str, bool]] = []
     cancel_reason = None
-    if overlap is not OverlapPolicy.ALLOW and run:
+    if overlap is OverlapPolicy.ALLOW:
+        room = max(0, MAX_WAITING_RUNS - waiting)
+        if len(run) > room:
+            held_back = SkipReason.backlog(waiting).text
+            skipped += [(t, held_back) for t in run[room:]]
+            run = run[:room]
+    elif run:
         if overlap is OverlapPolicy.FORBID:
             blocker = live[0][0] if live else execution_id(job_id, run[0])
             keep = run if live else run[1:]

@@ -22,6 +22,7 @@ class SkipKind(Enum):
     OVERLAP = "overlap"
     MISFIRE = "misfire"
     CALENDAR = "calendar"
+    BACKLOG = "backlog"  #: the job had ``MAX_WAITING_RUNS`` overdue runs waiting to start
     OTHER = "other"  #: a text written by something else (or none): never rendered here
 
 
@@ -32,7 +33,8 @@ class SkipReason:
     ``OVERLAP``: ``other`` is the execution that kept the tick from running (still running,
     or the newer tick that replaced it; ``replaced`` says which). ``MISFIRE``: the record
     stands for ``count`` missed ticks from ``first`` to ``last`` (``exact`` False: at least
-    that many). ``CALENDAR`` reasons are worded by ``core.calendar`` and only read here.
+    that many). ``BACKLOG``: the job had ``count`` overdue runs waiting to start.
+    ``CALENDAR`` reasons are worded by ``core.calendar`` and only read here.
     """
 
     kind: SkipKind
@@ -55,6 +57,10 @@ class SkipReason:
     def misfire(cls, count: int, first: int, last: int, exact: bool = True) -> SkipReason:
         return cls(SkipKind.MISFIRE, count, exact, first, last)
 
+    @classmethod
+    def backlog(cls, waiting: int) -> SkipReason:
+        return cls(SkipKind.BACKLOG, waiting)
+
     @property
     def text(self) -> str:
         """The stored wording (unchanged since the stores wrote it themselves)."""
@@ -68,6 +74,8 @@ class SkipReason:
             if self.count == 1:
                 return f"misfire: 1 tick skipped at {first}"
             return f"misfire: {_bound(self.exact)}{self.count} ticks skipped from {first} to {format_instant(self.last)}"
+        if self.kind is SkipKind.BACKLOG:
+            return f"backlog: {self.count} runs of this job are overdue and waiting to start"
         raise ValueError(f"a {self.kind.value} reason is not worded here")
 
 

@@ -439,6 +439,8 @@ def test_hot_queries_use_their_indexes(pg_store: PostgresStore) -> None:
     assert "executions_running" in plan(q.EXPIRED_LEASES, {"now": T0, "limit": 10})
     assert "executions_worker" in plan(q.RUNNING_FOR_WORKER, {"worker": "w"})
     assert "executions_guarded" in plan(q.GUARDED_LIVE, {"ids": ["j"]})
+    waiting = plan(q.WAITING_RUNS, {"ids": ["j"], "now": T0, "cap": 100})
+    assert "executions_waiting_of_job" in waiting and "Index Cond: ((job_id = j.id) AND (available_at <=" in waiting, waiting
     assert "executions_tick" in plan(q.LIST_EXECUTIONS, {"job_id": "j", "before": T0, "limit": 10, "tenant": None})
     assert "executions_dead" in plan(q.LIST_DEAD, {"after": "", "tenant": None, "limit": 10})
     tenants = plan(pg_statement(delivery.PENDING_TENANTS), {"cap": 10})

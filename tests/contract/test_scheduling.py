@@ -6,6 +6,7 @@ import pytest
 
 from cronwheel.core import schedule
 from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import MAX_WAITING_RUNS
 from cronwheel.core.model import (
     MISFIRE_GRACE_MS,
     MISFIRE_RUN_ALL_CAP,
@@ -357,6 +358,58 @@ def test_overlap_replace_cancels_the_live_run(store: Store) -> None:
     assert res.replaced == []
     pending = store.get_execution(new_id)
     assert pending is not None and pending.status is ExecStatus.CANCELLED
+
+
+BACKLOG = f"backlog: {MAX_WAITING_RUNS} runs of this job are overdue and waiting to start"
+
+
+def test_an_allow_job_keeps_at_most_max_waiting_runs_overdue(store: Store) -> None:
+    """Runs nobody starts (a tenant at maxRunning, no free worker) no longer pile up one per
+    tick for ever: past the bound the tick is recorded SKIPPED, and the job runs again as soon
+    as one of its waiting runs starts."""
+    nj = new_job(overlap=OverlapPolicy.ALLOW)
+    create(store, nj)
+    for k in range(MAX_WAITING_RUNS):
+        assert [e.scheduled_at for e in claim_all(store, T0 + k * MIN).executions] == [T0 + k * MIN]
+    full = T0 + MAX_WAITING_RUNS * MIN
+    res = claim_all(store, full)
+    assert res.executions == [] and res.jobs_claimed == 1
+    [skip] = res.skipped
+    assert (skip.scheduled_at, skip.status, skip.reason) == (full, ExecStatus.SKIPPED, BACKLOG)
+    job = store.get_job(nj.job_id)
+    assert job is not None and job.next_run_at == full + MIN
+    # a run asked for by hand is neither held back nor counted
+    manual = store.trigger_job(nj.job_id, full + 1)
+    assert manual is not None and manual.status is ExecStatus.PENDING
+    assert len(store.ready_executions(full + MIN, 1000)) == MAX_WAITING_RUNS + 1
+    # one waiting run starts: the next tick runs again
+    start(store, f"{nj.job_id}:{T0}", full + 2)
+    assert [e.scheduled_at for e in claim_all(store, full + MIN).executions] == [full + MIN]
+    assert claim_all(store, full + 2 * MIN).skipped[0].reason == BACKLOG
+
+
+def test_runs_claimed_ahead_of_their_tick_are_not_a_backlog(store: Store) -> None:
+    """Only overdue runs count: a claim ahead of time holds runs that are not late at all."""
+    nj = new_job(overlap=OverlapPolicy.ALLOW)
+    create(store, nj)
+    first = store.claim_due(ALL_BUCKETS, T0, 1000, ahead_ms=90 * MIN)
+    second = store.claim_due(ALL_BUCKETS, T0, 1000, ahead_ms=180 * MIN)
+    assert len(first.executions) + len(second.executions) == 181 and first.skipped == second.skipped == []
+    # once they are all overdue, ticks are held back until they start
+    late = T0 + 181 * MIN
+    assert [e.reason for e in claim_all(store, late).skipped] == [BACKLOG]
+
+
+def test_the_backlog_bound_is_per_job(store: Store) -> None:
+    held = new_job(overlap=OverlapPolicy.ALLOW)
+    other = new_job(overlap=OverlapPolicy.ALLOW, next_run_at=T0 + MAX_WAITING_RUNS * MIN)
+    create(store, held)
+    for k in range(MAX_WAITING_RUNS):
+        claim_all(store, T0 + k * MIN)
+    create(store, other, now=T0 + MAX_WAITING_RUNS * MIN - 1)
+    res = claim_all(store, T0 + MAX_WAITING_RUNS * MIN)
+    assert [e.job_id for e in res.executions] == [other.job_id]
+    assert [(e.job_id, e.reason) for e in res.skipped] == [(held.job_id, BACKLOG)]
 
 
 def test_overlap_is_per_job(store: Store) -> None:

@@ -297,6 +297,8 @@ def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     assert "INDEX executions_running" in _plan(conn, q.EXPIRED_LEASES, (T0, 10))
     assert "INDEX executions_worker" in _plan(conn, q.RUNNING_FOR_WORKER, ("w",))
     assert "INDEX executions_guarded" in _plan(conn, q.GUARDED_LIVE, ('["j"]',))
+    waiting = _plan(conn, q.WAITING_RUNS, ("[[1, \"j\"]]", T0, 100))
+    assert "INDEX executions_waiting_of_job (job_order=? AND available_at<?)" in waiting, waiting
     assert "INDEX executions_tick" in _plan(conn, q.LIST_EXECUTIONS, ("j", T0, 10, None))
     assert "INDEX executions_dead" in _plan(conn, q.LIST_DEAD, ("", None, 10))
     # the deliverer's claim: tenants in turn, each probe and each tenant's oldest due from one index

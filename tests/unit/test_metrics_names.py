@@ -24,6 +24,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
         ("misfire: at least 1000 ticks skipped from a to b", "misfire", 1000),
         ("misfire: 7 ticks skipped from a to b", "misfire", 7),
         ("calendar: holidays", "calendar", 1),
+        ("backlog: 100 runs of this job are overdue and waiting to start", "backlog", 1),
         ("something new", "other", 1),
         (None, "other", 1),
     ],

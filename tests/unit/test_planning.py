@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy
-from cronwheel.core.planning import MISSED_SCAN_LIMIT, ClaimPlan, plan_claim
+from cronwheel.core.limits import MAX_WAITING_RUNS
+from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
+from cronwheel.core.planning import MISSED_SCAN_LIMIT, ClaimPlan, decide_claim, plan_claim
 
 SEC = 1_000
 MIN = 60 * SEC
@@ -288,3 +289,42 @@ def test_bisection_finds_the_last_tick_of_an_irregular_schedule() -> None:
     result = plan()
     assert result.run == [fires[-1]]
     assert result.skipped_first == T0 and result.skipped_last == fires[-2]
+
+
+# ---------------------------------------------------------------- a job's backlog (decide_claim)
+
+BACKLOG = f"backlog: {MAX_WAITING_RUNS} runs of this job are overdue and waiting to start"
+
+
+def _rows(waiting: int, ticks: list[int], overlap: OverlapPolicy = OverlapPolicy.ALLOW) -> list[tuple[int, bool, str | None]]:
+    plan = ClaimPlan(ticks, 0, None, None, ticks[-1] + SEC)
+    decision = decide_claim("j", plan, overlap, [], None, 0, waiting)
+    return sorted((row.tick, row.run, row.reason) for row in decision.rows)
+
+
+def test_an_allow_job_runs_every_tick_while_its_backlog_is_below_the_bound() -> None:
+    ticks = [T0, T0 + SEC, T0 + 2 * SEC]
+    assert _rows(0, ticks) == [(t, True, None) for t in ticks]
+    assert _rows(MAX_WAITING_RUNS - 3, ticks) == [(t, True, None) for t in ticks]
+
+
+def test_ticks_beyond_the_bound_are_skipped_as_backlog_the_earliest_run() -> None:
+    ticks = [T0, T0 + SEC, T0 + 2 * SEC]
+    waiting = MAX_WAITING_RUNS - 1
+    why = f"backlog: {waiting} runs of this job are overdue and waiting to start"
+    assert _rows(waiting, ticks) == [(T0, True, None), (T0 + SEC, False, why), (T0 + 2 * SEC, False, why)]
+    assert _rows(MAX_WAITING_RUNS, ticks) == [(t, False, BACKLOG) for t in ticks]
+    assert _rows(MAX_WAITING_RUNS + 5, ticks[:1]) == [(T0, False, f"backlog: {MAX_WAITING_RUNS + 5} runs of this job are overdue and waiting to start")]
+
+
+def test_a_guarded_job_is_decided_by_its_overlap_policy_not_by_the_backlog() -> None:
+    """forbid and replace keep at most one run live: the count is not even read for them."""
+    assert _rows(MAX_WAITING_RUNS, [T0], OverlapPolicy.FORBID) == [(T0, True, None)]
+    assert _rows(MAX_WAITING_RUNS, [T0], OverlapPolicy.REPLACE) == [(T0, True, None)]
+
+
+def test_the_misfire_record_stays_when_the_runs_are_skipped_as_backlog() -> None:
+    plan = ClaimPlan([T0 + 5 * MIN], 5, T0, T0 + 4 * MIN, T0 + 6 * MIN, catch_up=(T0 + 5 * MIN,))
+    decision = decide_claim("j", plan, OverlapPolicy.ALLOW, [], None, 0, MAX_WAITING_RUNS)
+    assert [(r.tick, r.run, (r.reason or "").split(":")[0]) for r in decision.rows] == [
+        (T0, False, "misfire"), (T0 + 5 * MIN, False, "backlog")]

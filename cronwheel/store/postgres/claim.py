@@ -28,6 +28,7 @@ import psycopg
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded
 from cronwheel.core.ids import execution_id
+from cronwheel.core.limits import MAX_WAITING_RUNS
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
@@ -92,6 +93,13 @@ def claim(
         for job_id, eid, status, _ in found:
             live.setdefault(job_id, []).append((eid, status))
 
+    # the waiting runs of recurring allow jobs (a one-off's single tick cannot pile up)
+    allowed = [r[0] for r in rows if r[5] == "allow" and r[2] is not None]
+    waiting: dict[str, int] = {}
+    if allowed:
+        found = conn.execute(q.WAITING_RUNS, {"ids": allowed, "now": now_ms, "cap": MAX_WAITING_RUNS}).fetchall()
+        waiting = {job_id: n for job_id, n in found}
+
     next_fire = schedule.next_fire
     advance_ids: list[str] = []
     advance_new: list[int | None] = []
@@ -136,7 +144,7 @@ def claim(
         advance_old.append(due_at)
         guard = overlap != "allow"
         decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
-                                jitter)  # fmt: skip
+                                jitter, waiting.get(job_id, 0))  # fmt: skip
         per_job[job_id] = [(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
                             _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
                             row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED)

@@ -359,6 +359,19 @@ ORDER BY execution_id
 FOR UPDATE
 """
 
+#: per ``allow`` job of the claim, its overdue scheduled runs still waiting to start, counted up
+#: to %(cap)s (MAX_WAITING_RUNS): one bounded probe of a small index per job (none listed: none)
+WAITING_RUNS = """
+SELECT j.id, w.n FROM unnest(%(ids)s::text[]) AS j (id)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM executions
+        WHERE job_id = j.id AND available_at <= %(now)s
+          AND status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up') LIMIT %(cap)s) AS e
+) AS w
+WHERE w.n > 0
+"""
+
 #: the job a manual trigger runs; FOR SHARE makes a concurrent cancel wait for the trigger
 #: (and then cancel its execution) instead of missing it
 TRIGGER_SELECT_JOB = f"""

@@ -269,3 +269,8 @@ CREATE INDEX executions_tenant_queue_ready
 -- each one's oldest due, are read from this index
 CREATE INDEX notifications_pending_of_tenant
     ON notifications (tenant, available_at, notification_id) WHERE status = 'PENDING';
+
+-- version 18: a recurring job's queue of runs is bounded: the claim counts the job's overdue
+-- scheduled runs still waiting to start here, and skips the ticks beyond MAX_WAITING_RUNS
+CREATE INDEX executions_waiting_of_job ON executions (job_id, available_at)
+    WHERE status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up');

@@ -18,6 +18,7 @@ import apsw
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded
 from cronwheel.core.ids import execution_id
+from cronwheel.core.limits import MAX_WAITING_RUNS
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
@@ -91,6 +92,13 @@ def claim(
         for job_id, eid, status in conn.execute(q.GUARDED_LIVE, (dumps(guarded),)):
             live.setdefault(job_id, []).append((eid, status))
 
+    # the waiting runs of recurring allow jobs (a one-off's single tick cannot pile up)
+    allowed = [(r[0], r[1]) for r in rows if r[6] == "allow" and r[3] is not None]  # (job_order, job_id)
+    waiting: dict[str, int] = {}
+    if allowed:
+        waiting = {job_id: n for job_id, n in conn.execute(q.WAITING_RUNS, (dumps(allowed), now_ms, MAX_WAITING_RUNS))
+                   if n}  # fmt: skip
+
     next_fire = schedule.next_fire
     advances: list[tuple[int, int | None, int]] = []  # (rowid, new next_run_at, old next_run_at)
     advanced_ids: list[str] = []  # parallel to advances
@@ -132,7 +140,7 @@ def claim(
         advanced_ids.append(job_id)
         guard = 0 if overlap == "allow" else 1
         decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
-                                jitter)  # fmt: skip
+                                jitter, waiting.get(job_id, 0))  # fmt: skip
         per_job.append([(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
                          _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
                          row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED, rid)

@@ -283,6 +283,16 @@ WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT')
 ORDER BY job_id, status = 'RUNNING' DESC, scheduled_at DESC
 """
 
+#: per [job_order, job_id] of a JSON array of ``allow`` jobs, its overdue scheduled runs still
+#: waiting to start, counted up to ?3 (MAX_WAITING_RUNS): one bounded probe of a small index per job
+WAITING_RUNS = """
+SELECT j.value ->> 1, (SELECT count(*) FROM (
+    SELECT 1 FROM executions INDEXED BY executions_waiting_of_job
+    WHERE job_order = j.value ->> 0 AND available_at <= ?2 AND job_id = j.value ->> 1
+      AND status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up') LIMIT ?3))
+FROM json_each(?1) AS j
+"""
+
 #: the calendars of a JSON array of [tenant, name] pairs
 CALENDARS_BY_NAME = """
 SELECT tenant, name, spec, created_at, updated_at FROM calendars

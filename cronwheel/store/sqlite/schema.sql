@@ -272,3 +272,11 @@ CREATE INDEX executions_tenant_queue_ready
 -- each one's oldest due, are read from this index
 CREATE INDEX notifications_pending_of_tenant
     ON notifications (tenant, available_at, notification_id) WHERE status = 'PENDING';
+
+-- version 18: a recurring job's queue of runs is bounded: the claim counts the job's overdue
+-- scheduled runs still waiting to start here, and skips the ticks beyond MAX_WAITING_RUNS
+-- Keyed by the job's place in the scheduling table (job_order, as in executions_ready), not by
+-- its random id: a herd's starts, in the claim's order, then take their entries off this index
+-- page by page instead of one page each.
+CREATE INDEX executions_waiting_of_job ON executions (job_order, available_at)
+    WHERE status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up');
