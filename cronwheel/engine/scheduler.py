@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.ids import N_BUCKETS
-from cronwheel.core.model import ExecOrigin
+from cronwheel.core.model import ExecOrigin, Execution
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import ClaimResult
+from cronwheel.core.skips import SkipKind, kind_of
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
@@ -97,6 +98,7 @@ class Scheduler:
         self.health = LoopHealth(events, clock, "scheduler")
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
         self._set_aside_log = OncePer(60.0)
+        self._backlog_log = OncePer(60.0, max_keys=50_000)  #: backlog skips logged at info, per job
         self._steps = StepDetector()
 
     # ---- notifications from the rest of the node
@@ -288,9 +290,7 @@ class Scheduler:
             if result.replaced:
                 self.on_replaced(result.replaced)
             for ex in result.skipped:
-                self.events.emit(
-                    "execution.skipped", jobId=ex.job_id, executionId=ex.execution_id, reason=ex.reason
-                )
+                self._skipped(ex)
             self.horizon_jobs = max(0, self.horizon_jobs - result.jobs_claimed)
             horizon_end = self.clock.now_ms() + self.horizon_ms
             for next_run_at in result.next_runs:
@@ -301,6 +301,20 @@ class Scheduler:
             if result.jobs_claimed == 0:
                 break  # (a batch can be short of the limit and still leave more behind it)
         self._rearm_at_tick(fired)
+
+    def _skipped(self, ex: Execution) -> None:
+        """One ``execution.skipped``. A job held at its backlog bound skips every tick until a
+        run starts (an every-second job: a line a second): one line a minute per job says so,
+        with how many it stands for (``suppressed``); the others are at debug level, still
+        counted and streamed to ``cronwheel logs -f``."""
+        level = suppressed = None
+        if kind_of(ex.reason) is SkipKind.BACKLOG:
+            if self._backlog_log.allow(ex.job_id, self.clock.monotonic()):
+                suppressed = self._backlog_log.suppressed
+            else:
+                level = "debug"
+        self.events.emit("execution.skipped", level=level, jobId=ex.job_id, executionId=ex.execution_id,
+                         reason=ex.reason, suppressed=suppressed)  # fmt: skip
 
     def _rearm_at_tick(self, fired: list[tuple[int, int]]) -> None:
         """The wheel fires a tick its lead early, but overlap-guarded jobs are only claimed
