@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.core.ids import EXECUTION_ID_REGEX, JOB_ID_REGEX
-from cronwheel.core.limits import MAX_TENANT_CALENDARS
+from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION, MAX_TENANT_CALENDARS
 
 OPENAPI_VERSION = "3.1.0"
 INFO: dict[str, Any] = {
@@ -686,7 +686,14 @@ PATHS: dict[str, Any] = {
                     "Problem",
                     media="application/problem+json",
                 ),
-                **refused("400", "413", "415", "422", "404", "503", "401", "403"),
+                "422": answer(
+                    f"A body that breaks the schema, or `too_many_effects`: the execution recorded "
+                    f"{MAX_EFFECTS_PER_EXECUTION} effects already (all attempts together); nothing "
+                    "recorded, do not perform the effect.",
+                    "Problem",
+                    media="application/problem+json",
+                ),
+                **refused("400", "413", "415", "404", "503", "401", "403"),
             },
         },
     },

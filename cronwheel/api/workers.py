@@ -19,6 +19,7 @@ from cronwheel.api.workercalls import (
     parse_heartbeat,
 )
 from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.records import EffectVerdict, LeaseVerdict
 
 
@@ -93,6 +94,9 @@ async def record_effect(request: web.Request) -> web.Response:
         return json_response(answers.EffectResponse(recorded=False, duplicate=True, key=key), 200)
     if verdict is EffectVerdict.NOT_FOUND:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    if verdict is EffectVerdict.TOO_MANY:
+        raise Problem(422, "too_many_effects", f"execution {execution_id!r} has recorded {MAX_EFFECTS_PER_EXECUTION} "
+                      "effects, the most one execution may: this one was not recorded, do not perform it")  # fmt: skip
     raise Problem(
         409, "fenced",
         f"leaseEpoch {epoch} is not the current lease of {execution_id!r} (or it is no longer running): effect not recorded, abort now",

@@ -170,7 +170,8 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
       0  recorded now: go ahead and perform the effect
       3  duplicate: an earlier attempt recorded it already; do not repeat it
       4  fenced: this attempt's lease is stale (another worker took over); stop now
-      1  the execution does not exist, or another error
+      1  the execution does not exist, has recorded 10,000 effects already (the most
+         one execution may; not recorded), or another error
       69 no daemon reachable
     """
     if not execution_id:

@@ -139,6 +139,9 @@ MAX_TOKEN_CHARS = 200  #: longer Authorization values are refused before hashing
 
 MAX_WORKER_ID_CHARS = 200
 MAX_EFFECT_KEY_CHARS = 1024
+#: effects one execution may record, over all its attempts: a job that records effects in a
+#: loop (or a hostile one) otherwise grows the store by a row per call for as long as it runs
+MAX_EFFECTS_PER_EXECUTION = 10_000
 MAX_ERROR_CHARS = 8 * 1024  #: a completion's error is truncated (tail kept) beyond this
 MAX_OUTPUT_CHARS = 64 * 1024  #: a completion's output tail is truncated beyond this
 MAX_CLAIM = 100  #: executions one claim may take
@@ -238,6 +241,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("claim", f"{MAX_CLAIM} executions, {MAX_CLAIM_QUEUES} queues, waitSec 0 .. {MAX_CLAIM_WAIT_SEC}",
           "POST /v1/workers/claim"),
     Limit("effect key", f"{MAX_EFFECT_KEY_CHARS} characters", "POST /v1/executions/{id}/effects"),
+    Limit("effects", f"{MAX_EFFECTS_PER_EXECUTION} per execution",
+          "POST /v1/executions/{id}/effects, all attempts together (beyond: 422 too_many_effects, nothing recorded)"),
     Limit("error / output", f"{MAX_ERROR_CHARS} / {MAX_OUTPUT_CHARS} characters", "a completion (the tail is kept)"),
     Limit("worker frame", f"{MAX_FRAME_BYTES} bytes, {MAX_FRAME_ITEMS} records, ids {MAX_FRAME_ID_CHARS} characters",
           "a frame on the worker socket (grants, results, beats)"),

@@ -162,6 +162,7 @@ class EffectVerdict(StrEnum):
     RECORDED = "recorded"
     DUPLICATE = "duplicate"
     FENCED = "fenced"  #: stale epoch or execution not RUNNING: nothing recorded
+    TOO_MANY = "too_many"  #: the execution recorded MAX_EFFECTS_PER_EXECUTION already: nothing recorded
     NOT_FOUND = "not_found"
 
 

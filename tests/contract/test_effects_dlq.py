@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.core.records import Completion, EffectVerdict, LeaseVerdict, Outcome
 from cronwheel.store.base import Store
+from cronwheel.store.postgres import executions as postgres_executions
+from cronwheel.store.sqlite import executions as sqlite_executions
 from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
 from tests.support.store_probe import list_effects
 
@@ -61,6 +65,30 @@ def test_effect_when_not_running_or_absent(store: Store) -> None:
     assert store.record_effect("nope:1", 1, "k", T0) is EffectVerdict.NOT_FOUND
     assert list_effects(store, eid) == []
     assert list_effects(store, "nope:1") == []
+
+
+def test_an_execution_records_at_most_max_effects_over_all_its_attempts(
+    store: Store, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bound is lowered to 3 here, as recording 10,000 effects per backend is slow; the
+    count lives on the execution's row, so it holds across attempts."""
+    for module in (sqlite_executions, postgres_executions):
+        monkeypatch.setattr(module, "MAX_EFFECTS_PER_EXECUTION", 3)
+    eid, epoch = running(store, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=0))
+    assert store.record_effect(eid, epoch, "a", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, epoch, "b", T0) is EffectVerdict.RECORDED
+    store.expire_leases(T0 + HOUR, 10)  # a second attempt takes over: the count goes on
+    g2 = start(store, eid, T0 + HOUR)
+    assert store.record_effect(eid, g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE  # not counted
+    assert store.record_effect(eid, g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, g2.lease_epoch, "d", T0 + HOUR) is EffectVerdict.TOO_MANY
+    # what was recorded is still told as such, and a stale epoch is still fenced first
+    assert store.record_effect(eid, g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, epoch, "e", T0 + HOUR) is EffectVerdict.FENCED
+    assert [k for k, _, _ in list_effects(store, eid)] == ["a", "b", "c"]
+    # another execution has a count of its own
+    other, other_epoch = running(store)
+    assert store.record_effect(other, other_epoch, "a", T0) is EffectVerdict.RECORDED
 
 
 # ---------------------------------------------------------------- dead-letter queue

@@ -19,13 +19,14 @@ import pytest
 
 from cronwheel.core import schedule
 from cronwheel.core.model import JobSpec, MisfirePolicy
-from cronwheel.core.records import Completion, CreateOutcome, NewJob, Outcome
+from cronwheel.core.records import Completion, CreateOutcome, EffectVerdict, NewJob, Outcome
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.outbox import delivery
 from cronwheel.store.outbox.sql import pg_statement
 from cronwheel.store.postgres import PostgresStore
+from cronwheel.store.postgres import executions as pg_executions
 from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import normalise_conninfo
@@ -332,7 +333,7 @@ def test_two_connections_claim_disjoint_rows_without_waiting(postgres_dsn: str) 
 
 
 def test_a_completion_waits_for_an_effect_being_recorded(postgres_dsn: str) -> None:
-    """record_effect holds the execution row (FOR SHARE) until it commits, so an effect is
+    """record_effect holds the execution row (FOR NO KEY UPDATE) until it commits, so an effect is
     never recorded under a lease that a concurrent completion has already ended."""
     a, b = PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
     try:
@@ -352,6 +353,41 @@ def test_a_completion_waits_for_an_effect_being_recorded(postgres_dsn: str) -> N
         conn.execute("COMMIT")
         t.join(10)
         assert done and done[0][0].status.value == "SUCCEEDED"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_two_effects_racing_for_the_last_place_take_turns(postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The effect count is read under the row lock it is then written with: a second caller
+    waits for the first to commit and sees its count, rather than both taking the last place
+    (or deadlocking, as two FOR SHARE holders updating one row would)."""
+    monkeypatch.setattr(pg_executions, "MAX_EFFECTS_PER_EXECUTION", 1)
+    a, b = PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
+    try:
+        create(a, one_off(T0))
+        [ex] = claim_all(a, T0).executions
+        g = start(a, ex.execution_id, T0)
+        conn, _ = a._connection()
+        deadlocks = "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+        before = conn.execute(deadlocks).fetchone()
+        conn.commit()
+        conn.execute("BEGIN")
+        args = {"id": g.execution_id, "key": "first", "epoch": g.lease_epoch, "now": T0}
+        assert conn.execute(q.EXECUTION_LEASE, args).fetchone() == ("RUNNING", g.lease_epoch, 0)
+        verdicts: list[EffectVerdict] = []
+        t = threading.Thread(target=lambda: verdicts.append(b.record_effect(g.execution_id, g.lease_epoch, "second", T0)))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive() and verdicts == []  # waiting for the row
+        conn.execute(q.INSERT_EFFECT, args)
+        conn.execute(q.COUNT_EFFECT, args)
+        conn.execute("COMMIT")
+        t.join(10)
+        assert verdicts == [EffectVerdict.TOO_MANY]
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        assert conn.execute(deadlocks).fetchone() == before, "the two took turns by deadlocking"
+        conn.commit()
     finally:
         a.close()
         b.close()

@@ -121,6 +121,36 @@ def test_cronwheel_effect_inside_a_job_records_once_then_duplicate_then_fenced(d
     assert ex["leaseEpoch"] == int(job_env["CRONWHEEL_LEASE_EPOCH"])
 
 
+def test_an_execution_past_its_effects_bound_is_refused_with_a_reason(daemon: Daemon, tmp_path: Path):
+    """Recording 10,000 effects over HTTP takes long: the count on the execution's row is set
+    to one short of the bound, in the daemon's own SQLite file, while the job waits."""
+    import sys
+
+    import apsw
+
+    from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
+
+    go, codes, errors = tmp_path / "go", tmp_path / "codes", tmp_path / "errors"
+    effect = f"{sys.executable} -m cronwheel effect"
+    job = daemon.add_job({
+        "runAt": "2000-01-01T00:00:00Z",
+        "command": f"while [ ! -e {go} ]; do sleep 0.05; done; {effect} last; echo $? >> {codes}; "
+                   f"{effect} one-too-many 2> {errors}; echo $? >> {codes}; {effect} last; echo $? >> {codes}",
+    })
+    [running] = wait_for(lambda: [e for e in daemon.executions(job["jobId"]) if e["status"] == "RUNNING"], timeout=30,
+                         what="the job to start")
+    conn = apsw.Connection(str(daemon.data_dir / "cronwheel.db"))
+    conn.setbusytimeout(10_000)
+    conn.execute("UPDATE executions SET effects = ? WHERE execution_id = ?",
+                 (MAX_EFFECTS_PER_EXECUTION - 1, running["executionId"]))
+    conn.close()
+    go.touch()
+    wait_for(lambda: succeeded(daemon, job["jobId"]), timeout=30, what="the job to finish")
+    assert codes.read_text().split() == ["0", "1", "3"]  # the last place, refused, a duplicate still told
+    assert f"has recorded {MAX_EFFECTS_PER_EXECUTION} effects" in errors.read_text()
+    assert "Traceback" not in errors.read_text()
+
+
 def test_serve_on_an_unusable_store_says_why_in_one_line(tmp_path: Path):
     import os
     import subprocess

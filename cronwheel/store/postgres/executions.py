@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     EffectVerdict,
@@ -73,8 +74,11 @@ class ExecutionMethods(PostgresBase):
                 return EffectVerdict.DUPLICATE
             if row[0] != "RUNNING" or row[1] != lease_epoch:
                 return EffectVerdict.FENCED
+            if row[2] >= MAX_EFFECTS_PER_EXECUTION:
+                return EffectVerdict.TOO_MANY
             if conn.execute(q.INSERT_EFFECT, args).fetchone() is None:
                 return EffectVerdict.DUPLICATE  # recorded by a concurrent call a moment ago
+            conn.execute(q.COUNT_EFFECT, args)
         return EffectVerdict.RECORDED
 
     @translated

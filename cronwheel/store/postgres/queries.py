@@ -548,9 +548,12 @@ SELECT count(*) FROM executions WHERE {{where}} AND {_TENANT.format(col="tenant"
 
 #: the lease an effect is recorded under; FOR SHARE holds off a completion (which updates the
 #: row) until the effect is committed, so an effect is never recorded after its lease ended
+#: locked as the count below will update it: concurrent effects of one execution take turns
+#: (two FOR SHARE holders both updating the row would deadlock)
 EXECUTION_LEASE = """
-SELECT status, lease_epoch FROM executions WHERE execution_id = %(id)s FOR SHARE
+SELECT status, lease_epoch, effects FROM executions WHERE execution_id = %(id)s FOR NO KEY UPDATE
 """
+COUNT_EFFECT = "UPDATE executions SET effects = effects + 1 WHERE execution_id = %(id)s"
 EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = %(id)s AND key = %(key)s"
 INSERT_EFFECT = """
 INSERT INTO effects (execution_id, key, lease_epoch, recorded_at)

@@ -274,3 +274,6 @@ CREATE INDEX notifications_pending_of_tenant
 -- scheduled runs still waiting to start here, and skips the ticks beyond MAX_WAITING_RUNS
 CREATE INDEX executions_waiting_of_job ON executions (job_id, available_at)
     WHERE status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up');
+
+-- version 19: the effects an execution recorded, counted on its row (MAX_EFFECTS_PER_EXECUTION)
+ALTER TABLE executions ADD COLUMN effects INTEGER NOT NULL DEFAULT 0;

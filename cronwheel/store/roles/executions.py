@@ -119,7 +119,9 @@ class ExecutionStore(ABC):
     def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
         """Record ``(execution_id, key)`` once, only while the execution is RUNNING at exactly
         ``lease_epoch``: RECORDED the first time, DUPLICATE after (for any epoch), FENCED for a
-        stale epoch (checked before duplicates only when the key is new)."""
+        stale epoch (checked before duplicates only when the key is new), TOO_MANY for a new
+        key once the execution recorded ``MAX_EFFECTS_PER_EXECUTION`` (all attempts together;
+        a duplicate is still told as one)."""
 
     # ---- dead-letter queue
     @abstractmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     EffectVerdict,
@@ -91,7 +92,10 @@ class ExecutionMethods(SqliteBase):
                 return EffectVerdict.DUPLICATE
             if row[0] != "RUNNING" or row[1] != lease_epoch:
                 return EffectVerdict.FENCED
+            if row[2] >= MAX_EFFECTS_PER_EXECUTION:
+                return EffectVerdict.TOO_MANY
             conn.execute(q.INSERT_EFFECT, (execution_id, key, lease_epoch, now_ms))
+            conn.execute(q.COUNT_EFFECT, (execution_id,))
         return EffectVerdict.RECORDED
 
     @translated

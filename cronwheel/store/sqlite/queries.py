@@ -451,7 +451,8 @@ COUNT_EXECUTIONS = "SELECT COUNT(*) FROM executions WHERE {where} AND (?1 IS NUL
 # ---------------------------------------------------------------- effects
 
 EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = ? AND key = ?"
-EXECUTION_LEASE = "SELECT status, lease_epoch FROM executions WHERE execution_id = ?"
+EXECUTION_LEASE = "SELECT status, lease_epoch, effects FROM executions WHERE execution_id = ?"
+COUNT_EFFECT = "UPDATE executions SET effects = effects + 1 WHERE execution_id = ?"
 INSERT_EFFECT = """
 INSERT INTO effects (execution_id, key, lease_epoch, recorded_at) VALUES (?, ?, ?, ?)
 """

@@ -280,3 +280,6 @@ CREATE INDEX notifications_pending_of_tenant
 -- page by page instead of one page each.
 CREATE INDEX executions_waiting_of_job ON executions (job_order, available_at)
     WHERE status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up');
+
+-- version 19: the effects an execution recorded, counted on its row (MAX_EFFECTS_PER_EXECUTION)
+ALTER TABLE executions ADD COLUMN effects INTEGER NOT NULL DEFAULT 0;
