@@ -13,7 +13,7 @@ import click
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
-from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED
+from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED, EX_UNAVAILABLE
 from cronwheel.cli.follow import follow_output
 from cronwheel.core import schedule as sched
 
@@ -94,7 +94,10 @@ def logs(
     except KeyboardInterrupt:
         sys.exit(130)
     if follow:
+        # not a normal end: a follower kept by a supervisor (Restart=on-failure) must be told to
+        # follow again once the daemon is back, as when it cannot be reached at all
         render.emit_note("the daemon closed the event stream (it is stopping)")
+        sys.exit(EX_UNAVAILABLE)
 
 
 def _since(text: str) -> None:

@@ -175,4 +175,6 @@ def test_cli_logs_tail_follow_and_execution_output(daemon: Daemon, follow) -> No
     assert not any(other["jobId"] in line for line in out.lines), "the --job follower sees only its job"
     daemon.stop()
     wait_for(lambda: p.poll() is not None and q.poll() is not None, 20, what="followers to end with the daemon")
-    assert p.returncode == 0 and q.returncode == 0
+    # the daemon went away: not a normal end (a supervisor restarts the follower on failure)
+    assert p.returncode == q.returncode == 69
+    assert p.stderr is not None and "the daemon closed the event stream" in p.stderr.read()
