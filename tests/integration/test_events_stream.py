@@ -178,3 +178,14 @@ def test_cli_logs_tail_follow_and_execution_output(daemon: Daemon, follow) -> No
     # the daemon went away: not a normal end (a supervisor restarts the follower on failure)
     assert p.returncode == q.returncode == 69
     assert p.stderr is not None and "the daemon closed the event stream" in p.stderr.read()
+
+
+def test_logs_of_a_tick_that_did_not_run_says_why(daemon: Daemon) -> None:
+    job = daemon.add_job({"schedule": "* * * * * *", "command": "sleep 3", "overlap": "forbid", "name": "slow"})
+    skipped = wait_for(lambda: [e for e in daemon.executions(job["jobId"]) if e["status"] == "SKIPPED"], 20,
+                       what="a tick skipped while the first run goes on")[0]
+    res = daemon.cli("logs", skipped["executionId"])
+    assert res.returncode == 0 and res.stdout == "", res
+    assert f"{skipped['executionId']}: SKIPPED: {skipped['reason']} (no output)" in res.stderr
+    assert skipped["reason"].startswith("overlap: ") and skipped["reason"].endswith(" still running")
+    assert daemon.request("DELETE", f"/v1/jobs/{job['jobId']}").status == 200
