@@ -39,6 +39,7 @@ from cronwheel.core.records import (
     StartRequest,
 )
 from cronwheel.core.tenants import ApiToken, Tenant
+from cronwheel.store import settled
 from cronwheel.store.calendars import calendar_row
 from cronwheel.store.common import MAX_MS, expired_completions
 from cronwheel.store.outbox.sql import Sql
@@ -240,5 +241,20 @@ class SharedMembership(Backend):
         return self._read(self._dialect.bucket_leases)
 
 
-class SharedMethods(SharedJobs, SharedScheduling, SharedExecutions, SharedTenants, SharedMembership):
+class SharedHistory(Backend):
+    def prune_settled_jobs(
+        self, older_than_ms: int, after_job: str | None, jobs_per_call: int, max_rows: int
+    ) -> tuple[int, str | None]:
+        jobs = self._outbox_read(lambda s: settled.page(s, after_job, jobs_per_call))
+        candidates = [job_id for job_id, status in jobs if status in settled.SETTLED]
+        if candidates:
+            deleted, stopped_at = self._outbox_write(lambda s: settled.prune(s, candidates, older_than_ms, max_rows))
+            if stopped_at is not None:
+                return deleted, stopped_at
+        else:
+            deleted = 0
+        return deleted, jobs[-1][0] if len(jobs) == jobs_per_call else None
+
+
+class SharedMethods(SharedJobs, SharedScheduling, SharedExecutions, SharedHistory, SharedTenants, SharedMembership):
     """Every shared method; a backend's store class lists it after its connection base."""

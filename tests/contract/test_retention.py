@@ -3,10 +3,15 @@ and anything live are kept."""
 
 from __future__ import annotations
 
-from cronwheel.core.model import ExecStatus, RetryPolicy
-from cronwheel.core.records import Completion, Outcome, StartRequest
+from typing import Any
+
+from cronwheel.core import notify as nt
+from cronwheel.core.model import ExecStatus, JobStatus, RetryPolicy
+from cronwheel.core.notify import NotificationStatus
+from cronwheel.core.records import Completion, EffectVerdict, Outcome, StartRequest
 from cronwheel.store.base import Store
-from tests.contract.conftest import ALL_BUCKETS, MIN, SEC, T0, create, new_job
+from tests.contract.conftest import ALL_BUCKETS, HOUR, MIN, SEC, T0, create, new_job, one_off
+from tests.support.store_probe import list_effects
 
 
 def run_ticks(store: Store, n: int, *, fail_last: bool = False) -> str:
@@ -64,3 +69,82 @@ def test_prune_with_nothing_to_do_finishes(store: Store) -> None:
 
 
 HOUR_AGO = -60 * MIN
+
+
+# ---------------------------------------------------------------- settled jobs
+
+
+def finish_one_off(
+    store: Store, at: int, outcome: Outcome = Outcome.SUCCEEDED, effect: str | None = None, **kw: Any,
+) -> tuple[str, str]:
+    """A one-off run once to ``outcome`` (no retry), recording ``effect`` on the way: (job id,
+    execution id)."""
+    kw.setdefault("retry", RetryPolicy(max_attempts=1))
+    nj = one_off(at, **kw)
+    [jid] = create(store, nj, now=at - MIN)
+    [ex] = store.claim_due(ALL_BUCKETS, at, 10).executions
+    [g] = store.start_executions([StartRequest(ex.execution_id, "w")], at)
+    if effect is not None:
+        assert store.record_effect(g.execution_id, g.lease_epoch, effect, at) is EffectVerdict.RECORDED
+    store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, outcome)], at + SEC)
+    return jid, ex.execution_id
+
+
+def prune_settled(store: Store, older_than: int, jobs_per_call: int = 2, max_rows: int = 5) -> int:
+    total, cursor = 0, None
+    for _ in range(1000):
+        deleted, cursor = store.prune_settled_jobs(older_than, cursor, jobs_per_call, max_rows)
+        total += deleted
+        if cursor is None:
+            return total
+    raise AssertionError("pruning did not finish")
+
+
+def test_a_settled_job_leaves_the_store_with_its_history_once_the_retention_passed_it(store: Store) -> None:
+    """keep_last kept a settled job's last runs, and the job, for ever: a delayed-job workload
+    grew the store by every one-off it ever ran."""
+    ran, ran_ex = finish_one_off(store, T0, effect="mail:1", name="report", key="make-report-1")
+    cancelled = new_job(next_run_at=T0, schedule="* * * * *")
+    create(store, cancelled)
+    store.claim_due(ALL_BUCKETS, T0, 10)  # a PENDING tick, cancelled with the job
+    assert store.cancel_job(cancelled.job_id, T0 + SEC) is not None
+    assert prune_settled(store, older_than=T0 + SEC) == 0  # not before the cutoff has passed them
+    assert prune_settled(store, older_than=T0 + 2 * SEC) == 2
+    assert store.get_job(ran) is None and store.get_job(cancelled.job_id) is None
+    assert store.get_execution(ran_ex) is None and store.list_executions(cancelled.job_id, 10) == []
+    assert list_effects(store, ran_ex) == []
+    assert store.find_jobs_by_name("report") == []  # its name is free again
+    # its idempotency key went with it: the same creation makes a new job
+    again = one_off(T0 + HOUR, name="report", key="make-report-1")
+    [res] = store.create_jobs([again], T0 + HOUR)
+    assert res.job_id == again.job_id
+
+
+def test_jobs_not_done_with_stay(store: Store) -> None:
+    active = new_job(next_run_at=T0 + HOUR, schedule="0 * * * *")
+    paused = new_job(next_run_at=T0 + HOUR, schedule="0 * * * *")
+    create(store, active, paused)
+    assert store.set_job_status(paused.job_id, [JobStatus.ACTIVE], JobStatus.PAUSED, T0) is not None
+    dead, _ = finish_one_off(store, T0, Outcome.FAILED)  # its run is in the dead-letter queue
+    recent, _ = finish_one_off(store, T0 + 10 * MIN)  # ran after the cutoff
+    told, _ = finish_one_off(store, T0 + 20 * MIN, Outcome.FAILED, retry=RetryPolicy(max_attempts=1),
+                             notify=(nt.rule_from_json({"on": "failure", "via": "webhook",
+                                                        "url": "https://hooks.example.com/cw",
+                                                        "secret": "0123456789abcdef-secret"}),))
+    assert [n.status for n in store.list_notifications(job_id=told)] == [NotificationStatus.PENDING]
+    assert prune_settled(store, older_than=T0 + 5 * MIN) == 0
+    for jid in (active.job_id, paused.job_id, dead, recent, told):
+        assert store.get_job(jid) is not None, jid
+    # once its dead run is purged, and the cutoff passed the others, they go too
+    [dead_ex] = [e for e in store.list_dead() if e.job_id == dead]
+    assert store.purge_dead(dead_ex.execution_id)
+    assert prune_settled(store, older_than=T0 + 15 * MIN) == 2  # dead, recent
+    assert store.get_job(told) is not None  # its failure is still to be told
+    assert store.get_job(active.job_id) is not None and store.get_job(paused.job_id) is not None
+
+
+def test_a_pass_over_many_settled_jobs_pages_and_finishes(store: Store) -> None:
+    ids = [finish_one_off(store, T0 + i * SEC)[0] for i in range(7)]
+    assert prune_settled(store, older_than=T0 + HOUR, jobs_per_call=2, max_rows=1) == 7
+    assert all(store.get_job(j) is None for j in ids)
+    assert prune_settled(store, older_than=T0 + HOUR) == 0

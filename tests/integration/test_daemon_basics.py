@@ -179,3 +179,15 @@ def test_the_daemon_prunes_old_history_in_the_background(make_daemon):
     d.wait_event("retention.pruned")
     # and the newest runs are kept
     assert len(succeeded(d, job["jobId"])) >= 1
+
+
+def test_a_settled_job_leaves_the_store_once_the_retention_passed_it(make_daemon):
+    d = make_daemon(args=("--retention", "1s", "--keep-last", "5", "--retention-interval-ms", "300"))
+    one_off = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true", "name": "once"})
+    kept = d.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"})
+    wait_for(lambda: succeeded(d, one_off["jobId"]), timeout=30, what="the one-off to run")
+    wait_for(lambda: d.get(f"/v1/jobs/{one_off['jobId']}").status == 404, timeout=30,
+             what="the settled one-off to leave the store")
+    assert d.wait_event("retention.pruned", jobs=1)
+    assert d.get(f"/v1/jobs/{kept['jobId']}").status == 200  # a job with ticks to come stays
+    assert d.cli("add", "--name", "once", "+1h", "true").returncode == 0  # its name is free again

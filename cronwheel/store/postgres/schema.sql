@@ -277,3 +277,6 @@ CREATE INDEX executions_waiting_of_job ON executions (job_id, available_at)
 
 -- version 19: the effects an execution recorded, counted on its row (MAX_EFFECTS_PER_EXECUTION)
 ALTER TABLE executions ADD COLUMN effects INTEGER NOT NULL DEFAULT 0;
+
+-- version 20: settled jobs leave the store with their idempotency keys, found by job here
+CREATE INDEX idempotency_keys_job ON idempotency_keys (job_id);

@@ -26,6 +26,19 @@ class HistoryStore(ABC):
         Returns ``(deleted, cursor)``: pass the cursor back as ``after_job``; None when the
         pass over all jobs is complete."""
 
+    @abstractmethod
+    def prune_settled_jobs(
+        self, older_than_ms: int, after_job: str | None, jobs_per_call: int, max_rows: int
+    ) -> tuple[int, str | None]:
+        """Delete settled jobs (SUCCEEDED, FAILED, CANCELLED) that are done with: settled before
+        ``older_than_ms``, every execution finished before it and none DEAD, no notification
+        about them still to tell. Each goes with its executions (and their effects), watch,
+        idempotency keys, name and definition (``store/settled.py``). Reads the next
+        ``jobs_per_call`` jobs after ``after_job`` (id order), then deletes the settled ones
+        among them in one transaction that ends early once ``max_rows`` rows were deleted.
+        Returns ``(jobs deleted, cursor)``: pass the cursor back as ``after_job``; None when
+        the pass over all jobs is complete."""
+
     def checkpoint(self) -> None:
         """Give the backend a chance to bound its log (SQLite: checkpoint the WAL).
         A no-op unless a backend has such a log."""

@@ -1,0 +1,62 @@
+"""The SQLite store's retention of settled jobs, alone: what deleting them costs.
+
+Registers N one-off no-op jobs, runs each once through the ``Store`` interface (claim, start,
+complete: each settles SUCCEEDED), then deletes them all with ``prune_settled_jobs`` as the
+daemon's retention does (1,000 jobs read per call, at most ``--rows`` rows deleted per write
+transaction), and prints the time per job and the longest call (the writer is held for at
+most that long at a time).
+
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_retention.py --n 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cronwheel.core.ids import N_BUCKETS, new_job_id
+from cronwheel.core.model import JobSpec
+from cronwheel.core.records import Completion, NewJob, Outcome, StartRequest
+from cronwheel.engine.retention import PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS
+from cronwheel.store.sqlite import SqliteStore
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+BATCH = 5000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20_000, help="settled one-offs to delete")
+    ap.add_argument("--rows", type=int, default=PRUNE_SETTLED_ROWS, help="rows one write transaction may delete")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore.open(Path(tmp) / "s.db")
+        spec = JobSpec(target={"python": "m:f"}, run_at=T0)
+        for start in range(0, args.n, BATCH):
+            size = min(BATCH, args.n - start)
+            store.create_jobs([NewJob(new_job_id(), spec, T0) for _ in range(size)], T0 - 1000)
+        while claimed := store.claim_due(list(range(N_BUCKETS)), T0, BATCH).executions:
+            grants = store.start_executions([StartRequest(e.execution_id, "w") for e in claimed], T0)
+            store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, Outcome.SUCCEEDED) for g in grants], T0 + 1)
+        cursor, deleted, calls, longest = None, 0, 0, 0.0
+        began = time.perf_counter()
+        while True:
+            call = time.perf_counter()
+            gone, cursor = store.prune_settled_jobs(T0 + 10_000, cursor, PRUNE_SETTLED_JOBS, args.rows)
+            longest = max(longest, time.perf_counter() - call)
+            deleted, calls = deleted + gone, calls + 1
+            if cursor is None:
+                break
+        elapsed = time.perf_counter() - began
+        store.close()
+    print(f"{deleted} settled one-offs deleted in {elapsed:.2f} s ({elapsed / max(1, deleted) * 1e6:.0f} µs a job), "
+          f"{calls} calls, the longest {longest * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
