@@ -8,12 +8,11 @@ from cronwheel.api import beyondcron as bc
 from cronwheel.api.context import (
     encode_json,
     json_body,
-    json_bytes_response,
     json_response,
     service_of,
     tenant_of,
 )
-from cronwheel.api.problems import Problem
+from cronwheel.api.problems import Problem, report_internal_error
 from cronwheel.core.calendar import CalendarDocument
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import DEFAULT_TENANT
@@ -40,10 +39,37 @@ async def _calendar_tenant(request: web.Request) -> str:
     return tenant or asked or DEFAULT_TENANT
 
 
-async def list_calendars(request: web.Request) -> web.Response:
+#: calendars read from the store at a time for a listing, each sent on before the next are
+#: read: a tenant's thousand full calendars (~65 KB each) were read, built and joined whole,
+#: ~200 MB per listing, and a few dozen listings in flight would have held the node's memory
+LIST_READ_CALENDARS = 16
+
+
+async def list_calendars(request: web.Request) -> web.StreamResponse:
     tenant, asked = await _asked_tenant(request)
-    docs = await service_of(request).list_calendar_documents(tenant or asked)
-    return json_bytes_response(b'{"calendars":[' + b",".join(map(_document_answer, docs)) + b"]}")
+    service = service_of(request)
+    docs = await service.list_calendar_documents(tenant or asked, None, LIST_READ_CALENDARS)  # (a refusal is a problem)
+    resp = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
+    await resp.prepare(request)
+    try:
+        await resp.write(b'{"calendars":[')
+        comma = b""
+        while docs:
+            await resp.write(comma + b",".join(map(_document_answer, docs)))
+            comma = b","
+            if len(docs) < LIST_READ_CALENDARS:
+                break
+            docs = await service.list_calendar_documents(tenant or asked, (docs[-1].tenant, docs[-1].name),
+                                                         LIST_READ_CALENDARS)  # fmt: skip
+        await resp.write(b"]}")
+        await resp.write_eof()
+    except ConnectionError:
+        pass  # the caller went away
+    except Exception as exc:  # the answer has begun: cut it short, so that it cannot pass for whole
+        report_internal_error(request, exc)
+        if request.transport is not None:
+            request.transport.abort()
+    return resp
 
 
 def _document_answer(doc: CalendarDocument) -> bytes:

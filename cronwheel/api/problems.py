@@ -133,8 +133,7 @@ async def answer_problems(request: web.Request, handler: Callable[[web.Request],
         detail = _http_detail(request, e)
         return problem_response(e.status, _CODE_BY_STATUS.get(e.status, "http_error"), detail, headers=headers)
     except Exception as exc:
-        error_id = new_error_id()
-        _report_internal_error(request, error_id, exc)
+        error_id = report_internal_error(request, exc)
         return problem_response(500, "internal_error", f"internal error (errorId {error_id}, see the daemon log)", errorId=error_id)
 
 
@@ -144,9 +143,10 @@ TRACEBACK_EVERY_SEC = 60.0
 _tracebacks = OncePer(TRACEBACK_EVERY_SEC)
 
 
-def _report_internal_error(request: web.Request, error_id: str, exc: Exception) -> None:
-    """One structured line per internal error, carrying the id its caller was given; the
+def report_internal_error(request: web.Request, exc: Exception) -> str:
+    """One structured line per internal error, carrying a new id for its caller (returned); the
     traceback only for the first of its kind in a while (a flood stays one line each)."""
+    error_id = new_error_id()
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
     with_traceback = _tracebacks.allow((type(exc).__name__, where), time.monotonic())
@@ -162,6 +162,7 @@ def _report_internal_error(request: web.Request, error_id: str, exc: Exception) 
         events.emit("api.internal_error", **fields)
     else:  # an app built without an event log (tests with a fake service)
         log.error("api.internal_error %s", json.dumps(fields, default=str))
+    return error_id
 
 
 #: headers whose meaning a second copy would make ambiguous (who asks, what is deduplicated)

@@ -23,7 +23,7 @@ from cronwheel.core.backfill import (
 from cronwheel.core.calendar import Calendar, CalendarDocument, Exclusions, bounded, upcoming
 from cronwheel.core.chains import ChainError
 from cronwheel.core.instants import format_instant
-from cronwheel.core.limits import MAX_BACKFILL_TICKS, MAX_TENANT_CALENDARS
+from cronwheel.core.limits import MAX_BACKFILL_TICKS, MAX_PAGE, MAX_TENANT_CALENDARS
 from cronwheel.core.model import DEFAULT_TENANT, Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import UpdateResult
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unprocessable
@@ -115,8 +115,10 @@ class BeyondCronMixin(TenancyMixin):
     async def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
         return await self._read(lambda s: s.list_calendars(tenant))
 
-    async def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
-        return await self._read(lambda s: s.list_calendar_documents(tenant))
+    async def list_calendar_documents(
+        self, tenant: str | None = None, after: tuple[str, str] | None = None, limit: int = MAX_PAGE,
+    ) -> list[CalendarDocument]:
+        return await self._read(lambda s: s.list_calendar_documents(tenant, after, limit))
 
     async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
         cal = await self._calendar(tenant or DEFAULT_TENANT, name)

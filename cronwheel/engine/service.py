@@ -137,8 +137,10 @@ class SchedulerService(Protocol):
     # ---- calendars, backfill, chains (engine/beyondcron.py)
     async def list_calendars(self, tenant: str | None = None) -> list[Calendar]: ...
 
-    async def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
-        """The calendars as stored, for a listing (``Store.list_calendar_documents``)."""
+    async def list_calendar_documents(
+        self, tenant: str | None = None, after: tuple[str, str] | None = None, limit: int = MAX_PAGE,
+    ) -> list[CalendarDocument]:
+        """A page of the calendars as stored, for a listing (``Store.list_calendar_documents``)."""
 
     async def get_calendar(self, name: str, tenant: str | None = None) -> Calendar:
         """NotFound when the tenant (None: the default tenant) has no such calendar."""

@@ -61,7 +61,7 @@ class Statements(Protocol):
     LIST_EXECUTIONS: str  #: job_id, before, limit, tenant
     EXPIRED_LEASES: str  #: now, limit
     LIST_CALENDARS: str  #: tenant
-    LIST_CALENDAR_DOCUMENTS: str  #: tenant
+    LIST_CALENDAR_DOCUMENTS: str  #: tenant, after_tenant, after_name, limit
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,12 @@ class SharedScheduling(Backend):
         return [calendar_row(r, decode) for r in self._rows(self._dialect.sql.LIST_CALENDARS, {"tenant": tenant})]
 
     @guarded
-    def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
-        rows = self._rows(self._dialect.sql.LIST_CALENDAR_DOCUMENTS, {"tenant": tenant})
+    def list_calendar_documents(
+        self, tenant: str | None = None, after: tuple[str, str] | None = None, limit: int = MAX_PAGE,
+    ) -> list[CalendarDocument]:
+        after_tenant, after_name = after or ("", "")
+        args = {"tenant": tenant, "after_tenant": after_tenant, "after_name": after_name, "limit": limit}
+        rows = self._rows(self._dialect.sql.LIST_CALENDAR_DOCUMENTS, args)
         return [CalendarDocument(r[0], r[1], str(r[2]), int(r[3]), int(r[4])) for r in rows]
 
 

@@ -67,6 +67,23 @@ def test_calendars_listed_as_stored_are_the_calendars_as_read(store: Store) -> N
     assert [d.name for d in store.list_calendar_documents("zeta")] == ["bare"]
 
 
+def test_calendar_documents_are_read_a_page_at_a_time_in_tenant_and_name_order(store: Store) -> None:
+    names = {"acme": ["b", "a", "c"], "beta": ["a"], "zeta": ["y", "x"]}
+    for tenant, mine in names.items():
+        for name in mine:
+            store.put_calendar(build_calendar(name, ["2026-12-25"], tenant=tenant), T0)
+    everyone = [(d.tenant, d.name) for d in store.list_calendar_documents()]
+    assert everyone == sorted((t, n) for t, mine in names.items() for n in mine)
+    pages, after = [], None
+    while page := store.list_calendar_documents(None, after, 2):
+        pages.append([(d.tenant, d.name) for d in page])
+        after = (page[-1].tenant, page[-1].name)
+    assert pages == [everyone[0:2], everyone[2:4], everyone[4:6]]
+    # one tenant's, after a name of its own: a neighbour's calendars are never in its pages
+    assert [d.name for d in store.list_calendar_documents("acme", ("acme", "a"), 10)] == ["b", "c"]
+    assert store.list_calendar_documents("beta", ("beta", "a"), 10) == []
+
+
 def test_a_tenant_keeps_at_most_its_limit_of_calendars(store: Store) -> None:
     """A new name beyond ``max_per_tenant`` is refused (None) and nothing is written; a
     replacement of one it has still passes, other tenants are not counted, and a deletion

@@ -381,6 +381,25 @@ def test_the_calendar_listing_answers_what_each_calendar_answers(daemon: Daemon)
     assert next(c for c in listed if c["name"] == "holidays")["dates"] == ["2026-12-25", "2026-12-26"]
 
 
+def test_a_listing_of_many_calendars_is_sent_a_few_at_a_time_and_whole(daemon: Daemon) -> None:
+    """Read and sent 16 at a time (a thousand full calendars were ~200 MB of daemon memory per
+    listing); the answer is the same one JSON document, in name order, every calendar once."""
+    from cronwheel.api.calendars import LIST_READ_CALENDARS
+
+    count = 2 * LIST_READ_CALENDARS + 3  # pages full, full, then short
+    for i in range(count):
+        assert daemon.request("PUT", f"/v1/calendars/c{i:03d}", {"dates": ["2026-12-25"]}).status == 200
+    r = daemon.get("/v1/calendars")
+    assert r.status == 200 and r.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert [c["name"] for c in r.json()["calendars"]] == [f"c{i:03d}" for i in range(count)]
+    for i in range(LIST_READ_CALENDARS, count):  # left: exactly one full page, then a read of none
+        assert daemon.request("DELETE", f"/v1/calendars/c{i:03d}").status == 204
+    assert [c["name"] for c in daemon.get("/v1/calendars").json()["calendars"]] == [f"c{i:03d}" for i in range(LIST_READ_CALENDARS)]
+    for i in range(LIST_READ_CALENDARS):
+        assert daemon.request("DELETE", f"/v1/calendars/c{i:03d}").status == 204
+    assert daemon.get("/v1/calendars").json() == {"calendars": []}
+
+
 def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path) -> None:
     ics = tmp_path / "fr.ics"
     ics.write_text(

@@ -709,10 +709,12 @@ LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE {_TENANT.format(col="tenant")} ORDER BY tenant, name
 """
 
-#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``)
+#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``), a page
+#: after (after_tenant, after_name)
 LIST_CALENDAR_DOCUMENTS = f"""
-SELECT tenant, name, spec::text, created_at, updated_at FROM calendars WHERE {_TENANT.format(col="tenant")}
-ORDER BY tenant, name
+SELECT tenant, name, spec::text, created_at, updated_at FROM calendars
+WHERE {_TENANT.format(col="tenant")} AND (tenant, name) > (%(after_tenant)s::text, %(after_name)s::text)
+ORDER BY tenant, name LIMIT %(limit)s
 """
 
 #: the registered jobs that observe a calendar (a few ids, to name them in the refusal)

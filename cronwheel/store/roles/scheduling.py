@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from cronwheel.core.calendar import Calendar, CalendarDocument
+from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Execution, Job
 from cronwheel.core.records import ClaimResult, Fence
 
@@ -94,10 +95,13 @@ class SchedulingStore(ABC):
         """Calendars ordered by (tenant, name); all tenants' when ``tenant`` is None."""
 
     @abstractmethod
-    def list_calendar_documents(self, tenant: str | None = None) -> list[CalendarDocument]:
+    def list_calendar_documents(
+        self, tenant: str | None = None, after: tuple[str, str] | None = None, limit: int = MAX_PAGE,
+    ) -> list[CalendarDocument]:
         """The same calendars as stored (their spec as JSON text), for a listing: a tenant's
         thousand calendars of 5,000 dates are 1.5 million dates to build into objects, and a
-        listing only sends them on."""
+        listing only sends them on. A page of at most ``limit``, in (tenant, name) order,
+        after ``after`` (a ``(tenant, name)``; None: from the first)."""
 
     @abstractmethod
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:

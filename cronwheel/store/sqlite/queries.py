@@ -579,8 +579,13 @@ LIST_CALENDARS = f"""
 SELECT {CALENDAR_COLUMNS} FROM calendars WHERE :tenant IS NULL OR tenant = :tenant ORDER BY tenant, name
 """
 
-#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``)
-LIST_CALENDAR_DOCUMENTS = LIST_CALENDARS
+#: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``), a page
+#: after (:after_tenant, :after_name)
+LIST_CALENDAR_DOCUMENTS = f"""
+SELECT {CALENDAR_COLUMNS} FROM calendars
+WHERE (:tenant IS NULL OR tenant = :tenant) AND (tenant, name) > (:after_tenant, :after_name)
+ORDER BY tenant, name LIMIT :limit
+"""
 
 #: the registered jobs that observe a calendar (a few ids, to name them in the refusal)
 CALENDAR_USERS = """
