@@ -372,3 +372,25 @@ def test_running_with_worker_prefix_finds_a_previous_incarnations_leases(store: 
     assert store.running_with_worker_prefix("node2-") == []
     # a prefix with LIKE wildcards matches literally
     assert store.running_with_worker_prefix("node_-") == []
+
+
+def test_what_lists_executions_leaves_their_output_out(store: Store) -> None:
+    """A page of a thousand executions read up to 64 MB of output tails that no listing shows:
+    lists carry none, the execution itself does."""
+    nj = one_off(T0, retry=RetryPolicy(max_attempts=2, initial_backoff_sec=0))
+    create(store, nj)
+    [ex] = claim_all(store, T0).executions
+    g = start(store, ex.execution_id, T0)
+    store.complete_executions([Completion(ex.execution_id, "w1", g.lease_epoch, Outcome.FAILED, output="o" * 1000,
+                                          error="e")], T0 + SEC)  # fmt: skip
+    full = store.get_execution(ex.execution_id)
+    assert full is not None and full.output == "o" * 1000 and full.status is ExecStatus.RETRY_WAIT
+    [ready] = store.ready_executions(T0 + MIN, 10)
+    [listed] = store.list_executions(nj.job_id, 10)
+    last = store.last_runs([nj.job_id])[nj.job_id]
+    for e in (ready, listed, last):
+        assert e.output is None and e.error == "e" and e.execution_id == ex.execution_id
+    g2 = start(store, ex.execution_id, T0 + MIN)
+    store.complete_executions([Completion(ex.execution_id, "w1", g2.lease_epoch, Outcome.FAILED, output="dead")], T0 + MIN)
+    [dead] = store.list_dead()
+    assert dead.output is None and store.get_execution(ex.execution_id).output == "dead"  # type: ignore[union-attr]

@@ -38,6 +38,12 @@ EXEC_COLUMNS = """
     error, output, reason, max_attempts, queue, context, origin
 """
 
+#: the same, without the output tail (up to 64 KiB an execution), for what lists executions
+#: and never shows an output (history, dead letters, last results, the dispatcher's refill): a
+#: page of 1,000 read 64 MB of it in the reader every tenant's reads share
+LISTED_EXEC_COLUMNS = EXEC_COLUMNS.replace("error, output,", "error, NULL AS output,")
+
+
 #: ``(%(tenant)s IS NULL OR …)``: a tenant-scoped read; NULL means any tenant (admin)
 _TENANT = "(%(tenant)s::text IS NULL OR {col} = %(tenant)s::text)"
 
@@ -393,7 +399,7 @@ WHERE NOT EXISTS (SELECT 1 FROM executions AS e WHERE e.job_id = %(id)s AND e.sc
 # ---------------------------------------------------------------- the ready queue
 
 READY_EXECUTIONS = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s AND queue IS NULL
   AND (available_at, execution_id) > (%(after_at)s::int8, %(after_id)s::text)
 ORDER BY available_at, execution_id LIMIT %(limit)s
@@ -523,7 +529,7 @@ WHERE execution_id = %(id)s AND {_TENANT.format(col="tenant")}
 """
 
 LIST_EXECUTIONS = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE job_id = %(job_id)s AND scheduled_at < %(before)s AND {_TENANT.format(col="tenant")}
 ORDER BY scheduled_at DESC LIMIT %(limit)s
 """
@@ -533,7 +539,7 @@ ORDER BY scheduled_at DESC LIMIT %(limit)s
 LAST_RUNS = f"""
 SELECT {EXEC_COLUMNS} FROM unnest(%(ids)s::text[]) AS w (id)
 CROSS JOIN LATERAL (
-    SELECT {EXEC_COLUMNS} FROM executions AS x
+    SELECT {LISTED_EXEC_COLUMNS} FROM executions AS x
     WHERE x.job_id = w.id AND x.started_at IS NOT NULL AND x.status <> 'PENDING'
     ORDER BY x.scheduled_at DESC LIMIT 1) AS e
 WHERE {_TENANT.format(col="e.tenant")}
@@ -569,7 +575,7 @@ ORDER BY recorded_at, key
 # ---------------------------------------------------------------- dead-letter queue
 
 LIST_DEAD = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE status = 'DEAD' AND execution_id > %(after)s AND {_TENANT.format(col="tenant")}
 ORDER BY execution_id LIMIT %(limit)s
 """

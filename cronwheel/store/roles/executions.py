@@ -22,7 +22,11 @@ from cronwheel.core.records import (
 class ExecutionStore(ABC):
     """An execution's life after its claim: handed out under a fenced lease, heartbeated,
     completed or expired, read back, its side effects recorded once, and, once DEAD, kept in
-    the dead-letter queue until replayed or purged."""
+    the dead-letter queue until replayed or purged.
+
+    What lists executions (``ready_executions``, ``list_executions``, ``last_runs``,
+    ``list_dead``) leaves their ``output`` out (None): no listing shows it, and a page of a
+    thousand read up to 64 MB of it. ``get_execution`` has it."""
 
     # ---- the ready queue
     @abstractmethod

@@ -45,6 +45,12 @@ EXEC_COLUMNS = """
     error, output, reason, max_attempts, queue, context, origin
 """
 
+#: the same, without the output tail (up to 64 KiB an execution), for what lists executions
+#: and never shows an output (history, dead letters, last results, the dispatcher's refill): a
+#: page of 1,000 read 64 MB of it in the reader every tenant's reads share
+LISTED_EXEC_COLUMNS = EXEC_COLUMNS.replace("error, output,", "error, NULL AS output,")
+
+
 # ---------------------------------------------------------------- jobs
 
 INSERT_TENANT = """
@@ -314,7 +320,7 @@ ORDER BY scheduled_at LIMIT ?3
 #: in the ready index's order; the page starts after the execution ?3 (at ?2), whose place in
 #: the index is looked up (-1 if it is gone, so that its ties are read again, never skipped)
 READY_EXECUTIONS = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?1 AND queue IS NULL
   AND (available_at, job_order, execution_id)
       > (?2, COALESCE((SELECT job_order FROM executions WHERE execution_id = ?3), -1), ?3)
@@ -422,7 +428,7 @@ SELECT {EXEC_COLUMNS} FROM executions WHERE execution_id = ?1 AND (?2 IS NULL OR
 """
 
 LIST_EXECUTIONS = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE job_id = :job_id AND scheduled_at < :before AND (:tenant IS NULL OR tenant = :tenant)
 ORDER BY scheduled_at DESC LIMIT :limit
 """
@@ -430,7 +436,7 @@ ORDER BY scheduled_at DESC LIMIT :limit
 #: each (JSON array) job's latest execution that started, newest tick first: RUNNING, waiting
 #: to retry, or ended after a start; ticks claimed ahead (PENDING) and never-run ones skipped
 LAST_RUNS = f"""
-SELECT {", ".join("e." + c.strip() for c in EXEC_COLUMNS.split(","))}
+SELECT {", ".join("e." + c.strip() for c in LISTED_EXEC_COLUMNS.split(",")).replace("e.NULL", "NULL")}
 FROM json_each(?1) AS w
 JOIN executions AS e ON e.execution_id = (
     SELECT x.execution_id FROM executions AS x
@@ -464,7 +470,7 @@ ORDER BY recorded_at, key
 # ---------------------------------------------------------------- dead-letter queue
 
 LIST_DEAD = f"""
-SELECT {EXEC_COLUMNS} FROM executions
+SELECT {LISTED_EXEC_COLUMNS} FROM executions
 WHERE status = 'DEAD' AND execution_id > ?1 AND (?2 IS NULL OR tenant = ?2)
 ORDER BY execution_id LIMIT ?3
 """
