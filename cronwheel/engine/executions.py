@@ -66,7 +66,14 @@ class ExecutionsMixin(NodeParts):
     async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
         now = self.clock.now_ms()
         verdict = await self._write(lambda s: s.record_effect(execution_id, lease_epoch, key, now))
-        self.events.emit("effect." + verdict.value, executionId=execution_id, leaseEpoch=lease_epoch, key=key)
+        level = suppressed = None
+        if verdict is not EffectVerdict.RECORDED:  # nothing was stored: a line a minute says so
+            if self.effect_log.allow((execution_id, verdict), self.clock.monotonic()):
+                suppressed = self.effect_log.suppressed
+            else:
+                level = "debug"
+        self.events.emit("effect." + verdict.value, level=level, executionId=execution_id, leaseEpoch=lease_epoch,
+                         key=key, suppressed=suppressed)  # fmt: skip
         return verdict
 
     # ---- dead-letter queue

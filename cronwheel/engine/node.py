@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from cronwheel.core.clock import Clock, SystemClock
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.engine.cluster import ClusterMember
 from cronwheel.engine.config import NodeConfig
@@ -41,6 +42,8 @@ __all__ = ["Node", "NodeConfig"]
 
 #: cluster mode: look for other nodes' dispatchable executions while fewer are queued here
 SHARED_REFILL_BELOW = 100
+#: an effect call that recorded nothing is logged at info once a minute per execution and verdict
+EFFECT_LOG_SEC = 60.0
 
 
 class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
@@ -118,6 +121,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         )
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
+        self.effect_log = OncePer(EFFECT_LOG_SEC)
         #: herd previews are counted one at a time: at most one core, whoever asks how often
         self.herd_turn = asyncio.Lock()
 

@@ -21,6 +21,7 @@ from typing import TypeVar
 from cronwheel.core.clock import Clock
 from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Job, JobStatus
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.engine.cluster import ClusterMember
 from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.disk import DiskWatch
@@ -60,6 +61,9 @@ class NodeParts:
     polls: QueuePolls
     disk: DiskWatch
     status_cache: StatusCache
+    #: effect calls that recorded nothing (duplicate, fenced, too many): a line a minute per
+    #: execution and verdict; a job calling in a loop wrote one a call, for nothing stored
+    effect_log: OncePer
     pool: WorkerPool | None  #: from ``start`` on
 
     def now_ms(self) -> int:

@@ -121,6 +121,26 @@ def test_cronwheel_effect_inside_a_job_records_once_then_duplicate_then_fenced(d
     assert ex["leaseEpoch"] == int(job_env["CRONWHEEL_LEASE_EPOCH"])
 
 
+def test_effect_calls_that_record_nothing_are_logged_once_a_minute(daemon: Daemon, tmp_path: Path):
+    """A job asking for the same effect in a loop wrote a log line a call, though nothing was
+    stored: the first duplicate is logged, the others are at debug level (still in the event
+    ring that `cronwheel logs` reads, and counted)."""
+    import json
+    import sys
+
+    codes = tmp_path / "codes"
+    effect = f"{sys.executable} -m cronwheel effect same-key"
+    job = daemon.add_job({"runAt": "2000-01-01T00:00:00Z",
+                          "command": "; ".join([f"{effect}; echo $? >> {codes}"] * 5)})
+    wait_for(lambda: succeeded(daemon, job["jobId"]), timeout=60, what="the job to finish")
+    assert codes.read_text().split() == ["0", "3", "3", "3", "3"]
+    assert len(daemon.events("effect.recorded")) == 1
+    [logged] = daemon.events("effect.duplicate")
+    assert logged["suppressed"] == 0 and logged["key"] == "same-key"
+    res = daemon.cli("logs", "--event", "effect.duplicate", "--json", "-n", "100")
+    assert [json.loads(line)["level"] for line in res.stdout.splitlines()] == ["info", "debug", "debug", "debug"]
+
+
 def test_an_execution_past_its_effects_bound_is_refused_with_a_reason(daemon: Daemon, tmp_path: Path):
     """Recording 10,000 effects over HTTP takes long: the count on the execution's row is set
     to one short of the bound, in the daemon's own SQLite file, while the job waits."""
