@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.model import ExecStatus
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import (
     Completion,
     CompletionResult,
@@ -31,6 +32,9 @@ from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
+
+#: a refused heartbeat or result is logged at info (warning) once a minute per execution
+FENCED_LOG_SEC = 60.0
 
 #: the event that logs a recorded outcome, by the execution's status after it
 OUTCOME_EVENTS: dict[ExecStatus | None, str] = {
@@ -77,6 +81,9 @@ class Dispatcher(DispatchLoop):
         )
         #: told that outcomes were recorded (their notifications are queued in the store)
         self.on_outcomes: Callable[[], None] | None = None
+        #: a refused heartbeat or result is logged at info once a minute per execution: a
+        #: remote worker repeating a stale call in a loop wrote a warning a call
+        self._fenced_log = OncePer(FENCED_LOG_SEC)
 
     # ---- loops
     def start(self, pool: WorkerPool) -> list[asyncio.Task[None]]:
@@ -182,8 +189,15 @@ class Dispatcher(DispatchLoop):
             if res.verdict is not LeaseVerdict.OK:
                 lost.append((xid, res.verdict.value))
                 self.release((xid,))  # the pool forgets it: that worker no longer runs it
-                self.events.emit("lease.fenced", executionId=xid, leaseEpoch=epoch, worker=worker_id, via="heartbeat", reason=res.verdict.value)
+                self._fenced(xid, epoch, worker_id, "heartbeat", res.verdict.value)
         return lost
+
+    def _fenced(self, execution_id: str, epoch: int, worker_id: str | None, via: str, reason: str) -> None:
+        """One ``lease.fenced``: a warning once a minute per execution, at debug level in
+        between; every one is counted (the fenced rejections metric)."""
+        self.events.emit_now_and_then(self._fenced_log, execution_id, self.clock.monotonic(), "lease.fenced",
+                                      executionId=execution_id, leaseEpoch=epoch, worker=worker_id, via=via,
+                                      reason=reason)  # fmt: skip
 
     async def _heartbeat_alone(self, triple: tuple[str, str, int], now: int) -> HeartbeatResult | None:
         try:
@@ -253,8 +267,7 @@ class Dispatcher(DispatchLoop):
         successes: list[dict[str, object]] = []  # one emit per batch: the common case of a herd
         for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
-                emit("lease.fenced", executionId=c.execution_id, leaseEpoch=c.lease_epoch,
-                     worker=c.worker_id, via="completion", reason=res.verdict.value)  # fmt: skip
+                self._fenced(c.execution_id, c.lease_epoch, c.worker_id, "completion", res.verdict.value)
                 continue
             fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
                       "status": res.status}

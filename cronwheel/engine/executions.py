@@ -66,14 +66,12 @@ class ExecutionsMixin(NodeParts):
     async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
         now = self.clock.now_ms()
         verdict = await self._write(lambda s: s.record_effect(execution_id, lease_epoch, key, now))
-        level = suppressed = None
-        if verdict is not EffectVerdict.RECORDED:  # nothing was stored: a line a minute says so
-            if self.effect_log.allow((execution_id, verdict), self.clock.monotonic()):
-                suppressed = self.effect_log.suppressed
-            else:
-                level = "debug"
-        self.events.emit("effect." + verdict.value, level=level, executionId=execution_id, leaseEpoch=lease_epoch,
-                         key=key, suppressed=suppressed)  # fmt: skip
+        fields = {"executionId": execution_id, "leaseEpoch": lease_epoch, "key": key}
+        if verdict is EffectVerdict.RECORDED:  # a row written: a line each
+            self.events.emit("effect.recorded", **fields)
+        else:  # nothing was stored: a line a minute says so
+            self.events.emit_now_and_then(self.effect_log, (execution_id, verdict), self.clock.monotonic(),
+                                          "effect." + verdict.value, **fields)  # fmt: skip
         return verdict
 
     # ---- dead-letter queue

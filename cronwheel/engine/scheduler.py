@@ -307,14 +307,12 @@ class Scheduler:
         run starts (an every-second job: a line a second): one line a minute per job says so,
         with how many it stands for (``suppressed``); the others are at debug level, still
         counted and streamed to ``cronwheel logs -f``."""
-        level = suppressed = None
+        fields = {"jobId": ex.job_id, "executionId": ex.execution_id, "reason": ex.reason}
         if kind_of(ex.reason) is SkipKind.BACKLOG:
-            if self._backlog_log.allow(ex.job_id, self.clock.monotonic()):
-                suppressed = self._backlog_log.suppressed
-            else:
-                level = "debug"
-        self.events.emit("execution.skipped", level=level, jobId=ex.job_id, executionId=ex.execution_id,
-                         reason=ex.reason, suppressed=suppressed)  # fmt: skip
+            self.events.emit_now_and_then(self._backlog_log, ex.job_id, self.clock.monotonic(), "execution.skipped",
+                                          **fields)  # fmt: skip
+        else:
+            self.events.emit("execution.skipped", **fields)
 
     def _rearm_at_tick(self, fired: list[tuple[int, int]]) -> None:
         """The wheel fires a tick its lead early, but overlap-guarded jobs are only claimed

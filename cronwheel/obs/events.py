@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cronwheel.core.instants import format_instant
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_stream, level_of
 
 
@@ -75,6 +76,16 @@ class EventLog:
         for fn in list(self._subscribers):
             fn(record)
         return record
+
+    def emit_now_and_then(self, limiter: OncePer, key: object, now: float, event: str, /, **fields: Any) -> dict[str, Any]:
+        """``event`` at its own level once per ``limiter``'s interval for ``key`` (``now``: a
+        monotonic time, the caller's clock's), carrying
+        ``suppressed`` (how many were held back since), and at debug level in between: a line
+        repeated in a loop (by a job, a worker, a tick held back) reaches the log once in a
+        while, and every one is still counted, kept in the ring and streamed."""
+        if limiter.allow(key, now):
+            return self.emit(event, suppressed=limiter.suppressed, **fields)
+        return self.emit(event, level="debug", **fields)
 
     def emit_many(self, event: str, items: Sequence[dict[str, Any]], level: str | None = None) -> None:
         """``event`` once per item (each item its fields), in order: the same records, counts,

@@ -141,6 +141,25 @@ def test_effect_calls_that_record_nothing_are_logged_once_a_minute(daemon: Daemo
     assert [json.loads(line)["level"] for line in res.stdout.splitlines()] == ["info", "debug", "debug", "debug"]
 
 
+def test_stale_results_repeated_are_a_warning_once_a_minute(daemon: Daemon):
+    """A worker repeating a refused call (a stale epoch) in a loop wrote a warning a call; the
+    first is logged, the others are at debug level and still counted."""
+    import json
+
+    job = daemon.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "sleep 3"})
+    [running] = wait_for(lambda: [e for e in daemon.executions(job["jobId"]) if e["status"] == "RUNNING"], timeout=30,
+                         what="the job to start")
+    stale = {"workerId": "zombie", "leaseEpoch": running["leaseEpoch"] + 7, "outcome": "failed"}
+    for _ in range(5):
+        assert daemon.post(f"/v1/executions/{running['executionId']}/complete", stale).status == 409
+    [logged] = wait_for(lambda: daemon.events("lease.fenced"), timeout=10, what="the warning")
+    assert logged["executionId"] == running["executionId"] and logged["suppressed"] == 0
+    res = daemon.cli("logs", "--event", "lease.fenced", "--json", "-n", "100")
+    assert [json.loads(line)["level"] for line in res.stdout.splitlines()] == ["warning"] + ["debug"] * 4
+    metrics = daemon.get("/metrics").body.decode()
+    assert 'cronwheel_fenced_rejections_total{via="completion"} 5.0' in metrics
+
+
 def test_an_execution_past_its_effects_bound_is_refused_with_a_reason(daemon: Daemon, tmp_path: Path):
     """Recording 10,000 effects over HTTP takes long: the count on the execution's row is set
     to one short of the bound, in the daemon's own SQLite file, while the job waits."""

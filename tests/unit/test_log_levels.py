@@ -94,3 +94,19 @@ def test_library_logs_and_tracebacks_become_one_line() -> None:
     assert (record["event"], record["level"], record["logger"]) == ("log.aiohttp", "error", "aiohttp.server.test")
     assert record["message"] == "Error handling request from 10.0.0.1"
     assert "RuntimeError: boom" in record["traceback"] and "Traceback" in record["traceback"]
+
+
+def test_a_line_repeated_in_a_loop_reaches_the_log_now_and_then() -> None:
+    """At its own level once per interval per key, with how many were held back; at debug
+    level in between, still counted and in the ring. A field may be called ``key``."""
+    from cronwheel.core.ratelimit import OncePer
+
+    out = io.StringIO()
+    log = EventLog("n1", out, fmt="json")
+    limiter = OncePer(60.0)
+    for second in (0.0, 1.0, 2.0, 61.0):
+        log.emit_now_and_then(limiter, "j:1", second, "lease.fenced", executionId="j:1", key="k")
+    log.emit_now_and_then(limiter, "j:2", 2.0, "lease.fenced", executionId="j:2")  # another key: its own line
+    assert [(r["executionId"], r["level"], r["suppressed"]) for r in _lines(out)] == [
+        ("j:1", "warning", 0), ("j:1", "warning", 2), ("j:2", "warning", 0)]
+    assert log.counts["lease.fenced"] == 5 and [r["level"] for r in log.ring][1:3] == ["debug", "debug"]
