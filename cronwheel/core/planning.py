@@ -15,7 +15,8 @@ grace::
 * a **recent** tick (``cut <= tick <= now``) is merely late (a herd, a slow claim): it always
   runs. At most ``MISFIRE_RUN_ALL_CAP`` ticks are planned per claim; the rest stay due
   (``next_run_at <= now``) and the next claim continues with them, so lateness never turns
-  into skipping.
+  into skipping. (What does is a backlog: an ``allow`` job whose runs are claimed but do not
+  start keeps at most ``MAX_WAITING_RUNS`` of them overdue, see :func:`decide_claim`.)
 * a **missed** tick (``tick < cut``) is handled by the job's :class:`MisfirePolicy`: RUN_ALL
   runs them up to the cap and skips the rest, RUN_ONCE collapses them into one run, SKIP
   skips them all.
