@@ -23,6 +23,7 @@ from cronwheel.cli.render import (
     parse_iso,
     safe,
 )
+from cronwheel.core import skips
 from cronwheel.core.words import counted
 
 
@@ -180,7 +181,7 @@ def history_rows(executions: Sequence[dict[str, Any]], target: Mapping[str, Any]
             fmt_local(e.get("scheduledAt")),
             fmt_local(e.get("startedAt")),
             fmt_lag(e.get("lagMs")),
-            e.get("status", "-"),
+            _status_with_why(e),
             str(e.get("origin") or "schedule").replace("_", "-"),
             f"{e.get('attempt', 0)}/{e.get('maxAttempts', '?')}",
             str(e.get("leaseEpoch", 0)),
@@ -188,6 +189,17 @@ def history_rows(executions: Sequence[dict[str, Any]], target: Mapping[str, Any]
             e["executionId"],
         ])
     return rows
+
+
+def _status_with_why(e: Mapping[str, Any]) -> str:
+    """A SKIPPED tick's status says in a word why it did not run (``cronwheel logs EXECUTION``
+    has the whole reason): overlap, misfire, calendar or backlog."""
+    status = str(e.get("status", "-"))
+    if status == "SKIPPED":
+        kind = skips.kind_of(e.get("reason"))
+        if kind is not skips.SkipKind.OTHER:
+            return f"{status} ({kind.value})"
+    return status
 
 
 DLQ_COLUMNS = ("EXECUTION", "SCHEDULED", "ATTEMPTS", "EXIT", "ERROR")

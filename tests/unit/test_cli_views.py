@@ -26,6 +26,20 @@ def test_history_shows_an_http_runs_code_as_its_status() -> None:
     assert (http_row[exit_column], command_row[exit_column]) == ("HTTP 200", "0")
 
 
+def test_history_says_in_a_word_why_a_tick_was_skipped() -> None:
+    status = views.HISTORY_COLUMNS.index("STATUS")
+    rows = views.history_rows([
+        {"executionId": "j:1", "status": "SKIPPED", "reason": "overlap: j:0 still running"},
+        {"executionId": "j:2", "status": "SKIPPED", "reason": "backlog: 100 runs of this job are overdue and waiting to start"},
+        {"executionId": "j:3", "status": "SKIPPED", "reason": "calendar: holidays"},
+        {"executionId": "j:4", "status": "SKIPPED", "reason": "misfire: 3 ticks skipped from a to b"},
+        {"executionId": "j:5", "status": "SKIPPED", "reason": "schedule error, job paused: bad zone"},
+        {"executionId": "j:6", "status": "CANCELLED", "reason": "replaced by j:7"},
+    ])
+    assert [row[status] for row in rows] == [
+        "SKIPPED (overlap)", "SKIPPED (backlog)", "SKIPPED (calendar)", "SKIPPED (misfire)", "SKIPPED", "CANCELLED"]
+
+
 def test_a_dead_http_runs_code_reads_as_its_status() -> None:
     exit_column = views.DLQ_COLUMNS.index("EXIT")
     rows = views.dlq_rows([
