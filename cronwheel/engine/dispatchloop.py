@@ -303,7 +303,7 @@ class DispatchLoop:
                 self.meta.pop(xid, None)  # started, or no longer dispatchable: either way done here
             for worker_id, worker_grants in by_worker.items():
                 self.pool.send_grants(worker_id, worker_grants)
-            if len(grants) < len(assignment):
+            if len(grants) < len(assignment):  # cancelled, paused, superseded or started elsewhere meanwhile
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))
 
     async def _start_isolated(self, starts: list[StartRequest], at: int) -> tuple[list[Grant], dict[str, Exception]]:

@@ -44,7 +44,6 @@ EVENT_LEVELS: dict[str, str] = {
     "pool.connection_refused": "warning",
     "pool.abort": "info",
     "http.bad_request": "warning",
-    "dispatch.dropped": "warning",
     "completion.deferred": "warning",
     "job.submit_retry": "warning",
     "tenant.rate_limited": "warning",

@@ -78,3 +78,16 @@ def test_last_result_is_the_latest_run_that_started_never_a_tick_claimed_ahead(d
     listed = daemon.cli("ls")
     row = next(line for line in listed.stdout.splitlines() if line.startswith(job_id))
     assert "LAST RESULT" in listed.stdout.splitlines()[0] and ("SUCCEEDED" in row or "RUNNING" in row), listed.stdout
+
+
+def test_cancelling_a_job_with_ticks_claimed_ahead_logs_no_warning(daemon: Daemon) -> None:
+    """Its ticks claimed ahead are cancelled in the store; the node drops them from its queue
+    when their time comes. That is the cancel working, not something for `journalctl -p
+    warning`: the tour's `cronwheel cancel ticker` printed two warnings in the daemon's log."""
+    job = daemon.add_job({"schedule": "* * * * * *", "command": "true", "name": "ticker"})
+    wait_for(lambda: any(e["status"] == "PENDING" for e in daemon.executions(job["jobId"])), timeout=30,
+             what="a tick claimed ahead")
+    assert daemon.cli("cancel", "ticker").returncode == 0
+    dropped = daemon.wait_event("dispatch.dropped", timeout=30)
+    assert dropped["level"] == "info" and dropped["count"] >= 1
+    assert [e["event"] for e in daemon.events() if e["level"] in ("warning", "error", "critical")] == []
