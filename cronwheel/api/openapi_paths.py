@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from cronwheel.core.ids import EXECUTION_ID_REGEX, JOB_ID_REGEX
-from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION, MAX_TENANT_CALENDARS
+from cronwheel.core.limits import (
+    MAX_EFFECTS_PER_EXECUTION,
+    MAX_TENANT_CALENDARS,
+    MAX_TENANT_WAITING,
+)
 
 OPENAPI_VERSION = "3.1.0"
 INFO: dict[str, Any] = {
@@ -378,7 +382,9 @@ PATHS: dict[str, Any] = {
             "summary": "Run a job now, outside its schedule",
             "description": (
                 "The run is a submission: it takes one token of the tenant's "
-                "`submitRate` (429 with `Retry-After` when its bucket is empty)."
+                "`submitRate` (429 with `Retry-After` when its bucket is empty). A "
+                "local target's run is also refused (429, `quota: waiting`) while "
+                f"{MAX_TENANT_WAITING} of the tenant's runs wait to start on the node."
             ),
             "responses": {
                 "202": answer(
@@ -464,7 +470,9 @@ PATHS: dict[str, Any] = {
                 "identity makes a repeated backfill create nothing. Each tick of the "
                 "range takes a token of the tenant's `submitRate`, all or none (429; a "
                 "range of more ticks than `submitBurst` can never pass: backfill smaller "
-                "ranges); a dry run takes none."
+                "ranges); a dry run takes none. A local target's ticks are refused "
+                "whole (429, `quota: waiting`) when they would take the tenant's runs "
+                f"waiting to start on the node past {MAX_TENANT_WAITING}."
             ),
             "requestBody": json_body("BackfillRequest"),
             "responses": {

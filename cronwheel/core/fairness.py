@@ -41,6 +41,10 @@ class FairQueue(Generic[T]):
     def depth_by_tier(self) -> list[int]:
         return [sum(len(q) for q in tier.items.values()) for tier in self._tiers]
 
+    def depth_of(self, tenant: str) -> int:
+        """How many of ``tenant``'s items are queued, all tiers together (O(tiers))."""
+        return sum(len(q) for tier in self._tiers if (q := tier.items.get(tenant)) is not None)
+
     def depth_by_tenant(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for tier in self._tiers:

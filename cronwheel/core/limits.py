@@ -4,7 +4,13 @@ Whatever enters the daemon (HTTP bodies, headers, paths, query strings, worker f
 checked against these before it can reach shared state: a value that fits here fits every
 store and every wire format past the boundary (SQLite's and PostgreSQL's 64-bit integers and
 text, msgpack frames, RFC 3339 years of four digits). New fields take their bounds from here,
-and ``LIMITS`` is the table that docs/security.md prints (a test keeps the two equal).
+and ``LIMITS`` is the table that docs/security.md prints (a test keeps the two equal). The
+few bounds on what may pile up rather than enter (a job's waiting runs, a tenant's, an
+execution's effects) are in the same table: an operator reads them in the same place.
+
+Why one module: it is the one table of limits, so that a bound is never defined twice or
+beside its code (a test refuses ``MAX_*`` names elsewhere in api/ and core/), and the table,
+its constants and the text checks they feed are read together.
 
 Pure: no I/O, no clock.
 """
@@ -109,6 +115,11 @@ MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
 #: ever, each a row the retention never removes and, for a local target, memory in the
 #: daemon: 500 every-second jobs held at ``maxRunning 1`` grew the daemon by ~0.9 GB an hour.
 MAX_WAITING_RUNS = 100
+#: a tenant's local runs waiting in one node's ready queue, past which the runs it asks for (a
+#: trigger, a backfill) are refused (429): each costs the daemon ~0.5 KB until it starts, and
+#: without a submitRate a tenant held at maxRunning could queue them until the node ran out
+#: of memory. Its scheduled ticks are not refused (MAX_WAITING_RUNS bounds each job's).
+MAX_TENANT_WAITING = 100_000
 MAX_HERD_EVALUATIONS = 200_000  #: schedule evaluations one herd preview may make (each ~20-30 µs)
 #: the output tail a ping may carry (the rest of a long log belongs elsewhere)
 MAX_PING_OUTPUT_CHARS = 65_536
@@ -220,6 +231,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
     Limit("waiting runs", f"{MAX_WAITING_RUNS} runs",
           "a recurring job's overdue scheduled runs not yet started (its further ticks: SKIPPED, reason backlog)"),
+    Limit("waiting runs of a tenant", f"{MAX_TENANT_WAITING} runs",
+          "per node: a trigger or backfill that would queue more of a tenant's local runs is refused (429, quota waiting)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",
           "one GET /v1/herd or cronwheel lint (beyond: 422 herd_too_large); one at a time per node"),
     Limit("ping output", f"{MAX_PING_OUTPUT_CHARS} characters", "POST /v1/jobs/{id}/ping (the tail is kept)"),

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cronwheel.core.limits import MAX_TENANT_WAITING
 from cronwheel.core.model import JobSpec
 from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
@@ -46,6 +47,8 @@ TOKEN_CACHE_SEC = 5.0
 TOKEN_STALE_GRACE_SEC = 300.0
 TOKEN_CACHE_MAX = 10_000
 ADMIN_TOKEN_FILE = "admin-token"
+#: the Retry-After of a run refused because too many of its tenant's wait already
+WAITING_RETRY_SEC = 30.0
 JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most this often
 
 
@@ -124,7 +127,10 @@ class TenancyMixin(NodeParts):
         Retry-After when its bucket is short) and return its registered-jobs quota, which the
         store checks. Each new job, triggered run, backfilled tick and run reported by a ping is a
         submission (``what``: ``job``, ``run``, ``tick`` or ``report``, for the refusal's
-        words): each makes durable work."""
+        words): each makes durable work. A run or tick of a local target is also refused while
+        the tenant has ``MAX_TENANT_WAITING`` runs in this node's ready queue."""
+        if what in ("run", "tick") and spec.target.get("queue") is None:
+            self._refuse_past_waiting(spec.tenant, count)
         t = self._tenants.get(spec.tenant)
         if t is None:
             return None
@@ -149,6 +155,17 @@ class TenancyMixin(NodeParts):
             )
         self._rate_limited.discard(t.name)
         return t.max_jobs
+
+    def _refuse_past_waiting(self, tenant: str, count: int) -> None:
+        waiting = self.dispatcher.queue.depth_of(tenant)
+        if waiting + count > MAX_TENANT_WAITING:
+            limit = self.tenant_config(tenant).max_running
+            held = f" (its maxRunning is {limit})" if limit is not None else ""
+            raise TooManyRequests(
+                f"tenant {tenant!r} has {waiting} runs waiting to start on this node{held}; at most "
+                f"{MAX_TENANT_WAITING} may wait, so {count} more cannot be queued now: retry once some have started",
+                retry_after_sec=WAITING_RETRY_SEC, quota="waiting", waiting=waiting,
+            )
 
     def note_jobs_quota(self, tenant: str) -> None:
         """A submission of ``tenant`` was refused for its maxJobs: logged at most every

@@ -86,3 +86,12 @@ def test_every_item_popped_exactly_once_in_tier_order_and_fifo_per_tenant(pushes
             seq = [x[2] for x in out if x[1] == tenant and x[0] == tier]
             assert seq == sorted(seq)
     assert len(q) == 0
+
+
+def test_a_tenants_depth_counts_every_tier_and_follows_pops():
+    q = FairQueue(tiers=3)
+    for tier, tenant in [(0, "a"), (2, "a"), (2, "a"), (1, "b")]:
+        q.push(tier, tenant, f"{tenant}{tier}")
+    assert (q.depth_of("a"), q.depth_of("b"), q.depth_of("nobody")) == (3, 1, 0)
+    assert q.pop() == "a0" and q.depth_of("a") == 2
+    assert q.depth_by_tenant() == {"a": 2, "b": 1}
