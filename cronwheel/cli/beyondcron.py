@@ -330,6 +330,12 @@ def backfill(app: Cli, /, job: str, from_: str | None, to: str | None, dry_run: 
         render.emit_error(f"stopped after {done} of {counted(sum(c[2] for c in chunks), 'tick')}: {counted(total['created'], 'execution')} created; "
                           f"`cronwheel backfill {job} --cancel` cancels those not run yet")  # fmt: skip
         sys.exit(130)
+    except ApiError:
+        if done:  # the pieces before the refused one were made: say so before the refusal
+            render.emit_note(f"the daemon refused the backfill after {done} of {counted(sum(c[2] for c in chunks), 'tick')}: "
+                             f"{counted(total['created'], 'execution')} created; running the same backfill again later "
+                             "creates only the rest")  # fmt: skip
+        raise
     if as_json:
         render.emit_json({"jobId": target["jobId"], "from": format_instant(start), "to": format_instant(end), "dryRun": dry_run,
                           **total, **({"plannedTicks": planned} if dry_run else {})})  # fmt: skip

@@ -464,3 +464,25 @@ def test_a_backfill_never_starves_live_work(make_daemon) -> None:
     assert waiting > 0, "the backfill drained before the live job ran: nothing was shown"
     assert started > 0, "the backfill itself runs meanwhile (batch tier, not stopped)"
     assert ran >= 3
+
+
+def test_a_backfill_refused_half_way_says_what_it_made(daemon: Daemon) -> None:
+    """The CLI sends a range in pieces of 500 ticks: when the daemon refuses one (here the
+    tenant's submitBurst runs out), the pieces before it were made, and the CLI says how many
+    before the refusal, rather than only the refusal."""
+    import os
+    import subprocess
+    import sys
+
+    assert daemon.cli("tenant", "add", "slow", "--rate", "0.001", "--burst", "600", "--allow-shell").returncode == 0
+    token = daemon.cli("token", "create", "--tenant", "slow").stdout.splitlines()[0].strip()
+    env = {**os.environ, **daemon.cli_env(), "CRONWHEEL_TOKEN": token, "CRONWHEEL_URL": daemon.url}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, timeout=60)
+
+    assert cli("add", "--name", "minutely", "* * * * *", "true").returncode == 0  # one token of 600
+    res = cli("backfill", "minutely", "--from", "-999m", "--to", "now")  # ~1,000 ticks: 500 pass, 500 do not
+    assert res.returncode == 1, res
+    assert "the daemon refused the backfill after 500 of " in res.stderr and "500 executions created" in res.stderr
+    assert "submits more than its quota" in res.stderr and "Traceback" not in res.stderr
