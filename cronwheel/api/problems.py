@@ -72,7 +72,14 @@ class Problem(Exception):
         self.extra = extra
 
 
+#: a problem's detail is cut past this many characters: the messages are a line or two, but
+#: some quote what they were given (a 404's id, up to the 8 KiB of a request line)
+DETAIL_CHARS = 1000
+
+
 def problem_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> web.Response:
+    if len(detail) > DETAIL_CHARS:
+        detail = f"{detail[: DETAIL_CHARS - 40]}… ({len(detail) - DETAIL_CHARS + 40} more characters)"
     body: dict[str, Any] = {
         "type": f"urn:cronwheel:problem:{code}",
         "title": HTTPStatus(status).phrase,

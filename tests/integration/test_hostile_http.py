@@ -196,6 +196,9 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     assert body["detail"] == "malformed JSON: an integer of more than 4300 digits", body
     for path in ("/v1/jobs/" + quote("\u2603" * 100), "/v1/executions/a:b:c", "/v1/jobs/%2e%2e%2f"):
         problem(daemon.get(path), 404)
+    # an id it was given is quoted back, not all 7,000 characters of it
+    body = problem(daemon.get("/v1/jobs/" + "j" * 7000), 404)
+    assert len(body["detail"]) <= 1000 and body["detail"].startswith("no job 'jjj") and "more characters)" in body["detail"]
     problem(daemon.get("/v1/jobs/%00"), 400)  # NUL is refused at the boundary, whatever the route
     problem(daemon.request("DELETE", "/v1/dlq/%2e%2e%2f"), 404)
     alive(daemon)
