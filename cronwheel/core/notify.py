@@ -549,12 +549,28 @@ def after_failed_delivery(attempt: int, rule: Rule, now_ms: int, rand01: float) 
     return NotificationStatus.PENDING, after.available_at
 
 
+def unallowed_recipient(rule: Rule, allow: tuple[str, ...]) -> str | None:
+    """The first of an email rule's recipients whose domain the allow-list does not hold (None:
+    every one's does, or the list is empty: any). A tenant restricted to its own hosts could
+    otherwise have the operator's mail relay write, with words of its choosing (a job's name,
+    its output), to any address."""
+    for address in rule.to:
+        if not host_allowed(address.rpartition("@")[2], allow):
+            return address
+    return None
+
+
 def rules_refusal(rules: tuple[Rule, ...], principal: Principal, field: str = "notify") -> Refusal | None:
     """Why ``principal`` may not save these rules (None: it may): a webhook obeys the same
-    HTTP allow-list as HTTP targets, a command needs the same permission as command targets."""
+    HTTP allow-list as HTTP targets, and so do an email rule's recipients' domains; a command
+    needs the same permission as command targets."""
     if principal.is_admin:
         return None
     for i, rule in enumerate(rules):
+        if rule.via is Via.EMAIL and (address := unallowed_recipient(rule, principal.http_allow)) is not None:
+            return Refusal(f"{field}[{i}].to[{rule.to.index(address)}]",
+                           f"email rules of tenant {principal.tenant!r} may write only to domains in its allow-list "
+                           f"({', '.join(principal.http_allow)}); not {address!r}")  # fmt: skip
         if rule.via is Via.WEBHOOK:
             host = urlsplit(rule.url or "").hostname or ""
             if not host_allowed(host, principal.http_allow):

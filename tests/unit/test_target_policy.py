@@ -89,3 +89,16 @@ def test_a_tenants_own_list_wins_over_the_daemons() -> None:
                                           ("a b", False), ("x" * 65, False), ("caf\u00e9", False), ("acme\n", False)])
 def test_tenant_names(name: str, ok: bool) -> None:
     assert valid_tenant_name(name) is ok
+
+
+def test_an_email_rules_recipients_obey_the_allow_list_by_their_domain() -> None:
+    from cronwheel.core import notify as nt
+
+    rule = nt.rule_from_json({"on": "failure", "via": "email", "to": ["ops@acme.test", "x@mail.acme.test", "v@evil.test"]})
+    assert nt.unallowed_recipient(rule, ("acme.test", "*.acme.test")) == "v@evil.test"
+    assert nt.unallowed_recipient(rule, ()) is None  # no list: any host, any domain
+    restricted = Principal(Role.TENANT, "acme", http_allow=("acme.test",))
+    refusal = nt.rules_refusal((rule,), restricted)
+    assert refusal is not None and refusal.field == "notify[0].to[1]" and "'x@mail.acme.test'" in refusal.detail
+    assert nt.rules_refusal((rule,), Principal(Role.ADMIN)) is None
+    assert nt.rules_refusal((rule,), Principal(Role.TENANT, "acme")) is None
