@@ -193,7 +193,7 @@ class NotificationDeliverer:
         if n.rule.via is nt.Via.WEBHOOK:
             await channels.send_webhook(self._http(), n, self.http_allow(n.tenant), self.clock.now_ms() // 1000, timeout)
         elif n.rule.via is nt.Via.EMAIL:
-            await channels.send_email(self.mail, n, self.http_allow(n.tenant), timeout)
+            await channels.send_email(self.mail, n, timeout)
         else:
             await channels.send_command(n, self.command_env, timeout)
 
