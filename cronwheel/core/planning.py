@@ -54,12 +54,7 @@ from dataclasses import dataclass
 from cronwheel.core.calendar import Exclusions, split_excluded
 from cronwheel.core.ids import execution_id
 from cronwheel.core.limits import MAX_WAITING_RUNS
-from cronwheel.core.model import (
-    MISFIRE_GRACE_MS,
-    MISFIRE_RUN_ALL_CAP,
-    MisfirePolicy,
-    OverlapPolicy,
-)
+from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
 from cronwheel.core.schedule import jitter_offset_ms
 from cronwheel.core.skips import SkipReason, catch_up_text
 
