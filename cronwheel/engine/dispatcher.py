@@ -29,12 +29,9 @@ from cronwheel.core.records import (
 from cronwheel.engine.dispatchloop import DispatchLoop
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
-
-#: a refused heartbeat or result is logged at info (warning) once a minute per execution
-FENCED_LOG_SEC = 60.0
 
 #: the event that logs a recorded outcome, by the execution's status after it
 OUTCOME_EVENTS: dict[ExecStatus | None, str] = {
@@ -81,9 +78,9 @@ class Dispatcher(DispatchLoop):
         )
         #: told that outcomes were recorded (their notifications are queued in the store)
         self.on_outcomes: Callable[[], None] | None = None
-        #: a refused heartbeat or result is logged at info once a minute per execution: a
-        #: remote worker repeating a stale call in a loop wrote a warning a call
-        self._fenced_log = OncePer(FENCED_LOG_SEC)
+        #: a refused heartbeat or result is a warning once a minute per execution: a remote
+        #: worker repeating a stale call in a loop wrote a warning a call
+        self._fenced_log = OncePer(REPEAT_LOG_SEC)
 
     # ---- loops
     def start(self, pool: WorkerPool) -> list[asyncio.Task[None]]:

@@ -34,7 +34,7 @@ from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store
 from cronwheel.worker.pool import WorkerPool
 
@@ -42,8 +42,6 @@ __all__ = ["Node", "NodeConfig"]
 
 #: cluster mode: look for other nodes' dispatchable executions while fewer are queued here
 SHARED_REFILL_BELOW = 100
-#: an effect call that recorded nothing is logged at info once a minute per execution and verdict
-EFFECT_LOG_SEC = 60.0
 
 
 class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
@@ -121,7 +119,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         )
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
-        self.effect_log = OncePer(EFFECT_LOG_SEC)
+        self.effect_log = OncePer(REPEAT_LOG_SEC)
         #: herd previews are counted one at a time: at most one core, whoever asks how often
         self.herd_turn = asyncio.Lock()
 

@@ -30,7 +30,7 @@ from cronwheel.core.skips import SkipKind, kind_of
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class Scheduler:
         self.health = LoopHealth(events, clock, "scheduler")
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
         self._set_aside_log = OncePer(60.0)
-        self._backlog_log = OncePer(60.0, max_keys=50_000)  #: backlog skips logged at info, per job
+        self._backlog_log = OncePer(REPEAT_LOG_SEC, max_keys=50_000)  #: backlog skips logged at info, per job
         self._steps = StepDetector()
 
     # ---- notifications from the rest of the node

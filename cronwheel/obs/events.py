@@ -23,6 +23,8 @@ from cronwheel.core.instants import format_instant
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_stream, level_of
 
+#: how often a line repeated in a loop reaches the log (``EventLog.emit_now_and_then``)
+REPEAT_LOG_SEC = 60.0
 
 class EventLog:
     def __init__(
@@ -78,11 +80,11 @@ class EventLog:
         return record
 
     def emit_now_and_then(self, limiter: OncePer, key: object, now: float, event: str, /, **fields: Any) -> dict[str, Any]:
-        """``event`` at its own level once per ``limiter``'s interval for ``key`` (``now``: a
-        monotonic time, the caller's clock's), carrying
-        ``suppressed`` (how many were held back since), and at debug level in between: a line
-        repeated in a loop (by a job, a worker, a tick held back) reaches the log once in a
-        while, and every one is still counted, kept in the ring and streamed."""
+        """``event`` at its own level once per ``limiter``'s interval for ``key`` (``now``: the
+        caller's clock's monotonic time), carrying ``suppressed`` (how many were held back
+        since), and at debug level in between: a line repeated in a loop (by a job, a worker, a
+        tick held back) reaches the log once in a while, and every one is still counted, kept in
+        the ring and streamed. ``REPEAT_LOG_SEC`` is the interval its callers use."""
         if limiter.allow(key, now):
             return self.emit(event, suppressed=limiter.suppressed, **fields)
         return self.emit(event, level="debug", **fields)
