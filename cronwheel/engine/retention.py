@@ -23,8 +23,8 @@ from cronwheel.store.base import Store
 PRUNE_JOBS_PER_CALL = 200
 PRUNE_EXECUTIONS = 1000
 PRUNE_NOTIFICATIONS = 1000
-#: jobs read per call for settled ones (outside the write transaction), and the rows their
-#: deletion may take at most in one transaction
+#: jobs read per call for settled ones (outside any write transaction), and the rows their
+#: deletion may take at most in one call
 PRUNE_SETTLED_JOBS = 1000
 PRUNE_SETTLED_ROWS = 500
 

@@ -250,13 +250,18 @@ class SharedHistory(Backend):
         self, older_than_ms: int, after_job: str | None, jobs_per_call: int, max_rows: int
     ) -> tuple[int, str | None]:
         jobs = self._outbox_read(lambda s: settled.page(s, after_job, jobs_per_call))
-        candidates = [job_id for job_id, status in jobs if status in settled.SETTLED]
-        if candidates:
-            deleted, stopped_at = self._outbox_write(lambda s: settled.prune(s, candidates, older_than_ms, max_rows))
+        settled_ids = [job_id for job_id, status in jobs if status in settled.SETTLED]
+        deleted = rows = 0
+        for start in range(0, len(settled_ids), settled.CHECK_CHUNK):
+            chunk = settled_ids[start : start + settled.CHECK_CHUNK]
+            ready = self._outbox_read(functools.partial(settled.done_with, job_ids=chunk, older_than_ms=older_than_ms))
+            if not ready:
+                continue
+            prune = functools.partial(settled.prune, job_ids=ready, older_than_ms=older_than_ms, max_rows=max_rows - rows)
+            gone, used, stopped_at = self._outbox_write(prune)
+            deleted, rows = deleted + gone, rows + used
             if stopped_at is not None:
                 return deleted, stopped_at
-        else:
-            deleted = 0
         return deleted, jobs[-1][0] if len(jobs) == jobs_per_call else None
 
 

@@ -34,8 +34,9 @@ class HistoryStore(ABC):
         ``older_than_ms``, every execution finished before it and none DEAD, no notification
         about them still to tell. Each goes with its executions (and their effects), watch,
         idempotency keys, name and definition (``store/settled.py``). Reads the next
-        ``jobs_per_call`` jobs after ``after_job`` (id order), then deletes the settled ones
-        among them in one transaction that ends early once ``max_rows`` rows were deleted.
+        ``jobs_per_call`` jobs after ``after_job`` (id order), then checks the settled ones
+        among them a few at a time outside any write transaction, and deletes those it found in
+        short write transactions, stopping once ``max_rows`` rows were deleted.
         Returns ``(jobs deleted, cursor)``: pass the cursor back as ``after_job``; None when
         the pass over all jobs is complete."""
 
