@@ -43,6 +43,9 @@ MAX_HELLO = 4096  #: a hello is tiny: an unknown peer cannot make us buffer a wh
 MAX_BACKLOG = 8 << 20
 #: a worker above MAX_BACKLOG that takes no byte for this long has stopped reading: it is lost
 STALL_SEC = 10.0
+#: a worker's process exited: how long its last frames (results written just before it exited)
+#: may take to be read and handled before its executions are taken for lost
+EXIT_READ_SEC = 5.0
 DRAIN_CHECK_SEC = 0.25  #: how often a watched backlog is looked at
 READ_CHUNK = 256 * 1024
 
@@ -206,7 +209,17 @@ class Connections:
         finally:
             if w is not None:
                 self._lose(w, "connection closed")
+                w.hung_up.set()
             writer.close()
+
+    async def read_to_the_end(self, w: PoolWorker) -> None:
+        """``w``'s process exited: let its connection be read to the end first, so that the
+        results it sent just before exiting are applied, not taken for lost work (the exit
+        and the last bytes on the socket arrive in either order). Bounded: EXIT_READ_SEC."""
+        if w.writer is None or w.lost:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(w.hung_up.wait(), EXIT_READ_SEC)
 
     async def _serve(self, w: PoolWorker, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder(FROM_WORKER)

@@ -155,7 +155,9 @@ class WorkerPool:
         procs = [w.proc for w in alive if w.proc is not None]
         if procs:
             await asyncio.wait([asyncio.ensure_future(p.wait()) for p in procs], timeout=KILL_AFTER_SEC + 1)
-        for w in list(self._roster.workers.values()):
+        workers = list(self._roster.workers.values())
+        await asyncio.gather(*(self._links.read_to_the_end(w) for w in workers))
+        for w in workers:
             self._lose(w, "pool stopped")
         await self._links.close()
         for t in self._supervisors:
@@ -369,6 +371,7 @@ class WorkerPool:
                     await asyncio.shield(w.proc.wait())
                 raise
             self._log("pool.worker_exited", worker=worker_id, pid=w.proc.pid, code=code)
+            await self._links.read_to_the_end(w)
             self._lose(w, f"process exited with {code}")
             if self._stopping:
                 return

@@ -942,6 +942,57 @@ def test_stop_lets_running_jobs_finish_within_grace() -> None:
     run(main())
 
 
+class GatedRecorder(Recorder):
+    """Its first on_results waits for ``gate``: the connection's reader is held there (a slow
+    store), and what the worker writes meanwhile stays unread on the socket."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.held = False
+
+    async def on_results(self, worker_id: str, results: list[Completion]) -> None:
+        if not self.held:
+            self.held = True
+            await self.gate.wait()
+        await super().on_results(worker_id, results)
+
+
+def test_results_a_worker_wrote_before_it_exited_are_applied_not_taken_for_lost_work() -> None:
+    """A worker's exit and its last bytes on the socket reach the daemon in either order. A
+    result still unread when the exit was seen used to be reported lost (and run again)
+    although the worker had sent it: the pool now reads the connection to its end first."""
+
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        h = GatedRecorder()
+        events: list[tuple[str, dict[str, Any]]] = []
+        pool = WorkerPool(tmp / "w.sock", h, n_workers=1, slots=2, node_id="test", env={"PYTHONPATH": str(REPO)},
+                          log=lambda event, fields: events.append((event, fields)))  # fmt: skip
+        try:
+            await pool.start()
+            await pool.wait_ready(timeout_sec=30)
+            first, second = grant(shell("true")), grant(shell("sleep 0.3; echo second"))
+            [(worker_id, n)] = pool.assign(2)
+            assert n == 2
+            pool.send_grants(worker_id, [first, second])
+            await until(lambda: h.held, what="the first result, held in the handler")
+            [pid] = pool.worker_pids().values()
+            stopping = asyncio.ensure_future(pool.stop(grace_sec=10))  # bye: the worker ends its run, then exits
+            await until(lambda: not alive(pid), what="the worker to exit with the second result unread")
+            h.gate.set()
+            await stopping
+            assert h.lost == [], "a result the worker sent is not lost work"
+            assert h.results[second.execution_id].outcome is Outcome.SUCCEEDED
+            assert h.results[second.execution_id].output == "second\n"
+            assert set(h.results) == {first.execution_id, second.execution_id}
+        finally:
+            h.gate.set()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run(main())
+
+
 def test_stale_socket_is_replaced_and_a_live_one_refused() -> None:
     async def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
