@@ -105,6 +105,7 @@ class DispatchLoop:
         self._wake = asyncio.Event()
         self._stopping = False
         self._accepting = True
+        self._passing = asyncio.Lock()  #: held by a dispatch pass (``_dispatch_pass``)
         self.last_loop_ms = clock.now_ms()
         #: told about queue-target executions that became dispatchable here (claimed, triggered,
         #: retried, replayed), to wake remote workers' long polls; set by the node
@@ -152,20 +153,24 @@ class DispatchLoop:
         """Shutting down: keep dispatching until every execution waiting here for a time up
         to ``until_ms`` (the ticks claimed ahead) became due and was offered to the workers.
         Left PENDING, they would run late after a restart, one per claimed-ahead tick, beside
-        the catch-up run the misfire policy plans for the downtime."""
+        the catch-up run the misfire policy plans for the downtime. Each pass is made here,
+        not left to the loop, so that what came due is offered before this returns."""
         while self._accepting and not self._stopping:
             nxt = self.delayed.next_expiry()
             if nxt is None or nxt > until_ms:
                 break
-            self._wake.set()
             await asyncio.sleep(max(0.005, (nxt - self.clock.now_ms()) / 1000))
-        self._wake.set()
-        await asyncio.sleep(0)  # one dispatch turn for what just came due
+            await self._dispatch_pass()
 
-    def stop_accepting(self) -> None:
-        """Shutting down: grant nothing more (queued executions stay PENDING in the store)."""
+    async def stop_accepting(self) -> None:
+        """Shutting down: grant nothing more (queued executions stay PENDING in the store).
+        Returns once a pass under way has sent its grants: its executions are RUNNING in the
+        store, and a worker told ``bye`` before their grants arrived would leave them to be
+        run again (the daemon's stop) or, for want of a result, to their leases' expiry."""
         self._accepting = False
         self._wake.set()
+        async with self._passing:
+            pass
 
     async def refill(self) -> int:
         """Load dispatchable executions from the store that are not queued here yet."""
@@ -221,14 +226,7 @@ class DispatchLoop:
         return step
 
     async def _dispatch_turn(self) -> None:
-        now = self.clock.now_ms()
-        self.check_clock(now)
-        self.last_loop_ms = now
-        for execution_id in self.delayed.advance(now):
-            tier, tenant = self.meta[execution_id]
-            self.queue.push(tier, tenant, execution_id)
-        if self._accepting:
-            await self._dispatch(now)
+        await self._dispatch_pass()
         nxt = self.delayed.next_expiry()
         timeout = None if nxt is None else max(0.0, (nxt - self.clock.now_ms()) / 1000)
         if timeout is None or timeout > 0:
@@ -236,9 +234,22 @@ class DispatchLoop:
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
         self._wake.clear()
 
+    async def _dispatch_pass(self) -> None:
+        """Queue what came due and start what the workers can take. One pass at a time: a
+        pass reads the free slots before its grants are sent, and a stop waits for it."""
+        async with self._passing:
+            now = self.clock.now_ms()
+            self.check_clock(now)
+            self.last_loop_ms = now
+            for execution_id in self.delayed.advance(now):
+                tier, tenant = self.meta[execution_id]
+                self.queue.push(tier, tenant, execution_id)
+            if self._accepting:
+                await self._dispatch(now)
+
     async def _dispatch(self, now: int) -> None:
         assert self.pool is not None
-        while True:
+        while self._accepting:
             free = self.pool.free_slots()
             if free <= 0 or not len(self.queue):
                 return

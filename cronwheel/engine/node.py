@@ -199,7 +199,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             await self.cluster.leave()
         # the ticks claimed ahead are this node's promise for the next moments: keep it
         await self.dispatcher.start_due_before(self.clock.now_ms() + self.config.claim_ahead_ms)
-        self.dispatcher.stop_accepting()
+        await self.dispatcher.stop_accepting()
         self.polls.close()  # remote workers' long polls answer at once
         self.submitter.stop_retrying()
         if self.pool is not None:

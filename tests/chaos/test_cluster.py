@@ -29,7 +29,7 @@ import pytest
 
 from cronwheel.core.ids import bucket_of
 from tests.support.daemon import Daemon
-from tests.support.wait import wait_for
+from tests.support.wait import Timeout, wait_for
 
 pytestmark = pytest.mark.postgres
 
@@ -114,6 +114,30 @@ class Cluster:
                    (self.one_offs,))
         return int(rows[0][0]) == len(self.one_offs)
 
+    def wait_all_ran(self, end_ms: int, timeout: float = 20) -> None:
+        """Every tick up to ``end_ms`` and every one-off executed; failing, say what is missing."""
+        try:
+            wait_for(lambda: self.ticks_until(end_ms) and self.one_offs_done(), timeout, interval=0.1,
+                     what="every tick up to the end, and every one-off, executed")
+        except Timeout as exc:
+            raise AssertionError(f"{exc}\n{self.progress(end_ms)}") from None
+
+    def progress(self, end_ms: int) -> str:
+        """What the history holds short of the end: each job's last tick, every run that has
+        not succeeded, and what each node logged above info."""
+        lines = [f"end {end_ms}"]
+        for job_id, last in sql(self.dsn, "SELECT job_id, max(scheduled_at) FROM executions WHERE job_id = ANY(%s) "
+                                          "GROUP BY job_id", (self.every_second,)):
+            if int(last) < end_ms:
+                lines.append(f"{job_id}: last tick {last}")
+        unfinished = sql(self.dsn, "SELECT execution_id, status, worker_id, lease_epoch, available_at, reason "
+                                   "FROM executions WHERE job_id = ANY(%s) AND status <> 'SUCCEEDED'",
+                         (self.every_second + self.one_offs,))
+        lines += [f"not succeeded: {row}" for row in unfinished]
+        for name, node in self.nodes.items():
+            lines += [f"{name}: {e}" for e in node.events() if e.get("level") in ("warning", "error", "critical")]
+        return "\n".join(lines)
+
     def check(self, end_ms: int) -> dict[str, list[Any]]:
         rows = sql(self.dsn, "SELECT job_id, scheduled_at, execution_id, status FROM executions WHERE job_id = ANY(%s)",
                    (self.every_second + self.one_offs,))
@@ -139,7 +163,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(make_daemon: Callable[..., Daemon], postgres_dsn: str, tmp_path: Path) -> Cluster:
+def cluster(postgres_dsn: str, make_daemon: Callable[..., Daemon], tmp_path: Path) -> Cluster:
+    # the database first: it is dropped after the daemons stopped, not under them
     return Cluster(make_daemon, postgres_dsn, tmp_path / "ledger.txt")
 
 
@@ -160,8 +185,7 @@ def test_a_killed_node_s_buckets_are_taken_over_with_no_missed_and_no_double_tic
              and sum(b.values()) == 64, 5, what="status to show the survivors holding every bucket")
 
     end = db_now_ms(cluster.dsn) + 4 * SEC
-    wait_for(lambda: cluster.ticks_until(end) and cluster.one_offs_done(), 20, interval=0.1,
-             what="every tick up to the end, and every one-off, executed")
+    cluster.wait_all_ran(end)
     assert cluster.check(end) == {}
 
 
@@ -195,8 +219,7 @@ def test_a_zombie_scheduler_is_fenced_and_steps_down(cluster: Cluster) -> None:
     assert later, "the zombie rejoined"
     assert all(e["epoch"] > epochs_before[e["bucket"]] for e in later if e["bucket"] in epochs_before)
     end = db_now_ms(cluster.dsn) + 4 * SEC
-    wait_for(lambda: cluster.ticks_until(end) and cluster.one_offs_done(), 20, interval=0.1,
-             what="every tick up to the end, and every one-off, executed")
+    cluster.wait_all_ran(end)
     assert cluster.check(end) == {}
 
 
@@ -214,6 +237,10 @@ def test_buckets_rebalance_when_a_node_joins_and_one_leaves(cluster: Cluster) ->
     assert leaving.stop(timeout=20) == 0
     released = leaving.events("bucket.released")
     assert released, "a graceful leave hands its buckets off"
+    # and ends the runs it started: none handed to a worker already told bye, none cut short
+    # as "interrupted" for another node to run again
+    cut_short = [e for e in leaving.events() if e["event"] in ("pool.grant_to_gone_worker", "execution.retry_scheduled")]
+    assert cut_short == [], cut_short
     took = cluster.wait_balanced({"n1", "n3"}, timeout=10)
     # handed off, not expired: the others pick them up on their next look (every TTL/3)
     assert took < LEASE_MS / 1000 + 0.5, f"rebalance took {took:.2f}s"
@@ -225,6 +252,5 @@ def test_buckets_rebalance_when_a_node_joins_and_one_leaves(cluster: Cluster) ->
 
     wait_for(status_shows_two, 5, what="status to show n1 and n3 holding every bucket")
     end = db_now_ms(cluster.dsn) + 4 * SEC
-    wait_for(lambda: cluster.ticks_until(end) and cluster.one_offs_done(), 20, interval=0.1,
-             what="every tick up to the end, and every one-off, executed")
+    cluster.wait_all_ran(end)
     assert cluster.check(end) == {}
