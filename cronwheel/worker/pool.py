@@ -371,6 +371,7 @@ class WorkerPool:
                     await asyncio.shield(w.proc.wait())
                 raise
             self._log("pool.worker_exited", worker=worker_id, pid=w.proc.pid, code=code)
+            w.exited = True  # no grants while what it sent last is read
             await self._links.read_to_the_end(w)
             self._lose(w, f"process exited with {code}")
             if self._stopping:

@@ -30,6 +30,7 @@ class PoolWorker:
     ready: bool = False  #: said hello, got welcome
     leaving: bool = False  #: bye sent or received: no new grants
     lost: bool = False  #: on_worker_lost done: nothing more is accepted from it
+    exited: bool = False  #: its process is gone (its connection may still be read to the end)
     #: let a lease expire (paused? partitioned?): no new grants until it shows a sign of life,
     #: or a frozen worker would be handed back the very execution that was taken from it
     suspect: bool = False
@@ -44,7 +45,7 @@ class PoolWorker:
 
     @property
     def usable(self) -> bool:
-        return self.ready and not self.leaving and not self.lost and not self.suspect
+        return self.ready and not self.leaving and not self.lost and not self.suspect and not self.exited
 
 
 class Roster:

@@ -993,6 +993,24 @@ def test_results_a_worker_wrote_before_it_exited_are_applied_not_taken_for_lost_
     run(main())
 
 
+def test_a_worker_that_died_takes_no_grants_while_its_connection_is_read_to_the_end() -> None:
+    async def main() -> None:
+        h = GatedRecorder()
+        async with pool_running(n_workers=1, slots=2, handler=h) as t:
+            first = grant(shell("true"))
+            worker_id = t.send(first)
+            await until(lambda: h.held, what="the result, held in the handler")
+            os.kill(t.pool.worker_pids()[worker_id], signal.SIGKILL)
+            await until(lambda: t.logged("pool.worker_exited"), what="the exit to be seen")
+            assert t.pool.free_slots() == 0 and t.pool.assign(1) == [], "slots of a process that is gone"
+            h.gate.set()
+            done = await t.result(first)
+            assert done.outcome is Outcome.SUCCEEDED and h.lost == []
+            await until(lambda: t.pool.free_slots() == 2, 30, "its successor, ready")
+
+    run(main())
+
+
 def test_stale_socket_is_replaced_and_a_live_one_refused() -> None:
     async def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
