@@ -160,7 +160,11 @@ class DispatchLoop:
             if nxt is None or nxt > until_ms:
                 break
             await asyncio.sleep(max(0.005, (nxt - self.clock.now_ms()) / 1000))
-            await self._dispatch_pass()
+            try:
+                await self._dispatch_pass()
+            except Exception as exc:  # the store is down: what is left stays PENDING, run after the restart
+                self.health.failed(exc)
+                return
 
     async def stop_accepting(self) -> None:
         """Shutting down: grant nothing more (queued executions stay PENDING in the store).

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from cronwheel.store.base import StoreUnavailable
 from tests.unit.test_dispatcher_tenants import T0, ex, make
 
 
@@ -17,6 +18,19 @@ async def turns(n: int = 20) -> None:
     """Let the loop run ``n`` turns (no time passes)."""
     for _ in range(n):
         await asyncio.sleep(0)
+
+
+async def start_due_before_as_time_passes(d: Any, until_ms: int, advance_ms: int) -> None:
+    """``d.start_due_before(until_ms)``, while the fake clock moves ``advance_ms`` on."""
+    clock: Any = d.clock
+
+    async def time_passes() -> None:
+        await turns()
+        clock.advance(advance_ms)
+
+    mover = asyncio.ensure_future(time_passes())
+    await asyncio.wait_for(d.start_due_before(until_ms), 5)
+    await mover
 
 
 def test_a_stop_waits_for_the_dispatch_pass_under_way_to_send_its_grants() -> None:
@@ -64,16 +78,30 @@ def test_a_stop_offers_what_comes_due_within_its_window_itself() -> None:
         later.available_at = T0 + 5_000
         d.add([due_soon, later])
         assert pool.granted == []
-        clock: Any = d.clock
-
-        async def time_passes() -> None:
-            await turns()
-            clock.advance(20)
-
-        mover = asyncio.ensure_future(time_passes())
-        await asyncio.wait_for(d.start_due_before(T0 + 2_000), 5)
-        await mover
+        await start_due_before_as_time_passes(d, T0 + 2_000, advance_ms=20)
         assert pool.granted == [due_soon.execution_id], "what came due within the window, and only that"
+        await d.stop()
+
+    asyncio.run(main())
+
+
+def test_a_stop_whose_last_pass_finds_the_store_down_goes_on() -> None:
+    """Its ticks stay PENDING in the store (they run after the restart): the stop itself must
+    not fail, or the pool and the store would never be closed."""
+
+    async def main() -> None:
+        d, pool, out = make({}, {})
+
+        def unavailable(*_: Any) -> Any:
+            raise StoreUnavailable("connection refused (injected)")
+
+        d.writer.store.start_executions = unavailable  # type: ignore[attr-defined]
+        due_soon = ex("t", 1)
+        due_soon.available_at = T0 + 20
+        d.add([due_soon])
+        await start_due_before_as_time_passes(d, T0 + 2_000, advance_ms=20)
+        assert pool.granted == [] and len(d.queue) == 1, "still queued, and PENDING in the store"
+        assert '"store.unavailable"' in out.getvalue()
         await d.stop()
 
     asyncio.run(main())
