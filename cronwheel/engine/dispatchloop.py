@@ -105,7 +105,7 @@ class DispatchLoop:
         self._wake = asyncio.Event()
         self._stopping = False
         self._accepting = True
-        self._passing = asyncio.Lock()  #: held by a dispatch pass (``_dispatch_pass``)
+        self._passing = asyncio.Lock()  #: held by a dispatch pass
         self.last_loop_ms = clock.now_ms()
         #: told about queue-target executions that became dispatchable here (claimed, triggered,
         #: retried, replayed), to wake remote workers' long polls; set by the node
@@ -150,11 +150,9 @@ class DispatchLoop:
         self._wake.set()
 
     async def start_due_before(self, until_ms: int) -> None:
-        """Shutting down: keep dispatching until every execution waiting here for a time up
-        to ``until_ms`` (the ticks claimed ahead) became due and was offered to the workers.
-        Left PENDING, they would run late after a restart, one per claimed-ahead tick, beside
-        the catch-up run the misfire policy plans for the downtime. Each pass is made here,
-        not left to the loop, so that what came due is offered before this returns."""
+        """Shutting down: make dispatch passes until every execution waiting here for a time up
+        to ``until_ms`` (the ticks claimed ahead) came due and was offered to the workers. Left
+        PENDING, they would run late after a restart, beside the downtime's catch-up run."""
         while self._accepting and not self._stopping:
             nxt = self.delayed.next_expiry()
             if nxt is None or nxt > until_ms:
@@ -162,15 +160,14 @@ class DispatchLoop:
             await asyncio.sleep(max(0.005, (nxt - self.clock.now_ms()) / 1000))
             try:
                 await self._dispatch_pass()
-            except Exception as exc:  # the store is down: what is left stays PENDING, run after the restart
+            except Exception as exc:  # the store is down: the rest stays PENDING for the restart
                 self.health.failed(exc)
                 return
 
     async def stop_accepting(self) -> None:
         """Shutting down: grant nothing more (queued executions stay PENDING in the store).
-        Returns once a pass under way has sent its grants: its executions are RUNNING in the
-        store, and a worker told ``bye`` before their grants arrived would leave them to be
-        run again (the daemon's stop) or, for want of a result, to their leases' expiry."""
+        Returns once a pass under way has sent its grants: a worker told ``bye`` first would
+        leave its runs, RUNNING in the store, to be run again or to their leases' expiry."""
         self._accepting = False
         self._wake.set()
         async with self._passing:
@@ -239,8 +236,8 @@ class DispatchLoop:
         self._wake.clear()
 
     async def _dispatch_pass(self) -> None:
-        """Queue what came due and start what the workers can take. One pass at a time: a
-        pass reads the free slots before its grants are sent, and a stop waits for it."""
+        """Queue what came due, start what the workers can take: one pass at a time (it reads
+        the free slots before its grants are sent), and a stop waits for the one under way."""
         async with self._passing:
             now = self.clock.now_ms()
             self.check_clock(now)
