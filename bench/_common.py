@@ -241,6 +241,18 @@ def register_oneoffs(db: Path, n: int, due_ms: int, target: dict[str, Any] | Non
     return time.perf_counter() - t0
 
 
+def create_jobs_in_batches(store: Any, spec: Any, n: int, next_run_at: int, now_ms: int, batch: int = 5000) -> list[str]:
+    """N jobs of one ``JobSpec``, first due at ``next_run_at``, created at ``now_ms`` through an
+    open store's ``create_jobs``, ``batch`` a transaction; their ids, in order."""
+    from cronwheel.core.ids import new_job_id
+    from cronwheel.core.records import NewJob
+
+    ids = [new_job_id() for _ in range(n)]
+    for start in range(0, n, batch):
+        store.create_jobs([NewJob(job_id, spec, next_run_at) for job_id in ids[start : start + batch]], now_ms)
+    return ids
+
+
 def count_done_sqlite(db: Path) -> int:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:

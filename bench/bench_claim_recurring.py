@@ -12,16 +12,14 @@ included: apsw runs it in the calling thread).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import create_jobs_in_batches
 
-from cronwheel.core.ids import N_BUCKETS, new_job_id
+from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.model import JobSpec
-from cronwheel.core.records import NewJob
 from cronwheel.store.sqlite import SqliteStore
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -37,9 +35,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore.open(Path(tmp) / "s.db")
         spec = JobSpec(target={"python": "m:f"}, schedule="* * * * *")
-        for start in range(0, args.n, BATCH):
-            size = min(BATCH, args.n - start)
-            store.create_jobs([NewJob(new_job_id(), spec, T0) for _ in range(size)], T0 - 1000)
+        create_jobs_in_batches(store, spec, args.n, T0, T0 - 1000, BATCH)
         per_round = []
         for minute in range(args.rounds):
             began, claimed = time.thread_time(), 0

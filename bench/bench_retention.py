@@ -16,16 +16,15 @@ transaction) and deletes nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import create_jobs_in_batches
 
-from cronwheel.core.ids import N_BUCKETS, new_job_id
+from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.model import JobSpec
-from cronwheel.core.records import Completion, NewJob, Outcome, StartRequest
+from cronwheel.core.records import Completion, Outcome, StartRequest
 from cronwheel.engine.retention import PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS
 from cronwheel.store.sqlite import SqliteStore
 
@@ -46,9 +45,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore.open(Path(tmp) / "s.db")
         spec = JobSpec(target={"python": "m:f"}, run_at=T0)
-        for start in range(0, args.n, BATCH):
-            size = min(BATCH, args.n - start)
-            store.create_jobs([NewJob(new_job_id(), spec, T0) for _ in range(size)], T0 - 1000)
+        create_jobs_in_batches(store, spec, args.n, T0, T0 - 1000, BATCH)
         while claimed := store.claim_due(list(range(N_BUCKETS)), T0, BATCH).executions:
             grants = store.start_executions([StartRequest(e.execution_id, "w") for e in claimed], T0)
             store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, Outcome.SUCCEEDED) for g in grants], T0 + 1)
@@ -70,10 +67,8 @@ def main() -> None:
 def recent(n: int, runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore.open(Path(tmp) / "s.db")
-        ids = [new_job_id() for _ in range(n)]
         spec = JobSpec(target={"python": "m:f"}, schedule="* * * * *")
-        for start in range(0, n, BATCH):
-            store.create_jobs([NewJob(job_id, spec, T0) for job_id in ids[start : start + BATCH]], T0 - 1000)
+        ids = create_jobs_in_batches(store, spec, n, T0, T0 - 1000, BATCH)
         for minute in range(runs):
             now, claimed = T0 + minute * MINUTE, []
             while batch := store.claim_due(list(range(N_BUCKETS)), now, BATCH).executions:
