@@ -36,7 +36,7 @@ class PoolWorker:
     suspect: bool = False
     spawned_at: float = 0.0
     queued: int = 0  #: bytes ever put in its connection's write buffer (what drained: this less the buffer)
-    #: set once its connection was read to the end (or never came): what it wrote is handled
+    #: set once its connection was read to the end: what it wrote has been handled
     hung_up: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
