@@ -184,7 +184,6 @@ class Connections:
                 or w is None
                 or w.writer is not None
                 or w.lost
-                or self._stopping()
             ):
                 self._log("pool.connection_refused", worker=hello.worker_id, v=hello.v,
                           reason="version" if hello.v != PROTOCOL_VERSION else "unknown or duplicate worker")
@@ -197,9 +196,15 @@ class Connections:
             sock = writer.get_extra_info("socket")
             w.fd = sock.fileno() if sock is not None else None
             writer.write(encode_frame(Welcome(PROTOCOL_VERSION, live_output=True)))
-            w.ready = True
-            self._log("pool.worker_ready", worker=w.worker_id, pid=hello.pid)
-            self._capacity()
+            if self._stopping():
+                # it connected after the stop's byes went out: it leaves the way the others do
+                # (a refusal would read as a lost worker, and make it exit as if we had died)
+                w.leaving = True
+                writer.write(encode_frame(Bye()))
+            else:
+                w.ready = True
+                self._log("pool.worker_ready", worker=w.worker_id, pid=hello.pid)
+                self._capacity()
             self._notify()
             await self._serve(w, reader)
         except Exception as exc:  # a handler bug: do not let it pass silently

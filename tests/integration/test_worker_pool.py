@@ -942,6 +942,34 @@ def test_stop_lets_running_jobs_finish_within_grace() -> None:
     run(main())
 
 
+def test_a_worker_that_connects_after_the_stop_began_is_told_bye_not_taken_for_lost() -> None:
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        gate = tmp / "gate"
+        events: list[tuple[str, dict[str, Any]]] = []
+        # each worker waits for the gate before it starts, so its hello comes after the stop's byes
+        held = ["sh", "-c", f'while [ ! -e {gate} ]; do sleep 0.01; done; exec "$0" "$@"',
+                sys.executable, "-m", "cronwheel.worker.process"]
+        pool = WorkerPool(tmp / "w.sock", Recorder(), n_workers=2, slots=2, node_id="test", worker_cmd=held,
+                          env={"PYTHONPATH": str(REPO)}, log=lambda event, fields: events.append((event, fields)))
+        try:
+            await pool.start()
+            await until(lambda: len(pool.worker_pids()) == 2, what="both workers spawned")
+            stopping = asyncio.ensure_future(pool.stop(grace_sec=10))
+            await asyncio.sleep(0)  # the stop has sent its byes (to no one yet) and waits for the workers
+            gate.touch()
+            await asyncio.wait_for(stopping, 20)
+            names = [event for event, _ in events]
+            assert names.count("pool.worker_left") == 2, events
+            assert "pool.worker_lost" not in names and "pool.connection_refused" not in names, events
+            assert [f["code"] for e, f in events if e == "pool.worker_exited"] == [0, 0], events
+        finally:
+            gate.touch()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run(main())
+
+
 class GatedRecorder(Recorder):
     """Its first on_results waits for ``gate``: the connection's reader is held there (a slow
     store), and what the worker writes meanwhile stays unread on the socket."""
