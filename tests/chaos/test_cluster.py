@@ -241,9 +241,11 @@ def test_buckets_rebalance_when_a_node_joins_and_one_leaves(cluster: Cluster) ->
     # as "interrupted" for another node to run again
     cut_short = [e for e in leaving.events() if e["event"] in ("pool.grant_to_gone_worker", "execution.retry_scheduled")]
     assert cut_short == [], cut_short
-    took = cluster.wait_balanced({"n1", "n3"}, timeout=10)
-    # handed off, not expired: the others pick them up on their next look (every TTL/3)
-    assert took < LEASE_MS / 1000 + 0.5, f"rebalance took {took:.2f}s"
+    # No timing assertion tells a hand-off from an expiry here: the stop returns after its
+    # claimed-ahead window (2 s), by which time even unreleased leases would have expired.
+    # `bucket.released` above pins the hand-off; that a released bucket is free at once is the
+    # store contract's (tests/contract/test_cluster.py).
+    cluster.wait_balanced({"n1", "n3"}, timeout=10)
 
     def status_shows_two() -> bool:
         status = cluster.nodes["n1"].status()["cluster"]
