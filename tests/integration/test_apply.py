@@ -10,8 +10,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -124,16 +122,10 @@ def test_a_tenant_applies_with_its_own_token(tmp_path: Path, make_daemon: Callab
     assert set(actions(changes).values()) == {"unchanged"}
 
 
-def _has_patch(d: Daemon, job_id: str) -> bool:
-    return d.request("PATCH", f"/v1/jobs/{job_id}", {}).status not in (404, 405)
-
-
 def test_an_update_keeps_the_id_and_the_history(tmp_path: Path, daemon: Daemon) -> None:
     jobs = write(tmp_path / "jobs", {"a.toml": '[tick]\nschedule = "@every 1s"\ncommand = "true"\n'})
     assert plan(daemon, str(jobs))[0].returncode == 0
     (job,) = daemon.get("/v1/jobs").json()["jobs"]
-    if not _has_patch(daemon, job["jobId"]):
-        pytest.skip("this daemon has no PATCH /v1/jobs/{id} yet (update in place)")
     wait_for(lambda: daemon.executions(job["jobId"]), 20, what="a first run")
     write(jobs, {"a.toml": '[tick]\nschedule = "@every 2s"\ncommand = "true"\ntimeoutSec = 5\n'})
     res, changes = plan(daemon, str(jobs))
