@@ -18,6 +18,10 @@ SCHEMAS: dict[str, Any] = {
                   "type": "object",
                   "description": "Node health: node id, store, uptime, jobs by status, queue depth by tier, running executions, workers, next run, dispatch lag percentiles. The parts read from the store (jobs, executions, nextRunAt, store, cluster) come from the node's last successful read: while the store cannot be reached (a failover, a restart) the node answers 200 with that read, marked stale, rather than 503 (503 only when it has never read the store). The in-memory parts (queue, delayed, wheel, workers, dispatchLagMs, uptimeSec, cluster.owned) are always live.",
                   "properties": {
+                                    "stopping": {
+                                                    "type": "boolean",
+                                                    "description": "true: the node is stopping (SIGTERM, systemctl stop). It starts no new work; its running executions finish within the grace period. What is created meanwhile is stored, and runs after the restart (or on another node of a cluster).",
+                                                },
                                     "stale": {
                                                  "type": "boolean",
                                                  "description": "true: the store could not be read for this answer; the store-read parts are as of asOf.",

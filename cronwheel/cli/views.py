@@ -276,6 +276,11 @@ def emit_status(data: dict[str, Any]) -> None:
             f"execution counts and cluster figures are as of {fmt_utc(data.get('asOf'))}{ago}; "
             "queue, workers and lag are live"
         )
+    if data.get("stopping"):
+        click.echo(
+            "STOPPING: the node is shutting down: it starts no new work, and its running "
+            "executions finish within the grace period; jobs added now run after the restart"
+        )
     emit_kv([(k, _word(v)) for k, v in flatten(data)])
 
 

@@ -71,6 +71,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self.completer = StoreRunner(completion_store, "completer") if completion_store is not None else None
         self.claimer = StoreRunner(claim_store, "claimer") if claim_store is not None else None
         self.started_monotonic = time.monotonic()
+        self.stopping = False
         self._init_tenancy()  # tenant weights and running quotas feed the dispatcher's queue
         self.dispatcher = Dispatcher(
             self.clock,
@@ -194,6 +195,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         """Stop taking new work, let running executions finish up to the grace period, then kill
         what is left. Nothing acknowledged is lost: queued executions stay PENDING in the store.
         In a cluster, the buckets are handed off first, so other nodes schedule them at once."""
+        self.stopping = True
         self.scheduler.stop()
         if self.cluster is not None:
             await self.cluster.leave()

@@ -81,6 +81,7 @@ class NodeStatusMixin(NodeParts):
         pool = self.pool
         data.update(
             nodeId=self.node_id,
+            stopping=self.stopping,
             uptimeSec=round(time.monotonic() - self.started_monotonic, 1),
             queue={Priority(i).label: d for i, d in enumerate(depth)},
             delayed=len(self.dispatcher.delayed),

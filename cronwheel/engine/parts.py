@@ -53,6 +53,7 @@ class NodeParts:
     completer: StoreRunner | None
     claimer: StoreRunner | None
     started_monotonic: float
+    stopping: bool  #: ``stop`` has begun: no new work starts here; the running finish (status says so)
     dispatcher: Dispatcher
     scheduler: Scheduler
     cluster: ClusterMember | None

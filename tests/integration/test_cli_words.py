@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
 
 
 def test_help_describes_import_and_import_crontab_each_once() -> None:
@@ -26,6 +30,25 @@ def test_status_says_stale_in_words(daemon: Daemon) -> None:
     assert res.returncode == 0, res.stderr
     assert re.search(r"^stale:\s+no$", res.stdout, re.M), res.stdout
     assert "False" not in res.stdout and "True" not in res.stdout
+
+
+def test_status_says_when_the_node_is_stopping(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    d = make_daemon(args=("--grace-sec", "60"))
+    started, release = tmp_path / "started", tmp_path / "release"
+    d.add_job({"runAt": "+0s", "command": f"touch {started}; while [ ! -e {release} ]; do sleep 0.05; done"})
+    wait_for(started.exists, what="the run to start")
+    assert d.status()["stopping"] is False
+    assert "STOPPING" not in d.cli("status").stdout
+    d.proc.send_signal(signal.SIGTERM)  # the run holds the stop in its grace period
+    try:
+        status = wait_for(lambda: (s := d.status()).get("stopping") and s, what="status to say stopping")
+        assert status["workers"]["running"] == 1, status
+        res = d.cli("status")
+        assert res.returncode == 0 and res.stdout.startswith("STOPPING: the node is shutting down"), res.stdout
+        assert re.search(r"^stopping:\s+yes$", res.stdout, re.M), res.stdout
+    finally:
+        release.touch()
+    assert d.proc.wait(30) == 0
 
 
 def test_logs_of_an_unknown_execution_id_says_execution(daemon: Daemon) -> None:
