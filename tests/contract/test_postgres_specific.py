@@ -5,9 +5,6 @@ connections, and StoreUnavailable when the server goes away."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +14,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from cronwheel.core import schedule
 from cronwheel.core.model import JobSpec, MisfirePolicy
 from cronwheel.core.records import Completion, CreateOutcome, EffectVerdict, NewJob, Outcome
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
@@ -32,6 +28,7 @@ from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import normalise_conninfo
 from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
 from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
+from tests.support.claimrace import assert_each_tick_once, race
 from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
 from tests.support.wait import wait_for
 
@@ -504,32 +501,6 @@ def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(pg_store: Postgre
 # ---------------------------------------------------------------- two processes racing
 
 
-RACE_WORKER = textwrap.dedent(
-    """
-    import json, sys
-    from cronwheel.store.postgres import PostgresStore
-
-    dsn, out, t0, step, steps, limit = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7])
-    store = PostgresStore.open(dsn)
-    print("ready", flush=True)
-    assert sys.stdin.readline().strip() == "go"
-    claimed, skipped, transactions = [], [], 0
-    for i in range(steps):
-        now = t0 + i * step
-        while True:
-            res = store.claim_due(range(64), now, limit)
-            transactions += 1
-            claimed += [e.execution_id for e in res.executions]
-            skipped += [e.execution_id for e in res.skipped]
-            if res.jobs_claimed < limit:
-                break
-    store.close()
-    with open(out, "w") as f:
-        json.dump({"claimed": claimed, "skipped": skipped, "transactions": transactions}, f)
-    """
-)
-
-
 def test_two_processes_claim_every_tick_exactly_once(postgres_dsn: str, tmp_path: Path) -> None:
     """Like tests/integration/test_sqlite_claim_race.py, on PostgreSQL: two OS processes claim
     the same buckets at once through FOR NO KEY UPDATE SKIP LOCKED. No tick twice, none lost."""
@@ -541,44 +512,10 @@ def test_two_processes_claim_every_tick_exactly_once(postgres_dsn: str, tmp_path
     s.create_jobs(jobs, T0 - 60_000)
     s.close()
 
-    outs = [tmp_path / f"out{k}.json" for k in range(2)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACE_WORKER, postgres_dsn, str(out), str(T0), str(step), str(steps), str(limit)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        for out in outs
-    ]  # fmt: skip
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        for p in procs:
-            p.communicate(timeout=90)
-            assert p.returncode == 0
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-
-    results = [json.loads(out.read_text()) for out in outs]
+    opening = "from cronwheel.store.postgres import PostgresStore\nstore = PostgresStore.open(target)\n"
+    results = race(opening, postgres_dsn, tmp_path, T0, step, steps, limit)
     end = T0 + (steps - 1) * step
-    expected = set()
-    for job in jobs:
-        tick: int | None = job.next_run_at
-        while tick is not None and tick <= end:
-            expected.add(f"{job.job_id}:{tick}")
-            tick = schedule.next_fire(text, job.job_id, "UTC", tick)
-    a, b = (set(r["claimed"]) for r in results)
-    assert len(a) == len(results[0]["claimed"]) and len(b) == len(results[1]["claimed"])
-    assert not a & b, f"{len(a & b)} ticks claimed twice, e.g. {sorted(a & b)[:3]}"
-    assert a | b == expected, f"lost: {sorted(expected - (a | b))[:3]}, extra: {sorted((a | b) - expected)[:3]}"
-    assert results[0]["skipped"] == results[1]["skipped"] == []
-    assert a and b, (len(a), len(b))  # both really took part
+    expected = assert_each_tick_once(results, jobs, text, end)
 
     s = PostgresStore.open(postgres_dsn)
     try:
@@ -586,7 +523,6 @@ def test_two_processes_claim_every_tick_exactly_once(postgres_dsn: str, tmp_path
         assert {j.next_run_at for j in s.list_jobs(limit=1000)} == {end + step}
     finally:
         s.close()
-
 
 
 def test_a_held_row_lock_makes_the_store_unavailable_not_stuck(postgres_dsn: str) -> None:
