@@ -9,12 +9,10 @@ from typing import Any
 
 from psycopg import errors as pgerr
 
-from cronwheel.core.ids import bucket_of, stable_hash
+from cronwheel.core.ids import stable_hash
 from cronwheel.core.model import Job, JobSpec, JobStatus
-from cronwheel.core.notify import rules_to_json
 from cronwheel.core.records import (
     CancelResult,
-    CreateOutcome,
     CreateResult,
     NewJob,
     UpdateOutcome,
@@ -22,6 +20,7 @@ from cronwheel.core.records import (
 )
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
+from cronwheel.store.creations import KeyedRequest, decide_creations
 from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import queries as q
@@ -59,19 +58,11 @@ class JobMethods(PostgresBase):
     def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
         if not jobs:
             return []
-        results: list[CreateResult] = []
-        job_rows: list[tuple[Any, ...]] = []
-        def_rows: list[tuple[Any, ...]] = []
-        key_rows: list[tuple[Any, ...]] = []
-        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
-        tenants: set[str] = set()
         keyed = sorted({(nj.spec.tenant, nj.idempotency_key) for nj in jobs if nj.idempotency_key is not None})
+        named = sorted({(nj.spec.tenant, nj.spec.name) for nj in jobs if nj.spec.name is not None})
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
-        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
-        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
-        name_rows: list[tuple[str, str, str]] = []
         with self._write() as conn:
-            known: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
+            known: dict[tuple[str, str], KeyedRequest] = {}
             if keyed:
                 # Serialise with concurrent submissions of the same keys, then read them.
                 hashes = lock_keys({f"{t}\n{k}" for t, k in keyed})
@@ -80,7 +71,6 @@ class JobMethods(PostgresBase):
                 for t, k, request_hash, job_id, next_run_at in conn.execute(q.SELECT_IDEMPOTENCY_KEYS, args):
                     known[(t, k)] = (request_hash, job_id, next_run_at)
             holders: dict[tuple[str, str], str] = {}  # (tenant, name) -> the job holding it
-            named = sorted({(nj.spec.tenant, nj.spec.name) for nj in jobs if nj.spec.name is not None})
             if named:
                 # Serialise with concurrent submissions and renames to the same names, then read
                 # their holders (the primary key of job_names would refuse a second one anyway).
@@ -90,69 +80,28 @@ class JobMethods(PostgresBase):
             if capped:
                 # Serialise with concurrent submissions for the same tenants: counts stay exact.
                 conn.execute(q.ADVISORY_XACT_LOCKS, {"space": QUOTA_LOCK_SPACE, "hashes": lock_keys(capped)})
-            for nj in jobs:
-                spec = nj.spec
-                tenant = spec.tenant
-                key = None
-                if nj.idempotency_key is not None:
-                    key = (tenant, nj.idempotency_key)
-                    seen = known.get(key)
-                    if seen is not None:
-                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
-                        results.append(CreateResult(outcome, seen[1], seen[2]))
-                        continue
-                name_key = None if spec.name is None else (tenant, spec.name)
-                if name_key is not None and name_key in holders:
-                    results.append(CreateResult(CreateOutcome.NAME_TAKEN, holders[name_key], None))
-                    continue
-                if nj.max_jobs is not None:
-                    if tenant not in registered:
-                        count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
-                        registered[tenant] = int(count[0]) if count else 0
-                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
-                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
-                        continue
-                created[tenant] = created.get(tenant, 0) + 1
-                if name_key is not None:
-                    holders[name_key] = nj.job_id  # later ones in this batch
-                    name_rows.append((tenant, name_key[1], nj.job_id))
-                if key is not None:
-                    known[key] = (nj.request_hash, nj.job_id, nj.next_run_at)  # later ones in this batch
-                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at))
-                tenants.add(tenant)
-                retry = spec.retry
-                job_rows.append((
-                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
-                    spec.timezone, spec.misfire.value, spec.overlap.value, spec.jitter_sec, tenant,
-                    int(spec.priority), retry.max_attempts, spec.target.get("queue"),
-                    json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
-                ))  # fmt: skip
-                def_rows.append((
-                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec),
-                    process_text(spec), spec.active_from, json_list(spec.on_success), json_list(spec.on_failure),
-                    spec.managed_by,
-                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
-                ))  # fmt: skip
-                if spec.notify or spec.expect_success_within_ms is not None:
-                    watched.append((nj.job_id, spec.expect_success_within_ms))
-                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
-            new_tenants = sorted(tenants - self._known_tenants)
+
+            def registered(tenant: str) -> int:
+                count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
+                return int(count[0]) if count else 0
+
+            batch = decide_creations(jobs, lambda t, k: known.get((t, k)), lambda t, n: holders.get((t, n)), registered)
+            new_tenants = sorted(batch.tenants - self._known_tenants)
             if new_tenants:
                 conn.execute(q.INSERT_TENANTS, {"names": new_tenants, "now": now_ms})
-            if job_rows:
+            if batch.job_rows:
                 try:
-                    conn.execute(q.INSERT_JOBS, claiming.columns(job_rows, _JOB_FIELDS))
+                    conn.execute(q.INSERT_JOBS, claiming.columns(batch.job_rows, _JOB_FIELDS))
                 except pgerr.UniqueViolation as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {first_line(exc)}") from exc
-                conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(def_rows, _DEF_FIELDS), "now": now_ms})
-                after_create(outbox_sql(conn), watched, now_ms)
-            if name_rows:
-                conn.execute(q.INSERT_JOB_NAMES, claiming.columns(name_rows, _NAME_FIELDS))
-            if key_rows:
-                conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(key_rows, _KEY_FIELDS), "now": now_ms})
+                conn.execute(q.INSERT_JOB_DEFINITIONS, {**claiming.columns(batch.def_rows, _DEF_FIELDS), "now": now_ms})
+                after_create(outbox_sql(conn), batch.watched, now_ms)
+            if batch.name_rows:
+                conn.execute(q.INSERT_JOB_NAMES, claiming.columns(batch.name_rows, _NAME_FIELDS))
+            if batch.key_rows:
+                conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(batch.key_rows, _KEY_FIELDS), "now": now_ms})
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
-        return results
+        return batch.results
 
     @translated
     def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:

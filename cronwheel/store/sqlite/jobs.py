@@ -10,12 +10,9 @@ from typing import Any
 
 import apsw
 
-from cronwheel.core.ids import bucket_of
 from cronwheel.core.model import Job, JobSpec, JobStatus
-from cronwheel.core.notify import rules_to_json
 from cronwheel.core.records import (
     CancelResult,
-    CreateOutcome,
     CreateResult,
     NewJob,
     UpdateOutcome,
@@ -23,6 +20,7 @@ from cronwheel.core.records import (
 )
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
+from cronwheel.store.creations import KeyedRequest, decide_creations
 from cronwheel.store.outbox.hooks import after_create, after_update
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite import triggers
@@ -61,86 +59,30 @@ class JobMethods(SqliteBase):
     def create_jobs(self, jobs: Sequence[NewJob], now_ms: int) -> list[CreateResult]:
         if not jobs:
             return []
-        results: list[CreateResult] = []
-        job_rows: list[tuple[Any, ...]] = []
-        def_rows: list[tuple[Any, ...]] = []
-        key_rows: list[tuple[Any, ...]] = []
-        watched: list[tuple[str, int | None]] = []  # jobs with rules or a window: (id, window ms)
-        tenants: set[str] = set()
-        batch_keys: dict[tuple[str, str], tuple[str | None, str, int | None]] = {}
-        registered: dict[str, int] = {}  # tenant -> ACTIVE/PAUSED jobs committed before this batch
-        created: dict[str, int] = {}  # tenant -> jobs created in this batch so far
-        batch_names: dict[tuple[str, str], str] = {}  # (tenant, name) -> job id, held in this batch
-        name_rows: list[tuple[str, str, str]] = []
-        with self._write() as conn:
-            for nj in jobs:
-                spec = nj.spec
-                tenant = spec.tenant
-                k = None
-                if nj.idempotency_key is not None:
-                    k = (tenant, nj.idempotency_key)
-                    seen = batch_keys.get(k)
-                    if seen is None:
-                        row = conn.execute(q.SELECT_IDEMPOTENCY_KEY, k).fetchone()
-                        seen = None if row is None else (row[0], row[1], row[2])
-                    if seen is not None:
-                        outcome = CreateOutcome.REPLAYED if seen[0] == nj.request_hash else CreateOutcome.CONFLICT
-                        results.append(CreateResult(outcome, seen[1], seen[2]))
-                        continue
-                name_key = None if spec.name is None else (tenant, spec.name)
-                if name_key is not None:
-                    holder = batch_names.get(name_key) or self._name_holder(conn, tenant, name_key[1])
-                    if holder is not None:
-                        results.append(CreateResult(CreateOutcome.NAME_TAKEN, holder, None))
-                        continue
-                if nj.max_jobs is not None:
-                    if tenant not in registered:
-                        registered[tenant] = count_rows(conn, q.COUNT_REGISTERED_JOBS, (tenant,))
-                    if registered[tenant] + created.get(tenant, 0) >= nj.max_jobs:
-                        results.append(CreateResult(CreateOutcome.QUOTA_EXCEEDED, None, None))
-                        continue
-                created[tenant] = created.get(tenant, 0) + 1
-                if name_key is not None:
-                    batch_names[name_key] = nj.job_id
-                    name_rows.append((tenant, name_key[1], nj.job_id))
-                if k is not None:
-                    batch_keys[k] = (nj.request_hash, nj.job_id, nj.next_run_at)
-                    key_rows.append((tenant, nj.idempotency_key, nj.request_hash, nj.job_id, nj.next_run_at, now_ms))
-                tenants.add(tenant)
-                retry = spec.retry
-                # StrEnum/IntEnum members bind as their text/integer values
-                job_rows.append((
-                    nj.job_id, bucket_of(nj.job_id), "ACTIVE", nj.next_run_at, spec.schedule,
-                    spec.timezone, spec.misfire, spec.overlap, spec.jitter_sec, tenant,
-                    spec.priority, retry.max_attempts, spec.target.get("queue"),
-                    json_list(spec.calendars), spec.active_until, spec.misfire_grace_sec,
-                ))  # fmt: skip
-                def_rows.append((
-                    nj.job_id, spec.name, spec.run_at, dumps(spec.target), dumps(spec.payload),
-                    retry_to_json(retry), float(spec.timeout_sec), float(spec.lease_sec), now_ms, now_ms,
-                    process_text(spec), spec.active_from, json_list(spec.on_success), json_list(spec.on_failure),
-                    spec.managed_by,
-                    dumps(rules_to_json(spec.notify)), spec.expect_success_within_ms,
-                ))  # fmt: skip
-                if spec.notify or spec.expect_success_within_ms is not None:
-                    watched.append((nj.job_id, spec.expect_success_within_ms))
-                results.append(CreateResult(CreateOutcome.CREATED, nj.job_id, nj.next_run_at))
-            new_tenants = sorted(tenants - self._known_tenants)
+        with self._write() as conn:  # the only writer: what is stored is read item by item
+
+            def stored_key(tenant: str, key: str) -> KeyedRequest | None:
+                row = conn.execute(q.SELECT_IDEMPOTENCY_KEY, (tenant, key)).fetchone()
+                return None if row is None else (row[0], row[1], row[2])
+
+            batch = decide_creations(jobs, stored_key, lambda tenant, name: self._name_holder(conn, tenant, name),
+                                     lambda tenant: count_rows(conn, q.COUNT_REGISTERED_JOBS, (tenant,)))  # fmt: skip
+            new_tenants = sorted(batch.tenants - self._known_tenants)
             if new_tenants:
                 conn.executemany(q.INSERT_TENANT, [(t, now_ms) for t in new_tenants])
-            if job_rows:
+            if batch.job_rows:
                 try:
-                    conn.executemany(q.INSERT_JOB, placed(conn, job_rows))
+                    conn.executemany(q.INSERT_JOB, placed(conn, batch.job_rows))
                 except apsw.ConstraintError as exc:
                     raise StoreError(f"cannot create jobs (duplicate job id?): {exc}") from exc
-                conn.executemany(q.INSERT_JOB_DEFINITION, def_rows)
-                after_create(outbox_sql(conn), watched, now_ms)
-            if name_rows:
-                conn.executemany(q.INSERT_JOB_NAME, name_rows)
-            if key_rows:
-                conn.executemany(q.INSERT_IDEMPOTENCY_KEY, key_rows)
+                conn.executemany(q.INSERT_JOB_DEFINITION, [(*row, now_ms) for row in batch.def_rows])
+                after_create(outbox_sql(conn), batch.watched, now_ms)
+            if batch.name_rows:
+                conn.executemany(q.INSERT_JOB_NAME, batch.name_rows)
+            if batch.key_rows:
+                conn.executemany(q.INSERT_IDEMPOTENCY_KEY, [(*row, now_ms) for row in batch.key_rows])
         self._known_tenants.update(new_tenants)  # tenant rows are never deleted
-        return results
+        return batch.results
 
     @translated
     def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:

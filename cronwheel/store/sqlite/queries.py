@@ -70,9 +70,9 @@ LAST_ROWID_BETWEEN = "SELECT max(rowid) FROM jobs WHERE rowid >= ?1 AND rowid < 
 
 INSERT_JOB_DEFINITION = """
 INSERT INTO job_definitions (job_id, name, run_at, target, payload, retry, timeout_sec,
-                             lease_sec, created_at, updated_at, process, active_from,
-                             on_success, on_failure, managed_by, notify, expect_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             lease_sec, process, active_from, on_success, on_failure,
+                             managed_by, notify, expect_ms, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?16, ?16)
 """
 
 SELECT_IDEMPOTENCY_KEY = """
