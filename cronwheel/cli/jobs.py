@@ -12,6 +12,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
+from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.exits import EX_WAIT_TIMEOUT
 from cronwheel.cli.jobedit import (
@@ -25,6 +26,8 @@ from cronwheel.core.limits import MAX_PAGE
 
 #: an execution in one of these statuses has ended: `run --wait` waits for one
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
+#: ``run --wait`` waits out a daemon that stops answering (a restart) for this long, then gives up
+WAIT_THROUGH_OUTAGE_SEC = 60.0
 JOB_STATUSES = ("active", "paused", "cancelled", "succeeded", "failed")
 
 
@@ -165,6 +168,8 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
     With --wait, the execution's output is printed when it ends and the exit status is the
     command's (0 on success; 128+N when killed by signal N); one that failed without an
     exit code (HTTP, Python, timeout, cancelled) exits 1; 124 when --timeout expires first.
+    A daemon that stops answering meanwhile (a restart) is waited for, up to a minute: the
+    execution is stored and runs when it is back.
     """
     limit = duration(timeout, "'--timeout'")
     if limit is not None and not wait:
@@ -184,13 +189,27 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
         if isinstance(queue, str) else ""))
     deadline = None if limit is None else time.monotonic() + limit
     delay = 0.2
+    away_since: float | None = None  # when the daemon stopped answering
     while execution.get("status") not in TERMINAL:
         if deadline is not None and time.monotonic() >= deadline:
             render.emit_error(f"execution {eid} still {execution.get('status')} after {timeout}")
             sys.exit(EX_WAIT_TIMEOUT)
         time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
         delay = min(delay * 1.5, 2.0)
-        execution = app.client.get_execution(eid)
+        try:
+            execution = app.client.get_execution(eid)
+            away_since = None
+        except (DaemonUnreachable, ApiError) as exc:
+            # a restart (or a store failover) under a waiting script: the execution is stored and
+            # runs when the daemon is back, so wait it out, up to a bound
+            if isinstance(exc, ApiError) and exc.status != 503:
+                raise
+            if away_since is None:
+                render.emit_note(f"the daemon is not answering ({exc}); still waiting: execution {eid} is "
+                                 f"stored and runs once it is back (up to {WAIT_THROUGH_OUTAGE_SEC:g} s)")
+                away_since = time.monotonic()
+            elif time.monotonic() - away_since > WAIT_THROUGH_OUTAGE_SEC:
+                raise
     if as_json:
         render.emit_json(execution)
     elif execution.get("output"):

@@ -333,6 +333,33 @@ def test_restarted_node_fails_its_dead_workers_leases_at_once(make_daemon, tmp_p
     d.wait_event("node.recovered_leases", executions=1)
 
 
+def test_run_wait_in_a_script_rides_out_a_restart(make_daemon, tmp_path):
+    """`cronwheel run JOB --wait` while the daemon restarts (systemctl restart): the run is cut
+    short by the stop and runs again after it, and the waiting command waits for that run and
+    exits with its status, not with 69 (no daemon) the moment the daemon is gone."""
+    d: Daemon = make_daemon(args=("--grace-sec", "1"))
+    runs, release = tmp_path / "runs", tmp_path / "release"
+    job = d.add_job({"schedule": "0 0 1 1 *", "command": f"echo run >> {runs}; while [ ! -e {release} ]; do sleep 0.05; done"})
+    env = d.cli_env()
+    env.pop("CRONWHEEL_URL")  # the local socket: the same address after the restart
+    waiter = subprocess.Popen([sys.executable, "-m", "cronwheel", "run", job["jobId"], "--wait"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for(runs.exists, what="the first run")
+        assert d.stop() == 0  # the run is cut short after its 1 s grace
+        d.start()
+        wait_for(lambda: runs.read_text().count("run") == 2, timeout=30, what="the run again after the restart")
+        release.touch()
+        _, err = waiter.communicate(timeout=60)
+    finally:
+        release.touch()
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert waiter.returncode == 0, err
+    assert "the daemon is not answering" in err and ": SUCCEEDED" in err, err
+
+
 def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):
     """SIGTERM (systemctl restart) lets runs finish for --grace-sec, then kills what is left:
     those runs are not the job's failures. A job with no retries is not dead-lettered by a
