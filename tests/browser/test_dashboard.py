@@ -7,6 +7,7 @@ Screenshots go to test-artifacts/browser/ (gitignored), kept as the run's artifa
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,25 @@ def test_overview_draws_lag_tiers_running_and_herd(make_daemon: Callable[..., Da
     screenshot(browser, "overview")
     assert problems(browser) == []
     assert_no_dialog(browser)
+
+
+def test_the_overview_says_when_the_node_is_stopping(make_daemon: Callable[..., Daemon], browser: Any, tmp_path: Path) -> None:
+    daemon = make_daemon(args=("--grace-sec", "60"))
+    started, release = tmp_path / "started", tmp_path / "release"
+    daemon.add_job({"runAt": "+0s", "command": f"touch {started}; while [ ! -e {release} ]; do sleep 0.05; done"})
+    wait_for(started.exists, what="the run to start")
+    open_dashboard(browser, daemon)
+    assert browser.find_elements(By.CSS_SELECTOR, "p.stopping") == []
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGTERM)  # the run holds the stop in its grace period
+    try:
+        wait_for(lambda: daemon.status().get("stopping"), what="the node to be stopping")
+        browser.refresh()  # signed in already: the token is kept for the tab
+        until(browser, lambda d: "This node is stopping" in text_of(d, "p.stopping"), what="the stopping notice")
+        screenshot(browser, "overview-stopping")
+    finally:
+        release.touch()
+    assert daemon.proc.wait(30) == 0
 
 
 def test_hostile_names_commands_and_output_stay_text(daemon: Daemon, browser: Any) -> None:

@@ -126,6 +126,7 @@ export const overview = {
     const forbidden = (e) => e && e.status === 403;
     const parts = [];
     if (d.status) {
+      if (d.status.stopping) parts.push(h("p", { class: "error stopping" }, "This node is stopping: it starts no new work, and its running executions finish within the grace period. Jobs created now run after the restart."));
       parts.push(h("p", { class: "muted node" }, `Node ${d.status.nodeId} · up ${ms(Math.round(d.status.uptimeSec) * 1000)}${d.status.store && d.status.store.kind ? ` · ${d.status.store.kind} store` : ""}${d.status.cluster ? " · cluster" : ""}`));
       parts.push(overviewStats(d.status));
     } else if (forbidden(d.statusError)) {
