@@ -30,10 +30,13 @@ class ClientError(Exception):
 class DaemonUnreachable(ClientError):
     """No daemon answers at the URL (connection refused, socket missing, timeout)."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, *, never_sent: bool = False) -> None:
         super().__init__(f"cannot reach the cronwheel daemon at {url}: {reason}")
         self.url = url
         self.reason = reason
+        #: the connection itself failed, so the request cannot have reached a daemon: sending
+        #: it again cannot make it count twice
+        self.never_sent = never_sent
 
 
 class ApiError(ClientError):
@@ -201,9 +204,9 @@ class Client:
 
     def _unreachable(self, exc: BaseException) -> DaemonUnreachable:
         if isinstance(exc, FileNotFoundError):
-            return DaemonUnreachable(self.url, "no such socket (is the daemon running?)")
+            return DaemonUnreachable(self.url, "no such socket (is the daemon running?)", never_sent=True)
         if isinstance(exc, ConnectionRefusedError):
-            return DaemonUnreachable(self.url, "connection refused (is the daemon running?)")
+            return DaemonUnreachable(self.url, "connection refused (is the daemon running?)", never_sent=True)
         if isinstance(exc, TimeoutError):
             return DaemonUnreachable(self.url, f"no answer within {self.timeout:g} s")
         if isinstance(exc, PermissionError):

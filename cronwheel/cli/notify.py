@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render, views
-from cronwheel.cli.client import ApiError, Client
+from cronwheel.cli.client import ApiError, Client, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core.limits import loads_checked
 
@@ -92,7 +92,8 @@ def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_
     `backup.sh && ping || ping --fail` would).
 
     A report the tenant's submission rate holds back is sent again when the daemon says
-    (up to three times, when that is within a minute).
+    (up to three times, when that is within a minute); one that finds no daemon listening (a
+    restart) or a 503 (a store failover) is sent again for up to a minute.
     """
     if kind is None:
         kind = "fail" if exit_code not in (None, 0) else "success"
@@ -112,19 +113,43 @@ def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_
 
 
 def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The ping, waiting out the tenant's submitRate (PING_RATE_RETRIES)."""
+    """The ping, waiting out the tenant's submitRate (PING_RATE_RETRIES), and a daemon that is
+    away (a restart: nothing listens; a store failover: 503) for up to PING_WAIT_MAX_SEC. A
+    report lost there would read as a missed run, or a failure never told. Only a ping that
+    cannot have reached a daemon is sent again, so none counts twice."""
     retries = PING_RATE_RETRIES
+    away_until: float | None = None
+    delay = 0.5
     while True:
         try:
             return client.ping(job, body)
-        except ApiError as exc:
-            wait = exc.problem.get("retryAfterSec")
-            if (exc.status != 429 or exc.problem.get("quota") != "submitRate" or retries == 0
-                    or not isinstance(wait, (int, float)) or not 0 <= wait <= PING_WAIT_MAX_SEC):  # fmt: skip
+        except DaemonUnreachable as exc:
+            if not exc.never_sent or not _still_waiting(away_until, str(exc)):
                 raise
-        retries -= 1
-        render.emit_note(f"the tenant's submitRate holds the ping back: sending it again in {wait:.2f} s")
-        time.sleep(wait)
+        except ApiError as exc:
+            if exc.status == 503:
+                if not _still_waiting(away_until, exc.detail):
+                    raise
+            else:
+                wait = exc.problem.get("retryAfterSec")
+                if (exc.status != 429 or exc.problem.get("quota") != "submitRate" or retries == 0
+                        or not isinstance(wait, (int, float)) or not 0 <= wait <= PING_WAIT_MAX_SEC):  # fmt: skip
+                    raise
+                retries -= 1
+                render.emit_note(f"the tenant's submitRate holds the ping back: sending it again in {wait:.2f} s")
+                time.sleep(wait)
+                continue
+        away_until = away_until or time.monotonic() + PING_WAIT_MAX_SEC
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
+def _still_waiting(away_until: float | None, problem: str) -> bool:
+    """A ping that found no daemon: whether to try again (the first time, saying so)."""
+    if away_until is None:
+        render.emit_note(f"{problem}: sending the ping again for up to {PING_WAIT_MAX_SEC:g} s (a restart?)")
+        return True
+    return time.monotonic() < away_until
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)

@@ -360,6 +360,31 @@ def test_run_wait_in_a_script_rides_out_a_restart(make_daemon, tmp_path):
     assert "the daemon is not answering" in err and ": SUCCEEDED" in err, err
 
 
+def test_a_ping_sent_while_the_daemon_restarts_is_recorded_once(make_daemon, tmp_path):
+    """A crontab's `cronwheel ping JOB --exit-code $?` that lands in a restart is sent again
+    once the daemon listens: a lost report would later read as a missed run."""
+    d: Daemon = make_daemon()
+    watched = d.cli("watch", "offsite", "26h", "--json")
+    assert watched.returncode == 0, watched.stderr
+    job_id = json.loads(watched.stdout)["jobId"]
+    env = d.cli_env()
+    env.pop("CRONWHEEL_URL")  # the local socket: the same address after the restart
+    assert d.stop() == 0
+    err = tmp_path / "ping.err"
+    with open(err, "w") as sink:
+        pinger = subprocess.Popen([sys.executable, "-m", "cronwheel", "ping", "offsite", "--exit-code", "0"],
+                                  stdout=subprocess.DEVNULL, stderr=sink, env=env)
+    try:
+        wait_for(lambda: "sending the ping again" in err.read_text(), what="the ping to find no daemon")
+        d.start()
+        assert pinger.wait(60) == 0, err.read_text()
+    finally:
+        if pinger.poll() is None:
+            pinger.kill()
+            pinger.wait()
+    assert [e["status"] for e in d.executions(job_id)] == ["SUCCEEDED"]
+
+
 def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):
     """SIGTERM (systemctl restart) lets runs finish for --grace-sec, then kills what is left:
     those runs are not the job's failures. A job with no retries is not dead-lettered by a
