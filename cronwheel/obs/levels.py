@@ -2,7 +2,8 @@
 
 An event's level is a property of its name (operators filter by level, tests assert on names),
 so it lives in one table here rather than at each call site. Names not listed are ``info``,
-except the families below (``*.error``, ``*.crashed``, …), which are ``error``.
+except those ending in a failure's word (``*.error``, ``*_failed``, …: ``_ERROR_WORDS``), which
+are ``error``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ EVENT_LEVELS: dict[str, str] = {
     "remote_worker.claim_failed": "warning",
     "remote_worker.heartbeat_failed": "warning",
     "config.reload_refused": "warning",
+    "remote_worker.complete_retrying": "warning",
+    "dispatch.start_failed": "warning",  # retried, with a backoff
+    "scheduler.claim_failed": "warning",  # the job is set aside and claimed again
+    "notification.finish_failed": "warning",  # its lease expires and it goes out again
+    "store.disk_check_error": "warning",
     # lost work or a broken part: someone should look
     "execution.dead_lettered": "error",
     "pool.spawn_failed": "error",
@@ -73,14 +79,16 @@ EVENT_LEVELS: dict[str, str] = {
     "node.start_failed": "critical",
     "node.crashed": "critical",
 }
-_ERROR_SUFFIXES = (".error", ".crashed", ".failed")
+#: an event whose name ends in one of these words (``scheduler.error``, ``api.internal_error``,
+#: ``job.submit_failed``) is an error unless the table says otherwise
+_ERROR_WORDS = frozenset({"error", "crashed", "failed"})
 
 
 def level_of(event: str) -> str:
     level = EVENT_LEVELS.get(event)
     if level is not None:
         return level
-    return "error" if event.endswith(_ERROR_SUFFIXES) else "info"
+    return "error" if event.rsplit(".", 1)[-1].rsplit("_", 1)[-1] in _ERROR_WORDS else "info"
 
 
 def check_level(name: str) -> str:

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,25 @@ def test_levels_come_from_the_event_name() -> None:
     assert level_of("lease.fenced") == "warning"
     assert level_of("scheduler.error") == "error"  # a loop's own failure
     assert level_of("scheduler.claimed") == "debug"
+    assert level_of("api.internal_error") == "error"  # a 500: a bug to look at
+    assert level_of("job.submit_failed") == "error"
+    assert level_of("dispatch.start_failed") == "warning"  # retried: the table says so
+
+
+#: a name the code emits: ``emit("a.b"``, ``log("a.b"``, ``self._log("a.b"``
+_EMITTED = re.compile(r'\b(?:emit|log|_log)\(\s*"([a-z_]+\.[a-z_.]+)"')
+#: words that say something went wrong
+_FAILURE_WORDS = ("error", "fail", "crash", "unavailable", "refused", "lost", "timed_out", "stuck", "denied")
+
+
+def test_no_failure_the_code_reports_is_logged_below_warning() -> None:
+    """`journalctl -p warning` must show every event that says something failed (a 500 was
+    once logged at info, as were a failed claim and a failed start)."""
+    package = Path(__file__).resolve().parents[2] / "cronwheel"
+    names = {m.group(1) for path in package.rglob("*.py") for m in _EMITTED.finditer(path.read_text())}
+    assert len(names) > 50, "the pattern no longer finds what the code emits"
+    quiet = sorted(n for n in names if any(w in n for w in _FAILURE_WORDS) and level_of(n) in ("debug", "info"))
+    assert quiet == [], quiet
 
 
 def test_log_level_filters_printing_but_not_counting() -> None:
