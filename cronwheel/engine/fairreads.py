@@ -23,8 +23,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from cronwheel.engine.runner import StoreRunner
-from cronwheel.store.base import Store
+from cronwheel.engine.runner import STOPPING, StoreRunner
+from cronwheel.store.base import Store, StoreUnavailable
 
 T = TypeVar("T")
 
@@ -56,6 +56,8 @@ class FairStoreRunner(StoreRunner):
         self._handed = 0
 
     async def run(self, fn: Callable[[Store], T]) -> T:
+        if self.closed:
+            raise StoreUnavailable(STOPPING)
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         who = asking.get()
         if who is None:
@@ -64,6 +66,15 @@ class FairStoreRunner(StoreRunner):
             self._askers.setdefault(who, deque()).append((fn, fut))
         self._hand_over()
         return await fut
+
+    def close(self) -> None:
+        super().close()
+        # reads still waiting for their turn will not get one
+        for _, fut in [*self._engine, *(w for line in self._askers.values() for w in line)]:
+            if not fut.done():
+                fut.set_exception(StoreUnavailable(STOPPING))
+        self._engine.clear()
+        self._askers.clear()
 
     def waiting(self) -> int:
         """How many reads wait for their turn (not counting those handed to the thread)."""

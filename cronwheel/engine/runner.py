@@ -21,16 +21,26 @@ ItemT = TypeVar("ItemT")  # what a GroupCommitter is given (a submission, a comp
 ResultT = TypeVar("ResultT")  # what the store answers for one of them
 
 
+#: what a call made after ``close`` hears: the API answers 503 with Retry-After, as for an outage
+STOPPING = "the node is stopping"
+
+
 class StoreRunner:
     def __init__(self, store: Store, name: str) -> None:
         self.store = store
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
+        self.closed = False
 
     async def run(self, fn: Callable[[Store], T]) -> T:
+        if self.closed:  # a request still served while the node stops (the API closes last)
+            raise StoreUnavailable(STOPPING)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, self.store)
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self._executor.submit(self.store.close).result()
         self._executor.shutdown(wait=True)
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from cronwheel.engine.fairreads import FairStoreRunner, asking
-from cronwheel.store.base import Store
+from cronwheel.engine.runner import StoreRunner
+from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.store.sqlite import SqliteStore
 
 
@@ -124,5 +125,34 @@ def test_a_failing_read_fails_its_caller_only(tmp_path: Path) -> None:
         results = await asyncio.gather(runner.run(broken), runner.run(lambda s: s.get_job("nope")), return_exceptions=True)
         assert isinstance(results[0], ValueError) and results[1] is None
         assert await runner.run(lambda s: "still serving") == "still serving"
+
+    _run(tmp_path, scenario)
+
+
+def test_reads_after_the_close_and_those_left_waiting_hear_the_node_is_stopping(tmp_path: Path) -> None:
+    """While the node stops, the API answers to the end: a read it asks for after the store
+    closed (or one still waiting its turn then) is a StoreUnavailable, which the API answers
+    503 with Retry-After, not an executor's RuntimeError and a 500."""
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        order: list[str] = []
+        gate, held = await _held(runner, order)
+        handed = _ask(runner, "acme", "handed", order)  # IN_FLIGHT: handed to the thread behind the held one
+        waiting = [_ask(runner, "acme", "a", order), _ask(runner, None, "engine", order)]
+        await _queued(runner, 2)
+        gate.set()
+        runner.close()  # lets the reads handed to the thread end, then closes the store
+        await held
+        assert await handed is None
+        for task in waiting:
+            with pytest.raises(StoreUnavailable, match="stopping"):
+                await task
+        with pytest.raises(StoreUnavailable, match="stopping"):
+            await runner.run(lambda s: s.get_job("nope"))
+        writer = StoreRunner(SqliteStore.open(tmp_path / "cw.db"), "writer")
+        writer.close()
+        with pytest.raises(StoreUnavailable, match="stopping"):
+            await writer.run(lambda s: s.get_job("nope"))
+        assert order == ["held", "handed"]
 
     _run(tmp_path, scenario)
