@@ -14,7 +14,8 @@ It speaks only the public API, as a worker in any other language would (docs/rem
 * ``POST /v1/executions/{id}/heartbeat`` every ``leaseSec / 4``; a 409 (lease lost or
   cancelled) aborts the run at once and no result is sent (a coroutine is cancelled; a plain
   function's thread cannot be killed, its result is dropped);
-* ``POST /v1/executions/{id}/complete`` with outcome succeeded / failed / timed_out.
+* ``POST /v1/executions/{id}/complete`` with outcome succeeded / failed / timed_out, sent
+  again through a daemon restart or a 503 until the lease would have run out (``_complete``).
 
 SIGTERM/SIGINT: stop claiming, let running executions finish for up to ``--grace`` seconds,
 then report what is left as failed (so it is retried at once rather than when its lease
@@ -50,10 +51,24 @@ from cronwheel.worker.targets import PythonTarget, load_callable
 CLAIM_WAIT_SEC = 20  #: the long poll's waitSec
 RETRY_PAUSE_SEC = 1.0  #: after a failed claim (daemon down, 5xx), before the next one
 HTTP_TIMEOUT_SEC = 30  #: any call but the claim's long poll
+COMPLETE_RETRY_MIN_SEC = 10.0  #: a result is sent again for its lease's length, and at least this long
 
 
 class _Fenced(Exception):
     """The daemon answered 409: this lease is gone."""
+
+
+class _Refused(RuntimeError):
+    """The daemon answered another error status."""
+
+    def __init__(self, path: str, status: int, text: str) -> None:
+        super().__init__(f"POST {path}: HTTP {status}: {text[:500]}")
+        self.status = status
+
+    @property
+    def passing(self) -> bool:
+        """A store outage (503), a restart's proxy (502/504), a rate: worth sending again."""
+        return self.status >= 500 or self.status == 429
 
 
 class RemoteWorker:
@@ -162,7 +177,7 @@ class RemoteWorker:
             if resp.status == 409:
                 raise _Fenced(await resp.text())
             if resp.status >= 300:
-                raise RuntimeError(f"POST {path}: HTTP {resp.status}: {(await resp.text())[:500]}")
+                raise _Refused(path, resp.status, await resp.text())
             return await resp.json()
 
     async def _claim(self, n: int) -> list[dict[str, Any]]:
@@ -190,14 +205,35 @@ class RemoteWorker:
         # the API refuses NUL and lone surrogates (a handler's text may hold them): report the run anyway
         body = {"workerId": self.worker_id, "leaseEpoch": epoch, "outcome": outcome,
                 "error": None if error is None else scrub_text(error), "output": None if output is None else scrub_text(output)}
-        try:
-            await self._post(f"/v1/executions/{xid}/complete", body)
-        except _Fenced as exc:
-            log("remote_worker.fenced", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, via="complete", detail=str(exc)[:300])
-        except Exception as exc:  # the lease expires and the reaper retries it
-            log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
-        else:
-            log("remote_worker.completed", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, outcome=outcome)
+        await self._complete(xid, epoch, body, float(g.get("leaseSec") or 60))
+
+    async def _complete(self, xid: str, epoch: int, body: dict[str, Any], lease_sec: float) -> None:
+        """Report a result through a daemon restart or a store outage: sent again until the
+        lease would have run out anyway (then the reaper retries the run). Completions are
+        fenced, so one applied whose answer was lost is refused (409) the second time, never
+        applied twice."""
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + max(lease_sec, COMPLETE_RETRY_MIN_SEC)
+        delay = 0.5
+        while True:
+            try:
+                await self._post(f"/v1/executions/{xid}/complete", body)
+            except _Fenced as exc:
+                log("remote_worker.fenced", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, via="complete", detail=str(exc)[:300])
+            except (aiohttp.ClientConnectionError, TimeoutError, _Refused) as exc:
+                if (isinstance(exc, _Refused) and not exc.passing) or loop.time() + delay > give_up_at:
+                    log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+                    return  # the lease expires and the reaper retries it
+                if delay == 0.5:
+                    log("remote_worker.complete_retrying", worker=self.worker_id, executionId=xid, error=repr(exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            except Exception as exc:  # the lease expires and the reaper retries it
+                log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
+            else:
+                log("remote_worker.completed", worker=self.worker_id, executionId=xid, leaseEpoch=epoch, outcome=body["outcome"])
+            return
 
     async def _heartbeat_loop(self, g: dict[str, Any], call: asyncio.Future[Any]) -> str | None:
         """Beat every leaseSec / 4; on 409, cancel the run and return why."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import REPO, Daemon
+from tests.support.daemon import REPO, Daemon, free_port
 from tests.support.wait import wait_for
 
 HANDLER = "tests.support.callables:remote_echo"
@@ -223,3 +223,38 @@ def test_run_wait_on_a_queue_job_says_a_remote_worker_must_claim_it(daemon: Daem
     remote_worker("rw-wait", "qw")
     served = run_wait("--timeout", "30s")
     assert served.returncode == 0 and "SUCCEEDED" in served.stderr, served.stderr
+
+
+def test_a_result_sent_while_the_daemon_restarts_is_sent_again_not_run_twice(
+    make_daemon: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """The run ends while its daemon restarts: the completion finds nothing listening, and is
+    sent again once the daemon is back, well within the lease (the old worker dropped it, and
+    the job ran a second time once the lease expired)."""
+    port = free_port()  # the same address after the restart, as a real deployment has
+    d = make_daemon(args=("--http", f"127.0.0.1:{port}"))
+    gate = tmp_path / "gate"
+    job = d.add_job({"schedule": "+0s", "queue": "q1", "payload": {"waitFor": str(gate)}, "leaseSec": 60})
+    log = tmp_path / "rw.log"
+    with open(log, "ab") as sink:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cronwheel", "worker", "--url", d.url, "--token", d.admin_token, "--queue", "q1",
+             "--handler", HANDLER, "--worker-id", "rw-restart", "--wait", "2"],
+            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        wait_for(lambda: (e := only_execution(d, job["jobId"])) and e["status"] == "RUNNING", 30, what="the run")
+        assert d.stop() == 0
+        gate.touch()  # the handler returns while no daemon listens
+        # the worker tried to report (complete_retrying; the old worker gave up: complete_failed)
+        wait_for(lambda: "remote_worker.complete_" in log.read_text(), 20, what="the result to find no daemon")
+        d.start()
+        done = wait_for(lambda: (e := only_execution(d, job["jobId"])) and e["status"] == "SUCCEEDED" and e, 20,
+                        what="the result applied after the restart")  # fmt: skip
+        assert done["leaseEpoch"] == 1 and done["workerId"] == "rw-restart"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(15)
+    # the claims the worker made while its daemon stopped heard 503s or found nothing listening, never a 500
+    text = log.read_text()
+    assert "HTTP 500" not in text and "complete_failed" not in text, text

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 
@@ -17,9 +18,14 @@ def crash_worker(**_: Any) -> None:
 
 def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, scheduled_at: int, payload: Any) -> dict[str, Any]:
     """A remote worker's handler: returns what it was called with. With a payload
-    ``{"hangOnEpoch": n}``, the run at lease epoch ``n`` hangs (until its worker is killed)."""
+    ``{"hangOnEpoch": n}``, the run at lease epoch ``n`` hangs (until its worker is killed);
+    with ``{"waitFor": path}``, each run returns once that file exists (60 s at most)."""
     if isinstance(payload, dict) and payload.get("hangOnEpoch") == lease_epoch:
         threading.Event().wait()
+    if isinstance(payload, dict) and isinstance(payload.get("waitFor"), str):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(payload["waitFor"]) and time.monotonic() < deadline:
+            threading.Event().wait(0.05)
     return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "attempt": attempt,
             "scheduledAt": scheduled_at, "payload": payload}
 
