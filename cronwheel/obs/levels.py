@@ -8,6 +8,7 @@ are ``error``.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import IO
 
@@ -84,6 +85,7 @@ EVENT_LEVELS: dict[str, str] = {
 _ERROR_WORDS = frozenset({"error", "crashed", "failed"})
 
 
+@functools.lru_cache(maxsize=1024)  # called for every line, and the names are a few hundred
 def level_of(event: str) -> str:
     level = EVENT_LEVELS.get(event)
     if level is not None:
