@@ -12,6 +12,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
+from cronwheel.cli.away import Away
 from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.exits import EX_WAIT_TIMEOUT
@@ -26,8 +27,6 @@ from cronwheel.core.limits import MAX_PAGE
 
 #: an execution in one of these statuses has ended: `run --wait` waits for one
 TERMINAL = frozenset({"SUCCEEDED", "DEAD", "CANCELLED", "SKIPPED"})
-#: ``run --wait`` waits out a daemon that stops answering (a restart) for this long, then gives up
-WAIT_THROUGH_OUTAGE_SEC = 60.0
 JOB_STATUSES = ("active", "paused", "cancelled", "succeeded", "failed")
 
 
@@ -189,7 +188,7 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
         if isinstance(queue, str) else ""))
     deadline = None if limit is None else time.monotonic() + limit
     delay = 0.2
-    away_since: float | None = None  # when the daemon stopped answering
+    away = Away(f"still waiting: execution {eid} is stored and runs once the daemon is back")
     while execution.get("status") not in TERMINAL:
         if deadline is not None and time.monotonic() >= deadline:
             render.emit_error(f"execution {eid} still {execution.get('status')} after {timeout}")
@@ -198,17 +197,9 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
         delay = min(delay * 1.5, 2.0)
         try:
             execution = app.client.get_execution(eid)
-            away_since = None
-        except (DaemonUnreachable, ApiError) as exc:
-            # a restart (or a store failover) under a waiting script: the execution is stored and
-            # runs when the daemon is back, so wait it out, up to a bound
-            if isinstance(exc, ApiError) and exc.status != 503:
-                raise
-            if away_since is None:
-                render.emit_note(f"the daemon is not answering ({exc}); still waiting: execution {eid} is "
-                                 f"stored and runs once it is back (up to {WAIT_THROUGH_OUTAGE_SEC:g} s)")
-                away_since = time.monotonic()
-            elif time.monotonic() - away_since > WAIT_THROUGH_OUTAGE_SEC:
+            away.over()
+        except (DaemonUnreachable, ApiError) as exc:  # a GET: asking again is always safe
+            if (isinstance(exc, ApiError) and exc.status != 503) or not away.bear(str(exc)):
                 raise
     if as_json:
         render.emit_json(execution)

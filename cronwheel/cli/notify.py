@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render, views
+from cronwheel.cli.away import Away
 from cronwheel.cli.client import ApiError, Client, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core.limits import loads_checked
@@ -114,21 +115,21 @@ def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_
 
 def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]:
     """The ping, waiting out the tenant's submitRate (PING_RATE_RETRIES), and a daemon that is
-    away (a restart: nothing listens; a store failover: 503) for up to PING_WAIT_MAX_SEC. A
+    away (a restart: nothing listens; a store failover: 503) for up to AWAY_LIMIT_SEC. A
     report lost there would read as a missed run, or a failure never told. Only a ping that
     cannot have reached a daemon is sent again, so none counts twice."""
     retries = PING_RATE_RETRIES
-    away_until: float | None = None
+    away = Away("sending the ping again")
     delay = 0.5
     while True:
         try:
             return client.ping(job, body)
         except DaemonUnreachable as exc:
-            if not exc.never_sent or not _still_waiting(away_until, str(exc)):
+            if not exc.never_sent or not away.bear(str(exc)):
                 raise
         except ApiError as exc:
             if exc.status == 503:
-                if not _still_waiting(away_until, exc.detail):
+                if not away.bear(exc.detail):
                     raise
             else:
                 wait = exc.problem.get("retryAfterSec")
@@ -139,17 +140,8 @@ def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]
                 render.emit_note(f"the tenant's submitRate holds the ping back: sending it again in {wait:.2f} s")
                 time.sleep(wait)
                 continue
-        away_until = away_until or time.monotonic() + PING_WAIT_MAX_SEC
         time.sleep(delay)
         delay = min(delay * 2, 5.0)
-
-
-def _still_waiting(away_until: float | None, problem: str) -> bool:
-    """A ping that found no daemon: whether to try again (the first time, saying so)."""
-    if away_until is None:
-        render.emit_note(f"{problem}: sending the ping again for up to {PING_WAIT_MAX_SEC:g} s (a restart?)")
-        return True
-    return time.monotonic() < away_until
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
