@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.checker import History, check
 from tests.support.daemon import REPO, Daemon
+from tests.support.procs import alive
 from tests.support.wait import wait_for
 
 LEDGER = REPO / "examples" / "fenced_ledger.py"
@@ -74,18 +75,6 @@ def pid_of_worker(d: Daemon, worker_id: str) -> int:
 def children(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     return [int(x) for x in out.stdout.split()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped) counts as dead
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 # ------------------------------------------------------------------------------------------

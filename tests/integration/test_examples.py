@@ -25,6 +25,7 @@ import pytest
 from aiohttp import web
 
 from tests.support.daemon import REPO, Daemon, free_port
+from tests.support.procs import alive
 from tests.support.readme import (
     ACTIVATE,
     link_checkout,
@@ -285,25 +286,14 @@ def test_three_node_cluster_example_shares_the_buckets(postgres_dsn: str, checko
         info = wait_for(cluster, timeout=60, what="three nodes sharing the 64 buckets")
         assert sorted(info["buckets"]) == ["node1", "node2", "node3"]
         ok(run_as_reader(kill_one, checkout))
-        wait_for(lambda: not _alive(pids[1]), timeout=20, what="node2 to die")
+        wait_for(lambda: not alive(pids[1]), timeout=20, what="node2 to die")
         ok(run_as_reader(stop.replace("node*", "node[13]"), checkout))  # node2's pid is gone already
     finally:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 15)
         for pid in pids:
-            wait_for(lambda pid=pid: not _alive(pid), timeout=40, what=f"node pid {pid} to stop")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+            wait_for(lambda pid=pid: not alive(pid), timeout=40, what=f"node pid {pid} to stop")
 
 
 # ---------------------------------------------------------------- webhook_receiver.py

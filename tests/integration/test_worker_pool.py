@@ -34,6 +34,7 @@ from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker.framing import FROM_WORKER, encode_frame, read_frame
 from cronwheel.worker.pool import WorkerPool
 from cronwheel.worker.protocol import MAX_FRAME, PROTOCOL_VERSION, Beats, Grants, Hello, Welcome
+from tests.support.procs import alive
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -58,16 +59,6 @@ async def until(pred: Callable[[], Any], timeout_sec: float = 15.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` runs (a zombie waiting for init to reap it counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def read_pids(path: Path) -> list[int]:
@@ -496,15 +487,6 @@ def test_assign_spreads_over_workers_least_loaded_first() -> None:
     run(main())
 
 
-def _gone(pid: int) -> bool:
-    """No such process, or only its zombie (whoever adopted it has not reaped it yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except FileNotFoundError:
-        return True
-    return stat[stat.rindex(b")") + 2 :].split()[0] == b"Z"
-
-
 def test_killed_worker_is_reported_lost_and_respawned_and_its_runs_killed() -> None:
     async def main() -> None:
         async with pool_running(n_workers=1, slots=2) as t:
@@ -526,7 +508,7 @@ def test_killed_worker_is_reported_lost_and_respawned_and_its_runs_killed() -> N
                 assert t.h.lost == [(old_id, [(g.execution_id, 5)])]
                 assert t.pool.in_flight() == {}
                 # the run it left behind is killed, its whole group, not the earlier run's detached process
-                await until(lambda: _gone(job_pid), 10, "the lost run's process killed")
+                await until(lambda: not alive(job_pid), 10, "the lost run's process killed")
                 assert t.logged("pool.worker_orphans_killed")
                 assert _live_in_group(job_pid) == []
                 assert detached.returncode is None
