@@ -47,6 +47,7 @@ from cronwheel.core.records import (
     LeaseVerdict,
 )
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
+from tests.support.threadserver import app_in_a_thread
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -673,33 +674,9 @@ def test_openapi_is_served_and_responses_fit_its_schemas() -> None:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, FakeService]]:
     """The app on a real Unix socket, in a thread: ``(url, service)``."""
-    sock = tmp_path / "api.sock"
     svc = FakeService()
-    started = threading.Event()
-    stop: list[Callable[[], None]] = []
-
-    def serve() -> None:
-        async def main() -> None:
-            runner = web.AppRunner(make_app(svc))
-            await runner.setup()
-            await web.UnixSite(runner, str(sock)).start()
-            done = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            stop.append(lambda: loop.call_soon_threadsafe(done.set))
-            started.set()
-            await done.wait()
-            await runner.cleanup()
-
-        asyncio.run(main())
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert started.wait(10)
-    try:
-        yield f"unix:{sock}", svc
-    finally:
-        stop[0]()
-        thread.join(10)
+    with app_in_a_thread(lambda: make_app(svc), unix=tmp_path / "api.sock") as url:
+        yield url, svc
 
 
 def test_client_over_a_unix_socket(served: tuple[str, FakeService], tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ reader is replaced: its paths (/srv/data), a token it shows as cw_…, the daemo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -16,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from tests.support.readme import (
     section,
     shell_lines,
 )
+from tests.support.threadserver import app_in_a_thread
 from tests.support.wait import wait_for
 
 EXAMPLES = REPO / "examples"
@@ -142,42 +141,19 @@ def test_backup_with_fencing_uploads_once(d: Daemon, checkout: Path, tmp_path: P
 def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A tiny local HTTP endpoint in a thread: ``(base url, received requests)``."""
     got: list[dict[str, Any]] = []
-    started = threading.Event()
-    stop: list[Callable[[], None]] = []
-    base: list[str] = []
 
     async def hook(request: web.Request) -> web.Response:
         got.append({"path": request.path, "method": request.method, "headers": dict(request.headers),
                     "body": await request.json()})
         return web.json_response({"ok": True})
 
-    def serve() -> None:
-        async def main() -> None:
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", hook)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            base.append(f"http://127.0.0.1:{port}")
-            done = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            stop.append(lambda: loop.call_soon_threadsafe(done.set))
-            started.set()
-            await done.wait()
-            await runner.cleanup()
+    def make() -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", hook)
+        return app
 
-        asyncio.run(main())
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert started.wait(10)
-    try:
-        yield base[0], got
-    finally:
-        stop[0]()
-        thread.join(10)
+    with app_in_a_thread(make) as base:
+        yield base, got
 
 
 def test_http_target_example(d: Daemon, checkout: Path, receiver: tuple[str, list[dict[str, Any]]]) -> None:

@@ -1,0 +1,51 @@
+"""An aiohttp application served in a thread of its own (its own event loop), for tests that
+talk to it from blocking code: the CLI's client, a daemon's HTTP targets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from aiohttp import web
+
+
+@contextlib.contextmanager
+def app_in_a_thread(make: Callable[[], web.Application], unix: Path | None = None) -> Iterator[str]:
+    """Serve ``make()`` on the socket ``unix`` or on a free TCP port of 127.0.0.1; yield its URL
+    (``unix:PATH`` or ``http://127.0.0.1:PORT``), and stop it on leaving."""
+    started = threading.Event()
+    url: list[str] = []
+    stop: list[Callable[[], None]] = []
+
+    def serve() -> None:
+        async def main() -> None:
+            runner = web.AppRunner(make())  # made on this thread's loop
+            await runner.setup()
+            if unix is not None:
+                await web.UnixSite(runner, str(unix)).start()
+                url.append(f"unix:{unix}")
+            else:
+                site = web.TCPSite(runner, "127.0.0.1", 0)
+                await site.start()
+                port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+                url.append(f"http://127.0.0.1:{port}")
+            done = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            stop.append(lambda: loop.call_soon_threadsafe(done.set))
+            started.set()
+            await done.wait()
+            await runner.cleanup()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert started.wait(10), "the app did not start"
+    try:
+        yield url[0]
+    finally:
+        stop[0]()
+        thread.join(10)
