@@ -59,7 +59,7 @@ class _Seconds(click.FloatRange):
 @click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
               help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
 @click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
-              help="On SIGTERM, how long running executions get to finish. [default: 30]")
+              help="On SIGTERM, how long running executions get to finish (a second SIGTERM or Ctrl-C ends it at once). [default: 30]")
 @click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
 @click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")

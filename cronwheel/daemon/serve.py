@@ -279,7 +279,15 @@ async def _serve_bound(
     await asyncio.gather(duties, return_exceptions=True)
     running = len(node.pool.in_flight()) if node.pool else 0
     notifier.stopping(f"stopping: draining {running} running executions (grace {grace_sec:g} s)")
-    events.emit("node.stopping", graceSec=grace_sec)
+    events.emit("node.stopping", graceSec=grace_sec, running=running,
+                hurry="SIGTERM or Ctrl-C again ends the grace now" if running else None)
+
+    def hurry() -> None:  # an operator who will not wait: the running are killed, as interrupted
+        events.emit("node.stopping_now", running=len(node.pool.in_flight()) if node.pool else 0)
+        node.hurry()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, hurry)
     await runner.shutdown()
     # KillMode=mixed: systemd waits for us while we drain, as long as we keep asking
     await notifier.extend_while(node.stop(), budget_sec=grace_sec + 30)

@@ -191,6 +191,11 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             for ex in orphans
         ])
 
+    def hurry(self) -> None:
+        """Cut a stop's grace short (a second SIGTERM): running executions are killed now."""
+        if self.pool is not None:
+            self.pool.hurry()
+
     async def stop(self) -> None:
         """Stop taking new work, let running executions finish up to the grace period, then kill
         what is left. Nothing acknowledged is lost: queued executions stay PENDING in the store.

@@ -117,6 +117,7 @@ class WorkerPool:
         self._supervisors: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        self._hurry = asyncio.Event()
         self._changed: asyncio.Condition | None = None
         self._capacity_pending = False
 
@@ -147,8 +148,10 @@ class WorkerPool:
                 w.leaving = True
                 self._links.write(w, encode_frame(Bye()))
         procs = [w.proc for w in self._roster.workers.values() if w.proc is not None and w.proc.returncode is None]
-        if procs:
-            await asyncio.wait([asyncio.ensure_future(p.wait()) for p in procs], timeout=max(0.0, grace_sec))
+        if procs:  # until they have all left, the grace runs out, or hurry() cuts it short
+            waits: list[asyncio.Future[Any]] = [asyncio.gather(*(p.wait() for p in procs)), asyncio.ensure_future(self._hurry.wait())]
+            await asyncio.wait(waits, timeout=max(0.0, grace_sec), return_when=asyncio.FIRST_COMPLETED)
+            waits[1].cancel()
         alive = [w for w in self._roster.workers.values() if w.proc is not None and w.proc.returncode is None]
         for w in alive:
             self._terminate(w)
@@ -171,6 +174,10 @@ class WorkerPool:
             self.socket_path.unlink()
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    def hurry(self) -> None:
+        """End the stop's grace now: running jobs are killed and reported interrupted."""
+        self._hurry.set()
 
     # ---------------------------------------------------------------- queries
     def free_slots(self) -> int:

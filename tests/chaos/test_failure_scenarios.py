@@ -374,6 +374,26 @@ def test_a_ping_sent_while_the_daemon_restarts_is_recorded_once(make_daemon, tmp
     assert [e["status"] for e in d.executions(job_id)] == ["SUCCEEDED"]
 
 
+def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
+    """Ctrl-C twice: the first stop waits for the running execution (here up to 600 s), the
+    second kills it now; it runs again after the restart, interrupted, costing no attempt."""
+    d: Daemon = make_daemon(args=("--grace-sec", "600"))
+    marker = tmp_path / "runs"
+    job = d.add_job({"runAt": "+0s", "command": f"echo run >> {marker}; sleep 300", "retryPolicy": {"maxAttempts": 1}})
+    wait_for(marker.exists, what="the run")
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGTERM)
+    stopping = wait_for(lambda: d.event("node.stopping"), what="the stop to begin")
+    assert stopping["running"] == 1 and "again" in stopping["hurry"], stopping
+    d.proc.send_signal(signal.SIGTERM)
+    assert d.proc.wait(60) == 0  # not the 600 s grace
+    assert d.event("node.stopping_now")["running"] == 1
+    d.start()
+    again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2), None),
+                     timeout=30, what="the interrupted run again")  # fmt: skip
+    assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
+
+
 def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):
     """SIGTERM (systemctl restart) lets runs finish for --grace-sec, then kills what is left:
     those runs are not the job's failures. A job with no retries is not dead-lettered by a
