@@ -619,7 +619,9 @@ PATHS: dict[str, Any] = {
                 "Takes up to `max` dispatchable executions of the given queues, oldest "
                 "first, each started with `leaseEpoch` + 1 exactly as a local worker's "
                 "would be. Worker tokens see their tenant's executions only. Two "
-                "concurrent claimers never get the same execution."
+                "concurrent claimers never get the same execution. While the node stops, "
+                "waiting polls answer at once and new ones get 503 with Retry-After: claim "
+                "from another node, or again once it is back."
             ),
             "requestBody": json_body("ClaimRequest"),
             "responses": {

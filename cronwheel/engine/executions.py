@@ -13,7 +13,7 @@ from cronwheel.core.model import Execution, Grant
 from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult
 from cronwheel.engine.notify_service import refuse_ping_job
 from cronwheel.engine.parts import NodeParts
-from cronwheel.engine.service import NotFound
+from cronwheel.engine.service import NotFound, Unavailable
 
 
 class ExecutionsMixin(NodeParts):
@@ -38,7 +38,11 @@ class ExecutionsMixin(NodeParts):
         an execution of one of the queues, and re-polling the store every second for what
         other nodes (or time, for retries and jitter) made dispatchable. ``alive``: whether the
         caller still waits (its connection is open): a dead worker's long poll must not go on
-        taking leases that nobody will run."""
+        taking leases that nobody will run. A node that is stopping answers its waiting polls
+        at once (so that its API can close) and refuses new ones: answered empty at once, a
+        worker would ask again at once, over and over for the whole drain."""
+        if not self.polls.open:
+            raise Unavailable("the node is stopping: claim from another node, or once it is back")
 
         async def take() -> list[Grant]:
             now = self.clock.now_ms()

@@ -122,6 +122,7 @@ class RemoteWorker:
 
     async def _claim_loop(self) -> None:
         stop = asyncio.ensure_future(self._stopping.wait())
+        failed = 0  # claims failed in a row
         try:
             while not self._stopping.is_set():
                 free = self.concurrency - len(self._running)
@@ -140,11 +141,16 @@ class RemoteWorker:
                     return
                 try:
                     grants = claim.result()
-                except Exception as exc:  # daemon down or refusing: log, pause, try again
-                    log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
+                except Exception as exc:  # daemon down, stopping or refusing: pause, try again
+                    if not failed:  # once per outage, not once a second
+                        log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
+                    failed += 1
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stopping.wait(), RETRY_PAUSE_SEC)
                     continue
+                if failed:
+                    log("remote_worker.claim_recovered", worker=self.worker_id, failedClaims=failed)
+                    failed = 0
                 for g in grants:
                     xid = str(g["executionId"])
                     task = asyncio.get_running_loop().create_task(self._execute(g), name=f"run {xid}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from tests.support.daemon import REPO, Daemon, free_port
+from tests.support.threadserver import app_in_a_thread
 from tests.support.wait import wait_for
 
 HANDLER = "tests.support.callables:remote_echo"
@@ -252,9 +255,72 @@ def test_a_result_sent_while_the_daemon_restarts_is_sent_again_not_run_twice(
         done = wait_for(lambda: (e := only_execution(d, job["jobId"])) and e["status"] == "SUCCEEDED" and e, 20,
                         what="the result applied after the restart")  # fmt: skip
         assert done["leaseEpoch"] == 1 and done["workerId"] == "rw-restart"
+        recovered = wait_for(lambda: [json.loads(line) for line in log.read_text().splitlines() if "claim_recovered" in line],
+                             20, what="the worker's claims to succeed again")  # fmt: skip
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(15)
-    # the claims the worker made while its daemon stopped heard 503s or found nothing listening, never a 500
+    # the claims the worker made while its daemon stopped heard 503s or found nothing listening,
+    # never a 500; one warning for the outage, however many claims failed, and one line when it ended
     text = log.read_text()
     assert "HTTP 500" not in text and "complete_failed" not in text, text
+    assert text.count("remote_worker.claim_failed") == 1 and recovered[0]["failedClaims"] >= 1, text
+
+
+def test_a_stopping_node_refuses_new_claims_rather_than_answering_them_empty_at_once(
+    make_daemon: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """While a node drains, its long polls answer at once (so that its API can close). A claim
+    answered empty at once would be asked again at once, a worker spinning against the node
+    (2,000 claims in 3 s were seen) for the whole drain: new claims get 503 with Retry-After."""
+    d = make_daemon(args=("--grace-sec", "60"))
+    started, release = tmp_path / "started", tmp_path / "release"
+    d.add_job({"runAt": "+0s", "command": f"touch {started}; while [ ! -e {release} ]; do sleep 0.05; done"})
+    wait_for(started.exists, what="the local run that holds the stop")
+    claim = {"workerId": "rw-drain", "queues": ["q1"], "max": 1, "waitSec": 20}
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        wait_for(lambda: d.status().get("stopping"), what="the node to be stopping")
+        refused = d.post("/v1/workers/claim", claim)
+        assert refused.status == 503 and refused.headers.get("Retry-After") == "1", refused
+        assert "stopping" in refused.json()["detail"]
+    finally:
+        release.touch()
+    assert d.proc.wait(30) == 0
+
+
+def test_an_outage_is_one_warning_and_one_line_when_it_ends(tmp_path: Path) -> None:
+    """A daemon that refuses claims for a while (a failover's 503s) costs the worker's log one
+    warning, not one a second, and a line with the count when claims succeed again. The daemon
+    is played by a small HTTP server: a real one cannot be held in a 503 streak on cue."""
+    calls: list[int] = []
+
+    async def claim(request: web.Request) -> web.Response:
+        calls.append(1)
+        if len(calls) <= 3:
+            return web.json_response({"status": 503, "detail": "the store is failing over"}, status=503,
+                                     headers={"Retry-After": "1"})  # fmt: skip
+        return web.json_response({"executions": []})
+
+    def make() -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/workers/claim", claim)
+        return app
+
+    log = tmp_path / "rw.log"
+    with app_in_a_thread(make) as url, open(log, "ab") as sink:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cronwheel", "worker", "--url", url, "--token", "t", "--queue", "q1",
+             "--handler", HANDLER, "--worker-id", "rw-outage", "--wait", "1"],
+            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: "claim_recovered" in log.read_text(), 30, what="the claims to succeed again")
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(15)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert [e["event"] for e in lines if e["event"].startswith("remote_worker.claim_")] == [
+        "remote_worker.claim_failed", "remote_worker.claim_recovered"], lines
+    assert next(e for e in lines if e["event"] == "remote_worker.claim_recovered")["failedClaims"] == 3
