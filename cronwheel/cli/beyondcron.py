@@ -20,7 +20,7 @@ from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
 from cronwheel.core.ical import parse_ics
 from cronwheel.core.instants import format_instant
-from cronwheel.core.words import counted
+from cronwheel.core.words import NotUtf8, counted, file_text
 
 #: ticks per backfill request: well under the server's limit, small enough for a live progress bar
 BACKFILL_CHUNK = 500
@@ -197,8 +197,10 @@ def calendar_import(app: Cli, /, name: str, file: Path, description: str | None,
     file that uses it is refused; list each occurrence as its own event.
     """
     try:
-        dates, windows = parse_ics(file.read_text(encoding="utf-8"))
-    except (CalendarError, UnicodeDecodeError) as exc:
+        dates, windows = parse_ics(file_text(file.read_bytes()))
+    except NotUtf8 as exc:
+        raise click.BadParameter(f"{file}:{exc.line}: {exc}", param_hint="FILE") from None
+    except CalendarError as exc:
         raise click.BadParameter(f"{file}: {exc}", param_hint="FILE") from None
     body = {"dates": sorted(set(dates)), "windows": [{"start": s, "end": e} for s, e in windows],
             "description": description if description is not None else file.name}  # fmt: skip

@@ -26,7 +26,7 @@ from cronwheel.cli.context import CONTEXT
 from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
-from cronwheel.core.words import as_given, is_utf8
+from cronwheel.core.words import NotUtf8, as_given, file_text, is_utf8
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import journal_stream
 
@@ -186,9 +186,11 @@ def load(command: click.Command, path: Path | None) -> FileValues:
     if path is None:
         return NO_FILE
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = file_text(path.read_bytes())
+    except OSError as exc:
         raise ConfigError(str(path), f"cannot read: {exc}") from None
+    except NotUtf8 as exc:
+        raise ConfigError(str(path), str(exc), line=exc.line) from None
     keys = config_keys(command)
     raw = parse(text, str(path), keys)
     ctx = click.Context(command, info_name=command.name)

@@ -27,7 +27,7 @@ from cronwheel.core.config import ConfigError
 from cronwheel.core.crontab_export import job_request, unexported_chain, unexported_rules
 from cronwheel.core.jobfields import JOB_FIELDS, TARGET_KINDS
 from cronwheel.core.limits import MAX_PAGE
-from cronwheel.core.words import counted
+from cronwheel.core.words import NotUtf8, counted, file_text
 
 _SIGN = {"create": "+", "update": "~", "adopt": "~", "unchanged": "=", "delete": "-"}
 
@@ -61,9 +61,11 @@ def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
     allowed = JOB_FIELDS
     for path in _files(paths):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = file_text(path.read_bytes())
+        except OSError as exc:
             raise ConfigError(str(path), f"cannot read: {exc}") from None
+        except NotUtf8 as exc:
+            raise ConfigError(str(path), str(exc), line=exc.line) from None
         for job in jobfiles.parse_job_file(text, str(path), allowed):
             try:  # with its name: the table's name is checked as a body's would be
                 parse_job_body({**job.body, "name": job.name}, now_ms=_NOW_MS)

@@ -27,7 +27,7 @@ from cronwheel.core.crontab_export import (
     unexported_chain,
     unexported_rules,
 )
-from cronwheel.core.words import counted, without_byte_order_mark
+from cronwheel.core.words import NotUtf8, counted, file_text
 
 #: jobs per POST /v1/jobs/batch of an import
 IMPORT_BATCH = 500
@@ -44,11 +44,9 @@ def read_import(file: Any, name: str) -> str:
         render.emit_error(f"{name}: larger than {MAX_IMPORT_BYTES >> 20} MiB: split it, or check that it is a crontab")
         sys.exit(1)
     try:
-        return without_byte_order_mark(bytes(data).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        render.emit_error(f"{name}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}): convert the file first, "
-                          "e.g. iconv -f latin1 -t utf-8")  # fmt: skip
+        return file_text(bytes(data))
+    except NotUtf8 as exc:
+        render.emit_error(f"{name}:{exc.line}: {exc}")
         sys.exit(1)
 
 

@@ -17,6 +17,23 @@ def without_byte_order_mark(text: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+class NotUtf8(ValueError):
+    """A file that is not UTF-8: the line of its first such byte, and how to convert it."""
+
+    def __init__(self, line: int, byte: int) -> None:
+        super().__init__(f"not UTF-8 (byte 0x{byte:02x}): convert the file first, e.g. iconv -f latin1 -t utf-8")
+        self.line = line
+
+
+def file_text(data: bytes) -> str:
+    """A file's bytes as text: UTF-8, without a byte-order mark. ``NotUtf8`` names the line of
+    the first byte that is not UTF-8 (a raw codec error names an offset nobody can find)."""
+    try:
+        return without_byte_order_mark(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise NotUtf8(data.count(b"\n", 0, exc.start) + 1, data[exc.start]) from None
+
+
 def is_utf8(text: str) -> bool:
     """Whether ``text`` can be written as UTF-8: argv's, a path's or the environment's bytes
     that were not UTF-8 arrive in Python as lone surrogates, which cannot."""

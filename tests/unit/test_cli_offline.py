@@ -466,3 +466,22 @@ def test_a_data_dir_the_user_cannot_read_is_no_reason_to_refuse_a_command() -> N
     for command in (cli, serve):
         (option,) = [p for p in command.params if p.name == "data_dir"]
         assert isinstance(option.type, click.Path) and option.type.readable is False, command.name
+
+
+def test_every_file_that_is_not_utf8_is_named_with_its_line_and_how_to_convert_it(tmp_path: Path, nowhere: str) -> None:
+    """A crontab, a job file for apply, a configuration file and a calendar: each read as UTF-8,
+    and one in Latin-1 is named with the line of its first such byte, not a codec's offset."""
+    cases = {
+        "crontab": (b"0 0 * * * true\n0 1 * * * echo \xe9t\xe9\n", ("import-crontab", "{}"), 2),
+        "jobs.toml": (b'[a]\nschedule = "0 0 * * *"\ncommand = "echo \xe9"\n', ("apply", "--dry-run", "{}"), 3),
+        "cw.toml": (b'log_level = "info"\nnode_id = "n\xe9"\n', ("--config", "{}", "config"), 2),
+        "fr.ics": (b"BEGIN:VCALENDAR\r\nSUMMARY:f\xeate\r\nEND:VCALENDAR\r\n", ("calendar", "import", "fr", "{}"), 2),
+    }
+    for name, (data, args, line) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        res = invoke(*(a.format(path) for a in args), url=nowhere)
+        out = res.output
+        assert res.exit_code in (1, 2), (name, res.exit_code, out)
+        assert f"{path}:{line}: not UTF-8 (byte 0x" in out and "iconv" in out, (name, out)
+        assert "codec" not in out and "Traceback" not in out, (name, out)
