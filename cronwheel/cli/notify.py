@@ -13,10 +13,9 @@ from cronwheel.cli.away import Away
 from cronwheel.cli.client import ApiError, Client, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core.limits import loads_checked
+from cronwheel.worker.results import Tail
 
 STATUSES = ("PENDING", "RUNNING", "SENT", "DEAD", "HELD")
-#: the output tail a ping sends (the API keeps at most 64 KiB)
-PING_OUTPUT_CHARS = 65_536
 #: a report refused for the tenant's submitRate is sent again after its Retry-After, this
 #: many times, when that is at most PING_WAIT_MAX_SEC: a burst of runs ending together must
 #: not lose one's report (nor turn `backup.sh && cronwheel ping backup || cronwheel ping
@@ -78,8 +77,8 @@ def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], no
 @click.option("--success", "kind", flag_value="success", help="The run succeeded. [default]")
 @click.option("--exit-code", type=int, metavar="N",
               help="The run's exit status: without --fail or --success, 0 reports a success and any other a fail.")
-@click.option("--output", "output_file", type=click.File("r"), metavar="FILE",
-              help="Send the tail of FILE (- for standard input) as the run's output.")  # fmt: skip
+@click.option("--output", "output_file", type=click.File("rb"), metavar="FILE",
+              help="Send the tail of FILE (- for standard input; its last 64 KiB, any bytes) as the run's output.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @pass_cli
 def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_file: Any, as_json: bool) -> None:
@@ -103,8 +102,11 @@ def ping(app: Cli, /, job: str, kind: str | None, exit_code: int | None, output_
     body: dict[str, Any] = {"status": kind}
     if exit_code is not None:
         body["exitCode"] = exit_code
-    if output_file is not None:
-        body["output"] = output_file.read()[-PING_OUTPUT_CHARS:]
+    if output_file is not None:  # a log of any size and bytes: its tail, as a run's output is kept
+        tail = Tail()
+        while chunk := output_file.read(1 << 16):
+            tail.add(chunk)
+        body["output"] = tail.text()
     data = _send_ping(app.client, job, body)
     if as_json:
         render.emit_json(data)

@@ -184,3 +184,19 @@ def test_an_email_rule_on_a_daemon_without_mail_is_kept_with_a_warning(make_daem
     with_mail = make_daemon("with-mail", args=("--sendmail", str(sendmail)))
     r = with_mail.post("/v1/jobs", {"schedule": "@daily", "command": "true", "notify": [mail]})
     assert r.status == 201 and "warnings" not in r.json()
+
+
+def test_a_ping_sends_the_tail_of_any_log_however_large_and_whatever_its_bytes(daemon: Daemon, tmp_path: Path) -> None:
+    """A backup's log in Latin-1, with a NUL, or megabytes of it: the ping is sent with the
+    log's tail (bytes that are not UTF-8 marked U+FFFD, as a run's own output is), never lost
+    to a decoding error."""
+    d = daemon
+    watched = d.cli("watch", "backup", "26h", "--json")
+    assert watched.returncode == 0, watched.stderr
+    log = tmp_path / "backup.log"
+    log.write_bytes(b"x" * 3_000_000 + b"\nsaved 12 files\n\xe9t\xe9 \x00 done\n")
+    res = d.cli("ping", "backup", "--exit-code", "0", "--output", str(log))
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    (ex,) = d.executions(json.loads(watched.stdout)["jobId"])
+    output = d.get(f"/v1/executions/{ex['executionId']}").json()["output"]
+    assert output.endswith("\nsaved 12 files\n\ufffdt\ufffd \ufffd done\n") and 60_000 < len(output) <= 65_536, output[-80:]
