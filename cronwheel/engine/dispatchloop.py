@@ -36,7 +36,7 @@ from cronwheel.core.records import StartRequest
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.worker.pool import WorkerPool
 
 #: after the wall clock steps forward, leases are not reaped for this long: every execution
@@ -95,7 +95,7 @@ class DispatchLoop:
         self.reserved_high_slots = reserved_high_slots
         self.health = LoopHealth(events, clock, "dispatch")
         self._start_failures: dict[str, int] = {}  #: execution id -> starts that failed alone
-        self._start_failed_log = OncePer(60.0)
+        self._start_failed_log = OncePer(REPEAT_LOG_SEC)
         self.started_lines = PerSecond(event_lines_per_sec)  #: see EVENT_LINES_PER_SEC
         self.finished_lines = PerSecond(event_lines_per_sec)
         self.lags_ms: deque[int] = deque(maxlen=10_000)  # recent dispatch lags, for status

@@ -97,7 +97,7 @@ class Scheduler:
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
         self.health = LoopHealth(events, clock, "scheduler")
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
-        self._set_aside_log = OncePer(60.0)
+        self._set_aside_log = OncePer(REPEAT_LOG_SEC)
         self._backlog_log = OncePer(REPEAT_LOG_SEC, max_keys=50_000)  #: backlog skips logged at info, per job
         self._steps = StepDetector()
 

@@ -149,9 +149,9 @@ class WorkerPool:
                 self._links.write(w, encode_frame(Bye()))
         procs = [w.proc for w in self._roster.workers.values() if w.proc is not None and w.proc.returncode is None]
         if procs:  # until they have all left, the grace runs out, or hurry() cuts it short
-            waits: list[asyncio.Future[Any]] = [asyncio.gather(*(p.wait() for p in procs)), asyncio.ensure_future(self._hurry.wait())]
-            await asyncio.wait(waits, timeout=max(0.0, grace_sec), return_when=asyncio.FIRST_COMPLETED)
-            waits[1].cancel()
+            hurried: asyncio.Future[Any] = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait([asyncio.gather(*(p.wait() for p in procs)), hurried], timeout=max(0.0, grace_sec), return_when=asyncio.FIRST_COMPLETED)
+            hurried.cancel()
         alive = [w for w in self._roster.workers.values() if w.proc is not None and w.proc.returncode is None]
         for w in alive:
             self._terminate(w)

@@ -220,7 +220,7 @@ class RemoteWorker:
         applied twice."""
         loop = asyncio.get_running_loop()
         give_up_at = loop.time() + max(lease_sec, COMPLETE_RETRY_MIN_SEC)
-        delay = 0.5
+        delay, retried = 0.5, False
         while True:
             try:
                 await self._post(f"/v1/executions/{xid}/complete", body)
@@ -230,8 +230,9 @@ class RemoteWorker:
                 if (isinstance(exc, _Refused) and not exc.passing) or loop.time() + delay > give_up_at:
                     log("remote_worker.complete_failed", worker=self.worker_id, executionId=xid, error=repr(exc))
                     return  # the lease expires and the reaper retries it
-                if delay == 0.5:
+                if not retried:  # once: the outcome (completed or complete_failed) follows
                     log("remote_worker.complete_retrying", worker=self.worker_id, executionId=xid, error=repr(exc))
+                    retried = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
