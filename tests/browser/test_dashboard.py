@@ -156,6 +156,30 @@ def test_the_overview_says_when_the_node_is_stopping(make_daemon: Callable[..., 
     assert daemon.proc.wait(30) == 0
 
 
+def test_the_overview_says_when_the_store_cannot_be_reached(make_daemon: Callable[..., Daemon], browser: Any) -> None:
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        daemon = make_daemon(args=("--store", cluster.dsn()))
+        daemon.add_job({"schedule": "0 0 1 1 *", "command": "true"})
+        open_dashboard(browser, daemon)
+        until(browser, lambda d: "Node " in text_of(d, "p.node"), what="the node's line")
+        assert browser.find_elements(By.CSS_SELECTOR, "p.stale") == []
+        cluster.stop("immediate")  # as a crash or a failover would
+        wait_for(lambda: daemon.status().get("stale"), what="the status to be answered from the last read")
+        browser.refresh()
+        notice = until(browser, lambda d: text_of(d, "p.stale"), what="the stale-store notice")
+        assert notice.startswith("The store cannot be reached (") and "counts are as of 20" in notice, notice
+        assert "ago. The queue, workers and lag are live." in notice, notice
+        screenshot(browser, "overview-store-unreachable")
+        cluster.start()
+        wait_for(lambda: daemon.status().get("stale") is False, what="a fresh status once the store is back")
+        browser.refresh()
+        until(browser, lambda d: "Node " in text_of(d, "p.node"), what="the node's line")
+        assert browser.find_elements(By.CSS_SELECTOR, "p.stale") == []
+        daemon.stop()
+
+
 def test_hostile_names_commands_and_output_stay_text(daemon: Daemon, browser: Any) -> None:
     command = f"printf '%s\\n' '{HOSTILE_OUTPUT}'"
     job_id = daemon.add_job({"schedule": "0 0 1 1 *", "command": command, "name": HOSTILE_NAME})["jobId"]

@@ -127,6 +127,7 @@ export const overview = {
     const parts = [];
     if (d.status) {
       if (d.status.stopping) parts.push(h("p", { class: "error stopping" }, "This node is stopping: it starts no new work, and its running executions finish within the grace period. Jobs created now run after the restart."));
+      if (d.status.stale) parts.push(h("p", { class: "error stale" }, `The store cannot be reached (${d.status.storeError || "no detail"}): the job and execution counts are as of ${when(d.status.asOf)}${d.status.staleForMs !== undefined ? `, ${ms(d.status.staleForMs)} ago` : ""}. The queue, workers and lag are live.`));
       parts.push(h("p", { class: "muted node" }, `Node ${d.status.nodeId} · up ${ms(Math.round(d.status.uptimeSec) * 1000)}${d.status.store && d.status.store.kind ? ` · ${d.status.store.kind} store` : ""}${d.status.cluster ? " · cluster" : ""}`));
       parts.push(overviewStats(d.status));
     } else if (forbidden(d.statusError)) {
