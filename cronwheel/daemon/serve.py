@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,8 @@ async def serve(
 ) -> None:
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
     compare with ``running`` (the values this daemon was started with; daemon/reload.py)."""
+    if _stop_before_the_loop.is_set():  # nothing started yet: nothing to stop
+        return
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
     host, port = parse_hostport(http)
@@ -188,6 +191,15 @@ async def _serve_bound(
     disk_low_bytes: int | None, fd_limit: int, log_level: str, reload: Any,
     running_config: dict[str, Any] | None, mail: MailConfig | None,
 ) -> None:  # fmt: skip
+    # A stop asked for while the node starts (systemctl restart just after a start, Ctrl-C at
+    # once) is kept for when it has started, then done as any other: the default SIGTERM killed
+    # a half-started node, leaving its workers to find out on their own.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if _stop_before_the_loop.is_set():
+        stop.set()
     node_id = node_id or socket.gethostname()
     try:
         events = EventLog(node_id, fmt=log_format, level=log_level)
@@ -261,17 +273,16 @@ async def _serve_bound(
         maxConnectionsPerClient=guard.tcp.per_client, maxLocalConnections=guard.local.total,
     )
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     if reload is not None:
         reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth))
         loop.add_signal_handler(signal.SIGHUP, reloader.reload)
     if ready is not None:
         ready.set()
-    with contextlib.suppress(TimeoutError):  # a slow store: say READY anyway, the sweep catches up
-        await asyncio.wait_for(node.scheduler.loaded.wait(), WHEEL_LOAD_TIMEOUT_SEC)
+    # a slow store: say READY anyway after a while, the sweep catches up; a stop needs no wheel
+    waits = [asyncio.ensure_future(node.scheduler.loaded.wait()), asyncio.ensure_future(stop.wait())]
+    await asyncio.wait(waits, timeout=WHEEL_LOAD_TIMEOUT_SEC, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
     notifier.ready(await metrics.status_line())
     duties = loop.create_task(notifier.run(node.healthy, metrics.status_line), name="systemd-notify")
     await stop.wait()
@@ -305,8 +316,18 @@ async def _serve_bound(
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
+#: a SIGTERM or SIGINT that came before the event loop took the signals over (_serve_bound)
+_stop_before_the_loop = threading.Event()
+
+
+def _stop_asked(signum: int, frame: Any) -> None:
+    _stop_before_the_loop.set()
+
+
 def _run(coro: Any) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _stop_asked)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux

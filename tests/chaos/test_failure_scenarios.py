@@ -394,6 +394,35 @@ def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
     assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
 
 
+def test_a_stop_asked_for_while_the_node_starts_is_done_once_it_has_started(make_daemon):
+    """systemctl restart just after a start: a SIGTERM while the node opens its store (held
+    here by another connection's write lock) waits for the start to finish, then stops the
+    node as any stop does. It used to kill the half-started node, leaving its workers behind."""
+    d: Daemon = make_daemon()
+    d.stop()
+    first_start = len(d.events())
+    db = sqlite3.connect(d.data_dir / "cronwheel.db", isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    d.launch()
+    assert d.proc is not None
+    wait_for(lambda: any(path.name == "cronwheel.db" for path in open_files(d.pid)), what="the daemon to open its store")
+    d.proc.send_signal(signal.SIGTERM)
+    db.execute("ROLLBACK")
+    db.close()
+    assert d.proc.wait(30) == 0, d.log_tail()
+    lifecycle = [e["event"] for e in d.events()[first_start:] if e["event"].startswith("node.")]
+    assert lifecycle == ["node.started", "node.stopping", "node.stopped"], lifecycle
+
+
+def open_files(pid: int) -> list[Path]:
+    fds = Path(f"/proc/{pid}/fd")
+    out = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            out.append(Path(os.readlink(fd)))
+    return out
+
+
 def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):
     """SIGTERM (systemctl restart) lets runs finish for --grace-sec, then kills what is left:
     those runs are not the job's failures. A job with no retries is not dead-lettered by a

@@ -62,6 +62,25 @@ class Daemon:
 
     # ---- lifecycle
     def start(self, timeout: float = 30) -> Daemon:
+        self.launch()
+
+        def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log_tail()}")
+            addr = self.data_dir / "http.addr"
+            if not addr.exists():
+                return False
+            self.url = addr.read_text().strip()
+            return self.get("/healthz", token=None).status == 200
+
+        wait_for(up, timeout, what="daemon to answer /healthz")
+        wait_for(lambda: self.event("node.started"), timeout, what="node.started event")
+        wait_for(lambda: (self.status().get("workers") or {}).get("count", 0) >= self.workers, timeout, what="workers connected")
+        return self
+
+    def launch(self) -> None:
+        """Start the process, waiting for nothing (``start`` waits until it serves)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "http.addr").unlink(missing_ok=True)
         env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
@@ -82,21 +101,6 @@ class Daemon:
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir.parent,
                                      start_new_session=True, preexec_fn=low_file_limit if limit is not None else None)
         log.close()
-
-        def up() -> bool:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log_tail()}")
-            addr = self.data_dir / "http.addr"
-            if not addr.exists():
-                return False
-            self.url = addr.read_text().strip()
-            return self.get("/healthz", token=None).status == 200
-
-        wait_for(up, timeout, what="daemon to answer /healthz")
-        wait_for(lambda: self.event("node.started"), timeout, what="node.started event")
-        wait_for(lambda: (self.status().get("workers") or {}).get("count", 0) >= self.workers, timeout, what="workers connected")
-        return self
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc is None or self.proc.poll() is not None:
