@@ -64,3 +64,28 @@ class StepDetector:
             return 0
         step = (wall_ms - last[0]) - round((mono_s - last[1]) * 1000)
         return step if abs(step) > self.tolerance_ms else 0
+
+
+class ReapCutoff:
+    """Which leases the reaper may take back now. A lease that ran out is the reaper's, unless
+    it ran out while the node could not hear its holder's heartbeats: the node stopped or
+    starved of CPU (SIGSTOP, swap, a VM paused), the store refusing the renewals (an outage,
+    a failover), the wall clock stepping forward under the stored instants. After such a deaf
+    spell, for ``pause_sec``, only leases that ran out before it began are taken back: a live
+    holder beats every leaseSec / 3, so each lease up to 3 × ``pause_sec`` is renewed first.
+
+    ``deaf(since_ms, mono_s)``: the node could not hear heartbeats from ``since_ms`` (wall
+    clock) until now; ``cutoff(now_ms, mono_s)``: leases that ran out before it may go."""
+
+    def __init__(self, pause_sec: float) -> None:
+        self.pause_sec = pause_sec
+        self._since_ms = 0
+        self._until = float("-inf")  #: monotonic: the pause's end
+
+    def deaf(self, since_ms: int, mono_s: float) -> None:
+        in_pause = mono_s < self._until
+        self._since_ms = min(self._since_ms, since_ms) if in_pause else since_ms
+        self._until = mono_s + self.pause_sec
+
+    def cutoff(self, now_ms: int, mono_s: float) -> int:
+        return min(now_ms, self._since_ms) if mono_s < self._until else now_ms

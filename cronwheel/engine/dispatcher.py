@@ -26,7 +26,7 @@ from cronwheel.core.records import (
     LeaseVerdict,
     Outcome,
 )
-from cronwheel.engine.dispatchloop import DispatchLoop
+from cronwheel.engine.dispatchloop import DEAF_REAP_PAUSE_SEC, DispatchLoop
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
@@ -39,6 +39,10 @@ OUTCOME_EVENTS: dict[ExecStatus | None, str] = {
     ExecStatus.RETRY_WAIT: "execution.retry_scheduled",
     ExecStatus.DEAD: "execution.dead_lettered",
 }
+
+#: a reaper that wakes this much later than it asked to (s) did not run meanwhile, nor did the
+#: rest of the node (SIGSTOP, swapping, a paused VM, a starved machine): it heard no heartbeats
+STALL_SEC = 3.0
 
 
 class Dispatcher(DispatchLoop):
@@ -101,15 +105,21 @@ class Dispatcher(DispatchLoop):
 
     # ---- the reaper
     async def _reaper_loop(self) -> None:
+        interval = self.reaper_interval_ms / 1000
         while not self._stopping:
-            await asyncio.sleep(self.reaper_interval_ms / 1000)
-            if self.clock.monotonic() < self._reap_after:
-                continue  # the wall clock just stepped forward: let live leases renew first
+            asleep_at, due_at = self.clock.monotonic(), self.clock.now_ms() + self.reaper_interval_ms
+            await asyncio.sleep(interval)
+            late = self.clock.monotonic() - asleep_at - interval
+            if late > STALL_SEC:  # the node did not run: it heard no heartbeats either
+                self.reap_cutoff.deaf(due_at, self.clock.monotonic())
+                self.events.emit("node.stalled", stalledMs=round(late * 1000), reapPausedSec=DEAF_REAP_PAUSE_SEC)
+            now = self.clock.now_ms()
             try:
-                now = self.clock.now_ms()
-                results = await self._expire_leases(now)
+                results = await self._expire_leases(now, self.reap_cutoff.cutoff(now, self.clock.monotonic()))
             except Exception as exc:  # store hiccup: try again next round
                 self.reaper_health.failed(exc)
+                # every node's renewals failed too (the store is shared): spare their leases
+                self.reap_cutoff.deaf(now, self.clock.monotonic())
                 continue
             self.reaper_health.ok()
             self.release(res.execution_id for res in results)
@@ -120,8 +130,8 @@ class Dispatcher(DispatchLoop):
             await self._after_completions(results)
 
 
-    async def _expire_leases(self, now: int) -> list[CompletionResult]:
-        return await self.writer.run(lambda s: s.expire_leases(now, 1000))
+    async def _expire_leases(self, now: int, ran_out_before: int) -> list[CompletionResult]:
+        return await self.writer.run(lambda s: s.expire_leases(now, 1000, ran_out_before))
 
     # ---- from the worker pool
     async def on_results(self, worker_id: str, results: list[Completion]) -> None:
@@ -174,9 +184,10 @@ class Dispatcher(DispatchLoop):
                 # cost the others their leases, so each is renewed on its own
                 results = [await self._heartbeat_alone(t, now) for t in triples]
         except StoreUnavailable as exc:
-            # not renewed: the worker beats again a quarter lease later, and the leases that
-            # run out meanwhile are the reaper's once the store is back (at least once)
+            # not renewed: the worker beats again a quarter lease later; the leases that run
+            # out meanwhile are spared for a while once the store is back, then the reaper's
             self.heartbeat_health.failed(exc)
+            self.reap_cutoff.deaf(now, self.clock.monotonic())
             return []
         self.heartbeat_health.ok()
         lost: list[tuple[str, str]] = []

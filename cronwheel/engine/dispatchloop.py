@@ -27,7 +27,7 @@ import sys
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
-from cronwheel.core.clock import Clock, StepDetector
+from cronwheel.core.clock import Clock, ReapCutoff, StepDetector
 from cronwheel.core.fairness import FairQueue
 from cronwheel.core.instantgroups import InstantGroups
 from cronwheel.core.model import Execution, Grant, Priority
@@ -39,10 +39,10 @@ from cronwheel.engine.runner import StoreRunner, bisect_failures
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.worker.pool import WorkerPool
 
-#: after the wall clock steps forward, leases are not reaped for this long: every execution
-#: that heartbeats at least this often (leaseSec / 3 <= 60 s: leaseSec up to 180 s) renews its
-#: lease by the new clock first and is not run again
-STEP_REAP_PAUSE_SEC = 60.0
+#: after the node could not hear heartbeats (a stall, a store outage, a forward step of the wall
+#: clock), leases that ran out meanwhile are not reaped for this long: every execution that
+#: heartbeats at least this often (leaseSec / 3 <= 60 s: leaseSec up to 180 s) renews first
+DEAF_REAP_PAUSE_SEC = 60.0
 #: dispatchable executions read per page by ``refill``
 REFILL_PAGE = 5000
 #: an execution whose start failed alone is tried again after this, doubling per failure
@@ -91,7 +91,7 @@ class DispatchLoop:
         #: executions waiting for their instant (claimed ahead, backoff, jitter), grouped by it
         self.delayed: InstantGroups[str] = InstantGroups(clock.now_ms(), tick_ms=5, wheel_size=256)
         self._steps = StepDetector()
-        self._reap_after = 0.0  #: monotonic: no reaping before this (after a forward clock step)
+        self.reap_cutoff = ReapCutoff(DEAF_REAP_PAUSE_SEC)  #: which leases the reaper may take back
         self.reserved_high_slots = reserved_high_slots
         self.health = LoopHealth(events, clock, "dispatch")
         self._start_failures: dict[str, int] = {}  #: execution id -> starts that failed alone
@@ -211,9 +211,9 @@ class DispatchLoop:
         """A wall-clock step since the last turn (ms, 0 if none). Backoffs and claimed-ahead
         starts wait for instants of the wall clock: after a step back the delay wheel is
         rebuilt at the new time (a wheel cannot move back, and it would take every new entry
-        for due), each entry keeping its instant. After a step forward the reaper waits
-        ``STEP_REAP_PAUSE_SEC`` before expiring leases, so live executions renew theirs by
-        the new clock first."""
+        for due), each entry keeping its instant. After a step forward the leases that ran out
+        in the jump are not reaped for ``DEAF_REAP_PAUSE_SEC``, so live executions renew
+        theirs by the new clock first."""
         step = self._steps.observe(now, self.clock.monotonic())
         if step < 0:
             entries = self.delayed.entries()
@@ -223,7 +223,7 @@ class DispatchLoop:
                     tier, tenant = self.meta[execution_id]
                     self.queue.push(tier, tenant, execution_id)
         elif step > 0:
-            self._reap_after = self.clock.monotonic() + STEP_REAP_PAUSE_SEC
+            self.reap_cutoff.deaf(now - step, self.clock.monotonic())
         return step
 
     async def _dispatch_turn(self) -> None:

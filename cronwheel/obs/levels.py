@@ -53,6 +53,7 @@ EVENT_LEVELS: dict[str, str] = {
     "tenants.refresh_failed": "warning",
     "bucket.lost": "warning",
     "store.unavailable": "warning",
+    "node.stalled": "warning",
     "store.disk_low": "warning",  # an alert: `journalctl -p warning` must show it
     "effect.fenced": "warning",
     "remote_worker.fenced": "warning",

@@ -59,7 +59,7 @@ class Statements(Protocol):
     FIND_JOBS_BY_NAME: str  #: name, tenant, limit
     RUNNING_WITH_WORKER_PREFIX: str  #: prefix
     LIST_EXECUTIONS: str  #: job_id, before, limit, tenant
-    EXPIRED_LEASES: str  #: now, limit
+    EXPIRED_LEASES: str  #: ran_out_before, limit
     LIST_CALENDARS: str  #: tenant
     LIST_CALENDAR_DOCUMENTS: str  #: tenant, after_tenant, after_name, limit
 
@@ -183,11 +183,13 @@ class SharedExecutions(Backend):
             return self._dialect.complete(conn, completions, now_ms, rand01)
 
     @guarded
-    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+    def expire_leases(self, now_ms: int, limit: int, ran_out_before_ms: int | None = None) -> list[CompletionResult]:
         if limit <= 0:
             return []
+        ran_out_before = now_ms if ran_out_before_ms is None else min(now_ms, ran_out_before_ms)
         with self._write(fsync=False) as conn:
-            rows: list[Any] = conn.execute(self._dialect.sql.EXPIRED_LEASES, {"now": now_ms, "limit": limit}).fetchall()
+            rows: list[Any] = conn.execute(self._dialect.sql.EXPIRED_LEASES,
+                                           {"ran_out_before": ran_out_before, "limit": limit}).fetchall()
             if not rows:
                 return []
             comps, rands = expired_completions([(eid, epoch) for eid, epoch in rows])

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.checker import History, check
-from tests.support.daemon import REPO, Daemon
+from tests.support.daemon import REPO, Daemon, assert_ran_once_unreaped, gated_run
 from tests.support.procs import alive
 from tests.support.wait import wait_for
 
@@ -392,6 +392,23 @@ def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
     again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2), None),
                      timeout=30, what="the interrupted run again")  # fmt: skip
     assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
+
+
+def test_a_node_stopped_longer_than_a_lease_does_not_reap_its_live_runs(make_daemon, tmp_path):
+    """SIGSTOP (or a paused VM, or swapping) stops the daemon, not its workers: their
+    heartbeats wait in the socket while the leases run out. Resumed, the node notices the
+    stall and spares those leases until the beats are read: the run ends once, at epoch 1.
+    It used to reap them first, killing live runs and counting their beats as zombies'."""
+    d: Daemon = make_daemon()
+    job_id, release = gated_run(d, tmp_path, leaseSec=2)
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        time.sleep(5)  # the stall itself is what this test is about: over twice the lease
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    assert d.wait_event("node.stalled")["stalledMs"] >= 4_000
+    release.touch()
+    assert_ran_once_unreaped(d, job_id)
 
 
 def test_a_stop_asked_for_while_the_node_starts_is_done_once_it_has_started(make_daemon):

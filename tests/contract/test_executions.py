@@ -316,6 +316,18 @@ def test_expire_leases_respects_limit_and_spares_live_leases(store: Store) -> No
     assert store.expire_leases(T0 + MIN, 0) == []
 
 
+def test_expire_leases_spares_those_that_ran_out_after_the_given_instant(store: Store) -> None:
+    early, late = pending(store, lease_sec=10), pending(store, lease_sec=40)
+    start(store, early, T0)
+    start(store, late, T0)
+    # both ran out by T0 + MIN; only the one that ran out before T0 + 20 s goes, at T0 + MIN
+    [res] = store.expire_leases(T0 + MIN, 100, T0 + 20 * SEC)
+    assert res.execution_id == early and res.status is ExecStatus.RETRY_WAIT
+    assert res.available_at is not None and res.available_at >= T0 + MIN  # its backoff runs from now
+    assert [e.execution_id for e in running_for_worker(store, "w1")] == [late]
+    assert [r.execution_id for r in store.expire_leases(T0 + MIN, 100)] == [late]
+
+
 # ---------------------------------------------------------------- reads
 
 

@@ -469,7 +469,7 @@ def test_hot_queries_use_their_indexes(pg_store: PostgresStore) -> None:
     assert "jobs_due" in plan(q.NEXT_DUE_AT, b)
     assert "executions_ready" in plan(q.READY_EXECUTIONS, {"now": T0, "after_at": 0, "after_id": "", "limit": 10})
     assert "executions_ready" in plan(q.NEXT_AVAILABLE_AT, {})
-    assert "executions_running" in plan(q.EXPIRED_LEASES, {"now": T0, "limit": 10})
+    assert "executions_running" in plan(q.EXPIRED_LEASES, {"ran_out_before": T0, "limit": 10})
     assert "executions_worker" in plan(q.RUNNING_FOR_WORKER, {"worker": "w"})
     assert "executions_guarded" in plan(q.GUARDED_LIVE, {"ids": ["j"]})
     waiting = plan(q.WAITING_RUNS, {"ids": ["j"], "now": T0, "cap": 100})

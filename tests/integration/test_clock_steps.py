@@ -20,7 +20,7 @@ from cronwheel.core.clock import FakeClock, StepDetector
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import Execution, JobSpec, MisfirePolicy
 from cronwheel.core.records import NewJob
-from cronwheel.engine.dispatchloop import STEP_REAP_PAUSE_SEC
+from cronwheel.engine.dispatchloop import DEAF_REAP_PAUSE_SEC
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.obs.events import EventLog
@@ -141,7 +141,11 @@ def test_the_dispatcher_keeps_backoff_instants_and_pauses_the_reaper_after_a_ste
         assert fired == [later.execution_id], "and fires at it"
         clock.set(clock.now_ms() + HOUR)  # forward an hour
         assert d.check_clock(clock.now_ms()) == HOUR
-        assert d._reap_after == clock.monotonic() + STEP_REAP_PAUSE_SEC
+        # the leases that ran out in the jump are spared until live ones have renewed
+        before_the_step = clock.now_ms() - HOUR
+        assert d.reap_cutoff.cutoff(clock.now_ms(), clock.monotonic()) == before_the_step
+        clock.advance(int(DEAF_REAP_PAUSE_SEC * 1000))
+        assert d.reap_cutoff.cutoff(clock.now_ms(), clock.monotonic()) == clock.now_ms()
         await d.stop()
 
     asyncio.run(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, assert_ran_once_unreaped, gated_run
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.postgres
@@ -153,6 +153,27 @@ def test_a_running_jobs_heartbeats_report_an_outage_once(make_daemon: Callable[.
         assert back["downMs"] > 0
         assert len([e for e in d.events("store.unavailable") if e["loop"] == "heartbeat"]) == 1
         assert not [e for e in d.events("pool.handler_error") if e.get("call") == "on_heartbeats"]
+        d.stop()
+
+
+def test_a_store_outage_longer_than_a_lease_does_not_cost_a_live_run_its_lease(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """Every renewal fails while the store is down, so a running execution's lease runs out in
+    the outage though its worker is alive. Once the store is back the reaper spares such leases
+    until their workers have renewed them: the run goes on and ends once, at epoch 1. It used
+    to be reaped at once (killed, run again, or dead-lettered)."""
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn()))
+        job_id, release = gated_run(d, tmp_path, leaseSec=6)  # a beat every 1.5 s: the reaper comes first
+        cluster.stop("immediate")
+        wait_for(lambda: d.status().get("staleForMs", 0) >= 8_000, timeout=30, what="more than a lease of outage")
+        cluster.start()
+        d.wait_event("store.available", loop="reaper", timeout=30)
+        release.touch()
+        assert_ran_once_unreaped(d, job_id)
         d.stop()
 
 

@@ -245,3 +245,22 @@ def reap(p: subprocess.Popen[Any]) -> None:
     for stream in (p.stdout, p.stderr):
         if stream is not None:
             stream.close()
+
+
+def gated_run(daemon: Daemon, tmp_path: Path, **fields: Any) -> tuple[str, Path]:
+    """A one-off job (one attempt) whose run starts now and holds until the file it returns is
+    created; returns once the run has started. ``fields``: more of the job's fields."""
+    started, release = tmp_path / "gate-started", tmp_path / "gate-release"
+    command = f"touch {started}; while [ ! -e {release} ]; do sleep 0.05; done"
+    job = daemon.add_job({"runAt": "+0s", "command": command, "retryPolicy": {"maxAttempts": 1}, **fields})
+    wait_for(started.exists, what="the gated run to start")
+    return job["jobId"], release
+
+
+def assert_ran_once_unreaped(daemon: Daemon, job_id: str) -> None:
+    """The job's one execution ends SUCCEEDED at its first epoch, its lease never reaped."""
+    ended = wait_for(lambda: [e for e in daemon.executions(job_id) if e["status"] != "RUNNING"], timeout=30,
+                     what="the run to end")
+    assert [(e["status"], e["leaseEpoch"], e["attempt"]) for e in ended] == [("SUCCEEDED", 1, 1)], ended
+    assert daemon.events("lease.expired") == []
+

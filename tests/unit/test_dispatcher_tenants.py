@@ -40,7 +40,7 @@ class FakeStore:
     def heartbeat_many(self, beats: list[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         return [HeartbeatResult(LeaseVerdict.CANCELLED) for _ in beats]
 
-    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
+    def expire_leases(self, now_ms: int, limit: int, ran_out_before_ms: int | None = None) -> list[CompletionResult]:
         return []
 
 

@@ -503,7 +503,7 @@ WHERE e.execution_id = u.execution_id AND e.status = 'RUNNING' AND e.lease_epoch
 #: the reaper's pick, locked; SKIP LOCKED: a lease being completed right now is not expired
 EXPIRED_LEASES = """
 SELECT execution_id, lease_epoch FROM executions
-WHERE status = 'RUNNING' AND lease_until < %(now)s
+WHERE status = 'RUNNING' AND lease_until < %(ran_out_before)s
 ORDER BY lease_until, execution_id LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 """

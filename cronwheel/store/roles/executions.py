@@ -77,9 +77,11 @@ class ExecutionStore(ABC):
         (``model.settled_status``)."""
 
     @abstractmethod
-    def expire_leases(self, now_ms: int, limit: int) -> list[CompletionResult]:
-        """The reaper: every RUNNING execution with lease_until < now_ms becomes a failed
-        attempt (outcome LOST, error ``lease expired``), exactly as complete_executions would."""
+    def expire_leases(self, now_ms: int, limit: int, ran_out_before_ms: int | None = None) -> list[CompletionResult]:
+        """The reaper: every RUNNING execution with lease_until < now_ms (and < ``ran_out_before_ms``
+        when given: a lease that ran out while the node could not hear heartbeats is spared for
+        a while, core.clock.ReapCutoff) becomes a failed attempt (outcome LOST, error ``lease
+        expired``) at now_ms, exactly as complete_executions would."""
 
     @abstractmethod
     def running_with_worker_prefix(self, prefix: str) -> list[Execution]:

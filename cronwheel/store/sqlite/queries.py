@@ -405,7 +405,7 @@ WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
 
 EXPIRED_LEASES = """
 SELECT execution_id, lease_epoch FROM executions
-WHERE status = 'RUNNING' AND lease_until < :now
+WHERE status = 'RUNNING' AND lease_until < :ran_out_before
 ORDER BY lease_until, execution_id LIMIT :limit
 """
 
