@@ -36,6 +36,7 @@ from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store
+from cronwheel.worker.orphans import kill_runs_left_behind
 from cronwheel.worker.pool import WorkerPool
 
 __all__ = ["Node", "NodeConfig"]
@@ -185,6 +186,11 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         if not orphans:
             return
         self.events.emit("node.recovered_leases", executions=len(orphans))
+        # when the whole node was killed, its command runs outlived their workers: end them
+        # before their retries start, so that no run goes on beside its retry
+        runs = [(ex.worker_id, ex.execution_id) for ex in orphans if ex.worker_id is not None]
+        for worker_id, groups in (await asyncio.to_thread(kill_runs_left_behind, runs)).items():
+            self.events.emit("pool.worker_orphans_killed", worker=worker_id, groups=groups)
         await self.dispatcher.finish([
             Completion(ex.execution_id, ex.worker_id, ex.lease_epoch, Outcome.LOST,
                        error=f"worker {ex.worker_id} died with its node")

@@ -8,7 +8,9 @@ on beside its retry. The daemon finds them after the worker is gone: every comma
 ``CRONWHEEL_WORKER_ID`` and ``CRONWHEEL_EXECUTION_ID`` in its environment, so the processes
 still carrying the dead worker's id and one of its in-flight execution ids are its runs (or
 their children), and their process groups are killed. A background process that an earlier,
-finished run detached is left alone: its execution is not in flight.
+finished run detached is left alone: its execution is not in flight. The same goes for the
+runs of a whole node that was killed (kill -9, the OOM killer, a crash without systemd to
+clean up after it): the node, restarted, finds them by its previous workers' ids.
 """
 
 from __future__ import annotations
@@ -61,3 +63,14 @@ def kill_groups(groups: Collection[int]) -> int:
             continue
         killed += 1
     return killed
+
+
+def kill_runs_left_behind(runs: Collection[tuple[str, str]]) -> dict[str, int]:
+    """``runs``: (worker id, execution id) of command runs whose workers are gone. Their
+    process groups killed; how many, by worker (those with none left out)."""
+    by_worker: dict[str, list[str]] = {}
+    for worker_id, execution_id in runs:
+        by_worker.setdefault(worker_id, []).append(execution_id)
+    killed = {worker_id: kill_groups(run_groups(worker_id, ids)) for worker_id, ids in by_worker.items()}
+    return {worker_id: n for worker_id, n in killed.items() if n}
+

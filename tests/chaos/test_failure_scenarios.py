@@ -394,6 +394,30 @@ def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
     assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
 
 
+def test_a_killed_node_s_command_runs_are_ended_before_their_retries_start(make_daemon, tmp_path):
+    """kill -9 the daemon and its workers (the OOM killer, a crash, no systemd to clean up):
+    the command runs in their own sessions live on. The restarted node fails those leases
+    and kills the runs first, so that a run does not go on beside its retry."""
+    d: Daemon = make_daemon(workers=1, args=("--grace-sec", "1"))
+    pids = tmp_path / "pids"
+    d.add_job({"runAt": "+0s", "command": f"echo $$ >> {pids}; exec sleep 300",
+               "retryPolicy": {"maxAttempts": 2, "initialBackoffSec": 0.1}})  # fmt: skip
+    wait_for(pids.exists, what="the run")
+    first = int(pids.read_text().split()[0])
+    node = [d.pid, *d.worker_pids()]
+    for sig in (signal.SIGSTOP, signal.SIGKILL):  # all at once: none may clean up after another
+        for pid in node:
+            os.kill(pid, sig)
+    d.kill()  # reaps it
+    assert alive(first), "the run outlived its node"
+    d.start()
+    wait_for(lambda: not alive(first), timeout=20, what="the old run to be killed")
+    assert d.wait_event("pool.worker_orphans_killed")["groups"] == 1
+    retry = wait_for(lambda: len(pids.read_text().split()) == 2 and int(pids.read_text().split()[1]), timeout=20,
+                     what="the retry")
+    assert alive(retry) and not alive(first)
+
+
 def test_a_node_stopped_longer_than_a_lease_does_not_reap_its_live_runs(make_daemon, tmp_path):
     """SIGSTOP (or a paused VM, or swapping) stops the daemon, not its workers: their
     heartbeats wait in the socket while the leases run out. Resumed, the node notices the
