@@ -35,6 +35,7 @@ from cronwheel.daemon.options import (
 )
 from cronwheel.daemon.reload import Reloader, log_appliers
 from cronwheel.engine.channels import ChannelConfigError, MailConfig
+from cronwheel.engine.cluster import NodeIdInUse
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.heap import settle_heap
@@ -248,7 +249,10 @@ async def _serve_bound(
     node = Node(config, writer_store, reader_store, events, cluster_store=cluster_store,
                 completion_store=completion_store, claim_store=claim_store)
     metrics = NodeMetrics(node, events)  # the node is its own StatsSource
-    await node.start()
+    try:
+        await node.start()
+    except NodeIdInUse as exc:  # refused before it started anything: one line, exit 1
+        raise DaemonError(str(exc)) from None
     # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)
     await node.ensure_admin_token(data_dir)
 

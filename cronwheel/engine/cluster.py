@@ -27,13 +27,19 @@ from typing import Any
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import N_BUCKETS
-from cronwheel.core.records import Fence
+from cronwheel.core.instants import format_instant
+from cronwheel.core.records import Fence, NodeInfo
 from cronwheel.core.rendezvous import buckets_of
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
 
 DEFAULT_LEASE_TTL_MS = 10_000
+
+
+class NodeIdInUse(Exception):
+    """Another process heartbeats this node id on the store: starting would take its running
+    executions over as a crashed incarnation's (``ClusterMember.join``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +130,39 @@ class ClusterMember:
             self.events.emit("bucket.lost", bucket=bucket, reason="trust window closed")
             self._wake.set()
         return self.holdings.owned(now)
+
+    # ---- start
+    async def join(self) -> None:
+        """Before the node touches anything on the store: is its node id free? A row of this
+        id that is live (heartbeat within the TTL) is either this node's previous incarnation,
+        killed less than a TTL ago, or another process with the same id (a cloned machine: the
+        default id is the host name). The first has stopped heartbeating, the second has not:
+        watch the row until it expires (start) or its heartbeat moves on (``NodeIdInUse``). A
+        node stopped gracefully removed its row, so only a restart after a crash waits, at
+        most one TTL. The data directory's lock does not tell them apart: a clone has a copy
+        of the directory and the same host name and port."""
+        first = await self._own_row()
+        if first is None:
+            return
+        self.events.emit("node.waiting_for_previous", nodeId=self.node_id, address=first.address,
+                         lastSeenAt=first.last_seen, leaseTtlMs=self.ttl_ms)
+        for _ in range(12):  # every TTL/6 for up to two TTLs: the row expires, or is refreshed
+            await asyncio.sleep(self.interval / 2)
+            row = await self._own_row()
+            if row is None:
+                return
+            if row.last_seen != first.last_seen:
+                raise NodeIdInUse(
+                    f"node id '{self.node_id}' is in use: another cronwheel node with that id (address "
+                    f"{row.address}, up since {format_instant(row.started_at)}, last heartbeat "
+                    f"{format_instant(row.last_seen)}) is live on this store. Give this node its own "
+                    f"--node-id (the default is the host name, which cloned machines share)")
+        # a row that is neither refreshed nor expiring (a clock stepped back): nobody heartbeats it
+
+    async def _own_row(self) -> NodeInfo | None:
+        ttl, now_ms = self.ttl_ms, self.clock.now_ms()
+        live = await self.runner.run(lambda s: s.live_nodes(ttl, now_ms))
+        return next((n for n in live if n.node_id == self.node_id), None)
 
     # ---- the loop
     async def run(self) -> None:

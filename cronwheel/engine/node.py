@@ -127,6 +127,10 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
 
     # ---- lifecycle
     async def start(self) -> None:
+        """Raises ``NodeIdInUse`` (before anything is started) when another live process
+        heartbeats this node id on a cluster store."""
+        if self.cluster is not None:
+            await self.cluster.join()
         env = dict(self.config.worker_env)
         if self.config.api_url:
             env["CRONWHEEL_URL"] = self.config.api_url
@@ -176,8 +180,10 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
 
     async def _fail_previous_incarnation(self, pool: WorkerPool) -> None:
         """Executions that this node's local workers held when it last stopped (or crashed)
-        cannot still be running: those workers died with it. Fail them now (a retry, or the
-        DLQ) instead of leaving them until their leases expire. Fenced by epoch as always."""
+        cannot still be running: those workers died with it (on a cluster store,
+        ``ClusterMember.join`` made sure no other live process uses this node id). Fail them
+        now (a retry, or the DLQ) instead of leaving them until their leases expire. Fenced by
+        epoch as always."""
         mine = f"{self.node_id}-{pool.incarnation}-"
         orphans = [
             ex for ex in await self.reader.run(lambda s: s.running_with_worker_prefix(f"{self.node_id}-"))

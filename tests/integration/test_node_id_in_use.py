@@ -1,0 +1,70 @@
+"""Two processes with one node id on one PostgreSQL store (a cloned VM: the default node id is
+the host name). The second must not take the first's running executions over as if they were
+its own crashed incarnation's: it refuses to start while that id heartbeats, and a node
+restarted after a crash (whose heartbeat stopped) starts once the heartbeat has expired."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.postgres
+
+LEASE_MS = 3000
+
+
+def node_args(dsn: str, node_id: str) -> tuple[str, ...]:
+    return ("--store", dsn, "--node-id", node_id, "--bucket-lease-ms", str(LEASE_MS))
+
+
+def running(d: Daemon, job_id: str) -> list[dict]:
+    return [e for e in d.executions(job_id) if e["status"] == "RUNNING"]
+
+
+def start_long_run(d: Daemon, seconds: int) -> str:
+    job = d.add_job({"schedule": "0 0 1 1 *", "command": f"sleep {seconds}"})
+    assert d.post(f"/v1/jobs/{job['jobId']}/trigger").status in (200, 201, 202)
+    wait_for(lambda: running(d, job["jobId"]), 15, what="the execution to run")
+    return str(job["jobId"])
+
+
+def test_a_second_node_with_a_live_node_s_id_is_refused(
+    make_daemon: Callable[..., Daemon], postgres_dsn: str, tmp_path: Path
+) -> None:
+    n1 = make_daemon("n1", args=node_args(postgres_dsn, "n1"))
+    job_id = start_long_run(n1, 6)
+    twin = Daemon(tmp_path / "twin", args=node_args(postgres_dsn, "n1"))
+    try:
+        twin.launch()
+        assert twin.proc is not None
+        code = wait_for(lambda: twin.proc.poll() is not None and (twin.proc.returncode,), 20,  # type: ignore[union-attr]
+                        what="the twin to refuse to start")[0]
+        out = twin.log_path.read_text()
+        assert code == 1, out
+        assert "node id 'n1'" in out and "--node-id" in out and n1.url.rsplit(":", 1)[1] in out, out
+        assert "node.recovered_leases" not in out and "node.started" not in out, out
+    finally:
+        twin.kill()
+    wait_for(lambda: [e for e in n1.executions(job_id) if e["status"] == "SUCCEEDED"], 20,
+             what="the running execution to finish on n1")
+    (ex,) = n1.executions(job_id)
+    assert ex["attempt"] == 1 and ex["leaseEpoch"] == 1, ex
+    assert n1.events("execution.retry_scheduled") == [] and n1.events("lease.fenced") == []
+
+
+def test_a_node_restarted_after_kill_9_starts_and_fails_what_its_workers_ran(
+    make_daemon: Callable[..., Daemon], postgres_dsn: str
+) -> None:
+    n1 = make_daemon("n1", args=node_args(postgres_dsn, "n1"))
+    job_id = start_long_run(n1, 60)
+    n1.kill()
+    n1.start()  # the same data dir and node id: its heartbeat stops, and it may start again
+    recovered = n1.wait_event("node.recovered_leases", 10)
+    assert recovered["executions"] == 1
+    wait_for(lambda: n1.executions(job_id)[-1]["attempt"] >= 2 or n1.executions(job_id)[0]["status"] != "RUNNING",
+             15, what="the lost execution to be failed or retried")
