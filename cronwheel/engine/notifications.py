@@ -108,20 +108,23 @@ class NotificationDeliverer:
     async def _deliver_loop(self) -> None:
         last_sweep = 0
         while not self._stopping:
+            reached = False  # every slot busy and no sweep due: the store is not asked
             try:
                 now = self.clock.now_ms()
                 if now - last_sweep >= EXPIRY_SWEEP_MS:
                     last_sweep = now
                     expired = await self._expire_leases(now)
+                    reached = True
                     if expired:
                         self.events.emit("notification.lease_expired", notifications=expired)
-                await self._claim_and_send()
+                reached = await self._claim_and_send() or reached
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a store hiccup: log it once, try again at the next poll
                 self.health.failed(exc)
             else:
-                self.health.ok()
+                if reached:  # only a store call that went through ends an outage
+                    self.health.ok()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), POLL_MS / 1000)
             self._wake.clear()
@@ -135,19 +138,23 @@ class NotificationDeliverer:
     async def _summarize_held(self, now: int) -> int:
         return await self.writer.run(lambda s: s.summarize_held_notifications(now))
 
-    async def _claim_and_send(self) -> None:
+    async def _claim_and_send(self) -> bool:
+        """Claim and start deliveries while there is room: True if the store was asked."""
+        asked = False
         while not self._stopping:
             room = self.concurrency - len(self._inflight)
             if room <= 0:
-                return
+                return asked
             now = self.clock.now_ms()
             claimed = await self._claim(now, room)
+            asked = True
             for n in claimed:
                 task = asyncio.get_running_loop().create_task(self._deliver(n), name="notify-deliver")
                 self._inflight.add(task)
                 task.add_done_callback(self._delivered)
             if len(claimed) < room:
-                return
+                return asked
+        return asked
 
     def _delivered(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
@@ -209,12 +216,14 @@ class NotificationDeliverer:
         last_summary = 0
         while not self._stopping:
             await asyncio.sleep(WINDOW_CHECK_MS / 1000)
+            reached = False  # a turn with no bucket owned (lost in an outage) may ask nothing
             try:
-                await self.check_windows()
+                reached = await self.check_windows() is not None
                 now = self.clock.now_ms()
                 if now - last_summary >= HELD_SUMMARY_MS:
                     last_summary = now
                     made = await self._summarize_held(now)
+                    reached = True
                     if made:
                         self.events.emit("notification.held_summary", notifications=made)
                         self._wake.set()
@@ -223,13 +232,15 @@ class NotificationDeliverer:
             except Exception as exc:
                 self.watch_health.failed(exc)
             else:
-                self.watch_health.ok()
+                if reached:  # only a store call that went through ends an outage
+                    self.watch_health.ok()
 
-    async def check_windows(self) -> int:
-        """Fire ``missed`` for the passed windows of this node's buckets (one pass)."""
+    async def check_windows(self) -> int | None:
+        """Fire ``missed`` for the passed windows of this node's buckets (one pass): how many,
+        None when it owns no bucket (the store was not asked)."""
         buckets = list(self.buckets())
         if not buckets:
-            return 0
+            return None
         now = self.clock.now_ms()
         fired = await self.writer.run(lambda s: s.check_windows(buckets, now, 500))
         for job_id, deadline, queued in fired:

@@ -47,7 +47,10 @@ class LoopHealth:
                          **({"suppressed": held} if held else {}))
 
     def ok(self) -> None:
-        """The loop's turn went through (cheap: call it after every turn)."""
+        """The loop's turn asked the store and went through (cheap: call it after every such
+        turn). Not after a turn that asked the store nothing (a cluster node that lost its
+        buckets in the outage has nothing to claim): that proves nothing, and the outage
+        stays open until a store call succeeds."""
         if self._down_since is not None:
             down_ms = round((self.clock.monotonic() - self._down_since) * 1000)
             self._down_since = None

@@ -96,6 +96,8 @@ class Scheduler:
         self.last_loop_ms = clock.now_ms()  #: for the watchdog: the loop's last turn
         self.loaded = asyncio.Event()  #: set once the first load of the horizon is in the wheel
         self.health = LoopHealth(events, clock, "scheduler")
+        #: this turn read or claimed buckets in the store: only such a turn says it is back
+        self._reached_store = False
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
         self._set_aside_log = OncePer(REPEAT_LOG_SEC)
         self._backlog_log = OncePer(REPEAT_LOG_SEC, max_keys=50_000)  #: backlog skips logged at info, per job
@@ -152,6 +154,7 @@ class Scheduler:
     # ---- the loop
     async def run(self) -> None:
         while not self._stopping:
+            self._reached_store = False
             try:
                 await self._turn()
             except asyncio.CancelledError:
@@ -161,7 +164,8 @@ class Scheduler:
                 self._claim_needed = True
                 await asyncio.sleep(0.5)
             else:
-                self.health.ok()
+                if self._reached_store:  # a turn with no bucket owned (lost in an outage)
+                    self.health.ok()  # asked the store nothing: its outage is not over
 
     async def work(self, now: int) -> bool:
         """One turn's work at ``now``, without the wait that follows it: reload the horizon
@@ -214,6 +218,7 @@ class Scheduler:
         due = await self.reader.run(
             lambda s: s.due_ticks(buckets, now + self.horizon_ms, limit=1_000_000)
         )
+        self._reached_store = self._reached_store or bool(buckets)  # (none: the store is not asked)
         self.lead.reset(due)
         self.horizon_jobs = sum(jobs for _, jobs in due)
         # Instants no job is due at any more (paused, cancelled, claimed elsewhere) are
@@ -279,6 +284,7 @@ class Scheduler:
             ahead = self.lead.ahead_at(now)
             started = self.clock.monotonic()
             result = await self._claim_page(buckets, now, ahead, fence)
+            self._reached_store = True
             self.lead.measured(result.jobs_claimed, self.clock.monotonic() - started)
             if result.executions:
                 self.on_claimed(result.executions)

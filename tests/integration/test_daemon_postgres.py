@@ -177,6 +177,35 @@ def test_a_store_outage_longer_than_a_lease_does_not_cost_a_live_run_its_lease(
         d.stop()
 
 
+def test_a_node_that_lost_its_buckets_says_the_store_is_back_only_once_it_is(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    """Cluster mode: once the bucket leases' trust windows close in an outage, the scheduler
+    and the dead-man's watcher own no bucket and ask the store nothing. That is no sign that
+    it is back: their ``store.available`` comes once it is, not while it is still down."""
+    from tests.support.postgres import dedicated_cluster
+
+    loops = {"scheduler", "deadman"}
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn(), "--node-id", "n1", "--bucket-lease-ms", "2000"))
+        d.add_job({"schedule": "* * * * * *", "command": "true"})  # a claim every second
+        wait_for(lambda: len({e["bucket"] for e in d.events("bucket.acquired")}) == 64, 10, what="64 buckets")
+        cluster.stop("immediate")
+        wait_for(lambda: {e["loop"] for e in d.events("store.unavailable")} >= loops, 15,
+                 what="the scheduler and the dead-man's watcher to lose the store")
+        wait_for(lambda: len(d.events("bucket.lost")) >= 64, 15, what="the buckets' trust windows to close")
+        # the wrong store.available came a turn after the buckets were lost: wait well past it
+        wait_for(lambda: d.status().get("staleForMs", 0) >= 5_000, timeout=20, what="five seconds of outage")
+        assert [e for e in d.events("store.available") if e["loop"] in loops] == []
+        cluster.start()
+        for loop in sorted(loops):
+            assert d.wait_event("store.available", loop=loop, timeout=30)["downMs"] >= 5_000
+        for loop in loops:
+            assert len([e for e in d.events("store.unavailable") if e["loop"] == loop]) == 1
+            assert len([e for e in d.events("store.available") if e["loop"] == loop]) == 1
+        d.stop()
+
+
 def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon]) -> None:
     """The node retries a submission while the store is unreachable (for a few seconds,
     with backoff), so a restart or a failover shorter than that costs the client nothing;
