@@ -12,11 +12,12 @@ import time
 from cronwheel.core.clock import Clock
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.instants import format_instant
+from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import CreateOutcome, CreateResult, NewJob
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Unavailable
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import StoreUnavailable
 
 #: the backoff of a submission that finds the store unreachable: first delay, longest delay
@@ -29,10 +30,16 @@ class Submitter:
         retry_ms: int,
     ) -> None:
         self.reader = reader
+        self.clock = clock
         self.events = events
         self.scheduler = scheduler
         self.retry_ms = retry_ms
         self._retrying = True  #: False once the node stops: an unreachable store answers 503 at once
+        #: an outage as submissions see it: since when (monotonic s), how many retries, and the
+        #: limiter of its ``job.submit_retry`` lines (a new one per outage: its first is said)
+        self._down_since: float | None = None
+        self._retries = 0
+        self._retry_log = OncePer(REPEAT_LOG_SEC)
         self._commits: GroupCommitter[NewJob, CreateResult] = GroupCommitter(
             writer, lambda s, jobs: s.create_jobs(jobs, clock.now_ms())
         )
@@ -69,12 +76,13 @@ class Submitter:
                 rest = [new for new in news if new.job_id not in done]
                 answers = iter(await self._commits.submit_many(rest, item_errors=True) if rest else [])
                 results = [done[n.job_id] if n.job_id in done else self._answer(n, next(answers)) for n in news]
+                self.store_answered()
                 break
             except StoreUnavailable as exc:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._retrying:  # out of time, or the node is stopping
                     raise Unavailable(str(exc)) from exc
-                self.events.emit("job.submit_retry", jobId=news[0].job_id, jobs=len(news), attempt=attempt, error=str(exc))
+                self.retrying(news[0].job_id, len(news), attempt, exc)
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, longest)
         for new, result in zip(news, results, strict=True):
@@ -86,6 +94,29 @@ class Submitter:
                 )
                 self.scheduler.job_scheduled(new.job_id, new.next_run_at)
         return results
+
+    def retrying(self, job_id: str, jobs: int, attempt: int, exc: StoreUnavailable) -> None:
+        """A submission will be tried again: the store cannot be reached. Every try of every
+        submission (30 a second make 180 tries) is a ``job.submit_retry``, but only the
+        outage's first is a warning, then one a minute with those held back (``suppressed``);
+        the rest are at debug level (counted and streamed, not printed)."""
+        now = self.clock.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            self._retry_log = OncePer(REPEAT_LOG_SEC)
+        self._retries += 1
+        self.events.emit_now_and_then(self._retry_log, "store", now, "job.submit_retry", jobId=job_id, jobs=jobs,
+                                      attempt=attempt, error=str(exc))  # fmt: skip
+
+    def store_answered(self) -> None:
+        """A submission was committed (or answered by the store): an outage that submissions
+        were retried in is over, said once with its length and how many tries it cost."""
+        if self._down_since is None:
+            return
+        down_ms = round((self.clock.monotonic() - self._down_since) * 1000)
+        self.events.emit("job.submit_recovered", retries=self._retries, downMs=down_ms)
+        self._down_since = None
+        self._retries = 0
 
     async def _stored(self, ids: list[str]) -> list[str]:
         """Which of these jobs the store holds (the commit of a lost answer happened)."""

@@ -39,6 +39,7 @@ from cronwheel.core.tenants import (
     new_token_id,
     new_token_secret,
 )
+from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import Conflict, NotFound, TooManyRequests, Unavailable
 
@@ -70,6 +71,7 @@ class TenancyMixin(NodeParts):
         self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
         self._token_cache: dict[str, tuple[float, ApiToken]] = {}  # hash -> (trusted until, token)
         self._revoked_here: set[str] = set()  # token ids this node revoked: open streams end at once
+        self._refresh_health = LoopHealth(self.events, self.clock, "tenants")  # an outage: one line, not one per turn
 
     # ---- configuration the engine reads (cheap: no store access)
     def tenant_config(self, name: str) -> Tenant:
@@ -114,12 +116,14 @@ class TenancyMixin(NodeParts):
     async def tenant_refresh_loop(self) -> None:
         while True:
             await asyncio.sleep(TENANT_REFRESH_SEC)
-            try:
-                await self.load_tenants()
+            try:  # the store's own error (not the API's Unavailable): an outage is one line
+                self._set_tenants(await self.reader.run(lambda s: s.list_tenants()))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store is failing over: keep the last known settings
-                self.events.emit("tenants.refresh_failed", error=repr(exc))
+                self._refresh_health.failed(exc)
+            else:
+                self._refresh_health.ok()
 
     # ---- quotas at submission
     def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:

@@ -50,7 +50,6 @@ EVENT_LEVELS: dict[str, str] = {
     "job.submit_retry": "warning",
     "tenant.rate_limited": "warning",
     "tenant.jobs_quota": "warning",
-    "tenants.refresh_failed": "warning",
     "bucket.lost": "warning",
     "store.unavailable": "warning",
     "node.stalled": "warning",

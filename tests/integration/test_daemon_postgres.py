@@ -244,3 +244,52 @@ def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon
         assert results[0]["jobId"] == r.json()["jobId"]
         assert all(d.get(f"/v1/jobs/{x['jobId']}").status == 200 for x in results)
         d.stop()
+
+
+def test_an_outage_under_a_stream_of_submissions_is_a_few_lines(make_daemon: Callable[..., Daemon]) -> None:
+    """Each submission is tried again for 3 s, a few times a second, and the tenants are read
+    every 2 s: during an outage that was a warning per try and per read (about 180 lines a
+    second for 30 submissions a second). It is a line when the outage begins and one when it
+    ends, for submissions as for every loop."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = make_daemon(args=("--store", cluster.dsn()))
+        before = len(d.events())
+        cluster.stop("immediate")
+        stop, answers = threading.Event(), []
+
+        def submit_until_stopped() -> None:
+            while not stop.is_set():
+                answers.append(d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "command": "true"}).status)
+
+        with ThreadPoolExecutor(8) as pool:
+            for _ in range(8):
+                pool.submit(submit_until_stopped)
+            try:
+                wait_for(lambda: answers.count(503) >= 16 and d.status().get("staleForMs", 0) >= 7_000, timeout=30,
+                         what="a stream of submissions answered 503 for 7 s")
+            finally:
+                stop.set()
+        during = d.events()[before:]
+        retries = [e for e in during if e["event"] == "job.submit_retry"]
+        assert len(retries) == 1 and retries[0]["level"] == "warning", retries
+        assert retries[0]["error"].startswith("postgresql store"), retries[0]  # str(exc), not its repr
+        assert not [e for e in during if e["event"] == "tenants.refresh_failed"]
+        (tenants,) = [e for e in during if e["event"] == "store.unavailable" and e["loop"] == "tenants"]
+        assert tenants["error"].startswith("postgresql store"), tenants
+        # one store.unavailable per loop, a bucket.lost per bucket (64, once): not a line per try
+        others = [e for e in during if e["event"] != "bucket.lost"]
+        assert len(others) < 20, "\n".join(json.dumps(e) for e in others)
+
+        cluster.start()
+        wait_for(lambda: d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "command": "true"}).status == 201, timeout=30,
+                 what="a submission accepted again")
+        recovered = d.wait_event("job.submit_recovered")
+        assert recovered["retries"] > 8 and recovered["downMs"] >= 7_000
+        d.wait_event("store.available", loop="tenants", timeout=10)
+        assert len(d.events("job.submit_retry")) == 1
+        d.stop()
