@@ -106,7 +106,7 @@ class TokenRequest(msgspec.Struct, forbid_unknown_fields=True):
     tenant: Annotated[str, Meta(pattern=TENANT_NAME_RE.pattern,
                                 description="The tenant a tenant or worker token acts for (required for them; must exist, else 404). Admin and metrics tokens have none: absent or null.")] | None = None
     role: Annotated[Literal["tenant", "worker", "admin", "metrics"], ordered(TOKEN_ROLES, "tenant"),
-                    Meta(description="tenant: its jobs; worker: heartbeat/complete/effects; admin: everything; metrics: GET /metrics only.")] = "tenant"
+                    Meta(description="tenant: its jobs; worker: claim, heartbeat, complete and record effects of its tenant's executions, and ping its jobs; admin: everything; metrics: GET /metrics only.")] = "tenant"
     name: Annotated[str, Meta(min_length=1, max_length=lim.MAX_TOKEN_NAME_CHARS, pattern=NOT_BLANK, extra_json_schema={"format": "printable"},
                               description="A label, e.g. where the token is used: 1 to 200 printable characters, not blank. `null`: none.")] | None = None
 

@@ -166,7 +166,7 @@ def token() -> None:
 @token.command("create", context_settings=CONTEXT)
 @click.option("--tenant", "tenant_name", metavar="NAME", help="The tenant it acts for (not for --role admin or metrics).")
 @click.option("--role", type=click.Choice(["tenant", "worker", "admin", "metrics"]), default="tenant", show_default=True,
-              help="tenant: manage its jobs; worker: heartbeat/complete/effects only; admin: everything; "
+              help="tenant: manage its jobs; worker: claim, heartbeat, complete and record effects of its tenant's executions, and ping its jobs; admin: everything; "
                    "metrics: read /metrics only (for Prometheus).")
 @click.option("--name", metavar="LABEL", help="A label for `token ls` (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help="Print {tokenId, token, role, tenant, ...} as JSON.")

@@ -39,3 +39,17 @@ def test_nothing_when_the_daemon_is_gone(tmp_path: Path) -> None:
     assert local_admin_token(d, "http://127.0.0.1:7878") is None
     (d / "lock").unlink()
     assert local_admin_token(d, "http://127.0.0.1:7878") is None
+
+
+def test_token_create_help_says_all_a_worker_token_may_do() -> None:
+    # docs/security.md: a worker token claims executions, heartbeats, completes, records
+    # effects and pings jobs; the help once left out claiming and pinging
+    from click.testing import CliRunner
+
+    from cronwheel.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["token", "create", "--help"], terminal_width=400)
+    assert res.exit_code == 0, res.output
+    worker = " ".join(res.output.split()).split("worker:", 1)[1].split(";", 1)[0]
+    for word in ("claim", "heartbeat", "complete", "effects", "ping"):
+        assert word in worker, worker
