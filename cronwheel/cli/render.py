@@ -144,12 +144,15 @@ def parse_iso(text: str | None) -> datetime | None:
         return None
 
 
-def ms_to_dt(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
+
+
+def ms_to_dt(ms: int) -> datetime:
+    """``ms`` since the epoch as an aware UTC datetime, exactly: integer arithmetic, for
+    ``ms / 1000`` as a float loses the last millisecond of far-off instants (9899-12-31
+    23:59:59.999 read as .998)."""
+    return _EPOCH + ms * _MS
 
 
 def fmt_local(value: str | datetime | None, tz: tzinfo | None = None) -> str:

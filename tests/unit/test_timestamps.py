@@ -42,3 +42,26 @@ def test_the_cached_second_never_leaks_into_another() -> None:
 @given(st.integers(min_value=0, max_value=MAX_INSTANT_MS - 1))
 def test_what_format_instant_writes_parses_back(ms: int) -> None:
     assert parse_instant(format_instant(ms)) == ms
+
+
+@given(st.integers(min_value=YEAR_1, max_value=MAX_INSTANT_MS - 1))
+def test_the_cli_reads_epoch_milliseconds_exactly(ms: int) -> None:
+    # `cronwheel next` printed 9899-12-31 23:59:59.998 for a runAt of .999: ms / 1000 as a float
+    from cronwheel.cli import render
+
+    dt = render.ms_to_dt(ms)
+    assert render.fmt_utc(dt) == format_instant(ms)
+    assert render.fmt_local(dt).endswith(" UTC") and (ms % 1000 == 0 or render.fmt_local(dt).endswith(f".{ms % 1000:03d} UTC"))
+
+
+@pytest.mark.parametrize(("ms", "shown"), [
+    (MAX_INSTANT_MS - 1, "9899-12-31 23:59:59.999 UTC"),  # the last instant a runAt may name
+    (0, "1970-01-01 00:00:00 UTC"),
+    (-1, "1969-12-31 23:59:59.999 UTC"),
+    (YEAR_1 + 999, "0001-01-01 00:00:00.999 UTC"),
+])
+def test_the_cli_reads_the_extreme_instants_to_the_millisecond(ms: int, shown: str) -> None:
+    from cronwheel.cli import render
+
+    assert render.fmt_local(render.ms_to_dt(ms)) == shown
+    assert render.fmt_utc(render.ms_to_dt(ms)) == format_instant(ms)
