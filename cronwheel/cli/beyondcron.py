@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render
+from cronwheel.cli import listing, render
 from cronwheel.cli.client import ApiError, path_segment
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.instants import instant_around, instant_text
@@ -59,9 +59,9 @@ def job_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Skip the ticks this calendar excludes (repeatable; see `cronwheel calendar`)."),
         click.option("--active-from", metavar="INSTANT", help="No tick before this instant (RFC 3339 or +DURATION)."),
         click.option("--active-until", metavar="INSTANT", help="No tick after this instant; the job is then SUCCEEDED or FAILED by its last execution."),
-        click.option("--on-success", multiple=True, metavar="JOB",
+        click.option("--on-success", multiple=True, metavar="JOB", shell_complete=listing.complete_job,
                      help="Run this job (id or name) when an execution ends SUCCEEDED (repeatable; a chain)."),
-        click.option("--on-failure", multiple=True, metavar="JOB",
+        click.option("--on-failure", multiple=True, metavar="JOB", shell_complete=listing.complete_job,
                      help="Run this job when an execution ends DEAD, its retries spent (repeatable)."),
     )):  # fmt: skip
         wrapper = decorator(wrapper)
@@ -262,7 +262,7 @@ def _ms(text: str | None) -> int | None:
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--from", "from_", metavar="INSTANT", help="First instant of the range: RFC 3339, or -DURATION ago (-7d).")
 @click.option("--to", metavar="INSTANT", help="Last instant of the range, included, not after now: RFC 3339, -DURATION ago, or now.")
 @click.option("--dry-run", is_flag=True, help="Show the ticks that would be created; create nothing.")
@@ -369,9 +369,9 @@ class _NoBar:
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("job")
-@click.option("--on-success", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends SUCCEEDED (repeatable).")
-@click.option("--on-failure", multiple=True, metavar="JOB", help="Run this job (id or name) when an execution of JOB ends DEAD (repeatable).")
+@click.argument("job", shell_complete=listing.complete_job)
+@click.option("--on-success", multiple=True, metavar="JOB", shell_complete=listing.complete_job, help="Run this job (id or name) when an execution of JOB ends SUCCEEDED (repeatable).")
+@click.option("--on-failure", multiple=True, metavar="JOB", shell_complete=listing.complete_job, help="Run this job (id or name) when an execution of JOB ends DEAD (repeatable).")
 @click.option("--clear", is_flag=True, help="Remove JOB's chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the updated job as JSON.")
 @pass_cli

@@ -42,7 +42,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("execution", required=False, metavar="[EXECUTION|JOB]")
+@click.argument("execution", required=False, metavar="[EXECUTION|JOB]", shell_complete=listing.complete_job)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing the daemon's events as they happen (Ctrl-C stops).")
 @click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only the events of this job (id or name) and its executions.")
 @click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")

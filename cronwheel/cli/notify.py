@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render, views
+from cronwheel.cli import listing, render, views
 from cronwheel.cli.away import Away
 from cronwheel.cli.client import ApiError, Client, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
@@ -71,7 +71,7 @@ def watch(app: Cli, /, name: str, window: str, notify_rules: tuple[str, ...], no
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("job")
+@click.argument("job", shell_complete=listing.complete_job)
 @click.option("--start", "kind", flag_value="start", help="The run has started.")
 @click.option("--fail", "kind", flag_value="fail", help="The run failed.")
 @click.option("--success", "kind", flag_value="success", help="The run succeeded. [default]")
@@ -147,7 +147,7 @@ def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
-@click.option("--job", metavar="JOB", help="Only this job's notifications (its id or unique name).")
+@click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only this job's notifications (its id or unique name).")
 @click.option("--status", type=click.Choice(STATUSES, case_sensitive=False), help="Only those in this status (DEAD: the dead-letter queue).")
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="At most N, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of notifications.")

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
+
+import click
 
 from cronwheel.cli.listing import span
 from tests.support.daemon import REPO, Daemon
@@ -58,6 +61,38 @@ def test_completion_offers_job_names_and_ids(daemon: Daemon) -> None:
     # no daemon: no completions, and no error on the screen
     daemon.stop()
     assert _complete(daemon, "bash", "cronwheel show", "ba").strip() == ""
+
+
+def _job_params() -> list[tuple[str, click.Parameter]]:
+    """Every argument and option of the command tree (groups' too) that takes a job: a
+    metavar naming JOB. (Walked, not listed: a new one is checked without a word here.)"""
+    from cronwheel.cli.main import cli
+
+    found: list[tuple[str, click.Parameter]] = []
+
+    def walk(command: click.Command, words: str) -> None:
+        ctx = click.Context(command)
+        found.extend((words, p) for p in command.params if re.search(r"\bJOB\b", p.make_metavar(ctx)))
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, f"{words} {name}")
+
+    walk(cli, "cronwheel")
+    return found
+
+
+def test_every_job_argument_and_option_completes_job_names(daemon: Daemon) -> None:
+    daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
+    params = _job_params()
+    # those the testers found silent, at least
+    assert {"cronwheel backfill", "cronwheel ping", "cronwheel logs", "cronwheel chain", "cronwheel add"} <= {w for w, _ in params}
+    silent = []
+    for words, param in params:
+        before = words if isinstance(param, click.Argument) else f"{words} {param.opts[0]}"
+        if _complete(daemon, "bash", before, "ba").split() != ["plain,backup"]:
+            silent.append(f"{before} ba<TAB>")
+    assert _complete(daemon, "bash", "cronwheel chain backup --on-failure", "ba").split() == ["plain,backup"]
+    assert silent == []
 
 
 def _crontab(n: int) -> str:
