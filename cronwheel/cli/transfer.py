@@ -111,7 +111,9 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     shell, other NAME=value lines their environment, and a % in a command starts its standard
     input. A line that cannot be carried over (@reboot, a user that does not exist) is
     skipped with its line number and reason, the rest is imported, and the exit status is 1.
-    MAILTO= becomes an email rule on failure for the jobs below it. A file written by
+    MAILTO= becomes an email rule on failure for the jobs below it; a setting that cannot be
+    carried over (MAILTO=root, a local mailbox) is named with its line number, the jobs below
+    it are imported without it, and the exit status is 1 too. A file written by
     `cronwheel export --format json` is accepted too.
 
     A job that is there already (a live job of yours with the same schedule, zone, command,
@@ -190,7 +192,7 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
         render.emit_note(f"{counted(len(plans), 'job')} would be created" + ("" if compared else f", {len(there)} already there")
                          + (f", {counted(len(skipped), 'line')} skipped" if skipped else "")
                          + f" (dry run: nothing was created; users are checked by the daemon at import{compared})")
-        sys.exit(1 if skipped else 0)
+        sys.exit(1 if skipped or notes else 0)
 
     results: list[dict[str, Any]] = []
 
@@ -214,7 +216,7 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     if notes:
         summary += f"; {counted(len(notes), 'setting')} not carried over"
     render.emit_note(summary)
-    if skipped:
+    if skipped or notes:  # what was not carried over, jobs or settings: the exit status says so
         sys.exit(1)
 
 

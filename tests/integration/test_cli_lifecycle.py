@@ -116,6 +116,23 @@ def test_a_bad_line_is_skipped_and_named_and_the_rest_imported(daemon: Daemon, t
     assert "0 jobs created, 1 already there" in res.stderr
 
 
+def test_a_setting_not_carried_over_sets_the_exit_status(daemon: Daemon) -> None:
+    # README: what cannot be carried over is reported "and the exit status says so"; a
+    # MAILTO= that is no address is such a thing, though the job below it is imported
+    text = "MAILTO=root\n0 5 * * * echo mailtest\n"
+    dry = daemon.cli("import-crontab", "--dry-run", "-", input=text)
+    assert dry.returncode == 1 and "-:1: MAILTO=root is not carried over" in dry.stderr, dry
+    res = daemon.cli("import-crontab", "-", input=text)
+    assert res.returncode == 1, res
+    assert "-:1: MAILTO=root is not carried over" in res.stderr
+    assert "1 job created, 0 already there; 1 setting not carried over" in res.stderr, res.stderr
+    assert [j["target"]["command"] for j in jobs(daemon)] == ["echo mailtest"]
+    res = daemon.cli("import-crontab", "-", input=text)  # again: still not carried over
+    assert res.returncode == 1 and "0 jobs created, 1 already there; 1 setting not carried over" in res.stderr, res
+    res = daemon.cli("import-crontab", "-", input="0 5 * * * echo mailtest\n")  # nothing left out: 0
+    assert res.returncode == 0 and "0 jobs created, 1 already there" in res.stderr, res
+
+
 def test_shell_completion_scripts_complete_commands(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for shell, marker in (("bash", "complete -o nosort -F"), ("zsh", "compdef"), ("fish", "complete --no-files")):
