@@ -30,12 +30,13 @@ from cronwheel.cli.client import Client
 from cronwheel.cli.context import CONTEXT, Cli, CliGroup, default_data_dir
 from cronwheel.cli.dlq import dlq
 from cronwheel.cli.executions import effect, history, logs
+from cronwheel.cli.exporting import export
 from cronwheel.cli.jobedit import update
 from cronwheel.cli.jobs import add, cancel, ls, pause, resume, run, show
 from cronwheel.cli.node import serve, status, worker
 from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
 from cronwheel.cli.schedules import lint, next_
-from cronwheel.cli.transfer import export, import_crontab
+from cronwheel.cli.transfer import import_crontab
 from cronwheel.core.config import ConfigError
 
 

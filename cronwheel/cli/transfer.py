@@ -1,5 +1,5 @@
-"""``cronwheel import-crontab`` (alias ``import``) and ``cronwheel export``: jobs in from crontab
-files and ``export`` files, and out again."""
+"""``cronwheel import-crontab`` (alias ``import``): jobs in from crontab files and ``export``
+files (``cli/exporting.py`` writes them)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,7 @@ from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core import crontab
 from cronwheel.core import schedule as sched
-from cronwheel.core.crontab_export import (
-    definition,
-    export_crontab,
-    job_label,
-    job_request,
-    unexported_chain,
-    unexported_rules,
-)
+from cronwheel.core.importmatch import already_there
 from cronwheel.core.words import NotUtf8, counted, file_text
 
 #: jobs per POST /v1/jobs/batch of an import
@@ -116,10 +109,12 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     it are imported without it, and the exit status is 1 too. A file written by
     `cronwheel export --format json` is accepted too.
 
-    A job that is there already (a live job of yours with the same schedule, zone, command,
-    input, environment, shell and user, however it was created) is not created again, and each
-    job's idempotency key comes from what it defines, so importing the same file again, or an
-    exported copy of it, creates nothing new:
+    A job that is there already is not created again: a live job of yours that is the very
+    job a line or entry defines (the same schedule, zone, target and payload, input,
+    environment, shell, user and calendars, and the name and other settings it states),
+    however it was created; one job is there for one line only. Each job's idempotency key
+    comes from what it defines, so importing the same file again, or an exported copy of
+    it, creates nothing new:
 
     \b
       crontab -l > my.crontab && cronwheel import-crontab --dry-run my.crontab
@@ -183,7 +178,7 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
                 skip(plan.line_no, plan.where, why)
         there: list[dict[str, Any]] = []  # compared with the daemon's jobs when one answers
         try:
-            plans = _not_there_yet(app, runnable, lambda plan, job_id, _: there.append(
+            plans, _ = _not_there_yet(app, runnable, lambda plan, job_id, _: there.append(
                 {"where": plan.where, "line": plan.line_no, "alreadyThere": job_id}))
             compared = ""
         except (DaemonUnreachable, ApiError) as exc:
@@ -201,8 +196,9 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
         if not as_json:
             click.echo(f"{plan.where}: {'already there as' if replayed else 'created'} {job_id}")
 
-    plans = _not_there_yet(app, plans, report)
+    plans, live = _not_there_yet(app, plans, report)
     for plan, outcome in _create(app, plans, name, strict):
+        outcome = _really_there(app, plan, outcome, {r["jobId"] for r in results}, live)
         if isinstance(outcome, str):
             skip(plan.line_no, plan.where, outcome)
         else:
@@ -246,24 +242,42 @@ def _show_plan(plans: list[_Plan], skipped: list[dict[str, Any]], as_json: bool)
             click.echo(f"    {key}: {render.safe(value, newlines=False)}")
 
 
-def _not_there_yet(app: Cli, plans: list[_Plan], report: Callable[[_Plan, str, bool], None]) -> list[_Plan]:
-    """The plans whose job is not there yet; each of the others is reported as already there.
-    A job is there when a live job of the caller's runs the same thing at the same times
-    (``definition``), however it was created: by `add` (no idempotency key), or imported from
-    another kind of file (a crontab line's key is not its JSON export's). Two identical lines
-    stand for two jobs: each job there answers for one plan."""
-    there: dict[str, list[str]] = {}
-    for job in jobs_as_code.tenant_jobs(app.client):  # the tenant the import creates in
-        if job.get("status") in ("ACTIVE", "PAUSED"):
-            there.setdefault(definition(job_request(job)), []).append(str(job["jobId"]))
+def _not_there_yet(app: Cli, plans: list[_Plan], report: Callable[[_Plan, str, bool], None]) -> tuple[list[_Plan], dict[str, Any]]:
+    """The plans whose job is not there yet, and the caller's live jobs by id; each other plan
+    is reported as already there: a live job of the caller's is that very job
+    (``core.importmatch``), however it was created: by `add` (no idempotency key), or imported
+    from another kind of file (a crontab line's key is not its JSON export's)."""
+    live = {str(j["jobId"]): j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")}
     new: list[_Plan] = []
-    for plan in plans:
-        same = there.get(definition(plan.body))
-        if same:
-            report(plan, same.pop(0), True)
-        else:
+    for plan, job_id in zip(plans, already_there([p.body for p in plans], list(live.values())), strict=True):
+        if job_id is None:
             new.append(plan)
-    return new
+        else:
+            report(plan, job_id, True)
+    return new, live
+
+
+def _really_there(app: Cli, plan: _Plan, outcome: tuple[str, bool] | str, taken: set[str], live: dict[str, Any]) -> tuple[str, bool] | str:
+    """``outcome`` of creating ``plan`` with its idempotency key, unless the key answered with
+    a job that is no longer the one it created from this entry: changed since (so another
+    entry of this import may stand for it), or cancelled. Then it is created anew, keyless."""
+    if isinstance(outcome, str) or not outcome[1] or outcome[0] in taken:
+        return outcome if isinstance(outcome, str) or not outcome[1] else _create_anew(app, plan)
+    job = live.get(outcome[0])
+    try:  # not listed: created since (this import retried, or another), or cancelled
+        job = job if job is not None else app.client.get_job(outcome[0])
+    except ApiError:
+        return _create_anew(app, plan)
+    if job.get("status") in ("ACTIVE", "PAUSED") and job.get("updatedAt") == job.get("createdAt"):
+        return outcome
+    return _create_anew(app, plan)
+
+
+def _create_anew(app: Cli, plan: _Plan) -> tuple[str, bool] | str:
+    try:
+        return app.client.create_job(plan.body).body["jobId"], False
+    except ApiError as exc:
+        return exc.detail
 
 
 def _create(app: Cli, plans: list[_Plan], name: str, strict: bool) -> list[tuple[_Plan, tuple[str, bool] | str]]:
@@ -299,87 +313,3 @@ def _create(app: Cli, plans: list[_Plan], name: str, strict: bool) -> list[tuple
                 continue
             out.append((p, (created.body["jobId"], created.replayed)))
     return out
-
-
-# ---------------------------------------------------------------- export
-
-
-def _export_crontab(jobs: list[dict[str, Any]], system: bool) -> None:
-    done = export_crontab(jobs, system=system)
-    kind = "system crontab (with a user field)" if system else "crontab"
-    flag = " --system" if system else ""
-    tty = render.is_tty()
-
-    def line_out(text: str) -> None:
-        # tenants wrote these commands, inputs and environments: on a terminal their control
-        # characters are shown as escapes; into a file exact (color=True: click would strip
-        # what looks like ANSI styling from a pipe, and the file must import back the same)
-        click.echo(render.safe(text) if tty else text, color=True)
-
-    written = len(jobs) - len(done.skipped)  # as the TOML export's header: what the file holds
-    not_written = f" ({len(done.skipped)} not written: see '# skipped')" if done.skipped else ""
-    line_out(f"# cronwheel export, {counted(written, 'active job')} as a {kind}{not_written}; "
-             f"import with: cronwheel import-crontab{flag} FILE")
-    for job, why in done.skipped:
-        line_out(f"# skipped {job_label(job)}: {why}")
-    for line in done.lines:
-        line_out(line)
-    for job, why in done.skipped:  # on stderr too: a crontab piped to a file leaves nothing out silently
-        render.emit_note(f"not in the crontab: {job_label(job)}: {why}")
-    if done.skipped:
-        render.emit_note(f"{counted(len(done.skipped), 'job')} {'has' if len(done.skipped) == 1 else 'have'} no crontab form: see the '# skipped' comments, or use --format json")
-
-
-def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
-    render.emit_json([job_request(j) for j in jobs])
-    hooks = sum(unexported_rules(j) for j in jobs)
-    if hooks:
-        render.emit_note(f"{counted(hooks, 'webhook rule')} not exported: their secrets are never shown; add them again after importing")
-    chained = [j for j in jobs if unexported_chain(j)]
-    if chained:
-        render.emit_note(f"{counted(len(chained), 'chain')} not exported (they name this daemon's job ids); after importing, "
-                         + "; ".join(f"cronwheel chain {j.get('name') or j['jobId']} {unexported_chain(j)}" for j in chained[:5])
-                         + (" …" if len(chained) > 5 else "") + " (with the new ids)")
-
-
-def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:
-    jobs_as_code.export_toml(jobs)
-
-
-#: ``export --format NAME``: each writes the given jobs to standard output
-EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
-    "crontab": _export_crontab,
-    "json": _export_json,
-    "toml": _export_toml,
-}
-
-
-@click.command(context_settings=CONTEXT)
-@click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="crontab", show_default=True,
-              help="crontab: what a crontab can hold; json: everything but webhook secrets and chains, for `cronwheel import`; "
-                   "toml: job files for `cronwheel apply`.")
-@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
-@click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
-@pass_cli
-def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
-    """Print the active jobs as a crontab, JSON or TOML job files.
-
-    The crontab keeps each job's schedule, zone (CRON_TZ=), command, standard input (%),
-    environment (NAME=value), shell (SHELL=) and, with --system, user; it imports back to the
-    same jobs. Jobs that a crontab cannot hold (one-offs, @every, seconds, HTTP/Python/queue
-    targets, a user without --system, a watched job, a name or a retry policy, timeout or
-    other setting a crontab line cannot say) are listed as comments, and named on standard
-    error. --format json keeps everything
-    a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
-    cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
-    except by --format toml, which writes the active and paused named jobs of the caller's
-    tenant as files that `cronwheel apply` reads back to no change.
-    """
-    if fmt == "toml" and not as_json:  # what apply compares with: the caller's tenant's live jobs
-        jobs = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
-    else:
-        # a one-off whose run has begun is done; a watched job (a ping target) has neither a
-        # schedule nor a next run, and is kept: json keeps everything, crontab says why not
-        jobs = [j for j in app.client.iter_jobs("active")
-                if j.get("schedule") or j.get("nextRunAt") or "ping" in (j.get("target") or {})]  # fmt: skip
-    EXPORT_FORMATS["json" if as_json else fmt](jobs, system)

@@ -16,7 +16,6 @@ command, standard input, environment, shell, user and mail on failure.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,21 +52,6 @@ def job_request(job: dict[str, Any], *, webhooks: bool = False) -> dict[str, Any
     if rules:  # webhook rules stay behind: their secrets are never shown, so they cannot be exported
         body["notify"] = rules
     return body
-
-
-#: what a job runs and when, in a request body: two jobs alike in these are the same job to
-#: an import (names, retries and notification rules are settings of it, not what it is)
-_DEFINING = ("schedule", "runAt", "command", "http", "python", "queue", "stdin", "env", "shell", "runAs")
-
-
-def definition(body: dict[str, Any]) -> str:
-    """What a request body (or ``job_request(job)`` of an existing job) runs and when, as one
-    canonical text: an import recognises a job already there by it, whoever created it and
-    from which file (its idempotency keys differ by source: a crontab line's, an export's,
-    none for ``add``)."""
-    what = {k: body[k] for k in _DEFINING if body.get(k) not in (None, {})}
-    what["timezone"] = body.get("timezone") or UTC
-    return json.dumps(what, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def unexported_rules(job: dict[str, Any]) -> int:

@@ -98,6 +98,57 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     assert copy["retryPolicy"]["maxAttempts"] == 7 and copy["timezone"] == "Europe/Paris"
 
 
+def test_only_the_very_same_job_is_already_there(daemon: Daemon, make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    # a job alike in schedule and queue but not in name or payload is another job: it was
+    # once taken for sync-us ("already there") and never created
+    assert daemon.cli("add", "0 9 * * *", "--name", "sync-us", "--queue", "sync", "--payload", '{"region":"us"}').returncode == 0
+    eu = {"name": "sync-eu", "schedule": "0 9 * * *", "queue": "sync", "payload": {"region": "eu"}}
+    src = tmp_path / "eu.json"
+    src.write_text(json.dumps([eu]))
+    dry = daemon.cli("import-crontab", "--dry-run", str(src))
+    assert dry.returncode == 0 and "1 job would be created, 0 already there" in dry.stderr, dry
+    res = daemon.cli("import-crontab", str(src))
+    assert res.returncode == 0 and "1 job created, 0 already there" in res.stderr, res
+    assert {j["name"]: j["payload"] for j in jobs(daemon)} == {"sync-us": {"region": "us"}, "sync-eu": {"region": "eu"}}
+    res = daemon.cli("import-crontab", str(src))  # and the same file again: no change
+    assert res.returncode == 0 and "0 jobs created, 1 already there" in res.stderr, res
+
+    # one job never answers for two entries: sync-eu waits for a calendar, sync-us is created;
+    # once the calendar is there, sync-eu is created, not "already there" as sync-us
+    other = make_daemon("other")
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps([{**eu, "calendars": ["holidays"]}, {**eu, "name": "sync-us", "payload": {"region": "us"}}]))
+    res = other.cli("import-crontab", str(both))
+    assert res.returncode == 1 and "1 job created, 0 already there, 1 job skipped" in res.stderr, res
+    assert "holidays" in res.stderr
+    assert other.cli("calendar", "set", "holidays", "--date", "2030-12-25").returncode == 0
+    res = other.cli("import-crontab", "--json", str(both))
+    assert res.returncode == 0, res
+    rows = {r["where"]: r for r in json.loads(res.stdout)}
+    assert (rows["job 1"]["created"], rows["job 2"]["created"]) == (True, False), rows
+    assert rows["job 1"]["jobId"] != rows["job 2"]["jobId"], rows
+    assert sorted((j["name"], j["calendars"]) for j in jobs(other)) == [("sync-eu", ["holidays"]), ("sync-us", [])]
+
+    # a job changed since an import created it is no longer that entry's, though the entry's
+    # idempotency key still names it; nor is a job cancelled since
+    solo = tmp_path / "solo.json"
+    solo.write_text(json.dumps([{"name": "solo", "schedule": "0 4 * * *", "command": "solo.sh"}]))
+    first = json.loads(other.cli("import-crontab", "--json", str(solo)).stdout)[0]
+    assert other.cli("update", "solo", "--name", "renamed").returncode == 0
+    pair = tmp_path / "pair.json"
+    pair.write_text(json.dumps([{"name": "renamed", "schedule": "0 4 * * *", "command": "solo.sh"},
+                                {"name": "solo", "schedule": "0 4 * * *", "command": "solo.sh"}]))  # fmt: skip
+    res = other.cli("import-crontab", "--json", str(pair))
+    assert res.returncode == 0, res
+    rows = {r["where"]: r for r in json.loads(res.stdout)}
+    assert (rows["job 1"]["jobId"], rows["job 1"]["created"]) == (first["jobId"], False), rows
+    assert rows["job 2"]["created"] and rows["job 2"]["jobId"] != first["jobId"], rows
+    assert other.cli("cancel", "solo").returncode == 0
+    res = other.cli("import-crontab", "--json", str(solo))
+    assert res.returncode == 0 and json.loads(res.stdout)[0]["created"], res
+    assert sorted(j["name"] for j in jobs(other) if j["status"] == "ACTIVE") == ["renamed", "solo", "sync-eu", "sync-us"]
+
+
 def test_a_bad_line_is_skipped_and_named_and_the_rest_imported(daemon: Daemon, tmp_path: Path) -> None:
     src = tmp_path / "bad.crontab"
     src.write_text("MAILTO=root\n0 * * * * fine\n@reboot /usr/bin/start\n")
