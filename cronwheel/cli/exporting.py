@@ -13,7 +13,9 @@ from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 from cronwheel.core.crontab_export import (
     export_crontab,
     job_label,
+    job_names,
     job_request,
+    observed_calendars,
     unexported_chain,
     unexported_rules,
 )
@@ -51,11 +53,19 @@ def _export_json(jobs: list[dict[str, Any]], system: bool) -> None:
     hooks = sum(unexported_rules(j) for j in jobs)
     if hooks:
         render.emit_note(f"{counted(hooks, 'webhook rule')} not exported: their secrets are never shown; add them again after importing")
+    calendars = observed_calendars(jobs)
+    if calendars:
+        render.emit_note(f"{counted(len(calendars), 'calendar')} not exported ({', '.join(calendars)}): jobs observe "
+                         f"{'it' if len(calendars) == 1 else 'them'} by name, and an import is refused until the other "
+                         "daemon has them: see each with `cronwheel calendar show NAME` and create it there with "
+                         "`cronwheel calendar set NAME --date … --window …` (or `cronwheel calendar import NAME FILE.ics`)")
+    names = job_names(jobs)
     chained = [j for j in jobs if unexported_chain(j)]
     if chained:
+        by_id = any(c not in names for j in chained for c in (j.get("onSuccess") or []) + (j.get("onFailure") or []))
         render.emit_note(f"{counted(len(chained), 'chain')} not exported (they name this daemon's job ids); after importing, "
-                         + "; ".join(f"cronwheel chain {j.get('name') or j['jobId']} {unexported_chain(j)}" for j in chained[:5])
-                         + (" …" if len(chained) > 5 else "") + " (with the new ids)")
+                         + "; ".join(f"cronwheel chain {j.get('name') or j['jobId']} {unexported_chain(j, names)}" for j in chained[:5])
+                         + (" …" if len(chained) > 5 else "") + (" (with the new ids of the jobs without a name)" if by_id else ""))
 
 
 def _export_toml(jobs: list[dict[str, Any]], system: bool) -> None:
@@ -72,7 +82,7 @@ EXPORT_FORMATS: dict[str, Callable[[list[dict[str, Any]], bool], None]] = {
 
 @click.command(context_settings=CONTEXT)
 @click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="crontab", show_default=True,
-              help="crontab: what a crontab can hold; json: everything but webhook secrets and chains, for `cronwheel import`; "
+              help="crontab: what a crontab can hold; json: everything but webhook secrets, chains and the calendars jobs observe, for `cronwheel import`; "
                    "toml: job files for `cronwheel apply`.")
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--system", is_flag=True, help="With --format crontab: the system format, a user field on each line (the jobs' runAs).")
@@ -86,7 +96,10 @@ def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
     targets, a user without --system, a watched job, a name or a retry policy, timeout or
     other setting a crontab line cannot say) are listed as comments, and named on standard
     error. --format json keeps everything
-    a job was created with, for `cronwheel import FILE` on this or another daemon. Paused,
+    a job was created with, for `cronwheel import FILE` on this or another daemon, but for
+    webhook rules (their secrets are never shown), chains (job ids) and the calendars jobs
+    observe (by name: another daemon needs them first); a note on standard error names
+    them and how to carry them over. Paused,
     cancelled, succeeded and failed jobs are not exported, nor a one-off whose run has begun,
     except by --format toml, which writes the active and paused named jobs of the caller's
     tenant as files that `cronwheel apply` reads back to no change.

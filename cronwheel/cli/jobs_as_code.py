@@ -24,7 +24,7 @@ from cronwheel.cli.context import CONTEXT, Cli
 from cronwheel.core import jobfiles
 from cronwheel.core import notify as nt
 from cronwheel.core.config import ConfigError
-from cronwheel.core.crontab_export import job_request, unexported_chain, unexported_rules
+from cronwheel.core.crontab_export import job_names, job_request, unexported_chain, unexported_rules
 from cronwheel.core.jobfields import JOB_FIELDS, TARGET_KINDS
 from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.words import NotUtf8, counted, file_text
@@ -210,6 +210,7 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
     fields that only repeat a default are left out. A job needs a name to be a table."""
     out: list[str] = []  # written after the header, which counts what was written
     skipped = unwritten = paused = chained = 0
+    names = job_names(jobs)  # a chain's children by name: another daemon gives them other ids
     for job in sorted(jobs, key=lambda j: (j.get("name") or "", j["jobId"])):
         label = job["jobId"]
         if not job.get("name"):
@@ -230,7 +231,7 @@ def export_toml(jobs: Sequence[dict[str, Any]]) -> None:
             skipped += 1
             out.append(f"\n# skipped {label} ({job['name']}): {exc} (its payload holds a null; use --format json)\n")
             continue
-        chain = unexported_chain(job)
+        chain = unexported_chain(job, names)
         if chain:  # apply leaves chains as they are: set by `cronwheel chain`, by job id
             chained += 1
             out.append(f"\n# {job['name']} is chained ({chain}): a job file has no chain; "

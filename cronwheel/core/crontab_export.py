@@ -16,6 +16,7 @@ command, standard input, environment, shell, user and mail on failure.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +60,24 @@ def unexported_rules(job: dict[str, Any]) -> int:
     return sum(1 for r in job.get("notify") or [] if r.get("via") == "webhook")
 
 
-def unexported_chain(job: dict[str, Any]) -> str | None:
+def unexported_chain(job: dict[str, Any], names: dict[str, str] | None = None) -> str | None:
     """The chain ``job_request`` leaves out, as ``cronwheel chain`` options (it names job ids
-    of this daemon, which another gives other ids), or None when the job has none."""
-    parts = [f"--{flag} {' '.join(job[key])}" for key, flag in (("onSuccess", "on-success"), ("onFailure", "on-failure"))
-             if job.get(key)]  # fmt: skip
+    of this daemon, which another gives other ids), or None when the job has none. ``names``
+    (job id → name): a child that has a name is written by it, which holds on another daemon."""
+    names = names or {}
+    parts = [f"--{flag} {' '.join(names.get(c, c) for c in job[key])}"
+             for key, flag in (("onSuccess", "on-success"), ("onFailure", "on-failure")) if job.get(key)]  # fmt: skip
     return " ".join(parts) or None
+
+
+def job_names(jobs: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Job id → name, of the jobs (API job objects) that have a name."""
+    return {str(j["jobId"]): str(j["name"]) for j in jobs if j.get("name")}
+
+
+def observed_calendars(jobs: Iterable[dict[str, Any]]) -> list[str]:
+    """The calendars the jobs observe, by name: a daemon importing them needs those first."""
+    return sorted({c for j in jobs for c in j.get("calendars") or []})
 
 
 @dataclass(frozen=True)

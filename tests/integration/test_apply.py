@@ -249,16 +249,32 @@ def test_a_job_with_no_target_is_applied_with_a_note_that_it_waits_for_a_remote_
     assert nightly["target"] == {"queue": "default"}
 
 
-def test_an_export_says_which_chains_it_leaves_out(daemon: Daemon) -> None:
-    # a chain names this daemon's job ids, which an import elsewhere does not have
+def test_an_export_says_which_chains_and_calendars_it_leaves_out(daemon: Daemon) -> None:
+    # a chain names this daemon's job ids, which an import elsewhere does not have: the hint
+    # names the jobs by their names, which hold there
     child = daemon.add_job({"schedule": "@daily", "command": "true", "name": "notify"})["jobId"]
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "payroll", "onFailure": [child]})
     toml = daemon.cli("export", "--format", "toml")
     assert toml.returncode == 0, toml.stderr
-    assert f"# payroll is chained (--on-failure {child})" in toml.stdout and "1 chain not exported" in toml.stderr
+    assert "# payroll is chained (--on-failure notify)" in toml.stdout and "1 chain not exported" in toml.stderr
     as_json = daemon.cli("export", "--format", "json")
     assert as_json.returncode == 0 and "onFailure" not in as_json.stdout, as_json.stdout
-    assert "1 chain not exported" in as_json.stderr and f"cronwheel chain payroll --on-failure {child}" in as_json.stderr
+    assert "1 chain not exported" in as_json.stderr and "cronwheel chain payroll --on-failure notify" in as_json.stderr
+    assert child not in as_json.stderr and "new ids" not in as_json.stderr, as_json.stderr
+    # a child without a name can only be named by its id here
+    anon = daemon.add_job({"schedule": "@daily", "command": "true"})["jobId"]
+    assert daemon.cli("chain", "payroll", "--on-failure", "notify", "--on-failure", anon).returncode == 0
+    as_json = daemon.cli("export", "--format", "json")
+    assert f"cronwheel chain payroll --on-failure notify {anon} (with the new ids of the jobs without a name)" in as_json.stderr
+
+    # a job observing a calendar: the JSON names it, and another daemon refuses the job until
+    # it has a calendar of that name, so the export says which and how to carry it over
+    assert daemon.cli("calendar", "set", "holidays", "--date", "2030-12-25").returncode == 0
+    daemon.add_job({"schedule": "@daily", "command": "true", "name": "closed", "calendars": ["holidays"]})
+    as_json = daemon.cli("export", "--format", "json")
+    assert as_json.returncode == 0 and '"holidays"' in as_json.stdout, as_json
+    assert "1 calendar not exported (holidays)" in as_json.stderr, as_json.stderr
+    assert "cronwheel calendar show NAME" in as_json.stderr and "cronwheel calendar set NAME" in as_json.stderr
 
 
 def test_the_export_header_counts_the_jobs_it_writes(daemon: Daemon) -> None:
