@@ -147,7 +147,7 @@ class CalendarWindow(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class CalendarRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The whole content of a calendar (a PUT replaces it). Rules JSON Schema cannot state: a window's `end` is after its `start`, both local times or both instants (422); dates and windows together at most 5000. Format `calendar-time`: `YYYY-MM-DDTHH:MM[:SS]` (local, the job's zone) or with `Z`/`±HH:MM` (an instant). A `null` member counts as absent."""
+    """The whole content of a calendar (a PUT replaces it). Rules JSON Schema cannot state: a window's `end` is after its `start`, both local times or both instants, dates and bounds in 1970-01-01..9899-12-31 (422); dates and windows together at most 5000. Format `calendar-time`: `YYYY-MM-DDTHH:MM[:SS]` (local, the job's zone) or with `Z`/`±HH:MM` (an instant). A `null` member counts as absent."""
 
     description: Annotated[str, Meta(max_length=lim.MAX_CALENDAR_DESCRIPTION_CHARS)] | None = None
     dates: Annotated[list[Annotated[str, Meta(extra_json_schema={"pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}" + lim.PATTERN_END, "format": "date"})]],

@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from cronwheel.core.instants import utc_offset
-from cronwheel.core.limits import MAX_CALENDAR_ENTRIES, PATTERN_END
+from cronwheel.core.limits import MAX_CALENDAR_ENTRIES, MAX_INSTANT_MS, PATTERN_END
 
 NextTick = Callable[[int], "int | None"]
 
@@ -46,6 +46,9 @@ _ABSOLUTE_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
 _EPOCH = datetime(1970, 1, 1)
+#: dates and bounds are kept in 1970..9899, as every instant cronwheel keeps (core/limits.py)
+_KEPT = "outside 1970-01-01 .. 9899-12-31, the dates cronwheel keeps"
+_LAST_DAY = date(9899, 12, 31)
 
 
 class CalendarError(ValueError):
@@ -211,7 +214,11 @@ def parse_bound(text: str, where: str) -> Bound:
             naive = datetime(y, mo, d, h, mi, s)
         except ValueError as exc:
             raise CalendarError(f"{where}: {text!r}: {exc}") from None
-        return Bound(absolute_ms=int((naive - delta - _EPOCH).total_seconds()) * 1000, text=text)
+        try:
+            utc = naive - delta  # the year 1 or 9999 with an offset leaves what datetime holds
+        except OverflowError:
+            raise CalendarError(f"{where}: {text!r} is {_KEPT}") from None
+        return Bound(absolute_ms=int((utc - _EPOCH).total_seconds()) * 1000, text=text)
     raise CalendarError(
         f"{where}: {text!r} is not a date-time; write 2026-12-24T22:00 (the job's local time) "
         "or 2026-12-24T21:00:00Z (an instant)"
@@ -223,9 +230,24 @@ def parse_date(text: str, where: str) -> str:
     if m is None:
         raise CalendarError(f"{where}: {text!r} is not a date; write YYYY-MM-DD")
     try:
-        return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+        day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     except ValueError as exc:
         raise CalendarError(f"{where}: {text!r}: {exc}") from None
+    if not _EPOCH.date() <= day <= _LAST_DAY:
+        raise CalendarError(f"{where}: {text!r} is {_KEPT}")
+    return day.isoformat()
+
+
+def _check_kept(window: Window, i: int) -> Window:
+    """A new window's bounds in 1970..9899: an instant from the epoch to MAX_INSTANT_MS, a
+    local time from 1970-01-01T00:00 to 9899-12-31T23:59:59. Checked where a calendar is
+    built from a request, not where a stored one is read back (one saved before the check
+    must still load)."""
+    for bound, end in ((window.start, "start"), (window.end, "end")):
+        value = bound.absolute_ms if bound.absolute_ms is not None else (bound.local_s or 0) * 1000
+        if not 0 <= value < MAX_INSTANT_MS:
+            raise CalendarError(f"windows[{i}].{end}: {bound.text!r} is {_KEPT}")
+    return window
 
 
 def parse_window(i: int, start_text: str, end_text: str) -> Window:
@@ -255,7 +277,7 @@ def build_calendar(
             f"name: {name!r} must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit"
         )
     days = frozenset(parse_date(d, f"dates[{i}]") for i, d in enumerate(dates))
-    spans = [parse_window(i, start_text, end_text) for i, (start_text, end_text) in enumerate(windows)]
+    spans = [_check_kept(parse_window(i, start_text, end_text), i) for i, (start_text, end_text) in enumerate(windows)]
     if len(days) + len(spans) > MAX_CALENDAR_ENTRIES:
         raise CalendarError(f"a calendar holds at most {MAX_CALENDAR_ENTRIES} dates and windows together")
     return Calendar(name, days, tuple(spans), description, tenant, created_at, updated_at)

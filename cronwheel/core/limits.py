@@ -191,7 +191,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("JSON nesting", f"{MAX_JSON_DEPTH} levels", "every JSON body"),
     Limit("strings", "valid Unicode, no NUL", "every string in a body, path, query or header (no lone surrogates)"),
     Limit("numbers", "finite, integers within 64 bits", "every number in a body (no NaN, Infinity, 1e400)"),
-    Limit("instants", "1970-01-01 .. 9899-12-31", "runAt, and the next run a schedule computes"),
+    Limit("instants", "1970-01-01 .. 9899-12-31", "runAt, the next run a schedule computes, a calendar's dates and windows"),
     Limit("connections", f"{MAX_CONNECTIONS} in all, {MAX_CONNECTIONS_PER_CLIENT} per client address",
           "the TCP API, fewer under a low file limit (beyond: closed at once)"),
     Limit("local connections", f"{MAX_LOCAL_CONNECTIONS}", "the Unix socket, a budget of its own (fewer under a low file limit)"),

@@ -214,6 +214,14 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
         ("PUT", "/v1/calendars/h", {"dates": ["2026-02-30"]}, 422, "dates[0]"),
         ("PUT", "/v1/calendars/h", {"windows": [{"start": "2026-01-02T00:00", "end": "2026-01-01T00:00"}]}, 422, "windows[0]"),
         ("PUT", "/v1/calendars/h", {"windows": [{"start": "x"}]}, 422, "windows[0]"),
+        # outside 1970..9899: an offset near the year 1 or 9999 was a 500
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "9999-12-31T22:00-05:00", "end": "9999-12-31T23:00-05:00"}]},
+         422, "windows[0].start"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "2026-01-01T00:00+01:00", "end": "9999-12-31T23:00-05:00"}]},
+         422, "windows[0].end"),
+        ("PUT", "/v1/calendars/h", {"windows": [{"start": "0001-01-01T00:00", "end": "0001-01-01T01:00"}]},
+         422, "windows[0].start"),
+        ("PUT", "/v1/calendars/h", {"dates": ["2026-12-25", "9999-12-25"]}, 422, "dates[1]"),
         ("PUT", "/v1/calendars/h", {"holidays": []}, 422, "holidays"),
         ("PUT", "/v1/calendars/h", [], 400, None),
         ("PUT", "/v1/calendars/bad%20name", {}, 422, "name"),
@@ -245,6 +253,9 @@ def test_bad_input_gets_a_problem_naming_the_field(daemon: Daemon) -> None:
         assert problem["detail"] and "Traceback" not in problem["detail"], problem
         if field is not None:
             assert problem.get("field") == field, (path, body, problem)
+    res = d.cli("calendar", "set", "h", "--window", "0001-01-01T00:00+01:00/0001-01-01T01:00Z")
+    assert res.returncode != 0 and "windows[0].start" in res.stderr and "1970" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "internal" not in res.stderr.lower(), res.stderr
     res = d.cli("calendar", "set", "h", "--window", "2026-01-01T00:00")
     assert res.returncode == 2 and "START/END" in res.stderr
     res = d.cli("backfill", job, "--from", "2026-01-01T00:00:00Z")

@@ -73,10 +73,25 @@ def test_local_and_absolute_windows() -> None:
     ([], [("tomorrow", "2026-01-02T00:00")], r"windows\[0\].start: 'tomorrow' is not a date-time"),
     ([], [("2026-12-24T22:00:00+99:00", "2026-12-25T01:00Z")], r"windows\[0\].start: .* offset \+99:00 is out of range"),
     ([], [("2026-12-24T22:00Z", "2026-12-25T01:00-12:60")], r"windows\[0\].end: .* offset -12:60 is out of range"),
+    # dates and bounds in 1970..9899, as every instant cronwheel keeps; an offset near the
+    # year 1 or 9999 was an OverflowError (a 500)
+    (["0001-01-01"], [], r"dates\[0\]: '0001-01-01' is outside 1970-01-01 .. 9899-12-31"),
+    (["9900-01-01"], [], r"dates\[0\]: .* is outside 1970"),
+    ([], [("9999-12-31T22:00-05:00", "9999-12-31T23:00-05:00")], r"windows\[0\].start: .* is outside 1970"),
+    ([], [("0001-01-01T00:00+01:00", "0001-01-01T01:00Z")], r"windows\[0\].start: .* is outside 1970"),
+    ([], [("9899-12-31T20:00Z", "9899-12-31T22:00-05:00")], r"windows\[0\].end: .* is outside 1970"),
+    ([], [("1969-12-31T23:00", "1970-01-01T01:00")], r"windows\[0\].start: .* is outside 1970"),
+    ([], [("9899-12-31T23:00", "9900-01-01T00:00")], r"windows\[0\].end: .* is outside 1970"),
 ])  # fmt: skip
 def test_bad_calendars_are_refused_naming_the_entry(dates: list[str], windows: list[tuple[str, str]], match: str) -> None:
     with pytest.raises(CalendarError, match=match):
         build_calendar("c", dates, windows)
+
+
+def test_the_first_and_last_days_kept_are_accepted() -> None:
+    cal = build_calendar("c", ["1970-01-01", "9899-12-31"], [("1970-01-01T00:00", "9899-12-31T23:59:59"),
+                                                               ("1970-01-01T00:00Z", "9899-12-31T23:59:59Z")])
+    assert cal.dates == {"1970-01-01", "9899-12-31"} and len(cal.windows) == 2
 
 
 def test_the_active_window_bounds_the_ticks() -> None:
