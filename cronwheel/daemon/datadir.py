@@ -4,6 +4,7 @@ a ``DaemonError`` in one line that names the file and what to do, never a traceb
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -22,7 +23,7 @@ def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
         data_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(data_dir, 0o700)
         lock = _lock(data_dir)
-    except OSError as exc:  # another user's directory or files (a daemon run once as root)
+    except OSError as exc:  # another user's files (a daemon run once as root), a read-only or full disk…
         raise DaemonError(_not_ours(data_dir, exc)) from None
     try:
         _refuse_an_emptied_store(data_dir, store_url)
@@ -41,10 +42,19 @@ def _refuse_a_path_sqlite_cannot_open(data_dir: Path) -> None:
 
 
 def _not_ours(data_dir: Path, exc: OSError) -> str:
+    """The OS error, with the advice that fits its cause: ownership only where it is one."""
     where = f" ({exc.filename})" if exc.filename else ""
-    return (f"cannot use the data directory {data_dir}: {exc.strerror or exc}{where}. The daemon's user must own "
-            f"it and its files (`ls -la {data_dir}`; a daemon run once as root leaves root's files): fix the "
-            "ownership, run as the owner, or give this daemon its own --data-dir")
+    said = f"cannot use the data directory {data_dir}: {exc.strerror or exc}{where}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"{said}. The daemon's user must own it and its files (`ls -la {data_dir}`; a daemon run once as "
+                "root leaves root's files): fix the ownership, run as the owner, or give this daemon its own --data-dir")
+    if exc.errno == errno.EROFS:
+        return (f"{said}. Its file system is mounted read-only (`findmnt -T {data_dir}`): remount it read-write, "
+                "or give this daemon a --data-dir on a writable file system")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"{said}. Its file system is full, or the user's quota is (`df -h {data_dir}`, `df -i` for inodes): "
+                "free some space, or give this daemon a --data-dir on another file system")
+    return said
 
 
 def _refuse_an_emptied_store(data_dir: Path, store_url: str | None) -> None:

@@ -149,6 +149,26 @@ def test_an_emptied_store_is_refused_rather_than_started_afresh(make_daemon: Cal
     assert db.stat().st_size == 0
 
 
+@pytest.mark.parametrize(("options", "said", "advice"), [
+    ("ro,size=1m", "Read-only file system", "mounted read-only"),
+    ("size=64k,nr_inodes=1", "No space left on device", "is full"),  # no inode left for the lock
+])  # fmt: skip
+def test_a_read_only_or_full_data_directory_is_not_called_an_ownership_problem(
+        tmp_path: Path, options: str, said: str, advice: str) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(node)], capture_output=True, text=True)
+    if os.geteuid() != 0 or mounted.returncode != 0:
+        pytest.skip(f"needs root to mount a tmpfs -o {options}: {mounted.stderr.strip()}")
+    try:
+        r = Daemon(tmp_path / "unused").cli("serve", "--data-dir", str(node), "--http", "127.0.0.1:0")
+    finally:
+        subprocess.run(["umount", "-l", str(node)], capture_output=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"cannot use the data directory {node}: {said}" in r.stderr and advice in r.stderr, r.stderr
+    assert "ownership" not in r.stderr, r.stderr
+
+
 def test_a_data_directory_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "a-file").touch()
     d = Daemon(tmp_path / "unused")
