@@ -181,3 +181,27 @@ def test_a_data_directory_that_cannot_be_used_is_one_line(tmp_path: Path) -> Non
     assert r.returncode == 1 and "Traceback" not in r.stderr and "node.crashed" not in r.stderr, r.stderr
     assert f"the data directory '{tmp_path}/node\\xff' is not a UTF-8 path" in r.stderr, r.stderr
     assert not os.path.exists(os.fsencode(str(tmp_path)) + b"/node\xff")
+
+
+def test_a_store_damaged_inside_a_page_is_refused_with_what_to_do(make_daemon: Callable[..., Daemon]) -> None:
+    """A damaged header was refused with the advice (restore, .recover); a page damaged past it
+    was found by the first read after the open, and said only "malformed". Both say what to do."""
+    d = make_daemon()
+    for i in range(20):
+        d.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": f"job-{i}"})
+    d.stop()
+    db = d.data_dir / "cronwheel.db"
+    conn = apsw.Connection(str(db))
+    page_size = conn.execute("PRAGMA page_size").fetchall()[0][0]
+    # every table's and index's first page but the schema's and schema_migrations' (the open reads those)
+    roots = [r[0] for r in conn.execute("SELECT rootpage FROM sqlite_schema WHERE rootpage > 2")]
+    conn.close()
+    data = bytearray(db.read_bytes())
+    for root in roots:
+        start = (root - 1) * page_size
+        data[start + 2:start + page_size - 2] = b"\xff" * (page_size - 4)
+    db.write_bytes(bytes(data))
+    r = d.cli("serve", "--data-dir", str(d.data_dir), "--http", "127.0.0.1:0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{db}: database disk image is malformed. It is damaged: restore it from a backup" in r.stderr, r.stderr
+    assert "sqlite3 COPY .recover | sqlite3 recovered.db" in r.stderr, r.stderr

@@ -61,10 +61,18 @@ def translated(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
             raise StoreUnavailable(f"sqlite store {self.path} unavailable: {exc}") from exc
         except apsw.ConnectionClosedError as exc:
             raise StoreError("the store is closed") from exc
+        except (apsw.CorruptError, apsw.NotADBError) as exc:  # a page damaged past the header
+            raise StoreError(_damaged(f"sqlite store {self.path}", exc)) from exc
         except apsw.Error as exc:
             raise StoreError(f"sqlite store {self.path}: {exc}") from exc
 
     return wrapper
+
+
+def _damaged(what: str, exc: apsw.Error) -> str:
+    """The store's file is damaged (its header at the open, or a page read later): what to do."""
+    return (f"{what}: {exc}. It is damaged: restore it from a backup (Backups in docs/operations.md), or recover "
+            "what it holds from a copy with `sqlite3 COPY .recover | sqlite3 recovered.db`")
 
 
 def _enable_wal(conn: apsw.Connection, busy_timeout_ms: int) -> str:
@@ -150,9 +158,7 @@ class SqliteBase:
         except (apsw.CorruptError, apsw.NotADBError) as exc:
             if conn is not None:
                 conn.close()
-            raise StoreError(f"cannot open the store at {path}: {exc}. It is damaged: restore it from a backup "
-                             f"(Backups in docs/operations.md), or recover what it holds from a copy with "
-                             f"`sqlite3 COPY .recover | sqlite3 recovered.db`") from exc
+            raise StoreError(_damaged(f"cannot open the store at {path}", exc)) from exc
         except _UNAVAILABLE as exc:
             if conn is not None:
                 conn.close()
