@@ -56,10 +56,15 @@ class Cli:
     def _token(self) -> str | None:
         """--token / CRONWHEEL_TOKEN, else (for a TCP URL) the daemon's ``<data-dir>/admin-token``
         when this user can read it: a local operator never copies a token by hand. The Unix
-        socket needs none (it is admin by file permission)."""
+        socket needs none (it is admin by file permission). A ``localhost`` URL is then sent to
+        the loopback address the daemon wrote, where the token is meant to go."""
         if self.token or self.url.startswith("unix:"):
             return self.token
-        return local_admin_token(self.data_dir, self.url)
+        found = local_admin(self.data_dir, self.url)
+        if found is None:
+            return None
+        token, self.url = found
+        return token
 
     @property
     def client(self) -> Client:
@@ -77,29 +82,41 @@ class Cli:
         return self._client
 
 
-def local_admin_token(data_dir: Path, url: str) -> str | None:
-    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon: a loopback
-    address equal to the one it wrote to ``<data-dir>/http.addr``, while the process whose pid
-    is in ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
-    sent to another machine, nor to whoever squats on the port of a daemon that is down."""
+def local_admin(data_dir: Path, url: str) -> tuple[str, str] | None:
+    """The admin token of the daemon on ``data_dir``, if ``url`` is that very daemon, and the
+    URL to send it to: a loopback address equal to the one it wrote to ``<data-dir>/http.addr``
+    (``localhost`` names any loopback address), while the process whose pid is in
+    ``<data-dir>/lock`` is alive and runs as the token file's owner. So the token is never
+    sent to another machine, nor to whoever squats on the port of a daemon that is down; and
+    a ``localhost`` URL is sent to the daemon's own address, not to whichever of 127.0.0.1 and
+    ::1 the name resolves to first (another program may listen on the other)."""
     try:
         token_file = data_dir / "admin-token"
         token = token_file.read_text(encoding="ascii").strip()
         written = urlsplit((data_dir / "http.addr").read_text(encoding="ascii").strip())
         pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
         target = urlsplit(url)
-        host = target.hostname or ""
-        if not token or target.port != written.port:
+        host = (target.hostname or "").lower()
+        if not token or target.port != written.port or written.hostname is None:
             return None
         if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
             return None
-        if written.hostname not in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
-            return None
         if Path("/proc").is_dir() and os.stat(f"/proc/{pid}").st_uid != token_file.stat().st_uid:
             return None
-        return token
+        if written.hostname in (host, "0.0.0.0", "::"):  # a wildcard bind serves loopback too
+            address = _WILDCARD_LOOPBACK.get(written.hostname, host) if host == "localhost" else host
+        elif host == "localhost" and ipaddress.ip_address(written.hostname).is_loopback:
+            address = written.hostname
+        else:
+            return None
+        netloc = f"[{address}]:{written.port}" if ":" in address else f"{address}:{written.port}"
+        return token, target._replace(netloc=netloc).geturl()
     except (OSError, ValueError, IndexError, UnicodeDecodeError):
         return None
+
+
+#: the loopback address of a wildcard bind that a ``localhost`` URL is sent to
+_WILDCARD_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 pass_cli = click.make_pass_decorator(Cli)
@@ -157,6 +174,14 @@ class CliGroup(click.Group):
             unreachable_exit(exc, app=ctx.find_object(Cli))
         except ApiError as exc:
             render.emit_error(exc.detail)
+            app = ctx.find_object(Cli)
+            if exc.status == 401 and app is not None and app.client.token is None:
+                render.emit_note(
+                    "The CLI sent no token: give one with --token or CRONWHEEL_TOKEN. The daemon's admin token "
+                    f"is in its data directory ({app.data_dir.absolute() / 'admin-token'}; another one is named "
+                    "with --data-dir DIR or CRONWHEEL_DATA_DIR), sent on its own to the address of a daemon of "
+                    "this machine that it wrote to http.addr there."
+                )
             sys.exit(1)
         except ClientError as exc:
             render.emit_error(str(exc))

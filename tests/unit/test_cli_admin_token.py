@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cronwheel.cli.context import local_admin_token
+from cronwheel.cli.context import local_admin
+
+
+def local_admin_token(data_dir: Path, url: str) -> str | None:
+    found = local_admin(data_dir, url)
+    return None if found is None else found[0]
 
 
 def data_dir(tmp_path: Path, addr: str = "http://127.0.0.1:7878", pid: int | None = None) -> Path:
@@ -53,3 +58,24 @@ def test_token_create_help_says_all_a_worker_token_may_do() -> None:
     worker = " ".join(res.output.split()).split("worker:", 1)[1].split(";", 1)[0]
     for word in ("claim", "heartbeat", "complete", "effects", "ping"):
         assert word in worker, worker
+
+
+def test_localhost_is_a_loopback_name_and_is_sent_to_the_daemons_own_address(tmp_path: Path) -> None:
+    """``--url http://localhost:PORT`` got no token from a daemon that wrote 127.0.0.1 (the
+    README's curl examples say localhost); it is sent to 127.0.0.1, not to whichever of
+    127.0.0.1 and ::1 the name resolves to first (another program may listen there)."""
+    d = data_dir(tmp_path)
+    assert local_admin(d, "http://localhost:7878") == ("cw_secret", "http://127.0.0.1:7878")
+    assert local_admin(d, "http://LocalHost:7878/v1") == ("cw_secret", "http://127.0.0.1:7878/v1")
+    assert local_admin(d, "http://localhost:7879") is None
+    # an explicit other loopback address is another socket: not the daemon's
+    assert local_admin(d, "http://[::1]:7878") is None
+
+
+def test_localhost_reaches_an_ipv6_or_wildcard_daemon_at_its_loopback(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    assert local_admin(data_dir(tmp_path / "a", "http://[::1]:7878"), "http://localhost:7878") == ("cw_secret", "http://[::1]:7878")
+    (tmp_path / "b").mkdir()
+    assert local_admin(data_dir(tmp_path / "b", "http://[::]:7878"), "http://localhost:7878") == ("cw_secret", "http://[::1]:7878")
+    (tmp_path / "c").mkdir()
+    assert local_admin(data_dir(tmp_path / "c", "http://0.0.0.0:7878"), "http://[::1]:7878") == ("cw_secret", "http://[::1]:7878")

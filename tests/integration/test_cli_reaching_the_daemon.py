@@ -1,0 +1,40 @@
+"""How the CLI finds and reaches the local daemon, on a real one: ``--url`` with
+``localhost`` is the same daemon as 127.0.0.1 (the local admin token goes with it), a 401 for
+a CLI that sent no token says where a token comes from, and a daemon that holds the data
+directory but does not answer is named as such, not as absent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.support.daemon import REPO, Daemon
+
+
+def cli(*args: str, data_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_DATA_DIR": str(data_dir)}
+    env.pop("CRONWHEEL_TOKEN", None)
+    env.pop("CRONWHEEL_URL", None)
+    return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_localhost_and_127_0_0_1_are_the_same_local_daemon(daemon: Daemon) -> None:
+    port = urlsplit(daemon.url).port
+    daemon.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"})
+    for host in ("127.0.0.1", "localhost"):
+        res = cli("--url", f"http://{host}:{port}", "ls", data_dir=daemon.data_dir)
+        assert res.returncode == 0 and "yearly" in res.stdout, (host, res.stderr)
+
+
+def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    res = cli("--url", daemon.url, "ls", data_dir=elsewhere)
+    assert res.returncode == 1 and "bearer token" in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert "--token or CRONWHEEL_TOKEN" in res.stderr, res.stderr
+    assert f"{elsewhere.absolute() / 'admin-token'}" in res.stderr and "--data-dir" in res.stderr, res.stderr
+    # a token that was sent and refused is not told to send one
+    res = cli("--url", daemon.url, "--token", "cw_not_a_token", "ls", data_dir=elsewhere)
+    assert res.returncode == 1 and "unknown or revoked token" in res.stderr and "CRONWHEEL_TOKEN" not in res.stderr, res.stderr
