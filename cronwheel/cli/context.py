@@ -119,6 +119,20 @@ def local_admin(data_dir: Path, url: str) -> tuple[str, str] | None:
 _WILDCARD_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
+def lock_holder(data_dir: Path) -> tuple[int, bool] | None:
+    """``(pid, stopped)`` of the live cronwheel process whose pid is in ``<data-dir>/lock``
+    (``daemon/datadir.py`` writes it there while it holds the lock), else None: no lock, a
+    pid left by a daemon that died, or one since reused by another program."""
+    try:
+        pid = int((data_dir / "lock").read_text(encoding="ascii").split()[0])
+        if not Path(f"/proc/{pid}/cmdline").read_bytes().count(b"cronwheel"):
+            return None
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if state in ("Z", "X") else (pid, state in ("T", "t"))  # a zombie holds nothing
+
+
 pass_cli = click.make_pass_decorator(Cli)
 
 
@@ -127,6 +141,15 @@ def unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None =
     where = ""
     if app is not None and app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}":
         # the default lookup: the data directory (./.cronwheel is relative to where you are)
+        holder = lock_holder(app.data_dir)
+        if holder is not None:
+            pid, stopped = holder
+            render.emit_note(
+                f"A daemon (pid {pid}) holds the data directory {app.data_dir.absolute()} but does not answer: "
+                + (f"it is stopped (`kill -CONT {pid}` resumes it)." if stopped else
+                   f"is it hung, or still starting? Its log says; `kill {pid}` stops it (then `cronwheel serve`).")
+            )
+            sys.exit(EX_UNAVAILABLE)
         where = f"No daemon runs with the data directory {app.data_dir.absolute()}. "
     render.emit_note(
         f"{where}Start one with `cronwheel serve` (or `make serve` in a source checkout); "

@@ -6,6 +6,7 @@ directory but does not answer is named as such, not as absent."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,24 @@ def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_pat
     # a token that was sent and refused is not told to send one
     res = cli("--url", daemon.url, "--token", "cw_not_a_token", "ls", data_dir=elsewhere)
     assert res.returncode == 1 and "unknown or revoked token" in res.stderr and "CRONWHEEL_TOKEN" not in res.stderr, res.stderr
+
+
+def test_a_stopped_daemon_is_named_as_such_not_as_absent(daemon: Daemon) -> None:
+    """A SIGSTOPped daemon accepts connections on its socket and never answers: after the
+    client's 30 s the CLI said "No daemon runs ... start one", which `serve` then refused
+    ("another cronwheel serve (pid N) is running"). It names the pid that holds the lock."""
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        res = cli("status", data_dir=daemon.data_dir, timeout=90)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+    assert res.returncode == 69 and "Traceback" not in res.stderr, res.stderr
+    assert "no answer within 30 s" in res.stderr, res.stderr
+    assert (f"A daemon (pid {daemon.pid}) holds the data directory {daemon.data_dir.absolute()} but does not answer: "
+            f"it is stopped (`kill -CONT {daemon.pid}` resumes it)") in res.stderr, res.stderr
+    assert "No daemon runs" not in res.stderr and "Start one" not in res.stderr, res.stderr
+    # resumed, it answers; stopped for good, the CLI says no daemon runs again
+    assert cli("status", data_dir=daemon.data_dir).returncode == 0
+    daemon.stop()
+    res = cli("status", data_dir=daemon.data_dir)
+    assert res.returncode == 69 and "No daemon runs with the data directory" in res.stderr, res.stderr

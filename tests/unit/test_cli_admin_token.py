@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cronwheel.cli.context import local_admin
+from cronwheel.cli.context import local_admin, lock_holder
 
 
 def local_admin_token(data_dir: Path, url: str) -> str | None:
@@ -79,3 +79,12 @@ def test_localhost_reaches_an_ipv6_or_wildcard_daemon_at_its_loopback(tmp_path: 
     assert local_admin(data_dir(tmp_path / "b", "http://[::]:7878"), "http://localhost:7878") == ("cw_secret", "http://[::1]:7878")
     (tmp_path / "c").mkdir()
     assert local_admin(data_dir(tmp_path / "c", "http://0.0.0.0:7878"), "http://[::1]:7878") == ("cw_secret", "http://[::1]:7878")
+
+
+def test_the_lock_holder_is_a_live_cronwheel_process_only(tmp_path: Path) -> None:
+    d = data_dir(tmp_path, pid=2**22 + 12345)  # no such process: a daemon that died
+    assert lock_holder(d) is None
+    (d / "lock").write_text("1\n")  # a live process, not cronwheel's (init)
+    assert lock_holder(d) is None
+    (d / "lock").unlink()
+    assert lock_holder(d) is None
