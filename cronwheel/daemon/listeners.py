@@ -13,6 +13,7 @@ import errno
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 
 class ListenError(Exception):
@@ -35,18 +36,32 @@ def bind_tcp(host: str, port: int, backlog: int = 1024) -> socket.socket:
         sock.close()
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if exc.errno == errno.EADDRINUSE:
+            other = _other(host, port, family, addr)
             raise ListenError(
                 f"cannot listen on {where}: the address is already in use (another cronwheel serve, "
-                f"or another program); pick another with --http HOST:PORT, e.g. --http {_other(host, port)}"
+                f"or another program); pick another with --http {other} or, through the environment "
+                f"(as under `make serve`), CRONWHEEL_HTTP={other}"
             ) from None
         raise ListenError(f"cannot listen on {where}: {exc.strerror}; pick another with --http HOST:PORT") from None
     sock.setblocking(False)
     return sock
 
 
-def _other(host: str, port: int) -> str:
-    suggestion = f"{port + 1}" if 0 < port < 65535 else "0"
-    return f"[{host}]:{suggestion}" if ":" in host else f"{host}:{suggestion}"
+#: how many ports after a busy one are tried for a free one to suggest
+_PORTS_TRIED = 20
+
+
+def _other(host: str, port: int, family: int, addr: tuple[Any, ...]) -> str:
+    """``HOST:PORT`` with a port of ``host`` found free just now (bound and let go, as the
+    daemon binds: SO_REUSEADDR), among the few after ``port``; else port 0 (any free port)."""
+    free = 0
+    for candidate in range(port + 1, min(port + 1 + _PORTS_TRIED, 65536)):
+        with contextlib.suppress(OSError), socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((addr[0], candidate, *addr[2:]))
+            free = candidate
+            break
+    return f"[{host}]:{free}" if ":" in host else f"{host}:{free}"
 
 
 def bind_unix(path: Path, mode: int = 0o600, backlog: int = 1024) -> socket.socket:

@@ -4,12 +4,16 @@ admin token, store, workers or API socket left behind. Real processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.support.daemon import REPO, Daemon
 
@@ -47,6 +51,32 @@ def test_a_busy_port_is_refused_before_anything_is_created(tmp_path: Path) -> No
     [line] = res.stderr.strip().splitlines()
     assert f"127.0.0.1:{port}" in line and "already in use" in line and "--http" in line, line
     assert CREATED.isdisjoint(p.name for p in (tmp_path / "data").iterdir())
+
+
+def test_a_busy_port_suggests_one_that_is_free_and_the_environment_form(tmp_path: Path) -> None:
+    """The suggestion was the next port whether free or not, and only --http, which `make
+    serve` cannot pass: it is a port free at that moment, in both forms."""
+    with contextlib.ExitStack() as stack:
+        taken = []
+        for _ in range(2):  # two ports in a row, both busy (retried if another test took the second)
+            first = stack.enter_context(socket.socket())
+            first.bind(("127.0.0.1", 0))
+            first.listen()
+            port = first.getsockname()[1]
+            second = stack.enter_context(socket.socket())
+            with contextlib.suppress(OSError):
+                second.bind(("127.0.0.1", port + 1))
+                second.listen()
+                taken = [port, port + 1]
+                break
+        if not taken:
+            pytest.skip("no two ports in a row could be taken")
+        res = serve(tmp_path / "data", f"127.0.0.1:{taken[0]}")
+    [line] = res.stderr.strip().splitlines()
+    suggested = re.search(r"--http 127\.0\.0\.1:(\d+) or, through the environment \(as under `make serve`\), "
+                          r"CRONWHEEL_HTTP=127\.0\.0\.1:(\d+)", line)
+    assert suggested is not None and suggested[1] == suggested[2], line
+    assert int(suggested[1]) not in taken and int(suggested[1]) > taken[1], line
 
 
 def test_a_second_daemon_on_the_same_data_dir_is_held_off(make_daemon: Callable[..., Daemon]) -> None:
