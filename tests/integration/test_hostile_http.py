@@ -323,3 +323,25 @@ def test_fuzzed_requests_never_get_a_500(daemon: Daemon) -> None:
     no_server_errors(daemon)
     statuses = {json.dumps(e.get("status")) for e in daemon.events("http.bad_request")}
     assert "500" not in statuses
+
+
+def test_what_is_not_taken_is_refused_with_the_status_docs_security_md_gives(daemon: Daemon) -> None:
+    """docs/security.md ("Nothing is silently ignored") and the OpenAPI conventions say which
+    status each refusal is; they once said 400 for an unknown body member, which is a 422."""
+    job = daemon.add_job(JOB)["jobId"]
+    cases = [
+        ("POST", "/v1/jobs", {**JOB, "bogus": 1}, 422, "unknown_field"),
+        ("PUT", "/v1/calendars/c", {"bogus": 1}, 422, "unknown_field"),
+        ("POST", f"/v1/jobs/{job}/pause", {"force": True}, 400, "unknown_field"),
+        ("POST", f"/v1/jobs/{job}/pause", [1], 400, "invalid_body"),
+        ("GET", "/v1/jobs?bogus=1", None, 400, "invalid_query"),
+        ("GET", "/v1/jobs?limit=1&limit=2", None, 400, "invalid_query"),
+    ]
+    for method, path, body, status, code in cases:
+        r = daemon.request(method, path, body)
+        assert (r.status, r.json()["code"]) == (status, code), (method, path, body, r)
+    twice = b'{"schedule": "0 0 1 1 *", "schedule": "@hourly"}'
+    head = (f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {daemon.admin_token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(twice)}\r\nConnection: close\r\n\r\n").encode()
+    answer = raw_exchange(daemon, head, [twice])
+    assert answer.startswith(b"HTTP/1.1 400") and b'"malformed_json"' in answer, answer[:400]
