@@ -14,7 +14,7 @@ per execution, the highest epoch it has seen and the effect it applied:
 
 Use it from a cron job (the environment comes from cronwheel):
 
-    cronwheel add '*/5 * * * *' -- python3 examples/fenced_ledger.py /var/lib/ledger.db charge 10
+    cronwheel add '*/5 * * * *' -- python3 examples/fenced_ledger.py ledger.db charge 10
 
 Usage: fenced_ledger.py LEDGER_DB EFFECT [AMOUNT]      (reads CRONWHEEL_EXECUTION_ID and
        fenced_ledger.py LEDGER_DB --dump                 CRONWHEEL_LEASE_EPOCH from the env)

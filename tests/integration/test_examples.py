@@ -2,7 +2,7 @@
 from examples/README.md itself and run in bash after ``source .venv/bin/activate`` (what the
 README asks for) from a directory that looks like the checkout (``examples/`` in it) and whose
 ``./.cronwheel`` is the daemon's, as under ``make serve``. Only what the text leaves to the
-reader is replaced: its paths (/srv/data), a token it shows as cw_…, the daemon's address
+reader is replaced: a token it shows as cw_…, the daemon's address
 (a free port here, not 7878: other daemons share this machine)."""
 
 from __future__ import annotations
@@ -95,20 +95,21 @@ def test_examples_readme_indexes_every_example() -> None:
 
 
 def test_backup_with_fencing_uploads_once(d: Daemon, checkout: Path, tmp_path: Path) -> None:
-    src = tmp_path / "data"
-    src.mkdir()
-    (src / "a.txt").write_text("precious\n")
-    dest = tmp_path / "uploads"
+    # exactly as written: the examples directory into ./backups of the checkout (it once
+    # named /srv/data and /mnt/backups, which a fresh machine lacks or only root may make)
+    src, dest = checkout / "examples", checkout / "backups"
     script = EXAMPLES / "backup-with-fencing.sh"
-    for command in as_written("## backup-with-fencing.sh", **{"/srv/data": str(src), "/mnt/backups": str(dest)}):
-        ok(run_as_reader(command, checkout))
+    add, run, listing = as_written("## backup-with-fencing.sh")
+    ok(run_as_reader(add, checkout))
+    ok(run_as_reader(run, checkout))
     job = d.get("/v1/jobs").json()["jobs"][0]
     assert job["name"] == "nightly-backup"
     [ex] = [e for e in d.executions(job["jobId"]) if e["status"] == "SUCCEEDED"]
     archives = sorted(dest.glob("backup-*.tar.gz"))
     assert len(archives) == 1 and not list(dest.glob(".*partial"))
+    assert ok(run_as_reader(listing, checkout)).split() == [archives[0].name]
     with tarfile.open(archives[0]) as tar:
-        assert "data/a.txt" in tar.getnames()
+        assert "examples" in tar.getnames()
     before = archives[0].stat()
 
     # the same execution again by hand, as the script's header says (a redelivery, as a
@@ -202,11 +203,12 @@ def test_tenant_setup_script(d: Daemon, checkout: Path) -> None:
 # ---------------------------------------------------------------- fenced_ledger.py
 
 
-def test_fenced_ledger_example(d: Daemon, checkout: Path, tmp_path: Path) -> None:
-    ledger = tmp_path / "ledger.db"
-    add, run, dump = as_written("## fenced_ledger.py", **{"/var/lib/ledger.db": str(ledger)})
+def test_fenced_ledger_example(d: Daemon, checkout: Path) -> None:
+    # exactly as written: ./ledger.db of the checkout (it once was /var/lib/ledger.db)
+    add, run, dump = as_written("## fenced_ledger.py")
     ok(run_as_reader(add, checkout))
     ok(run_as_reader(run, checkout))
+    assert (checkout / "ledger.db").is_file()
     [ex] = [e for e in d.executions(d.get("/v1/jobs").json()["jobs"][0]["jobId"]) if e["status"] == "SUCCEEDED"]
     applied = json.loads(ok(run_as_reader(dump, checkout)))
     assert ex["executionId"] in json.dumps(applied)
