@@ -24,7 +24,7 @@ def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
         os.chmod(data_dir, 0o700)
         lock = _lock(data_dir)
     except OSError as exc:  # another user's files (a daemon run once as root), a read-only or full disk…
-        raise DaemonError(_not_ours(data_dir, exc)) from None
+        raise DaemonError(unusable_data_dir(data_dir, exc)) from None
     try:
         _refuse_an_emptied_store(data_dir, store_url)
     except BaseException:
@@ -41,7 +41,7 @@ def _refuse_a_path_sqlite_cannot_open(data_dir: Path) -> None:
                           "by UTF-8 names: choose another --data-dir (or --store postgresql://…)")
 
 
-def _not_ours(data_dir: Path, exc: OSError) -> str:
+def unusable_data_dir(data_dir: Path, exc: OSError) -> str:
     """The OS error, with the advice that fits its cause: ownership only where it is one."""
     where = f" ({exc.filename})" if exc.filename else ""
     said = f"cannot use the data directory {data_dir}: {exc.strerror or exc}{where}"

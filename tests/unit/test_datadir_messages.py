@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwheel.daemon.datadir import _not_ours
+from cronwheel.daemon.datadir import unusable_data_dir
 
 DIR = Path("/var/lib/cronwheel")
 
@@ -21,7 +21,7 @@ def error(code: int) -> OSError:
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
 def test_a_permission_error_says_to_fix_the_ownership(code: int) -> None:
-    said = _not_ours(DIR, error(code))
+    said = unusable_data_dir(DIR, error(code))
     assert said.startswith(f"cannot use the data directory {DIR}: {os.strerror(code)} ({DIR / 'lock'}). ")
     assert "must own it" in said and "fix the ownership" in said and "--data-dir" in said
 
@@ -32,10 +32,10 @@ def test_a_permission_error_says_to_fix_the_ownership(code: int) -> None:
     (errno.EDQUOT, "quota"),
 ])  # fmt: skip
 def test_a_read_only_or_full_file_system_is_named_not_the_ownership(code: int, advice: str) -> None:
-    said = _not_ours(DIR, error(code))
+    said = unusable_data_dir(DIR, error(code))
     assert os.strerror(code) in said and advice in said and "own" not in said, said
 
 
 def test_any_other_error_is_the_os_error_alone() -> None:
-    said = _not_ours(DIR, error(errno.ENOTDIR))
+    said = unusable_data_dir(DIR, error(errno.ENOTDIR))
     assert said == f"cannot use the data directory {DIR}: Not a directory ({DIR / 'lock'})"
