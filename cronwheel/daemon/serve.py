@@ -264,14 +264,15 @@ async def _serve_bound(
     await runner.setup()
     await web.SockSite(runner, unix_sock).start()
     await web.SockSite(runner, tcp_sock).start()
-    publish_address(data_dir / "http.addr", f"http://{host}:{bound}\n")
+    http_url = f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"  # an IPv6 address in []
+    publish_address(data_dir / "http.addr", f"{http_url}\n")
     runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime_dir:  # systemd's RuntimeDirectory=: where local users find the API's address
         with contextlib.suppress(OSError):
-            publish_address(Path(runtime_dir, "http.addr"), f"http://{host}:{bound}\n")
+            publish_address(Path(runtime_dir, "http.addr"), f"{http_url}\n")
     settle_heap()
     events.emit(
-        "node.started", pid=os.getpid(), http=f"http://{host}:{bound}", socket=str(sock_path),
+        "node.started", pid=os.getpid(), http=http_url, socket=str(sock_path),
         store=writer_store.meta().get("kind", "?"), dataDir=str(data_dir.resolve()),
         workers=workers, slots=slots, fileLimit=fd_limit, maxConnections=guard.tcp.total,
         maxConnectionsPerClient=guard.tcp.per_client, maxLocalConnections=guard.local.total,

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,6 +21,16 @@ def cli(*args: str, data_dir: Path, timeout: float = 60) -> subprocess.Completed
     env.pop("CRONWHEEL_TOKEN", None)
     env.pop("CRONWHEEL_URL", None)
     return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_a_daemon_on_ipv6_loopback_publishes_an_address_the_cli_can_use(make_daemon: Callable[..., Daemon]) -> None:
+    """An IPv6 address in a URL goes in brackets: http.addr said http://::1:PORT, which no
+    client could parse, so the CLI found no daemon (and no local admin token)."""
+    daemon = make_daemon(args=("--http", "[::1]:0"))
+    assert urlsplit(daemon.url).hostname == "::1", daemon.url
+    daemon.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"})
+    res = cli("--url", daemon.url, "ls", data_dir=daemon.data_dir)
+    assert res.returncode == 0 and "yearly" in res.stdout, res.stderr
 
 
 def test_localhost_and_127_0_0_1_are_the_same_local_daemon(daemon: Daemon) -> None:
