@@ -115,23 +115,31 @@ def test_overview_draws_lag_tiers_running_and_herd(make_daemon: Callable[..., Da
     wait_for(activity_ready, 30, what="dispatch lag samples and a running execution")
 
     open_dashboard(browser, daemon)
+    # every-second jobs keep the page live: an element read may be replaced by the next
+    # refresh, so each check is a wait that reads the page afresh (``until``)
     until(browser, lambda d: css(d, "#lag-chart path.line.s-p50").get_attribute("d").startswith("M"), what="the p50 lag line")
-    assert css(browser, "#lag-chart path.line.s-p99").get_attribute("d").startswith("M")
-    assert "Dispatch lag" in css(browser, "#lag-chart title").get_attribute("textContent")
-    tiers = browser.find_elements(By.CSS_SELECTOR, "#tier-depths g.tier")
-    assert [t.find_element(By.TAG_NAME, "text").text for t in tiers] == ["high", "default", "batch"]
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#herd-chart rect.bar")) == 60
+    until(browser, lambda d: css(d, "#lag-chart path.line.s-p99").get_attribute("d").startswith("M"), what="the p99 lag line")
+    until(browser, lambda d: "Dispatch lag" in css(d, "#lag-chart title").get_attribute("textContent"), what="the chart's title")
+    tiers = ["high", "default", "batch"]
+    until(browser, lambda d: [t.find_element(By.TAG_NAME, "text").text for t in d.find_elements(By.CSS_SELECTOR, "#tier-depths g.tier")] == tiers,
+          what="the three tiers")  # fmt: skip
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#herd-chart rect.bar")) == 60, what="60 bars of herd")
     herd = daemon.get("/v1/herd?window=3600&top=5").json()
     peak = max(herd["peakPerMinute"])
     assert peak == herd["maxPerSecond"] >= 23  # the chart is per second: its tallest bar is the herd
-    assert str(peak) in css(browser, "#herd-chart").get_attribute("textContent")
-    first = browser.find_elements(By.CSS_SELECTOR, "table.busiest tbody tr")[0].find_elements(By.TAG_NAME, "td")
-    assert int(first[1].text.replace(",", "")) >= 23  # 20 top-of-hour jobs + 3 every-second ones
-    assert "0 * * * *" in first[2].text
-    running = until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "table.running tbody tr"), what="the running executions")
-    assert long_runner in running[0].text, "the sleeping job is listed as running"
+    until(browser, lambda d: str(peak) in css(d, "#herd-chart").get_attribute("textContent"), what="the peak in the chart")
+
+    def busiest(d: Any) -> list[str]:
+        rows = d.find_elements(By.CSS_SELECTOR, "table.busiest tbody tr")
+        return [td.text for td in rows[0].find_elements(By.TAG_NAME, "td")] if rows else []
+
+    first = until(browser, busiest, what="the busiest seconds")
+    assert int(first[1].replace(",", "")) >= 23  # 20 top-of-hour jobs + 3 every-second ones
+    assert "0 * * * *" in first[2]
+    running = until(browser, lambda d: [r.text for r in d.find_elements(By.CSS_SELECTOR, "table.running tbody tr")], what="the running executions")
+    assert long_runner in running[0], "the sleeping job is listed as running"
     until(browser, lambda d: text_of(d, "#live") == "Live", what="the event stream to connect")
-    assert text_of(browser, "#node-stats").count("\n") > 5
+    until(browser, lambda d: text_of(d, "#node-stats").count("\n") > 5, what="the node's numbers")
     screenshot(browser, "overview")
     assert problems(browser) == []
     assert_no_dialog(browser)
