@@ -59,3 +59,20 @@ def stable_hash(text: str) -> int:
 
 def bucket_of(job_id: str, n_buckets: int = N_BUCKETS) -> int:
     return stable_hash(job_id) % n_buckets
+
+
+#: a daemon start's incarnation: hex digits (``secrets.token_hex(3)``), in each local worker's
+#: id ``{node}-{incarnation}-w{index}-{generation}`` and in its notification owner
+#: ``{node}-{incarnation}``
+INCARNATION_HEX_CHARS = 6
+_LOCAL_WORKER_REST = re.compile(rf"([0-9a-f]{{{INCARNATION_HEX_CHARS}}})-w[0-9]+-[0-9]+")
+
+
+def incarnation_of(worker_id: str, node_id: str) -> str | None:
+    """The incarnation of node ``node_id`` whose local worker ``worker_id`` is, or None: a
+    remote worker's, or another node's whose id merely starts like it (``n-2``'s workers
+    begin with ``n-`` too)."""
+    if not worker_id.startswith(node_id + "-"):
+        return None
+    shape = _LOCAL_WORKER_REST.fullmatch(worker_id, len(node_id) + 1)
+    return shape.group(1) if shape else None

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from cronwheel.core.clock import Clock, SystemClock
+from cronwheel.core.ids import incarnation_of
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.engine.cluster import ClusterMember
@@ -184,10 +185,10 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         ``ClusterMember.join`` made sure no other live process uses this node id). Fail them
         now (a retry, or the DLQ) instead of leaving them until their leases expire. Fenced by
         epoch as always."""
-        mine = f"{self.node_id}-{pool.incarnation}-"
-        orphans = [
-            ex for ex in await self.reader.run(lambda s: s.running_with_worker_prefix(f"{self.node_id}-"))
-            if ex.worker_id is not None and not ex.worker_id.startswith(mine)
+        candidates = await self.reader.run(lambda s: s.running_with_worker_prefix(f"{self.node_id}-"))
+        orphans = [  # not those of a node whose id starts like ours: n-2 is not n's
+            ex for ex in candidates
+            if ex.worker_id is not None and incarnation_of(ex.worker_id, self.node_id) not in (None, pool.incarnation)
         ]
         if not orphans:
             return

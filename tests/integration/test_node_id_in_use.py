@@ -68,3 +68,19 @@ def test_a_node_restarted_after_kill_9_starts_and_fails_what_its_workers_ran(
     assert recovered["executions"] == 1
     wait_for(lambda: n1.executions(job_id)[-1]["attempt"] >= 2 or n1.executions(job_id)[0]["status"] != "RUNNING",
              15, what="the lost execution to be failed or retried")
+
+
+def test_a_restarted_node_leaves_alone_the_runs_of_a_node_whose_id_starts_like_its_own(
+    make_daemon: Callable[..., Daemon], postgres_dsn: str
+) -> None:
+    """Nodes ``n`` and ``n-2`` on one store and one machine: ``n-2``'s workers' ids begin with
+    ``n-`` too. ``n``, restarted, fails (and, after a crash, kills) its own previous workers'
+    runs only; it used to take ``n-2``'s for its own, killing them and running them again."""
+    neighbour = make_daemon("n-2", args=(*node_args(postgres_dsn, "n-2"), "--grace-sec", "1"))
+    job_id = start_long_run(neighbour, 60)
+    n = make_daemon("n", args=node_args(postgres_dsn, "n"))
+    n.stop()
+    n.start()
+    (ex,) = running(neighbour, job_id)
+    assert ex["attempt"] == 1 and ex["workerId"].startswith("n-2-"), ex
+    assert n.events("node.recovered_leases") == [] and n.events("pool.worker_orphans_killed") == []

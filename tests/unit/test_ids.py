@@ -28,3 +28,16 @@ def test_job_ids_unique_and_buckets_spread():
     assert set(counts) == set(range(N_BUCKETS))
     expected = 20_000 / N_BUCKETS
     assert all(abs(c - expected) < expected * 0.35 for c in counts.values())
+
+
+def test_a_worker_id_is_the_node_s_only_when_the_whole_rest_is_an_incarnation_and_a_worker() -> None:
+    from cronwheel.core.ids import incarnation_of
+
+    assert incarnation_of("n-bf00d1-w0-0", "n") == "bf00d1"
+    assert incarnation_of("n-bf00d1-w12-3", "n") == "bf00d1"
+    assert incarnation_of("n-2-bf00d1-w0-0", "n") is None  # node n-2's
+    assert incarnation_of("n-2-bf00d1-w0-0", "n-2") == "bf00d1"
+    assert incarnation_of("web-b-0a1b2c-w1-0", "web") is None
+    assert incarnation_of("remote-worker-1", "remote") is None
+    assert incarnation_of("n-bf00d1-w0-0-x", "n") is None
+    assert incarnation_of("nn-bf00d1-w0-0", "n") is None

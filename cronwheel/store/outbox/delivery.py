@@ -146,11 +146,14 @@ def expire(sql: Sql, now_ms: int, limit: int) -> int:
 
 
 def release_owner(sql: Sql, prefix: str, current: str, now_ms: int) -> int:
-    """A restarted node: the deliveries its previous incarnation had under way died with it."""
+    """A restarted node: the deliveries its previous incarnation had under way died with it.
+    Its owners are as long as ``current`` (another node whose id starts like this one's has
+    longer ones: ``n-2-…`` is not ``n-…``)."""
     rows = sql.rows(
         """SELECT notification_id, lease_epoch, attempt, rule FROM notifications
-           WHERE status = 'RUNNING' AND substr(owner, 1, :n) = :prefix AND owner <> :current""",
-        {"n": len(prefix), "prefix": prefix, "current": current},
+           WHERE status = 'RUNNING' AND substr(owner, 1, :n) = :prefix AND length(owner) = :length
+             AND owner <> :current""",
+        {"n": len(prefix), "prefix": prefix, "length": len(current), "current": current},
     )
     return _give_back(sql, rows, now_ms, "its node stopped during delivery")
 

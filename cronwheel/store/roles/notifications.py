@@ -54,7 +54,8 @@ class NotificationStore(ABC):
     @abstractmethod
     def release_notifications(self, prefix: str, current: str, now_ms: int) -> int:
         """As ``expire_notification_leases``, for RUNNING ones whose owner starts with
-        ``prefix`` but is not ``current`` (a restarted node's previous incarnation)."""
+        ``prefix`` and is as long as ``current`` but is not it (a restarted node's previous
+        incarnations, ``{node}-{incarnation}``; not another node whose id starts the same)."""
 
     @abstractmethod
     def summarize_held_notifications(self, now_ms: int) -> int:
