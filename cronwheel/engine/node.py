@@ -33,6 +33,7 @@ from cronwheel.engine.notify_service import NotifyServiceMixin
 from cronwheel.engine.retention import Retention
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
+from cronwheel.engine.service import Unavailable
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
@@ -165,6 +166,10 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self._tasks.append(loop.create_task(self.disk.run(), name="disk"))
         self._tasks.extend(self.notifications.start())
         self._tasks.append(loop.create_task(self.tenant_refresh_loop(), name="tenants"))
+        # status answers from its last read while the store is down: read it once now, so that
+        # an outage before anyone asked gets that (stale) rather than 503
+        with contextlib.suppress(Unavailable):
+            await self.status()
 
     def _worker_log(self, event: str, fields: dict[str, Any]) -> None:
         self.events.emit(event, **fields)

@@ -281,6 +281,7 @@ class TenancyMixin(NodeParts):
                 if token is not None and token.role is Role.ADMIN:
                     return False
         token, secret = await self.create_token(Role.ADMIN, None, f"admin-token ({self.node_id})")
+        await self.lookup_token(secret)  # verified, as an existing one is above: it rides out an outage
         write_secret_file(path, secret)
         self.events.emit("auth.admin_token_created", path=str(path.resolve()), tokenId=token.token_id)
         return True

@@ -156,6 +156,25 @@ def test_a_running_jobs_heartbeats_report_an_outage_once(make_daemon: Callable[.
         d.stop()
 
 
+def test_status_is_answered_stale_in_an_outage_though_nobody_asked_for_it_before(tmp_path: Path) -> None:
+    """The node reads its status once it has started: a monitor's first status request, in an
+    outage, gets that read marked stale. It got 503, as from a node that never read its store."""
+    from tests.support.postgres import dedicated_cluster
+
+    with dedicated_cluster() as cluster:
+        d = Daemon(tmp_path / "node", args=("--store", cluster.dsn()))
+        d.launch()  # not start(): it asks for the status itself
+        try:
+            wait_for(lambda: d.event("node.started"), 30, what="the node to start")
+            d.url = (d.data_dir / "http.addr").read_text().strip()
+            cluster.stop("immediate")
+            r = d.get("/v1/status")
+            assert r.status == 200 and r.json()["stale"] is True, r
+            cluster.start()
+        finally:
+            d.stop()
+
+
 def test_a_store_outage_longer_than_a_lease_does_not_cost_a_live_run_its_lease(
     make_daemon: Callable[..., Daemon], tmp_path: Path,
 ) -> None:
