@@ -139,8 +139,10 @@ pass_cli = click.make_pass_decorator(Cli)
 def unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None = None) -> NoReturn:
     render.emit_error(prefix + str(exc))
     where = ""
-    if app is not None and app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}":
-        # the default lookup: the data directory (./.cronwheel is relative to where you are)
+    if app is not None and (app.url == f"unix:{app.data_dir.absolute() / 'api.sock'}"
+                            or local_admin(app.data_dir, app.url) is not None):
+        # the data directory's daemon, by its socket (the default; ./.cronwheel is relative to
+        # where you are) or by the address it published
         holder = lock_holder(app.data_dir)
         if holder is not None:
             pid, stopped = holder

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -55,17 +56,21 @@ def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_pat
 def test_a_stopped_daemon_is_named_as_such_not_as_absent(daemon: Daemon) -> None:
     """A SIGSTOPped daemon accepts connections on its socket and never answers: after the
     client's 30 s the CLI said "No daemon runs ... start one", which `serve` then refused
-    ("another cronwheel serve (pid N) is running"). It names the pid that holds the lock."""
+    ("another cronwheel serve (pid N) is running"). It names the pid that holds the lock,
+    reached by its socket or by the address it published (``--url``), both waited at once."""
     os.kill(daemon.pid, signal.SIGSTOP)
     try:
-        res = cli("status", data_dir=daemon.data_dir, timeout=90)
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda args: cli(*args, "status", data_dir=daemon.data_dir, timeout=90),
+                                    [(), ("--url", daemon.url)]))  # fmt: skip
     finally:
         os.kill(daemon.pid, signal.SIGCONT)
-    assert res.returncode == 69 and "Traceback" not in res.stderr, res.stderr
-    assert "no answer within 30 s" in res.stderr, res.stderr
-    assert (f"A daemon (pid {daemon.pid}) holds the data directory {daemon.data_dir.absolute()} but does not answer: "
-            f"it is stopped (`kill -CONT {daemon.pid}` resumes it)") in res.stderr, res.stderr
-    assert "No daemon runs" not in res.stderr and "Start one" not in res.stderr, res.stderr
+    for res in answers:
+        assert res.returncode == 69 and "Traceback" not in res.stderr, res.stderr
+        assert "no answer within 30 s" in res.stderr, res.stderr
+        assert (f"A daemon (pid {daemon.pid}) holds the data directory {daemon.data_dir.absolute()} but does not answer: "
+                f"it is stopped (`kill -CONT {daemon.pid}` resumes it)") in res.stderr, res.stderr
+        assert "No daemon runs" not in res.stderr and "Start one" not in res.stderr, res.stderr
     # resumed, it answers; stopped for good, the CLI says no daemon runs again
     assert cli("status", data_dir=daemon.data_dir).returncode == 0
     daemon.stop()
