@@ -233,14 +233,9 @@ def parse_date(text: str, where: str) -> str:
         day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     except ValueError as exc:
         raise CalendarError(f"{where}: {text!r}: {exc}") from None
-    return kept_day(day, where, text).isoformat()
-
-
-def kept_day(day: date, where: str, text: str) -> date:
-    """``day``, if it is one of the dates cronwheel keeps; else a CalendarError naming ``where``."""
     if not _EPOCH.date() <= day <= _LAST_DAY:
         raise CalendarError(f"{where}: {text!r} is {_KEPT}")
-    return day
+    return day.isoformat()
 
 
 def _check_kept(window: Window, i: int) -> Window:

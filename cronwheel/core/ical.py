@@ -18,7 +18,7 @@ from __future__ import annotations
 import zoneinfo
 from datetime import date, datetime, timedelta
 
-from cronwheel.core.calendar import CalendarError, kept_day
+from cronwheel.core.calendar import CalendarError, parse_date
 
 MAX_EVENT_DAYS = 366  #: an all-day event longer than this is refused (a typo, not a holiday)
 
@@ -105,16 +105,17 @@ def _event(
     no, params, value = event["DTSTART"]
     all_day = params.get("VALUE", "").upper() == "DATE" or len(value) == 8
     if all_day:
-        first = kept_day(_date(no, value), f"line {no}", value)
+        first = _date(no, value)
+        parse_date(first.isoformat(), f"line {no}")  # a date cronwheel keeps (1970..9899)
         last = first + timedelta(days=1)
-        end_no, end_value = no, value
+        end_no = no
         if "DTEND" in event:
             end_no, _, end_value = event["DTEND"]
             last = _date(end_no, end_value)
         days = (last - first).days
         if not 1 <= days <= MAX_EVENT_DAYS:
             raise CalendarError(f"line {no}: an all-day event must last 1 to {MAX_EVENT_DAYS} days, not {days}")
-        kept_day(last - timedelta(days=1), f"line {end_no}", end_value)  # DTEND: the day after the last
+        parse_date((last - timedelta(days=1)).isoformat(), f"line {end_no}")  # DTEND: the day after the last
         dates.extend((first + timedelta(days=i)).isoformat() for i in range(days))
         return
     if "DTEND" not in event:
