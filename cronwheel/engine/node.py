@@ -167,7 +167,8 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self._tasks.extend(self.notifications.start())
         self._tasks.append(loop.create_task(self.tenant_refresh_loop(), name="tenants"))
         # status answers from its last read while the store is down: read it once now, so that
-        # an outage before anyone asked gets that (stale) rather than 503
+        # an outage before anyone asked gets that (stale) rather than 503; systemd's READY line
+        # and metrics use the same read (NodeStatusMixin.store_counts)
         with contextlib.suppress(Unavailable):
             await self.status()
 

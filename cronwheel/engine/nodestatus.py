@@ -14,12 +14,14 @@ from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus, JobStatus, Priority
 from cronwheel.core.stats import NodeSnapshot, StoreCounts, lag_percentile
 from cronwheel.engine.parts import NodeParts
-from cronwheel.store.base import Store
+from cronwheel.store.base import Store, StoreUnavailable
 
 #: the scheduler loop has not turned for this long: the node is not healthy
 HEALTHY_LOOP_MS = 10_000
 #: the execution states that status counts
 COUNTED_STATES = (ExecStatus.PENDING, ExecStatus.RUNNING, ExecStatus.RETRY_WAIT, ExecStatus.DEAD)
+#: metrics and the READY line take a status read this recent (ms) rather than make another
+SHARED_READ_MS = 2_000
 
 
 class NodeStatusMixin(NodeParts):
@@ -47,35 +49,38 @@ class NodeStatusMixin(NodeParts):
         )
 
     async def store_counts(self) -> StoreCounts:
+        """Metrics' and systemd's READY line's share of the status's store read (one read
+        serves them all: the node makes one as it starts, and READY follows at once)."""
+        data, _, error = await self._store_part(fresh_ms=SHARED_READ_MS)
+        if error is not None:
+            raise StoreUnavailable(error)  # metrics keep their last numbers
+        return StoreCounts(jobs=data["jobs"], dead=data["executions"][ExecStatus.DEAD.value],
+                           next_run_at_ms=data["nextRunAtMs"], notifications=data["notifications"])  # fmt: skip
+
+    async def _store_part(self, fresh_ms: int | None = None) -> tuple[dict[str, Any], int, str | None]:
+        """The status's parts read from the store (``StatusCache.read``)."""
         buckets = list(self.scheduler.buckets)
         now = self.clock.now_ms()
 
-        def read(s: Store) -> StoreCounts:
-            return StoreCounts(
-                jobs={st.value: s.count_jobs(status=st) for st in JobStatus},
-                dead=s.count_executions(status=ExecStatus.DEAD),
-                next_run_at_ms=s.next_due_at(buckets),
-                notifications=s.notification_counts(now),
-            )
-
-        return await self.reader.run(read)
-
-    # ---- what the API's status shows
-    async def status(self) -> dict[str, Any]:
         def counts(s: Store) -> dict[str, Any]:
             return {
                 "jobs": {st.value: s.count_jobs(status=st) for st in JobStatus},
                 "executions": {st.value: s.count_executions(status=st) for st in COUNTED_STATES},
-                "nextRunAt": format_instant(s.next_due_at(self.scheduler.buckets)),
-                "notifications": s.notification_counts(self.clock.now_ms()),
+                "nextRunAtMs": s.next_due_at(buckets),
+                "notifications": s.notification_counts(now),
                 "store": s.meta(),
             }
 
-        async def read_counts() -> dict[str, Any]:
+        async def read() -> dict[str, Any]:
             return await self.reader.run(counts)
 
-        data, as_of, error = await self.status_cache.read("store", read_counts)
-        data = dict(data)
+        return await self.status_cache.read("store", read, fresh_ms)
+
+    # ---- what the API's status shows
+    async def status(self) -> dict[str, Any]:
+        data, as_of, error = await self._store_part()
+        data = {("nextRunAt" if k == "nextRunAtMs" else k): format_instant(v) if k == "nextRunAtMs" else v
+                for k, v in data.items()}  # fmt: skip
         lags = sorted(self.dispatcher.lags_ms)
         depth = self.dispatcher.queue.depth_by_tier()
         pool = self.pool

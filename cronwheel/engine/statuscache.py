@@ -20,12 +20,15 @@ class StatusCache:
         self._parts: dict[str, tuple[int, dict[str, Any]]] = {}  # part -> (when read, what)
 
     async def read(
-        self, part: str, read: Callable[[], Awaitable[dict[str, Any]]]
+        self, part: str, read: Callable[[], Awaitable[dict[str, Any]]], fresh_ms: int | None = None
     ) -> tuple[dict[str, Any], int, str | None]:
-        """``(value, as of, error)``: the part as read now, or while the store cannot be
-        reached (a failover), the last one read and the error. Unavailable if it was never
-        read."""
+        """``(value, as of, error)``: the part as read now (or, given ``fresh_ms``, as read at
+        most that long ago), or while the store cannot be reached (a failover), the last one
+        read and the error. Unavailable if it was never read."""
         now = self.clock.now_ms()
+        cached = self._parts.get(part)
+        if fresh_ms is not None and cached is not None and now - cached[0] <= fresh_ms:
+            return cached[1], cached[0], None
         try:
             value = await read()
         except StoreUnavailable as exc:
