@@ -115,6 +115,12 @@ MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
 #: ever, each a row the retention never removes and, for a local target, memory in the
 #: daemon: 500 every-second jobs held at ``maxRunning 1`` grew the daemon by ~0.9 GB an hour.
 MAX_WAITING_RUNS = 100
+#: a job found at MAX_WAITING_RUNS is claimed again about this long after (its first tick at or
+#: after then: core.planning.backlog_look_again), and every tick in between is recorded by one
+#: SKIPPED row: held one tick at a time, a tenant's 3,800 every-second jobs at the bound cost the
+#: node's one store writer 3,800 claims, backlog probes and rows a second, its other tenants'
+#: ticks seconds of lag, and the disk ~50 MB a minute.
+BACKLOG_RECHECK_MS = 60_000
 #: a tenant's local runs waiting in one node's ready queue, past which the runs it asks for (a
 #: trigger, a backfill) are refused (429): each costs the daemon ~0.5 KB until it starts, and
 #: without a submitRate a tenant held at maxRunning could queue them until the node ran out
@@ -230,7 +236,9 @@ LIMITS: tuple[Limit, ...] = (
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
     Limit("waiting runs", f"{MAX_WAITING_RUNS} runs",
-          "a recurring job's overdue scheduled runs not yet started (its further ticks: SKIPPED, reason backlog)"),
+          "a recurring job's overdue scheduled runs not yet started (past it the job is held: claimed again "
+          f"{BACKLOG_RECHECK_MS // 2000}-{BACKLOG_RECHECK_MS * 3 // 2000} s later, its ticks between recorded by one "
+          "SKIPPED row, reason backlog)"),
     Limit("waiting runs of a tenant", f"{MAX_TENANT_WAITING} runs",
           "per node: a trigger or backfill that would queue more of a tenant's local runs is refused (429, quota waiting)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",

@@ -35,7 +35,9 @@ Ticks after ``now`` and up to ``until_ms`` (claim-ahead) are not late at all: th
 and its overlap policy (forbid: one run at a time; replace: the newest tick runs and cancels
 the live ones; allow: at most ``MAX_WAITING_RUNS`` overdue runs waiting to start, the ticks
 beyond them skipped as ``backlog``) decide which planned ticks run and which are recorded
-SKIPPED, with what reason (``core.skips``). Both stores record exactly that; they only run the SQL.
+SKIPPED, with what reason (``core.skips``), and where the job's ``next_run_at`` goes: a job
+held at its backlog is looked at again about ``BACKLOG_RECHECK_MS`` later
+(:func:`backlog_look_again`), its ticks until then recorded by one SKIPPED row. Both stores record exactly that; they only run the SQL.
 
 Cost is bounded whatever the outage: a job down for a year on an every-second schedule costs
 O(MISFIRE_RUN_ALL_CAP) ``next_tick`` evaluations. After ``MISSED_SCAN_LIMIT`` missed ticks
@@ -52,8 +54,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cronwheel.core.calendar import Exclusions, split_excluded
-from cronwheel.core.ids import execution_id
-from cronwheel.core.limits import MAX_WAITING_RUNS
+from cronwheel.core.ids import execution_id, stable_hash
+from cronwheel.core.limits import BACKLOG_RECHECK_MS, MAX_WAITING_RUNS
 from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
 from cronwheel.core.schedule import jitter_offset_ms
 from cronwheel.core.skips import SkipReason, catch_up_text
@@ -94,10 +96,12 @@ class ClaimDecision:
     """What one claim of one job records, in insertion order: the misfire record first, then
     the runs, then the ticks skipped by calendars and overlap; and, under overlap replace,
     the live executions the new run cancels (``(execution_id, was running)``) with the
-    reason they are cancelled for."""
+    reason they are cancelled for; and the job's ``next_run_at`` after the claim (the plan's,
+    unless the job is held at its backlog)."""
 
     rows: list[TickRow]
     cancels: list[tuple[str, bool]]
+    next_run_at: int | None
     cancel_reason: str | None = None
 
     @property
@@ -108,21 +112,27 @@ class ClaimDecision:
 def decide_claim(
     job_id: str, plan: ClaimPlan, overlap: OverlapPolicy, live: Sequence[tuple[str, str]],
     exclusions: Exclusions | None, jitter_sec: int, waiting: int = 0,
+    next_tick: NextTick | None = None, now_ms: int = 0,
 ) -> ClaimDecision:  # fmt: skip
     """The rows of one job's claim, from its ``plan``: ``live`` is the job's live executions
     ``(execution_id, status)``, running ones first (read only for overlap forbid/replace),
     ``exclusions`` its calendars (None: none), ``jitter_sec`` its jitter and ``waiting`` how
     many of its scheduled runs are overdue and still waiting to start (read only for overlap
     allow, counted up to ``MAX_WAITING_RUNS``): ticks that would take it past that bound are
-    recorded SKIPPED (``backlog``), the earliest ones run."""
+    held back, the earliest ones run. The job is then held: with its schedule
+    (``next_tick``), every tick before :func:`backlog_look_again` is held back too, and
+    one SKIPPED row (``backlog``) records them all, so that a job nobody starts costs a claim
+    and a row a minute instead of one a tick (``core.limits``)."""
     run, skipped = split_excluded(plan.run, exclusions)
     cancels: list[tuple[str, bool]] = []
     cancel_reason = None
+    next_run_at = plan.next_run_at
+    held: TickRow | None = None
     if overlap is OverlapPolicy.ALLOW:
         room = max(0, MAX_WAITING_RUNS - waiting)
         if len(run) > room:
-            held_back = SkipReason.backlog(waiting).text
-            skipped += [(t, held_back) for t in run[room:]]
+            held, next_run_at = _hold(run[room:], waiting, next_run_at, next_tick,
+                                       backlog_look_again(job_id, now_ms))  # fmt: skip
             run = run[:room]
     elif run:
         if overlap is OverlapPolicy.FORBID:
@@ -148,7 +158,39 @@ def decide_claim(
         reason = catch_up_text(plan.skipped_count, plan.skipped_count_exact, len(plan.catch_up)) if caught_up else None
         rows.append(TickRow(tick, True, avail, reason, caught_up))
     rows += [TickRow(tick, False, tick, reason) for tick, reason in skipped]
-    return ClaimDecision(rows, cancels, cancel_reason)
+    if held is not None:
+        rows.append(held)
+    return ClaimDecision(rows, cancels, next_run_at, cancel_reason)
+
+
+def backlog_look_again(job_id: str, now_ms: int) -> int:
+    """When a job held at its backlog at ``now_ms`` is claimed again: ``BACKLOG_RECHECK_MS``
+    later on average, spread over half that either side by the job's id. The jobs of a flood
+    reach their bound in the same second; looked at again in the same second too, the
+    SQLite store's exact recount of their waiting runs (a row read each) held its writer for
+    seconds once a minute."""
+    spread = stable_hash(f"cronwheel:backlog:{job_id}") % BACKLOG_RECHECK_MS
+    return now_ms + BACKLOG_RECHECK_MS // 2 + spread
+
+
+def _hold(
+    ticks: list[int], waiting: int, following: int | None, next_tick: NextTick | None, until: int,
+) -> tuple[TickRow, int | None]:  # fmt: skip
+    """The one SKIPPED row that holds a job at its backlog, standing for ``ticks`` and, given
+    the schedule, every later tick (from ``following``) before ``until``; and the job's next
+    tick after them."""
+    first, last, count, exact = ticks[0], ticks[-1], len(ticks), True
+    tick = following
+    while next_tick is not None and tick is not None and tick < until:
+        if count >= MISSED_SCAN_LIMIT:  # (an every-second job has 60 a minute: not reached)
+            last = _last_tick_before(next_tick, tick, until)
+            count, exact = count + (1 if last == tick else 2), last == tick and exact
+            tick = next_tick(last)
+            break
+        count, last = count + 1, tick
+        tick = next_tick(tick)
+    why = SkipReason.backlog(waiting, count, first, last, exact)
+    return TickRow(first, False, first, why.text), tick
 
 
 def plan_claim(

@@ -33,7 +33,8 @@ class SkipReason:
     ``OVERLAP``: ``other`` is the execution that kept the tick from running (still running,
     or the newer tick that replaced it; ``replaced`` says which). ``MISFIRE``: the record
     stands for ``count`` missed ticks from ``first`` to ``last`` (``exact`` False: at least
-    that many). ``BACKLOG``: the job had ``count`` overdue runs waiting to start.
+    that many). ``BACKLOG``: the job had ``count`` overdue runs waiting to start; the record
+    stands for ``ticks`` ticks from ``first`` to ``last``.
     ``CALENDAR`` reasons are worded by ``core.calendar`` and only read here.
     """
 
@@ -44,6 +45,7 @@ class SkipReason:
     last: int | None = None
     other: str | None = None
     replaced: bool = False
+    ticks: int = 1
 
     @classmethod
     def still_running(cls, blocker: str) -> SkipReason:
@@ -58,8 +60,9 @@ class SkipReason:
         return cls(SkipKind.MISFIRE, count, exact, first, last)
 
     @classmethod
-    def backlog(cls, waiting: int) -> SkipReason:
-        return cls(SkipKind.BACKLOG, waiting)
+    def backlog(cls, waiting: int, ticks: int = 1, first: int | None = None, last: int | None = None,
+                exact: bool = True) -> SkipReason:  # fmt: skip
+        return cls(SkipKind.BACKLOG, waiting, exact, first, last, ticks=ticks)
 
     @property
     def text(self) -> str:
@@ -75,7 +78,12 @@ class SkipReason:
                 return f"misfire: 1 tick skipped at {first}"
             return f"misfire: {_bound(self.exact)}{self.count} ticks skipped from {first} to {format_instant(self.last)}"
         if self.kind is SkipKind.BACKLOG:
-            return f"backlog: {self.count} runs of this job are overdue and waiting to start"
+            held = f"backlog: {self.count} runs of this job are overdue and waiting to start"
+            if self.ticks == 1:
+                return held
+            assert self.first is not None and self.last is not None
+            return (f"{held}; {_bound(self.exact)}{self.ticks} ticks skipped from {format_instant(self.first)} "
+                    f"to {format_instant(self.last)}")  # fmt: skip
         raise ValueError(f"a {self.kind.value} reason is not worded here")
 
 
@@ -103,6 +111,7 @@ def kind_of(text: str | None) -> SkipKind:
 
 
 def ticks_of(text: str | None) -> int:
-    """How many ticks one stored SKIPPED record stands for (a misfire record may cover several)."""
+    """How many ticks one stored SKIPPED record stands for (a misfire or backlog record may
+    cover several)."""
     m = _TICKS.search(text or "")
     return int(m.group(1)) if m else 1

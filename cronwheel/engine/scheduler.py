@@ -26,7 +26,6 @@ from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.model import ExecOrigin, Execution
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import ClaimResult
-from cronwheel.core.skips import SkipKind, kind_of
 from cronwheel.core.wheel import TimingWheel
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
@@ -100,7 +99,6 @@ class Scheduler:
         self._reached_store = False
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
         self._set_aside_log = OncePer(REPEAT_LOG_SEC)
-        self._backlog_log = OncePer(REPEAT_LOG_SEC, max_keys=50_000)  #: backlog skips logged at info, per job
         self._steps = StepDetector()
 
     # ---- notifications from the rest of the node
@@ -309,16 +307,9 @@ class Scheduler:
         self._rearm_at_tick(fired)
 
     def _skipped(self, ex: Execution) -> None:
-        """One ``execution.skipped``. A job held at its backlog bound skips every tick until a
-        run starts (an every-second job: a line a second): one line a minute per job says so,
-        with how many it stands for (``suppressed``); the others are at debug level, still
-        counted and streamed to ``cronwheel logs -f``."""
-        fields = {"jobId": ex.job_id, "executionId": ex.execution_id, "reason": ex.reason}
-        if kind_of(ex.reason) is SkipKind.BACKLOG:
-            self.events.emit_now_and_then(self._backlog_log, ex.job_id, self.clock.monotonic(), "execution.skipped",
-                                          **fields)  # fmt: skip
-        else:
-            self.events.emit("execution.skipped", **fields)
+        """One ``execution.skipped``. (A job held at its backlog bound makes one a minute: its
+        record stands for all the ticks held back, ``core.planning``.)"""
+        self.events.emit("execution.skipped", jobId=ex.job_id, executionId=ex.execution_id, reason=ex.reason)
 
     def _rearm_at_tick(self, fired: list[tuple[int, int]]) -> None:
         """The wheel fires a tick its lead early, but overlap-guarded jobs are only claimed

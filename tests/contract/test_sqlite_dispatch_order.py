@@ -10,13 +10,17 @@ batch costs a page of its own in the WAL (what the store did before version 14).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import apsw
 
 from cronwheel.core.ids import bucket_of, new_job_id
+from cronwheel.core.limits import MAX_WAITING_RUNS
+from cronwheel.core.model import OverlapPolicy
 from cronwheel.core.records import Completion, Outcome, StartRequest
 from cronwheel.store.sqlite import SqliteStore
+from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.jobs import BUCKET_ROWID_SHIFT
 from cronwheel.store.sqlite.migrate import apply_migrations
 from tests.contract.conftest import ALL_BUCKETS, MIN, SEC, T0, create, new_job, one_off
@@ -146,5 +150,50 @@ def test_version_14_gives_ready_executions_their_jobs_place(tmp_path: Path) -> N
             _conn(store).execute("SELECT rowid, bucket_id FROM jobs WHERE id = 'jc'").fetchall()
         )
         assert rowid >> BUCKET_ROWID_SHIFT == bucket or (bucket == 0 and rowid == 8)
+    finally:
+        store.close()
+
+
+def test_the_backlog_count_by_job_order_is_checked_by_job_id_before_it_holds_a_job_back(tmp_path: Path) -> None:
+    """The claim counts a job's waiting runs by its job_order alone (index only, no row read);
+    a VACUUM may renumber rowids, so before that count holds a job back the claim counts
+    again by job id. Here a held job's rows carry another job's job_order."""
+    store = SqliteStore.open(tmp_path / "s.db")
+    try:
+        held = new_job(overlap=OverlapPolicy.ALLOW, schedule="* * * * *")
+        other = new_job(overlap=OverlapPolicy.ALLOW, schedule="* * * * *", next_run_at=T0 + MAX_WAITING_RUNS * MIN)
+        create(store, held)
+        for k in range(MAX_WAITING_RUNS):
+            store.claim_due(ALL_BUCKETS, T0 + k * MIN, 1000)
+        create(store, other, now=T0 + MAX_WAITING_RUNS * MIN - 1)
+        conn = _conn(store)
+        [(other_order,)] = conn.execute("SELECT rowid FROM jobs WHERE id = ?", (other.job_id,)).fetchall()
+        conn.execute("UPDATE executions SET job_order = ? WHERE job_id = ?", (other_order, held.job_id))
+        res = store.claim_due(ALL_BUCKETS, T0 + MAX_WAITING_RUNS * MIN, 1000)
+        assert other.job_id in [e.job_id for e in res.executions]  # not held back by held's runs
+        assert not [e for e in res.skipped if e.job_id == other.job_id]
+    finally:
+        store.close()
+
+
+def test_the_backlog_probe_reads_the_index_alone(tmp_path: Path) -> None:
+    """Every claim of a recurring allow job counts its waiting runs (up to 100). Read row by
+    row for each entry's job id, 50 jobs at the bound cost ~15,000 page fetches a claim, and a
+    tenant's 3,800 every-second jobs most of the writer's every second; from the index alone,
+    a few pages per job."""
+    store = SqliteStore.open(tmp_path / "s.db")
+    try:
+        jobs = [new_job(overlap=OverlapPolicy.ALLOW, schedule="* * * * * *") for _ in range(50)]
+        create(store, *jobs)
+        for k in range(MAX_WAITING_RUNS):
+            store.claim_due(ALL_BUCKETS, T0 + k * SEC, 1000)
+        conn = _conn(store)
+        orders = [r[0] for r in conn.execute("SELECT rowid FROM jobs")]
+        for counter in (apsw.SQLITE_DBSTATUS_CACHE_HIT, apsw.SQLITE_DBSTATUS_CACHE_MISS):
+            conn.status(counter, True)  # reset
+        counts = conn.execute(q.WAITING_RUNS, (json.dumps(orders), T0 + MAX_WAITING_RUNS * SEC, MAX_WAITING_RUNS)).fetchall()
+        pages = sum(conn.status(c, True)[0] for c in (apsw.SQLITE_DBSTATUS_CACHE_HIT, apsw.SQLITE_DBSTATUS_CACHE_MISS))
+        assert sorted(n for _, n in counts) == [MAX_WAITING_RUNS] * 50
+        assert pages < 50 * 10, f"{pages} page fetches to count 5,000 waiting runs"
     finally:
         store.close()

@@ -25,6 +25,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
         ("misfire: 7 ticks skipped from a to b", "misfire", 7),
         ("calendar: holidays", "calendar", 1),
         ("backlog: 100 runs of this job are overdue and waiting to start", "backlog", 1),
+        ("backlog: 100 runs of this job are overdue and waiting to start; 60 ticks skipped from a to b", "backlog", 60),
         ("something new", "other", 1),
         (None, "other", 1),
     ],

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
 
-from cronwheel.core.limits import MAX_WAITING_RUNS
+from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import BACKLOG_RECHECK_MS, MAX_WAITING_RUNS
 from cronwheel.core.model import MISFIRE_GRACE_MS, MISFIRE_RUN_ALL_CAP, MisfirePolicy, OverlapPolicy
-from cronwheel.core.planning import MISSED_SCAN_LIMIT, ClaimPlan, decide_claim, plan_claim
+from cronwheel.core.planning import (
+    MISSED_SCAN_LIMIT,
+    ClaimPlan,
+    backlog_look_again,
+    decide_claim,
+    plan_claim,
+)
 
 SEC = 1_000
 MIN = 60 * SEC
@@ -308,13 +316,58 @@ def test_an_allow_job_runs_every_tick_while_its_backlog_is_below_the_bound() -> 
     assert _rows(MAX_WAITING_RUNS - 3, ticks) == [(t, True, None) for t in ticks]
 
 
-def test_ticks_beyond_the_bound_are_skipped_as_backlog_the_earliest_run() -> None:
+def test_ticks_beyond_the_bound_are_held_back_in_one_record_the_earliest_run() -> None:
     ticks = [T0, T0 + SEC, T0 + 2 * SEC]
     waiting = MAX_WAITING_RUNS - 1
-    why = f"backlog: {waiting} runs of this job are overdue and waiting to start"
-    assert _rows(waiting, ticks) == [(T0, True, None), (T0 + SEC, False, why), (T0 + 2 * SEC, False, why)]
-    assert _rows(MAX_WAITING_RUNS, ticks) == [(t, False, BACKLOG) for t in ticks]
+    why = (f"backlog: {waiting} runs of this job are overdue and waiting to start; "
+           "2 ticks skipped from 2026-01-01T00:00:01.000Z to 2026-01-01T00:00:02.000Z")
+    assert _rows(waiting, ticks) == [(T0, True, None), (T0 + SEC, False, why)]
+    assert _rows(MAX_WAITING_RUNS, ticks) == [(T0, False, BACKLOG + "; 3 ticks skipped from 2026-01-01T00:00:00.000Z"
+                                                             " to 2026-01-01T00:00:02.000Z")]
     assert _rows(MAX_WAITING_RUNS + 5, ticks[:1]) == [(T0, False, f"backlog: {MAX_WAITING_RUNS + 5} runs of this job are overdue and waiting to start")]
+
+
+def _held(period: int, waiting: int = MAX_WAITING_RUNS, until: int | None = None) -> tuple[list[tuple[int, bool, str | None]], int | None]:
+    """A claim at T0 of a job of that period whose tick T0 is due, with its schedule given."""
+    every = Every(period, until)
+    plan = ClaimPlan([T0], 0, None, None, every(T0))
+    decision = decide_claim("j", plan, OverlapPolicy.ALLOW, [], None, 0, waiting, every, T0)
+    return [(row.tick, row.run, row.reason) for row in decision.rows], decision.next_run_at
+
+
+def test_a_job_held_at_its_backlog_is_looked_at_again_about_a_minute_later_with_one_record() -> None:
+    """Held one tick at a time, an every-second job nobody starts cost a claim, a probe of its
+    waiting runs and a row every second: now one of each about once a minute."""
+    look = backlog_look_again("j", T0)
+    rows, next_run_at = _held(SEC)
+    ticks = -(-(look - T0) // SEC)  # those before the next look: T0, T0 + 1 s, ...
+    assert rows == [(T0, False, f"{BACKLOG}; {ticks} ticks skipped from 2026-01-01T00:00:00.000Z to "
+                                f"{format_instant(T0 + (ticks - 1) * SEC)}")]
+    assert next_run_at == T0 + ticks * SEC >= look
+    # every 7 s: the ticks before the next look, then the first one at or after it
+    rows, next_run_at = _held(7 * SEC)
+    sevens = -(-(look - T0) // (7 * SEC))
+    assert rows[0][2] is not None and rows[0][2].endswith(f"{sevens} ticks skipped from 2026-01-01T00:00:00.000Z to "
+                                                          f"{format_instant(T0 + (sevens - 1) * 7 * SEC)}")
+    assert next_run_at == T0 + sevens * 7 * SEC
+    # a job ticking less often than the look comes is held one tick at a time, as it always was
+    assert _held(2 * MIN) == ([(T0, False, BACKLOG)], T0 + 2 * MIN)
+    assert _held(HOUR) == ([(T0, False, BACKLOG)], T0 + HOUR)
+    # a schedule that ends before the look ends there
+    rows, next_run_at = _held(SEC, until=T0 + 10 * SEC)
+    assert next_run_at is None and rows[0][2] is not None and "11 ticks skipped" in rows[0][2]
+    # below the bound nothing is held, and the plan's next tick stands
+    assert _held(SEC, waiting=MAX_WAITING_RUNS - 1) == ([(T0, True, None)], T0 + SEC)
+
+
+def test_the_jobs_of_a_flood_held_together_are_looked_at_again_spread_over_a_minute() -> None:
+    """Each look at a held job recounts its waiting runs; a flood's jobs all reach the bound in
+    the same second, and must not all be recounted in the same second again."""
+    looks = [backlog_look_again(f"job{i}", T0) - T0 for i in range(1000)]
+    assert all(BACKLOG_RECHECK_MS // 2 <= d < BACKLOG_RECHECK_MS * 3 // 2 for d in looks)
+    per_second = Counter(d // SEC for d in looks)
+    assert len(per_second) == 60 and max(per_second.values()) < 40  # ~17 a second
+    assert backlog_look_again("job7", T0 + MIN) - (T0 + MIN) == looks[7]  # the same for a job every time
 
 
 def test_a_guarded_job_is_decided_by_its_overlap_policy_not_by_the_backlog() -> None:

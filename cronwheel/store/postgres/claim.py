@@ -132,6 +132,8 @@ def claim(
             plan_until = until if overlap == "allow" else now_ms
             plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000,
                               plan_until)  # fmt: skip
+            decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()),
+                                    book.exclusions(tenant, tz, cals), jitter, waiting.get(job_id, 0), next_tick, now_ms)  # fmt: skip
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken_ids.append(job_id)
             broken_old.append(due_at)
@@ -140,11 +142,9 @@ def claim(
                                 max_att, False, _SCHEDULED)]  # fmt: skip
             continue
         advance_ids.append(job_id)
-        advance_new.append(plan.next_run_at)
+        advance_new.append(decision.next_run_at)
         advance_old.append(due_at)
         guard = overlap != "allow"
-        decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
-                                jitter, waiting.get(job_id, 0))  # fmt: skip
         per_job[job_id] = [(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
                             _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
                             row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED)

@@ -93,11 +93,10 @@ def claim(
             live.setdefault(job_id, []).append((eid, status))
 
     # the waiting runs of recurring allow jobs (a one-off's single tick cannot pile up)
-    allowed = [(r[0], r[1]) for r in rows if r[6] == "allow" and r[3] is not None]  # (job_order, job_id)
-    waiting: dict[str, int] = {}
+    allowed = [r[0] for r in rows if r[6] == "allow" and r[3] is not None]  # their job_order
+    at_most: dict[int, int] = {}  # per job_order, an upper bound (see q.WAITING_RUNS)
     if allowed:
-        waiting = {job_id: n for job_id, n in conn.execute(q.WAITING_RUNS, (dumps(allowed), now_ms, MAX_WAITING_RUNS))
-                   if n}  # fmt: skip
+        at_most = {rid: n for rid, n in conn.execute(q.WAITING_RUNS, (dumps(allowed), now_ms, MAX_WAITING_RUNS)) if n}
 
     next_fire = schedule.next_fire
     advances: list[tuple[int, int | None, int]] = []  # (rowid, new next_run_at, old next_run_at)
@@ -130,17 +129,20 @@ def claim(
             plan_until = now_ms + ahead_ms if overlap == "allow" else now_ms
             plan = plan_claim(next_tick, due_at, now_ms, MISFIRE[misfire], None if grace is None else grace * 1000,
                               plan_until)  # fmt: skip
+            waiting = at_most.get(rid, 0)
+            if waiting + len(plan.run) > MAX_WAITING_RUNS:  # it may be held back: count exactly
+                [(waiting,)] = conn.execute(q.WAITING_RUNS_OF_JOB, (rid, job_id, now_ms, MAX_WAITING_RUNS))
+            decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()),
+                                    book.exclusions(tenant, tz, cals), jitter, waiting, next_tick, now_ms)  # fmt: skip
         except ScheduleError as exc:  # a stored schedule that no longer evaluates (tzdata?)
             broken.append((rid, due_at))
             broken_execs.append([(execution_id(job_id, due_at), job_id, tenant, prio, due_at, _SKIPPED,
                              due_at, now_ms, now_ms, f"schedule error, job paused: {exc}",
                              max_att, 0, _SCHEDULED, rid)])
             continue
-        advances.append((rid, plan.next_run_at, due_at))
+        advances.append((rid, decision.next_run_at, due_at))
         advanced_ids.append(job_id)
         guard = 0 if overlap == "allow" else 1
-        decision = decide_claim(job_id, plan, OVERLAP[overlap], live.get(job_id, ()), book.exclusions(tenant, tz, cals),
-                                jitter, waiting.get(job_id, 0))  # fmt: skip
         per_job.append([(execution_id(job_id, row.tick), job_id, tenant, prio, row.tick,
                          _PENDING if row.run else _SKIPPED, row.available_at, now_ms, None if row.run else now_ms,
                          row.reason, max_att, guard, _CATCH_UP if row.catch_up else _SCHEDULED, rid)
