@@ -280,6 +280,73 @@ def compile_expression(expression: str, source: str) -> Compiled:
     return Compiled(expression, wall_clock=hours == set(range(24)))
 
 
+def meaning(template: Template) -> str:
+    """The template spelled by what it means, so that two spellings of one schedule compare
+    equal: ``@daily``'s ``0 0 * * *`` and ``0 0 0 */1 * *``, ``MON-FRI`` and ``1-5``, ``7`` and
+    ``0``, ``0,30`` and ``*/30``. Equal meanings fire at the same local times, for the same
+    job id when they hash: an ``H`` field is kept term for term (each term's place salts its
+    hash), so it means the same as that very field only, never as the numbers it hashes to."""
+    fields = template.fields
+    times = [_field_meaning(f, fields[f]) for f in (SECOND, MINUTE, HOUR, MONTH)]
+    return " | ".join([*times, _days_meaning(fields)])
+
+
+def _field_meaning(field: int, terms: tuple[Term, ...]) -> str:
+    if _hashed(terms):
+        return "H[" + ",".join(map(str, terms)) + "]"
+    return _spelled(_values(field, terms))
+
+
+def _hashed(terms: tuple[Term, ...]) -> bool:
+    return any(isinstance(t, HashTerm) for t in terms)
+
+
+def _values(field: int, terms: tuple[Term, ...]) -> set[int]:
+    return {v for t in terms if isinstance(t, str) for v in _term_values(field, t)}
+
+
+def _spelled(values: set[int]) -> str:
+    """Sorted values as ranges: {0, 1, 2, 5} → ``0-2,5``."""
+    runs: list[list[int]] = []
+    for v in sorted(values):
+        if runs and runs[-1][1] == v - 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _days_meaning(fields: tuple[tuple[Term, ...], ...]) -> str:
+    """Which days match, by cronsim's rule (Vixie cron's): day-of-month and day-of-week are
+    AND-ed when either starts with ``*``, OR-ed otherwise; so ``*/1`` is not ``1-31`` there
+    (``0 0 */1 * 1`` is Mondays, ``0 0 1-31 * 1`` every day)."""
+    dom, dow = fields[DOM], fields[DOW]
+    if _hashed(dom) or _hashed(dow):  # whether a hashed term ANDs or ORs is its text's
+        return "days H[" + ",".join(map(str, dom)) + ";" + ",".join(map(str, dow)) + "]"
+    months = set(range(1, 13)) if _hashed(fields[MONTH]) else _values(MONTH, fields[MONTH])
+    longest = max(_DAYS_IN_MONTH[m] for m in months)
+    days = {d for d in _values(DOM, dom) if d <= longest}  # 31 in April adds no date
+    dom_text = ",".join(filter(None, [_spelled(days), *sorted({t for t in dom if t in ("L", "LW")})]))
+    weekdays = {d % 7 for d in _values(DOW, dow)}  # 7 is Sunday, as 0
+    nths = {_nth(t) for t in dow if isinstance(t, str) and ("L" in t or "#" in t)}
+    dow_text = ",".join(filter(None, [_spelled(weekdays), *(f"{d}{n}" for d, n in sorted(nths) if d not in weekdays)]))
+    every_dom, every_dow = days == set(range(1, longest + 1)), weekdays == set(range(7))
+    if str(dom[0]).startswith("*") or str(dow[0]).startswith("*"):  # AND: one "every" leaves the other
+        if every_dom:
+            return "every day" if every_dow else f"dow {dow_text}"
+        return f"dom {dom_text}" if every_dow else f"dom {dom_text} and dow {dow_text}"
+    if every_dom or every_dow:  # OR: one "every" is every day
+        return "every day"
+    return f"dom {dom_text} or dow {dow_text}" if dom_text else f"dow {dow_text}"
+
+
+def _nth(term: str) -> tuple[int, str]:
+    """A day-of-week term of one week of the month: ``5L`` → (5, "L"), ``7#2`` → (0, "#2");
+    the caller leaves it out when its day is there every week anyway."""
+    day = term.rstrip("L").partition("#")[0]
+    return int(day) % 7, term[len(day) :]
+
+
 def _field_values(field: int, text: str) -> set[int]:
     out: set[int] = set()
     for term in text.split(","):
@@ -307,5 +374,6 @@ __all__ = [
     "ScheduleError",
     "Template",
     "compile_expression",
+    "meaning",
     "parse_template",
 ]

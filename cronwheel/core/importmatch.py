@@ -3,7 +3,8 @@
 An entry (a crontab line's request body, or a job of an ``export --format json`` file) is
 already there when a live job of the caller's is that very job: it runs the same thing
 (target, payload, standard input, environment, shell, user) at the same times (schedule or
-runAt, zone, calendars, active window, watch window), and every setting the entry states
+runAt, zone, calendars, active window, watch window; a schedule by when it fires, not how it
+is written: ``@daily`` is ``0 0 * * *``), and every setting the entry states
 (name, retry policy, timeout, priority, notification rules, chains…) is the job's too. A
 setting the entry leaves out is not compared: a crontab line states no name or retry policy,
 and a job renamed or given retries since it was imported is still that line's job. Each job
@@ -14,14 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+from functools import lru_cache
 from typing import Any
 
+from cronwheel.core.cron import MACROS, meaning, parse_template
 from cronwheel.core.crontab import UTC
 from cronwheel.core.crontab_export import job_request, unsayable_fields
 from cronwheel.core.jobfields import TARGET_KINDS
 from cronwheel.core.limits import MIN_SECRET_CHARS
 from cronwheel.core.notify import RuleError, parse_window, rule_from_json
-from cronwheel.core.schedule import ScheduleError, parse_instant
+from cronwheel.core.schedule import ScheduleError, looks_like_instant, parse_instant, parse_schedule
 
 #: what a job runs and when: an entry that leaves one out means its default (no calendars,
 #: no payload…), so these must all be equal
@@ -46,6 +49,12 @@ def normal_form(body: dict[str, Any]) -> dict[str, Any]:
         method = http.get("method") or "GET"
         out["http"] = {"url": http.get("url"), "method": method.upper() if isinstance(method, str) else method,
                        "headers": http.get("headers") or {}}  # fmt: skip
+    if "schedule" in out:
+        when = out.pop("schedule")
+        if isinstance(when, str) and looks_like_instant(when) and not when.strip().startswith("+"):
+            out["runAt"] = when  # the daemon makes an instant given as a schedule its runAt
+        else:
+            out["schedule"] = schedule_meaning(when)
     for key in _INSTANTS:
         if isinstance(out.get(key), str) and not out[key].strip().startswith("+"):
             with contextlib.suppress(ScheduleError):  # (the daemon refuses it: it matches nothing)
@@ -58,6 +67,27 @@ def normal_form(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("notify"), list):
         out["notify"] = [_rule(r) for r in out["notify"]]
     return out
+
+
+def schedule_meaning(when: Any) -> list[Any]:
+    """A schedule by when it fires, so that ``@daily`` and ``0 0 * * *`` are one: a cron
+    expression's ``cron.meaning``, an interval's seconds; what does not parse (the daemon
+    refuses it) is its own text, tagged so that no text passes for a meaning."""
+    if isinstance(when, str):
+        with contextlib.suppress(ScheduleError):
+            return ["meaning", _meaning(when)]
+    return ["text", when]
+
+
+@lru_cache(maxsize=4096)
+def _meaning(text: str) -> str:
+    # the job id only moves what H and @every's anchor pick, compared as written, so no real
+    # id is needed (an H month that may have no 31st might not fire for this one: then text)
+    parsed = parse_schedule(text, "", UTC)
+    if parsed.kind != "cron":
+        return parsed.expression  # '@every 300s' for '@every 5m', '@triggered'
+    body = text.strip()
+    return meaning(parse_template(MACROS.get(body.lower(), body)))
 
 
 def _rule(rule: Any) -> Any:

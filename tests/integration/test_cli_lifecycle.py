@@ -149,6 +149,28 @@ def test_only_the_very_same_job_is_already_there(daemon: Daemon, make_daemon: Ca
     assert sorted(j["name"] for j in jobs(other) if j["status"] == "ACTIVE") == ["renamed", "solo", "sync-eu", "sync-us"]
 
 
+def test_a_schedule_written_another_way_is_already_there(daemon: Daemon) -> None:
+    # jobs made by `add`, then a crontab saying the same times in other words: the very same
+    # jobs, so nothing new; but the 1st OR-ed with Mondays is not the 1st, and is created
+    for when, command in (("@daily", "backup.sh"), ("0 9 * * MON-FRI", "report.sh"), ("0 0 1 * *", "monthly.sh")):
+        added = daemon.cli("add", when, "--", command)
+        assert added.returncode == 0, added.stderr
+    ids = {j["target"]["command"]: j["jobId"] for j in jobs(daemon)}
+    text = "0 0 * * * backup.sh\n0  9 * * 1-5 report.sh\n0 0 1 * 1 monthly.sh\n"
+    dry = daemon.cli("import-crontab", "--dry-run", "-", input=text)
+    assert dry.returncode == 0 and "1 job would be created, 2 already there" in dry.stderr, dry
+    assert f"line 1: already there as {ids['backup.sh']}" in dry.stdout, dry.stdout
+    res = daemon.cli("import-crontab", "--json", "-", input=text)
+    assert res.returncode == 0, res
+    rows = [(r["line"], r["jobId"], r["created"]) for r in json.loads(res.stdout)]
+    assert rows[:2] == [(1, ids["backup.sh"], False), (2, ids["report.sh"], False)], rows
+    assert rows[2][2] and rows[2][1] != ids["monthly.sh"], rows
+    assert sorted(j["schedule"] for j in jobs(daemon)) == ["0 0 1 * *", "0 0 1 * 1", "0 9 * * MON-FRI", "@daily"]
+    res = daemon.cli("import-crontab", "-", input=text)  # and again: all three there
+    assert res.returncode == 0 and "0 jobs created, 3 already there" in res.stderr, res
+    assert len(jobs(daemon)) == 4
+
+
 def test_a_bad_line_is_skipped_and_named_and_the_rest_imported(daemon: Daemon, tmp_path: Path) -> None:
     src = tmp_path / "bad.crontab"
     src.write_text("MAILTO=root\n0 * * * * fine\n@reboot /usr/bin/start\n")
