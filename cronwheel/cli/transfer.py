@@ -112,7 +112,9 @@ def import_crontab(app: Cli, /, file: Any, dry_run: bool, tz: str | None, system
     A job that is there already is not created again: a live job of yours that is the very
     job a line or entry defines (the same schedule, zone, target and payload, input,
     environment, shell, user and calendars, and the name and other settings it states),
-    however it was created; one job is there for one line only. Each job's idempotency key
+    however it was created; one job is there for one line only. A schedule is the same when
+    it fires at the same times, however it is written (@daily is 0 0 * * *; an H field or
+    an @every interval, which hash the job id, only as the very same one). Each job's idempotency key
     comes from what it defines, so importing the same file again, or an exported copy of
     it, creates nothing new:
 
