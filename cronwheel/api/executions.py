@@ -3,7 +3,6 @@ runs here), and the dead-letter queue."""
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 
 from aiohttp import web
@@ -19,7 +18,15 @@ from cronwheel.api.context import (
 )
 from cronwheel.api.jobjson import execution_to_json
 from cronwheel.api.problems import Problem
-from cronwheel.api.queries import parse_execution_cursor, parse_limit, parse_ms_cursor
+from cronwheel.api.queries import (
+    CURSOR_HEADER,
+    parse_execution_cursor,
+    parse_limit,
+    parse_ms_cursor,
+    parse_output_cursor,
+)
+from cronwheel.core.model import ExecStatus
+from cronwheel.engine.liveoutput import Follower
 
 
 async def list_executions(request: web.Request) -> web.Response:
@@ -45,36 +52,47 @@ OUTPUT_IDLE_CHECK_SEC = 1.0
 
 
 async def execution_output(request: web.Request) -> web.StreamResponse:
-    """``GET /v1/executions/{id}/output[?follow=1]``: an execution's output as text. While it
-    runs on this node: what it printed so far (a bounded tail), and with ``follow`` every new
-    chunk as the worker forwards it, until this attempt ends. Otherwise its stored output (the
-    tail its last attempt ended with); ``follow`` on one not yet started waits for it."""
+    """``GET /v1/executions/{id}/output[?follow=1][&after=EPOCH:OFFSET]``: an execution's output
+    as text. While it runs on this node: what it printed so far (a bounded tail), and with
+    ``follow`` every new chunk as the worker forwards it, until this attempt ends. Otherwise
+    its stored output (the tail its last attempt ended with); ``follow`` on one not yet started
+    waits for it. The ``Cronwheel-Cursor`` header names the hand-off whose output the body is
+    and the offset of its first byte; ``after`` (such a cursor, moved on by the bytes read)
+    resumes that hand-off's output at that byte."""
     execution_id = request.match_info["executionId"]
     service = service_of(request)
     tenant = await tenant_of(request)
     follow = ops.follows(request)
+    after = parse_output_cursor(request.query.get("after"))
     ex = await service.get_execution(execution_id, tenant)
     if ex is None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
-    tail = service.live_output(execution_id)
+    live = service.live_output(execution_id)
     follower = service.follow_output(execution_id) if follow else None  # no await since the tail: no gap
-    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-    resp = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store",
-                                       "X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"})
-    shown = tail is not None  # some of its output was written live
+    first, cursor = b"", None
+    if live is not None:
+        start = live.start if after is None or after[0] != live.epoch else min(max(after[1], live.start), live.end)
+        first, cursor = live.data[start - live.start :], f"{live.epoch}:{start}"
+    elif follower is None or ex.status.terminal:
+        first = (ex.output or "").encode()
+        _close(follower)
+        follower = None
+        if ex.status is not ExecStatus.RUNNING:  # else it runs elsewhere: this is an earlier attempt's
+            start = min(after[1], len(first)) if after is not None and after[0] == ex.lease_epoch else 0
+            first, cursor = first[start:], f"{ex.lease_epoch}:{start}"
+    headers = {"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store",
+               "X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
+    resp = web.StreamResponse(headers=headers if cursor is None else {**headers, CURSOR_HEADER: cursor})
+    shown = live is not None  # some of its output was written live
     try:
         await resp.prepare(request)
-        if tail is not None:
-            await resp.write(decode(tail).encode())
-        elif follower is None or ex.status.terminal:
-            await resp.write((ex.output or "").encode())
-            follower = None
+        await resp.write(first)
         credential = CredentialWatch(request)
         while follower is not None and await credential.holds():
             data = await follower.next(OUTPUT_IDLE_CHECK_SEC)
             if data:
                 shown = True
-                await resp.write(decode(data).encode())
+                await resp.write(data)
                 continue
             if follower.ended:
                 break
@@ -86,15 +104,18 @@ async def execution_output(request: web.Request) -> web.StreamResponse:
                 if ex is None or ex.status.terminal:  # it ran on another node: what it stored
                     await resp.write(b"" if shown or ex is None else (ex.output or "").encode())
                     break
-        await resp.write(decode(b"", final=True).encode())
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
     except ConnectionError:
         pass
     finally:
-        if follower is not None:
-            follower.close()
+        _close(follower)
     return resp
+
+
+def _close(follower: Follower | None) -> None:
+    if follower is not None:
+        follower.close()
 
 
 # ---------------------------------------------------------------- dead-letter queue

@@ -183,7 +183,7 @@ SCHEMAS: dict[str, Any] = {
                                    "node": {"type": "string"},
                                    "seq": {
                                               "type": "integer",
-                                              "description": "Increases by one per event on this node (gaps: filtered or dropped).",
+                                              "description": "Increases by one per event of this node's event log, which starts again at 1 with each start of the daemon (gaps: filtered or dropped).",
                                           },
                                },
                  "additionalProperties": True,

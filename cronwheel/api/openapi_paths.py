@@ -868,7 +868,13 @@ PATHS: dict[str, Any] = {
                 "happens (`cronwheel logs -f`). Each follower has a bounded buffer: a "
                 'client that reads too slowly loses events and receives a `{"event": '
                 '"stream.dropped", "dropped": N}` line in their place. The stream ends '
-                "when the daemon shuts down."
+                "when the daemon shuts down, once its running executions have ended. "
+                "The `Cronwheel-Cursor` header says where the answer starts (`LOG:SEQ`: "
+                "the event log of this start of the daemon, and the `seq` before the "
+                "first event sent); moved on to each event's `seq` as it comes, and "
+                "given back as `after`, it resumes the stream with the very next event, "
+                "of this daemon or of the one started after it (`cronwheel logs -f` "
+                "across a restart)."
             ),
             "parameters": [
                 {
@@ -905,13 +911,30 @@ PATHS: dict[str, Any] = {
                     "name": "n",
                     "in": "query",
                     "description": "How many past events to send first (default 100, or 10 with "
-                    "follow=1).",
+                    "follow=1); not used with `after`.",
                     "schema": {"type": "integer", "minimum": 0, "maximum": 10000},
+                },
+                {
+                    "name": "after",
+                    "in": "query",
+                    "description": "A `Cronwheel-Cursor` (moved on to the last event had): the "
+                    "events after it that match the filters, in place of the last `n`. Of this "
+                    "event log, those after its `seq`; of another (the daemon restarted since, "
+                    "or another node), all of this one. Events no longer kept (the last 10,000 "
+                    "are) are one `stream.dropped` line counting them, matching or not.",
+                    "schema": {"type": "string", "pattern": "^[0-9a-f]{16}:[0-9]{1,18}$"},
                 },
             ],
             "responses": {
                 "200": answer(
-                    "Events, one JSON object per line.", "Event", media="application/x-ndjson"
+                    "Events, one JSON object per line.", "Event", media="application/x-ndjson",
+                    headers={
+                        "Cronwheel-Cursor": {
+                            "schema": {"type": "string", "pattern": "^[0-9a-f]{16}:[0-9]{1,18}$"},
+                            "description": "Where the answer starts: the event log and the `seq` "
+                            "before its first event.",
+                        },
+                    },
                 ),
                 **refused("400", "401", "403"),
             },
@@ -1106,7 +1129,14 @@ PATHS: dict[str, Any] = {
                 "it ran); `follow=1` on an execution that has not started yet waits "
                 "for it. In a cluster, output is live on the node whose workers run "
                 "the execution; another node answers with the stored output once it "
-                "ends."
+                "ends. The `Cronwheel-Cursor` header (`EPOCH:OFFSET`) names the "
+                "hand-off whose output the body is (its lease epoch: a retry's output "
+                "starts again) and the byte of it the body starts at; moved on by the "
+                "bytes read and given back as `after`, it resumes that output at the "
+                "next byte (`cronwheel logs -f` after a broken connection). The header "
+                "is absent when the body is not one hand-off's known output: followed "
+                "before its next attempt starts (that output is the one of lease epoch "
+                "`leaseEpoch` + 1, from its first byte), or running on another node."
             ),
             "parameters": [
                 {
@@ -1116,12 +1146,30 @@ PATHS: dict[str, Any] = {
                     "description": "Keep the response open and stream the output as it comes, until "
                     "this attempt ends.",
                 },
+                {
+                    "name": "after",
+                    "in": "query",
+                    "schema": {"type": "string", "pattern": "^[0-9]{1,18}:[0-9]{1,18}$"},
+                    "description": "A `Cronwheel-Cursor` moved on by the bytes read: the output of "
+                    "that hand-off from that byte, live or stored (the stored output is the "
+                    "last 64 KiB: exact when the run printed no more, and no faster than the "
+                    "live view forwards). Bytes no longer kept live (the last 64 KiB are) are "
+                    "skipped: the header then names a later byte. For another hand-off than "
+                    "the one the body is, it does not apply: the header says which it is.",
+                },
             ],
             "responses": {
                 "200": answer(
-                    "The output, as UTF-8 text (invalid bytes replaced).",
+                    "The output, as UTF-8 text (invalid bytes and NULs replaced by U+FFFD).",
                     schema={"type": "string"},
                     media="text/plain",
+                    headers={
+                        "Cronwheel-Cursor": {
+                            "schema": {"type": "string", "pattern": "^[0-9]{1,18}:[0-9]{1,18}$"},
+                            "description": "The hand-off (lease epoch) whose output the body is, "
+                            "and the byte of it the body starts at.",
+                        },
+                    },
                 ),
                 **refused("400", "404", "503", "401", "403"),
             },

@@ -9,6 +9,10 @@ They read objects that the daemon hands to ``make_app`` (the node's ``NodeMetric
 A follower gets the matching tail of the ring buffer, then every new matching event. Each
 follower has a bounded queue: a client that reads slower than events arrive loses events,
 never the daemon's memory, and is told so by a ``stream.dropped`` line carrying the count.
+
+An event is named for good by its log (one start of the daemon, ``EventLog.log_id``) and its
+``seq``: the ``Cronwheel-Cursor`` header says where an answer starts, and ``after`` resumes
+from there, on the same daemon (the events since) or a restarted one (all of its events).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from aiohttp import web
 from cronwheel.api.appkeys import EVENTS, METRICS
 from cronwheel.api.context import CredentialWatch, tenant_of
 from cronwheel.api.fields import ValidationError
+from cronwheel.api.queries import CURSOR_HEADER, parse_event_cursor
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
 from cronwheel.core.lagstats import MINUTE_MS
@@ -170,20 +175,22 @@ async def events(request: web.Request) -> web.StreamResponse:
     else:
         raise _query_error("n", f"n must be an integer between 0 and {MAX_TAIL}, not {n_text[:20]!r}")
     keep = event_filter(q.get("job") or None, q.get("event") or None, parse_since(q.get("since"), time.time_ns() // 1_000_000))
+    after = parse_event_cursor(q.get("after"))
 
     if not follow:
-        tail = [r for r in log.ring if keep(r)][-n:] if n else []
-        return web.Response(body=b"".join(_line(r) for r in tail), headers={"Content-Type": NDJSON})
+        tail, cursor = tail_of(list(log.ring), keep, n, after, log)
+        return web.Response(body=b"".join(_line(r) for r in tail), headers={"Content-Type": NDJSON, CURSOR_HEADER: cursor})
 
-    follower = _Follower(asyncio.get_running_loop(), keep)
+    follower = _Follower(asyncio.get_running_loop(), keep, log.node_id)
     unsubscribe = log.subscribe(follower.offer)  # before reading the ring: no gap between them
     closing = asyncio.Event()
     request.app[_FOLLOWERS].add(closing)
     try:
         ring = list(log.ring)
-        tail = [r for r in ring if keep(r)][-n:] if n else []
+        tail, cursor = tail_of(ring, keep, n, after, log)
         last_seq = ring[-1]["seq"] if ring else 0  # queued events up to here are in the snapshot
-        resp = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        resp = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                           CURSOR_HEADER: cursor})
         await resp.prepare(request)
         try:
             # in pieces: a client that never reads holds one piece, not the whole tail (MBs)
@@ -200,13 +207,36 @@ async def events(request: web.Request) -> web.StreamResponse:
         request.app[_FOLLOWERS].discard(closing)
 
 
+def tail_of(
+    ring: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool], n: int, after: tuple[str, int] | None, log: EventLog
+) -> tuple[list[dict[str, Any]], str]:
+    """The events of ``ring`` an answer starts with, and the cursor of where they start (asked
+    for as ``after``, the same answer comes, and so do the events that follow it): the last
+    ``n`` that ``keep`` keeps, or with ``after`` every kept one past it: of this log, those
+    after its ``seq``; of another (the daemon restarted since), all of this one. Events the
+    ring no longer holds are a ``stream.dropped`` line (counting them all, kept or not: they
+    cannot be filtered now)."""
+    if after is None:
+        tail = [r for r in ring if keep(r)][-n:] if n else []
+        before = tail[0]["seq"] - 1 if tail else ring[-1]["seq"] if ring else 0
+        return tail, f"{log.log_id}:{before}"
+    seen = after[1] if after[0] == log.log_id else 0
+    tail = [r for r in ring if r["seq"] > seen and keep(r)]
+    if ring and ring[0]["seq"] > seen + 1:
+        first = ring[0]
+        gone = {"ts": first["ts"], "event": "stream.dropped", "node": log.node_id, "seq": first["seq"] - 1, "dropped": first["seq"] - seen - 1}
+        tail.insert(0, gone)
+    return tail, f"{log.log_id}:{seen}"
+
+
 class _Follower:
     """One client's bounded queue between ``EventLog.emit`` and its HTTP stream."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, keep: Callable[[dict[str, Any]], bool]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, keep: Callable[[dict[str, Any]], bool], node: str) -> None:
         self.loop = loop
         self.loop_thread = threading.get_ident()
         self.keep = keep
+        self.node = node
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=FOLLOW_QUEUE)
         self.dropped = 0
 
@@ -223,7 +253,10 @@ class _Follower:
             if self.queue.maxsize - self.queue.qsize() < 2:
                 self.dropped += 1
                 return
-            self.queue.put_nowait({"ts": rec.get("ts"), "event": "stream.dropped", "dropped": self.dropped, "seq": rec.get("seq")})
+            # its seq: the last one dropped (the next, rec, follows it): a cursor taken there resumes at rec
+            seq = rec.get("seq")
+            self.queue.put_nowait({"ts": rec.get("ts"), "event": "stream.dropped", "node": self.node, "dropped": self.dropped,
+                                   "seq": seq - 1 if isinstance(seq, int) else seq})
             self.dropped = 0
         if self.queue.full():
             self.dropped += 1
@@ -243,7 +276,7 @@ class _Follower:
                 batch = self._drain()
                 if batch:
                     with contextlib.suppress(ConnectionError):
-                        await resp.write(b"".join(_line(r) for r in batch if r.get("seq", after_seq + 1) > after_seq))
+                        await resp.write(self._lines(batch, after_seq))
                 return
             try:
                 first = await asyncio.wait_for(self.queue.get(), IDLE_CHECK_SEC)
@@ -253,13 +286,25 @@ class _Follower:
                     return
                 continue
             batch = [first, *self._drain()]
-            data = b"".join(_line(r) for r in batch if r.get("seq", after_seq + 1) > after_seq)
+            data = self._lines(batch, after_seq)
             if not data:
                 continue
             try:
                 await resp.write(data)
             except ConnectionError:
                 return
+
+    @staticmethod
+    def _lines(batch: list[dict[str, Any]], after_seq: int) -> bytes:
+        """The queued events not in the tail already sent (a stream.dropped line's seq is the
+        last it stands for: it belongs if the event after it does)."""
+        def fresh(r: dict[str, Any]) -> bool:
+            seq = r.get("seq")
+            if not isinstance(seq, int):
+                return True
+            return seq >= after_seq if r.get("event") == "stream.dropped" else seq > after_seq
+
+        return b"".join(_line(r) for r in batch if fresh(r))
 
     def _drain(self) -> list[dict[str, Any]]:
         out = []

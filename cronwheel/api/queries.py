@@ -3,6 +3,7 @@ and ``after`` cursors. Pure: no HTTP, no I/O, no clock."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from cronwheel.api.fields import bad
@@ -73,3 +74,33 @@ def _parse_id_cursor(value: str | None, has_shape: Callable[[str], bool], what: 
     if not has_shape(value):
         raise bad("after", f"after must be the next of a previous page ({what}), not {value[:50]!r}", status=400, code="invalid_query")
     return value
+
+
+#: the response header that says where a stream's body starts (``GET /v1/events``, an
+#: execution's output): sent back as ``after``, it resumes the stream at the very next event or byte
+CURSOR_HEADER = "Cronwheel-Cursor"
+_EVENT_CURSOR = re.compile(r"([0-9a-f]{16}):([0-9]{1,18})")
+_OUTPUT_CURSOR = re.compile(r"([0-9]{1,18}):([0-9]{1,18})")
+
+
+def parse_event_cursor(value: str | None) -> tuple[str, int] | None:
+    """``after`` of the event stream: ``LOG:SEQ``, the event log of one start of the daemon
+    (16 hex digits) and the ``seq`` of the last event had of it."""
+    parts = _cursor(value, _EVENT_CURSOR, "of the event stream (LOG:SEQ: 16 hex digits, ':', an event's seq)")
+    return None if parts is None else (parts[0], int(parts[1]))
+
+
+def parse_output_cursor(value: str | None) -> tuple[int, int] | None:
+    """``after`` of an execution's output: ``EPOCH:OFFSET``, a hand-off of the execution (its
+    lease epoch) and how many bytes of its output were had."""
+    parts = _cursor(value, _OUTPUT_CURSOR, "of the output (EPOCH:OFFSET: a lease epoch, ':', a byte offset)")
+    return None if parts is None else (int(parts[0]), int(parts[1]))
+
+
+def _cursor(value: str | None, form: re.Pattern[str], what: str) -> tuple[str, str] | None:
+    if value is None or value == "":
+        return None
+    m = form.fullmatch(value)
+    if m is None:
+        raise bad("after", f"after must be a {CURSOR_HEADER} {what}, not {value[:50]!r}", status=400, code="invalid_query")
+    return m[1], m[2]

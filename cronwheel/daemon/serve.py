@@ -304,7 +304,8 @@ async def _serve_bound(
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, hurry)
-    await runner.shutdown()
+    # the API answers while the node drains, its event streams included: a follower sees the
+    # running executions end; runner.cleanup ends the streams (on_shutdown) as it closes
     # KillMode=mixed: systemd waits for us while we drain, as long as we keep asking
     await notifier.extend_while(node.stop(), budget_sec=grace_sec + 30)
     metrics.close()

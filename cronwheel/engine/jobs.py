@@ -19,7 +19,7 @@ from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Execution, Job, JobSpec, JobStatus
 from cronwheel.core.records import CreateOutcome, CreateResult, NewJob, UpdateOutcome
 from cronwheel.engine.beyondcron import BeyondCronMixin
-from cronwheel.engine.liveoutput import Follower
+from cronwheel.engine.liveoutput import Follower, LiveTail
 from cronwheel.engine.notify_service import refuse_ping_job
 from cronwheel.engine.service import (
     Conflict,
@@ -124,7 +124,7 @@ class JobsMixin(BeyondCronMixin):
     async def last_runs(self, job_ids: list[str], tenant: str | None = None) -> dict[str, Execution]:
         return await self._read(lambda s: s.last_runs(job_ids, tenant))
 
-    def live_output(self, execution_id: str) -> bytes | None:
+    def live_output(self, execution_id: str) -> LiveTail | None:
         return self.dispatcher.live.tail(execution_id)
 
     def follow_output(self, execution_id: str) -> Follower:

@@ -24,7 +24,7 @@ from cronwheel.core.records import (
     HeartbeatResult,
 )
 from cronwheel.core.tenants import ApiToken, Role, Tenant
-from cronwheel.engine.liveoutput import Follower
+from cronwheel.engine.liveoutput import Follower, LiveTail
 
 
 class ServiceError(Exception):
@@ -218,9 +218,9 @@ class SchedulerService(Protocol):
 
     async def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...
 
-    def live_output(self, execution_id: str) -> bytes | None:
-        """What an execution running on this node's workers printed so far (a bounded tail),
-        or None when it does not run here now."""
+    def live_output(self, execution_id: str) -> LiveTail | None:
+        """What an execution running on this node's workers printed so far (a bounded tail,
+        with where it starts in the output), or None when it does not run here now."""
         raise NotImplementedError
 
     def follow_output(self, execution_id: str) -> Follower:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import sys
 import time
 from collections import Counter, deque
@@ -44,6 +45,9 @@ class EventLog:
         self.journal = journal_stream(self.stream) if journal is None else journal
         self.counts: Counter[str] = Counter()
         self.ring: deque[dict[str, Any]] = deque(maxlen=ring_size)
+        #: this log's identity: ``seq`` starts again at 1 with every start of the daemon, so an
+        #: event is named for good by (log_id, seq), which a follower resumes after
+        self.log_id = secrets.token_hex(8)
         self._seq = 0
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self._batch_subscribers: list[Callable[[list[dict[str, Any]]], None]] = []

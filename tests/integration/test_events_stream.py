@@ -80,7 +80,17 @@ def test_tail_filters_by_job_event_since_and_n(daemon: Daemon) -> None:
     assert ndjson(daemon.get("/v1/events?since=2099-01-01T00:00:00Z").body) == []
     everything = {e["seq"] for e in ndjson(daemon.get("/v1/events?n=10000").body)}
     assert everything <= {e["seq"] for e in ndjson(daemon.get("/v1/events?since=1h&n=10000").body)}
-    for bad in ("since=yesterday", "n=-1", "n=99999", "follow=maybe"):
+    # the cursor says where an answer starts; given back as `after`, the very next events come
+    r = daemon.get("/v1/events?n=2")
+    two = ndjson(r.body)
+    log, _, before = r.headers["Cronwheel-Cursor"].partition(":")
+    assert int(before) == two[0]["seq"] - 1 and ndjson(daemon.get(f"/v1/events?after={log}:{before}&n=0").body)[:2] == two
+    assert ndjson(daemon.get(f"/v1/events?after={log}:{two[0]['seq']}").body)[0] == two[1]
+    assert {e["jobId"] for e in ndjson(daemon.get(f"/v1/events?after={log}:0&job={b['jobId']}").body)} == {b["jobId"]}
+    # another log's cursor (a daemon since restarted): all of this daemon's, from its first
+    other = [e["seq"] for e in ndjson(daemon.get("/v1/events?after=0000000000000000:5").body)]
+    assert other == list(range(1, len(other) + 1)) and len(other) >= len(events)
+    for bad in ("since=yesterday", "n=-1", "n=99999", "follow=maybe", f"after={log}", "after=1:2", f"after={log}:x"):
         r = daemon.get(f"/v1/events?{bad}")
         assert r.status == 400 and r.json()["code"] == "invalid_query", (bad, r)
     # an instant outside what cronwheel keeps is named as such, not as a malformed value

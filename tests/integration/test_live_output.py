@@ -48,8 +48,15 @@ def test_logs_f_follows_the_current_run_as_it_prints_then_the_next(daemon: Daemo
         assert daemon.post(f"/v1/jobs/{job_id}/trigger").status == 202
         xid = running()
         # the API: the output so far, while it runs
-        wait_for(lambda: daemon.get(f"/v1/executions/{xid}/output").body == f"first {xid}\n".encode(), what="live output over the API")
-        assert daemon.get(f"/v1/executions/{xid}/output").headers["Content-Type"].startswith("text/plain")
+        first = f"first {xid}\n".encode()
+        wait_for(lambda: daemon.get(f"/v1/executions/{xid}/output").body == first, what="live output over the API")
+        live = daemon.get(f"/v1/executions/{xid}/output")
+        assert live.headers["Content-Type"].startswith("text/plain") and live.headers["Cronwheel-Cursor"] == "1:0"
+        # a cursor moved on by the bytes read: the rest of that hand-off's output, from there
+        resumed = daemon.get(f"/v1/executions/{xid}/output?after=1:6")
+        assert resumed.body == first[6:] and resumed.headers["Cronwheel-Cursor"] == "1:6"
+        other = daemon.get(f"/v1/executions/{xid}/output?after=7:6")  # another hand-off's: not this one's
+        assert other.body == first and other.headers["Cronwheel-Cursor"] == "1:0"
         wait_for(lambda: f"first {xid}" in out.text, what="logs -f to print the running run's output")
         assert daemon.executions(job_id)[0]["status"] == "RUNNING"  # printed before the run ended
         Path(f"{gate}{xid}").touch()
@@ -69,6 +76,10 @@ def test_logs_f_follows_the_current_run_as_it_prints_then_the_next(daemon: Daemo
         reap(p)
     # a finished execution: its stored output, also when followed
     assert daemon.get(f"/v1/executions/{xid}/output?follow=1").body == f"first {xid}\nsecond\n".encode()
+    stored = daemon.get(f"/v1/executions/{xid}/output?follow=1&after=1:6")  # ended: its stored output, from there
+    assert stored.body == f"first {xid}\nsecond\n".encode()[6:] and stored.headers["Cronwheel-Cursor"] == "1:6"
+    bad = daemon.get(f"/v1/executions/{xid}/output?after=1")
+    assert bad.status == 400 and "EPOCH:OFFSET" in bad.json()["detail"]
     assert daemon.get("/v1/executions/jnosuch:1/output").status == 404
     assert daemon.get(f"/v1/executions/{xid}/output?follow=maybe").status == 400
 
