@@ -14,7 +14,7 @@ import difflib
 import http.client
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -211,6 +211,8 @@ class Client:
             return DaemonUnreachable(self.url, f"no answer within {self.timeout:g} s")
         if isinstance(exc, PermissionError):
             return DaemonUnreachable(self.url, "permission denied on the socket")
+        if isinstance(exc, (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionResetError)):
+            return DaemonUnreachable(self.url, "it hung up before it had answered (is it stopping?)")
         if isinstance(exc, socket.gaierror):
             return DaemonUnreachable(self.url, f"cannot resolve the host ({exc.strerror})")
         return DaemonUnreachable(self.url, f"{type(exc).__name__}: {exc}")
@@ -408,14 +410,18 @@ class Client:
     def openapi(self) -> dict[str, Any]:
         return self._get("/v1/openapi.json")
 
-    def output(self, execution_id: str, follow: bool = False) -> Iterator[str]:
-        """An execution's output (``GET /v1/executions/{id}/output``) in text chunks as they
-        come; with ``follow``, until the attempt running now (or the next) ends."""
-        target = self._prefix + f"/v1/executions/{_q(execution_id)}/output" + ("?follow=1" if follow else "")
+    def output(self, execution_id: str, follow: bool = False, after: str | None = None,
+               opened: Callable[[dict[str, str]], None] | None = None) -> Iterator[bytes]:
+        """An execution's output (``GET /v1/executions/{id}/output``) in chunks of UTF-8 as they
+        come; with ``follow``, until the attempt running now (or the next) ends. ``after``: a
+        cursor to resume at; ``opened`` is given the answer's headers (lower-case names)."""
+        query = {k: v for k, v in (("follow", "1" if follow else None), ("after", after)) if v is not None}
+        target = self._prefix + f"/v1/executions/{_q(execution_id)}/output" + ("?" + query_string(query) if query else "")
         yield from self._stream(target, "text/plain", follow, lambda resp: iter(lambda: resp.read1(65536), b""),
-                                lambda chunk: chunk.decode("utf-8", "replace"))
+                                lambda chunk: chunk, opened)
 
-    def _stream(self, target: str, accept: str, follow: bool, pieces: Any, convert: Any) -> Iterator[Any]:
+    def _stream(self, target: str, accept: str, follow: bool, pieces: Any, convert: Any,
+                opened: Callable[[dict[str, str]], None] | None = None) -> Iterator[Any]:
         hdrs = {"Accept": accept, "User-Agent": "cronwheel-cli"}
         if self.token:
             hdrs["Authorization"] = f"Bearer {self.token}"
@@ -428,6 +434,8 @@ class Client:
                     raise _api_error(resp, _decode(resp.read()))
                 if follow and conn.sock is not None:
                     conn.sock.settimeout(None)  # idle is normal while following
+                if opened is not None:
+                    opened({k.lower(): v for k, v in resp.getheaders()})
                 for piece in pieces(resp):
                     yield convert(piece)
             except (OSError, http.client.HTTPException) as exc:
@@ -443,12 +451,15 @@ class Client:
         event: str | None = None,
         since: str | None = None,
         n: int | None = None,
+        after: str | None = None,
+        opened: Callable[[dict[str, str]], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """The daemon's events (``GET /v1/events``), one dict each, oldest first. With
-        ``follow`` the iterator waits for new events until the daemon ends the stream."""
-        query = {k: val for k, val in (("job", job), ("event", event), ("since", since), ("n", n)) if val is not None}
+        ``follow`` the iterator waits for new events until the daemon ends the stream.
+        ``after``: a cursor to resume at; ``opened`` is given the answer's headers."""
+        query = {k: val for k, val in (("job", job), ("event", event), ("since", since), ("n", n), ("after", after)) if val is not None}
         if follow:
             query["follow"] = "1"
         target = self._prefix + "/v1/events" + ("?" + query_string(query) if query else "")
-        lines = self._stream(target, "application/x-ndjson", follow, lambda resp: (line for line in resp if line.strip()), json.loads)
+        lines = self._stream(target, "application/x-ndjson", follow, lambda resp: (line for line in resp if line.strip()), json.loads, opened)
         yield from lines

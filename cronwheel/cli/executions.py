@@ -13,8 +13,8 @@ import click
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
-from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED, EX_UNAVAILABLE
-from cronwheel.cli.follow import follow_output
+from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED
+from cronwheel.cli.follow import follow_events, follow_output
 from cronwheel.core import schedule as sched
 
 
@@ -67,6 +67,10 @@ def logs(
     Events are those the daemon logs as JSON lines (execution.started, lease.fenced, …),
     kept in memory for the last 10,000; a client too slow to keep up sees a stream.dropped
     line in place of what it missed.
+
+    With -f, a daemon that stops or cannot be reached (a restart) is waited for, as tail -F
+    waits for a file: said once on stderr (again after 1, 2, 4… minutes, up to hourly), then
+    followed on where it left off, nothing shown twice or skipped. Ctrl-C stops (exit 130).
     """
     event_options = since is not None or count is not None or event is not None or job is not None
     if execution is not None and event_options:
@@ -85,19 +89,18 @@ def logs(
         _since(since)
     job_id = app.client.resolve_job(job)["jobId"] if job else None
     n = count if count is not None else (10 if follow else 20)
-    try:
-        for record in app.client.events(follow=follow, job=job_id, event=event, since=since, n=n):
-            if as_json:
-                click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-            else:
-                click.echo(views.event_line(record))
-    except KeyboardInterrupt:
-        sys.exit(130)
+
+    def show(record: dict[str, Any]) -> None:
+        if as_json:
+            click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        else:
+            click.echo(views.event_line(record))
+
     if follow:
-        # not a normal end: a follower kept by a supervisor (Restart=on-failure) must be told to
-        # follow again once the daemon is back, as when it cannot be reached at all
-        render.emit_note("the daemon closed the event stream (it is stopping)")
-        sys.exit(EX_UNAVAILABLE)
+        follow_events(app.client, show, job=job_id, event=event, since=since, n=n)
+        return
+    for record in app.client.events(job=job_id, event=event, since=since, n=n):
+        show(record)
 
 
 def _since(text: str) -> None:

@@ -12,7 +12,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
-from cronwheel.cli.away import Away
+from cronwheel.cli.away import Away, is_away
 from cronwheel.cli.client import ApiError, DaemonUnreachable
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
 from cronwheel.cli.exits import EX_WAIT_TIMEOUT
@@ -199,7 +199,7 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
             execution = app.client.get_execution(eid)
             away.over()
         except (DaemonUnreachable, ApiError) as exc:  # a GET: asking again is always safe
-            if (isinstance(exc, ApiError) and exc.status != 503) or not away.bear(str(exc)):
+            if not is_away(exc) or not away.bear(str(exc)):
                 raise
     if as_json:
         render.emit_json(execution)

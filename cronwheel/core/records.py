@@ -130,6 +130,11 @@ class Outcome(StrEnum):
     INTERRUPTED = "interrupted"
 
 
+#: the words of an INTERRUPTED attempt in its execution's ``reason`` ("attempt 1/3 interrupted:
+#: …"), by which a follower knows the run is not over (``cronwheel logs -f`` follows it on)
+INTERRUPTED_REASON = "interrupted: the daemon stopped before it ended; it runs again, not counted against maxAttempts"
+
+
 class Completion(msgspec.Struct, array_like=True):
     """What a worker reports of one attempt. Also its wire form: a ``result`` frame carries
     these as arrays in this field order (worker/protocol.py); the daemon sets ``worker_id``

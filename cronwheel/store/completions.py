@@ -16,7 +16,13 @@ from typing import Any
 
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus, RetryPolicy, settled_status
-from cronwheel.core.records import Completion, CompletionResult, LeaseVerdict, Outcome
+from cronwheel.core.records import (
+    INTERRUPTED_REASON,
+    Completion,
+    CompletionResult,
+    LeaseVerdict,
+    Outcome,
+)
 from cronwheel.core.retry import after_failure
 from cronwheel.store.common import EXEC_STATUS, short
 
@@ -72,8 +78,7 @@ def decide_completions(
             new_status, finished = "SUCCEEDED", now_ms
         elif c.outcome is Outcome.INTERRUPTED:
             new_status, finished, available_at, extra = "RETRY_WAIT", None, now_ms, 1
-            reason = (f"attempt {attempt}/{max_att} interrupted: the daemon stopped before it ended; "
-                      "it runs again, not counted against maxAttempts")  # fmt: skip
+            reason = f"attempt {attempt}/{max_att} {INTERRUPTED_REASON}"
         else:
             r = rand01[i] if rand01 is not None and i < n_rand else 0.5
             after = after_failure(attempt, _with_max_attempts(policy_of(job_id), max_att), now_ms, r)
