@@ -44,7 +44,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 #: jobs run from a fraction of a second to hours
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
-SKIP_REASONS = ("overlap", "misfire", "calendar")
+SKIP_REASONS = tuple(kind.value for kind in skips.SkipKind)
 FENCED_VIA = ("heartbeat", "completion", "effect")
 #: at most this many executions are timed at once (a bound, not an expected load)
 MAX_TIMED = 100_000
@@ -145,7 +145,7 @@ class NodeMetrics:
         self.started = Counter("cronwheel_executions_started", "Attempts handed to a worker (first runs and retries).", registry=r)
         self.finished = Counter(
             "cronwheel_executions_finished",
-            "Attempts that ended, by outcome (succeeded, failed, timed_out, lost; reaped leases count as lost).",
+            "Attempts that ended, by outcome (succeeded, failed, timed_out, lost, interrupted; reaped leases count as lost).",
             ["outcome"], registry=r,
         )
         self.dead_lettered = Counter("cronwheel_dead_lettered", "Executions moved to the dead-letter queue.", registry=r)
@@ -156,10 +156,8 @@ class NodeMetrics:
             ["via"], registry=r,
         )
         self.retries = Counter("cronwheel_retries", "Failed attempts scheduled to run again (RETRY_WAIT).", registry=r)
-        self.skipped = Counter(
-            "cronwheel_skipped_ticks", "Ticks recorded SKIPPED instead of run, by reason (overlap, misfire, calendar).",
-            ["reason"], registry=r,
-        )
+        self.skipped = Counter("cronwheel_skipped_ticks", f"Ticks recorded SKIPPED instead of run, by reason ({', '.join(SKIP_REASONS)}).",
+                               ["reason"], registry=r)  # fmt: skip
         self.workers_lost = Counter("cronwheel_workers_lost", "Worker processes lost with executions in flight.", registry=r)
         self.notified = Counter(
             "cronwheel_notifications_delivered",
@@ -170,6 +168,7 @@ class NodeMetrics:
         self.windows_missed = Counter(
             "cronwheel_windows_missed", "Dead-man's windows that passed without a success (`missed` fired).", registry=r
         )
+        # every known label value at 0 from the start: an alert's increase() misses a series' first value
         for outcome in NOTIFY_OUTCOMES:
             for via in NOTIFY_VIAS:
                 self.notified.labels(outcome, via)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from cronwheel.core.skips import SkipKind
 from cronwheel.obs.metrics import METRIC_NAMES
 from tests.support.daemon import Daemon
 from tests.support.promtool import promtool as find_promtool
@@ -47,6 +48,9 @@ def test_metrics_move_with_real_work(make_daemon: Callable[..., Daemon], tmp_pat
     assert value(before, "cronwheel_healthy") == 1
     assert value(before, "cronwheel_executions_started_total") == 0
     assert {dict(k[1]).get("tier") for k in before if k[0] == "cronwheel_queue_depth"} == {"high", "default", "batch"}
+    # every reason from the start, so that an alert's increase() counts a reason's first skips
+    assert {dict(k[1])["reason"]: v for k, v in before.items() if k[0] == "cronwheel_skipped_ticks_total"} == {
+        kind.value: 0 for kind in SkipKind}
 
     ok = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true"})
     dead = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "exit 3",

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 import subprocess
+from itertools import product
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from cronwheel.obs.metrics import METRIC_NAMES, skip_reason, skipped_ticks
 from tests.support.promtool import promtool_or_skip
+from tests.unit.test_node_metrics import setup
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
@@ -74,3 +77,39 @@ def test_the_alert_rules_load_in_prometheus(tmp_path: Path) -> None:
     (tmp_path / "rules.yml").write_text(rules)
     res = subprocess.run([promtool, "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def _documented_counter_labels() -> list[tuple[str, dict[str, list[str]]]]:
+    """Each counter of the metrics table, with the values it lists per label (``a = x, y; b = z``,
+    the names in backticks; a label listed without values is left out, and a counter none of
+    whose labels lists values too)."""
+    table = DOC.read_text().split("| Metric | Type | Labels | Meaning |", 1)[1].split("\n\n", 1)[0]
+    out = []
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if len(cells) < 3 or cells[1] != "counter":
+            continue
+        labels = {}
+        for part in cells[2].split(";"):
+            m = re.search(r"`(\w+)`\s*=\s*(.+)$", part)
+            if m:
+                labels[m.group(1)] = [v.strip() for v in m.group(2).split(",")]
+        if labels or not cells[2]:  # an open set (event names) has nothing to export at first
+            out.append((cells[0].strip("`"), labels))
+    return out
+
+
+def test_every_documented_label_value_of_a_counter_is_exported_at_0_from_the_start() -> None:
+    """An alert on increase(...{reason="backlog"}) missed a node's first backlog skips: the
+    series was exported only once they came, and its first sample is no increase."""
+    _, m = setup()
+    budget = SimpleNamespace(open=0, refused={"total": 0, "per_client": 0})
+    m.http_guard = SimpleNamespace(tcp=budget, local=budget, header_timeouts=0)
+    counters = _documented_counter_labels()
+    assert "cronwheel_skipped_ticks_total" in dict(counters)
+    for name, labels in counters:
+        for values in product(*labels.values()):
+            wanted = dict(zip(labels, values, strict=True))
+            found = [s for f in m.registry.collect() for s in f.samples
+                     if s.name == name and wanted.items() <= s.labels.items()]  # fmt: skip
+            assert found and all(s.value == 0 for s in found), f"{name} {wanted}: {found}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from cronwheel.core.skips import SkipKind
 from cronwheel.core.stats import NodeSnapshot, StoreCounts
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.metrics import NodeMetrics
@@ -166,3 +167,13 @@ def test_batches_of_events_count_exactly_as_one_by_one() -> None:
                        for s in m.samples if s.name.endswith("_bucket")]  # fmt: skip
     assert len({v for _, v in buckets}) > 2  # the lags fall in several buckets
     assert m1.lag_history.snapshot(1_500) == m2.lag_history.snapshot(1_500)
+
+
+def test_every_skip_reason_is_exported_and_named_from_the_start() -> None:
+    """backlog and other were missing until their first skip (and from the help text): an
+    alert's increase() over the new series saw no increase."""
+    _, m = setup()
+    for kind in SkipKind:
+        assert m.registry.get_sample_value("cronwheel_skipped_ticks_total", {"reason": kind.value}) == 0, kind
+    (family,) = (f for f in m.registry.collect() if f.name == "cronwheel_skipped_ticks")
+    assert all(kind.value in family.documentation for kind in SkipKind), family.documentation
