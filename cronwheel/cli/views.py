@@ -203,12 +203,15 @@ def _status_with_why(e: Mapping[str, Any]) -> str:
 
 
 DLQ_COLUMNS = ("EXECUTION", "SCHEDULED", "ATTEMPTS", "EXIT", "ERROR")
+#: the ERROR column's characters: the cause, such as a python target's ``cannot load m:f:
+#: AttributeError: module 'm' has no attribute 'f'`` (``logs EXECUTION`` has the whole error)
+DLQ_ERROR_WIDTH = 100
 
 
 def dlq_rows(executions: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [
         [e["executionId"], fmt_local(e.get("scheduledAt")), str(e.get("attempt", 0)), _dead_code(e),
-         clipped(str(e.get("error") or e.get("reason") or "-"), 60)]
+         clipped(str(e.get("error") or e.get("reason") or "-"), DLQ_ERROR_WIDTH)]
         for e in executions
     ]
 

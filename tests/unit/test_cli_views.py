@@ -52,7 +52,10 @@ def test_a_dead_http_runs_code_reads_as_its_status() -> None:
 
 
 def test_a_cut_column_says_it_was_cut() -> None:
-    error = "no mail transport: this node cannot send email (cronwheel serve --smtp-url or --sendmail)"
+    error = "no mail transport: this node cannot send email (cronwheel serve --smtp-url or --sendmail) " * 2
     [row] = views.dlq_rows([{"executionId": "j:1", "attempt": 3, "error": error}])
-    assert row[-1] == error[:59] + "…" and len(row[-1]) == 60
+    assert row[-1] == error[:99] + "…" and len(row[-1]) == 100
+    # a python target's cause is shown whole (it was cut at 60 characters)
+    cause = "cannot load os:nonexistent_fn: AttributeError: module 'os' has no attribute 'nonexistent_fn'"
+    assert views.dlq_rows([{"executionId": "j:1", "error": cause}])[0][-1] == cause
     assert views.clipped("short\nline", 60) == "short line"
