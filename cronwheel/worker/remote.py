@@ -46,6 +46,7 @@ from cronwheel.core.tenants import given_token
 from cronwheel.core.words import as_given, is_sendable
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
+from cronwheel.worker.results import cause_text
 from cronwheel.worker.targets import PythonTarget, load_callable
 
 CLAIM_WAIT_SEC = 20  #: the long poll's waitSec
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # here, not in the loop: a handler that cannot be loaded is a usage error, in one line
         target = load_callable(args.handler)
     except Exception as exc:
-        ap.error(f"cannot load the handler {_shown(args.handler)}: {type(exc).__name__}: {exc}")
+        ap.error(f"cannot load the handler {_shown(args.handler)}: {cause_text(exc)}")
     worker = RemoteWorker(
         args.url, args.queue, args.handler, concurrency=args.concurrency,
         token=None if args.token is None else given_token(args.token),  # _refusal saw it can be sent

@@ -46,7 +46,7 @@ from cronwheel.core.model import Grant
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.children import Readiness, StdinFeed, spawn
 from cronwheel.worker.launch import LaunchError, plan_launch
-from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, return_text
+from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, not_loaded, return_text
 
 if TYPE_CHECKING:
     import aiohttp
@@ -178,7 +178,7 @@ def load_callable(spec: str) -> PythonTarget:
     for part in attr.split("."):
         obj = getattr(obj, part)
     if not callable(obj):
-        raise TypeError(f"{spec} is not callable")
+        raise TypeError(f"{type(obj).__name__!r} object is not callable")  # Python's words for it
     params: frozenset[str] | None
     try:
         sig = inspect.signature(obj)
@@ -427,7 +427,7 @@ class TargetRunner:
                 target = await asyncio.to_thread(load_callable, spec)
                 self._callables[spec] = target
         except Exception as exc:
-            return Result("failed", error=f"cannot load {spec}: " + error_text(exc))
+            return not_loaded(spec, exc)
         return await target.call(self.python_arguments(g), float(g.timeout_sec), self._threads)
 
     @staticmethod
