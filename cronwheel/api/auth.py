@@ -27,6 +27,7 @@ from cronwheel.core.tenants import (
     ADMIN,
     TENANTLESS_ROLES,
     ApiToken,
+    HostAllow,
     Principal,
     Tenant,
     effective_http_allow,
@@ -60,7 +61,7 @@ def peer_uid(request: web.Request) -> int | None:
 class Authenticator:
     """``Authenticator(service)(request) -> Principal``, raising Unauthorized / Forbidden."""
 
-    def __init__(self, service: TokenService, *, http_allow: tuple[str, ...] = (), uid: int | None = None) -> None:
+    def __init__(self, service: TokenService, *, http_allow: HostAllow = None, uid: int | None = None) -> None:
         self.service = service
         self.http_allow = http_allow  #: the daemon's --http-allow, for tenants without their own list
         self.uid = os.getuid() if uid is None else uid

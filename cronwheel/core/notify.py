@@ -58,7 +58,7 @@ from cronwheel.core.limits import (
 )
 from cronwheel.core.model import RetryPolicy
 from cronwheel.core.retry import after_failure
-from cronwheel.core.tenants import Principal, Refusal, host_allowed
+from cronwheel.core.tenants import HostAllow, Principal, Refusal, allowed_hosts, host_allowed
 from cronwheel.core.urls import http_url_problem
 
 
@@ -549,9 +549,9 @@ def after_failed_delivery(attempt: int, rule: Rule, now_ms: int, rand01: float) 
     return NotificationStatus.PENDING, after.available_at
 
 
-def unallowed_recipient(rule: Rule, allow: tuple[str, ...]) -> str | None:
+def unallowed_recipient(rule: Rule, allow: HostAllow) -> str | None:
     """The first of an email rule's recipients whose domain the allow-list does not hold (None:
-    every one's does, or the list is empty: any). A tenant restricted to its own hosts could
+    every one's does, or there is no list: any). A tenant restricted to its own hosts could
     otherwise have the operator's mail relay write, with words of its choosing (a job's name,
     its output), to any address."""
     for address in rule.to:
@@ -569,13 +569,13 @@ def rules_refusal(rules: tuple[Rule, ...], principal: Principal, field: str = "n
     for i, rule in enumerate(rules):
         if rule.via is Via.EMAIL and (address := unallowed_recipient(rule, principal.http_allow)) is not None:
             return Refusal(f"{field}[{i}].to[{rule.to.index(address)}]",
-                           f"email rules of tenant {principal.tenant!r} may write only to domains in its allow-list "
-                           f"({', '.join(principal.http_allow)}); not {address!r}")  # fmt: skip
+                           f"email rules of tenant {principal.tenant!r} may write to the domains of its allow-list, "
+                           f"{allowed_hosts(principal.http_allow)}; not {address!r}")  # fmt: skip
         if rule.via is Via.WEBHOOK:
             host = urlsplit(rule.url or "").hostname or ""
             if not host_allowed(host, principal.http_allow):
-                return Refusal(f"{field}[{i}].url", f"webhooks of tenant {principal.tenant!r} may call only "
-                               f"{', '.join(principal.http_allow)}; not {host!r}")  # fmt: skip
+                return Refusal(f"{field}[{i}].url", f"webhooks of tenant {principal.tenant!r} may call "
+                               f"{allowed_hosts(principal.http_allow)}; not {host!r}")  # fmt: skip
         if rule.via is Via.COMMAND and not principal.allow_shell:
             return Refusal(f"{field}[{i}].command", f"command rules run code as the daemon's user: only admins, or tenants "
                            f"granted allowShell, may save them (tenant {principal.tenant!r} is not)")  # fmt: skip

@@ -37,6 +37,10 @@ TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}" + PATTERN_END)
 _HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.?$")
 #: target kinds that run arbitrary code as the daemon's user
 CODE_TARGETS = ("command", "python")
+#: an allow-list of hosts as it is enforced: None when none is set (every host may be called),
+#: else the hosts, where an empty tuple allows none. Kept apart because the daemon's
+#: ``http_allow = []`` is an operator closing every host, not one who set nothing.
+HostAllow = tuple[str, ...] | None
 
 
 class Role(StrEnum):
@@ -95,7 +99,7 @@ class Principal:
     tenant: str | None = None  #: None for admins (they see every tenant)
     token_id: str | None = None  #: None for the local socket
     allow_shell: bool = False
-    http_allow: tuple[str, ...] = ()  #: the effective allow-list (tenant's, else the daemon's)
+    http_allow: HostAllow = None  #: the effective allow-list (tenant's, else the daemon's)
     via: str = "token"  #: "token" or "socket"
 
     @property
@@ -180,9 +184,9 @@ def normalise_host(entry: str) -> str:
     return text
 
 
-def host_allowed(host: str, allow: tuple[str, ...]) -> bool:
-    """Whether ``host`` matches the allow-list (empty: every host)."""
-    if not allow:
+def host_allowed(host: str, allow: HostAllow) -> bool:
+    """Whether ``host`` matches the allow-list (None: every host; empty: none)."""
+    if allow is None:
         return True
     h = host.strip("[]").lower().rstrip(".")
     with contextlib.suppress(ValueError):
@@ -220,16 +224,25 @@ def target_refusal(target: dict[str, Any], principal: Principal) -> Refusal | No
         if not host_allowed(host, principal.http_allow):
             return Refusal(
                 "http.url",
-                f"HTTP targets of tenant {principal.tenant!r} may call only {', '.join(principal.http_allow)}; not {host!r}",
+                f"HTTP targets of tenant {principal.tenant!r} may call {allowed_hosts(principal.http_allow)}; not {host!r}",
             )
     return None
 
 
-def effective_http_allow(tenant: Tenant | None, daemon_allow: tuple[str, ...]) -> tuple[str, ...]:
-    """A tenant's own list when it has one, else the daemon's ``--http-allow``."""
+def effective_http_allow(tenant: Tenant | None, daemon_allow: HostAllow) -> HostAllow:
+    """A tenant's own list when it has one (a tenant's empty list is no list of its own),
+    else the daemon's ``--http-allow``."""
     if tenant is not None and tenant.http_allow:
         return tenant.http_allow
     return daemon_allow
+
+
+def allowed_hosts(allow: HostAllow) -> str:
+    """What a refusal says the list allows: ``only a.example, *.b.example``; an empty list can
+    only be the daemon's (a tenant's empty list falls back to it)."""
+    if allow is None:
+        return "any host"
+    return f"only {', '.join(allow)}" if allow else "no host (the daemon's http_allow is empty)"
 
 
 __all__ = [
@@ -237,10 +250,12 @@ __all__ = [
     "CODE_TARGETS",
     "TENANT_SETTINGS",
     "ApiToken",
+    "HostAllow",
     "Principal",
     "Refusal",
     "Role",
     "Tenant",
+    "allowed_hosts",
     "effective_http_allow",
     "hash_token",
     "host_allowed",

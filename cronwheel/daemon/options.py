@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cronwheel.core.config import size_bytes
 from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
-from cronwheel.core.tenants import normalise_host
+from cronwheel.core.tenants import HostAllow, normalise_host
 
 DEFAULT_HTTP = "127.0.0.1:7878"
 
@@ -75,8 +75,12 @@ def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
     return env
 
 
-def parse_http_allow(text: str | None) -> tuple[str, ...]:
-    """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call (empty: any)."""
+def parse_http_allow(text: str | None) -> HostAllow:
+    """``--http-allow HOST,...``: hosts that tenants' HTTP targets may call. Not given (None):
+    any host; given with no host in it (``http_allow = []``, ``--http-allow ''``): none, as
+    an operator who writes an empty list means."""
+    if text is None:
+        return None
     hosts: list[str] = []
     for entry in (text or "").split(","):
         if not entry.strip():

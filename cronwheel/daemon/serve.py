@@ -18,6 +18,7 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
+from cronwheel.core.tenants import HostAllow
 from cronwheel.daemon.datadir import publish_address, take_data_dir
 from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.daemon.options import (
@@ -185,7 +186,7 @@ async def serve(
 
 async def _serve_bound(
     notifier: Notifier, tcp_sock: socket.socket, unix_sock: socket.socket, sock_path: Path,
-    data_dir: Path, store_url: str | None, host: str, allowed_hosts: tuple[str, ...], workers: int,
+    data_dir: Path, store_url: str | None, host: str, allowed_hosts: HostAllow, workers: int,
     slots: int, node_id: str | None, log_format: str, grace_sec: float, reaper_interval_ms: int,
     reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
     ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from cronwheel import __version__
 from cronwheel.core import notify as nt
 from cronwheel.core import signing
-from cronwheel.core.tenants import host_allowed
+from cronwheel.core.tenants import HostAllow, host_allowed
 from cronwheel.core.words import counted
 
 
@@ -52,7 +52,7 @@ def webhook_headers(n: nt.Notification, body: bytes, now_s: int) -> dict[str, st
     }
 
 
-async def send_webhook(session: Any, n: nt.Notification, allow: tuple[str, ...], now_s: int, timeout_s: float) -> None:
+async def send_webhook(session: Any, n: nt.Notification, allow: HostAllow, now_s: int, timeout_s: float) -> None:
     """POST the notification's JSON, signed; any 2xx is delivered. The tenant's HTTP
     allow-list is checked at delivery time too: a list narrowed since the rule was saved
     is obeyed (the notification is then refused, not sent)."""

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cronwheel.core.tenants import HostAllow
 from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS
 from cronwheel.engine.disk import DISK_LOW_BYTES
@@ -44,6 +45,7 @@ class NodeConfig:
     submit_retry_ms: int = SUBMIT_RETRY_MS
     #: under this much free space in the data directory: ``store.disk_low`` (engine/disk.py)
     disk_low_bytes: int = DISK_LOW_BYTES
-    #: the daemon's --http-allow (tenants without a list of their own): webhooks obey it too
-    http_allow: tuple[str, ...] = ()
+    #: the daemon's --http-allow (tenants without a list of their own): webhooks obey it too;
+    #: None when it is not set (any host), empty when it allows none
+    http_allow: HostAllow = None
     mail: MailConfig | None = None  #: how email notifications are sent (None: they fail, and say why)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from cronwheel.core import notify as nt
 from cronwheel.core.clock import Clock
+from cronwheel.core.tenants import HostAllow
 from cronwheel.engine import channels
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
@@ -52,7 +53,7 @@ class NotificationDeliverer:
         *,
         owner: str,
         buckets: Callable[[], Sequence[int]],
-        http_allow: Callable[[str], tuple[str, ...]],
+        http_allow: Callable[[str], HostAllow],
         mail: channels.MailConfig | None = None,
         command_env: dict[str, str] | None = None,
         concurrency: int = 16,

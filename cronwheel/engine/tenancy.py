@@ -32,6 +32,7 @@ from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
     TENANTLESS_ROLES,
     ApiToken,
+    HostAllow,
     Role,
     Tenant,
     effective_http_allow,
@@ -86,7 +87,7 @@ class TenancyMixin(NodeParts):
         t = self._tenants.get(name)
         return None if t is None else t.max_running
 
-    def webhook_allow(self, tenant: str) -> tuple[str, ...]:
+    def webhook_allow(self, tenant: str) -> HostAllow:
         """The hosts a tenant's webhooks may call: its own HTTP allow-list, else the daemon's."""
         return effective_http_allow(self.tenant_config(tenant), self.config.http_allow)
 

@@ -55,7 +55,8 @@ def test_normalise_host_refuses(entry: str) -> None:
 
 def test_host_allowed() -> None:
     allow = ("api.example.com", "*.acme.test", "10.0.0.1", "::1")
-    assert host_allowed("anything.at.all", ())
+    assert host_allowed("anything.at.all", None), "no list: every host"
+    assert not host_allowed("anything.at.all", ()), "an empty list: no host"
     assert host_allowed("API.example.com", allow)
     assert host_allowed("a.acme.test", allow) and host_allowed("a.b.acme.test", allow)
     assert not host_allowed("acme.test", allow), "*.domain is for subdomains"
@@ -83,6 +84,17 @@ def test_a_tenants_own_list_wins_over_the_daemons() -> None:
     assert effective_http_allow(Tenant("a", http_allow=("x.test",)), ("y.test",)) == ("x.test",)
     assert effective_http_allow(Tenant("a"), ("y.test",)) == ("y.test",)
     assert effective_http_allow(None, ()) == ()
+    assert effective_http_allow(Tenant("a"), None) is None
+    # a tenant's empty list is no list of its own: the daemon's empty one closes it too
+    assert effective_http_allow(Tenant("a"), ()) == ()
+
+
+def test_the_daemons_empty_list_allows_no_host_and_says_so() -> None:
+    closed = Principal(Role.TENANT, "acme", http_allow=())
+    refusal = target_refusal({"http": {"url": "https://evil.example.net/x"}}, closed)
+    assert refusal is not None and refusal.field == "http.url"
+    assert "may call no host (the daemon's http_allow is empty)" in refusal.detail, refusal.detail
+    assert target_refusal({"http": {"url": "https://evil.example.net/x"}}, Principal(Role.TENANT, "acme")) is None
 
 
 @pytest.mark.parametrize(("name", "ok"), [("acme", True), ("a.b-c_d", True), ("A1", True), ("", False), ("-x", False),
@@ -96,7 +108,8 @@ def test_an_email_rules_recipients_obey_the_allow_list_by_their_domain() -> None
 
     rule = nt.rule_from_json({"on": "failure", "via": "email", "to": ["ops@acme.test", "x@mail.acme.test", "v@evil.test"]})
     assert nt.unallowed_recipient(rule, ("acme.test", "*.acme.test")) == "v@evil.test"
-    assert nt.unallowed_recipient(rule, ()) is None  # no list: any host, any domain
+    assert nt.unallowed_recipient(rule, None) is None  # no list: any host, any domain
+    assert nt.unallowed_recipient(rule, ()) == "ops@acme.test"  # an empty list: none
     restricted = Principal(Role.TENANT, "acme", http_allow=("acme.test",))
     refusal = nt.rules_refusal((rule,), restricted)
     assert refusal is not None and refusal.field == "notify[0].to[1]" and "'x@mail.acme.test'" in refusal.detail
