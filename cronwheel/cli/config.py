@@ -106,6 +106,18 @@ def _node_id(text: str) -> None:
         raise ValueError(f"{text!r} is not a node id (a non-empty name without control characters)")
 
 
+class _Directory(click.Path):
+    """A directory's path, not empty: ``data_dir = ""`` read as a path is the current
+    directory, which serve would take as its data directory (and chmod 0700)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not str(value).strip():
+            self.fail("is empty (as a path, the current directory): give the data directory's path, "
+                      "e.g. /var/lib/cronwheel", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+DATA_DIR = _Directory(file_okay=False, readable=False, path_type=Path)
 DURATION = _Checked("duration", parse_duration)
 HOSTPORT = _Checked("host:port", _hostport)
 HOSTS = _Checked("hosts", _hosts)

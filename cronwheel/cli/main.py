@@ -53,7 +53,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=CliGroup, context_settings=CONTEXT)
 @click.option("--url", envvar="CRONWHEEL_URL", metavar="URL",
               help="The daemon: http://HOST:PORT or unix:/PATH. [env CRONWHEEL_URL; default unix:DATA_DIR/api.sock]")
-@click.option("--data-dir", type=click.Path(file_okay=False, readable=False, path_type=Path), metavar="DIR",
+@click.option("--data-dir", type=cfg.DATA_DIR, metavar="DIR",
               help="The daemon's data directory. [env CRONWHEEL_DATA_DIR, else $STATE_DIRECTORY, else ./.cronwheel]")
 @click.option("--token", envvar="CRONWHEEL_TOKEN", metavar="TOKEN",
               help="Bearer token for the API. [env CRONWHEEL_TOKEN]")

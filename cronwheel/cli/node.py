@@ -36,18 +36,36 @@ MAX_GRACE_SEC = 86_400.0
 
 
 class _Seconds(click.FloatRange):
-    """click's FloatRange lets nan through (every comparison with it is false): refused here,
-    in the type, so a configuration file's value is refused naming its file and line."""
+    """A number of seconds. click's FloatRange lets nan through (every comparison with it is
+    false), and says "'1m' is not a valid float range" of a duration: both refused here, in
+    the type, saying what is wanted, so a file's value is refused naming its file and line."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds (such as 30 or 90.5; a duration like 1m is not taken here)",
+                      param, ctx)  # fmt: skip
+        if math.isnan(number):
             self.fail(f"{value} is not a number of seconds", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
+
+
+class _Millis(click.IntRange):
+    """A whole number of milliseconds: "'1s' is not a valid integer range" said what is wanted."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, int):
+            try:
+                value = int(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number of milliseconds (such as 2000; a duration like 2s is "
+                          "not taken here)", param, ctx)  # fmt: skip
+        return super().convert(value, param, ctx)
 
 
 @click.command(context_settings=CONTEXT)
-@click.option("--data-dir", type=click.Path(file_okay=False, readable=False, path_type=Path), metavar="DIR",
+@click.option("--data-dir", type=cfg.DATA_DIR, metavar="DIR",
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", type=cfg.STORE, metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
@@ -60,15 +78,15 @@ class _Seconds(click.FloatRange):
               help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
 @click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
               help="On SIGTERM, how long running executions get to finish (a second SIGTERM or Ctrl-C ends it at once). [default: 30]")
-@click.option("--reaper-interval-ms", type=click.IntRange(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
+@click.option("--reaper-interval-ms", type=_Millis(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
-@click.option("--claim-ahead-ms", type=click.IntRange(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
+@click.option("--claim-ahead-ms", type=_Millis(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
 @click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
-@click.option("--retention-interval-ms", type=click.IntRange(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
+@click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
-@click.option("--bucket-lease-ms", type=click.IntRange(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
+@click.option("--bucket-lease-ms", type=_Millis(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
 @click.option("--smtp-url", type=cfg.SMTP_URL, metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://…; set it in the environment to keep its password out of the process list.")
 @click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")

@@ -224,7 +224,7 @@ BAD_VALUES = [
     ("workers = 2.5", "workers", "'2.5' is not a valid integer", ("--workers", "2.5")),
     ("workers = true", "workers", "'true' is not a valid integer", ("--workers", "true")),
     ("slots = 1e3", "slots", "'1000.0' is not a valid integer", ("--slots", "1000.0")),
-    ("grace_sec = false", "grace_sec", "'false' is not a valid float", ("--grace-sec", "false")),
+    ("grace_sec = false", "grace_sec", "'false' is not a number of seconds", ("--grace-sec", "false")),
     ('disk_low = "lots"', "disk_low", "must be a size like 256M, 1G or 1048576, not 'lots'", ("--disk-low", "lots")),
     ('store = "mysql://x"', "store", "unknown store URL scheme 'mysql'", ("--store", "mysql://x")),
     ('store = "sqlite:/x.db"', "store", "is not a SQLite URL", ("--store", "sqlite:/x.db")),
@@ -242,6 +242,14 @@ BAD_VALUES = [
     ("slots = 99999999999", "slots", "99999999999 is not in the range 1<=x<=100000", ("--slots", "99999999999")),
     ("grace_sec = nan", "grace_sec", "nan is not a number of seconds", ("--grace-sec", "nan")),
     ("grace_sec = inf", "grace_sec", "inf is not in the range 0<=x<=86400", ("--grace-sec", "inf")),
+    # a duration where a number is meant says which number: retention takes durations, these do not
+    ('grace_sec = "1m"', "grace_sec", "'1m' is not a number of seconds (such as 30", ("--grace-sec", "1m")),
+    ('reaper_interval_ms = "1s"', "reaper_interval_ms", "'1s' is not a whole number of milliseconds",
+     ("--reaper-interval-ms", "1s")),
+    ("bucket_lease_ms = 2.5", "bucket_lease_ms", "'2.5' is not a whole number of milliseconds",
+     ("--bucket-lease-ms", "2.5")),
+    # read as a path, "" is the current directory: serve took it and chmodded it 0700
+    ('data_dir = ""', "data_dir", "is empty", ("--data-dir", "")),
 ]
 
 
