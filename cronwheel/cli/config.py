@@ -1,5 +1,5 @@
-"""The configuration file and ``CRONWHEEL_<KEY>`` variables for ``cronwheel serve``, and the
-``cronwheel config`` command that prints what is in effect.
+"""The configuration file and ``CRONWHEEL_<KEY>`` variables for ``cronwheel serve``, resolved
+as serve resolves them (``cronwheel config`` prints them: config_show.py).
 
 Every option of ``serve`` is a key (its long name with ``_``): the file and the environment
 are two more layers under the command line, resolved by click itself (flag > environment >
@@ -9,20 +9,19 @@ what the flag would refuse. man 5 cronwheel.toml documents the keys.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
 
 from cronwheel.cli import render
-from cronwheel.cli.context import CONTEXT
+from cronwheel.cli.config_checks import Setting, refusals
 from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
@@ -33,7 +32,6 @@ from cronwheel.obs.levels import journal_stream
 #: read when it exists and no --config / CRONWHEEL_CONFIG names another file
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
 CONFIG_ENV = "CRONWHEEL_CONFIG"
-_DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
 
 
 class _Checked(click.ParamType[str]):
@@ -248,13 +246,29 @@ def load_or_exit(command: click.Command, explicit: str | Path | None) -> FileVal
     try:
         return load(command, find_config(explicit))
     except ConfigError as exc:
-        ctx = click.get_current_context(silent=True)
-        starting = ctx is not None and command.name in (ctx.command.name, ctx.invoked_subcommand)
-        if starting and journal_stream(sys.stderr):
-            _start_failed(exc)
-        else:
-            render.emit_error(str(exc))
-        sys.exit(2)
+        _exit_refused(command, exc)
+
+
+def check_or_exit(ctx: click.Context) -> dict[str, Setting]:
+    """`serve`: refuse what the keys cannot be together (config_checks.py) before anything
+    starts, as a bad file is refused: exit status 2, the key's file and line. Returns the
+    keys, each with where it came from."""
+    file: FileValues = ctx.meta.get("cronwheel.config", NO_FILE)
+    resolved = settings(ctx.command, file, effective(ctx.command, ctx.parent, file, given=given_on_command_line(ctx)))
+    found = refusals(resolved)
+    if found:
+        _exit_refused(ctx.command, found[0])
+    return resolved
+
+
+def _exit_refused(command: click.Command, exc: ConfigError) -> NoReturn:
+    ctx = click.get_current_context(silent=True)
+    starting = ctx is not None and command.name in (ctx.command.name, ctx.invoked_subcommand)
+    if starting and journal_stream(sys.stderr):
+        _start_failed(exc)
+    else:
+        render.emit_error(str(exc))
+    sys.exit(2)
 
 
 def _start_failed(exc: ConfigError) -> None:
@@ -265,14 +279,6 @@ def _start_failed(exc: ConfigError) -> None:
     log = EventLog(node, stream=sys.stderr, fmt="json", journal=True)
     log.emit("node.start_failed", error=str(exc), file=exc.source, line=exc.line, key=exc.key)
     log.flush()
-
-
-def daemon_default(option: click.Option) -> str | None:
-    """What the daemon uses when a key is not set anywhere (as its help says)."""
-    if isinstance(option.default, (str, int, float)) and not isinstance(option.default, bool):
-        return str(option.default)
-    found = _DEFAULT_IN_HELP.search(option.help or "")
-    return found.group(1) if found else None
 
 
 def effective(
@@ -300,6 +306,20 @@ def effective(
     return out
 
 
+def settings(command: click.Command, file: FileValues, resolved: dict[str, tuple[Any, str]]) -> dict[str, Setting]:
+    """``effective``'s answer, each value with where it came from as a refusal names it."""
+    keys = config_keys(command)
+    out: dict[str, Setting] = {}
+    for key, (value, source) in resolved.items():
+        if source == "flag":
+            out[key] = Setting(value, f"flag {keys[key].opts[0]}")
+        elif file.path is not None and source == file.where(key):
+            out[key] = Setting(value, source, str(file.path), file.lines.get(key))
+        else:
+            out[key] = Setting(value, source)
+    return out
+
+
 def given_on_command_line(ctx: click.Context) -> dict[str, Any]:
     return {
         key: ctx.params[key] for key in config_keys(ctx.command)
@@ -316,60 +336,10 @@ def reload_hooks(ctx: click.Context) -> dict[str, Any]:
 
     def read() -> dict[str, Any]:
         fresh = load(command, file.path)
-        return {key: value for key, (value, _) in effective(command, parent, fresh, given=flags).items()}
+        resolved = effective(command, parent, fresh, given=flags)
+        found = refusals(settings(command, fresh, resolved))
+        if found:  # what serve would refuse at start changes nothing now
+            raise found[0]
+        return {key: value for key, (value, _) in resolved.items()}
 
     return {"reload": read, "running": {key: ctx.params.get(key) for key in config_keys(command)}}
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return json.dumps(str(value))
-
-
-def show(command: click.Command, parent: click.Context, file: FileValues, args: list[str], as_json: bool) -> None:
-    values = effective(command, parent, file, args)
-    options = config_keys(command)
-    if as_json:
-        render.emit_json({
-            "file": str(file.path) if file.path else None,
-            "keys": [
-                {"key": k, "value": None if v is None else (v if isinstance(v, (bool, int, float)) else mask_secrets(str(v))),
-                 "source": src, "env": options[k].envvar, "default": daemon_default(options[k])}
-                for k, (v, src) in values.items()
-            ],
-        })
-        return
-    click.echo(f"# configuration file: {file.path or f'none ({DEFAULT_CONFIG} does not exist)'}")
-    width = max(len(k) for k in values) + 3 + 28
-    for key, (value, source) in values.items():
-        if value is None:
-            default = daemon_default(options[key])
-            click.echo(f"# {key} is not set" + (f" (default: {default})" if default else ""))
-            continue
-        line = f"{key} = {_toml(value if isinstance(value, (bool, int, float)) else mask_secrets(str(value)))}"
-        click.echo(f"{line:<{width}}  # {source}")
-
-
-@click.command("config", context_settings={**CONTEXT, "ignore_unknown_options": True})
-@click.argument("serve_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SERVE-OPTIONS]...")
-@click.option("--json", "as_json", is_flag=True, help="Print {file, keys: [{key, value, source, env, default}]}.")
-@click.pass_context
-def config_command(ctx: click.Context, serve_args: tuple[str, ...], as_json: bool) -> None:
-    """Print the daemon's effective configuration and where each value comes from.
-
-    Each key of `cronwheel serve` comes from its flag, else its CRONWHEEL_<KEY> environment
-    variable, else the configuration file (--config, $CRONWHEEL_CONFIG, else
-    /etc/cronwheel/cronwheel.toml when it exists), else the daemon's default. Give serve's
-    flags after `--` to see what they change. Keys are documented in cronwheel.toml(5).
-    """
-    root = ctx.find_root()
-    serve = root.command.get_command(root, "serve") if isinstance(root.command, click.Group) else None
-    assert serve is not None
-    file = ctx.meta.get("cronwheel.config") or load_or_exit(serve, None)
-    try:
-        show(serve, root, file, list(serve_args), as_json)
-    except click.UsageError as exc:
-        raise click.UsageError(f"serve options: {exc.format_message()}") from None

@@ -24,7 +24,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
-from cronwheel.cli import jobs_as_code
+from cronwheel.cli import config_show, jobs_as_code
 from cronwheel.cli.admin import tenant, token
 from cronwheel.cli.client import Client
 from cronwheel.cli.context import CONTEXT, Cli, CliGroup, default_data_dir
@@ -132,7 +132,7 @@ def completion(shell: str) -> None:
 
 for _command in (add, ls, show, update, cancel, pause, resume, run, next_, lint, history, logs, effect,
                 dlq, status, serve, worker, import_crontab, export, ping, watch, notifications,
-                beyond.calendar, beyond.backfill, beyond.chain, tenant, token, cfg.config_command,
+                beyond.calendar, beyond.backfill, beyond.chain, tenant, token, config_show.config_command,
                 jobs_as_code.apply):
     cli.add_command(_command)
 cli.add_command(alias(import_crontab, "import"))

@@ -79,17 +79,17 @@ class _Millis(click.IntRange):
 @click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
               help="On SIGTERM, how long running executions get to finish (a second SIGTERM or Ctrl-C ends it at once). [default: 30]")
 @click.option("--reaper-interval-ms", type=_Millis(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
-@click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier. [default: 0]")
+@click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier (fewer than workers x slots). [default: 0]")
 @click.option("--claim-ahead-ms", type=_Millis(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
 @click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
-@click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store. [default: on with postgresql://]")
+@click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store (always on with postgresql://). [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=_Millis(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
 @click.option("--smtp-url", type=cfg.SMTP_URL, metavar="URL", envvar="CRONWHEEL_SMTP_URL", help="Send email notifications through this relay: smtp://[user:pass@]host[:port] (STARTTLS when offered; ?starttls=require to insist) or smtps://…; set it in the environment to keep its password out of the process list.")
-@click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead (e.g. /usr/sbin/sendmail).")
+@click.option("--sendmail", metavar="PATH", help="Send email notifications with this sendmail program instead of --smtp-url (e.g. /usr/sbin/sendmail).")
 @click.option("--mail-from", type=cfg.MAIL_FROM, metavar="ADDRESS", help="The sender of email notifications. [default: cronwheel@HOSTNAME]")
 @click.pass_context
 def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
@@ -105,8 +105,11 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
         from cronwheel.daemon.serve import run_from_cli
     except ImportError as exc:
         raise click.ClickException(f"the daemon is not available in this build: {exc}") from None
+    http = cfg.check_or_exit(ctx)["http"]
+    # a host that does not resolve is found only when serve listens: say where it was written
+    origin = http.written("http")
     given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
-    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx))
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx), http_origin=origin)
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 

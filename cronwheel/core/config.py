@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,3 +117,38 @@ def size_bytes(text: str) -> int:
     if m is None or unit not in _SIZE_UNITS:
         raise ValueError(f"must be a size like 256M, 1G or 1048576, not {text!r}")
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+#: executions per local worker when ``slots`` is not set
+DEFAULT_SLOTS = 16
+
+
+def is_shared_store(url: str | None) -> bool:
+    """A store several nodes may point at (``store.open_store``'s PostgreSQL URLs)."""
+    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
+
+
+def combination_problems(values: Mapping[str, Any], origin: Callable[[str], str], cpus: int) -> list[tuple[str, str]]:
+    """What ``serve`` refuses among keys that are each valid alone, as ``(key, problem)``:
+    ``values`` as resolved (None: not set), ``origin(key)`` where a value came from (each
+    problem names the other keys it is about), ``cpus`` the default of ``workers``."""
+    problems: list[tuple[str, str]] = []
+    if values.get("cluster") is False and is_shared_store(values.get("store")):
+        # without bucket leases a node schedules every bucket, unfenced, beside the other nodes
+        # of the store, and starts with no check that no live node has its id
+        problems.append(("cluster", f"false cannot go with a PostgreSQL store (store from {origin('store')}): "
+                         "nodes that share a store must schedule through bucket leases (cluster mode), so it is "
+                         "always on with postgresql://; leave cluster unset"))  # fmt: skip
+    workers = cpus if values.get("workers") is None else int(values["workers"])
+    slots = int(values.get("slots") or DEFAULT_SLOTS)
+    reserved = int(values.get("reserved_high_slots") or 0)
+    if workers and reserved >= workers * slots:
+        # the dispatcher gives default and batch work only the slots beyond the reserve
+        problems.append(("reserved_high_slots", f"{reserved} slots reserved for the high priority tier leave none "
+                         f"for default and batch work: the node has {workers * slots} (workers = {workers} from "
+                         f"{origin('workers')}, slots = {slots} from {origin('slots')}); reserve fewer than "
+                         f"{workers * slots}"))  # fmt: skip
+    if values.get("smtp_url") and values.get("sendmail"):
+        problems.append(("sendmail", f"set as well as smtp_url (from {origin('smtp_url')}): email goes out one "
+                         "way, not both; remove one of them"))  # fmt: skip
+    return problems

@@ -18,6 +18,7 @@ from aiohttp import web
 from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
+from cronwheel.core.config import DEFAULT_SLOTS, combination_problems
 from cronwheel.core.tenants import HostAllow
 from cronwheel.daemon.datadir import publish_address, take_data_dir
 from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
@@ -136,13 +137,22 @@ async def serve(
     smtp_url: str | None = None,
     sendmail: str | None = None,
     mail_from: str | None = None,
+    http_origin: str | None = None,
 ) -> None:
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
-    compare with ``running`` (the values this daemon was started with; daemon/reload.py)."""
+    compare with ``running`` (the values this daemon was started with; daemon/reload.py).
+    ``http_origin``: where ``http`` was written (``FILE:LINE: key 'http'``), for a refusal."""
     if _stop_before_the_loop.is_set():  # nothing started yet: nothing to stop
         return
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
+    # the CLI refuses these first, naming the keys' files and lines (cli/config_checks.py)
+    refused = combination_problems(
+        {"cluster": cluster, "store": store_url, "workers": workers, "slots": slots, "reserved_high_slots":
+         reserved_high_slots, "smtp_url": smtp_url, "sendmail": sendmail}, _flag, workers,
+    )  # fmt: skip
+    if refused:
+        raise DaemonError(f"{_flag(refused[0][0])}: {refused[0][1]}")
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
     disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
@@ -162,7 +172,7 @@ async def serve(
         tcp_sock = bind_tcp(host, port)
     except ListenError as exc:
         lock.close()
-        raise DaemonError(str(exc)) from None
+        raise DaemonError(f"{http_origin}: {exc}" if http_origin else str(exc)) from None
     try:
         unix_sock = bind_unix(sock_path)
     except ListenError as exc:
@@ -222,7 +232,7 @@ async def _serve_bound(
     # jobs, counting them filled it and the daemon's RSS grew with the registered jobs
     reader_store = open_store(url, sqlite_cache_mib=READER_CACHE_MIB)
     shared = writer_store.meta().get("kind") == "postgresql"
-    if cluster is None or cluster is False:  # the flag is off unless given: PostgreSQL turns it on
+    if cluster is None:  # PostgreSQL turns it on (and cannot turn it off: serve refuses that)
         cluster = shared
     cluster_store = open_store(url) if cluster else None
     # PostgreSQL takes concurrent writers: results and claims get connections of their own
@@ -316,6 +326,10 @@ async def _serve_bound(
     events.emit("node.stopped")
 
 
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
 #: how long a thread may hold the GIL while another waits for it (CPython's default is 5 ms).
 #: The store's writer thread releases the GIL around SQLite work and must win it back from the
 #: busy event loop each time: at 5 ms a 5,000-row batch took 4-5x longer next to a busy loop,
@@ -348,7 +362,7 @@ def run_from_cli(
     store: str | None = None,
     http: str = DEFAULT_HTTP,
     workers: int | None = None,
-    slots: int = 16,
+    slots: int = DEFAULT_SLOTS,
     node_id: str | None = None,
     log_format: str = "auto",
     grace_sec: float = 30.0,

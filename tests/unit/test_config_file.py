@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ def _samples(key: str, option: click.Option) -> tuple[Any, Any, Any]:
         return "smtp://file.example", "smtp://env.example", "smtps://flag.example"
     if key == "mail_from":
         return "file@example.com", "env@example.com", "Flag <flag@example.com>"
+    if key == "sendmail":  # programs that are there: serve refuses one that is not
+        return shutil.which("true"), shutil.which("false"), shutil.which("cat")
     return f"/file/{key}", f"/env/{key}", f"/flag/{key}"
 
 
