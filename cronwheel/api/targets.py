@@ -26,7 +26,7 @@ from cronwheel.core.limits import MAX_HEADER_NAME_CHARS as MAX_HEADER_NAME_CHARS
 from cronwheel.core.limits import MAX_HEADER_VALUE_CHARS as MAX_HEADER_VALUE_CHARS
 from cronwheel.core.limits import MAX_HEADERS as MAX_HEADERS
 from cronwheel.core.model import JobSpec
-from cronwheel.core.urls import http_url_problem
+from cronwheel.core.urls import parse_http_url
 
 #: the target of a body that names none (the minimal ``{ schedule, payload, retryPolicy,
 #: timeoutSec }``): its executions wait in this queue for remote workers
@@ -56,7 +56,8 @@ def parse_target(req: JobRequest) -> dict[str, Any]:
 
 def _target_value(field: str, value: str | HttpTarget) -> Any:
     """Its shape and patterns are the struct's (``core.jobfields``); what is left are the
-    rules a pattern cannot say: a command's bytes, an URL that ``urlsplit`` takes."""
+    rules a pattern cannot say: a command's bytes, an URL that ``urlsplit`` takes with its host
+    written one way only (``core.urls``)."""
     if isinstance(value, HttpTarget):
         return _parse_http(field, value)
     if field.endswith("command"):
@@ -67,15 +68,22 @@ def _target_value(field: str, value: str | HttpTarget) -> Any:
 
 
 def _parse_http(field: str, spec: HttpTarget) -> dict[str, Any]:
-    problem = http_url_problem(spec.url, MAX_URL_CHARS)
-    if problem is not None:
-        raise bad(f"{field}.url", f"{field}.url {problem}, not {spec.url[:200]!r}")
+    try:
+        url = parse_http_url(spec.url, MAX_URL_CHARS)
+    except ValueError as exc:
+        raise bad(f"{field}.url", f"{field}.url {exc}, not {spec.url[:200]!r}") from None
+    if url.has_userinfo:
+        # a webhook rule may carry them (it has no headers, and its answers hide the password);
+        # a target's URL is shown whole, in listings and in the errors of its runs
+        raise bad(f"{field}.url", f"{field}.url carries user information (user:password@): give credentials in "
+                  f"{field}.headers instead (Authorization), where listings and run errors do not show them")  # fmt: skip
+    headers = dict(spec.headers or {})
     method = "GET"
     if spec.method is not None:
         method = spec.method.upper()
         if method not in HTTP_METHODS:
             raise bad(f"{field}.method", f"{field}.method must be one of {', '.join(HTTP_METHODS)}, not {spec.method!r}")
-    return {"url": spec.url, "method": method, "headers": dict(spec.headers or {})}
+    return {"url": spec.url, "method": method, "headers": headers}
 
 
 # ---------------------------------------------------------------- process setup

@@ -65,7 +65,9 @@ class HttpTarget(msgspec.Struct, forbid_unknown_fields=True):
     """`null` members count as absent."""
 
     url: Annotated[str, Meta(max_length=lim.MAX_URL_CHARS, pattern=HTTP_URL_PATTERN, extra_json_schema={"format": "http-url"},
-                             description="An absolute http:// or https:// URL with a host, at most 8192 characters, no spaces or control characters (format `http-url`: what Python's `urllib.parse.urlsplit` takes, with a valid port).")]
+                             description="An absolute http:// or https:// URL with a host, at most 8192 characters, no spaces or control characters (format `http-url`: what Python's `urllib.parse.urlsplit` takes, "
+                                         "with a port from 1 to 65535 if any, and as its host an IPv4 address of four decimal numbers, an IPv6 address in brackets without a zone id, "
+                                         "or an ASCII host name (IDNA form) without a final dot). No user information (`user:password@`): credentials go in `headers`.")]
     #: any case is taken (the server upper-cases it): a choice the server checks, not msgspec
     method: Annotated[str, ordered(HTTP_METHODS, "GET"), Meta(description="Upper case, or any case of these (sent upper case).")] | None = None
     headers: Annotated[dict[Annotated[str, Meta(max_length=lim.MAX_HEADER_NAME_CHARS, pattern=HEADER_NAME_PATTERN)],

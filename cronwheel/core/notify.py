@@ -110,8 +110,8 @@ REDACTED = "********"
 
 #: a rule's text members as the document states them (the server's checks are ``_text``'s)
 _TEXT_PATTERN = "^[^\\u0000]*\\S[^\\u0000]*$"
-_URL_DOC = ("webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target). "
-            "Answers show the password of its user information, if any, as `********`.")
+_URL_DOC = ("webhook: an absolute http:// or https:// URL with a host, no spaces or control characters (format `http-url`, as for an HTTP target, "
+            "but user information is taken: a webhook has no headers). Answers show the password of its user information, if any, as `********`.")
 _ON_DOC = ("failure: an attempt failed; dead: moved to the DLQ; success; recovered: the first success after a failure; late: started more than `afterSec` after its tick; "
            "missed: the `expectSuccessWithin` window passed without a success.")
 _RULE_DOC = (
