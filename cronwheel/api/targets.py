@@ -10,6 +10,7 @@ from typing import Any
 
 from cronwheel.api.fields import as_text, bad
 from cronwheel.core import model
+from cronwheel.core.httpheaders import header_problem
 from cronwheel.core.jobfields import HTTP_METHODS as HTTP_METHODS
 from cronwheel.core.jobfields import PROCESS_FIELDS, TARGET_KINDS, HttpTarget, JobRequest
 from cronwheel.core.limits import MAX_ACCOUNT_NAME_CHARS as MAX_ACCOUNT_NAME_CHARS
@@ -56,8 +57,8 @@ def parse_target(req: JobRequest) -> dict[str, Any]:
 
 def _target_value(field: str, value: str | HttpTarget) -> Any:
     """Its shape and patterns are the struct's (``core.jobfields``); what is left are the
-    rules a pattern cannot say: a command's bytes, an URL that ``urlsplit`` takes with its host
-    written one way only (``core.urls``)."""
+    rules a pattern cannot say: a command's bytes, an URL that ``urlsplit`` takes and the
+    headers that the worker keeps to itself (``core.urls``, ``core.httpheaders``)."""
     if isinstance(value, HttpTarget):
         return _parse_http(field, value)
     if field.endswith("command"):
@@ -78,6 +79,10 @@ def _parse_http(field: str, spec: HttpTarget) -> dict[str, Any]:
         raise bad(f"{field}.url", f"{field}.url carries user information (user:password@): give credentials in "
                   f"{field}.headers instead (Authorization), where listings and run errors do not show them")  # fmt: skip
     headers = dict(spec.headers or {})
+    problem = header_problem(headers, url)
+    if problem is not None:
+        name, why = problem
+        raise bad(f"{field}.headers.{name}", f"{field}.headers.{name} {why}")
     method = "GET"
     if spec.method is not None:
         method = spec.method.upper()

@@ -46,7 +46,9 @@ WORKER_ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+" + lim.PATTERN_END
 _COMMAND_DOC = "A shell command: not blank, no NUL, at most 16 KiB encoded as UTF-8 (JSON Schema counts characters: `maxLength` is the upper bound; the byte limit is the server's)."
 COMMAND_PATTERN = f"^[^\\u0000]*{_NOT_BLANK_NOR_NUL}[^\\u0000]*$"
 SHELL_PATTERN = f"^/(?:[^\\u0000]*{_NOT_BLANK_NOR_NUL})?" + lim.PATTERN_END
-HEADER_VALUE_PATTERN = r"^[^\r\n\u0000]*" + lim.PATTERN_END
+#: a header value: no control character but a tab (RFC 9110 field-content); CR and LF would
+#: end the header, and the rest are refused by some servers and read as separators by others
+HEADER_VALUE_PATTERN = r"^[^\u0000-\u0008\u000a-\u001f\u007f-\u009f]*" + lim.PATTERN_END
 Command = Annotated[str, Meta(min_length=1, max_length=lim.MAX_COMMAND_BYTES, pattern=COMMAND_PATTERN, description=_COMMAND_DOC)]
 PythonRef = Annotated[str, Meta(max_length=500, pattern=PYTHON_PATTERN, description="`module:function`, at most 500 characters.")]
 Queue = Annotated[str, Meta(pattern=QUEUE_PATTERN, description="A named queue served by remote workers (`POST /v1/workers/claim`); local workers never run it.")]
@@ -72,7 +74,10 @@ class HttpTarget(msgspec.Struct, forbid_unknown_fields=True):
     method: Annotated[str, ordered(HTTP_METHODS, "GET"), Meta(description="Upper case, or any case of these (sent upper case).")] | None = None
     headers: Annotated[dict[Annotated[str, Meta(max_length=lim.MAX_HEADER_NAME_CHARS, pattern=HEADER_NAME_PATTERN)],
                             Annotated[str, Meta(max_length=lim.MAX_HEADER_VALUE_CHARS, pattern=HEADER_VALUE_PATTERN)]],
-                       Meta(max_length=lim.MAX_HEADERS)] | None = None
+                       Meta(max_length=lim.MAX_HEADERS, description=(
+                           "Sent with the request (the `Cronwheel-*` and `Idempotency-Key` headers are the worker's and replace any given). "
+                           "Names are case-insensitive: one may not be given twice. The worker keeps to itself `Content-Length`, `Transfer-Encoding`, `Connection`, "
+                           "`Keep-Alive`, `Upgrade`, `TE`, `Trailer`, `Expect` and `Proxy-*` (422), and `Host` unless it repeats the URL's host (the allow-list judges the URL)."))] | None = None
 
 
 def _one_of_set(members: dict[str, str], *, or_none: bool) -> dict[str, Any]:
@@ -291,7 +296,7 @@ PATTERN_WORDS = {
     HEADER_NAME_PATTERN: "a valid header name",
     ACCOUNT_PATTERN: "a user name or group name of letters, digits and _ . - (a $ may end it)",
     HTTP_URL_PATTERN: "an absolute http:// or https:// URL with a host, without spaces or control characters",
-    HEADER_VALUE_PATTERN: "text without CR, LF or NUL",
+    HEADER_VALUE_PATTERN: "text without control characters such as CR, LF or NUL (a tab is taken)",
     COMMAND_PATTERN: "text that is not blank, without NUL characters",
     SHELL_PATTERN: "an absolute path (e.g. /bin/bash) without NUL or trailing spaces",
     NOT_BLANK: "text that is not blank",

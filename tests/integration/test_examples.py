@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from tests.support.daemon import REPO, Daemon, free_port
 from tests.support.procs import alive
@@ -32,7 +31,7 @@ from tests.support.readme import (
     section,
     shell_lines,
 )
-from tests.support.threadserver import app_in_a_thread
+from tests.support.threadserver import recording_endpoint
 from tests.support.wait import wait_for
 
 EXAMPLES = REPO / "examples"
@@ -141,20 +140,8 @@ def test_backup_with_fencing_uploads_once(d: Daemon, checkout: Path, tmp_path: P
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A tiny local HTTP endpoint in a thread: ``(base url, received requests)``."""
-    got: list[dict[str, Any]] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        got.append({"path": request.path, "method": request.method, "headers": dict(request.headers),
-                    "body": await request.json()})
-        return web.json_response({"ok": True})
-
-    def make() -> web.Application:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", hook)
-        return app
-
-    with app_in_a_thread(make) as base:
-        yield base, got
+    with recording_endpoint() as endpoint:
+        yield endpoint
 
 
 def test_http_target_example(d: Daemon, checkout: Path, receiver: tuple[str, list[dict[str, Any]]]) -> None:

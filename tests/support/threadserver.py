@@ -8,6 +8,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -49,3 +50,23 @@ def app_in_a_thread(make: Callable[[], web.Application], unix: Path | None = Non
     finally:
         stop[0]()
         thread.join(10)
+
+
+@contextlib.contextmanager
+def recording_endpoint() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local HTTP endpoint that answers every request ``{"ok": true}``: ``(base url, the
+    requests received)``, each as its path, method, headers and JSON body (None for none)."""
+    got: list[dict[str, Any]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        body = await request.json() if request.can_read_body else None
+        got.append({"path": request.path, "method": request.method, "headers": dict(request.headers), "body": body})
+        return web.json_response({"ok": True})
+
+    def make() -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", hook)
+        return app
+
+    with app_in_a_thread(make) as base:
+        yield base, got

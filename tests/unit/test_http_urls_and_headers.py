@@ -1,10 +1,11 @@
-"""The URL an HTTP target or a webhook calls, pure: a host the allow-list and the worker's client
-read alike."""
+"""The URL an HTTP target or a webhook calls, and the headers a target may send, pure: a host
+the allow-list and the worker's client read alike, and the headers that are the worker's."""
 
 from __future__ import annotations
 
 import pytest
 
+from cronwheel.core.httpheaders import header_problem
 from cronwheel.core.urls import http_url_problem, parse_http_url
 
 
@@ -63,3 +64,42 @@ def test_user_information_is_noted_not_refused_here() -> None:
     assert http_url_problem("https://u:p@h.example/", 100) is None
     assert parse_http_url("https://u:p@h.example/", 100).has_userinfo
     assert parse_http_url("https://@h.example/", 100).has_userinfo
+
+
+URL = parse_http_url("https://api.example.com/hook", 100)
+ODD_PORT = parse_http_url("http://api.example.com:8080/hook", 100)
+
+
+@pytest.mark.parametrize(("headers", "url"), [
+    ({}, URL),
+    ({"Authorization": "Bearer x", "Content-Type": "text/plain", "X-A": "caf\u00e9\tb"}, URL),
+    ({"Host": "api.example.com"}, URL),
+    ({"host": "API.example.com:443"}, URL),
+    ({"HOST": "api.example.com:8080"}, ODD_PORT),
+    ({"Host": "api.example.com"}, ODD_PORT),
+    ({"Host": "[::1]:8080"}, parse_http_url("http://[::1]:8080/", 100)),
+])
+def test_headers_a_target_may_send(headers: dict[str, str], url: object) -> None:
+    assert header_problem(headers, url) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("headers", "name", "words"), [
+    ({"Host": "admin.internal"}, "Host", "picks the virtual host"),
+    ({"host": "api.example.com:8443"}, "host", "not 'api.example.com:8443'"),
+    ({"Host": "api.example.com."}, "Host", "virtual host"),
+    ({"Host": ""}, "Host", "virtual host"),
+    ({"Content-Length": "0"}, "Content-Length", "frames the request body"),
+    ({"TRANSFER-ENCODING": "chunked"}, "TRANSFER-ENCODING", "frames the request body"),
+    ({"connection": "close"}, "connection", "hop-by-hop"),
+    ({"Keep-Alive": "1"}, "Keep-Alive", "hop-by-hop"),
+    ({"Upgrade": "h2c"}, "Upgrade", "hop-by-hop"),
+    ({"te": "trailers"}, "te", "hop-by-hop"),
+    ({"Trailer": "X"}, "Trailer", "hop-by-hop"),
+    ({"Expect": "100-continue"}, "Expect", "request body back"),
+    ({"Proxy-Authorization": "Basic x"}, "Proxy-Authorization", "a proxy"),
+    ({"proxy-connection": "keep-alive"}, "proxy-connection", "a proxy"),
+    ({"X-A": "1", "x-a": "2"}, "x-a", "given twice (X-A and x-a)"),
+])
+def test_headers_the_worker_keeps(headers: dict[str, str], name: str, words: str) -> None:
+    problem = header_problem({"X-Fine": "1", **headers}, URL)
+    assert problem is not None and problem[0] == name and words in problem[1], problem
