@@ -1,5 +1,6 @@
 """Which request headers a job's HTTP target may set: the rules its struct's patterns cannot
-say, checked by the API when a job is saved. Pure: no I/O.
+say, checked by the API when a job is saved and by the worker before it sends (a job stored
+before a rule existed is not sent either). Pure: no I/O.
 
 The worker's HTTP client honours what it is given, over one connection pool that every
 tenant's targets share. So the headers that say where a request goes and how the connection

@@ -68,6 +68,20 @@ def parse_http_url(url: str, max_chars: int) -> HttpUrl:
     return HttpUrl(parts, _host(parts), port or DEFAULT_PORTS[parts.scheme])
 
 
+def http_url_as_written(url: str) -> HttpUrl | None:
+    """``url``'s host and port as written, unjudged (a URL saved before a rule of
+    ``parse_http_url`` existed); None when it has no http(s) host at all."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = parts.hostname
+    return HttpUrl(parts, f"[{host}]" if ":" in host else host, port or DEFAULT_PORTS[parts.scheme])
+
+
 def _host(parts: SplitResult) -> str:
     host = parts.hostname or ""
     if parts.netloc.rpartition("@")[2].startswith("["):

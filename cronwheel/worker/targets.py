@@ -12,7 +12,9 @@ worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` t
   shell, runAs user, env and stdin change that as ``launch.py`` describes. When the shell exits,
   whatever is left of its process group is killed: a job cannot leave processes behind.
 * ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: one aiohttp request, the
-  payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds.
+  payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds. A
+  target whose headers ``core.httpheaders`` keeps to the worker (``Host``, ``Content-Length``…)
+  fails unsent: the API refuses them now, but a job saved before it did still has them.
 * ``{"python": "module:function"}``: called with the keyword arguments it accepts out of
   execution_id, job_id, lease_epoch, attempt, scheduled_at, payload; coroutines are awaited,
   plain functions run in a thread pool. A loaded plain function can also be started with no
@@ -41,8 +43,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cronwheel.core.httpheaders import header_problem
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Grant
+from cronwheel.core.urls import http_url_as_written
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.children import Readiness, StdinFeed, spawn
 from cronwheel.worker.launch import LaunchError, plan_launch
@@ -369,6 +373,9 @@ class TargetRunner:
         headers = spec.get("headers") or {}
         if not isinstance(url, str) or not isinstance(method, str) or not isinstance(headers, dict):
             return Result("failed", error="http target needs url (string), method (string), headers (map)")
+        refused = _refused_header(url, headers)
+        if refused is not None:  # a job saved before the API refused it: not sent either
+            return Result("failed", error=refused)
         timeout_sec = float(g.timeout_sec)
         t = spec.get("timeoutSec")
         if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
@@ -440,6 +447,15 @@ class TargetRunner:
             "scheduled_at": g.scheduled_at,
             "payload": g.payload,
         }
+
+
+def _refused_header(url: str, headers: dict[str, Any]) -> str | None:
+    """Why a header of a stored HTTP target must not be sent (``core.httpheaders``), or None."""
+    parsed = http_url_as_written(url)
+    if parsed is None:
+        return None  # the client says what is wrong with the URL itself
+    problem = header_problem({str(k): str(v) for k, v in headers.items()}, parsed)
+    return None if problem is None else f"not sent: the header {problem[0]} {problem[1]}"
 
 
 async def _within(fut: asyncio.Future[Any], timeout_sec: float) -> bool:

@@ -807,6 +807,17 @@ def test_http_target_headers_body_and_status() -> None:
                 slow = grant({"http": {"url": f"http://127.0.0.1:{port}/slow", "timeoutSec": 0.3}})
                 c = await t.run_one(slow)
                 assert c.outcome is Outcome.TIMED_OUT and "0.3" in c.error
+
+                # a job saved before the API refused the headers the worker keeps: never sent
+                calls = len(seen)
+                for name, value in (("Host", "admin.internal"), ("content-length", "0")):
+                    stored = grant({"http": {"url": f"http://127.0.0.1:{port}/hook", "headers": {name: value}}})
+                    c = await t.run_one(stored)
+                    assert c.outcome is Outcome.FAILED and c.exit_code is None, c
+                    assert c.error.startswith(f"not sent: the header {name} "), c.error
+                assert len(seen) == calls
+                same = grant({"http": {"url": f"http://127.0.0.1:{port}/hook", "headers": {"Host": f"127.0.0.1:{port}"}}})
+                assert (await t.run_one(same)).outcome is Outcome.SUCCEEDED and seen[-1][1]["Host"] == f"127.0.0.1:{port}"
         finally:
             release.set()
             await runner.cleanup()

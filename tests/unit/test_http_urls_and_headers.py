@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cronwheel.core.httpheaders import header_problem
-from cronwheel.core.urls import http_url_problem, parse_http_url
+from cronwheel.core.urls import http_url_as_written, http_url_problem, parse_http_url
 
 
 @pytest.mark.parametrize(("url", "host", "port"), [
@@ -64,6 +64,14 @@ def test_user_information_is_noted_not_refused_here() -> None:
     assert http_url_problem("https://u:p@h.example/", 100) is None
     assert parse_http_url("https://u:p@h.example/", 100).has_userinfo
     assert parse_http_url("https://@h.example/", 100).has_userinfo
+
+
+def test_a_url_as_written_is_read_without_judging_its_host() -> None:
+    """What the worker compares a stored target's Host header with."""
+    old = http_url_as_written("https://B\u00fccher.de.:8443/")
+    assert old is not None and (old.host, old.port) == ("b\u00fccher.de.", 8443)
+    assert http_url_as_written("http://[::1]/") is not None and http_url_as_written("http://[::1]/").host == "[::1]"  # type: ignore[union-attr]
+    assert http_url_as_written("ftp://h/") is None and http_url_as_written("http://h:99999/") is None
 
 
 URL = parse_http_url("https://api.example.com/hook", 100)
