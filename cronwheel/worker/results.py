@@ -47,6 +47,11 @@ class Tail:
         return scrub_text(bytes(self._buf[-self.limit :]).decode("utf-8", "replace"))
 
 
+def timed_out(timeout_sec: float, exit_code: int | None = None, output: str | None = None) -> Result:
+    """The result of a run its job's ``timeoutSec`` ended (every kind of target)."""
+    return Result("timed_out", exit_code, f"timed out after {timeout_sec:g}s", output)
+
+
 def bounded_tail(text: str, limit: int = MAX_ERROR) -> str:
     return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 

@@ -11,10 +11,9 @@ worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` t
   for a run a chain triggered: the parent's execution id, job id, tick and outcome). The job's
   shell, runAs user, env and stdin change that as ``launch.py`` describes. When the shell exits,
   whatever is left of its process group is killed: a job cannot leave processes behind.
-* ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: one aiohttp request, the
-  payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx succeeds. A
-  target whose headers ``core.httpheaders`` keeps to the worker (``Host``, ``Content-Length``…)
-  fails unsent: the API refuses them now, but a job saved before it did still has them.
+* ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: ``httptarget.py``, one aiohttp
+  request, the payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx
+  succeeds.
 * ``{"python": "module:function"}``: called with the keyword arguments it accepts out of
   execution_id, job_id, lease_epoch, attempt, scheduled_at, payload; coroutines are awaited,
   plain functions run in a thread pool. A loaded plain function can also be started with no
@@ -43,14 +42,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cronwheel.core.httpheaders import header_problem
 from cronwheel.core.instants import format_instant
 from cronwheel.core.model import Grant
-from cronwheel.core.urls import http_url_as_written
 from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.children import Readiness, StdinFeed, spawn
 from cronwheel.worker.launch import LaunchError, plan_launch
-from cronwheel.worker.results import Result, Tail, bounded_tail, error_text, not_loaded, return_text
+from cronwheel.worker.results import (
+    Result,
+    Tail,
+    error_text,
+    not_loaded,
+    return_text,
+    timed_out,
+)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -156,11 +160,6 @@ async def returned(value: Any, deadline: float, timeout_sec: float) -> Result:
         except Exception as exc:
             return Result("failed", None, error_text(exc))
     return Result("succeeded", None, None, return_text(value))
-
-
-def timed_out(timeout_sec: float, exit_code: int | None = None, output: str | None = None) -> Result:
-    """The result of a run its job's ``timeoutSec`` ended (every kind of target)."""
-    return Result("timed_out", exit_code, f"timed out after {timeout_sec:g}s", output)
 
 
 class _Overrun(Exception):
@@ -363,57 +362,21 @@ class TargetRunner:
         return Result("failed", code, error, output)
 
     async def run_http(self, g: Grant, spec: dict[str, Any]) -> Result:
-        import aiohttp  # only workers that run http targets pay for it
-        from multidict import CIMultiDict
+        # imported here: only workers that run http targets pay for aiohttp
+        from cronwheel.worker import httptarget
 
-        from cronwheel.worker.httpfailures import http_failure
-
-        url = spec.get("url")
-        method = spec.get("method") or "POST"
-        headers = spec.get("headers") or {}
-        if not isinstance(url, str) or not isinstance(method, str) or not isinstance(headers, dict):
-            return Result("failed", error="http target needs url (string), method (string), headers (map)")
-        refused = _refused_header(url, headers)
-        if refused is not None:  # a job saved before the API refused it: not sent either
-            return Result("failed", error=refused)
-        timeout_sec = float(g.timeout_sec)
-        t = spec.get("timeoutSec")
-        if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
-            timeout_sec = min(timeout_sec, float(t))
-        h: CIMultiDict[str] = CIMultiDict((str(k), str(v)) for k, v in headers.items())
-        h.update({  # ours win, whatever the case of the user's header names
+        if self._http is None:
+            self._http = httptarget.new_session(self.slots)
+        ours = {  # the run's identity, on every request it makes
             "Cronwheel-Job-Id": g.job_id,
             "Cronwheel-Execution-Id": g.execution_id,
             "Cronwheel-Lease-Epoch": str(g.lease_epoch),
             "Cronwheel-Attempt": str(g.attempt),
             "Cronwheel-Scheduled-At": format_instant(g.scheduled_at),
             "Idempotency-Key": g.execution_id,
-        })
-        h.update(parent_fields(g, "Cronwheel-Parent-", header=True))
-        body: bytes | None = None
-        if method.upper() not in ("GET", "HEAD"):
-            body = json.dumps(g.payload, ensure_ascii=False).encode()
-            h.setdefault("Content-Type", "application/json")  # case-insensitive
-        if self._http is None:
-            self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=max(100, self.slots)),
-                timeout=aiohttp.ClientTimeout(total=None),
-            )
-        tail = Tail()
-        try:
-            async with asyncio.timeout(timeout_sec):
-                async with self._http.request(method.upper(), url, data=body, headers=h) as resp:
-                    async for chunk in resp.content.iter_chunked(READ_CHUNK):
-                        tail.add(chunk)
-                    status, reason = resp.status, resp.reason
-        except TimeoutError:
-            return timed_out(timeout_sec, None, tail.text() or None)
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            return Result("failed", None, bounded_tail(http_failure(exc)), tail.text() or None)
-        output = tail.text()
-        if 200 <= status < 300:
-            return Result("succeeded", status, None, output)
-        return Result("failed", status, f"HTTP {status} {reason or ''}".rstrip(), output)
+            **parent_fields(g, "Cronwheel-Parent-", header=True),
+        }
+        return await httptarget.run_http(self._http, g, spec, ours)
 
     def loaded_plain(self, g: Grant) -> PythonTarget | None:
         """The plain (sync) callable ``g`` runs, if it is loaded already: such a run needs no
@@ -447,15 +410,6 @@ class TargetRunner:
             "scheduled_at": g.scheduled_at,
             "payload": g.payload,
         }
-
-
-def _refused_header(url: str, headers: dict[str, Any]) -> str | None:
-    """Why a header of a stored HTTP target must not be sent (``core.httpheaders``), or None."""
-    parsed = http_url_as_written(url)
-    if parsed is None:
-        return None  # the client says what is wrong with the URL itself
-    problem = header_problem({str(k): str(v) for k, v in headers.items()}, parsed)
-    return None if problem is None else f"not sent: the header {problem[0]} {problem[1]}"
 
 
 async def _within(fut: asyncio.Future[Any], timeout_sec: float) -> bool:
