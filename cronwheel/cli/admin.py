@@ -69,7 +69,7 @@ def _tenant_options(fn: Any) -> Any:
         click.option("--burst", type=_Limit(int, 1, MAX_QUOTA), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
         click.option("--allow-shell/--no-allow-shell", default=None,
                      help="May create command and python targets (they run as the daemon's user). [default no]"),
-        click.option("--http-allow", metavar="HOST,...", help="Hosts its HTTP targets and webhooks may call, and its email rules' recipients' domains ('' : the daemon's --http-allow)."),
+        click.option("--http-allow", metavar="HOST,...", help="Hosts its HTTP targets (their redirects too) and webhooks may call, and its email rules' recipients' domains ('' : the daemon's --http-allow)."),
         click.option("--json", "as_json", is_flag=True, help="Print the tenant as JSON."),
     ]
     for option in reversed(options):

@@ -84,7 +84,7 @@ class _Millis(click.IntRange):
 @click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
 @click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
-@click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
+@click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets (their redirects too) and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store (always on with postgresql://). [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=_Millis(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")

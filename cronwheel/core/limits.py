@@ -72,6 +72,8 @@ MAX_URL_CHARS = 8 * 1024
 MAX_HEADERS = 50
 MAX_HEADER_NAME_CHARS = 256
 MAX_HEADER_VALUE_CHARS = 8 * 1024
+#: redirects an HTTP target's run follows, each hop judged as the job's own URL (core.redirects)
+MAX_REDIRECTS = 10
 MAX_TIMEZONE_CHARS = 64
 TIMEOUT_SEC_RANGE = (1.0, 7 * 86_400.0)
 LEASE_SEC_RANGE = (0.2, 3600.0)
@@ -211,6 +213,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("payload", f"{MAX_PAYLOAD_BYTES} bytes of JSON", "a job's payload"),
     Limit("http.url", f"{MAX_URL_CHARS} characters", "an HTTP target"),
     Limit("http.headers", f"{MAX_HEADERS} headers, names {MAX_HEADER_NAME_CHARS}, values {MAX_HEADER_VALUE_CHARS}", "an HTTP target"),
+    Limit("redirects", f"{MAX_REDIRECTS} followed", "an HTTP target's run (one more: the run fails)"),
     Limit("timezone", f"{MAX_TIMEZONE_CHARS} characters", "an IANA name"),
     Limit("timeoutSec", f"{TIMEOUT_SEC_RANGE[0]:g} .. {TIMEOUT_SEC_RANGE[1]:g}", "seconds"),
     Limit("leaseSec", f"{LEASE_SEC_RANGE[0]:g} .. {LEASE_SEC_RANGE[1]:g}", "seconds"),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from cronwheel.core.deadman import Window
-from cronwheel.core.wire import Count, Id, Seconds
+from cronwheel.core.wire import Count, HostEntry, Id, Seconds
 
 if TYPE_CHECKING:
     from cronwheel.core.notify import Rule
@@ -330,3 +330,7 @@ class Grant(msgspec.Struct, array_like=True):
     #: the job's process setup (``JobSpec.process_json``): env, runAs, shell, stdin; None: defaults
     process: dict[str, Any] | None = None
     context: dict[str, Any] | None = None  #: see ``Execution.context``
+    #: an HTTP target's: its tenant's allow-list as the dispatcher found it, which its redirects
+    #: obey (``core.redirects.granted_allow``: ``("*",)`` any host, empty none but the job's own;
+    #: None, not given: the job's own host only)
+    http_allow: tuple[HostEntry, ...] | None = None

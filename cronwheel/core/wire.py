@@ -21,3 +21,5 @@ Count = Annotated[int, Meta(ge=0)]
 Seconds = Annotated[float, Meta(gt=0, le=1e15)]
 #: a text a result carries (error, output tail): bounded by the frame
 Text = Annotated[str, Meta(max_length=MAX_FRAME_BYTES)]
+#: an entry of an HTTP allow-list (``core.tenants.normalise_host``): a host name, ``*.domain``, an IP address
+HostEntry = Annotated[str, Meta(min_length=1, max_length=253)]

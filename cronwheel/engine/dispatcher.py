@@ -26,6 +26,8 @@ from cronwheel.core.records import (
     LeaseVerdict,
     Outcome,
 )
+from cronwheel.core.redirects import granted_allow
+from cronwheel.core.tenants import HostAllow
 from cronwheel.engine.dispatchloop import DEAF_REAP_PAUSE_SEC, DispatchLoop
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import GroupCommitter, StoreRunner
@@ -58,6 +60,7 @@ class Dispatcher(DispatchLoop):
         rng: random.Random | None = None,
         tenant_weight: Callable[[str], float] | None = None,
         tenant_max_running: Callable[[str], int | None] | None = None,
+        tenant_http_allow: Callable[[str], HostAllow] | None = None,
         completion_retry_ms: tuple[int, int] = (200, 5_000),
         completer: StoreRunner | None = None,
     ) -> None:
@@ -65,6 +68,8 @@ class Dispatcher(DispatchLoop):
             clock, writer, reader, events, reserved_high_slots=reserved_high_slots,
             tenant_weight=tenant_weight, tenant_max_running=tenant_max_running,
         )
+        if tenant_http_allow is not None:  # as a grant carries it
+            self.tenant_http_allow = lambda tenant: granted_allow(tenant_http_allow(tenant))
         self.reaper_interval_ms = reaper_interval_ms
         #: a local worker's result that the store could not take (a restart, a failover) is
         #: kept and tried again, first and longest delay: the job already ran, and dropping

@@ -80,6 +80,7 @@ class DispatchLoop:
         self.pool: WorkerPool | None = None
         self.queue: FairQueue[str] = FairQueue(tiers=len(Priority), weight=tenant_weight)
         self.tenant_max_running = tenant_max_running or (lambda _tenant: None)
+        self.tenant_http_allow: Callable[[str], tuple[str, ...] | None] = lambda _tenant: None  #: see Grant.http_allow
         self.running: dict[str, str] = {}  # execution id -> tenant, from reservation to release
         self.live = LiveOutput()  #: output of the executions running on this node, as it comes
         self.running_by_tenant: Counter[str] = Counter()
@@ -180,8 +181,8 @@ class DispatchLoop:
         after: tuple[int, str] | None = None
         while True:
             page = await self._ready_page(now, after)
-            fresh = [ex for ex in page if ex.queue is None and ex.execution_id not in self.meta
-                     and not self._in_flight(ex.execution_id)]  # fmt: skip
+            in_flight = self.pool.in_flight() if self.pool is not None else ()
+            fresh = [ex for ex in page if ex.queue is None and ex.execution_id not in self.meta and ex.execution_id not in in_flight]
             self.add(fresh)
             added += len(fresh)
             if len(page) < REFILL_PAGE:
@@ -190,9 +191,6 @@ class DispatchLoop:
 
     async def _ready_page(self, now: int, after: tuple[int, str] | None) -> list[Execution]:
         return await self.reader.run(lambda s: s.ready_executions(now, REFILL_PAGE, after))
-
-    def _in_flight(self, execution_id: str) -> bool:
-        return self.pool is not None and execution_id in self.pool.in_flight()
 
     # ---- the dispatch loop
     async def _dispatch_loop(self) -> None:
@@ -291,6 +289,8 @@ class DispatchLoop:
             for grant in grants:
                 worker_id = worker_of[grant.execution_id]
                 by_worker.setdefault(worker_id, []).append(grant)
+                if "http" in grant.target:  # the list its redirects obey
+                    grant.http_allow = self.tenant_http_allow(grant.tenant)
                 lag = start_at - grant.scheduled_at
                 record = {"jobId": grant.job_id, "executionId": grant.execution_id, "leaseEpoch": grant.lease_epoch,
                           "attempt": grant.attempt, "worker": worker_id, "tenant": grant.tenant, "lagMs": lag,

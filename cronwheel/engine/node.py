@@ -85,6 +85,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             reaper_interval_ms=config.reaper_interval_ms,
             tenant_weight=self.tenant_weight,
             tenant_max_running=self.tenant_max_running,
+            tenant_http_allow=self.tenant_http_allow,
             completer=self.completer,
         )
         self.scheduler = Scheduler(
@@ -109,7 +110,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             self.scheduler.buckets = []
         self.notifications = NotificationDeliverer(
             self.clock, self.writer, events, owner=self.node_id,
-            buckets=lambda: self.scheduler.owned()[0], http_allow=self.webhook_allow, mail=config.mail,
+            buckets=lambda: self.scheduler.owned()[0], http_allow=self.tenant_http_allow, mail=config.mail,
         )
         self.dispatcher.on_outcomes = self.notifications.wake
         self.submitter = Submitter(self.writer, self.reader, self.clock, events, self.scheduler, config.submit_retry_ms)

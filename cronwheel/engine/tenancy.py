@@ -87,8 +87,9 @@ class TenancyMixin(NodeParts):
         t = self._tenants.get(name)
         return None if t is None else t.max_running
 
-    def webhook_allow(self, tenant: str) -> HostAllow:
-        """The hosts a tenant's webhooks may call: its own HTTP allow-list, else the daemon's."""
+    def tenant_http_allow(self, tenant: str) -> HostAllow:
+        """The hosts a tenant's webhooks, and its HTTP targets' redirects, may call: its own
+        HTTP allow-list, else the daemon's (None: any host)."""
         return effective_http_allow(self.tenant_config(tenant), self.config.http_allow)
 
     def tenant_stats(self) -> dict[str, dict[str, Any]]:

@@ -12,8 +12,8 @@ worker (``remote.py``) calls a Python handler exactly as a ``{"python": …}`` t
   shell, runAs user, env and stdin change that as ``launch.py`` describes. When the shell exits,
   whatever is left of its process group is killed: a job cannot leave processes behind.
 * ``{"http": {url, method="POST", headers={}, timeoutSec?}}``: ``httptarget.py``, one aiohttp
-  request, the payload as a JSON body, ``Cronwheel-*`` and ``Idempotency-Key`` headers; 2xx
-  succeeds.
+  request per hop of its redirects, the payload as a JSON body, ``Cronwheel-*`` and
+  ``Idempotency-Key`` headers; 2xx succeeds.
 * ``{"python": "module:function"}``: called with the keyword arguments it accepts out of
   execution_id, job_id, lease_epoch, attempt, scheduled_at, payload; coroutines are awaited,
   plain functions run in a thread pool. A loaded plain function can also be started with no

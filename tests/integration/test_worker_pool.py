@@ -818,6 +818,10 @@ def test_http_target_headers_body_and_status() -> None:
                 assert len(seen) == calls
                 same = grant({"http": {"url": f"http://127.0.0.1:{port}/hook", "headers": {"Host": f"127.0.0.1:{port}"}}})
                 assert (await t.run_one(same)).outcome is Outcome.SUCCEEDED and seen[-1][1]["Host"] == f"127.0.0.1:{port}"
+                # nor a URL without an http(s) host, which the API never took: nothing to call
+                for url in ("ftp://127.0.0.1/x", "http://:80/", "http://127.0.0.1:99999/"):
+                    c = await t.run_one(grant({"http": {"url": url}}))
+                    assert (c.outcome, c.error) == (Outcome.FAILED, f"not a URL that can be called: {url}"), c
         finally:
             release.set()
             await runner.cleanup()

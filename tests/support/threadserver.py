@@ -14,9 +14,10 @@ from aiohttp import web
 
 
 @contextlib.contextmanager
-def app_in_a_thread(make: Callable[[], web.Application], unix: Path | None = None) -> Iterator[str]:
-    """Serve ``make()`` on the socket ``unix`` or on a free TCP port of 127.0.0.1; yield its URL
-    (``unix:PATH`` or ``http://127.0.0.1:PORT``), and stop it on leaving."""
+def app_in_a_thread(make: Callable[[], web.Application], unix: Path | None = None, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``make()`` on the socket ``unix`` or on a free TCP port of ``host`` (another
+    loopback address, 127.0.0.2, is another host to an allow-list); yield its URL (``unix:PATH``
+    or ``http://HOST:PORT``), and stop it on leaving."""
     started = threading.Event()
     url: list[str] = []
     stop: list[Callable[[], None]] = []
@@ -29,10 +30,10 @@ def app_in_a_thread(make: Callable[[], web.Application], unix: Path | None = Non
                 await web.UnixSite(runner, str(unix)).start()
                 url.append(f"unix:{unix}")
             else:
-                site = web.TCPSite(runner, "127.0.0.1", 0)
+                site = web.TCPSite(runner, host, 0)
                 await site.start()
                 port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-                url.append(f"http://127.0.0.1:{port}")
+                url.append(f"http://{host}:{port}")
             done = asyncio.Event()
             loop = asyncio.get_running_loop()
             stop.append(lambda: loop.call_soon_threadsafe(done.set))
@@ -69,4 +70,30 @@ def recording_endpoint() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         return app
 
     with app_in_a_thread(make) as base:
+        yield base, got
+
+
+@contextlib.contextmanager
+def redirecting_endpoint(host: str = "127.0.0.1") -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local HTTP endpoint on ``host`` that redirects where it is told: ``?to=URL`` answers
+    with ``Location: URL`` (and the status ``&status=``, 302 by default), ``/loop`` with
+    ``Location: /loop``, anything else ``{"ok": true}``. Yields ``(base url, the requests
+    received)``, each as its path and query, method, headers and body (text, "" for none)."""
+    got: list[dict[str, Any]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append({"path": request.path_qs, "method": request.method, "headers": dict(request.headers),
+                    "body": await request.text()})  # fmt: skip
+        if "to" in request.query:
+            return web.Response(status=int(request.query.get("status", "302")), headers={"Location": request.query["to"]})
+        if request.path == "/loop":
+            return web.Response(status=302, headers={"Location": "/loop"})
+        return web.json_response({"ok": True})
+
+    def make() -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", hook)
+        return app
+
+    with app_in_a_thread(make, host=host) as base:
         yield base, got
