@@ -40,10 +40,13 @@ READ_CHUNK = 64 * 1024
 
 
 def new_session(slots: int) -> aiohttp.ClientSession:
-    """The session a worker's HTTP targets share (its connection pool)."""
+    """The session a worker's HTTP targets share (its connection pool). It keeps no cookies, as
+    curl keeps none unless asked: a jar in it would send a cookie one answer set with every
+    later request to that host, another tenant's run included."""
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=max(100, slots)),
         timeout=aiohttp.ClientTimeout(total=None),
+        cookie_jar=aiohttp.DummyCookieJar(),
     )
 
 

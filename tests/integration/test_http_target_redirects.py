@@ -4,7 +4,7 @@ hop is never called and fails the run saying why, at most 10 are followed, metho
 browsers change them, and the job's own headers stay with its URL's origin (docs/security.md).
 
 Tenant acme may call 127.0.0.1 and localhost; 127.0.0.2, another loopback address, is a host
-off its list."""
+off its list. And no cookie an answer sets is kept, for a later hop or run."""
 
 from __future__ import annotations
 
@@ -151,3 +151,16 @@ def test_a_redirect_loop_ends_after_ten_redirects(acme: tuple[Daemon, str], fron
     assert run["status"] == "DEAD" and run["exitCode"] == 302, run
     assert run["error"] == f"redirect not followed: HTTP 302 to {base}/loop: a run follows at most 10 redirects", run
     assert [r["path"] for r in got] == ["/loop"] * 11  # the job's URL, then 10 redirects
+
+
+def test_a_cookie_an_answer_sets_is_never_sent_again(acme: tuple[Daemon, str], front: Endpoint) -> None:
+    """The worker's HTTP session is every tenant's: a cookie jar in it would hand one tenant's
+    session cookie to the next run that calls the same host, whoever's it is."""
+    d, token = acme
+    base, got = front
+    local = base.replace("127.0.0.1", "localhost")  # a host name: a jar keeps no cookie of an IP address
+    beta = tenant_token(d, "beta", httpAllow=["localhost"])
+    run_all(d, token, {"sets": {"url": f"{local}/set?cookie=sid%3Dacme-secret&to=/next", "method": "GET"}})
+    run_all(d, beta, {"reads": {"url": f"{local}/read", "method": "GET"}})
+    assert [r["path"].split("?")[0] for r in got] == ["/set", "/next", "/read"]
+    assert not any("Cookie" in r["headers"] for r in got), got  # not on the next hop, not in beta's run

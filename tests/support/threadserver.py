@@ -77,18 +77,20 @@ def recording_endpoint() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def redirecting_endpoint(host: str = "127.0.0.1") -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A local HTTP endpoint on ``host`` that redirects where it is told: ``?to=URL`` answers
     with ``Location: URL`` (and the status ``&status=``, 302 by default), ``/loop`` with
-    ``Location: /loop``, anything else ``{"ok": true}``. Yields ``(base url, the requests
-    received)``, each as its path and query, method, headers and body (text, "" for none)."""
+    ``Location: /loop``, anything else ``{"ok": true}``; ``cookie=NAME=VALUE`` in the query adds
+    that cookie to the answer. Yields ``(base url, the requests received)``, each as its path
+    and query, method, headers and body (text, "" for none)."""
     got: list[dict[str, Any]] = []
 
     async def hook(request: web.Request) -> web.Response:
         got.append({"path": request.path_qs, "method": request.method, "headers": dict(request.headers),
                     "body": await request.text()})  # fmt: skip
+        headers = {"Set-Cookie": f"{request.query['cookie']}; Path=/"} if "cookie" in request.query else {}
         if "to" in request.query:
-            return web.Response(status=int(request.query.get("status", "302")), headers={"Location": request.query["to"]})
+            return web.Response(status=int(request.query.get("status", "302")), headers={**headers, "Location": request.query["to"]})
         if request.path == "/loop":
             return web.Response(status=302, headers={"Location": "/loop"})
-        return web.json_response({"ok": True})
+        return web.json_response({"ok": True}, headers=headers)
 
     def make() -> web.Application:
         app = web.Application()
