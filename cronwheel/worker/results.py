@@ -3,6 +3,9 @@ output, its error, a callable's return value), safe for msgpack and the stores."
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import importlib
 import json
 import os
 import traceback
@@ -77,28 +80,51 @@ def cause_text(exc: BaseException) -> str:
     return scrub_text(text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…")
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_IMPORTLIB = os.path.join(os.path.dirname(os.path.abspath(traceback.__file__)), "importlib") + os.sep
+def _dir_of(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path)) + os.sep
+
+
+_IMPORTLIB = (_dir_of(importlib.__file__), "<frozen importlib")  #: frames that say nothing about the module imported
+_PACKAGE_DIR = _dir_of(os.path.dirname(__file__))
+#: where the frames that run a user's code come from, rather than the user's code itself
+_RUNNER = (_PACKAGE_DIR, _dir_of(asyncio.__file__), _dir_of(concurrent.futures.__file__), *_IMPORTLIB)
+
+
+def user_traceback(exc: BaseException) -> str | None:
+    """The traceback of ``exc`` through the user's own frames only (its last ERROR_LINES
+    lines), or None when it went through none: that one line would only repeat the error.
+
+    The worker catches what the user's code raises, so the stack begins with the worker's
+    frames (cronwheel's, asyncio's, the thread pool's, down to load_callable or the target's
+    call): those go, up to the first frame of the user's code, after which every frame stays,
+    cronwheel's too (the user's code may call it), but importlib's, which say nothing about
+    the module being imported. A stack that begins elsewhere was caught by another caller,
+    whose frames all stay."""
+    tb = traceback.TracebackException.from_exception(exc)
+    frames = list(tb.stack)
+    start = 0
+    if frames and frames[0].filename.startswith(_PACKAGE_DIR):
+        while start < len(frames) and frames[start].filename.startswith(_RUNNER):
+            start += 1
+    tb.stack = traceback.StackSummary.from_list([f for f in frames[start:] if not f.filename.startswith(_IMPORTLIB)])
+    text = _traceback_text(tb)
+    return text if "\n" in text else None
+
+
+def raised(exc: BaseException, lead: str = "") -> Result:
+    """The failed run of a python target whose code raised ``exc`` (``lead`` before it says
+    when, for a target that did not load). Its error is the exception, as the last line of its
+    traceback names it (``ValueError: bad input``): ``dlq ls``, ``history`` and notifications
+    show an error's first characters, and a traceback would begin with the worker's frames,
+    which say nothing a user can act on. The user's own frames are the run's output."""
+    return Result("failed", error=lead + cause_text(exc), output=user_traceback(exc))
 
 
 def not_loaded(spec: str, exc: BaseException) -> Result:
     """The failed run of a python target ``spec`` that could not be loaded (imported, found,
-    callable). Its error leads with the cause (``cannot load m:f: ModuleNotFoundError: No
-    module named 'm'``): ``dlq ls`` shows an error's first characters, and a traceback would
-    begin with the worker's own frames, which say nothing a user can act on. What the module's
-    code adds (the line of a SyntaxError, the import inside it that failed) is the run's output."""
-    tb = traceback.TracebackException.from_exception(exc)
-    # the stack runs from the worker's task (cronwheel, asyncio, the thread pool) to
-    # load_callable, then through importlib into the module: only the module's frames are kept
-    frames = list(tb.stack)
-    ours = [i for i, f in enumerate(frames) if f.filename.startswith(_PACKAGE_DIR)]
-    tb.stack = traceback.StackSummary.from_list([
-        f for f in frames[ours[-1] + 1 if ours else 0 :]
-        if not f.filename.startswith(("<frozen importlib", _IMPORTLIB))
-    ])
-    text = _traceback_text(tb)
-    # no frame of the module's: the one line left would only repeat the error
-    return Result("failed", error=f"cannot load {spec}: {cause_text(exc)}", output=text if "\n" in text else None)
+    callable): ``cannot load m:f: ModuleNotFoundError: No module named 'm'``, what the module's
+    code adds (the line of a SyntaxError, the import inside it that failed) as its output."""
+    return raised(exc, f"cannot load {spec}: ")
 
 
 def return_text(value: object) -> str | None:

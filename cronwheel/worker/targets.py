@@ -50,8 +50,8 @@ from cronwheel.worker.launch import LaunchError, plan_launch
 from cronwheel.worker.results import (
     Result,
     Tail,
-    error_text,
     not_loaded,
+    raised,
     return_text,
     timed_out,
 )
@@ -123,7 +123,7 @@ class PythonTarget:
         try:
             coroutine = self.fn(**self.arguments(kwargs))
         except Exception as exc:
-            return Result("failed", None, error_text(exc))
+            return raised(exc)
         return await returned(coroutine, deadline, timeout_sec)
 
 
@@ -135,7 +135,7 @@ def call_result(call: asyncio.Future[Any], timeout_sec: float) -> Result | None:
         # a thread cannot be killed: a sync callable keeps its thread until it returns
         return timed_out(timeout_sec)
     if exc is not None:
-        return Result("failed", None, error_text(exc))
+        return raised(exc)
     value = call.result()
     return None if inspect.isawaitable(value) else Result("succeeded", None, None, return_text(value))
 
@@ -156,9 +156,9 @@ async def returned(value: Any, deadline: float, timeout_sec: float) -> Result:
                 while inspect.isawaitable(value):
                     value = await value
         except TimeoutError as exc:
-            return timed_out(timeout_sec) if scope.expired() else Result("failed", None, error_text(exc))
+            return timed_out(timeout_sec) if scope.expired() else raised(exc)
         except Exception as exc:
-            return Result("failed", None, error_text(exc))
+            return raised(exc)
     return Result("succeeded", None, None, return_text(value))
 
 

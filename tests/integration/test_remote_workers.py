@@ -210,6 +210,28 @@ def test_a_result_with_unfit_text_is_reported_scrubbed(daemon: Daemon, remote_wo
         assert daemon.get(f"/v1/executions/{done['executionId']}").json()["output"] == '"out\ufffd\\u0000end"'
 
 
+def test_a_handler_that_raises_is_reported_as_a_local_worker_reports_it(
+    daemon: Daemon, remote_worker: Callable[..., Any]
+) -> None:
+    """The exception is the error (``ValueError: bad input``), the handler's own frames are the
+    output, on a remote worker as on a local one (tests/integration/test_python_target_raises.py)."""
+    body = {"runAt": "+0s", "payload": "bad", "retryPolicy": {"maxAttempts": 1}}
+    queued = daemon.add_job({**body, "queue": "q1"})["jobId"]
+    local = daemon.add_job({**body, "python": "tests.support.callables:bad_input"})["jobId"]
+    remote_worker("rw-1", "q1", extra=("--handler", "tests.support.callables:bad_input"))
+    reported = []
+    for job in (queued, local):
+        done = wait_for(lambda job=job: (e := only_execution(daemon, job)) and e["status"] == "DEAD" and e,
+                        30, what="the run to be reported")  # fmt: skip
+        full = daemon.get(f"/v1/executions/{done['executionId']}").json()
+        reported.append((full["error"], full["output"]))
+    assert reported[0] == reported[1], reported
+    error, output = reported[0]
+    assert error == "ValueError: bad input"
+    assert output.startswith("Traceback (most recent call last):\n") and output.endswith("\nValueError: bad input"), output
+    assert os.path.join("cronwheel", "worker") not in output, output
+
+
 def test_run_wait_on_a_queue_job_says_a_remote_worker_must_claim_it(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
     """`cronwheel run JOB --wait` on a queue job waits for a remote worker: with none running
     it waited in silence, for ever."""

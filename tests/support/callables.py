@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -42,3 +43,24 @@ def chatty(**_: Any) -> str:
     logging.getLogger("thirdparty.lib").warning("careful: %s", "disk almost full")
     sys.stderr.write("a raw line on stderr\n")
     return "ok"
+
+
+def _check(payload: Any) -> None:
+    if payload != "good":
+        raise ValueError("bad input")
+
+
+def bad_input(payload: Any) -> None:
+    """Raises ValueError('bad input') two frames down, as a user's code would."""
+    _check(payload)
+
+
+async def bad_input_async(payload: Any) -> None:
+    await asyncio.sleep(0)
+    _check(payload)
+
+
+async def too_slow(**_: Any) -> None:
+    """Overruns any timeout under a minute (a coroutine: the timeout cancels it, where a
+    thread would keep its worker busy for the minute)."""
+    await asyncio.sleep(60)
