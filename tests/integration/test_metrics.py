@@ -73,6 +73,9 @@ def test_metrics_move_with_real_work(make_daemon: Callable[..., Daemon], tmp_pat
                        "retryPolicy": {"maxAttempts": 3, "initialBackoffSec": 0.1},
                        "command": f"if [ -e {gate} ]; then exit 0; fi; touch {gate}; sleep 30"})
     first = wait_for(lambda: next((e for e in d.executions(stuck["jobId"]) if e["status"] == "RUNNING"), None), 20, what="stuck job running")
+    # RUNNING is the grant, not yet the shell: a worker stopped before it starts the shell
+    # never makes the gate, and the retry would make it and sleep out the test in its turn
+    wait_for(gate.exists, 20, what="the first attempt's shell to make the gate")
     spawned = d.event("pool.worker_spawned", worker=first["workerId"])
     assert spawned is not None
     os.kill(spawned["pid"], signal.SIGSTOP)
