@@ -121,8 +121,8 @@ def test_zombie_worker_is_fenced(make_daemon, tmp_path):
     first = wait_for(lambda: next((e for e in d.executions(job_id) if e["status"] == "RUNNING"), None), what="first run")
     assert first["leaseEpoch"] == 1
     zombie = pid_of_worker(d, first["workerId"])
-    zombie_jobs = children(zombie)
-    assert zombie_jobs, "the job's shell is a child of the worker"
+    # RUNNING is the grant: the worker may not have started the job's shell yet
+    zombie_jobs = wait_for(lambda: children(zombie), what="the job's shell, a child of the worker")
     os.kill(zombie, signal.SIGSTOP)
     for pid in zombie_jobs:
         os.killpg(pid, signal.SIGSTOP)  # the whole machine "pauses": worker and its job
