@@ -102,6 +102,9 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     """
     app: Cli = ctx.obj
     try:
+        from cronwheel.daemon import startsignals
+
+        startsignals.hold()  # before the daemon's imports: a SIGHUP or SIGTERM then is kept, not fatal
         from cronwheel.daemon.serve import run_from_cli
     except ImportError as exc:
         raise click.ClickException(f"the daemon is not available in this build: {exc}") from None

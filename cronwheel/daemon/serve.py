@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
 from cronwheel.core.config import DEFAULT_SLOTS, combination_problems
 from cronwheel.core.tenants import HostAllow
+from cronwheel.daemon import startsignals
 from cronwheel.daemon.datadir import publish_address, take_data_dir
 from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.daemon.options import (
@@ -142,7 +142,7 @@ async def serve(
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
     compare with ``running`` (the values this daemon was started with; daemon/reload.py).
     ``http_origin``: where ``http`` was written (``FILE:LINE: key 'http'``), for a refusal."""
-    if _stop_before_the_loop.is_set():  # nothing started yet: nothing to stop
+    if startsignals.stop_asked.is_set():  # nothing started yet: nothing to stop
         return
     # read (and unset) NOTIFY_SOCKET/WATCHDOG_* before any worker or job inherits them
     notifier = Notifier.from_environ()
@@ -203,14 +203,13 @@ async def _serve_bound(
     disk_low_bytes: int | None, fd_limit: int, log_level: str, reload: Any,
     running_config: dict[str, Any] | None, mail: MailConfig | None,
 ) -> None:  # fmt: skip
-    # A stop asked for while the node starts (systemctl restart just after a start, Ctrl-C at
-    # once) is kept for when it has started, then done as any other: the default SIGTERM killed
-    # a half-started node, leaving its workers to find out on their own.
+    # A stop asked for while the node starts is kept for when it has started, then done as any
+    # other (daemon/startsignals.py)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    if _stop_before_the_loop.is_set():
+    if startsignals.stop_asked.is_set():
         stop.set()
     node_id = node_id or socket.gethostname()
     try:
@@ -292,6 +291,9 @@ async def _serve_bound(
     if reload is not None:
         reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth))
         loop.add_signal_handler(signal.SIGHUP, reloader.reload)
+        if startsignals.reload_asked.is_set():  # a SIGHUP while it started: read the file now
+            startsignals.reload_asked.clear()
+            reloader.reload()
     if ready is not None:
         ready.set()
     # a slow store: say READY anyway after a while, the sweep catches up; a stop needs no wheel
@@ -337,18 +339,9 @@ def _flag(key: str) -> str:
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
-#: a SIGTERM or SIGINT that came before the event loop took the signals over (_serve_bound)
-_stop_before_the_loop = threading.Event()
-
-
-def _stop_asked(signum: int, frame: Any) -> None:
-    _stop_before_the_loop.set()
-
-
 def _run(coro: Any) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _stop_asked)
+    startsignals.hold()  # again: run_from_cli may be called without the command line
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux

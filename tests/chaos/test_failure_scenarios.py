@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.checker import History, check
 from tests.support.daemon import REPO, Daemon, assert_ran_once_unreaped, gated_run
-from tests.support.procs import alive
+from tests.support.procs import alive, open_files
 from tests.support.wait import wait_for
 
 LEDGER = REPO / "examples" / "fenced_ledger.py"
@@ -453,15 +453,6 @@ def test_a_stop_asked_for_while_the_node_starts_is_done_once_it_has_started(make
     assert d.proc.wait(30) == 0, d.log_tail()
     lifecycle = [e["event"] for e in d.events()[first_start:] if e["event"].startswith("node.")]
     assert lifecycle == ["node.started", "node.stopping", "node.stopped"], lifecycle
-
-
-def open_files(pid: int) -> list[Path]:
-    fds = Path(f"/proc/{pid}/fd")
-    out = []
-    for fd in fds.iterdir():
-        with contextlib.suppress(OSError):  # closed meanwhile
-            out.append(Path(os.readlink(fd)))
-    return out
 
 
 def test_a_run_cut_short_by_a_graceful_stop_runs_again_and_costs_no_attempt(make_daemon, tmp_path):

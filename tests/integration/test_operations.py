@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from cronwheel.obs.levels import SYSLOG_PRIORITY
 from tests.support.daemon import REPO, Daemon
+from tests.support.procs import open_files
 from tests.support.wait import wait_for
 
 _PREFIXED = re.compile(r"^<(\d)>(\{.*\})$")
@@ -102,6 +104,41 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     back = wait_for(lambda: [e for e in d.events("config.reloaded") if "log_level" in e["changed"]][1:], 20,
                     what="the second config.reloaded")  # fmt: skip
     assert back[0]["changed"]["log_level"] == {"from": "warning", "to": "info"}, back
+
+
+def test_a_sighup_while_the_node_starts_is_kept_and_applied_once_it_has_started(
+    tmp_path: Path, make_daemon: Callable[..., Daemon]
+) -> None:
+    """A SIGHUP before the reload handler existed took the default action: the daemon died
+    without a word, which systemd counts as a clean exit (no restart). Here it comes while the
+    node opens its store (held by another connection's write lock), with the file edited just
+    before: the node starts, then reads the file again."""
+    conf = tmp_path / "cronwheel.toml"
+    conf.write_text('retention = "30d"\n')
+    d = make_daemon(args=("--config", str(conf)))
+    d.stop()
+    first_start = len(d.events())
+    db = sqlite3.connect(d.data_dir / "cronwheel.db", isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    try:
+        d.launch()
+        assert d.proc is not None
+        wait_for(lambda: any(p.name == "cronwheel.db" for p in open_files(d.pid)), what="the daemon to open its store")
+        conf.write_text('retention = "7d"\n')
+        d.proc.send_signal(signal.SIGHUP)
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+
+    def later(name: str) -> list[dict]:
+        assert d.proc is not None and d.proc.poll() is None, f"the daemon died ({d.proc and d.proc.returncode}):\n{d.log_tail()}"
+        return [e for e in d.events()[first_start:] if e["event"] == name]
+
+    wait_for(lambda: later("node.started"), 30, what="the node to start")
+    (reloaded,) = wait_for(lambda: later("config.reloaded"), 20, what="the SIGHUP's reload")
+    assert reloaded["changed"] == {"retention": {"from": "30d", "to": "7d"}}, reloaded
+    d.url = (d.data_dir / "http.addr").read_text().strip()  # this start's port
+    assert d.status() and d.stop() == 0
 
 
 def test_a_bad_config_file_stops_serve_before_anything_starts(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 
@@ -14,3 +16,12 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def open_files(pid: int) -> list[Path]:
+    """What ``pid`` has open, as paths (``/proc/PID/fd``)."""
+    out = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            out.append(Path(os.readlink(fd)))
+    return out
