@@ -21,6 +21,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from cronwheel.cli.render import warned
 from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.words import as_given, is_sendable, is_utf8
+from cronwheel.worker.sockpath import unix_path
 
 
 class ClientError(Exception):
@@ -74,7 +75,11 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
-            sock.connect(self._path)
+            with unix_path(self._path) as name:  # a deep data directory: as the daemon bound it
+                sock.connect(name)
+        except ValueError as exc:  # too long, with no /proc to shorten it through: unreachable
+            sock.close()
+            raise OSError(str(exc)) from None
         except BaseException:
             sock.close()
             raise

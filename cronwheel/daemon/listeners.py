@@ -15,6 +15,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from cronwheel.worker.sockpath import UNIX_PATH_MAX, unix_path
+
 
 class ListenError(Exception):
     """An address that cannot be listened on, said in one line."""
@@ -68,15 +70,27 @@ def bind_unix(path: Path, mode: int = 0o600, backlog: int = 1024) -> socket.sock
     """A listening Unix socket at ``path``, mode ``mode``. A file left there by a daemon that
     died is removed first: the caller holds the data directory's lock, so no live daemon
     owns it."""
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    except OSError as exc:  # a directory of that name, a file of another user's in a shared dir
+        raise ListenError(f"cannot create the API socket {path}: {exc.strerror} (remove what is there)") from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o777 & ~mode)  # never visible with wider permissions, even briefly
     try:
-        sock.bind(str(path))
+        # a path longer than sun_path's 107 bytes is bound through /proc/self/fd, as the
+        # worker socket is (a deep --data-dir, a long $STATE_DIRECTORY)
+        with unix_path(path) as name:
+            sock.bind(name)
+    except ValueError:  # too long, and no /proc to shorten it through
+        sock.close()
+        raise ListenError(
+            f"cannot create the API socket {path}: its path is {len(os.fsencode(path))} bytes, more than a Unix "
+            f"socket's {UNIX_PATH_MAX} on this system; give the daemon a shorter --data-dir"
+        ) from None
     except OSError as exc:
         sock.close()
-        raise ListenError(f"cannot create the API socket {path}: {exc.strerror}") from None
+        raise ListenError(f"cannot create the API socket {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old_umask)
     os.chmod(path, mode)

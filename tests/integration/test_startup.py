@@ -5,6 +5,7 @@ admin token, store, workers or API socket left behind. Real processes."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -94,12 +95,27 @@ def test_a_second_daemon_on_the_same_data_dir_is_held_off(make_daemon: Callable[
 
 
 def test_an_unusable_api_socket_path_is_refused_before_anything_is_created(tmp_path: Path) -> None:
-    deep = tmp_path / ("d" * 120)  # longer than a Unix socket path may be
-    res = serve(deep, "127.0.0.1:0")
+    data = tmp_path / "data"
+    (data / "api.sock").mkdir(parents=True)  # what is there cannot be replaced by a socket
+    res = serve(data, "127.0.0.1:0")
     assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
     [line] = res.stderr.strip().splitlines()
-    assert "api.sock" in line, line
-    assert CREATED.isdisjoint(p.name for p in deep.iterdir())
+    assert f"cannot create the API socket {data / 'api.sock'}: Is a directory" in line, line
+    assert CREATED.isdisjoint(p.name for p in data.iterdir() if p.name != "api.sock")
+
+
+def test_a_data_dir_too_deep_for_a_socket_path_serves_its_api_socket(make_daemon: Callable[..., Daemon]) -> None:
+    """sun_path holds 107 bytes: the worker socket was bound through /proc/self/fd, the API
+    socket was refused (`cannot create the API socket …: None`). Both work now, and the CLI
+    reaches the daemon by its socket, as a job's `cronwheel effect` does (CRONWHEEL_URL=unix:…)."""
+    d = make_daemon("d" * 120)
+    sock = d.data_dir / "api.sock"
+    assert len(os.fsencode(sock)) > 107 and sock.is_socket()
+    env = {**d.cli_env(), "CRONWHEEL_URL": f"unix:{sock}"}
+    res = subprocess.run([sys.executable, "-m", "cronwheel", "status", "--json"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["workers"]["count"] == d.workers
 
 
 def test_a_socket_left_by_a_killed_daemon_does_not_stop_the_next_start(make_daemon: Callable[..., Daemon]) -> None:
