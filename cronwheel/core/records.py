@@ -205,3 +205,13 @@ class BucketGrants:
 
     granted: list[tuple[int, int, int]] = field(default_factory=list)
     store_now: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Migrated:
+    """What opening a store handle applied to its schema: from which version to which, and how
+    long it took (the daemon logs it as ``store.migrated``)."""
+
+    from_version: int
+    to_version: int
+    duration_ms: int

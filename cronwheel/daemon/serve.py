@@ -227,6 +227,10 @@ async def _serve_bound(
 
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
+    migrated = writer_store.migrated  # the first handle migrates: an upgrade's schema work, or a new store's
+    if migrated is not None:
+        events.emit("store.migrated", store=writer_store.meta().get("kind"), fromVersion=migrated.from_version,
+                    toVersion=migrated.to_version, durationMs=migrated.duration_ms)
     # API reads (lists, counts for status and metrics) need no 256 MiB cache: with a million
     # jobs, counting them filled it and the daemon's RSS grew with the registered jobs
     reader_store = open_store(url, sqlite_cache_mib=READER_CACHE_MIB)

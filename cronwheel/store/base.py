@@ -30,6 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from cronwheel.core.records import Migrated
 from cronwheel.store.roles.cluster import ClusterStore
 from cronwheel.store.roles.executions import ExecutionStore
 from cronwheel.store.roles.history import HistoryStore
@@ -63,6 +64,10 @@ class Store(
     @abstractmethod
     def schema_version(self) -> int:
         """The migration version the store is at (all migrations are applied on open)."""
+
+    #: the migrations this handle applied when it was opened; None when the schema was up to
+    #: date already (or another process migrated it meanwhile)
+    migrated: Migrated | None = None
 
     # ---- extra, for the engine
     def meta(self) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_loads
 
+from cronwheel.core.records import Migrated
 from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.common import loads
 from cronwheel.store.postgres import queries as q
@@ -148,6 +149,7 @@ class PostgresBase:
         self._closed = False
         self._synchronous_commit = "?"
         self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
+        self.migrated: Migrated | None = None  #: what opening it applied (Store.migrated)
 
     @classmethod
     def open(cls, conninfo: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> Self:
@@ -168,7 +170,7 @@ class PostgresBase:
     def _migrate(self) -> None:
         conn, _ = self._connection()
         try:
-            apply_migrations(conn, time.time_ns() // 1_000_000)
+            self.migrated = apply_migrations(conn, time.time_ns() // 1_000_000)
         except RuntimeError as exc:
             raise StoreError(f"{self.where}: {exc}") from exc
 

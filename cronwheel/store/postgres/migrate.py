@@ -13,11 +13,13 @@ own step; none does yet.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from cronwheel.core.records import Migrated
 from cronwheel.store.migrations import Migration, discover
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -51,16 +53,20 @@ def current_version(conn: psycopg.Connection[Any]) -> int:
     return 0 if row is None else int(row[0])
 
 
-def apply_migrations(conn: psycopg.Connection[Any], now_ms: int) -> int:
-    """Bring the database up to the latest version; returns the version reached.
-    ``conn`` is in autocommit mode (no transaction open)."""
+def apply_migrations(conn: psycopg.Connection[Any], now_ms: int) -> Migrated | None:
+    """Bring the database up to the latest version; returns what this call applied, None if
+    nothing (another node may have done it). ``conn`` is in autocommit mode (no transaction
+    open)."""
     found = migrations()
+    started, applied_from = time.monotonic(), None
     version = current_version(conn)  # cheap check without the lock: the usual case
     if version < len(found):
         with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = 0")  # wait for another node's migration, however long
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             version = current_version(conn)  # re-read under the lock: another node may be done
+            if version < len(found):
+                applied_from = version
             for mig in found[version:]:
                 conn.execute(mig.sql.encode())  # without parameters, several statements at once
                 conn.execute(
@@ -72,4 +78,7 @@ def apply_migrations(conn: psycopg.Connection[Any], now_ms: int) -> int:
         raise RuntimeError(
             f"database schema version {version} is newer than this cronwheel knows ({len(found)})"
         )
-    return version
+    if applied_from is None:
+        return None
+    # the lock's wait is in the time: what the start spent on the schema
+    return Migrated(applied_from, version, round((time.monotonic() - started) * 1000))

@@ -22,6 +22,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 import apsw
 
+from cronwheel.core.records import Migrated
 from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import apply_migrations, current_version
@@ -126,6 +127,7 @@ class SqliteBase:
         self.path = path
         self._closed = False
         self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
+        self.migrated: Migrated | None = None  #: what opening it applied (Store.migrated)
 
     @classmethod
     def open(
@@ -149,7 +151,7 @@ class SqliteBase:
                 raise StoreError(f"{path}: cannot use WAL mode (journal_mode is {mode})")
             conn.execute(q.PRAGMAS)
             conn.execute(f"PRAGMA cache_size = {-1024 * max(1, int(cache_mib)):d}")
-            apply_migrations(conn, time.time_ns() // 1_000_000)
+            migrated = apply_migrations(conn, time.time_ns() // 1_000_000)
         except apsw.CantOpenError as exc:
             if conn is not None:
                 conn.close()
@@ -167,7 +169,9 @@ class SqliteBase:
             if conn is not None:
                 conn.close()
             raise StoreError(f"cannot open the store at {path}: {exc}") from exc
-        return cls(conn, path)
+        store = cls(conn, path)
+        store.migrated = migrated
+        return store
 
     @contextlib.contextmanager
     def _write(self, fsync: bool = True) -> Iterator[apsw.Connection]:

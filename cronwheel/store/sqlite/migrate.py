@@ -15,11 +15,13 @@ alone), and ``PRAGMA foreign_key_check`` must find nothing before it commits.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import apsw
 
+from cronwheel.core.records import Migrated
 from cronwheel.store.migrations import Migration, discover
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -42,9 +44,11 @@ def current_version(conn: apsw.Connection) -> int:
     return int(row[0])
 
 
-def apply_migrations(conn: apsw.Connection, now_ms: int, until: int | None = None) -> int:
+def apply_migrations(conn: apsw.Connection, now_ms: int, until: int | None = None) -> Migrated | None:
     """Bring the database up to the latest version (or to ``until``: a file as an older
-    cronwheel left it, for the migration tests); returns the version reached."""
+    cronwheel left it, for the migration tests); returns what this call applied, None if
+    nothing (``schema_migrations`` keeps the history)."""
+    started, applied_from = time.monotonic(), None
     for mig in migrations():
         if until is not None and mig.version > until:
             break
@@ -56,6 +60,7 @@ def apply_migrations(conn: apsw.Connection, now_ms: int, until: int | None = Non
         conn.execute("BEGIN IMMEDIATE")
         try:
             if current_version(conn) < mig.version:  # re-checked under the write lock
+                applied_from = mig.version - 1 if applied_from is None else applied_from
                 conn.execute(mig.sql)
                 if rebuild and conn.execute("PRAGMA foreign_key_check").fetchall():
                     raise RuntimeError(f"migration {mig.version} ({mig.name}) broke a foreign key")
@@ -77,4 +82,6 @@ def apply_migrations(conn: apsw.Connection, now_ms: int, until: int | None = Non
         raise RuntimeError(
             f"database schema version {version} is newer than this cronwheel knows ({latest_version()})"
         )
-    return version
+    if applied_from is None:
+        return None
+    return Migrated(applied_from, version, round((time.monotonic() - started) * 1000))
