@@ -145,7 +145,7 @@ class ClusterMember:
         if first is None:
             return
         self.events.emit("node.waiting_for_previous", nodeId=self.node_id, address=first.address,
-                         lastSeenAt=first.last_seen, leaseTtlMs=self.ttl_ms)
+                         lastSeenAt=format_instant(first.last_seen), leaseTtlMs=self.ttl_ms)
         for _ in range(12):  # every TTL/6 for up to two TTLs: the row expires, or is refreshed
             await asyncio.sleep(self.interval / 2)
             row = await self._own_row()

@@ -17,6 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from cronwheel.core.clock import Clock
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecStatus
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import (
@@ -284,7 +285,7 @@ class Dispatcher(DispatchLoop):
                 continue
             fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
                       "status": res.status}
-            for key, value in (("exitCode", c.exit_code), ("error", c.error), ("availableAt", res.available_at)):
+            for key, value in (("exitCode", c.exit_code), ("error", c.error), ("availableAt", format_instant(res.available_at))):
                 if value is not None:  # absent rather than null, as emit has it
                     fields[key] = value
             if res.status is ExecStatus.SUCCEEDED:

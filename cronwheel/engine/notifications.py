@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from cronwheel.core import notify as nt
 from cronwheel.core.clock import Clock
+from cronwheel.core.instants import format_instant
 from cronwheel.core.tenants import HostAllow
 from cronwheel.engine import channels
 from cronwheel.engine.outage import LoopHealth
@@ -193,7 +194,7 @@ class NotificationDeliverer:
         self.events.emit(
             f"notification.{outcome}", notificationId=n.notification_id, on=n.event, via=n.rule.via.value,
             attempt=n.attempt, jobId=n.job_id, tenant=n.tenant, error=error,
-            availableAt=result.available_at,
+            availableAt=format_instant(result.available_at),
         )
 
     async def _send(self, n: nt.Notification) -> None:
@@ -246,7 +247,7 @@ class NotificationDeliverer:
         fired = await self.writer.run(lambda s: s.check_windows(buckets, now, 500))
         for job_id, deadline, queued in fired:
             self.missed_total += 1
-            self.events.emit("window.missed", jobId=job_id, deadlineAt=deadline, notifications=queued)
+            self.events.emit("window.missed", jobId=job_id, deadlineAt=format_instant(deadline), notifications=queued)
         if fired:
             self._wake.set()
         return len(fired)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from cronwheel.core.claimlead import ClaimLead
 from cronwheel.core.clock import Clock, StepDetector
 from cronwheel.core.ids import N_BUCKETS
+from cronwheel.core.instants import format_instant
 from cronwheel.core.model import ExecOrigin, Execution
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import ClaimResult
@@ -194,7 +195,7 @@ class Scheduler:
         scheduled from now on fires by the new clock."""
         step = self._steps.observe(now, self.clock.monotonic())
         if step:
-            self.events.emit("clock.stepped", stepMs=step, at=now)
+            self.events.emit("clock.stepped", stepMs=step, at=format_instant(now))
             self.wheel = TimingWheel(now, tick_ms=5, wheel_size=256)
             self._next_reload = 0
             self._next_sweep = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -253,12 +254,15 @@ def test_retries_back_off_within_the_jitter_band_then_dlq_replay_succeeds(make_d
     for n, retry in enumerate(retries, start=1):
         base = 0.2 * 2 ** (n - 1) * 1000
         logged = parse_ms(retry["ts"])
+        # an instant, as every instant in the log is (it was epoch milliseconds)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", retry["availableAt"]), retry
+        available = parse_ms(retry["availableAt"])
         # never earlier than the band allows (the store computed availableAt before this log line)
-        assert retry["availableAt"] - logged <= base * 1.25 + 1
+        assert available - logged <= base * 1.25 + 1
         # and the next attempt did not start before its backoff ended
-        assert parse_ms(starts[n + 1]["ts"]) >= retry["availableAt"] - 1
+        assert parse_ms(starts[n + 1]["ts"]) >= available - 1
         # the delays grow: each retry waits at least the lower band of its base
-        assert retry["availableAt"] - parse_ms(starts[n]["ts"]) >= base * 0.75 - 1
+        assert available - parse_ms(starts[n]["ts"]) >= base * 0.75 - 1
     # replay from the DLQ after fixing the cause: a fresh series, history kept
     flag.touch()
     r = d.post(f"/v1/dlq/{xid}/replay")
@@ -285,7 +289,7 @@ def test_cancel_aborts_a_running_execution_at_once(make_daemon, tmp_path):
 def parse_ms(ts: str) -> int:
     from datetime import datetime
 
-    return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+    return round(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 @pytest.mark.parametrize("policy", ["forbid", "replace"])

@@ -3,6 +3,7 @@ priority only when stdout is the journal stream, library logs and tracebacks as 
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import logging
@@ -55,6 +56,43 @@ def test_no_failure_the_code_reports_is_logged_below_warning() -> None:
     assert len(names) > 50, "the pattern no longer finds what the code emits"
     quiet = sorted(n for n in names if any(w in n for w in _FAILURE_WORDS) and level_of(n) in ("debug", "info"))
     assert quiet == [], quiet
+
+
+#: the calls that make an event line, in the daemon and its workers
+_EMITTERS = frozenset({"emit", "emit_now_and_then", "emit_many", "log", "_log"})
+
+
+def _instant_field(name: str | None) -> bool:
+    return name is not None and (name == "at" or name.endswith("At"))
+
+
+def _formatted(value: ast.expr) -> bool:
+    """An instant as text: ``format_instant(…)``, or a literal (a constant, None)."""
+    if isinstance(value, ast.Constant):
+        return True
+    return isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) == "format_instant"
+
+
+def test_every_instant_an_event_carries_is_rfc_3339_text() -> None:
+    """The log promises one form for every instant (docs/operations.md, "Logs"): a field named
+    ``…At`` (or ``at``) given to an event is ``format_instant(…)``, never epoch milliseconds
+    (`execution.retry_scheduled`'s ``availableAt`` was). Fields passed by keyword, and those
+    gathered first as ``("nameAt", value)`` pairs or ``{"nameAt": value}`` literals."""
+    package = Path(__file__).resolve().parents[2] / "cronwheel"
+    raw: list[str] = []
+    # the layers that log (the API's and the CLI's instants are formatted by their schemas)
+    for path in (p for layer in ("daemon", "engine", "obs", "worker") for p in (package / layer).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            pairs: list[tuple[str | None, ast.expr]] = []
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in _EMITTERS:
+                pairs = [(kw.arg, kw.value) for kw in node.keywords]
+            elif isinstance(node, ast.Tuple) and len(node.elts) == 2 and isinstance(node.elts[0], ast.Constant):
+                pairs = [(str(node.elts[0].value), node.elts[1])]
+            elif isinstance(node, ast.Dict):
+                pairs = [(str(k.value), v) for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)]
+            raw += [f"{path.relative_to(package.parent)}:{value.lineno}: {name}" for name, value in pairs
+                    if _instant_field(name) and not _formatted(value)]
+    assert raw == [], raw
 
 
 def test_log_level_filters_printing_but_not_counting() -> None:
