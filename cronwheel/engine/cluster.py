@@ -199,8 +199,7 @@ class ClusterMember:
             self.holdings.drop(unwanted)
             self.on_change()
             released = await self.runner.run(lambda s: s.release_buckets(self.node_id, unwanted))
-            for bucket in released:
-                self.events.emit("bucket.released", bucket=bucket)
+            self._said("released", [{"bucket": b} for b in released])
         t0 = self.clock.monotonic()  # before the request: the window closes before lease_until
         want = sorted(desired)
         grants = await self.runner.run(lambda s: s.acquire_buckets(self.node_id, want, ttl, now_ms))
@@ -210,9 +209,8 @@ class ClusterMember:
         for bucket in lost:
             self.events.emit("bucket.lost", bucket=bucket, reason="held by another node")
         new, changed = self.holdings.granted(t0, grants.granted)
-        for bucket, epoch, _ in grants.granted:
-            if bucket in new or bucket in changed:
-                self.events.emit("bucket.acquired", bucket=bucket, epoch=epoch)
+        fresh = set(new) | set(changed)
+        self._said("acquired", [{"bucket": b, "epoch": e} for b, e, _ in grants.granted if b in fresh])
         if new or changed or lost:
             self.on_change()
         self.turns += 1
@@ -230,8 +228,17 @@ class ClusterMember:
         except Exception as exc:  # the leases expire on their own
             self.events.emit("cluster.error", error=repr(exc))
             return
-        for bucket in released:
-            self.events.emit("bucket.released", bucket=bucket)
+        self._said("released", [{"bucket": b} for b in released])
+
+    def _said(self, what: str, terms: list[dict[str, int]]) -> None:
+        """A turn's acquired or released buckets: one ``buckets.acquired`` / ``buckets.released``
+        line (a start takes all 64 at once, a stop hands them all off), and each bucket's own
+        ``bucket.*`` event at debug level (counted and streamed, printed with --log-level debug)."""
+        if not terms:
+            return
+        self.events.emit_many(f"bucket.{what}", terms)
+        self.events.emit(f"buckets.{what}", count=len(terms), buckets=sorted(t["bucket"] for t in terms),
+                         held=len(self.holdings.terms))
 
     def stop(self) -> None:
         self._stopping = True

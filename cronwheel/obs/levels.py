@@ -24,6 +24,8 @@ EVENT_LEVELS: dict[str, str] = {
     "pool.worker_slots": "debug",
     "remote_worker.run": "debug",
     "remote_worker.completed": "debug",
+    "bucket.acquired": "debug",  # one buckets.acquired line per turn says it at info
+    "bucket.released": "debug",  # and one buckets.released line
     # something went wrong for one execution, worker or request; the node carries on
     "execution.retry_scheduled": "warning",
     "execution.aborted": "warning",

@@ -14,7 +14,7 @@ from tests.support.wait import wait_for
 
 def test_sqlite_is_a_single_node_without_membership(daemon: Daemon, tmp_path: Path) -> None:
     assert "cluster" not in daemon.status()
-    assert daemon.events("bucket.acquired") == []
+    assert daemon.events("bucket.acquired") == daemon.events("buckets.acquired") == []
     out = tmp_path / "ran.txt"
     job = daemon.add_job({"schedule": "* * * * * *", "command": f"echo x >> {out}"})
     wait_for(lambda: len(daemon.executions(job["jobId"])) >= 2, 15, what="ticks on all buckets")
@@ -22,7 +22,7 @@ def test_sqlite_is_a_single_node_without_membership(daemon: Daemon, tmp_path: Pa
 
 def test_cluster_flag_on_sqlite_leases_every_bucket_to_the_one_node(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon(args=("--cluster", "--node-id", "solo", "--bucket-lease-ms", "1500"))
-    wait_for(lambda: len({e["bucket"] for e in d.events("bucket.acquired")}) == 64, 10, what="64 buckets acquired")
+    wait_for(lambda: d.event("buckets.acquired", held=64), 10, what="64 buckets acquired")
     wait_for(lambda: d.status()["cluster"]["buckets"] == {"solo": 64}, 5, what="status: solo holds 64 buckets")
     assert [n["nodeId"] for n in d.status()["cluster"]["nodes"]] == ["solo"]
     job = d.add_job({"schedule": "* * * * * *", "command": "true"})
@@ -33,3 +33,23 @@ def test_cluster_flag_on_sqlite_leases_every_bucket_to_the_one_node(make_daemon:
     assert "cluster.buckets.solo:" in res.stdout and " 64" in res.stdout
     data = json.loads(d.cli("status", "--json").stdout)
     assert data["cluster"]["buckets"] == {"solo": 64}
+
+
+def test_a_cluster_node_says_its_buckets_in_one_line_at_start_and_stop(make_daemon: Callable[..., Daemon]) -> None:
+    """Taking all 64 buckets at the start, and handing them all off at the stop, was 64 info
+    lines each: it is one line each, naming the buckets; each bucket's own event is at debug
+    level, printed with --log-level debug."""
+    d = make_daemon(args=("--cluster", "--node-id", "solo"))
+    (acquired,) = wait_for(lambda: d.events("buckets.acquired"), 10, what="the buckets acquired")
+    assert (acquired["count"], acquired["held"], acquired["buckets"]) == (64, 64, list(range(64))), acquired
+    assert acquired["level"] == "info" and d.events("bucket.acquired") == []
+    assert d.stop() == 0
+    (released,) = d.events("buckets.released")
+    assert (released["count"], released["held"], released["buckets"]) == (64, 0, list(range(64))), released
+    assert d.events("bucket.released") == []
+
+    noisy = make_daemon("debug", args=("--cluster", "--node-id", "loud", "--log-level", "debug"))
+    wait_for(lambda: noisy.event("buckets.acquired", held=64), 10, what="the buckets acquired")
+    per_bucket = noisy.events("bucket.acquired")
+    assert sorted(e["bucket"] for e in per_bucket) == list(range(64)) and {e["level"] for e in per_bucket} == {"debug"}
+    assert all(e["epoch"] >= 1 for e in per_bucket)

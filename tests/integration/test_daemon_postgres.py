@@ -208,7 +208,7 @@ def test_a_node_that_lost_its_buckets_says_the_store_is_back_only_once_it_is(
     with dedicated_cluster() as cluster:
         d = make_daemon(args=("--store", cluster.dsn(), "--node-id", "n1", "--bucket-lease-ms", "2000"))
         d.add_job({"schedule": "* * * * * *", "command": "true"})  # a claim every second
-        wait_for(lambda: len({e["bucket"] for e in d.events("bucket.acquired")}) == 64, 10, what="64 buckets")
+        wait_for(lambda: d.event("buckets.acquired", held=64), 10, what="64 buckets")
         cluster.stop("immediate")
         wait_for(lambda: {e["loop"] for e in d.events("store.unavailable")} >= loops, 15,
                  what="the scheduler and the dead-man's watcher to lose the store")
