@@ -4,8 +4,10 @@ messages and exit codes instead of tracebacks."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import pwd
 import sys
 import time
 from pathlib import Path
@@ -133,6 +135,43 @@ def lock_holder(data_dir: Path) -> tuple[int, bool] | None:
     return None if state in ("Z", "X") else (pid, state in ("T", "t"))  # a zombie holds nothing
 
 
+def out_of_reach(data_dir: Path) -> bool:
+    """True when this user may not read the data directory's lock (nor reach its socket): a
+    daemon may well run there, as a service's user, unseen from here."""
+    try:
+        (data_dir / "lock").read_bytes()
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def out_of_reach_note(data_dir: Path) -> str:
+    """What a user who cannot enter a service's data directory can do instead: the TCP API,
+    whose address is public, with a token of their own (the admin token stays in there)."""
+    where = data_dir.absolute()
+    try:
+        st = where.stat()
+        owner: str = str(st.st_uid)
+        with contextlib.suppress(KeyError):
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        whose = f" (it is {owner}'s, mode {st.st_mode & 0o777:04o})"
+    except OSError:
+        whose = ""
+    return (
+        f"A daemon may be running with the data directory {where}, but this user cannot reach its socket{whose}. "
+        "Use its TCP API instead: set CRONWHEEL_URL to its address (`export CRONWHEEL_URL=$(cat "
+        "/run/cronwheel/http.addr)` under the shipped systemd unit, else its --http address) and "
+        f"CRONWHEEL_TOKEN to {_TOKEN_FOR_YOU}; or run the command as the daemon's user or root."
+    )
+
+
+#: where a user who cannot read the admin token gets one
+_TOKEN_FOR_YOU = ("a token made for you by someone who can reach the daemon (`cronwheel token create --role admin "
+                  "--name NAME`, or --tenant NAME for one tenant's jobs)")
+
+
 pass_cli = click.make_pass_decorator(Cli)
 
 
@@ -143,6 +182,9 @@ def unreachable_exit(exc: DaemonUnreachable, prefix: str = "", app: Cli | None =
                             or local_admin(app.data_dir, app.url) is not None):
         # the data directory's daemon, by its socket (the default; ./.cronwheel is relative to
         # where you are) or by the address it published
+        if out_of_reach(app.data_dir):  # a service's 0700 directory: say so, not "no daemon runs"
+            render.emit_note(out_of_reach_note(app.data_dir))
+            sys.exit(EX_UNAVAILABLE)
         holder = lock_holder(app.data_dir)
         if holder is not None:
             pid, stopped = holder
@@ -200,7 +242,13 @@ class CliGroup(click.Group):
         except ApiError as exc:
             render.emit_error(exc.detail)
             app = ctx.find_object(Cli)
-            if exc.status == 401 and app is not None and app.client.token is None:
+            if exc.status == 401 and app is not None and app.client.token is None and out_of_reach(app.data_dir):
+                render.emit_note(
+                    "The CLI sent no token: give one with --token or CRONWHEEL_TOKEN. The daemon's admin token is in "
+                    f"its data directory ({app.data_dir.absolute() / 'admin-token'}), which this user cannot read: use "
+                    f"{_TOKEN_FOR_YOU}."
+                )
+            elif exc.status == 401 and app is not None and app.client.token is None:
                 render.emit_note(
                     "The CLI sent no token: give one with --token or CRONWHEEL_TOKEN. The daemon's admin token "
                     f"is in its data directory ({app.data_dir.absolute() / 'admin-token'}; another one is named "
