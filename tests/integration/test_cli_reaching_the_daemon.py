@@ -11,15 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
-
+from tests.support import otheruser as other_user
 from tests.support.daemon import REPO, Daemon
 
 
@@ -84,37 +82,20 @@ def test_a_stopped_daemon_is_named_as_such_not_as_absent(daemon: Daemon) -> None
     assert res.returncode == 69 and "No daemon runs with the data directory" in res.stderr, res.stderr
 
 
-#: a uid of nobody's: the CLI of a local user who is not the daemon's
-OTHER_UID = 61_998
-
-
-def as_other_user(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """This checkout's CLI run as ``OTHER_UID``, by a Python that uid may run (the test's own
-    may live in root's home), with this environment's packages."""
-    python = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
-    if os.geteuid() != 0 or shutil.which("setpriv") is None or python is None:
-        pytest.skip("running the CLI as another user needs root, setpriv and a system python3")
-    path = os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    run_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": path, "CRONWHEEL_CONFIG": "", **(env or {})}
-    return subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", python,
-                           "-m", "cronwheel", *args], capture_output=True, text=True, env=run_env, timeout=60, cwd="/")
-
 
 def test_a_user_who_cannot_enter_the_data_dir_is_told_how_to_reach_the_daemon() -> None:
     """A service's data directory is 0700: another local user's CLI was told that no daemon
     runs (the lock is unreadable too), and, pointed at the TCP address, got a 401 that sent
     it to an admin token it cannot read. Each says what this user can do instead, and that
     way works."""
-    probe = as_other_user("next", "@daily")
-    if probe.returncode != 0:
-        pytest.skip(f"this checkout cannot be run by another user: {probe.stderr[-300:]}")
+    other_user.require()
     root = Path(tempfile.mkdtemp(prefix="cronwheel-other-user-"))
     root.chmod(0o755)  # the way to the data directory is open; the directory itself is not
     d = Daemon(root / "data")
     try:
         d.start()
         data = d.data_dir.absolute()
-        res = as_other_user("--data-dir", str(data), "ls")
+        res = other_user.run("--data-dir", str(data), "ls")
         assert res.returncode == 69 and "Traceback" not in res.stderr, res.stderr
         said = " ".join(res.stderr.split())
         assert "permission denied on the socket" in said, said
@@ -123,14 +104,14 @@ def test_a_user_who_cannot_enter_the_data_dir_is_told_how_to_reach_the_daemon() 
         assert "CRONWHEEL_URL=$(cat /run/cronwheel/http.addr)" in said and "CRONWHEEL_TOKEN" in said, said
         assert "No daemon runs" not in said, said
 
-        res = as_other_user("--data-dir", str(data), "ls", env={"CRONWHEEL_URL": d.url})
+        res = other_user.run("--data-dir", str(data), "ls", env={"CRONWHEEL_URL": d.url})
         said = " ".join(res.stderr.split())
         assert res.returncode == 1 and "which this user cannot read" in said and "cronwheel token create" in said, said
 
         made = d.cli("token", "create", "--role", "admin", "--name", "alice")
         assert made.returncode == 0, made.stderr
         d.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"})
-        res = as_other_user("ls", env={"CRONWHEEL_URL": d.url, "CRONWHEEL_TOKEN": made.stdout.strip()})
+        res = other_user.run("ls", env={"CRONWHEEL_URL": d.url, "CRONWHEEL_TOKEN": made.stdout.strip()})
         assert res.returncode == 0 and "yearly" in res.stdout, res.stderr
     finally:
         try:
