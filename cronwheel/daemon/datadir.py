@@ -48,6 +48,13 @@ def unusable_data_dir(data_dir: Path, exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return (f"{said}. The daemon's user must own it and its files (`ls -la {data_dir}`; a daemon run once as "
                 "root leaves root's files): fix the ownership, run as the owner, or give this daemon its own --data-dir")
+    if exc.errno == errno.EROFS and os.environ.get("INVOCATION_ID"):
+        # started by systemd: the shipped unit's ProtectSystem=strict makes every path but the
+        # unit's own directories read-only, whatever the mount says
+        return (f"{said}. Under systemd, ProtectSystem=strict (the shipped unit) leaves every path outside the unit's "
+                "own directories read-only: keep data_dir in its state directory (/var/lib/cronwheel), or let the "
+                f"unit write there with a drop-in (`systemctl edit cronwheel`: [Service] ReadWritePaths={data_dir}), "
+                "then restart it")
     if exc.errno == errno.EROFS:
         return (f"{said}. Its file system is mounted read-only (`findmnt -T {data_dir}`): remount it read-write, "
                 "or give this daemon a --data-dir on a writable file system")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,19 +150,25 @@ def test_an_emptied_store_is_refused_rather_than_started_afresh(make_daemon: Cal
     assert db.stat().st_size == 0
 
 
-@pytest.mark.parametrize(("options", "said", "advice"), [
-    ("ro,size=1m", "Read-only file system", "mounted read-only"),
-    ("size=64k,nr_inodes=1", "No space left on device", "is full"),  # no inode left for the lock
+@pytest.mark.parametrize(("options", "said", "advice", "systemd"), [
+    ("ro,size=1m", "Read-only file system", "mounted read-only", False),
+    # under systemd (INVOCATION_ID), ProtectSystem=strict is the likely cause, not the mount
+    ("ro,size=1m", "Read-only file system", "[Service] ReadWritePaths=", True),
+    ("size=64k,nr_inodes=1", "No space left on device", "is full", False),  # no inode left for the lock
 ])  # fmt: skip
 def test_a_read_only_or_full_data_directory_is_not_called_an_ownership_problem(
-        tmp_path: Path, options: str, said: str, advice: str) -> None:
+        tmp_path: Path, options: str, said: str, advice: str, systemd: bool) -> None:
     node = tmp_path / "node"
     node.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(node)], capture_output=True, text=True)
     if os.geteuid() != 0 or mounted.returncode != 0:
         pytest.skip(f"needs root to mount a tmpfs -o {options}: {mounted.stderr.strip()}")
+    env = {k: v for k, v in Daemon(tmp_path / "unused").cli_env().items() if k != "INVOCATION_ID"}
+    if systemd:
+        env["INVOCATION_ID"] = "0123456789abcdef0123456789abcdef"
     try:
-        r = Daemon(tmp_path / "unused").cli("serve", "--data-dir", str(node), "--http", "127.0.0.1:0")
+        r = subprocess.run([sys.executable, "-m", "cronwheel", "serve", "--data-dir", str(node), "--http", "127.0.0.1:0"],
+                           capture_output=True, text=True, env=env, timeout=60)
     finally:
         subprocess.run(["umount", "-l", str(node)], capture_output=True)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
@@ -205,3 +212,4 @@ def test_a_store_damaged_inside_a_page_is_refused_with_what_to_do(make_daemon: C
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert f"{db}: database disk image is malformed. It is damaged: restore it from a backup" in r.stderr, r.stderr
     assert "sqlite3 COPY .recover | sqlite3 recovered.db" in r.stderr, r.stderr
+
