@@ -5,16 +5,23 @@ while the disk is low the WAL is kept to a few MiB."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 import pytest
 
+from tests.support import otheruser as other_user
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -213,3 +220,78 @@ def test_a_store_damaged_inside_a_page_is_refused_with_what_to_do(make_daemon: C
     assert f"{db}: database disk image is malformed. It is damaged: restore it from a backup" in r.stderr, r.stderr
     assert "sqlite3 COPY .recover | sqlite3 recovered.db" in r.stderr, r.stderr
 
+
+def test_a_store_restored_as_root_is_refused_with_the_chown_that_fixes_it() -> None:
+    """The restore in docs/operations.md, done as root for a daemon of its own user: the copy
+    put in place is root's (0600, or 0644), which systemd's DynamicUser= does not fix (it
+    chowns only when the state directory's own ownership is wrong). 0600 was refused with
+    "(does the daemon's user own it…?)", 0644 was opened read-only without a word. Both are
+    refused naming the file's owner and the chown to run; after it, the node starts with the
+    restored jobs."""
+    other_user.require()
+    root = Path(tempfile.mkdtemp(prefix="cronwheel-restore-"))
+    root.chmod(0o755)
+    data = root / "data"
+    try:
+        data.mkdir(mode=0o700)
+        os.chown(data, other_user.OTHER_UID, other_user.OTHER_UID)
+        serve = ("serve", "--data-dir", str(data), "--http", "127.0.0.1:0", "--workers", "1", "--log-format", "json")
+        _serve_as_other_user(serve, data, lambda url, token: _post_job(url, token, "restored"))
+        # the backup, as the docs take it (as root, umask 077), and the restore
+        old = os.umask(0o077)
+        try:
+            with sqlite3.connect(data / "cronwheel.db") as live, sqlite3.connect(root / "backup.db") as copy:
+                live.backup(copy)
+        finally:
+            os.umask(old)
+        (data / "cronwheel.db").rename(root / "aside.db")
+        shutil.copy(root / "backup.db", data / "cronwheel.db")
+        db = data / "cronwheel.db"
+        for mode in (0o644, 0o600):
+            db.chmod(mode)
+            refused = other_user.run(*serve)
+            assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+            said = " ".join(refused.stderr.split())
+            assert f"cronwheel.db is root's (mode {mode:04o}), not this daemon's user's (uid {other_user.OTHER_UID})" in said, said
+            fix = said.split("`")[1]
+            assert fix == f"chown --reference={data} {db}", said
+        subprocess.run(fix.split(), check=True)
+        assert _serve_as_other_user(serve, data, lambda url, token: "restored" in _job_names(url, token))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _serve_as_other_user(serve: tuple[str, ...], data: Path, check: Callable[[str, str], object]) -> object:
+    """Start ``serve`` as the other user, run ``check(url, admin token)`` once it answers,
+    stop it; returns what ``check`` returned."""
+    (data / "http.addr").unlink(missing_ok=True)
+    proc = other_user.popen(*serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        addr = data / "http.addr"
+        wait_for(lambda: proc.poll() is None and addr.exists() and _healthy(addr.read_text().strip()), 60,
+                 what="the other user's daemon to answer")
+        return check(addr.read_text().strip(), (data / "admin-token").read_text().strip())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def _healthy(url: str) -> bool:
+    with urllib.request.urlopen(url + "/healthz", timeout=5) as resp:
+        return resp.status == 200
+
+
+def _post_job(url: str, token: str, name: str) -> None:
+    req = urllib.request.Request(url + "/v1/jobs", method="POST", data=json.dumps(
+        {"schedule": "0 0 1 1 *", "command": "true", "name": name}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 201
+
+
+def _job_names(url: str, token: str) -> list[str]:
+    req = urllib.request.Request(url + "/v1/jobs", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return [j.get("name") for j in json.loads(resp.read())["jobs"]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import pwd
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -74,6 +75,39 @@ def _damaged(what: str, exc: apsw.Error) -> str:
     """The store's file is damaged (its header at the open, or a page read later): what to do."""
     return (f"{what}: {exc}. It is damaged: restore it from a backup (Backups in docs/operations.md), or recover "
             "what it holds from a copy with `sqlite3 COPY .recover | sqlite3 recovered.db`")
+
+
+def _unwritable(path: Path) -> str:
+    """Why this process cannot open or write the store at ``path``, and what fixes it. The
+    common cause is a file restored or copied in as root: it keeps root's ownership, and
+    systemd's DynamicUser= fixes the state directory's ownership only when the directory's
+    own is wrong."""
+    uid = os.geteuid()
+    theirs: list[tuple[Path, os.stat_result]] = []
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(OSError):
+            st = file.stat()
+            if st.st_uid != uid:
+                theirs.append((file, st))
+    if not theirs:
+        return ("it or its directory is read-only to this daemon's user: a file mode, or a read-only file system "
+                "(under systemd's ProtectSystem=strict, every path outside the unit's own directories unless a "
+                "drop-in's ReadWritePaths= names it)")
+    files = " ".join(str(f) for f, _ in theirs)
+    try:
+        reference = path.parent.stat().st_uid == uid  # the data directory: its owner is the daemon's user
+    except OSError:
+        reference = False
+    fix = f"chown --reference={path.parent} {files}" if reference else f"chown {uid}:{os.getegid()} {files}"
+    owners = ", ".join(f"{f.name} is {_user(st.st_uid)}'s (mode {st.st_mode & 0o777:04o})" for f, st in theirs)
+    return (f"{owners}, not this daemon's user's ({_user(uid)}), as a file restored or copied in as root is: "
+            f"give it to the daemon's user (`{fix}`), then start again")
+
+
+def _user(uid: int) -> str:
+    with contextlib.suppress(KeyError):
+        return pwd.getpwuid(uid).pw_name
+    return f"uid {uid}"
 
 
 def _enable_wal(conn: apsw.Connection, busy_timeout_ms: int) -> str:
@@ -144,6 +178,9 @@ class SqliteBase:
                 flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE,
                 statementcachesize=256,
             )
+            if conn.readonly("main"):  # SQLite opens a file it may not write read-only, without a word
+                conn.close()
+                raise StoreError(f"cannot write the store at {path}: {_unwritable(path)}")
             conn.set_busy_timeout(busy_timeout_ms)
             mode = _enable_wal(conn, busy_timeout_ms)
             if mode.lower() != "wal":
@@ -155,8 +192,7 @@ class SqliteBase:
         except apsw.CantOpenError as exc:
             if conn is not None:
                 conn.close()
-            raise StoreError(f"cannot open the store at {path}: {exc} (does the daemon's user own it, and its "
-                             "directory?)") from exc
+            raise StoreError(f"cannot open the store at {path}: {exc}: {_unwritable(path)}") from exc
         except (apsw.CorruptError, apsw.NotADBError) as exc:
             if conn is not None:
                 conn.close()
