@@ -108,6 +108,29 @@ def test_unit_settings_the_daemon_relies_on() -> None:
     assert drop["UMask"] == ["0022"] and drop["RestrictAddressFamilies"] == [""]
 
 
+def test_a_configuration_error_is_not_restarted_and_a_refused_start_is(tmp_path: Path) -> None:
+    """Restart=on-failure alone restarted a bad key every 2 s for ever (the start limit never
+    tripped): the exit status of a configuration error is one the unit does not restart,
+    and that of a start refused for a cause that may pass (here a busy port) is not."""
+    s = _unit_settings(UNIT.read_text())
+    assert s["Restart"] == ["on-failure"]
+    prevented = {int(code) for line in s.get("RestartPreventExitStatus", []) for code in line.split()}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def serve(*args: str) -> int:
+        cmd = [sys.executable, "-m", "cronwheel", "serve", "--data-dir", str(tmp_path / "d"), "--workers", "1", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60).returncode
+
+    conf = tmp_path / "cronwheel.toml"
+    conf.write_text('wrokers = 2\n')
+    assert serve("--config", str(conf), "--http", "127.0.0.1:0") in prevented
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = serve("--http", f"127.0.0.1:{taken.getsockname()[1]}")
+    assert busy != 0 and busy not in prevented
+
+
 # ---------------------------------------------------------------- the protocol, live
 
 
