@@ -82,26 +82,37 @@ clean:
 # A wheel and a single-file executable in $(DIST)/. dist/cronwheel.pyz runs anywhere with the
 # same Python minor version and platform (its C extensions are this machine's):
 #   python3 dist/cronwheel.pyz serve     (or install it as /usr/local/bin/cronwheel)
+# Its CLI reads $(SYSCONFDIR)/cronwheel/cronwheel.toml by default: with a SYSCONFDIR other than
+# /etc, a shiv preamble (run before the command line is read) says where.
 DIST ?= dist
 SHIV ?= $(VENV)/bin/shiv
+PREAMBLE = $(if $(filter /etc,$(SYSCONFDIR)),,$(DIST)/sysconfdir.py)
 dist: $(STAMP)
 	# build/ keeps files that left the source tree (a renumbered migration would ship twice)
 	rm -rf $(DIST) build && mkdir -p $(DIST)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
-	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel \
+	$(if $(PREAMBLE),$(PY) -c 'import sys; print("import pathlib\nimport cronwheel.cli.config as c\n" \
+		"c.DEFAULT_CONFIG = pathlib.Path(%r)  # make dist SYSCONFDIR=" % sys.argv[1])' '$(CONFIG)' > $(PREAMBLE))
+	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel $(if $(PREAMBLE),--preamble $(PREAMBLE)) \
 		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl
+	$(if $(PREAMBLE),rm -f $(PREAMBLE))
 
 # Install on this host (or into $(DESTDIR) for a package): the single-file executable from
 # `make dist`, the man pages, the systemd unit and a commented configuration file. An existing
 # configuration is never overwritten; `make uninstall` removes what install put, and the
 # configuration only while it is unchanged. Then: systemctl daemon-reload && systemctl enable --now cronwheel
+# PREFIX=/opt/cw SYSCONFDIR=/opt/cw/etc: the CLI of that build reads /opt/cw/etc/cronwheel/cronwheel.toml
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
-UNITDIR    ?= $(PREFIX)/lib/systemd/system
 DOCDIR     ?= $(PREFIX)/share/doc/cronwheel
+# systemd reads units from /etc/systemd/system, /usr/local/lib/systemd/system and
+# /usr/lib/systemd/system, never from under another PREFIX (/opt/cw): there the unit goes
+# where this host's systemd puts its own (pkg-config's systemdsystemunitdir)
+SYSTEMD_UNITDIR = $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
+UNITDIR    ?= $(if $(filter /usr /usr/local,$(PREFIX)),$(PREFIX)/lib/systemd/system,$(SYSTEMD_UNITDIR))
 SYSCONFDIR ?= /etc
-CONFIG     := $(SYSCONFDIR)/cronwheel/cronwheel.toml
+CONFIG      = $(SYSCONFDIR)/cronwheel/cronwheel.toml
 MANPAGES   := man1/cronwheel.1 man5/cronwheel.5 man5/cronwheel.toml.5
 
 install: dist

@@ -29,7 +29,9 @@ from cronwheel.core.words import NotUtf8, as_given, file_text, is_utf8
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import journal_stream
 
-#: read when it exists and no --config / CRONWHEEL_CONFIG names another file
+#: read when it exists and no --config / CRONWHEEL_CONFIG names another file. `make dist
+#: SYSCONFDIR=DIR` (and so `make install SYSCONFDIR=DIR`) builds a single file whose shiv
+#: preamble sets it to DIR/cronwheel/cronwheel.toml before the command line is read
 DEFAULT_CONFIG = Path("/etc/cronwheel/cronwheel.toml")
 CONFIG_ENV = "CRONWHEEL_CONFIG"
 

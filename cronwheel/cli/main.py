@@ -59,7 +59,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="Bearer token for the API. [env CRONWHEEL_TOKEN]")
 @click.option("--config", "config_path", metavar="FILE",
               help="The configuration file (its data_dir tells commands where the daemon is). "
-                   "[env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
+                   f"[env CRONWHEEL_CONFIG; default {cfg.DEFAULT_CONFIG} when it exists]")
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 @click.pass_context

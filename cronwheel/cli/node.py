@@ -75,7 +75,7 @@ class _Millis(click.IntRange):
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
 @click.option("--config", metavar="FILE", is_eager=True, expose_value=False, callback=lambda ctx, _p, v: _serve_config(ctx, v),
-              help="Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default /etc/cronwheel/cronwheel.toml when it exists]")
+              help=f"Read this configuration file (cronwheel.toml(5)). [env CRONWHEEL_CONFIG; default {cfg.DEFAULT_CONFIG} when it exists]")
 @click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
               help="On SIGTERM, how long running executions get to finish (a second SIGTERM or Ctrl-C ends it at once). [default: 30]")
 @click.option("--reaper-interval-ms", type=_Millis(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")

@@ -3,12 +3,15 @@ has nothing else installed."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -35,6 +38,15 @@ def bare_python() -> list[str]:
     return [sys.executable, "-I"]
 
 
+def make(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``make -C REPO ARGS``, one at a time across the test workers: `make dist` builds the
+    wheel in the checkout's build/, which a concurrent one would delete under it."""
+    lock = Path(tempfile.gettempdir()) / f"cronwheel-make-{hashlib.sha256(bytes(REPO)).hexdigest()[:12]}.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+        return subprocess.run(["make", "-C", str(REPO), *args], capture_output=True, text=True, timeout=timeout)
+
+
 def get(url: str) -> int:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return int(resp.status)
@@ -45,11 +57,8 @@ def test_make_dist_builds_a_wheel_and_a_zipapp_that_serves(tmp_path: Path) -> No
         pytest.skip("make is not installed")
     dist = tmp_path / "dist"
     venv_bin = Path(sys.executable).parent
-    build = subprocess.run(
-        ["make", "-C", str(REPO), "-o", ".venv/.installed", "dist", f"DIST={dist}", f"PY={sys.executable}",
-         f"SHIV={venv_bin / 'shiv'}", "STAMP=.venv/.installed"],
-        capture_output=True, text=True, timeout=300,
-    )
+    build = make("-o", ".venv/.installed", "dist", f"DIST={dist}", f"PY={sys.executable}", f"SHIV={venv_bin / 'shiv'}",
+                 "STAMP=.venv/.installed")
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     wheels = list(dist.glob("cronwheel-*.whl"))
     pyz = dist / "cronwheel.pyz"

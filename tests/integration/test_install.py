@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_dist import bare_python, get
+from tests.integration.test_dist import bare_python, get, make
 from tests.integration.test_systemd import _unit_settings
 from tests.support.daemon import REPO
 from tests.support.wait import wait_for
@@ -41,11 +41,8 @@ def installed() -> Iterator[Path]:
     root.chmod(0o755)
     dest = root / "dest"
     venv_bin = Path(sys.executable).parent
-    res = subprocess.run(
-        ["make", "-C", str(REPO), "-o", ".venv/.installed", "install", f"DESTDIR={dest}", f"PREFIX={PREFIX}",
-         f"DIST={root / 'dist'}", f"PY={sys.executable}", f"SHIV={venv_bin / 'shiv'}", "STAMP=.venv/.installed"],
-        capture_output=True, text=True, timeout=300,
-    )
+    res = make("-o", ".venv/.installed", "install", f"DESTDIR={dest}", f"PREFIX={PREFIX}", f"DIST={root / 'dist'}",
+               f"PY={sys.executable}", f"SHIV={venv_bin / 'shiv'}", "STAMP=.venv/.installed")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     try:
         yield dest
@@ -173,3 +170,37 @@ def test_uninstall_removes_what_install_put(installed: Path, tmp_path: Path) -> 
     # the configuration stays when it was changed (the previous test re-rooted its data_dir)
     changed = (installed / CONFIG.lstrip("/")).read_text() != (REPO / "etc/cronwheel.toml").read_text()
     assert left == ([dest / CONFIG.lstrip("/")] if changed else []), left
+
+
+def test_another_prefix_puts_the_unit_where_systemd_looks_and_the_cli_reads_its_sysconfdir(tmp_path: Path) -> None:
+    """`make install PREFIX=/opt/cw` put the unit in /opt/cw/lib/systemd/system, which systemd
+    does not read, and a SYSCONFDIR other than /etc left the CLI reading /etc's file, so
+    `cronwheel ls` did not find the daemon "from any directory"."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dest = tmp_path / "dest"
+    venv_bin = Path(sys.executable).parent
+    vars_ = [f"DESTDIR={dest}", "PREFIX=/opt/cw", "SYSCONFDIR=/opt/cw/etc"]
+    res = make("-o", ".venv/.installed", "install", *vars_, f"DIST={tmp_path / 'dist'}", f"PY={sys.executable}",
+               f"SHIV={venv_bin / 'shiv'}", "STAMP=.venv/.installed")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    found = subprocess.run(["pkg-config", "--variable=systemdsystemunitdir", "systemd"], capture_output=True, text=True) \
+        if shutil.which("pkg-config") else None
+    unitdir = (found.stdout.strip() if found is not None and found.returncode == 0 else "") or "/lib/systemd/system"
+    assert unitdir in ("/lib/systemd/system", "/usr/lib/systemd/system"), unitdir  # where systemd looks
+    unit = _unit_settings((dest / unitdir.lstrip("/") / "cronwheel.service").read_text())
+    assert unit["ExecStart"] == ["/opt/cw/bin/cronwheel serve --config /opt/cw/etc/cronwheel/cronwheel.toml"]
+    assert (dest / "opt/cw/etc/cronwheel/cronwheel.toml").is_file() and not (dest / "opt/cw/lib").exists()
+    assert not (tmp_path / "dist" / "sysconfdir.py").exists()  # the build's preamble is in the single file only
+
+    # the installed CLI reads the SYSCONFDIR it was built for (here staged in DESTDIR: absent)
+    python = bare_python()
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "SHIV_ROOT": str(tmp_path / "shiv")}
+    shown = subprocess.run([*python, str(dest / "opt/cw/bin/cronwheel"), "config"], capture_output=True, text=True,
+                           env=env, timeout=60, cwd="/")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "# configuration file: none (/opt/cw/etc/cronwheel/cronwheel.toml does not exist)"
+
+    res = make("-s", "uninstall", *vars_, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert [p for p in dest.rglob("*") if p.is_file()] == []
