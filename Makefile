@@ -82,6 +82,8 @@ clean:
 # A wheel and a single-file executable in $(DIST)/. dist/cronwheel.pyz runs anywhere with the
 # same Python minor version and platform (its C extensions are this machine's):
 #   python3 dist/cronwheel.pyz serve     (or install it as /usr/local/bin/cronwheel)
+# It carries the postgres extra (psycopg with its binary wheel, libpq inside) so that an
+# installed node can use a PostgreSQL store; shiv unpacks it, so compiled wheels load.
 # Its CLI reads $(SYSCONFDIR)/cronwheel/cronwheel.toml by default: with a SYSCONFDIR other than
 # /etc, a shiv preamble (run before the command line is read) says where.
 DIST ?= dist
@@ -94,7 +96,7 @@ dist: $(STAMP)
 	$(if $(PREAMBLE),$(PY) -c 'import sys; print("import pathlib\nimport cronwheel.cli.config as c\n" \
 		"c.DEFAULT_CONFIG = pathlib.Path(%r)  # make dist SYSCONFDIR=" % sys.argv[1])' '$(CONFIG)' > $(PREAMBLE))
 	$(SHIV) --quiet --reproducible --compressed --console-script cronwheel $(if $(PREAMBLE),--preamble $(PREAMBLE)) \
-		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz $(DIST)/cronwheel-*.whl
+		--python '/usr/bin/env python3' --output-file $(DIST)/cronwheel.pyz "$$(echo $(DIST)/cronwheel-*.whl)[postgres]"
 	$(if $(PREAMBLE),rm -f $(PREAMBLE))
 
 # Install on this host (or into $(DESTDIR) for a package): the single-file executable from
