@@ -164,3 +164,23 @@ def test_a_cookie_an_answer_sets_is_never_sent_again(acme: tuple[Daemon, str], f
     run_all(d, beta, {"reads": {"url": f"{local}/read", "method": "GET"}})
     assert [r["path"].split("?")[0] for r in got] == ["/set", "/next", "/read"]
     assert not any("Cookie" in r["headers"] for r in got), got  # not on the next hop, not in beta's run
+
+
+def test_with_no_list_anywhere_any_hop_goes_and_with_an_empty_one_only_the_jobs_own(
+        make_daemon: Callable[..., Daemon], front: Endpoint, far: Endpoint) -> None:  # fmt: skip
+    """The daemon's list as a grant carries it: not set is any host; ``--http-allow ''`` (an
+    empty list) none but the job's own (an admin's job: its URL is not judged when it is saved,
+    its redirects are)."""
+    base, _ = front
+    far_base, far_got = far
+    open_node = make_daemon("open", workers=1)
+    runs = run_all(open_node, open_node.admin_token, {"anywhere": {"url": to(base, f"{far_base}/x"), "method": "GET"}})
+    assert runs["anywhere"]["status"] == "SUCCEEDED" and [r["path"] for r in far_got] == ["/x"], runs
+    closed = make_daemon("closed", workers=1, args=("--http-allow", ""))
+    runs = run_all(closed, closed.admin_token, {
+        "elsewhere": {"url": to(base, f"{far_base}/y"), "method": "GET"},
+        "home": {"url": to(base, f"{base}/z"), "method": "GET"},
+    })
+    assert [r["path"] for r in far_got] == ["/x"]  # nothing more reached the other host
+    assert runs["elsewhere"]["status"] == "DEAD" and runs["elsewhere"]["error"].endswith("(no host but its own)"), runs
+    assert runs["home"]["status"] == "SUCCEEDED", runs["home"]
