@@ -382,8 +382,10 @@ def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
     """Ctrl-C twice: the first stop waits for the running execution (here up to 600 s), the
     second kills it now; it runs again after the restart, interrupted, costing no attempt."""
     d: Daemon = make_daemon(args=("--grace-sec", "600"))
-    marker = tmp_path / "runs"
-    job = d.add_job({"runAt": "+0s", "command": f"echo run >> {marker}; sleep 300", "retryPolicy": {"maxAttempts": 1}})
+    marker, hold = tmp_path / "runs", tmp_path / "hold"
+    hold.touch()  # each run lasts while it is there: removed at the end, so the last stop is quick
+    job = d.add_job({"runAt": "+0s", "command": f"echo run >> {marker}; while [ -e {hold} ]; do sleep 0.1; done",
+                     "retryPolicy": {"maxAttempts": 1}})  # fmt: skip
     wait_for(marker.exists, what="the run")
     assert d.proc is not None
     d.proc.send_signal(signal.SIGTERM)
@@ -396,6 +398,8 @@ def test_a_second_sigterm_ends_the_grace_at_once(make_daemon, tmp_path):
     again = wait_for(lambda: next((e for e in d.executions(job["jobId"]) if e["leaseEpoch"] == 2), None),
                      timeout=30, what="the interrupted run again")  # fmt: skip
     assert again["attempt"] == 2 and "interrupted" in (again.get("reason") or ""), again
+    hold.unlink()
+    assert d.stop() == 0
 
 
 def test_a_killed_node_s_command_runs_are_ended_before_their_retries_start(make_daemon, tmp_path):
