@@ -23,6 +23,9 @@ from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.words import as_given, is_sendable, is_utf8
 from cronwheel.worker.sockpath import unix_path
 
+#: how long a request waits for the daemon's answer unless --request-timeout says otherwise
+DEFAULT_TIMEOUT_SEC = 30.0
+
 
 class ClientError(Exception):
     """Base of everything this client raises."""
@@ -134,7 +137,7 @@ def _api_error(resp: http.client.HTTPResponse, decoded: Any) -> ApiError:
 
 
 class Client:
-    def __init__(self, url: str, token: str | None = None, timeout: float = 30) -> None:
+    def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT_SEC) -> None:
         self.url = url
         self.token = token
         self.timeout = timeout

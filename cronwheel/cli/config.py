@@ -117,8 +117,21 @@ class _Directory(click.Path):
         return super().convert(value, param, ctx)
 
 
+#: the most a request may wait for the daemon's answer (more is no timeout at all, in effect)
+MAX_REQUEST_TIMEOUT_SEC = 86_400.0
+
+
+def request_timeout(text: str) -> float:
+    """``--request-timeout``: more than nothing, at most a day."""
+    seconds = parse_duration(text)
+    if not 0 < seconds <= MAX_REQUEST_TIMEOUT_SEC:
+        raise ValueError(f"{text!r} is not a request timeout: more than 0 s and at most 1 d (e.g. 5s, 2m)")
+    return seconds
+
+
 DATA_DIR = _Directory(file_okay=False, readable=False, path_type=Path)
 DURATION = _Checked("duration", parse_duration)
+REQUEST_TIMEOUT = _Checked("duration", request_timeout)
 HOSTPORT = _Checked("host:port", _hostport)
 HOSTS = _Checked("hosts", _hosts)
 SIZE = _Checked("size", size_bytes)

@@ -17,7 +17,13 @@ from urllib.parse import urlsplit
 import click
 
 from cronwheel.cli import render
-from cronwheel.cli.client import ApiError, Client, ClientError, DaemonUnreachable
+from cronwheel.cli.client import (
+    DEFAULT_TIMEOUT_SEC,
+    ApiError,
+    Client,
+    ClientError,
+    DaemonUnreachable,
+)
 from cronwheel.cli.exits import EX_UNAVAILABLE
 from cronwheel.core.tenants import given_token
 
@@ -53,6 +59,7 @@ class Cli:
         self.data_dir = data_dir
         self.url = url or f"unix:{data_dir.absolute() / 'api.sock'}"
         self.token = token
+        self.timeout = DEFAULT_TIMEOUT_SEC  #: --request-timeout
         self._client: Client | None = None
 
     def _token(self) -> str | None:
@@ -78,7 +85,7 @@ class Cli:
                     raise click.BadParameter("a token is printable ASCII, as `cronwheel token create` prints it; "
                                              "this one is not (a stray byte or line break?)", param_hint="'--token' / CRONWHEEL_TOKEN")
             try:
-                self._client = Client(self.url, token)
+                self._client = Client(self.url, token, timeout=self.timeout)
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--url' / CRONWHEEL_URL") from None
         return self._client

@@ -57,13 +57,17 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="The daemon's data directory. [env CRONWHEEL_DATA_DIR, else $STATE_DIRECTORY, else ./.cronwheel]")
 @click.option("--token", envvar="CRONWHEEL_TOKEN", metavar="TOKEN",
               help="Bearer token for the API. [env CRONWHEEL_TOKEN]")
+@click.option("--request-timeout", type=cfg.REQUEST_TIMEOUT, envvar="CRONWHEEL_REQUEST_TIMEOUT", metavar="DURATION",
+              help="Give up on a daemon that has not answered a request within this long (e.g. 5s, 2m); "
+                   "following output or events waits on. [env CRONWHEEL_REQUEST_TIMEOUT; default 30s]")
 @click.option("--config", "config_path", metavar="FILE",
               help="The configuration file (its data_dir tells commands where the daemon is). "
                    f"[env CRONWHEEL_CONFIG; default {cfg.DEFAULT_CONFIG} when it exists]")
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None, config_path: str | None) -> None:
+def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str | None, request_timeout: str | None,
+        config_path: str | None) -> None:
     """cronwheel: a distributed job scheduler for cron and one-off jobs.
 
     \b
@@ -82,6 +86,8 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
     ctx.meta["cronwheel.config"] = file
     ctx.default_map = {"serve": file.values}
     ctx.obj = make_cli(url, data_dir, token, file)
+    if request_timeout is not None:
+        ctx.obj.timeout = cfg.request_timeout(request_timeout)
 
 
 def make_cli(url: str | None, data_dir: Path | None, token: str | None, file: cfg.FileValues) -> Cli:

@@ -21,8 +21,8 @@ from tests.support import otheruser as other_user
 from tests.support.daemon import REPO, Daemon
 
 
-def cli(*args: str, data_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_DATA_DIR": str(data_dir)}
+def cli(*args: str, data_dir: Path, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_DATA_DIR": str(data_dir), **(env or {})}
     env.pop("CRONWHEEL_TOKEN", None)
     env.pop("CRONWHEEL_URL", None)
     return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, timeout=timeout)
@@ -59,19 +59,23 @@ def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_pat
 
 def test_a_stopped_daemon_is_named_as_such_not_as_absent(daemon: Daemon) -> None:
     """A SIGSTOPped daemon accepts connections on its socket and never answers: after the
-    client's 30 s the CLI said "No daemon runs ... start one", which `serve` then refused
+    client's timeout the CLI said "No daemon runs ... start one", which `serve` then refused
     ("another cronwheel serve (pid N) is running"). It names the pid that holds the lock,
-    reached by its socket or by the address it published (``--url``), both waited at once."""
+    reached by its socket or by the address it published (``--url``), both waited at once:
+    one for ``--request-timeout``, one for ``CRONWHEEL_REQUEST_TIMEOUT``."""
     os.kill(daemon.pid, signal.SIGSTOP)
     try:
         with ThreadPoolExecutor(2) as pool:
-            answers = list(pool.map(lambda args: cli(*args, "status", data_dir=daemon.data_dir, timeout=90),
-                                    [(), ("--url", daemon.url)]))  # fmt: skip
+            answers = list(pool.map(lambda run: run(), [
+                lambda: cli("--request-timeout", "3s", "status", data_dir=daemon.data_dir, timeout=60),
+                lambda: cli("--url", daemon.url, "status", data_dir=daemon.data_dir, timeout=60,
+                            env={"CRONWHEEL_REQUEST_TIMEOUT": "2.5s"}),
+            ]))  # fmt: skip
     finally:
         os.kill(daemon.pid, signal.SIGCONT)
-    for res in answers:
+    for res, waited in zip(answers, ("3", "2.5"), strict=True):
         assert res.returncode == 69 and "Traceback" not in res.stderr, res.stderr
-        assert "no answer within 30 s" in res.stderr, res.stderr
+        assert f"no answer within {waited} s" in res.stderr, res.stderr
         assert (f"A daemon (pid {daemon.pid}) holds the data directory {daemon.data_dir.absolute()} but does not answer: "
                 f"it is stopped (`kill -CONT {daemon.pid}` resumes it)") in res.stderr, res.stderr
         assert "No daemon runs" not in res.stderr and "Start one" not in res.stderr, res.stderr

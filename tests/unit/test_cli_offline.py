@@ -485,3 +485,18 @@ def test_every_file_that_is_not_utf8_is_named_with_its_line_and_how_to_convert_i
         assert res.exit_code in (1, 2), (name, res.exit_code, out)
         assert f"{path}:{line}: not UTF-8 (byte 0x" in out and "iconv" in out, (name, out)
         assert "codec" not in out and "Traceback" not in out, (name, out)
+
+
+@pytest.mark.parametrize(("given", "problem"), [
+    ("0", "'0' is not a request timeout: more than 0 s and at most 1 d"),
+    ("-5s", "invalid duration '-5s'"),
+    ("2d", "'2d' is not a request timeout"),
+    ("soon", "invalid duration 'soon'"),
+])  # fmt: skip
+def test_a_request_timeout_is_a_duration_of_at_most_a_day(nowhere: str, given: str, problem: str) -> None:
+    """``--request-timeout`` and ``CRONWHEEL_REQUEST_TIMEOUT``: refused alike, naming the value,
+    before any request is made (a 0 would make the socket non-blocking; a year overflows it)."""
+    for r in (invoke("--request-timeout", given, "ls", url=nowhere),
+              invoke("ls", url=nowhere, env={"CRONWHEEL_REQUEST_TIMEOUT": given})):  # fmt: skip
+        assert r.exit_code == 2 and "--request-timeout" in r.output and problem in r.output, r.output
+    assert invoke("--request-timeout", "1.5s", "ls", url=nowhere).exit_code == EX_UNAVAILABLE
