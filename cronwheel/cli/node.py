@@ -99,6 +99,11 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     variable (flag > environment > file > default; see cronwheel.toml(5) and `cronwheel
     config`). SIGHUP reads the file again and applies log_level, log_format, http_allow and
     the retention keys; other changes are refused until a restart.
+
+    Exit status: 0 stopped; 1 crashed; 2 the start was refused for good (a mistake in the
+    configuration, a data directory or store it may not use: the systemd unit does not
+    restart it); 75 refused for now (the store not reachable yet, the port or the data
+    directory still held: the unit restarts it).
     """
     app: Cli = ctx.obj
     try:

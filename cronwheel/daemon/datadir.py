@@ -24,7 +24,8 @@ def take_data_dir(data_dir: Path, store_url: str | None) -> Any:
         os.chmod(data_dir, 0o700)
         lock = _lock(data_dir)
     except OSError as exc:  # another user's files (a daemon run once as root), a read-only or full disk…
-        raise DaemonError(unusable_data_dir(data_dir, exc)) from None
+        # a full disk may have room again (rotated logs, a cleaned /tmp): a restart may start
+        raise DaemonError(unusable_data_dir(data_dir, exc), transient=exc.errno in (errno.ENOSPC, errno.EDQUOT)) from None
     try:
         _refuse_an_emptied_store(data_dir, store_url)
     except BaseException:
@@ -104,7 +105,7 @@ def _lock(data_dir: Path) -> Any:
         who = f" (pid {pid})" if pid.isdigit() else ""
         raise DaemonError(
             f"another cronwheel serve{who} is running on the data directory {data_dir} (it holds "
-            f"{data_dir / 'lock'}); stop it first, or give this one its own --data-dir"
+            f"{data_dir / 'lock'}); stop it first, or give this one its own --data-dir", transient=True,
         ) from None
     lock.seek(0)
     lock.truncate()

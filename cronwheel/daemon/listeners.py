@@ -19,7 +19,17 @@ from cronwheel.worker.sockpath import UNIX_PATH_MAX, unix_path
 
 
 class ListenError(Exception):
-    """An address that cannot be listened on, said in one line."""
+    """An address that cannot be listened on, said in one line. ``transient``: it may be
+    free later (in use, not yet configured, a name server that did not answer)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+#: bind() errors that another try may not meet: the port still held (a daemon stopping,
+#: TIME_WAIT), an address the host has not configured yet (at boot, before the network)
+_TRANSIENT_BIND = (errno.EADDRINUSE, errno.EADDRNOTAVAIL)
 
 
 def bind_tcp(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -27,7 +37,8 @@ def bind_tcp(host: str, port: int, backlog: int = 1024) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}; give --http HOST:PORT") from None
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}; give --http HOST:PORT",
+                          transient=exc.errno == socket.EAI_AGAIN) from None
     family, kind, proto, _, addr = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
@@ -42,9 +53,10 @@ def bind_tcp(host: str, port: int, backlog: int = 1024) -> socket.socket:
             raise ListenError(
                 f"cannot listen on {where}: the address is already in use (another cronwheel serve, "
                 f"or another program); pick another with --http {other} or, through the environment "
-                f"(as under `make serve`), CRONWHEEL_HTTP={other}"
+                f"(as under `make serve`), CRONWHEEL_HTTP={other}", transient=True,
             ) from None
-        raise ListenError(f"cannot listen on {where}: {exc.strerror}; pick another with --http HOST:PORT") from None
+        raise ListenError(f"cannot listen on {where}: {exc.strerror}; pick another with --http HOST:PORT",
+                          transient=exc.errno in _TRANSIENT_BIND) from None
     sock.setblocking(False)
     return sock
 

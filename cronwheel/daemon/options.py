@@ -14,12 +14,33 @@ from pathlib import Path
 from cronwheel.core.config import size_bytes
 from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
 from cronwheel.core.tenants import HostAllow, normalise_host
+from cronwheel.store import StoreUnavailable
 
 DEFAULT_HTTP = "127.0.0.1:7878"
 
 
+#: ``cronwheel serve``'s exit status when it refuses to start for good: a restart would meet
+#: the same refusal (a bad value, a data directory or store it may not use, a damaged store).
+#: The unit's RestartPreventExitStatus=2 does not restart it.
+EX_LASTING = 2
+#: when it refuses for now (sysexits' EX_TEMPFAIL): the store not reachable yet, the port or
+#: the data directory still held, its node id still heartbeating. The unit restarts it, as it
+#: does a crash (exit 1): Restart=on-failure.
+EX_TEMPFAIL = 75
+
+
 class DaemonError(Exception):
-    """A start-up problem to report in one line (bad flag value, data dir locked, port taken)."""
+    """A start-up problem to report in one line (bad flag value, data dir locked, port taken).
+    ``transient``: a later start may succeed unchanged (exit 75), else it is lasting (exit 2)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def refusal_status(exc: BaseException) -> int:
+    """The exit status of a refused start: 75 when a restart may cure it, 2 when not."""
+    return EX_TEMPFAIL if isinstance(exc, StoreUnavailable) or getattr(exc, "transient", False) else EX_LASTING
 
 
 def default_data_dir() -> Path:

@@ -32,6 +32,7 @@ from cronwheel.daemon.options import (
     parse_http_allow,
     parse_size,
     raise_fd_limit,
+    refusal_status,
     retention_options,
     worker_cmd,
 )
@@ -172,13 +173,13 @@ async def serve(
         tcp_sock = bind_tcp(host, port)
     except ListenError as exc:
         lock.close()
-        raise DaemonError(f"{http_origin}: {exc}" if http_origin else str(exc)) from None
+        raise DaemonError(f"{http_origin}: {exc}" if http_origin else str(exc), transient=exc.transient) from None
     try:
         unix_sock = bind_unix(sock_path)
     except ListenError as exc:
         tcp_sock.close()
         lock.close()
-        raise DaemonError(str(exc)) from None
+        raise DaemonError(str(exc), transient=exc.transient) from None
     try:
         await _serve_bound(
             notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
@@ -265,8 +266,8 @@ async def _serve_bound(
     metrics = NodeMetrics(node, events)  # the node is its own StatsSource
     try:
         await node.start()
-    except NodeIdInUse as exc:  # refused before it started anything: one line, exit 1
-        raise DaemonError(str(exc)) from None
+    except NodeIdInUse as exc:  # refused before it started anything: one line, exit 75 (it may stop)
+        raise DaemonError(str(exc), transient=True) from None
     # the local operator's first credential: <data-dir>/admin-token, mode 0600 (docs/security.md)
     await node.ensure_admin_token(data_dir)
 
@@ -375,7 +376,7 @@ def run_from_cli(
         )
     except (DaemonError, StoreError) as exc:  # a bad value, a store it cannot open: one line
         _start_failed(str(exc), node_id)
-        return 1
+        return refusal_status(exc)  # 2: lasting, not restarted; 75: a restart may cure it
     return 0
 
 

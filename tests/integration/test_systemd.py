@@ -111,7 +111,9 @@ def test_unit_settings_the_daemon_relies_on() -> None:
 def test_a_configuration_error_is_not_restarted_and_a_refused_start_is(tmp_path: Path) -> None:
     """Restart=on-failure alone restarted a bad key every 2 s for ever (the start limit never
     tripped): the exit status of a configuration error is one the unit does not restart,
-    and that of a start refused for a cause that may pass (here a busy port) is not."""
+    and that of a start refused for a cause that may pass (here a busy port) is not. A
+    refusal the daemon itself finds lasting (what is at its API socket's path cannot be
+    replaced) is not restarted either: it exited 1, as a busy port did, and looped."""
     s = _unit_settings(UNIT.read_text())
     assert s["Restart"] == ["on-failure"]
     prevented = {int(code) for line in s.get("RestartPreventExitStatus", []) for code in line.split()}
@@ -128,7 +130,9 @@ def test_a_configuration_error_is_not_restarted_and_a_refused_start_is(tmp_path:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = serve("--http", f"127.0.0.1:{taken.getsockname()[1]}")
-    assert busy != 0 and busy not in prevented
+    assert busy == 75 and busy not in prevented  # EX_TEMPFAIL
+    (tmp_path / "lasting" / "api.sock").mkdir(parents=True)
+    assert serve("--data-dir", str(tmp_path / "lasting"), "--http", "127.0.0.1:0") in prevented
 
 
 # ---------------------------------------------------------------- the protocol, live

@@ -50,8 +50,9 @@ def test_cronwheel_1_documents_every_command_and_option() -> None:
 
 def test_exit_codes_in_the_man_page_match_the_cli() -> None:
     from cronwheel.cli import exits
+    from cronwheel.daemon.options import EX_LASTING, EX_TEMPFAIL  # serve's refusals
 
     text = (MAN / "cronwheel.1").read_text()
     section = text.split(".SH EXIT STATUS", 1)[1].split(".SH", 1)[0]
-    for code in (exits.EX_UNAVAILABLE, exits.EX_DUPLICATE, exits.EX_FENCED, exits.EX_WAIT_TIMEOUT):
+    for code in (exits.EX_UNAVAILABLE, exits.EX_DUPLICATE, exits.EX_FENCED, exits.EX_WAIT_TIMEOUT, EX_LASTING, EX_TEMPFAIL):
         assert f".B {code}\n" in section, code
