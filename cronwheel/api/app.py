@@ -24,6 +24,7 @@ from cronwheel.api.admin import (
     update_tenant,
 )
 from cronwheel.api.appkeys import (
+    CONFIG,
     MAIL_TRANSPORT,
     QUERY_PARAMETERS,
     SERVICE,
@@ -55,7 +56,15 @@ from cronwheel.api.jobs import (
     upcoming,
     update_job,
 )
-from cronwheel.api.node import OPENAPI_DOC, OPENAPI_PATH, healthz, herd, openapi, status
+from cronwheel.api.node import (
+    OPENAPI_DOC,
+    OPENAPI_PATH,
+    healthz,
+    herd,
+    node_config,
+    openapi,
+    status,
+)
 from cronwheel.api.notifications import list_notifications, purge_notification, replay_notification
 from cronwheel.api.problems import answer_problems, refuse_unknown_query
 from cronwheel.api.workers import claim, complete, heartbeat, record_effect
@@ -98,6 +107,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/dlq/{executionId}/replay", replay_dead),
     ("DELETE", "/v1/dlq/{executionId}", purge_dead),
     ("GET", "/v1/status", status),
+    ("GET", "/v1/config", node_config),
     ("GET", "/v1/herd", herd),
     ("GET", "/v1/status/activity", ops.activity),
     ("GET", "/healthz", healthz),
@@ -147,10 +157,12 @@ def make_app(
     metrics: NodeMetrics | None = None,
     events: EventLog | None = None,
     mail_transport: bool | None = None,
+    config: Callable[[], dict[str, Any]] | None = None,
 ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[answer_problems, authorize, refuse_unknown_query])
     app[SERVICE] = service
     app[MAIL_TRANSPORT] = mail_transport
+    app[CONFIG] = config
     app[TENANT_RESOLVER] = tenant_resolver
     app[OPENAPI_DOC] = OPENAPI_PATH.read_bytes()
     app[QUERY_PARAMETERS] = routing.query_parameters(json.loads(app[OPENAPI_DOC]))

@@ -6,6 +6,7 @@ other."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -23,6 +24,9 @@ METRICS: web.AppKey[NodeMetrics | None] = web.AppKey("cronwheel.metrics")
 EVENTS: web.AppKey[EventLog | None] = web.AppKey("cronwheel.events")
 #: whether this node can send email (None: not known, so nothing is said about it)
 MAIL_TRANSPORT: web.AppKey[bool | None] = web.AppKey("cronwheel.mail_transport")
+#: the configuration the daemon runs with, with origins (``GET /v1/config``; None: an app
+#: built without one, as tests build it)
+CONFIG: web.AppKey[Callable[[], dict[str, Any]] | None] = web.AppKey("cronwheel.config")
 #: (method, route path) -> the query parameters the OpenAPI document gives that route; a /v1/
 #: route answers a parameter it does not take with 400 (a typo is not silently ignored)
 QUERY_PARAMETERS: web.AppKey[dict[tuple[str, str], frozenset[str]]] = web.AppKey("cronwheel.query_parameters")

@@ -8,6 +8,7 @@ from pathlib import Path
 from aiohttp import web
 
 from cronwheel.api import answers
+from cronwheel.api.appkeys import CONFIG
 from cronwheel.api.context import json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 
@@ -17,6 +18,14 @@ OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
 
 async def status(request: web.Request) -> web.Response:
     return json_response(await service_of(request).status())
+
+
+async def node_config(request: web.Request) -> web.Response:
+    """The configuration this daemon runs with, each key with its origin (admin only)."""
+    report = request.app[CONFIG]
+    if report is None:
+        raise Problem(404, "not_found", "this daemon was not started by `cronwheel serve`: it has no configuration to show")
+    return json_response(report())
 
 
 async def herd(request: web.Request) -> web.Response:

@@ -76,6 +76,32 @@ SCHEMAS: dict[str, Any] = {
                   "required": ["stale", "asOf"],
                   "additionalProperties": True,
               },
+    "NodeConfig": {
+        "type": "object",
+        "required": ["pid", "startedAt", "file", "keys"],
+        "properties": {
+            "pid": {"type": "integer", "description": "The daemon's process id."},
+            "node": {"type": ["string", "null"], "description": "Its node id."},
+            "startedAt": {"type": "string", "format": "date-time"},
+            "reloadedAt": {"type": ["string", "null"], "format": "date-time",
+                           "description": "The last SIGHUP that read the configuration file (null: none)."},
+            "file": {"type": ["string", "null"], "description": "The configuration file it read (null: none)."},
+            "keys": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["key", "value", "source"],
+                    "properties": {
+                        "key": {"type": "string"},
+                        "value": {"type": ["string", "integer", "number", "boolean", "null"]},
+                        "source": {"type": "string", "description": "flag, env CRONWHEEL_<KEY>, FILE:LINE or default."},
+                        "env": {"type": ["string", "null"], "description": "The key's environment variable."},
+                        "default": {"type": ["string", "null"], "description": "The daemon's default, as its help says."},
+                    },
+                },
+            },
+        },
+    },
     "Herd": {
                 "type": "object",
                 "description": "Ticks per second of the active jobs over a window (GET /v1/herd).",

@@ -779,6 +779,23 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/v1/config": {
+        "get": {
+            "operationId": "nodeConfig",
+            "summary": "The configuration this daemon runs with, each key's value and origin",
+            "description": (
+                "Every key of `cronwheel serve` (cronwheel.toml(5)) as this daemon runs with it: its value "
+                "and where it came from (`flag`, `env CRONWHEEL_<KEY>`, `FILE:LINE`, `default`). A key set "
+                "nowhere shows the value the daemon chose (its node id, workers, data directory…) or null. "
+                "A SIGHUP that applies a key updates it; one it refuses leaves the running value. "
+                "Passwords in URLs are masked. `cronwheel config` prints it. Admin only."
+            ),
+            "responses": {
+                "200": answer("The configuration.", "NodeConfig"),
+                **refused("404", "401", "403"),
+            },
+        },
+    },
     "/v1/herd": {
         "get": {
             "operationId": "herd",

@@ -342,9 +342,10 @@ def given_on_command_line(ctx: click.Context) -> dict[str, Any]:
     }
 
 
-def reload_hooks(ctx: click.Context) -> dict[str, Any]:
+def reload_hooks(ctx: click.Context, origins: dict[str, str] | None = None) -> dict[str, Any]:
     """What ``serve`` hands the daemon for SIGHUP: the values it starts with, and how to
-    resolve them again (the same file read anew; flags given at start-up still win)."""
+    resolve them again (the same file read anew; flags given at start-up still win).
+    ``origins``: filled at each read with where each key now comes from."""
     file: FileValues = ctx.meta.get("cronwheel.config", NO_FILE)
     flags = given_on_command_line(ctx)
     command, parent = ctx.command, ctx.parent
@@ -355,6 +356,8 @@ def reload_hooks(ctx: click.Context) -> dict[str, Any]:
         found = refusals(settings(command, fresh, resolved))
         if found:  # what serve would refuse at start changes nothing now
             raise found[0]
+        if origins is not None:
+            origins.update({key: source for key, (_, source) in resolved.items()})
         return {key: value for key, (value, _) in resolved.items()}
 
     return {"reload": read, "running": {key: ctx.params.get(key) for key in config_keys(command)}}

@@ -5,6 +5,7 @@ they start, so the other commands never load them."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import config as cfg
-from cronwheel.cli import render, views
+from cronwheel.cli import config_show, render, views
 from cronwheel.cli.context import CONTEXT, Cli, pass_cli
 
 
@@ -117,7 +118,11 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
     # a host that does not resolve is found only when serve listens: say where it was written
     origin = http.written("http")
     given = {k: val for k, val in options.items() if val is not None}  # the daemon's defaults rule
-    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx), http_origin=origin)
+    origins: dict[str, str] = {}
+    root = ctx.find_root().params
+    report = config_show.daemon_report(ctx, None if data_dir else _data_dir_origin(root.get("data_dir")), origins)
+    rc = run_from_cli(data_dir=str(data_dir or app.data_dir), **given, **cfg.reload_hooks(ctx, origins),
+                      http_origin=origin, report=report)
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 
@@ -161,6 +166,13 @@ def with_root_options(argv: list[str], url: str | None, token: str | None) -> li
     if token is not None and not given("--token"):
         root += ["--token", token]
     return root + argv
+
+
+def _data_dir_origin(global_flag: Path | None) -> str:
+    """Where serve's data directory comes from when no layer of its own sets it."""
+    if global_flag is not None:
+        return "flag cronwheel --data-dir"
+    return "default ($STATE_DIRECTORY)" if os.environ.get("STATE_DIRECTORY") else "default (./.cronwheel)"
 
 
 def _serve_config(ctx: click.Context, path: str | None) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cronwheel.core.config import ConfigError
+from cronwheel.daemon.configreport import ConfigReport
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import RANK
 from cronwheel.obs.logbridge import set_logging_level
@@ -30,11 +31,15 @@ class Reloader:
         read: Callable[[], dict[str, Any]],
         running: dict[str, Any],
         apply: dict[str, Callable[[Any], None]],
+        report: ConfigReport | None = None,
     ) -> None:
         self.events = events
         self.read = read
         self.running = dict(running)
         self.apply = apply
+        self.report = report
+        #: a refused value is logged as `cronwheel config` shows it: a URL's password masked
+        self.mask = report.mask if report is not None else (lambda text: text)
 
     def reload(self) -> dict[str, Any]:
         """One SIGHUP. Returns {changed: [...], refused: [...]} (also logged)."""
@@ -53,7 +58,7 @@ class Reloader:
             if key not in LIVE_KEYS or key not in self.apply:
                 refused.append(key)
                 self.events.emit(
-                    "config.reload_refused", key=key, running=_text(old), wanted=_text(new),
+                    "config.reload_refused", key=key, running=self._text(old), wanted=self._text(new),
                     reason="cannot change while the daemon runs: restart it to apply",
                 )
                 continue
@@ -66,7 +71,7 @@ class Reloader:
                 self.apply[key](new)
             except ValueError as exc:
                 refused.append(key)
-                self.events.emit("config.reload_refused", key=key, wanted=_text(new), reason=str(exc))
+                self.events.emit("config.reload_refused", key=key, wanted=self._text(new), reason=str(exc))
                 continue
             self.running[key] = new
             changed[key] = {"from": _text(old), "to": _text(new)}
@@ -76,7 +81,13 @@ class Reloader:
         for key, _, new in later:
             self.apply[key](new)  # checked by the option's type already
             self.running[key] = new
+        if self.report is not None:
+            self.report.applied(changed, self.running)
         return {"changed": sorted(changed), "refused": refused}
+
+    def _text(self, value: Any) -> Any:
+        shown = _text(value)
+        return self.mask(shown) if isinstance(shown, str) else shown
 
 
 def _shows_more(key: str, old: Any, new: Any) -> bool:

@@ -20,6 +20,7 @@ from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
 from cronwheel.core.config import DEFAULT_SLOTS, combination_problems
 from cronwheel.core.tenants import HostAllow
 from cronwheel.daemon import startsignals
+from cronwheel.daemon.configreport import ConfigReport
 from cronwheel.daemon.datadir import publish_address, take_data_dir
 from cronwheel.daemon.listeners import ListenError, bind_tcp, bind_unix
 from cronwheel.daemon.options import (
@@ -139,9 +140,11 @@ async def serve(
     sendmail: str | None = None,
     mail_from: str | None = None,
     http_origin: str | None = None,
+    report: ConfigReport | None = None,
 ) -> None:
     """``reload``: on SIGHUP, a callable returning the configuration as it now resolves, to
     compare with ``running`` (the values this daemon was started with; daemon/reload.py).
+    ``report``: the configuration as resolved, with origins, for ``GET /v1/config``.
     ``http_origin``: where ``http`` was written (``FILE:LINE: key 'http'``), for a refusal."""
     if startsignals.stop_asked.is_set():  # nothing started yet: nothing to stop
         return
@@ -185,7 +188,7 @@ async def serve(
             notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
             workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
             claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms, disk_low_bytes,
-            fd_limit, log_level, reload, running, mail,
+            fd_limit, log_level, reload, running, mail, report,
         )
     finally:
         tcp_sock.close()
@@ -202,7 +205,7 @@ async def _serve_bound(
     reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
     ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
     disk_low_bytes: int | None, fd_limit: int, log_level: str, reload: Any,
-    running_config: dict[str, Any] | None, mail: MailConfig | None,
+    running_config: dict[str, Any] | None, mail: MailConfig | None, report: ConfigReport | None,
 ) -> None:  # fmt: skip
     # A stop asked for while the node starts is kept for when it has started, then done as any
     # other (daemon/startsignals.py)
@@ -218,6 +221,11 @@ async def _serve_bound(
     except ValueError as exc:
         raise DaemonError(f"--log-level: {exc}") from None
     route_logging(events, events.level)
+    report = report or ConfigReport(None, {})
+    report.node = node_id
+    for key, chosen in (("node_id", node_id), ("workers", workers), ("slots", slots), ("log_format", events.fmt),
+                        ("log_level", events.level), ("data_dir", str(data_dir))):
+        report.chosen(key, chosen)
     bound = tcp_sock.getsockname()[1]
     # jobs find this cronwheel; workers log as we do (worker/eventlog.py takes the log settings
     # out of the jobs' environment)
@@ -272,7 +280,8 @@ async def _serve_bound(
     await node.ensure_admin_token(data_dir)
 
     auth = Authenticator(node, http_allow=allowed_hosts)
-    app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events, mail_transport=mail is not None)
+    app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events, mail_transport=mail is not None,
+                   config=report.as_json)
     guard = ConnectionGuard(events, **connection_budgets(fd_limit))
     metrics.http_guard = guard
     runner = GuardedAppRunner(app, guard, access_log=None, handle_signals=False, logger=_http_logger(events))
@@ -294,7 +303,7 @@ async def _serve_bound(
     )
 
     if reload is not None:
-        reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth))
+        reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth), report)
         loop.add_signal_handler(signal.SIGHUP, reloader.reload)
         if startsignals.reload_asked.is_set():  # a SIGHUP while it started: read the file now
             startsignals.reload_asked.clear()

@@ -5,6 +5,7 @@ directories), with nothing but the installed configuration file; then `make unin
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -199,7 +200,14 @@ def test_another_prefix_puts_the_unit_where_systemd_looks_and_the_cli_reads_its_
     shown = subprocess.run([*python, str(dest / "opt/cw/bin/cronwheel"), "config"], capture_output=True, text=True,
                            env=env, timeout=60, cwd="/")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[0] == "# configuration file: none (/opt/cw/etc/cronwheel/cronwheel.toml does not exist)"
+    assert "# configuration file: none (/opt/cw/etc/cronwheel/cronwheel.toml does not exist)" in shown.stdout.splitlines()
+    # and its help says so: `config --help` named /etc/cronwheel/cronwheel.toml whatever the build read
+    for command in ("config", "serve"):
+        helped = subprocess.run([*python, str(dest / "opt/cw/bin/cronwheel"), command, "--help"], capture_output=True,
+                                text=True, env=env, timeout=60, cwd="/")
+        assert helped.returncode == 0, helped.stderr
+        assert "/opt/cw/etc/cronwheel/cronwheel.toml" in helped.stdout, helped.stdout
+        assert not re.search(r"(?<!/opt/cw)/etc/cronwheel", helped.stdout), helped.stdout
 
     res = make("-s", "uninstall", *vars_, timeout=60)
     assert res.returncode == 0, res.stderr
