@@ -139,8 +139,9 @@ class EventLog:
     def _write(self, record: dict[str, Any]) -> None:
         try:
             line = _ENCODE(record) if self.fmt == "json" else console_line(record)
-            if self.journal:
-                line = f"<{SYSLOG_PRIORITY[record['level']]}>{line}"
+            if self.journal:  # every line: journald makes each its own entry (a console traceback's too)
+                prefix = f"<{SYSLOG_PRIORITY[record['level']]}>"
+                line = prefix + line.replace("\n", "\n" + prefix)
             self.stream.write(line + "\n")
         except (OSError, ValueError):  # stdout gone (closed pipe) or its disk full: keep running
             return

@@ -127,6 +127,25 @@ def test_priority_prefix_only_on_the_journal_stream(tmp_path: Path, monkeypatch:
     assert second.startswith("<6>{")
 
 
+def test_a_console_traceback_on_the_journal_stream_keeps_its_priority_on_every_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`log_format = "console"` under systemd: journald makes each line an entry of its own, and
+    a traceback's lines after the first had no prefix, so they were logged at the unit's
+    default priority (info) and `journalctl -p err` showed an error without its traceback."""
+    path = tmp_path / "journal"
+    with open(path, "w") as stream:
+        st = os.fstat(stream.fileno())
+        monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+        log = EventLog("n1", stream, fmt="console")
+        log.emit("node.crashed", traceback="Traceback (most recent call last):\n  File x\nValueError: boom")
+        log.emit("execution.succeeded")
+        log.flush()
+    lines = path.read_text().splitlines()
+    err = f"<{SYSLOG_PRIORITY['critical']}>"  # node.crashed's
+    assert len(lines) == 5 and all(line.startswith(err) for line in lines[:4]), lines
+    assert lines[3] == f"{err}    ValueError: boom" and lines[4].startswith("<6>"), lines
+
+
 def test_console_lines_show_readable_times_and_levels() -> None:
     line = console_line({"ts": "2026-12-01T10:00:00.123Z", "level": "warning", "event": "execution.retry_scheduled",
                          "node": "n", "seq": 1, "availableAt": 1_796_119_200_000, "attempt": 2})
