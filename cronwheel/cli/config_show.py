@@ -106,7 +106,7 @@ def _ask_daemon(root: click.Context) -> tuple[dict[str, Any] | None, str]:
     except ApiError as exc:
         return None, f"the daemon at {root.obj.url} did not show it ({exc.status}: {exc.detail})"
     except ClientError as exc:
-        return None, f"no daemon answers at {root.obj.url} ({exc})"
+        return None, f"the running daemon was not asked: {exc}"  # names the URL and why
     if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
         return None, f"the daemon at {root.obj.url} answered no configuration"
     return data, client.url

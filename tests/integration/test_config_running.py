@@ -65,7 +65,7 @@ def test_config_shows_the_running_daemon_s_flags_environment_and_what_the_file_w
     # no daemon: what serve started from this shell would use, and it says so
     d.stop()
     out = d.cli("--config", str(conf), "config").stdout
-    assert out.startswith("# as `cronwheel serve` started from this shell would resolve it: no daemon answers at "), out
+    assert out.startswith("# as `cronwheel serve` started from this shell would resolve it: the running daemon was not asked: cannot reach "), out
     assert key_line(out, "grace_sec").startswith("grace_sec = 20.0") and f"# {conf}:1" in out, out
 
 
