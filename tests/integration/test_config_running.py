@@ -44,6 +44,9 @@ def test_config_shows_the_running_daemon_s_flags_environment_and_what_the_file_w
     answer = d.get("/v1/config")
     assert answer.status == 200 and SECRET.encode() not in answer.body, answer
     assert d.get("/v1/config", token=None).status == 401
+    assert d.post("/v1/tenants", {"name": "acme"}).status == 201
+    tenant = d.post("/v1/tokens", {"tenant": "acme", "role": "tenant"}).json()["token"]
+    assert d.get("/v1/config", token=tenant).status == 403  # the node's, not a tenant's
 
     # the file edited, not yet reloaded: said as not in effect, with what applies it; a key
     # the daemon took from its flag is not, whatever the file says
