@@ -107,7 +107,10 @@ def shown(url: str) -> str:
 def follow(hop: Hop, status: int, location: str, rules: HopRules) -> Hop:
     """The request that follows ``hop``'s ``status`` answer with ``location``; raises
     RedirectRefused when the run must not make it."""
-    target = urljoin(hop.url, location)
+    try:
+        target = urljoin(hop.url, location)
+    except ValueError:  # a Location urljoin cannot read (``http://[::1/``): judged as written
+        target = location
     where = f"redirect not followed: HTTP {status} to {shown(target)}"
     if hop.redirects >= MAX_REDIRECTS:
         raise RedirectRefused(f"{where}: a run follows at most {MAX_REDIRECTS} redirects")

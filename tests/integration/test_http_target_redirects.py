@@ -79,6 +79,7 @@ def test_a_redirect_to_a_host_off_the_list_is_refused_and_never_called(acme: tup
         "credentials": {"url": to(base, f"http://ops:pa55word@127.0.0.2:{far_base.rsplit(':', 1)[1]}/x"), "method": "GET"},
         "other-reading": {"url": to(base, "http://127.2/"), "method": "GET"},  # 127.0.0.2 to the C resolver
         "not-http": {"url": to(base, "file:///etc/passwd"), "method": "GET"},
+        "unreadable": {"url": to(base, "http://[::1/x"), "method": "GET"},  # not even joinable to the URL
     })
     assert far_got == []  # nothing reached the host off the list, the metadata address's stand-in
     for run in runs.values():
@@ -90,6 +91,8 @@ def test_a_redirect_to_a_host_off_the_list_is_refused_and_never_called(acme: tup
     assert "carries user information" in error and f"to {far_base}/x:" in error and "pa55word" not in error, error
     assert "four decimal numbers" in runs["other-reading"]["error"], runs["other-reading"]
     assert "must be an absolute http:// or https:// URL" in runs["not-http"]["error"], runs["not-http"]
+    assert runs["unreadable"]["error"] == ("redirect not followed: HTTP 302 to http://[::1/x: the URL is not a valid URL: "
+                                           "Invalid IPv6 URL"), runs["unreadable"]
 
     # the list is the tenant's as it is at each run: widened, the same job's next run follows
     assert d.request("PATCH", "/v1/tenants/acme", {"httpAllow": ["127.0.0.1", "localhost", "127.0.0.2"]}).status == 200

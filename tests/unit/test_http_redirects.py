@@ -77,6 +77,9 @@ def test_a_hop_must_be_on_the_tenants_list_unless_it_is_the_jobs_own_host() -> N
     ("https://api.acme.test./", "ends with a dot"),
     ("https://[fe80::1%25eth0]/", "zone id"),
     ("ftp://api.acme.test/", "the URL must be an absolute http:// or https:// URL"),
+    # a Location that cannot even be joined to the URL it answers is refused, not a crash
+    ("http://[::1/x", "the URL is not a valid URL: Invalid IPv6 URL"),
+    ("//[zz]/", "the URL is not a valid URL"),
     ("https://api.acme.test/a b", "without spaces"),
     ("https://me:pw@api.acme.test/", "carries user information"),
 ])  # fmt: skip
