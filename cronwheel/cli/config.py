@@ -304,6 +304,7 @@ def effective(
     "default"), resolved by click exactly as ``serve`` resolves it. ``given``: values that came
     from the running daemon's command line (they outrank everything, as at start-up)."""
     ctx = command.make_context(command.name, list(args or []), parent=parent, default_map=file.values)
+    file = chosen_file(ctx, file)
     out: dict[str, tuple[Any, str]] = {}
     for key, option in config_keys(command).items():
         value = ctx.params.get(key)
@@ -319,6 +320,16 @@ def effective(
         else:
             out[key] = (value, "default")
     return out
+
+
+def chosen_file(ctx: click.Context, file: FileValues) -> FileValues:
+    """The file ``ctx``'s values came from: the one its own ``--config FILE`` named (``serve
+    --config``, or ``cronwheel config -- --config FILE``: read by node.py's ``_serve_config``),
+    else ``file``, the one the group read."""
+    if ctx.get_parameter_source("config") is ParameterSource.COMMANDLINE:
+        chosen: FileValues = ctx.meta.get("cronwheel.config", file)
+        return chosen
+    return file
 
 
 def settings(command: click.Command, file: FileValues, resolved: dict[str, tuple[Any, str]]) -> dict[str, Setting]:

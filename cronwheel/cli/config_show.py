@@ -40,6 +40,7 @@ def show(command: click.Command, parent: click.Context, file: cfg.FileValues, ar
     daemon's), then (on standard error) what serve would refuse in them, and exit 2 if
     anything; and what may stop serve but cannot be judged here (a warning)."""
     values = cfg.effective(command, parent, file, args)
+    file = parent.meta.get("cronwheel.config", file)  # serve's own --config among ``args`` named another
     _print(command, file, values, as_json, why)
     _refuse(cfg.settings(command, file, values))
 

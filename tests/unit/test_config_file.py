@@ -97,6 +97,27 @@ def test_precedence_flag_over_env_over_file_over_default(tmp_path: Path, key: st
     assert (from_flag["value"], from_flag["source"]) == (on_flag, "flag")
 
 
+@pytest.mark.parametrize("where", [["--", "--config"], ["--config"]], ids=["after --", "config's own"])
+def test_serves_own_config_flag_is_the_file_config_names(tmp_path: Path, where: list[str]) -> None:
+    """`cronwheel config -- --config FILE` (serve's flag, as `serve --config FILE` takes it) says
+    which file it read and the line of each key, as the group's `--config FILE` does: it said
+    "configuration file: none" and "None:0" for the values it had read from FILE."""
+    path = tmp_path / "serve.toml"
+    path.write_text("# serve's own\nslots = 7\nhttp_allow = \"a.example\"\n")
+    res = CliRunner().invoke(cli, ["config", *where, str(path), "--workers", "3"], env={"CRONWHEEL_CONFIG": ""})
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith(f"# configuration file: {path}\n"), res.output
+    lines = {line.split(" = ")[0]: line.rsplit("# ", 1)[1] for line in res.output.splitlines() if " = " in line}
+    assert (lines["slots"], lines["http_allow"], lines["workers"]) == (f"{path}:2", f"{path}:3", "flag"), res.output
+    res = CliRunner().invoke(cli, ["config", "--json", *where, str(path)], env={"CRONWHEEL_CONFIG": ""})
+    got = json.loads(res.output)
+    assert got["file"] == str(path) and {k["key"]: k["source"] for k in got["keys"]}["slots"] == f"{path}:2", got
+    # what serve would refuse in it is named with its line too
+    path.write_text('store = "postgresql://cw@127.0.0.1:1/cw"\ncluster = false\n')
+    res = CliRunner().invoke(cli, ["config", *where, str(path)], env={"CRONWHEEL_CONFIG": ""})
+    assert res.exit_code == 2 and f"{path}:2: key 'cluster': false cannot go with a PostgreSQL store (store from {path}:1)" in res.output, res.output
+
+
 def test_http_allow_takes_a_list(tmp_path: Path) -> None:
     got = _config(tmp_path, 'http_allow = ["a.example", "b.example"]\n')["http_allow"]
     assert got["value"] == "a.example,b.example"
