@@ -192,6 +192,9 @@ def follow_output(client: Client, ref: str) -> None:
 
 
 def _follow_job(client: Client, away: Away, job: dict[str, Any]) -> None:
+    """Each attempt of the job's executions that starts, in the order they started: the one
+    going on now, then each next one, those that started and ended between two looks (or while
+    the daemon was away) included, with what they printed."""
     job_id = job["jobId"]
     label = f"{job_id} ({job['name']})" if job.get("name") else job_id
 
@@ -200,20 +203,22 @@ def _follow_job(client: Client, away: Away, job: dict[str, Any]) -> None:
         return None if execution is None else (execution["executionId"], execution["attempt"])
 
     latest = job.get("lastRun")  # the latest execution that started
-    seen = None if latest is not None and latest["status"] == "RUNNING" else key(latest)  # the past is not shown
+    last = None if latest is not None and latest["status"] == "RUNNING" else key(latest)  # the past is not shown
+    shown = _Started(latest)
     waiting = False
     while True:
         latest = job.get("lastRun")
-        if latest is not None and key(latest) != seen:
-            seen = key(latest)
+        if latest is not None and key(latest) != last:
+            last = key(latest)
             waiting = False
-            render.emit_note(f"output of {latest['executionId']} (attempt {latest['attempt']}):")
-            if latest["status"] == "RUNNING":
-                _stream(client, away, latest, job.get("target"))
-            else:  # it started and ended between two looks: what it printed
-                ex = _asking(away, client.get_execution, latest["executionId"])
-                _print(ex.get("output") or "")
-                _ended(ex, job.get("target"))
+            for ex in shown.since(_asking(away, _listing(client), job_id)["executions"], latest):
+                render.emit_note(f"output of {ex['executionId']} (attempt {ex['attempt']}):")
+                if ex["status"] == "RUNNING":
+                    _stream(client, away, ex, job.get("target"))
+                else:  # it started and ended between two looks: what it printed
+                    ex = _asking(away, client.get_execution, ex["executionId"])
+                    _print(ex.get("output") or "")
+                    _ended(ex, job.get("target"))
         elif job.get("status") in SETTLED:
             render.emit_note(f"job {label} is {job['status']}: no execution to come")
             return
@@ -223,6 +228,42 @@ def _follow_job(client: Client, away: Away, job: dict[str, Any]) -> None:
         else:
             time.sleep(POLL_SEC)
         job = _asking(away, client.get_job, job_id)
+
+
+#: a job's newest executions looked at for those that started since the last one shown: more
+#: than a job's ticks claimed ahead (2 s) and the runs of a restart
+LISTED = 200
+
+
+def _listing(client: Client) -> Callable[[str], dict[str, Any]]:
+    return lambda job_id: client.list_executions(job_id, limit=LISTED)
+
+
+class _Started:
+    """The attempts a job follower has shown (execution id -> attempt), and the start before
+    which nothing is shown (the past: the job's latest run when the follower began, unless it
+    was running then)."""
+
+    def __init__(self, latest: dict[str, Any] | None) -> None:
+        self.floor = str(latest["startedAt"]) if latest is not None and latest.get("startedAt") else ""
+        self.shown: dict[str, int] = {}
+        if latest is not None and latest["status"] != "RUNNING":
+            self.shown[latest["executionId"]] = latest["attempt"]
+
+    def since(self, listed: list[dict[str, Any]], latest: dict[str, Any]) -> list[dict[str, Any]]:
+        """The attempts not shown yet among ``listed`` (the job's newest executions) and
+        ``latest``, oldest start first, each taken as shown."""
+        new = {e["executionId"]: e for e in listed
+               if e.get("startedAt") and e["status"] != "PENDING" and str(e["startedAt"]) >= self.floor
+               and self.shown.get(e["executionId"]) != e["attempt"]}  # fmt: skip
+        if self.shown.get(latest["executionId"]) != latest["attempt"]:
+            new.setdefault(latest["executionId"], latest)
+        # what is no longer among the newest cannot come back: forgotten, so that a long follow stays small
+        keep = {e["executionId"] for e in listed} | {latest["executionId"]}
+        self.shown = {x: a for x, a in self.shown.items() if x in keep}
+        ordered = sorted(new.values(), key=lambda e: (str(e.get("startedAt") or ""), e["executionId"]))
+        self.shown.update((e["executionId"], e["attempt"]) for e in ordered)
+        return ordered
 
 
 def follow_events(client: Client, show: Callable[[dict[str, Any]], None], **query: Any) -> None:

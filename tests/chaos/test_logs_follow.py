@@ -154,3 +154,40 @@ def test_logs_f_rides_out_a_broken_connection_where_it_left_off(daemon: Daemon, 
         for p, _, _ in (output, events):
             reap(p)
         relay.close()
+
+
+def test_logs_f_job_shows_every_run_that_started_while_it_could_not_look(daemon: Daemon) -> None:
+    """A job's follower shows each run, also those that started and ended while it could not
+    see the daemon (a restart, a broken connection) or between two of its looks: it showed the
+    latest only, and the runs before it were skipped without a word."""
+    job = daemon.add_job({"schedule": "@triggered", "command": 'echo "run $CRONWHEEL_EXECUTION_ID"', "name": "often"})
+
+    def run_once() -> str:
+        r = daemon.post(f"/v1/jobs/{job['jobId']}/trigger")
+        assert r.status in (200, 201, 202), r
+        xid = str(r.json()["executionId"])
+        wait_for(lambda: daemon.get(f"/v1/executions/{xid}").json()["status"] == "SUCCEEDED", what=f"run {xid}")
+        return xid
+
+    target = urlsplit(daemon.url)
+    relay = Relay((target.hostname or "127.0.0.1", target.port or 80))
+    p, out, err = follower(daemon, "often", url=relay.url)
+    try:
+        wait_for(lambda: "waiting for the next execution" in err.text, what="the follower to wait")
+        first = run_once()
+        wait_for(lambda: f"run {first}\n" in out.text, what="the first run's output")
+        relay.cut()
+        wait_for(lambda: "waiting for it to come back" in err.text, what="the follower to wait for the daemon")
+        meanwhile = [run_once() for _ in range(3)]  # each started and ended while it was cut off
+        relay.mend()
+        wait_for(lambda: f"run {meanwhile[-1]}\n" in out.text, what="the follower to go on")
+        last = run_once()
+        wait_for(lambda: f"run {last}\n" in out.text, what="the run after")
+        assert out.text == "".join(f"run {x}\n" for x in (first, *meanwhile, last)), (out.text, err.text)
+        for xid in (first, *meanwhile, last):
+            assert err.text.count(f"execution {xid}: SUCCEEDED, exit 0") == 1, err.text
+        p.send_signal(signal.SIGINT)
+        assert p.wait(10) == 130
+    finally:
+        reap(p)
+        relay.close()
