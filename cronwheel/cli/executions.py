@@ -39,6 +39,9 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
         return
     render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions, ref.get("target")),
                       empty=f"no executions of {views.job_label(ref)} yet")
+    note = views.backlog_note(executions, ref)
+    if note:
+        render.emit_note(note)
 
 
 @click.command(context_settings=CONTEXT)

@@ -202,6 +202,26 @@ def _status_with_why(e: Mapping[str, Any]) -> str:
     return status
 
 
+def backlog_note(executions: Sequence[Mapping[str, Any]], job: Mapping[str, Any]) -> str | None:
+    """Why a job's history ends in SKIPPED (backlog) rows while it still does (no run started
+    since the newest), and what would start its runs: its queue's remote workers, or its
+    tenant's maxRunning and the worker slots. None when no such row is among ``executions``."""
+    held = next((e for e in executions if e.get("status") == "SKIPPED"
+                 and skips.kind_of(e.get("reason")) is skips.SkipKind.BACKLOG), None)  # fmt: skip
+    if held is None or any(str(e.get("startedAt") or "") >= str(held.get("createdAt") or "~") for e in executions):
+        return None
+    overdue = str(held.get("reason")).split(";")[0].removeprefix("backlog: ")
+    queue = (job.get("target") or {}).get("queue")
+    if queue is not None:
+        why = (f"its target is the queue {queue!r}, and no remote worker claims it "
+               f"(`cronwheel worker --url URL --queue {queue} --handler MODULE:FUNCTION`, or a worker of your own)")
+    else:
+        why = (f"its tenant {job.get('tenant') or 'default'!r} is held at its maxRunning (`cronwheel tenant ls`), "
+               "or no worker slot is free (`cronwheel status`)")
+    return (f"note: SKIPPED (backlog): {overdue}, so its ticks are skipped, one record for the ticks of about a "
+            f"minute (`cronwheel logs EXECUTION` says which), until one of them starts. They do not start: {why}.")
+
+
 DLQ_COLUMNS = ("EXECUTION", "SCHEDULED", "ATTEMPTS", "EXIT", "ERROR")
 #: the ERROR column's characters: the cause, such as a python target's ``cannot load m:f:
 #: AttributeError: module 'm' has no attribute 'f'`` (``logs EXECUTION`` has the whole error)

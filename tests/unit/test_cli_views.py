@@ -59,3 +59,21 @@ def test_a_cut_column_says_it_was_cut() -> None:
     cause = "cannot load os:nonexistent_fn: AttributeError: module 'os' has no attribute 'nonexistent_fn'"
     assert views.dlq_rows([{"executionId": "j:1", "error": cause}])[0][-1] == cause
     assert views.clipped("short\nline", 60) == "short line"
+
+
+def test_a_history_held_at_its_backlog_says_why_its_runs_do_not_start() -> None:
+    """`cronwheel history` of a job held at its backlog said SKIPPED (backlog) and showed 100
+    PENDING runs, and nothing said why none of them started."""
+    reason = "backlog: 100 runs of this job are overdue and waiting to start; 50 ticks skipped from a to b"
+    held = {"executionId": "j:3", "status": "SKIPPED", "reason": reason, "createdAt": "2026-12-07T12:51:59.001Z"}
+    pending = {"executionId": "j:2", "status": "PENDING", "startedAt": None}
+    queued = {"jobId": "j", "tenant": "default", "target": {"queue": "reports"}}
+    note = views.backlog_note([held, pending], queued)
+    assert note is not None and note.startswith("note: SKIPPED (backlog): 100 runs of this job are overdue and waiting to start, "), note
+    assert "the queue 'reports', and no remote worker claims it" in note and "--queue reports" in note, note
+    local = views.backlog_note([held, pending], {"jobId": "j", "tenant": "acme", "target": {"command": "true"}})
+    assert local is not None and "tenant 'acme' is held at its maxRunning" in local and "no worker slot is free" in local
+    # a run started since: the job is no longer held, the row says what it was
+    started = {"executionId": "j:4", "status": "SUCCEEDED", "startedAt": "2026-12-07T12:52:30.000Z"}
+    assert views.backlog_note([started, held, pending], queued) is None
+    assert views.backlog_note([pending, {**held, "reason": "overlap: j:1 still running"}], queued) is None
