@@ -78,6 +78,7 @@ EVENT_LEVELS: dict[str, str] = {
     "worker.refused": "error",
     "worker.exit_with_stuck_threads": "error",
     "remote_worker.complete_failed": "error",
+    "remote_worker.refused": "error",
     "config.reload_failed": "error",
     "node.start_failed": "critical",
     "node.crashed": "critical",

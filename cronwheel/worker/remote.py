@@ -71,6 +71,12 @@ class _Refused(RuntimeError):
         """A store outage (503), a restart's proxy (502/504), a rate: worth sending again."""
         return self.status >= 500 or self.status == 429
 
+    @property
+    def unauthorized(self) -> bool:
+        """The token is refused (none, unknown, revoked) or may not claim (not a worker or admin
+        token): no claim with it will ever be granted."""
+        return self.status in (401, 403)
+
 
 class RemoteWorker:
     def __init__(
@@ -100,6 +106,7 @@ class RemoteWorker:
         self._executor = CallThreads(concurrency, "handler")
         self._target = target  #: the handler, when the caller loaded it already
         self._session: aiohttp.ClientSession | None = None
+        self._refused = False  #: its token may not claim: it stopped (exit status 1)
 
     # ---- lifecycle
     async def run(self) -> int:
@@ -119,7 +126,7 @@ class RemoteWorker:
             await self._session.close()
             self._executor.close()
         log("remote_worker.stopped", worker=self.worker_id)
-        return 0
+        return 1 if self._refused else 0
 
     async def _claim_loop(self) -> None:
         stop = asyncio.ensure_future(self._stopping.wait())
@@ -143,6 +150,13 @@ class RemoteWorker:
                 try:
                     grants = claim.result()
                 except Exception as exc:  # daemon down, stopping or refusing: pause, try again
+                    if isinstance(exc, _Refused) and exc.unauthorized:
+                        # it would claim nothing, once a second, for ever, looking alive: stop, saying why
+                        log("remote_worker.refused", worker=self.worker_id, url=self.url, status=exc.status, error=str(exc),
+                            hint="give a worker (or admin) token of the queues' tenant: --token or CRONWHEEL_TOKEN "
+                                 "(`cronwheel token create --tenant NAME --role worker`)")  # fmt: skip
+                        self._refused = True
+                        return
                     if not failed:  # once per outage, not once a second
                         log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
                     failed += 1

@@ -88,6 +88,22 @@ def test_a_token_read_with_its_newline_still_works(daemon: Daemon, remote_worker
     wait_for(lambda: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED", 30, what="the job ran")
 
 
+def test_a_worker_whose_token_may_not_claim_stops_saying_why(daemon: Daemon, remote_worker: Callable[..., Any],
+                                                          tmp_path: Path) -> None:
+    """A token the daemon refuses (401: none, unknown, revoked) or that may not claim (403: a
+    metrics token) never gets a claim granted: the worker claimed once a second for ever,
+    looking alive, with one warning. It stops at once, exit status 1, with an error line."""
+    metrics = daemon.cli("token", "create", "--role", "metrics").stdout.strip()
+    for worker_id, token, status in (("rw-401", "cw_not-a-token", 401), ("rw-403", metrics, 403)):
+        p = remote_worker(worker_id, "qr", extra=("--token", token))
+        assert p.wait(30) == 1
+        lines = [json.loads(line) for line in (tmp_path / f"{worker_id}.log").read_text().splitlines()]
+        [refused] = [r for r in lines if r["event"] == "remote_worker.refused"]
+        assert refused["level"] == "error" and refused["status"] == status, refused
+        assert "--role worker" in refused["hint"], refused
+        assert [r["event"] for r in lines] == ["remote_worker.started", "remote_worker.refused", "remote_worker.stopped"], lines
+
+
 def test_a_remote_worker_finds_its_daemon_by_the_environment_as_every_command_does(
     daemon: Daemon, remote_worker: Callable[..., Any]
 ) -> None:
