@@ -39,7 +39,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
         return
     render.emit_table(views.HISTORY_COLUMNS, views.history_rows(executions, ref.get("target")),
                       empty=f"no executions of {views.job_label(ref)} yet")
-    note = views.backlog_note(executions, ref)
+    note = views.backlog_note(executions, ref, app.url)
     if note:
         render.emit_note(note)
 

@@ -184,7 +184,7 @@ def run(app: Cli, job: str, wait: bool, timeout: str | None, as_json: bool) -> N
         return
     queue = (ref.get("target") or {}).get("queue")
     render.emit_note(f"Triggered execution {eid}, waiting for it to end…" + (
-        f" (queue {queue!r}: it starts when a remote worker claims it, e.g. `cronwheel worker --queue {queue} --handler MODULE:FUNCTION`)"
+        f" (queue {queue!r}: it starts when a remote worker claims it, e.g. `{views.worker_hint(queue, app.url)}`)"
         if isinstance(queue, str) else ""))
     deadline = None if limit is None else time.monotonic() + limit
     delay = 0.2

@@ -202,7 +202,15 @@ def _status_with_why(e: Mapping[str, Any]) -> str:
     return status
 
 
-def backlog_note(executions: Sequence[Mapping[str, Any]], job: Mapping[str, Any]) -> str | None:
+def worker_hint(queue: str, url: str) -> str:
+    """The command that runs a remote worker for ``queue`` of the daemon at ``url`` (the CLI's:
+    over the Unix socket, its HTTP address is the reader's to fill in): the worker speaks HTTP
+    only, with a token."""
+    where = url if url.startswith(("http://", "https://")) else "http://HOST:PORT"
+    return f"cronwheel worker --url {where} --token TOKEN --queue {queue} --handler MODULE:FUNCTION"
+
+
+def backlog_note(executions: Sequence[Mapping[str, Any]], job: Mapping[str, Any], url: str = "") -> str | None:
     """Why a job's history ends in SKIPPED (backlog) rows while it still does (no run started
     since the newest), and what would start its runs: its queue's remote workers, or its
     tenant's maxRunning and the worker slots. None when no such row is among ``executions``."""
@@ -213,8 +221,7 @@ def backlog_note(executions: Sequence[Mapping[str, Any]], job: Mapping[str, Any]
     overdue = str(held.get("reason")).split(";")[0].removeprefix("backlog: ")
     queue = (job.get("target") or {}).get("queue")
     if queue is not None:
-        why = (f"its target is the queue {queue!r}, and no remote worker claims it "
-               f"(`cronwheel worker --url URL --queue {queue} --handler MODULE:FUNCTION`, or a worker of your own)")
+        why = f"its target is the queue {queue!r}, and no remote worker claims it (`{worker_hint(queue, url)}`, or a worker of your own)"
     else:
         why = (f"its tenant {job.get('tenant') or 'default'!r} is held at its maxRunning (`cronwheel tenant ls`), "
                "or no worker slot is free (`cronwheel status`)")

@@ -260,7 +260,9 @@ def test_run_wait_on_a_queue_job_says_a_remote_worker_must_claim_it(daemon: Daem
 
     alone = run_wait("--timeout", "0.5s")
     assert alone.returncode == 124, alone.stderr
-    assert "(queue 'qw': it starts when a remote worker claims it, e.g. `cronwheel worker --queue qw" in alone.stderr
+    # the command as it runs: a remote worker needs the daemon's HTTP address and a token
+    hint = f"(queue 'qw': it starts when a remote worker claims it, e.g. `cronwheel worker --url {daemon.url} --token TOKEN --queue qw"
+    assert hint in alone.stderr, alone.stderr
     remote_worker("rw-wait", "qw")
     served = run_wait("--timeout", "30s")
     assert served.returncode == 0 and "SUCCEEDED" in served.stderr, served.stderr

@@ -70,7 +70,10 @@ def test_a_history_held_at_its_backlog_says_why_its_runs_do_not_start() -> None:
     queued = {"jobId": "j", "tenant": "default", "target": {"queue": "reports"}}
     note = views.backlog_note([held, pending], queued)
     assert note is not None and note.startswith("note: SKIPPED (backlog): 100 runs of this job are overdue and waiting to start, "), note
-    assert "the queue 'reports', and no remote worker claims it" in note and "--queue reports" in note, note
+    assert "the queue 'reports', and no remote worker claims it" in note, note
+    assert "`cronwheel worker --url http://HOST:PORT --token TOKEN --queue reports --handler MODULE:FUNCTION`" in note, note
+    over_tcp = views.backlog_note([held, pending], queued, "http://10.0.0.5:7878")
+    assert over_tcp is not None and "cronwheel worker --url http://10.0.0.5:7878 --token TOKEN --queue reports" in over_tcp
     local = views.backlog_note([held, pending], {"jobId": "j", "tenant": "acme", "target": {"command": "true"}})
     assert local is not None and "tenant 'acme' is held at its maxRunning" in local and "no worker slot is free" in local
     # a run started since: the job is no longer held, the row says what it was
