@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 from cronwheel.core.limits import MAX_QUOTA, MAX_RATE, MIN_RATE
 
 _CLEAR = ("none", "unlimited", "off")
@@ -62,7 +62,7 @@ def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, bu
 
 def _tenant_options(fn: Any) -> Any:
     options = [
-        click.option("--weight", type=click.IntRange(1, 1000), help="Share of the ready queue against other tenants. [default 1]"),
+        click.option("--weight", type=WholeNumber(1, 1000), help="Share of the ready queue against other tenants. [default 1]"),
         click.option("--max-running", type=_Limit(int, 0, MAX_QUOTA), help="Executions running at once (per node); beyond it they wait. 'none': unlimited."),
         click.option("--max-jobs", type=_Limit(int, 0, MAX_QUOTA), help="Registered (active or paused) jobs; beyond it submissions get 429. 'none': unlimited."),
         click.option("--rate", type=_Limit(float, MIN_RATE, MAX_RATE), help="Submissions per second (per node): new jobs, triggered runs, backfilled ticks and runs reported by pings; beyond it 429 + Retry-After. 'none': unlimited."),

@@ -31,6 +31,22 @@ from cronwheel.core.tenants import given_token
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class WholeNumber(click.IntRange):
+    """click's IntRange, but for a value that is no whole number at all (``-n abc``,
+    ``workers = "two"`` or ``2.5`` in the configuration file) it said "'two' is not a valid
+    integer range": it says what is wanted, with the range."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool):
+            try:
+                value = int(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number ({self._describe_range()})", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def default_data_dir() -> Path:
     """``$CRONWHEEL_DATA_DIR``, else systemd's ``$STATE_DIRECTORY`` (its first entry), else
     ``./.cronwheel``.

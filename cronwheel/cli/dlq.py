@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from cronwheel.cli import render, views
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 
 
 @click.group(context_settings=CONTEXT)
@@ -17,7 +17,7 @@ def dlq() -> None:
 
 
 @dlq.command("ls", context_settings=CONTEXT)
-@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=100, show_default=True, help="At most N entries.")
+@click.option("-n", "--limit", type=WholeNumber(1, 100_000), default=100, show_default=True, help="At most N entries.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
 def dlq_ls(app: Cli, limit: int, as_json: bool) -> None:

@@ -12,7 +12,7 @@ import click
 
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED
 from cronwheel.cli.follow import follow_events, follow_output
 from cronwheel.core import schedule as sched
@@ -20,7 +20,7 @@ from cronwheel.core import schedule as sched
 
 @click.command(context_settings=CONTEXT)
 @click.argument("job", shell_complete=listing.complete_job)
-@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=20, show_default=True, help="At most N executions.")
+@click.option("-n", "--limit", type=WholeNumber(1, 100_000), default=20, show_default=True, help="At most N executions.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of executions.")
 @pass_cli
 def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
@@ -50,7 +50,7 @@ def history(app: Cli, job: str, limit: int, as_json: bool) -> None:
 @click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only the events of this job (id or name) and its executions.")
 @click.option("--event", metavar="NAME", help="Only this event, or every event under a prefix ending in '.' (e.g. lease.).")
 @click.option("--since", metavar="WHEN", help="Only events newer than this: a duration back (90s, 1h, 2d) or an RFC 3339 instant.")
-@click.option("-n", "--lines", "count", type=click.IntRange(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")
+@click.option("-n", "--lines", "count", type=WholeNumber(0, 10_000), metavar="N", help="Past events to print first. [default 20; 10 with -f]")
 @click.option("--json", "as_json", is_flag=True, help="Events: one JSON object per line. An execution: it (with its output) as JSON.")
 @pass_cli
 def logs(
@@ -167,7 +167,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
 @click.command(context_settings=CONTEXT)
 @click.argument("key")
 @click.option("--execution-id", envvar="CRONWHEEL_EXECUTION_ID", metavar="ID", help="[env CRONWHEEL_EXECUTION_ID]")
-@click.option("--lease-epoch", envvar="CRONWHEEL_LEASE_EPOCH", type=click.IntRange(0), metavar="N", help="[env CRONWHEEL_LEASE_EPOCH]")
+@click.option("--lease-epoch", envvar="CRONWHEEL_LEASE_EPOCH", type=WholeNumber(0), metavar="N", help="[env CRONWHEEL_LEASE_EPOCH]")
 @click.option("--worker-id", envvar="CRONWHEEL_WORKER_ID", metavar="ID", help="[env CRONWHEEL_WORKER_ID]")
 @pass_cli
 def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None, worker_id: str | None) -> None:

@@ -13,7 +13,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render
-from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, local_now_ms, pass_cli
 from cronwheel.cli.notify import notify_fields
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
@@ -69,7 +69,7 @@ _DEFINITION_OPTIONS = (
     _Option("--name", help="A unique, human name to refer to the job by."),
     _Option("--tz", metavar="ZONE", help="IANA time zone the schedule is evaluated in. [default UTC]"),
     _Option("--timeout", metavar="DURATION", help="Kill an attempt after this long (e.g. 90s, 10m, 2h). [default 1h]"),
-    _Option("--max-attempts", type=click.IntRange(*RETRY_MAX_ATTEMPTS_RANGE), metavar="N", help=f"Attempts before the dead-letter queue. [default {_DEFAULT_RETRY.max_attempts}]"),
+    _Option("--max-attempts", type=WholeNumber(*RETRY_MAX_ATTEMPTS_RANGE), metavar="N", help=f"Attempts before the dead-letter queue. [default {_DEFAULT_RETRY.max_attempts}]"),
     _Option("--priority", type=click.Choice(PRIORITIES), help=f"Ready-queue tier. [default {Priority.DEFAULT.label}]"),
     _Option("--http-url", metavar="URL", help="Target: call this http(s) URL instead of a command."),
     _Option("--http-method", type=click.Choice(HTTP_METHODS, case_sensitive=False), help="Method for --http-url. [default GET]"),

@@ -14,7 +14,7 @@ from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.away import Away, is_away
 from cronwheel.cli.client import ApiError, DaemonUnreachable
-from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, local_now_ms, pass_cli
 from cronwheel.cli.exits import EX_WAIT_TIMEOUT
 from cronwheel.cli.jobedit import (
     definition_body,
@@ -80,7 +80,7 @@ def add(app: Cli, /, schedule: str, cmd: tuple[str, ...], idempotency_key: str |
 @click.command("ls", context_settings=CONTEXT)
 @click.option("--status", type=click.Choice(JOB_STATUSES, case_sensitive=False), help="Only jobs in this status.")
 @click.option("--tenant", "tenant_name", metavar="NAME", help="Only this tenant's jobs (admin).")
-@click.option("-n", "--limit", type=click.IntRange(1, 100_000), default=100, show_default=True, help="At most N jobs.")
+@click.option("-n", "--limit", type=WholeNumber(1, 100_000), default=100, show_default=True, help="At most N jobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of jobs.")
 @pass_cli
 def ls(app: Cli, status: str | None, tenant_name: str | None, limit: int, as_json: bool) -> None:

@@ -14,7 +14,7 @@ import click
 
 from cronwheel.cli import config as cfg
 from cronwheel.cli import config_show, render, views
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 
 
 @click.command(context_settings=CONTEXT)
@@ -70,8 +70,8 @@ class _Millis(click.IntRange):
               help="Where the embedded store and the sockets live. [default: the global --data-dir]")
 @click.option("--store", type=cfg.STORE, metavar="URL", help="postgresql://… for a cluster. [default: SQLite in the data dir]")
 @click.option("--http", "http", type=cfg.HOSTPORT, default="127.0.0.1:7878", show_default=True, metavar="HOST:PORT", help="TCP address of the HTTP API (the Unix socket is always served).")
-@click.option("--workers", type=click.IntRange(0, MAX_WORKERS), metavar="N", help="Local worker processes. [default: the number of CPUs]")
-@click.option("--slots", type=click.IntRange(1, MAX_SLOTS), metavar="N", help="Concurrent executions per worker. [default: 16]")
+@click.option("--workers", type=WholeNumber(0, MAX_WORKERS), metavar="N", help="Local worker processes. [default: the number of CPUs]")
+@click.option("--slots", type=WholeNumber(1, MAX_SLOTS), metavar="N", help="Concurrent executions per worker. [default: 16]")
 @click.option("--node-id", type=cfg.NODE_ID, metavar="ID", help="This node's id in a cluster. [default: the host name]")
 @click.option("--log-format", type=click.Choice(["json", "console"]), help="[default: console on a TTY, else json]")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Print events of this level and above. [default: info]")
@@ -80,10 +80,10 @@ class _Millis(click.IntRange):
 @click.option("--grace-sec", type=_Seconds(0, MAX_GRACE_SEC), metavar="SEC",
               help="On SIGTERM, how long running executions get to finish (a second SIGTERM or Ctrl-C ends it at once). [default: 30]")
 @click.option("--reaper-interval-ms", type=_Millis(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
-@click.option("--reserved-high-slots", type=click.IntRange(0), metavar="N", help="Worker slots kept free for the high priority tier (fewer than workers x slots). [default: 0]")
+@click.option("--reserved-high-slots", type=WholeNumber(0), metavar="N", help="Worker slots kept free for the high priority tier (fewer than workers x slots). [default: 0]")
 @click.option("--claim-ahead-ms", type=_Millis(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
 @click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
-@click.option("--keep-last", type=click.IntRange(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
+@click.option("--keep-last", type=WholeNumber(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets (their redirects too) and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store (always on with postgresql://). [default: on with postgresql://]")

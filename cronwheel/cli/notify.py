@@ -11,7 +11,7 @@ import click
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.away import Away
 from cronwheel.cli.client import ApiError, Client, DaemonUnreachable
-from cronwheel.cli.context import CONTEXT, Cli, pass_cli
+from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 from cronwheel.core.limits import loads_checked
 from cronwheel.worker.results import Tail
 
@@ -149,7 +149,7 @@ def _send_ping(client: Client, job: str, body: dict[str, Any]) -> dict[str, Any]
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
 @click.option("--job", metavar="JOB", shell_complete=listing.complete_job, help="Only this job's notifications (its id or unique name).")
 @click.option("--status", type=click.Choice(STATUSES, case_sensitive=False), help="Only those in this status (DEAD: the dead-letter queue).")
-@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="At most N, newest first.")
+@click.option("-n", "--limit", type=WholeNumber(1, 10_000), default=50, show_default=True, help="At most N, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of notifications.")
 @click.pass_context
 def notifications(ctx: click.Context, job: str | None, status: str | None, limit: int, as_json: bool) -> None:

@@ -13,7 +13,14 @@ import click
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError, DaemonUnreachable
-from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli, unreachable_exit
+from cronwheel.cli.context import (
+    CONTEXT,
+    Cli,
+    WholeNumber,
+    local_now_ms,
+    pass_cli,
+    unreachable_exit,
+)
 from cronwheel.cli.instants import instant_around
 from cronwheel.cli.jobedit import (
     CRON_FIELD,
@@ -42,7 +49,7 @@ def schedule_like(text: str) -> bool:
 
 @click.command("next", context_settings=CONTEXT)
 @click.argument("what", metavar="SCHEDULE|JOB", shell_complete=listing.complete_job)
-@click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times.")
+@click.option("-n", "count", type=WholeNumber(1, 1000), default=5, show_default=True, help="How many fire times.")
 @click.option("--tz", metavar="ZONE", help="Evaluate (and show) in this IANA zone. [default UTC, or the job's zone]")
 @click.option("--from", "from_", metavar="INSTANT", help="Start after this instant: RFC 3339, +DURATION, -DURATION ago, or now. [default now]")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of RFC 3339 UTC instants.")
@@ -132,8 +139,8 @@ def _job_for_next(app: Cli, ref: str, schedule_exc: Exception) -> dict[str, Any]
 @click.command(context_settings=CONTEXT)
 @click.argument("schedule", required=False)
 @click.option("--window", default="1h", show_default=True, metavar="DURATION", help="How far ahead to look (1m to 1d).")
-@click.option("--top", type=click.IntRange(1, 100), default=10, show_default=True, metavar="N", help="How many of the busiest seconds to show.")
-@click.option("--threshold", type=click.IntRange(1), default=100, show_default=True, metavar="N", help="Hint when one second holds more than N ticks.")
+@click.option("--top", type=WholeNumber(1, 100), default=10, show_default=True, metavar="N", help="How many of the busiest seconds to show.")
+@click.option("--threshold", type=WholeNumber(1), default=100, show_default=True, metavar="N", help="Hint when one second holds more than N ticks.")
 @click.option("--tz", metavar="ZONE", help="With SCHEDULE: evaluate it in this IANA zone. [default UTC]")
 @click.option("--json", "as_json", is_flag=True, help="Print the herd summary (or SCHEDULE's check) as JSON.")
 @pass_cli

@@ -500,3 +500,13 @@ def test_a_request_timeout_is_a_duration_of_at_most_a_day(nowhere: str, given: s
               invoke("ls", url=nowhere, env={"CRONWHEEL_REQUEST_TIMEOUT": given})):  # fmt: skip
         assert r.exit_code == 2 and "--request-timeout" in r.output and problem in r.output, r.output
     assert invoke("--request-timeout", "1.5s", "ls", url=nowhere).exit_code == EX_UNAVAILABLE
+
+
+def test_a_count_that_is_no_number_says_what_is_wanted() -> None:
+    """click's words were "'many' is not a valid integer range", for every count of every command."""
+    for args, says in ((["next", "@daily", "-n", "many"], "'many' is not a whole number (1<=x<=1000)"),
+                       (["lint", "--top", "1.5"], "'1.5' is not a whole number (1<=x<=100)"),
+                       (["serve", "--workers", "two"], "'two' is not a whole number (0<=x<=1024)")):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and says in res.output, res.output
+        assert "integer range" not in res.output

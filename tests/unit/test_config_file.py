@@ -128,6 +128,10 @@ def test_http_allow_takes_a_list(tmp_path: Path) -> None:
     [
         ("workers = 2\nwrokers = 3\n", 2, "wrokers", "did you mean 'workers'"),
         ("\n\nworkers = -1\n", 3, "workers", "-1 is not in the range"),
+        # no number at all: what is wanted, not click's "'two' is not a valid integer range"
+        ('workers = "two"\n', 1, "workers", "'two' is not a whole number (0<=x<=1024)"),
+        ("workers = 2.5\n", 1, "workers", "'2.5' is not a whole number (0<=x<=1024)"),
+        ("keep_last = true\n", 1, "keep_last", "'true' is not a whole number (x>=1)"),
         ('log_level = "loud"\n', 1, "log_level", "'loud' is not one of"),
         ('cluster = "yes"\n', 1, "cluster", "expected true or false"),
         ("slots = [1, 2]\n", 1, "slots", "expected a single value"),
@@ -245,9 +249,9 @@ def test_serve_hands_the_daemon_flag_over_env_over_file_over_default(
 
 BAD_VALUES = [
     # (file line, key, what the error says, the same value as a flag or None)
-    ("workers = 2.5", "workers", "'2.5' is not a valid integer", ("--workers", "2.5")),
-    ("workers = true", "workers", "'true' is not a valid integer", ("--workers", "true")),
-    ("slots = 1e3", "slots", "'1000.0' is not a valid integer", ("--slots", "1000.0")),
+    ("workers = 2.5", "workers", "'2.5' is not a whole number (0<=x<=1024)", ("--workers", "2.5")),
+    ("workers = true", "workers", "'true' is not a whole number (0<=x<=1024)", ("--workers", "true")),
+    ("slots = 1e3", "slots", "'1000.0' is not a whole number (1<=x<=100000)", ("--slots", "1000.0")),
     ("grace_sec = false", "grace_sec", "'false' is not a number of seconds", ("--grace-sec", "false")),
     ('disk_low = "lots"', "disk_low", "must be a size like 256M, 1G or 1048576, not 'lots'", ("--disk-low", "lots")),
     ('store = "mysql://x"', "store", "unknown store URL scheme 'mysql'", ("--store", "mysql://x")),
