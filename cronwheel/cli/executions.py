@@ -14,7 +14,7 @@ from cronwheel.cli import listing, render, views
 from cronwheel.cli.client import ApiError
 from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 from cronwheel.cli.exits import EX_DUPLICATE, EX_FENCED
-from cronwheel.cli.follow import follow_events, follow_output
+from cronwheel.cli.follow import follow_events, follow_output, target_of
 from cronwheel.core import schedule as sched
 
 
@@ -149,6 +149,8 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     if as_json:
         render.emit_json(data)
         return
+    if target is None and data.get("exitCode") is not None:
+        target = target_of(app.client, data)
     output = data.get("output")
     if output:
         render.emit_output(output)

@@ -12,6 +12,7 @@ the daemon was away is finished from its stored output, when that begins with wh
 from __future__ import annotations
 
 import codecs
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ KEEP_SHOWN = 4 * 64 * 1024
 CURSOR = "cronwheel-cursor"
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def _print(text: str) -> None:
@@ -47,7 +49,7 @@ def _problem(exc: ClientError) -> str:
     return f"the daemon cannot answer now ({exc})" if isinstance(exc, ApiError) else str(exc)
 
 
-def _asking(away: Away, call: Callable[[str], T], arg: str) -> T:
+def _asking(away: Away, call: Callable[[A], T], arg: A) -> T:
     """``call(arg)`` (a read: asking again is always safe), until the daemon answers it."""
     while True:
         try:
@@ -155,6 +157,18 @@ def _stream(client: Client, away: Away, before: dict[str, Any], target: dict[str
     return ex
 
 
+def target_of(client: Client, execution: dict[str, Any]) -> dict[str, Any] | None:
+    """The target of an execution's job, for the words of its exit code (an HTTP target's is
+    the response's status); None when the job is no longer there."""
+    try:
+        target = client.get_job(str(execution.get("jobId"))).get("target")
+    except ApiError as exc:
+        if exc.status not in (403, 404):
+            raise
+        return None
+    return target if isinstance(target, dict) else None
+
+
 def _interrupted(ex: dict[str, Any]) -> bool:
     """Its last attempt was cut short by the daemon's stop: it runs again after the restart
     (or does already)."""
@@ -183,7 +197,8 @@ def follow_output(client: Client, ref: str) -> None:
                 if exc.status != 404:
                     raise
             else:
-                while _interrupted(ex := _stream(client, away, ex)):
+                target = _asking(away, functools.partial(target_of, client), ex)  # the words of its exit code
+                while _interrupted(ex := _stream(client, away, ex, target)):
                     pass
                 return
         _follow_job(client, away, client.resolve_job(ref))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.daemon import REPO, Daemon
+from tests.support.threadserver import recording_endpoint
 from tests.support.wait import wait_for
 
 
@@ -55,6 +56,20 @@ def test_logs_of_an_unknown_execution_id_says_execution(daemon: Daemon) -> None:
     res = daemon.cli("logs", "nosuch:123")
     assert res.returncode == 1
     assert "no execution nosuch:123" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_an_http_runs_code_reads_as_its_status_by_execution_id_too(daemon: Daemon) -> None:
+    """`cronwheel logs JOB` said "SUCCEEDED, HTTP 200" of an HTTP target's run, and `cronwheel
+    logs EXECUTION` (and `logs -f EXECUTION`) "SUCCEEDED, exit 200" of the same run."""
+    with recording_endpoint() as (base, got):
+        job = daemon.add_job({"schedule": "@yearly", "name": "hook", "http": {"url": f"{base}/hook", "method": "POST"}})
+        xid = daemon.post(f"/v1/jobs/{job['jobId']}/trigger").json()["executionId"]
+        wait_for(lambda: daemon.get(f"/v1/executions/{xid}").json()["status"] == "SUCCEEDED", what="the HTTP run")
+    assert got
+    for args in (("logs", "hook"), ("logs", xid), ("logs", "-f", xid)):
+        res = daemon.cli(*args)
+        assert res.returncode == 0 and f"execution {xid}: SUCCEEDED, HTTP 200" in res.stderr, (args, res.stderr)
+        assert "exit 200" not in res.stderr
 
 
 def test_counts_have_the_right_number(daemon: Daemon) -> None:
