@@ -311,6 +311,24 @@ def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon
     assert bodies["offsite-backup"]["expectSuccessWithin"] == "26h" and bodies["backup"]["retryPolicy"]["maxAttempts"] == 5
 
 
+def test_an_export_imports_back_to_nothing_new_though_it_leaves_webhook_rules_out(daemon: Daemon, tmp_path: Path) -> None:
+    """A job with a webhook rule and another rule came back from `export --format json` with
+    the other rule alone (a webhook's secret is never shown), and importing that export on the
+    same daemon created the job a second time."""
+    hook = {"on": "dead", "via": "webhook", "url": "https://hooks.example.com/cw", "secret": "a-long-random-secret"}
+    late = {"on": "late", "afterSec": 600, "via": "command", "command": "logger -t cronwheel late"}
+    daemon.add_job({"schedule": "0 3 * * *", "command": "backup.sh", "notify": [hook, late]})
+    daemon.add_job({"schedule": "0 4 * * *", "command": "other.sh", "notify": [hook]})
+    exported = daemon.cli("export", "--format", "json")
+    assert exported.returncode == 0 and "2 webhook rules not exported" in exported.stderr, exported.stderr
+    path = tmp_path / "jobs.json"
+    path.write_text(exported.stdout)
+    res = daemon.cli("import", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    assert [r.get("created") for r in json.loads(res.stdout)] == [False, False], res.stdout
+    assert len(jobs(daemon)) == 2
+
+
 # ---------------------------------------------------------------- running as cron would
 
 

@@ -73,3 +73,19 @@ def test_one_offs_and_schedules_that_do_not_parse() -> None:
     daily = job("j2", schedule="@daily", target={"command": "x"})
     bad = [{"schedule": s, "command": "x"} for s in ("bogus", "0 0 30 2 *", "", 7, None, ["@daily"])]
     assert already_there(bad, [daily]) == [None] * len(bad)
+
+
+def test_an_export_without_its_webhook_rules_is_the_job_it_came_from() -> None:
+    """`export --format json` leaves webhook rules out (their secrets are never shown): a job
+    with a webhook and an email rule came back as an entry with the email rule alone, and
+    importing the export on the same daemon created that job a second time (a job with the
+    webhook rule alone matched: its entry stated no rules)."""
+    hook = {"on": "dead", "via": "webhook", "url": "https://hooks.example.com/cw", "secret": "********"}
+    mail = {"on": "missed", "via": "email", "to": ["ops@example.com"]}
+    both = job("j1", schedule="0 3 * * *", target={"command": "backup.sh"}, notify=[hook, mail])
+    exported = {"schedule": "0 3 * * *", "command": "backup.sh", "notify": [mail]}
+    assert already_there([exported], [both]) == ["j1"]
+    # the rules it states still count: another rule, or none of the job's, is another job
+    other = {"on": "failure", "via": "email", "to": ["ops@example.com"]}
+    assert already_there([{**exported, "notify": [other]}], [both]) == [None]
+    assert already_there([exported], [job("j2", schedule="0 3 * * *", target={"command": "backup.sh"}, notify=[hook])]) == [None]
