@@ -142,7 +142,9 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
             sys.exit(1)
         last = job.get("lastRun")  # the latest execution that started, never a tick claimed ahead
         if not last:
-            render.emit_error(f"{views.job_label(job)} has no execution on record (none has started yet)")
+            # its executions may be many (claimed ahead, waiting for a worker): none has started
+            render.emit_error(f"{views.job_label(job)} has no execution on record that started: no output to show "
+                              f"(`cronwheel history {render.safe(job.get('name') or job['jobId'], newlines=False)}` lists any that wait)")
             sys.exit(1)
         data = app.client.get_execution(last["executionId"])
         target = job.get("target")

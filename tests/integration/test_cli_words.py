@@ -72,6 +72,17 @@ def test_an_http_runs_code_reads_as_its_status_by_execution_id_too(daemon: Daemo
         assert "exit 200" not in res.stderr
 
 
+def test_logs_of_a_job_whose_runs_wait_says_none_has_started_not_none_exists(daemon: Daemon) -> None:
+    """It said "has no execution on record (none has started yet)" of a job with runs waiting
+    for a worker, which have a record: none that started."""
+    job = daemon.add_job({"name": "waits", "schedule": "@yearly", "queue": "nobody-polls"})
+    assert daemon.post(f"/v1/jobs/{job['jobId']}/trigger").status in (200, 201, 202)
+    res = daemon.cli("logs", "waits")
+    assert res.returncode == 1, res.stderr
+    assert f"{job['jobId']} (waits) has no execution on record that started: no output to show" in res.stderr, res.stderr
+    assert "(`cronwheel history waits` lists any that wait)" in res.stderr and "none has started yet" not in res.stderr
+
+
 def test_counts_have_the_right_number(daemon: Daemon) -> None:
     daemon.add_job({"schedule": "* * * * *", "command": "true"})
     res = daemon.cli("lint")
