@@ -11,3 +11,6 @@ EX_DUPLICATE = 3
 EX_FENCED = 4
 #: ``cronwheel run --wait --timeout``: the execution had not ended in time (as timeout(1))
 EX_WAIT_TIMEOUT = 124
+#: the output's reader went away (``cronwheel ls | head -1``): what a shell reports for a
+#: program killed by SIGPIPE (128 + 13), as git's and coreutils' do, not 1 (refused)
+EX_PIPE_CLOSED = 141

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import select
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from cronwheel.cli.client import Client
 from cronwheel.cli.context import CONTEXT, Cli, CliGroup, default_data_dir
 from cronwheel.cli.dlq import dlq
 from cronwheel.cli.executions import effect, history, logs
+from cronwheel.cli.exits import EX_PIPE_CLOSED
 from cronwheel.cli.exporting import export
 from cronwheel.cli.jobedit import update
 from cronwheel.cli.jobs import add, cancel, ls, pause, resume, run, show
@@ -78,7 +80,8 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
       cronwheel next 'H 3 * * 1-5' -n 3                  # no daemon needed
       cronwheel ls ; cronwheel history tidy ; cronwheel run tidy --wait
 
-    Exit codes: 0 ok, 1 refused or not found, 2 usage error, 69 no daemon reachable.
+    Exit codes: 0 ok, 1 refused or not found, 2 usage error, 69 no daemon reachable,
+    141 the output's reader went away (`cronwheel ls | head -1`).
     """
     # the file is read for every command: `serve` takes its keys, the others find the daemon
     # through its data_dir, so on an installed host `cronwheel ls` works from any directory
@@ -149,9 +152,28 @@ def main() -> None:
     try:
         cli(prog_name="cronwheel")
     except BrokenPipeError:  # `cronwheel ls | head`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        _pipe_closed()
+    except SystemExit as exc:
+        if exc.code == 1 and _reader_gone():  # click's own handling of a closed pipe exits 1
+            _pipe_closed()
+        raise
+
+
+def _reader_gone() -> bool:
+    """Standard output is a pipe whose reader has closed it (poll says POLLERR)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.__stdout__.fileno() if sys.__stdout__ else 1, 0)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _pipe_closed() -> None:
+    """Exit as a program killed by SIGPIPE would, saying nothing more to the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    sys.exit(EX_PIPE_CLOSED)
 
 
 if __name__ == "__main__":

@@ -510,3 +510,17 @@ def test_a_count_that_is_no_number_says_what_is_wanted() -> None:
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and says in res.output, res.output
         assert "integer range" not in res.output
+
+
+@pytest.mark.parametrize("args", [["next", "* * * * * *", "-n", "5"], ["--help"]])
+def test_output_to_a_pipe_whose_reader_has_gone_exits_141_quietly(args: list[str]) -> None:
+    """`cronwheel next … | head -1`: the reader closes the pipe early. It exited 1, the status
+    of a refusal; now 141, a shell's for a program killed by SIGPIPE, and says nothing more."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first line is written: every write meets EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cronwheel", *args], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=60, env={**os.environ, "CRONWHEEL_CONFIG": ""})
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr)
