@@ -118,10 +118,6 @@ def _since(text: str) -> None:
             ) from None
 
 
-#: statuses of an execution that did not run (or was cut short) for a reason the store recorded
-NEVER_RAN = ("SKIPPED", "CANCELLED")
-
-
 def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     data = None
     target = None  # the job's, when it was named: an HTTP target's code is its response status
@@ -156,15 +152,7 @@ def _execution_output(app: Cli, execution: str, as_json: bool) -> None:
     output = data.get("output")
     if output:
         render.emit_output(output)
-    code = data.get("exitCode")
-    tail = f", {views.result_code(code, target)}" if code is not None else ""
-    error = str(data.get("error") or "")
-    if tail and error.startswith(tail[2:]):  # an HTTP run's error already starts "HTTP 404"
-        error = error[len(tail) - 2 :].lstrip()
-    if not error and data.get("status") in NEVER_RAN:  # why it did not run is all there is to say
-        error = str(data.get("reason") or "")
-    err = f": {error}" if error else ""
-    render.emit_note(f"execution {data['executionId']}: {data.get('status')}{tail}{err}" + ("" if output else " (no output)"))
+    render.emit_note(views.attempt_ending(data, target) + ("" if output else " (no output)"))
 
 
 

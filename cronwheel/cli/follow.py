@@ -177,10 +177,8 @@ def _interrupted(ex: dict[str, Any]) -> bool:
 
 def _ended(ex: dict[str, Any], target: dict[str, Any] | None) -> None:
     """How an execution's attempt ended, the same words however it was followed."""
-    code = ex.get("exitCode")
-    ended = f", {views.result_code(code, target)}" if code is not None else ""
     why = f" ({ex.get('reason')})" if _interrupted(ex) else ""
-    render.emit_note(f"execution {ex['executionId']}: {ex.get('status')}{ended}{why}")
+    render.emit_note(views.attempt_ending(ex, target) + why)
 
 
 def follow_output(client: Client, ref: str) -> None:

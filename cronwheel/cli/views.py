@@ -67,6 +67,23 @@ def result_code(code: int, target: Mapping[str, Any] | None) -> str:
     return f"HTTP {code}" if target and "http" in target else f"exit {code}"
 
 
+#: statuses of an execution that did not run (or was cut short) for a reason the store recorded
+NEVER_RAN = ("SKIPPED", "CANCELLED")
+
+
+def attempt_ending(ex: Mapping[str, Any], target: Mapping[str, Any] | None) -> str:
+    """How an execution's attempt ended, in the same words for ``logs`` and ``logs -f``: its
+    status, its code as its target reads it, and its error, or why it never ran."""
+    code = ex.get("exitCode")
+    tail = f", {result_code(code, target)}" if code is not None else ""
+    error = str(ex.get("error") or "")
+    if tail and error.startswith(tail[2:]):  # an HTTP run's error already starts "HTTP 404"
+        error = error[len(tail) - 2 :].lstrip()
+    if not error and ex.get("status") in NEVER_RAN:  # why it did not run is all there is to say
+        error = str(ex.get("reason") or "")
+    return f"execution {ex['executionId']}: {ex.get('status')}{tail}" + (f": {error}" if error else "")
+
+
 def last_result(job: Mapping[str, Any]) -> str:
     """A job's last result: the status of its latest execution that started, and its exit
     code ("-" when none did)."""

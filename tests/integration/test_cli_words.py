@@ -125,3 +125,15 @@ def test_the_man_page_lists_lint_among_the_commands_without_a_daemon() -> None:
     text = (REPO / "man" / "cronwheel.1").read_text()
     offline = text.split("Every other command, except", 1)[1].split("talks to a running daemon", 1)[0]
     assert "lint" in offline and "next" in offline
+
+
+def test_logs_f_of_an_ended_run_says_its_error_as_logs_does(daemon: Daemon) -> None:
+    """`cronwheel logs -f EXECUTION` of a run that had failed said "DEAD, exit -15" and left out
+    the error that `cronwheel logs EXECUTION` gave; both end with the same line now."""
+    job = daemon.add_job({"runAt": "+0s", "command": "sleep 30", "timeoutSec": 1, "retryPolicy": {"maxAttempts": 1}})
+    ex = wait_for(lambda: next((e for e in daemon.executions(job["jobId"]) if e["status"] == "DEAD"), None),
+                  what="the run to time out")  # fmt: skip
+    assert ex["error"], ex
+    ends = [daemon.cli(*args).stderr.strip().splitlines()[-1] for args in (("logs", ex["executionId"]), ("logs", "-f", ex["executionId"]))]
+    assert ends[0].startswith(f"execution {ex['executionId']}: DEAD") and ex["error"].split(":")[0] in ends[0], ends
+    assert ends[1] == ends[0].removesuffix(" (no output)"), ends
