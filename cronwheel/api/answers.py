@@ -35,7 +35,7 @@ class Tenant(msgspec.Struct, rename="camel", kw_only=True):
     submit_burst: Annotated[int, Meta(ge=1, description="Token bucket capacity. Null: ceil(submitRate).")] | None
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")]
     http_allow: Annotated[list[str], Meta(max_length=lim.MAX_HTTP_ALLOW,
-                          description="Hosts its HTTP targets may call (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.")]
+                          description="Hosts its HTTP targets, their redirects and its webhooks may call, and its email rules' recipients' domains (`host`, `*.domain`, IP). Empty (`[]`): no host at all. Null: none of its own, the daemon's --http-allow applies (with none set there either, any host).")] | None
     created_at: Instant | UnsetType | None = UNSET
     updated_at: Instant | UnsetType | None = UNSET
     running: Annotated[int, Meta(description="Live, this node: executions running now (GET /v1/tenants only).")] | UnsetType = UNSET

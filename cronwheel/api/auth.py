@@ -102,4 +102,5 @@ class Authenticator:
             token.role, token.tenant, token.token_id,
             allow_shell=tenant.allow_shell,
             http_allow=effective_http_allow(tenant, self.http_allow),
+            http_allow_own=tenant.http_allow is not None,
         )

@@ -82,7 +82,7 @@ class TenantPatch(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     submit_burst: Annotated[int, _quota(1, "Token bucket capacity. Null: ceil(submitRate).")] | UnsetType | None = UNSET
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")] | UnsetType = UNSET
     http_allow: Annotated[list[_HOST], Meta(max_length=lim.MAX_HTTP_ALLOW,
-                          description="Hosts its HTTP targets (their redirects too, at each run) and webhooks may call, and the domains its email rules may write to (`host`, `*.domain`, IP). Empty: the daemon's --http-allow, and if that is empty too, any host.")] | UnsetType = UNSET
+                          description="Hosts its HTTP targets (their redirects too, at each run) and webhooks may call, and the domains its email rules may write to (`host`, `*.domain`, IP). Empty (`[]`): no host at all. Null (or absent from a new tenant): none of its own, the daemon's --http-allow applies (with none set there either, any host).")] | UnsetType | None = UNSET
 
 
 class TenantRequest(TenantPatch, kw_only=True):

@@ -34,7 +34,7 @@ def _settings(body: TenantPatch) -> dict[str, Any]:
             continue
         if name == "submit_rate" and value is not None:
             value = float(value)
-        if name == "http_allow":
+        if name == "http_allow" and value is not None:  # null: none of its own
             value = _hosts(value)
         out[name] = value
     return out
@@ -97,7 +97,7 @@ def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tena
         submit_rate=t.submit_rate,
         submit_burst=t.submit_burst,
         allow_shell=t.allow_shell,
-        http_allow=list(t.http_allow),
+        http_allow=None if t.http_allow is None else list(t.http_allow),
         created_at=format_instant(t.created_at or None),
         updated_at=format_instant(t.updated_at or None),
     )

@@ -58,7 +58,7 @@ from cronwheel.core.limits import (
 )
 from cronwheel.core.model import RetryPolicy
 from cronwheel.core.retry import after_failure
-from cronwheel.core.tenants import HostAllow, Principal, Refusal, allowed_hosts, host_allowed
+from cronwheel.core.tenants import HostAllow, Principal, Refusal, host_allowed
 from cronwheel.core.urls import http_url_problem
 
 
@@ -570,12 +570,12 @@ def rules_refusal(rules: tuple[Rule, ...], principal: Principal, field: str = "n
         if rule.via is Via.EMAIL and (address := unallowed_recipient(rule, principal.http_allow)) is not None:
             return Refusal(f"{field}[{i}].to[{rule.to.index(address)}]",
                            f"email rules of tenant {principal.tenant!r} may write to the domains of its allow-list, "
-                           f"{allowed_hosts(principal.http_allow)}; not {address!r}")  # fmt: skip
+                           f"{principal.allowed_hosts()}; not {address!r}")  # fmt: skip
         if rule.via is Via.WEBHOOK:
             host = urlsplit(rule.url or "").hostname or ""
             if not host_allowed(host, principal.http_allow):
                 return Refusal(f"{field}[{i}].url", f"webhooks of tenant {principal.tenant!r} may call "
-                               f"{allowed_hosts(principal.http_allow)}; not {host!r}")  # fmt: skip
+                               f"{principal.allowed_hosts()}; not {host!r}")  # fmt: skip
         if rule.via is Via.COMMAND and not principal.allow_shell:
             return Refusal(f"{field}[{i}].command", f"command rules run code as the daemon's user: only admins, or tenants "
                            f"granted allowShell, may save them (tenant {principal.tenant!r} is not)")  # fmt: skip

@@ -87,7 +87,10 @@ class HopRules:
     def listed(self) -> str:
         if self.granted is None:
             return "its own host only"
-        return "any host" if self.granted == ANY_HOST else ", ".join(self.granted) or "no host but its own"
+        if not self.granted:  # the tenant's own list, or the daemon's when it has none
+            return (f"empty: no host but the job's own; `cronwheel tenant set {self.tenant} --http-allow HOST,...` "
+                    "opens it")
+        return "any host" if self.granted == ANY_HOST else ", ".join(self.granted)
 
 
 def redirected_method(status: int, method: str) -> tuple[str, bool]:

@@ -65,7 +65,9 @@ class Tenant:
     submit_rate: float | None = None  #: submissions per second (token bucket refill): new jobs, triggered runs, backfilled ticks, pinged runs
     submit_burst: int | None = None  #: bucket capacity; None: max(1, ceil(submit_rate))
     allow_shell: bool = False  #: may create command and python targets
-    http_allow: tuple[str, ...] = ()  #: hosts HTTP targets may call; empty: the daemon's list
+    #: hosts its HTTP targets, webhooks and email rules may reach: None, not set, the daemon's
+    #: ``--http-allow``; empty, no host at all (as the daemon's ``http_allow = []``)
+    http_allow: HostAllow = None
     created_at: int = 0
     updated_at: int = 0
 
@@ -101,6 +103,11 @@ class Principal:
     allow_shell: bool = False
     http_allow: HostAllow = None  #: the effective allow-list (tenant's, else the daemon's)
     via: str = "token"  #: "token" or "socket"
+    http_allow_own: bool = False  #: ``http_allow`` is the tenant's own list, not the daemon's
+
+    def allowed_hosts(self) -> str:
+        """What a refusal says its list allows (see ``allowed_hosts``)."""
+        return allowed_hosts(self.http_allow, self.tenant if self.http_allow_own else None)
 
     @property
     def is_admin(self) -> bool:
@@ -224,25 +231,35 @@ def target_refusal(target: dict[str, Any], principal: Principal) -> Refusal | No
         if not host_allowed(host, principal.http_allow):
             return Refusal(
                 "http.url",
-                f"HTTP targets of tenant {principal.tenant!r} may call {allowed_hosts(principal.http_allow)}; not {host!r}",
+                f"HTTP targets of tenant {principal.tenant!r} may call {principal.allowed_hosts()}; not {host!r}",
             )
     return None
 
 
 def effective_http_allow(tenant: Tenant | None, daemon_allow: HostAllow) -> HostAllow:
-    """A tenant's own list when it has one (a tenant's empty list is no list of its own),
-    else the daemon's ``--http-allow``."""
-    if tenant is not None and tenant.http_allow:
+    """A tenant's own list when it has one (an empty one too: no host), else the daemon's
+    ``--http-allow``."""
+    if tenant is not None and tenant.http_allow is not None:
         return tenant.http_allow
     return daemon_allow
 
 
-def allowed_hosts(allow: HostAllow) -> str:
-    """What a refusal says the list allows: ``only a.example, *.b.example``; an empty list can
-    only be the daemon's (a tenant's empty list falls back to it)."""
+def allowed_hosts(allow: HostAllow, own_of: str | None = None) -> str:
+    """What a refusal says the list allows: ``only a.example, *.b.example``. ``own_of``: the
+    tenant whose own list it is (None: the daemon's), so that an empty one says how to open it."""
     if allow is None:
         return "any host"
-    return f"only {', '.join(allow)}" if allow else "no host (the daemon's http_allow is empty)"
+    if allow:
+        return f"only {', '.join(allow)}"
+    if own_of is None:
+        return "no host (the daemon's http_allow is empty)"
+    return f"no host ({closed_tenant(own_of)})"
+
+
+def closed_tenant(name: str) -> str:
+    """Why a tenant whose own list is empty may reach no host, and how to open it."""
+    return (f"tenant {name!r}'s httpAllow is empty: `cronwheel tenant set {name} --http-allow HOST,...` "
+            f"opens it to those hosts, `--http-allow-inherit` to the daemon's list")
 
 
 __all__ = [
@@ -256,6 +273,7 @@ __all__ = [
     "Role",
     "Tenant",
     "allowed_hosts",
+    "closed_tenant",
     "effective_http_allow",
     "hash_token",
     "host_allowed",

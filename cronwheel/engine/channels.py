@@ -63,7 +63,8 @@ async def send_webhook(session: Any, n: nt.Notification, allow: HostAllow, now_s
     url = n.rule.url or ""
     host = urlsplit(url).hostname or ""
     if not host_allowed(host, allow):
-        raise DeliveryError(f"{host!r} is not in tenant {n.tenant!r}'s HTTP allow-list")
+        empty = " (it is empty: no host)" if allow == () else ""
+        raise DeliveryError(f"{host!r} is not in tenant {n.tenant!r}'s HTTP allow-list{empty}")
     body = body_bytes(n)
     try:
         async with session.post(url, data=body, headers=webhook_headers(n, body, now_s),

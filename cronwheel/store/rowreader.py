@@ -78,7 +78,7 @@ class RowReader:
             submit_rate=r[4],
             submit_burst=r[5],
             allow_shell=bool(r[6]),
-            http_allow=tuple(self.decode(r[7])) if r[7] else (),
+            http_allow=None if r[7] is None else tuple(self.decode(r[7])),
             created_at=r[8],
             updated_at=r[9],
         )

@@ -128,6 +128,33 @@ def test_migrations_are_numbered_recorded_and_on_par_with_sqlite(pg_store: Postg
     assert rows == [(m.version, m.name) for m in found]
 
 
+def test_an_empty_tenant_http_allow_of_a_database_before_version_21_becomes_not_set(empty_dsn: str) -> None:
+    """Until version 21 a tenant's empty httpAllow meant "none of its own" (the daemon's list
+    applies): the upgrade keeps that meaning (NULL), and every other setting and token, while an
+    empty list stored from then on means no host at all."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        pg_migrate.apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "tenant_http_allow_unset") - 1)
+    sql(empty_dsn, "INSERT INTO tenants (name, weight, max_running, created_at, max_jobs, submit_rate, submit_burst,"
+                   " allow_shell, http_allow, updated_at) VALUES"
+                   " ('acme', 3, 2, 5, 10, 2.5, 4, TRUE, '{}', 6), ('listed', 1, NULL, 7, NULL, NULL, NULL, FALSE,"
+                   " ARRAY['api.example.com', '*.acme.test'], 8)")
+    sql(empty_dsn, "INSERT INTO api_tokens (token_id, token_hash, role, tenant, created_at) VALUES ('tk_t', 'h1', 'tenant', 'acme', 1)")
+    columns = "name, weight, max_running, created_at, max_jobs, submit_rate, submit_burst, allow_shell, updated_at, notify::text"
+    before = sql(empty_dsn, f"SELECT {columns} FROM tenants ORDER BY name")
+    store = PostgresStore.open(empty_dsn)
+    try:
+        assert store.schema_version() == len(migrations())
+        assert sql(empty_dsn, f"SELECT {columns} FROM tenants ORDER BY name") == before
+        assert {t.name: t.http_allow for t in store.list_tenants()} == {
+            "acme": None, "default": None, "listed": ("api.example.com", "*.acme.test")}
+        assert [t.token_id for t in store.list_tokens("acme")] == ["tk_t"]
+        assert store.update_tenant("acme", {"http_allow": ()}, T0).http_allow == ()  # type: ignore[union-attr]
+        assert sql(empty_dsn, "SELECT name, http_allow FROM tenants ORDER BY name") == [
+            ("acme", []), ("default", None), ("listed", ["api.example.com", "*.acme.test"])]
+    finally:
+        store.close()
+
+
 def test_reopening_applies_nothing_twice(empty_dsn: str) -> None:
     PostgresStore.open(empty_dsn).close()
     PostgresStore.open(empty_dsn).close()

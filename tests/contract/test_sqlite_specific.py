@@ -137,6 +137,40 @@ def test_the_jobs_table_rebuild_keeps_every_job_and_settles_completed_ones(tmp_p
         store.close()
 
 
+def test_an_empty_tenant_http_allow_of_a_file_before_version_21_becomes_not_set(tmp_path: Path) -> None:
+    """Until version 21 a tenant's empty httpAllow meant "none of its own" (the daemon's list
+    applies): the upgrade keeps that meaning (NULL), and every other setting and token, while an
+    empty list stored from then on means no host at all."""
+    path = tmp_path / "v20.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "tenant_http_allow_unset") - 1)
+    conn.execute("INSERT INTO tenants (name, weight, max_running, created_at, max_jobs, submit_rate, submit_burst,"
+                 " allow_shell, http_allow, updated_at, notify) VALUES"
+                 " ('acme', 3, 2, 5, 10, 2.5, 4, 1, '[]', 6, '[{\"via\":\"webhook\"}]'),"
+                 " ('listed', 1, NULL, 7, NULL, NULL, NULL, 0, '[\"api.example.com\",\"*.acme.test\"]', 8, '[]')")
+    conn.execute("INSERT INTO api_tokens VALUES ('tk_t', 'h1', 'tenant', 'acme', NULL, 1, NULL)")
+    before = conn.execute("SELECT name, weight, max_running, created_at, max_jobs, submit_rate, submit_burst,"
+                          " allow_shell, updated_at, notify FROM tenants ORDER BY name").fetchall()
+    conn.close()
+
+    store = SqliteStore.open(path)
+    try:
+        migrated = conn_of(store)
+        assert migrated.execute("SELECT name, weight, max_running, created_at, max_jobs, submit_rate, submit_burst,"
+                                " allow_shell, updated_at, notify FROM tenants ORDER BY name").fetchall() == before
+        assert {t.name: t.http_allow for t in store.list_tenants()} == {
+            "acme": None, "default": None, "listed": ("api.example.com", "*.acme.test")}
+        assert migrated.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert {r[2] for r in migrated.execute("PRAGMA foreign_key_list('api_tokens')")} == {"tenants"}
+        assert migrated.execute("SELECT count(*) FROM sqlite_master WHERE name = 'tenants_v20'").fetchall() == [(0,)]
+        with pytest.raises(apsw.ConstraintError):  # the reference still holds
+            migrated.execute("INSERT INTO api_tokens VALUES ('tk_x', 'h2', 'tenant', 'ghost', NULL, 2, NULL)")
+        assert store.update_tenant("acme", {"http_allow": ()}, T0).http_allow == ()  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
 def test_migrations_are_numbered_and_recorded(sqlite_store: SqliteStore) -> None:
     found = migrations()
     assert [m.version for m in found] == list(range(1, len(found) + 1))

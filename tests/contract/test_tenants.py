@@ -39,7 +39,7 @@ def test_there_is_always_a_default_tenant(store: Store) -> None:
     (default,) = store.list_tenants()
     assert default.name == "default" and default.weight == 1
     assert default.max_running is None and default.max_jobs is None and default.submit_rate is None
-    assert default.allow_shell is False and default.http_allow == ()
+    assert default.allow_shell is False and default.http_allow is None  # none of its own
     assert get_tenant(store, "default") == default
     assert get_tenant(store, "nobody") is None
 
@@ -77,6 +77,22 @@ def test_update_tenant_changes_only_what_is_named(store: Store) -> None:
     with pytest.raises(ValueError):
         store.update_tenant("acme", {"name": "evil"}, T0)
     assert get_tenant(store, "acme") == cleared
+
+
+def test_an_empty_http_allow_is_kept_apart_from_none(store: Store) -> None:
+    """None (no list of its own: the daemon's applies) and an empty list (no host at all) are
+    two settings: each is stored, read back and changed to the other as it is."""
+    assert store.create_tenant(Tenant("closed", http_allow=()), T0).http_allow == ()  # type: ignore[union-attr]
+    assert store.create_tenant(Tenant("open"), T0).http_allow is None  # type: ignore[union-attr]
+    assert get_tenant(store, "closed").http_allow == ()  # type: ignore[union-attr]
+    assert get_tenant(store, "open").http_allow is None  # type: ignore[union-attr]
+    assert store.update_tenant("open", {"http_allow": ()}, T0 + MIN).http_allow == ()  # type: ignore[union-attr]
+    assert store.update_tenant("closed", {"http_allow": None}, T0 + MIN).http_allow is None  # type: ignore[union-attr]
+    assert store.update_tenant("closed", {"weight": 2}, T0 + 2 * MIN).http_allow is None  # type: ignore[union-attr]
+    assert store.update_tenant("open", {"weight": 2}, T0 + 2 * MIN).http_allow == ()  # type: ignore[union-attr]
+    assert {t.name: t.http_allow for t in store.list_tenants()} == {"closed": None, "default": None, "open": ()}
+    create(store, new_job(tenant="implicit"))  # a tenant its first job makes: none of its own
+    assert get_tenant(store, "implicit").http_allow is None  # type: ignore[union-attr]
 
 
 def test_the_default_tenant_can_be_configured_too(store: Store) -> None:

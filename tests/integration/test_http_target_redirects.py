@@ -8,18 +8,17 @@ off its list. And no cookie an answer sets is kept, for a later hop or run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+from tests.integration.conftest import Endpoint
 from tests.integration.test_auth import tenant_token
 from tests.support.daemon import Daemon
-from tests.support.threadserver import redirecting_endpoint
 from tests.support.wait import wait_for
 
-Endpoint = tuple[str, list[dict[str, Any]]]
 YEARLY = {"schedule": "@yearly", "retryPolicy": {"maxAttempts": 1}}
 SECRETS = {"Authorization": "Bearer s3cret", "X-Api-Key": "k3y", "Cookie": "sid=c00kie"}
 
@@ -28,18 +27,6 @@ SECRETS = {"Authorization": "Bearer s3cret", "X-Api-Key": "k3y", "Cookie": "sid=
 def acme(make_daemon: Callable[..., Daemon]) -> tuple[Daemon, str]:
     d = make_daemon(workers=1)
     return d, tenant_token(d, "acme", httpAllow=["127.0.0.1", "localhost"])
-
-
-@pytest.fixture
-def front() -> Iterator[Endpoint]:
-    with redirecting_endpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def far() -> Iterator[Endpoint]:
-    with redirecting_endpoint("127.0.0.2") as endpoint:
-        yield endpoint
 
 
 def to(base: str, where: str, status: int = 302, path: str = "/start") -> str:
@@ -185,5 +172,5 @@ def test_with_no_list_anywhere_any_hop_goes_and_with_an_empty_one_only_the_jobs_
         "home": {"url": to(base, f"{base}/z"), "method": "GET"},
     })
     assert [r["path"] for r in far_got] == ["/x"]  # nothing more reached the other host
-    assert runs["elsewhere"]["status"] == "DEAD" and runs["elsewhere"]["error"].endswith("(no host but its own)"), runs
+    assert runs["elsewhere"]["status"] == "DEAD" and runs["elsewhere"]["error"].endswith("(empty: no host but the job's own; `cronwheel tenant set default --http-allow HOST,...` opens it)"), runs
     assert runs["home"]["status"] == "SUCCEEDED", runs["home"]

@@ -65,7 +65,8 @@ def test_a_hop_must_be_on_the_tenants_list_unless_it_is_the_jobs_own_host() -> N
     # no list at all: any host; an empty list (the daemon's http_allow = []): none but the
     # job's own; no list given to the worker: the job's own host only
     assert follow(first(), 302, "http://169.254.169.254/", rules(allow=granted_allow(None))).parsed.host == "169.254.169.254"
-    assert "(no host but its own)" in refusal(first(), "https://a.hooks.acme.test/", rules(allow=granted_allow(())))
+    assert "(empty: no host but the job's own; `cronwheel tenant set acme --http-allow HOST,...` opens it)" in refusal(
+        first(), "https://a.hooks.acme.test/", rules(allow=granted_allow(())))
     assert follow(first(), 302, "/same", rules(allow=granted_allow(()))).url == "https://api.acme.test/same"
     assert follow(first(), 302, "/same", rules(allow=None)).url == "https://api.acme.test/same"
     assert "(its own host only)" in refusal(first(), "https://a.hooks.acme.test/", rules(allow=None))

@@ -85,8 +85,21 @@ def test_a_tenants_own_list_wins_over_the_daemons() -> None:
     assert effective_http_allow(Tenant("a"), ("y.test",)) == ("y.test",)
     assert effective_http_allow(None, ()) == ()
     assert effective_http_allow(Tenant("a"), None) is None
-    # a tenant's empty list is no list of its own: the daemon's empty one closes it too
+    # a tenant with no list of its own (None): the daemon's empty one closes it too
     assert effective_http_allow(Tenant("a"), ()) == ()
+    # a tenant's own empty list closes it to every host, whatever the daemon's says
+    assert effective_http_allow(Tenant("a", http_allow=()), ("y.test",)) == ()
+    assert effective_http_allow(Tenant("a", http_allow=()), None) == ()
+
+
+def test_a_tenants_own_empty_list_allows_no_host_and_says_how_to_open_it() -> None:
+    closed = Principal(Role.TENANT, "acme", http_allow=(), http_allow_own=True)
+    refusal = target_refusal({"http": {"url": "https://api.example.com/x"}}, closed)
+    assert refusal is not None and refusal.field == "http.url"
+    assert refusal.detail == (
+        "HTTP targets of tenant 'acme' may call no host (tenant 'acme''s httpAllow is empty: "
+        "`cronwheel tenant set acme --http-allow HOST,...` opens it to those hosts, `--http-allow-inherit` "
+        "to the daemon's list); not 'api.example.com'"), refusal.detail
 
 
 def test_the_daemons_empty_list_allows_no_host_and_says_so() -> None:

@@ -53,11 +53,12 @@ def current_version(conn: psycopg.Connection[Any]) -> int:
     return 0 if row is None else int(row[0])
 
 
-def apply_migrations(conn: psycopg.Connection[Any], now_ms: int) -> Migrated | None:
-    """Bring the database up to the latest version; returns what this call applied, None if
+def apply_migrations(conn: psycopg.Connection[Any], now_ms: int, until: int | None = None) -> Migrated | None:
+    """Bring the database up to the latest version (or to ``until``: a database as an older
+    cronwheel left it, for the migration tests); returns what this call applied, None if
     nothing (another node may have done it). ``conn`` is in autocommit mode (no transaction
     open)."""
-    found = migrations()
+    found = migrations()[:until]
     started, applied_from = time.monotonic(), None
     version = current_version(conn)  # cheap check without the lock: the usual case
     if version < len(found):

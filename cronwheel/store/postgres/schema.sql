@@ -19,7 +19,7 @@ CREATE TABLE tenants (
     submit_rate  DOUBLE PRECISION CHECK (submit_rate IS NULL OR submit_rate > 0),
     submit_burst INTEGER CHECK (submit_burst IS NULL OR submit_burst >= 1),
     allow_shell  BOOLEAN NOT NULL DEFAULT FALSE,
-    http_allow   TEXT[] NOT NULL DEFAULT '{}',  -- host names HTTP targets may call
+    http_allow   TEXT[],  -- host names HTTP targets may call ({}: none); NULL: not set, the daemon's list (version 21)
     updated_at   BIGINT NOT NULL DEFAULT 0
 );
 

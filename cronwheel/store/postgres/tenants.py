@@ -14,6 +14,11 @@ from cronwheel.store.postgres.connection import PostgresBase, first_line, transl
 from cronwheel.store.postgres.rows import tenant_from_row, token_from_row
 
 
+def host_array(allow: tuple[str, ...] | None) -> list[str] | None:
+    """A tenant's ``http_allow`` as stored: an array, NULL when it has none of its own."""
+    return None if allow is None else list(allow)
+
+
 class TenantMethods(PostgresBase):
     """``store.roles.tenants.TenantStore`` on PostgreSQL."""
 
@@ -22,7 +27,7 @@ class TenantMethods(PostgresBase):
         t = tenant
         args = {"name": t.name, "weight": t.weight, "max_running": t.max_running, "max_jobs": t.max_jobs,
                 "submit_rate": t.submit_rate, "submit_burst": t.submit_burst, "allow_shell": bool(t.allow_shell),
-                "http_allow": list(t.http_allow), "now": now_ms}  # fmt: skip
+                "http_allow": host_array(t.http_allow), "now": now_ms}  # fmt: skip
         with self._write() as conn:
             row = conn.execute(q.CREATE_TENANT, args).fetchone()
         if row is None:
@@ -40,7 +45,7 @@ class TenantMethods(PostgresBase):
             cur = tenant_from_row(row)
             new = merged_tenant_settings(cur, changes)
             new["allow_shell"] = bool(new["allow_shell"])
-            new["http_allow"] = list(new["http_allow"] or ())
+            new["http_allow"] = host_array(new["http_allow"])
             row = conn.execute(q.UPDATE_TENANT, {**new, "name": name, "now": now_ms}).fetchone()
         return tenant_from_row(row)
 

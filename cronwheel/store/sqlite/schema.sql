@@ -10,16 +10,17 @@ CREATE TABLE schema_migrations (
 
 -- Tenants and their share of the ready queue (weighted fair queuing, concurrency quota).
 CREATE TABLE tenants (
-    name        TEXT PRIMARY KEY,
-    weight      INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
-    max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
-    created_at  INTEGER NOT NULL DEFAULT 0,
+    name         TEXT PRIMARY KEY,
+    weight       INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 1),
+    max_running  INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+    created_at   INTEGER NOT NULL DEFAULT 0,
     max_jobs     INTEGER CHECK (max_jobs IS NULL OR max_jobs >= 0),
     submit_rate  REAL CHECK (submit_rate IS NULL OR submit_rate > 0),
     submit_burst INTEGER CHECK (submit_burst IS NULL OR submit_burst >= 1),
     allow_shell  INTEGER NOT NULL DEFAULT 0 CHECK (allow_shell IN (0, 1)),
-    http_allow   TEXT NOT NULL DEFAULT '[]',  -- JSON array of host names
-    updated_at   INTEGER NOT NULL DEFAULT 0
+    http_allow   TEXT,  -- JSON array of host names ([]: none); NULL: not set, the daemon's list (version 21)
+    updated_at   INTEGER NOT NULL DEFAULT 0,
+    notify       TEXT NOT NULL DEFAULT '[]'  -- the tenant's default notification rules (version 13)
 ) WITHOUT ROWID;
 
 INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
@@ -194,8 +195,7 @@ ALTER TABLE job_definitions ADD COLUMN managed_by TEXT;
 -- A job's own rules (a JSON list; empty: its tenant's defaults apply) and its window.
 ALTER TABLE job_definitions ADD COLUMN notify TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE job_definitions ADD COLUMN expect_ms INTEGER CHECK (expect_ms IS NULL OR expect_ms > 0);
--- A tenant's default rules, for its jobs that have none of their own.
-ALTER TABLE tenants ADD COLUMN notify TEXT NOT NULL DEFAULT '[]';
+-- A tenant's default rules, for its jobs that have none of their own: tenants.notify (above).
 
 -- What the rules need to remember about a job: its last outcome (for `recovered`) and its
 -- dead-man's window (`deadline_at`: absolute, so it survives restarts; scanned per bucket,

@@ -19,6 +19,11 @@ from cronwheel.store.sqlite.connection import SqliteBase, translated
 from cronwheel.store.sqlite.rows import tenant_from_row, token_from_row
 
 
+def host_list(allow: tuple[str, ...] | None) -> str | None:
+    """A tenant's ``http_allow`` as stored: a JSON array, NULL when it has none of its own."""
+    return None if allow is None else dumps(list(allow))
+
+
 class TenantMethods(SqliteBase):
     """``store.roles.tenants.TenantStore`` on the SQLite file."""
 
@@ -28,7 +33,7 @@ class TenantMethods(SqliteBase):
         with self._write() as conn:
             conn.execute(q.CREATE_TENANT, (
                 t.name, t.weight, t.max_running, t.max_jobs, t.submit_rate, t.submit_burst,
-                int(t.allow_shell), dumps(list(t.http_allow)), now_ms, now_ms,
+                int(t.allow_shell), host_list(t.http_allow), now_ms, now_ms,
             ))  # fmt: skip
             if conn.changes() == 0:
                 return None
@@ -47,7 +52,7 @@ class TenantMethods(SqliteBase):
             new = merged_tenant_settings(cur, changes)
             conn.execute(q.UPDATE_TENANT, (
                 name, new["weight"], new["max_running"], new["max_jobs"], new["submit_rate"],
-                new["submit_burst"], int(bool(new["allow_shell"])), dumps(list(new["http_allow"] or ())), now_ms,
+                new["submit_burst"], int(bool(new["allow_shell"])), host_list(new["http_allow"]), now_ms,
             ))  # fmt: skip
             row = conn.execute(q.GET_TENANT, (name,)).fetchone()
         return tenant_from_row(row)
