@@ -12,8 +12,10 @@ import pytest
 from tests.integration.test_auth import problem, tenant_token
 from tests.integration.test_http_target_redirects import Endpoint, run_all, to
 from tests.support.daemon import Daemon
+from tests.support.receiver import WebhookReceiver
 from tests.support.wait import wait_for
 
+SECRET = "s3cret-for-the-hmac-signature"
 DAEMONS_LIST = "api.example.com"  #: the daemon's --http-allow
 YEARLY = {"schedule": "@yearly"}
 CLOSED = ("tenant 'shut''s httpAllow is empty: `cronwheel tenant set shut --http-allow HOST,...` opens it to "
@@ -49,7 +51,7 @@ def test_an_empty_list_closes_the_tenant_and_null_gives_it_the_daemons_again(nod
     assert refused["field"] == "http.url" and refused["detail"] == (
         f"HTTP targets of tenant 'shut' may call no host ({CLOSED}); not '{DAEMONS_LIST}'"), refused
     queued = {**YEARLY, "queue": "q"}  # a target no list bounds: only its rules are judged
-    hook = {"on": "dead", "via": "webhook", "url": f"https://{DAEMONS_LIST}/hook", "secret": "s3cret-s3cret-s3cret"}
+    hook = {"on": "dead", "via": "webhook", "url": f"https://{DAEMONS_LIST}/hook", "secret": SECRET}
     refused = problem(d.post("/v1/jobs", {**queued, "notify": [hook]}, token=shut), 403)
     assert refused["field"] == "notify[0].url" and CLOSED in refused["detail"], refused
     mail = {"on": "dead", "via": "email", "to": [f"ops@{DAEMONS_LIST}"]}
@@ -131,3 +133,21 @@ def test_a_closed_tenants_jobs_follow_no_redirect_off_their_own_host(make_daemon
     # its own host: called, and a redirect back to it followed, as the run calls that host anyway
     assert after["home"]["status"] == "SUCCEEDED", after
     assert sorted(r["path"].split("?")[0] for r in got) == ["/start", "/start", "/z"], got
+
+
+def test_a_closed_tenants_webhooks_are_refused_at_delivery(make_daemon: Callable[..., Daemon]) -> None:
+    """A rule saved while its host was allowed is judged again at each delivery: closed since,
+    the notification is not sent, and says the list is empty."""
+    with WebhookReceiver(SECRET) as rx:
+        d = make_daemon(workers=1)
+        token = tenant_token(d, "shut", httpAllow=["127.0.0.1"], allowShell=True)
+        hook = {"on": "dead", "via": "webhook", "url": rx.url, "secret": SECRET, "maxAttempts": 1}
+        job = d.post("/v1/jobs", {**YEARLY, "command": "exit 1", "retryPolicy": {"maxAttempts": 1}, "notify": [hook]},
+                     token=token)  # fmt: skip
+        assert job.status == 201, job
+        assert d.request("PATCH", "/v1/tenants/shut", {"httpAllow": []}).status == 200
+        assert d.post(f"/v1/jobs/{job.json()['jobId']}/trigger", token=token).status in (200, 201, 202)
+        dead = wait_for(lambda: d.get("/v1/notifications?status=DEAD").json()["notifications"], 60,
+                        what="the refused notification dead-lettered")  # fmt: skip
+        assert dead[0]["error"].endswith("is not in tenant 'shut''s HTTP allow-list (it is empty: no host)"), dead
+        assert rx.unique() == {}
