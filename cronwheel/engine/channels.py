@@ -52,8 +52,15 @@ def webhook_headers(n: nt.Notification, body: bytes, now_s: int) -> dict[str, st
     }
 
 
+#: of a webhook's answer only its status counts: at most this much of its body is read (so that
+#: a small answer leaves the connection fit for reuse), never all of it, which a receiver that
+#: streams without end (or a gzip bomb, inflated as read) would make fill the daemon's memory
+WEBHOOK_ANSWER_READ = 64 * 1024
+
+
 async def send_webhook(session: Any, n: nt.Notification, allow: HostAllow, now_s: int, timeout_s: float) -> None:
-    """POST the notification's JSON, signed; any 2xx is delivered. The tenant's HTTP
+    """POST the notification's JSON, signed; any 2xx is delivered (the answer's body is not
+    read past ``WEBHOOK_ANSWER_READ``). The tenant's HTTP
     allow-list is checked at delivery time too: a list narrowed since the rule was saved
     is obeyed (the notification is then refused, not sent)."""
     import aiohttp
@@ -69,7 +76,11 @@ async def send_webhook(session: Any, n: nt.Notification, allow: HostAllow, now_s
     try:
         async with session.post(url, data=body, headers=webhook_headers(n, body, now_s),
                                 timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False) as resp:  # fmt: skip
-            await resp.read()
+            read = 0
+            async for chunk in resp.content.iter_chunked(16 * 1024):
+                read += len(chunk)
+                if read >= WEBHOOK_ANSWER_READ:
+                    break  # the rest is left unread: leaving the block closes the connection
             if not 200 <= resp.status < 300:
                 raise DeliveryError(f"webhook answered HTTP {resp.status}")
     except aiohttp.ClientError as exc:

@@ -4,12 +4,17 @@ allow-list, and the notifications' history and dead-letter queue."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
 
 from tests.support.daemon import Daemon
 from tests.support.receiver import WebhookReceiver
+from tests.support.threadserver import app_in_a_thread
 from tests.support.wait import wait_for
 
 SECRET = "s3cret-for-the-hmac-signature"
@@ -199,6 +204,40 @@ def test_a_hanging_receiver_never_holds_up_dispatch(make_daemon: Callable[..., D
                  what="the other job to keep running every second")  # fmt: skip
         assert rx.hold.is_set() and rx.held >= 4  # still hanging all along
         rx.release()
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The most memory the process ``pid`` has held so far (VmHWM), in MB."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_receiver_whose_answer_never_ends_gets_it_delivered_and_no_memory(make_daemon: Callable[..., Daemon]) -> None:
+    """The daemon reads the status of a webhook's answer, not its body: a receiver (a tenant's
+    own) that answers 200 and then streams without end was read whole, about 100 MB a second
+    into the daemon's memory until the delivery's timeout, and the notification failed."""
+    async def endless(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200)
+        await resp.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await resp.write(b"x" * 65536)
+        return resp
+
+    def app() -> web.Application:
+        a = web.Application()
+        a.router.add_post("/hook", endless)
+        return a
+
+    with app_in_a_thread(app) as base:
+        d = make_daemon()
+        before = peak_rss_mb(d.pid)
+        job = d.add_job({"runAt": "+0s", "command": "exit 1", "retryPolicy": {"maxAttempts": 1},
+                         "notify": [hook(f"{base}/hook", "failure", maxAttempts=1)]})  # fmt: skip
+        sent = wait_for(lambda: [n for n in notifications(d, jobId=job["jobId"]) if n["status"] == "SENT"], 10,
+                        what="the notification delivered on the receiver's 200")  # fmt: skip
+        assert sent[0]["attempt"] == 1, sent
+        assert peak_rss_mb(d.pid) < before + 100, (before, peak_rss_mb(d.pid))
 
 
 def test_a_late_start_is_told_while_the_run_goes_on(make_daemon: Callable[..., Daemon], tmp_path) -> None:
