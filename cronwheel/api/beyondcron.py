@@ -13,6 +13,7 @@ from typing import Any
 from cronwheel.api import answers
 from cronwheel.api.decode import decode
 from cronwheel.api.fields import ValidationError
+from cronwheel.api.queries import parse_int_query
 from cronwheel.api.schema import BackfillRequest, CalendarRequest, ChainRequest
 from cronwheel.core import schedule as sched
 from cronwheel.core.calendar import (
@@ -99,11 +100,7 @@ def parse_chain_body(body: Any) -> tuple[list[str], list[str]]:
 
 
 def parse_upcoming_query(count: str | None, start: str | None, now_ms: int) -> tuple[int, int]:
-    n = 5
-    if count is not None:
-        if not count.isdigit() or not 1 <= int(count) <= MAX_UPCOMING:
-            raise _bad("count", f"count must be an integer from 1 to {MAX_UPCOMING}", status=400, code="invalid_query")
-        n = int(count)
+    n = parse_int_query("count", count, 5, 1, MAX_UPCOMING)
     after = now_ms
     if start is not None:
         try:

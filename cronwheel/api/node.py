@@ -10,7 +10,7 @@ from aiohttp import web
 from cronwheel.api import answers
 from cronwheel.api.appkeys import CONFIG
 from cronwheel.api.context import json_response, service_of, tenant_of
-from cronwheel.api.problems import Problem
+from cronwheel.api.queries import parse_int_query
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 OPENAPI_DOC = web.AppKey("cronwheel.openapi", bytes)
@@ -31,17 +31,9 @@ async def node_config(request: web.Request) -> web.Response:
 async def herd(request: web.Request) -> web.Response:
     """The coming window's ticks per second (admin: every tenant's jobs; a tenant: its own)."""
     q = request.query
-    window = _int_query(q.get("window"), "window", 3600, 60, 86_400)
-    top = _int_query(q.get("top"), "top", 10, 1, 100)
+    window = parse_int_query("window", q.get("window"), 3600, 60, 86_400)
+    top = parse_int_query("top", q.get("top"), 10, 1, 100)
     return json_response(await service_of(request).herd(await tenant_of(request), window, top))
-
-
-def _int_query(value: str | None, name: str, default: int, lo: int, hi: int) -> int:
-    if value is None:  # empty is not an integer (like parse_limit)
-        return default
-    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
-        raise Problem(400, "invalid_query", f"{name} must be an integer between {lo} and {hi}, not {value[:50]!r}", field=name)
-    return int(value)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -22,11 +22,18 @@ def parse_idempotency_key(value: str | None) -> str | None:
 
 
 def parse_limit(value: str | None, default: int, maximum: int = MAX_PAGE) -> int:
+    return parse_int_query("limit", value, default, 1, maximum)
+
+
+def parse_int_query(field: str, value: str | None, default: int, lo: int, hi: int) -> int:
+    """A query parameter that is an integer in ``lo..hi`` (absent: ``default``), else a 400
+    naming ``field``."""
     if value is None:  # an empty ``limit=`` is not an integer: refused, as the document says
         return default
-    # isascii: "²".isdigit() is True but int() refuses it; len: a huge number is just refused
-    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not 1 <= int(value) <= maximum:
-        raise bad("limit", f"limit must be an integer between 1 and {maximum}, not {value[:50]!r}", status=400, code="invalid_query")
+    # isascii: "٣".isdigit() is True and int() takes it; len: a huge number is just refused
+    # (int() refuses one of more than 4300 digits with a ValueError)
+    if not (value.isascii() and value.isdigit() and len(value) <= 12) or not lo <= int(value) <= hi:
+        raise bad(field, f"{field} must be an integer between {lo} and {hi}, not {value[:50]!r}", status=400, code="invalid_query")
     return int(value)
 
 

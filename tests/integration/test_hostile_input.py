@@ -236,3 +236,32 @@ def test_generated_hostile_bodies_get_only_4xx_problems(daemon: Daemon) -> None:
         r = daemon.cli(*args)
         assert r.returncode == 0, (args, r.stderr[-500:])
     no_server_errors(daemon)
+
+
+#: every query parameter of every GET operation of the document, with its schema
+QUERY_PARAMS = sorted(
+    (path, p["name"], p.get("schema", {}).get("type"))
+    for path, item in DOC["paths"].items()
+    for p in (item.get("get") or {}).get("parameters", [])
+    if p.get("in") == "query"
+)  # fmt: skip
+_HOSTILE_QUERY = ["9" * 5000, "99999999999999999999", "\u0663", "\u00b2", "-1", "1e3", " 1", "0x10", "\u202e", "x" * 3000]
+
+
+def test_every_query_parameter_refuses_hostile_values_naming_itself(daemon: Daemon) -> None:
+    """Each query parameter of every GET route gets numbers too long for ``int()`` (more than
+    4300 digits: a ValueError, once a 500), digits of other scripts (``int("٣")`` is 3) and
+    the like: 200, or a 400 problem naming that parameter; an integer one never takes them."""
+    job = daemon.add_job(QUEUE_JOB)["jobId"]
+    daemon.request("PUT", "/v1/calendars/hols", {"dates": ["2026-12-25"]})
+    ids = {"jobId": job, "executionId": f"{job}:1", "name": "hols"}
+    assert {name for _, name, kind in QUERY_PARAMS if kind == "integer"} >= {"limit", "count", "window", "top", "n"}
+    for path, name, kind in QUERY_PARAMS:
+        target = re.sub(r"{(\w+)}", lambda m: ids[m[1]], path)
+        for value in _HOSTILE_QUERY:
+            r = daemon.get(f"{target}?{name}={quote(value)}")
+            assert r.status in (200, 400, 404), (path, name, value[:20], r)
+            if r.status == 400 or kind == "integer":
+                problem(r, 400, name)
+    alive(daemon)
+    no_server_errors(daemon)
