@@ -213,13 +213,16 @@ def tail_of(
     """The events of ``ring`` an answer starts with, and the cursor of where they start (asked
     for as ``after``, the same answer comes, and so do the events that follow it): the last
     ``n`` that ``keep`` keeps, or with ``after`` every kept one past it: of this log, those
-    after its ``seq``; of another (the daemon restarted since), all of this one. Events the
-    ring no longer holds are a ``stream.dropped`` line (counting them all, kept or not: they
-    cannot be filtered now)."""
+    after its ``seq`` (a ``seq`` it has not reached: 400); of another (the daemon restarted
+    since), all of this one. Events the ring no longer holds are a ``stream.dropped`` line
+    (counting them all, kept or not: they cannot be filtered now)."""
     if after is None:
         tail = [r for r in ring if keep(r)][-n:] if n else []
         before = tail[0]["seq"] - 1 if tail else ring[-1]["seq"] if ring else 0
         return tail, f"{log.log_id}:{before}"
+    if after[0] == log.log_id and after[1] > log.last_seq:  # no header said so: an empty answer would hide every event to come
+        raise _query_error("after", f"after: the event log {log.log_id} has no event {after[1]} yet (its last is {log.last_seq}): "
+                                    f"give back a {CURSOR_HEADER} header as it came")
     seen = after[1] if after[0] == log.log_id else 0
     tail = [r for r in ring if r["seq"] > seen and keep(r)]
     if ring and ring[0]["seq"] > seen + 1:

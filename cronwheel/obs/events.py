@@ -53,6 +53,11 @@ class EventLog:
         self._batch_subscribers: list[Callable[[list[dict[str, Any]]], None]] = []
         self._flush_pending = False
 
+    @property
+    def last_seq(self) -> int:
+        """The ``seq`` of the last event emitted (0 before the first)."""
+        return self._seq
+
     def set_format(self, fmt: str) -> None:
         if fmt == "auto":
             fmt = "console" if self.stream.isatty() else "json"

@@ -94,6 +94,11 @@ def test_tail_filters_by_job_event_since_and_n(daemon: Daemon) -> None:
     for bad in ("since=yesterday", "n=-1", "n=99999", "follow=maybe", f"after={log}", "after=1:2", f"after={log}:x"):
         r = daemon.get(f"/v1/events?{bad}")
         assert r.status == 400 and r.json()["code"] == "invalid_query", (bad, r)
+    # a seq of this log that it has not reached: refused, with or without follow (an empty
+    # answer and that cursor back in the header would hide every event to come from a poller)
+    for follow in ("0", "1"):
+        r = daemon.get(f"/v1/events?after={log}:999999999999999999&follow={follow}")
+        assert r.status == 400 and r.json()["field"] == "after" and "has no event 999999999999999999" in r.json()["detail"], r
     # an instant outside what cronwheel keeps is named as such, not as a malformed value
     for path in ("/v1/events?since=9900-01-01T00:00:00Z", "/v1/jobs/nope/executions?before=1969-12-31T23:59:59Z"):
         r = daemon.get(path)
