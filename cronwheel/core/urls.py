@@ -82,9 +82,17 @@ def http_url_as_written(url: str) -> HttpUrl | None:
     return HttpUrl(parts, f"[{host}]" if ":" in host else host, port or DEFAULT_PORTS[parts.scheme])
 
 
+#: a bracketed host as written: the brackets, then nothing but a port
+_BRACKETED = re.compile(r"\[[^\[\]]*\](?::[0-9]*)?")
+
+
 def _host(parts: SplitResult) -> str:
     host = parts.hostname or ""
-    if parts.netloc.rpartition("@")[2].startswith("["):
+    hostport = parts.netloc.rpartition("@")[2]
+    if hostport.startswith("["):
+        if not _BRACKETED.fullmatch(hostport):  # urlsplit reads [::1]x or [::1]] as ::1; the worker's client refuses them
+            raise ValueError(f"has {hostport[:100]!r} as its host and port, which is neither [IPv6 address] nor "
+                             "[IPv6 address]:port")  # fmt: skip
         if "%" in host:
             raise ValueError(f"has an IPv6 zone id ({host[host.index('%'):]!r}), which names a network interface of the "
                              "worker's machine, not a host: give the address alone")  # fmt: skip

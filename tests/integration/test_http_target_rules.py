@@ -36,6 +36,8 @@ BAD_URLS = [
     ("https://127.1/", "four decimal numbers"),  # 127.0.0.1 to the C resolver
     ("https://2130706433/", "four decimal numbers"),
     ("https://[v1.x]/", "not an IPv6 address"),
+    ("https://[::1]x/", "neither [IPv6 address] nor"),  # read as ::1 by the list, refused by the worker's client
+    ("https://[::1]]:8443/", "neither [IPv6 address] nor"),
 ]
 #: refused before this rule too: kept so that every malformed URL docs/security.md names is pinned
 STILL_REFUSED = [
@@ -90,6 +92,7 @@ def test_a_url_is_refused_unless_its_host_reads_one_way_only(acme: tuple[Daemon,
     for url in ("https://api.acme.test:8443/x", "http://127.0.0.1/", "https://x_y.acme.test/", "https://api.acme.test:/"):
         assert d.post("/v1/jobs", {**HOURLY, "http": {"url": url}}, token=token).status == 201, url
     assert d.post("/v1/jobs", {**HOURLY, "http": {"url": "http://[::1]:8080/"}}).status == 201  # admin: no list
+    refused(d.post("/v1/jobs", {**HOURLY, "http": {"url": "http://[::1]x:8080/"}}), "http.url", "neither [IPv6 address] nor")
 
 
 def test_headers_that_steer_the_request_or_the_connection_are_refused(acme: tuple[Daemon, str]) -> None:

@@ -37,6 +37,8 @@ def test_urls_taken_and_how_they_are_called(url: str, host: str, port: int) -> N
     ("http://" + "h" * 300, "at most 300 characters"),
     ("http://[fe80::1%25eth0]/", "zone id ('%25eth0')"),
     ("http://[v1.x]/", "not an IPv6 address"),
+    ("http://[::1]x/", "'[::1]x' as its host and port"),  # urlsplit: ::1; aiohttp: Invalid IPv6 URL
+    ("http://u@[::1]]:80/", "'[::1]]:80' as its host and port"),
     ("http://[zz]/", "not a valid URL"),
     ("http://api.example.com./", "ends with a dot"),
     ("http://b\u00fccher.de/", "IDNA form ('xn--bcher-kva.de')"),
