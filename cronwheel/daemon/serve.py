@@ -237,13 +237,16 @@ async def _serve_bound(
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
     migrated = writer_store.migrated  # the first handle migrates: an upgrade's schema work, or a new store's
+    # read once, here, before the store's threads use its connection (a later meta() on the
+    # loop raced them: a start that died of apsw's ThreadingViolationError)
+    store_kind = writer_store.meta().get("kind", "?")
     if migrated is not None:
-        events.emit("store.migrated", store=writer_store.meta().get("kind"), fromVersion=migrated.from_version,
+        events.emit("store.migrated", store=store_kind, fromVersion=migrated.from_version,
                     toVersion=migrated.to_version, durationMs=migrated.duration_ms)
     # API reads (lists, counts for status and metrics) need no 256 MiB cache: with a million
     # jobs, counting them filled it and the daemon's RSS grew with the registered jobs
     reader_store = open_store(url, sqlite_cache_mib=READER_CACHE_MIB)
-    shared = writer_store.meta().get("kind") == "postgresql"
+    shared = store_kind == "postgresql"
     if cluster is None:  # PostgreSQL turns it on (and cannot turn it off: serve refuses that)
         cluster = shared
     cluster_store = open_store(url) if cluster else None
@@ -297,7 +300,7 @@ async def _serve_bound(
     settle_heap()
     events.emit(
         "node.started", pid=os.getpid(), http=http_url, socket=str(sock_path),
-        store=writer_store.meta().get("kind", "?"), dataDir=str(data_dir.resolve()),
+        store=store_kind, dataDir=str(data_dir.resolve()),
         workers=workers, slots=slots, fileLimit=fd_limit, maxConnections=guard.tcp.total,
         maxConnectionsPerClient=guard.tcp.per_client, maxLocalConnections=guard.local.total,
     )

@@ -277,6 +277,30 @@ def test_a_held_write_lock_makes_the_store_unavailable_not_broken(tmp_path: Path
         s.close()
 
 
+def test_meta_answers_while_another_thread_is_mid_statement(sqlite_store: SqliteStore) -> None:
+    """The daemon logs node.started with the store's meta() on its event loop while the store's
+    own thread may be running a statement; meta() read the schema version from the connection
+    then, and apsw refused the second thread: a start that died of ThreadingViolationError
+    (about one start in seven of a busy store)."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        inside.set()
+        release.wait(10)
+        return 1
+
+    conn_of(sqlite_store).create_scalar_function("hold", hold, 0)
+    busy = threading.Thread(target=lambda: conn_of(sqlite_store).execute("SELECT hold()").fetchall())
+    busy.start()
+    try:
+        assert inside.wait(10)
+        meta = sqlite_store.meta()
+        assert meta["kind"] == "sqlite" and meta["version"] == len(migrations()), meta
+    finally:
+        release.set()
+        busy.join(10)
+
+
 def test_using_a_closed_store_raises_store_error(tmp_path: Path) -> None:
     s = SqliteStore.open(tmp_path / "c.db")
     s.close()

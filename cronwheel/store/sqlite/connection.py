@@ -162,6 +162,10 @@ class SqliteBase:
         self._closed = False
         self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
         self.migrated: Migrated | None = None  #: what opening it applied (Store.migrated)
+        #: the schema's version once opened (only an open migrates): what meta() says without a
+        #: query, so that any thread may call it while another uses the connection (apsw
+        #: refuses a second thread mid-statement: the daemon's start died of it)
+        self._version: int | None = None
 
     @classmethod
     def open(
@@ -207,6 +211,7 @@ class SqliteBase:
             raise StoreError(f"cannot open the store at {path}: {exc}") from exc
         store = cls(conn, path)
         store.migrated = migrated
+        store._version = current_version(conn)
         return store
 
     @contextlib.contextmanager
@@ -259,7 +264,7 @@ class SqliteBase:
         return {
             "kind": "sqlite",
             "path": str(self.path),
-            "version": None if self._closed else self.schema_version(),
+            "version": None if self._closed else self._version,
             "sqlite": apsw.sqlite_lib_version(),
             "journalMode": "wal",
             "synchronous": "full",
