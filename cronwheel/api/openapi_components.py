@@ -349,7 +349,7 @@ SCHEMAS: dict[str, Any] = {
     "EmailAddress": {
                         "type": "string",
                         "maxLength": 320,
-                        "pattern": "^[^@\\s<>,;:\"\\u0000-\\u001f\\u007f-\\u009f\\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?(?!\\n)$",
+                        "pattern": "^(?![^@]*=\\?)[^@\\s<>,;:\"\\u0000-\\u001f\\u007f-\\u009f\\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?(?!\\n)$",
                     },
 }
 

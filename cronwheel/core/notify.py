@@ -94,8 +94,10 @@ DEFAULT_MAX_PER_HOUR = 30
 OUTPUT_TAIL_CHARS = 2000
 
 #: the local part: no white space, no control character (spelled out, since Python's ``\s``
-#: and JSON Schema's differ on a few of them: the document states the same class)
-_EMAIL_RE = re.compile(r"^[^@\s<>,;:\"\x00-\x1f\x7f-\x9f\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
+#: and JSON Schema's differ on a few of them: the document states the same class), and no
+#: ``=?``: mail software decodes ``=?utf-8?q?ops=40acme.com=2C?=@a.example`` as an encoded word,
+#: and ``sendmail -t`` then read ``To: ops@acme.com,@a.example``, a domain the allow-list had not judged
+_EMAIL_RE = re.compile(r"^(?![^@]*=\?)[^@\s<>,;:\"\x00-\x1f\x7f-\x9f\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
 _RULE_FIELDS = {
     Via.WEBHOOK: ("url", "secret"),
     Via.EMAIL: ("to",),
@@ -368,7 +370,8 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
             raise RuleError(f"{field}.to", f"{field}.to must be a list of 1 to {MAX_RECIPIENTS} email addresses")
         for i, addr in enumerate(to):
             if not _EMAIL_RE.fullmatch(addr):
-                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}")
+                why = " ('=?' starts an encoded word, which mail software decodes)" if "=?" in addr.partition("@")[0] else ""
+                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}{why}")
         return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     command = _text(f"{field}.command", body.command, MAX_NOTIFY_COMMAND_BYTES)
     return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
