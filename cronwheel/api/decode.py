@@ -222,11 +222,12 @@ def _words(member: Member, got: Any, field: str, message: str, missing: bool) ->
     if member.base in (int, float):
         unit = " seconds" if field.endswith("Sec") else ""
         ge, gt, le = member.meta("ge"), member.meta("gt"), member.meta("le")
+        shown = repr(got) if len(repr(got)) <= 24 else f"{repr(got)[:6]}… ({len(repr(got))} digits)"  # 1e308 arrives as an int of 309 digits
         if ge is not None and le is not None:
-            return f"{field} must be between {fmt_num(ge)} and {fmt_num(le)}{unit}, not {got!r}"
+            return f"{field} must be between {fmt_num(ge)} and {fmt_num(le)}{unit}, not {shown}"
         bounds = [f"at least {fmt_num(ge)}" if ge is not None else "", f"above {fmt_num(gt)}" if gt is not None else "",
                   f"at most {fmt_num(le)}" if le is not None else ""]  # fmt: skip
-        return f"{field} must be {' and '.join(b for b in bounds if b)}{unit}, not {got!r}"
+        return f"{field} must be {' and '.join(b for b in bounds if b)}{unit}, not {shown}"
     lo, hi = member.meta("min_length"), member.meta("max_length")
     size = len(got) if isinstance(got, str | list | dict) else 0
     if member.base is str:

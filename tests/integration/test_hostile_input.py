@@ -56,6 +56,10 @@ def test_each_finding_of_the_issue_is_a_4xx_naming_the_field(any_store_daemon: D
     for path, text, field in cases:
         body = problem(post_text(daemon, path, text), 422 if field in out_of_range else 400, field)
         assert body["detail"], body
+    # 1e308 where an integer goes is an integer of 309 digits to the decoder: named, not echoed whole
+    huge = problem(post_text(daemon, "/v1/jobs", '{"schedule": "0 0 1 1 *", "queue": "q", "retryPolicy": {"maxAttempts": 1e308}}'),
+                   422, "retryPolicy.maxAttempts")  # fmt: skip
+    assert huge["detail"] == "retryPolicy.maxAttempts must be between 1 and 1000, not 100000… (309 digits)", huge
     deep = "[" * 30 + "]" * 30
     problem(post_text(daemon, "/v1/jobs", f'{{"schedule": "* * * * *", "queue": "q", "payload": {deep}}}'), 400)
     twice = problem(post_text(daemon, "/v1/jobs", '{"schedule": "* * * * *", "queue": "q", "name": "a", "name": "b"}'), 400)
