@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,11 +43,37 @@ class CalendarBook:
         return Exclusions(timezone, tuple(found)) if found else None
 
 
+#: calendars parsed, by their row: each claim batch of jobs observing 8 calendars of 5,000
+#: windows parsed them all again (half a second of the store's thread, which every tenant's
+#: claims wait for: another tenant's every-second job started seconds late). At most this many
+#: dates and windows are held, the least recently used calendar leaving first.
+PARSED_ENTRIES = 50_000
+_parsed: OrderedDict[tuple[Any, ...], Calendar] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
 def calendar_row(r: Any, decode: Callable[[Any], Any]) -> Calendar:
-    """A ``(tenant, name, spec, created_at, updated_at)`` row as a Calendar."""
+    """A ``(tenant, name, spec, created_at, updated_at)`` row as a Calendar (the same one for
+    the same row, parsed once while it is held)."""
+    key = (r[0], r[1], r[3], r[4], r[2] if isinstance(r[2], str) else dumps(r[2]))
+    with _parsed_lock:
+        cal = _parsed.get(key)
+        if cal is not None:
+            _parsed.move_to_end(key)
+            return cal
     spec = dict(decode(r[2]))
     spec["name"] = r[1]
-    return calendar_from_json(spec, r[0], r[3], r[4])
+    cal = calendar_from_json(spec, r[0], r[3], r[4])
+    with _parsed_lock:
+        _parsed[key] = cal
+        held = sum(_size(c) for c in _parsed.values())
+        while held > PARSED_ENTRIES and len(_parsed) > 1:
+            held -= _size(_parsed.popitem(last=False)[1])
+    return cal
+
+
+def _size(cal: Calendar) -> int:
+    return 1 + len(cal.dates) + len(cal.windows)
 
 
 def calendar_spec_json(cal: Calendar) -> str:

@@ -51,6 +51,22 @@ def test_calendar_crud_is_tenant_scoped(store: Store) -> None:
     assert store.delete_calendar("acme", "holidays") == (False, [])
 
 
+def test_a_calendar_read_again_unchanged_is_not_parsed_again(store: Store) -> None:
+    """Each claim batch reads the calendars its jobs observe: parsing 8 calendars of 5,000
+    windows every time took half a second of the store's thread, and another tenant's
+    every-second job started seconds late. An unchanged row is the calendar parsed before."""
+    windows = [(f"2027-01-{d:02d}T{h:02d}:00", f"2027-01-{d:02d}T{h:02d}:30") for d in range(1, 29) for h in range(24)]
+    store.put_calendar(build_calendar("big", [], windows, tenant="acme"), T0)
+    first = store.get_calendar("acme", "big")
+    assert first is not None and len(first.windows) == 672
+    assert store.get_calendar("acme", "big") is first
+    changed = store.put_calendar(build_calendar("big", ["2027-02-01"], windows, tenant="acme"), T0)  # the same ms
+    assert changed is not None and changed is not first and changed.dates == frozenset({"2027-02-01"})
+    assert store.get_calendar("acme", "big") is changed
+    other = store.put_calendar(build_calendar("big", [], windows, tenant="zeta"), T0)
+    assert other is not None and other.tenant == "zeta" and other.dates == frozenset()
+
+
 def test_calendars_listed_as_stored_are_the_calendars_as_read(store: Store) -> None:
     """A listing splices the stored spec into its answer: it must hold exactly what the
     calendar read back holds, dates in order, windows as given, on both stores."""
