@@ -10,6 +10,7 @@ from aiohttp import web
 from cronwheel.api import answers
 from cronwheel.api.appkeys import CONFIG
 from cronwheel.api.context import json_response, service_of, tenant_of
+from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_int_query
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")

@@ -43,6 +43,13 @@ class ConfigReport:
         if entry is not None and entry.get("value") is None and value is not None:
             entry["value"] = value
 
+    def started_as(self, node: str, **chosen: Any) -> ConfigReport:
+        """The node's id, and the values it chose for keys set nowhere (see ``chosen``)."""
+        self.node = node
+        for key, value in {"node_id": node, **chosen}.items():
+            self.chosen(key, value)
+        return self
+
     def applied(self, changed: dict[str, Any], running: dict[str, Any]) -> None:
         """After a SIGHUP: the keys it put in place now run with their new value and origin."""
         self.reloaded_at_ms = time.time_ns() // 1_000_000

@@ -221,11 +221,8 @@ async def _serve_bound(
     except ValueError as exc:
         raise DaemonError(f"--log-level: {exc}") from None
     route_logging(events, events.level)
-    report = report or ConfigReport(None, {})
-    report.node = node_id
-    for key, chosen in (("node_id", node_id), ("workers", workers), ("slots", slots), ("log_format", events.fmt),
-                        ("log_level", events.level), ("data_dir", str(data_dir))):
-        report.chosen(key, chosen)
+    report = (report or ConfigReport(None, {})).started_as(node_id, workers=workers, slots=slots, log_format=events.fmt,
+                                                           log_level=events.level, data_dir=str(data_dir))
     bound = tcp_sock.getsockname()[1]
     # jobs find this cronwheel; workers log as we do (worker/eventlog.py takes the log settings
     # out of the jobs' environment)
@@ -237,8 +234,7 @@ async def _serve_bound(
     url = store_url or str(data_dir / "cronwheel.db")
     writer_store = open_store(url)
     migrated = writer_store.migrated  # the first handle migrates: an upgrade's schema work, or a new store's
-    # read once, here, before the store's threads use its connection (a later meta() on the
-    # loop raced them: a start that died of apsw's ThreadingViolationError)
+    # read once, before the store's threads use its connection (a meta() on the loop raced them)
     store_kind = writer_store.meta().get("kind", "?")
     if migrated is not None:
         events.emit("store.migrated", store=store_kind, fromVersion=migrated.from_version,
