@@ -183,6 +183,8 @@ def test_logs_f_job_shows_every_run_that_started_while_it_could_not_look(daemon:
         wait_for(lambda: f"run {meanwhile[-1]}\n" in out.text, what="the follower to go on")
         last = run_once()
         wait_for(lambda: f"run {last}\n" in out.text, what="the run after")
+        # how it ended comes on stderr after its output, which stdout may show first
+        wait_for(lambda: f"execution {last}: SUCCEEDED" in err.text, what="the run after's last line")
         assert out.text == "".join(f"run {x}\n" for x in (first, *meanwhile, last)), (out.text, err.text)
         for xid in (first, *meanwhile, last):
             assert err.text.count(f"execution {xid}: SUCCEEDED, exit 0") == 1, err.text
