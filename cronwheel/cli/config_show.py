@@ -53,7 +53,7 @@ def _print(command: click.Command, file: cfg.FileValues, values: dict[str, tuple
             "shows": "local", "why": why or None,
             "file": str(file.path) if file.path else None,
             "keys": [
-                {"key": k, "value": None if v is None else (v if isinstance(v, (bool, int, float)) else cfg.mask_secrets(str(v))),
+                {"key": k, "value": _shown(v),
                  "source": src, "env": options[k].envvar, "default": daemon_default(options[k])}
                 for k, (v, src) in values.items()
             ],
@@ -73,7 +73,7 @@ def _print_keys(command: click.Command, values: dict[str, tuple[Any, str]]) -> N
             default = daemon_default(options[key])
             click.echo(f"# {key} is not set" + (f" (default: {default})" if default else ""))
             continue
-        line = f"{key} = {_toml(value if isinstance(value, (bool, int, float)) else cfg.mask_secrets(str(value)))}"
+        line = f"{key} = {_toml(_shown(value))}"
         click.echo(f"{line:<{width}}  # {source}")
 
 
@@ -90,10 +90,11 @@ def daemon_report(ctx: click.Context, data_dir_source: str | None, origins: dict
             source = data_dir_source
         keys[key] = {"value": _shown(value), "source": source, "env": options[key].envvar,
                      "default": daemon_default(options[key])}
-    return ConfigReport(str(file.path) if file.path else None, keys, origins, cfg.mask_secrets)
+    return ConfigReport(str(file.path) if file.path else None, keys, origins, _shown)
 
 
 def _shown(value: Any) -> Any:
+    """A value as `cronwheel config` and ``GET /v1/config`` show it: a URL's password masked."""
     return None if value is None else value if isinstance(value, (bool, int, float)) else cfg.mask_secrets(str(value))
 
 
@@ -113,15 +114,14 @@ def _ask_daemon(root: click.Context) -> tuple[dict[str, Any] | None, str]:
     return data, client.url
 
 
-def _pending(command: click.Command, parent: click.Context, file: cfg.FileValues,
-             running: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The keys the file sets otherwise than the daemon runs with them (keys the daemon took
-    from a flag or its environment are its own), and what applies each."""
+def _pending(resolved: dict[str, tuple[Any, str]], running: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The keys the file sets otherwise than the daemon runs with them (``resolved``: the file
+    as this shell reads it, under the daemon's flags; keys the daemon took from a flag or its
+    environment are its own), and what applies each."""
     from cronwheel.daemon.reload import LIVE_KEYS
 
-    flags = {k: e["value"] for k, e in running.items() if e.get("source") == "flag"}
     out = []
-    for key, (value, source) in cfg.effective(command, parent, file, given=flags).items():
+    for key, (value, source) in resolved.items():
         entry = running.get(key)
         theirs = str(entry.get("source", "")) if entry else "flag"
         if theirs == "flag" or theirs.startswith("env ") or source.startswith(("flag", "env ")):
@@ -140,7 +140,9 @@ def show_running(command: click.Command, parent: click.Context, file: cfg.FileVa
     change, and what serve would refuse in it at the next start (exit 2)."""
     running = {str(e.get("key")): e for e in data["keys"] if isinstance(e, dict)}
     same_file = str(file.path) if file.path else None
-    pending = _pending(command, parent, file, running) if same_file == data.get("file") else []
+    flags = {k: e["value"] for k, e in running.items() if e.get("source") == "flag"}
+    resolved = cfg.effective(command, parent, file, given=flags)
+    pending = _pending(resolved, running) if same_file == data.get("file") else []
     if as_json:
         render.emit_json({"shows": "daemon", "daemon": {k: data.get(k) for k in ("pid", "node", "startedAt", "reloadedAt")}
                           | {"url": url}, "file": data.get("file"), "keys": list(running.values()), "pending": pending})
@@ -156,8 +158,7 @@ def show_running(command: click.Command, parent: click.Context, file: cfg.FileVa
             how = "`systemctl reload cronwheel` (SIGHUP) applies it" if p["applies"] == "reload" else "a restart applies it"
             set_to = "is not set" if p["value"] is None else f"= {_toml(p['value'])}"
             click.echo(f"# not in effect: {p['key']} {set_to} ({p['source']}); {how}")
-    _refuse(cfg.settings(command, file, cfg.effective(command, parent, file, given={
-        k: e["value"] for k, e in running.items() if e.get("source") == "flag"})), "at the next start: ")
+    _refuse(cfg.settings(command, file, resolved), "at the next start: ")
 
 
 def _refuse(resolved: dict[str, Any], prefix: str = "") -> None:

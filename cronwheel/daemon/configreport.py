@@ -22,16 +22,16 @@ from cronwheel.core.instants import format_instant
 class ConfigReport:
     """``keys``: key -> {value, source, env, default}, in the order of serve's options.
     ``origins``: key -> source of the configuration as the last SIGHUP read it (filled by
-    the reload hook; empty until one). ``mask``: hides a URL's password in a value."""
+    the reload hook; empty until one). ``mask``: a value as shown (a URL's password hidden)."""
 
     def __init__(
         self, file: str | None, keys: dict[str, dict[str, Any]], origins: dict[str, str] | None = None,
-        mask: Callable[[str], str] | None = None,
+        mask: Callable[[Any], Any] | None = None,
     ) -> None:
         self.file = file
         self.keys = {key: dict(entry) for key, entry in keys.items()}
         self.origins = origins if origins is not None else {}
-        self.mask = mask or (lambda text: text)
+        self.mask = mask or (lambda value: value)
         self.pid = os.getpid()
         self.started_at_ms = time.time_ns() // 1_000_000
         self.reloaded_at_ms: int | None = None
@@ -57,8 +57,7 @@ class ConfigReport:
             entry = self.keys.get(key)
             if entry is None:
                 continue
-            value = running.get(key)
-            entry["value"] = value if value is None or isinstance(value, (bool, int, float)) else self.mask(str(value))
+            entry["value"] = self.mask(running.get(key))
             entry["source"] = self.origins.get(key, entry["source"])
 
     def as_json(self) -> dict[str, Any]:
