@@ -43,8 +43,11 @@ class WholeNumber(click.IntRange):
             try:
                 value = int(str(value))
             except ValueError:
-                self.fail(f"{value!r} is not a whole number ({self._describe_range()})", param, ctx)
+                self.fail(self.not_a_number(value), param, ctx)
         return super().convert(value, param, ctx)
+
+    def not_a_number(self, value: Any) -> str:
+        return f"{value!r} is not a whole number ({self._describe_range()})"
 
 
 def default_data_dir() -> Path:

@@ -52,17 +52,11 @@ class _Seconds(click.FloatRange):
         return super().convert(number, param, ctx)
 
 
-class _Millis(click.IntRange):
+class _Millis(WholeNumber):
     """A whole number of milliseconds: "'1s' is not a valid integer range" said what is wanted."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, int):
-            try:
-                value = int(str(value))
-            except ValueError:
-                self.fail(f"{value!r} is not a whole number of milliseconds (such as 2000; a duration like 2s is "
-                          "not taken here)", param, ctx)  # fmt: skip
-        return super().convert(value, param, ctx)
+    def not_a_number(self, value: Any) -> str:
+        return f"{value!r} is not a whole number of milliseconds (such as 2000; a duration like 2s is not taken here)"
 
 
 @click.command(context_settings=CONTEXT)
