@@ -215,3 +215,14 @@ class Migrated:
     from_version: int
     to_version: int
     duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLettersPruned:
+    """A job's oldest dead letters that the retention deleted (``Store.prune_dead_letters``):
+    how many, and how many of the job's are left."""
+
+    job_id: str
+    tenant: str
+    pruned: int
+    kept: int

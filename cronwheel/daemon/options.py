@@ -138,7 +138,9 @@ def connection_budgets(fd_limit: int) -> dict[str, int]:
     return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total), "max_local": local}
 
 
-def retention_options(retention: str | None, keep_last: int | None, interval_ms: int | None = None) -> dict[str, int]:
+def retention_options(
+    retention: str | None, keep_last: int | None, interval_ms: int | None = None, dlq_keep_last: int | None = None
+) -> dict[str, int]:
     from cronwheel.core.schedule import ScheduleError, parse_duration
 
     out: dict[str, int] = {}
@@ -149,6 +151,8 @@ def retention_options(retention: str | None, keep_last: int | None, interval_ms:
             raise DaemonError(f"--retention: {exc}") from None
     if keep_last is not None:
         out["keep_last"] = keep_last
+    if dlq_keep_last is not None:
+        out["dlq_keep_last"] = dlq_keep_last
     if interval_ms is not None:
         out["retention_interval_ms"] = interval_ms
     return out

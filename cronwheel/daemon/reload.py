@@ -17,7 +17,8 @@ from cronwheel.obs.levels import RANK
 from cronwheel.obs.logbridge import set_logging_level
 
 LOG_KEYS = frozenset({"log_level", "log_format"})
-LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "retention", "keep_last", "retention_interval_ms"})
+LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "retention", "keep_last", "dlq_keep_last",
+                       "retention_interval_ms"})
 
 
 class Reloader:

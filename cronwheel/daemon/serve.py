@@ -93,11 +93,8 @@ def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[st
     def retention(value: Any) -> None:
         node.config.retention_ms = retention_options(value or "30d", None)["retention_ms"]
 
-    def keep_last(value: Any) -> None:
-        node.config.keep_last = value or NodeConfig.keep_last
-
-    def interval(value: Any) -> None:
-        node.config.retention_interval_ms = value or NodeConfig.retention_interval_ms
+    def number(key: str) -> Any:  # a key of NodeConfig's, back to its default when unset
+        return lambda value: setattr(node.config, key, value or getattr(NodeConfig, key))
 
     def wrap(fn: Any) -> Any:
         def apply(value: Any) -> None:
@@ -109,7 +106,7 @@ def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[st
 
     return {
         **log_appliers(events, pool_env), "http_allow": wrap(http_allow), "retention": wrap(retention),
-        "keep_last": keep_last, "retention_interval_ms": interval,
+        **{key: number(key) for key in ("keep_last", "dlq_keep_last", "retention_interval_ms")},
     }
 
 
@@ -128,6 +125,7 @@ async def serve(
     http_allow: str | None = None,
     retention: str | None = None,
     keep_last: int | None = None,
+    dlq_keep_last: int | None = None,
     retention_interval_ms: int | None = None,
     ready: asyncio.Event | None = None,
     cluster: bool | None = None,
@@ -160,7 +158,7 @@ async def serve(
     host, port = parse_hostport(http)
     allowed_hosts = parse_http_allow(http_allow)
     disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
-    retention_opts = retention_options(retention, keep_last, retention_interval_ms)
+    retention_opts = retention_options(retention, keep_last, retention_interval_ms, dlq_keep_last)
     fd_limit = raise_fd_limit()
     os.environ.pop("CRONWHEEL_SMTP_URL", None)  # read by the CLI; its password is no job's business
     try:

@@ -32,9 +32,11 @@ class NodeConfig:
     claim_ahead_ms: int = 2_000
     grace_sec: float = 30.0
     #: history retention: finished executions older than this, beyond the newest
-    #: ``keep_last`` of each job, are pruned in the background (the DLQ never is)
+    #: ``keep_last`` of each job, are pruned in the background; the dead-letter queue is not
+    #: aged out, but each job keeps its newest ``dlq_keep_last`` dead letters (engine/retention.py)
     retention_ms: int = 30 * 86_400_000
     keep_last: int = 1_000
+    dlq_keep_last: int = 1_000
     retention_interval_ms: int = 300_000
     api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
     worker_env: dict[str, str] = field(default_factory=dict)

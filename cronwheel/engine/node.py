@@ -119,9 +119,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self.polls = QueuePolls()  #: remote workers' long polls waiting per queue name
         self.dispatcher.on_queued = self.polls.wake
         self.disk = DiskWatch(config.data_dir, self.writer, events, config.disk_low_bytes)
-        self.retention = Retention(
-            self.writer, self.clock, events, config.retention_ms, config.keep_last, config.retention_interval_ms
-        )
+        self.retention = Retention(self.writer, self.clock, events, config)
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)

@@ -1,10 +1,17 @@
 """History retention: finished executions (and the notifications that tell about them) older
 than the retention period, beyond the newest ``keep_last`` of each job, are pruned in the
-background. The dead-letter queue never is. Settled jobs (a one-off that ran, a cancelled
-job) go too, with their history, once the retention period has passed them by
-(``store/settled.py``): ``keep_last`` is per job while the job is there.
+background. Settled jobs (a one-off that ran, a cancelled job) go too, with their history,
+once the retention period has passed them by (``store/settled.py``): ``keep_last`` is per job
+while the job is there.
 
-Composed into the node (``Node.retention``), which runs its loop.
+The dead-letter queue is not aged out: a dead letter waits to be looked at. But a job that
+fails every second with no retries left adds 86,400 a day for ever, so each job keeps its
+newest ``dlq_keep_last``, and the older ones go, each job's with a ``dlq.pruned`` warning.
+The bound is per job, so one tenant's failing job never takes a neighbour's dead letters.
+
+The settings are read from the node's configuration at each pass, so a SIGHUP that changes
+them (daemon/reload.py) takes effect from the next pass. Composed into the node
+(``Node.retention``), which runs its loop.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import functools
 from collections.abc import Callable
 
 from cronwheel.core.clock import Clock
+from cronwheel.core.records import DeadLettersPruned
+from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Store
@@ -27,22 +36,21 @@ PRUNE_NOTIFICATIONS = 1000
 #: deletion may take at most in one call
 PRUNE_SETTLED_JOBS = 1000
 PRUNE_SETTLED_ROWS = 500
+#: per call: dead letters read (from their index: ~250 ns each) and deleted at most
+PRUNE_DEAD_LETTERS_READ = 20_000
+PRUNE_DEAD_LETTERS = 1000
 
 
 class Retention:
-    def __init__(
-        self, writer: StoreRunner, clock: Clock, events: EventLog, retention_ms: int, keep_last: int, interval_ms: int
-    ) -> None:
+    def __init__(self, writer: StoreRunner, clock: Clock, events: EventLog, config: NodeConfig) -> None:
         self.writer = writer
         self.clock = clock
         self.events = events
-        self.retention_ms = retention_ms
-        self.keep_last = keep_last
-        self.interval_ms = interval_ms
+        self.config = config
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(self.interval_ms / 1000)
+            await asyncio.sleep(self.config.retention_interval_ms / 1000)
             try:
                 await self.prune()
             except asyncio.CancelledError:
@@ -50,13 +58,19 @@ class Retention:
             except Exception as exc:  # retention must never take the node down
                 self.events.emit("retention.error", error=repr(exc))
 
-    async def prune(self) -> int:
-        """One pass over every job's history, then over the settled jobs, in small transactions
-        that let the hot path (claims, starts, completions) in between, then a WAL checkpoint."""
-        cutoff = self.clock.now_ms() - self.retention_ms
+    async def prune(self) -> None:
+        """One pass over every job's history, its dead letters, then the settled jobs, in small
+        transactions that let the hot path (claims, starts, completions) in between, then a
+        WAL checkpoint."""
+        cutoff = self.clock.now_ms() - self.config.retention_ms
+        keep_last, dlq_keep_last = self.config.keep_last, self.config.dlq_keep_last
         total = await self._pass(
-            lambda cursor, s: s.prune_executions(cutoff, self.keep_last, cursor, PRUNE_JOBS_PER_CALL, PRUNE_EXECUTIONS)
+            lambda cursor, s: s.prune_executions(cutoff, keep_last, cursor, PRUNE_JOBS_PER_CALL, PRUNE_EXECUTIONS)
         )
+        dead_letters: list[DeadLettersPruned] = []
+        dead = await self._pass(functools.partial(self._dead_letters, dlq_keep_last, dead_letters))
+        for job in dead_letters:  # on the loop: the event log is not the store thread's
+            self.events.emit("dlq.pruned", jobId=job.job_id, tenant=job.tenant, count=job.pruned, kept=job.kept)
         jobs = await self._pass(
             lambda cursor, s: s.prune_settled_jobs(cutoff, cursor, PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS)
         )
@@ -67,9 +81,19 @@ class Retention:
                 break
             await asyncio.sleep(0.01)
         await self.writer.run(lambda s: s.checkpoint())
-        if total or jobs:
-            self.events.emit("retention.pruned", executions=total, jobs=jobs)
-        return total
+        if total or jobs or dead:
+            self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead)
+
+    @staticmethod
+    def _dead_letters(
+        keep: int, found: list[DeadLettersPruned], cursor: str | None, store: Store
+    ) -> tuple[int, str | None]:
+        """One call of the dead letters' pass, on the store's thread: what each job lost goes
+        to ``found``, and is said (``dlq.pruned``) once the pass is over, so that nothing
+        leaves the queue unannounced."""
+        pruned, cursor = store.prune_dead_letters(keep, cursor, PRUNE_DEAD_LETTERS_READ, PRUNE_DEAD_LETTERS)
+        found.extend(pruned)
+        return sum(job.pruned for job in pruned), cursor
 
     async def _pass(self, page: Callable[[str | None, Store], tuple[int, str | None]]) -> int:
         """Call ``page(cursor, store)`` from the first page to the last (its cursor None),

@@ -56,6 +56,7 @@ EVENT_LEVELS: dict[str, str] = {
     "store.unavailable": "warning",
     "node.stalled": "warning",
     "store.disk_low": "warning",  # an alert: `journalctl -p warning` must show it
+    "dlq.pruned": "warning",  # dead letters deleted unread: an operator should know
     "effect.fenced": "warning",
     "remote_worker.fenced": "warning",
     "remote_worker.aborted": "warning",

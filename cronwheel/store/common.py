@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -29,7 +29,7 @@ from cronwheel.core.model import (
     Priority,
     RetryPolicy,
 )
-from cronwheel.core.records import Completion, Outcome
+from cronwheel.core.records import Completion, DeadLettersPruned, Outcome
 from cronwheel.core.tenants import TENANT_SETTINGS, TENANTLESS_ROLES, ApiToken, Tenant
 from cronwheel.core.words import counted
 
@@ -157,3 +157,31 @@ def check_token_scope(token: ApiToken) -> None:
     """ValueError unless the token names a tenant exactly when its role needs one."""
     if (token.role in TENANTLESS_ROLES) != (token.tenant is None):
         raise ValueError("admin and metrics tokens name no tenant; tenant and worker tokens name one")
+
+
+def prune_dead_letter_pages(
+    page: Sequence[Sequence[Any]], rows: int, keep: int, after_job: str | None, limit: int,
+    prune: Callable[[str, int], tuple[int, int]],
+) -> tuple[list[DeadLettersPruned], str | None]:
+    """``Store.prune_dead_letters`` around a backend's statements. ``page`` is the next ``rows``
+    dead letters in job order, counted by job: (job id, tenant, count). When the page is full,
+    its last job may have more than it counted, so it is left to the next call (unless it is
+    the only one, which then has at least ``rows``, more than ``keep``). ``prune(job_id,
+    budget)`` deletes up to ``budget`` of one job's oldest beyond its ``keep`` newest in a
+    transaction of its own, and says how many it deleted and how many are left. Stops once
+    ``limit`` were deleted, the cursor then on the job before the one cut short."""
+    full = sum(count for _job, _tenant, count in page) >= rows
+    if full and len(page) > 1:
+        page = page[:-1]
+    pruned: list[DeadLettersPruned] = []
+    deleted = 0
+    for index, (job_id, tenant, count) in enumerate(page):
+        if count <= keep:
+            continue
+        gone, left = prune(job_id, limit - deleted)
+        if gone:
+            pruned.append(DeadLettersPruned(job_id, tenant, gone, left))
+        deleted += gone
+        if deleted >= limit:
+            return pruned, (page[index - 1][0] if index else after_job) or ""
+    return pruned, page[-1][0] if full else None

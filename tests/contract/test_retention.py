@@ -14,15 +14,18 @@ from tests.contract.conftest import ALL_BUCKETS, HOUR, MIN, SEC, T0, create, new
 from tests.support.store_probe import list_effects
 
 
-def run_ticks(store: Store, n: int, *, fail_last: bool = False) -> str:
-    """An every-minute job with n finished ticks; returns the job id."""
-    nj = new_job(next_run_at=T0, schedule="* * * * *", retry=RetryPolicy(max_attempts=1))
+def run_ticks(store: Store, n: int, *, fail_last: bool = False, fail_all: bool = False, **kw: Any) -> str:
+    """An every-minute job with n finished ticks (with no retries: a failure is a dead
+    letter); returns the job id."""
+    nj = new_job(next_run_at=T0, schedule="* * * * *", retry=RetryPolicy(max_attempts=1), **kw)
     create(store, nj)
     for i in range(n):
         now = T0 + i * MIN
         [ex] = store.claim_due(ALL_BUCKETS, now, 10).executions
         [g] = store.start_executions([StartRequest(ex.execution_id, "w")], now)
-        outcome = Outcome.FAILED if fail_last and i == n - 1 else Outcome.SUCCEEDED
+        if fail_all and i == 0:
+            assert store.record_effect(g.execution_id, g.lease_epoch, "mail:1", now) is EffectVerdict.RECORDED
+        outcome = Outcome.FAILED if fail_all or (fail_last and i == n - 1) else Outcome.SUCCEEDED
         store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, outcome)], now + SEC)
     return nj.job_id
 
@@ -69,6 +72,66 @@ def test_prune_with_nothing_to_do_finishes(store: Store) -> None:
 
 
 HOUR_AGO = -60 * MIN
+
+
+# ---------------------------------------------------------------- dead letters
+
+
+def prune_dead(store: Store, keep: int, rows_per_call: int = 1, limit: int = 2) -> dict[str, tuple[str, int, int]]:
+    """Every call of a pass: what each job lost, as (tenant, pruned, kept) summed per job. By
+    default each call reads keep + 1 dead letters (the least it reads) and deletes two: a job's
+    count is cut short by a page's end, and its deletion by the call's limit."""
+    pruned: dict[str, tuple[str, int, int]] = {}
+    cursor = None
+    for _ in range(1000):
+        found, cursor = store.prune_dead_letters(keep, cursor, rows_per_call, limit)
+        for job in found:
+            before = pruned.get(job.job_id, ("", 0, 0))[1]
+            pruned[job.job_id] = (job.tenant, before + job.pruned, job.kept)
+        if cursor is None:
+            return pruned
+    raise AssertionError("pruning did not finish")
+
+
+def dead_ticks(store: Store, job_id: str) -> list[int]:
+    return sorted(e.scheduled_at for e in store.list_executions(job_id, 100) if e.status is ExecStatus.DEAD)
+
+
+def test_each_job_keeps_its_newest_dead_letters_and_loses_the_older_ones(store: Store) -> None:
+    """A job failing every minute with no retries left added a dead letter a minute for ever:
+    the queue is bounded per job, the oldest go (with their effects), a neighbour's stay."""
+    flapping = run_ticks(store, 6, fail_all=True, tenant="acme")  # (each job fewer ticks than the
+    neighbour = run_ticks(store, 5, fail_all=True, tenant="other")  # one before: its claims
+    ok = run_ticks(store, 5)  # find the earlier jobs' next ticks not yet due)
+    few = run_ticks(store, 2, fail_all=True, tenant="acme")
+    oldest = f"{flapping}:{T0}"
+    assert [effect[0] for effect in list_effects(store, oldest)] == ["mail:1"]
+    pruned = prune_dead(store, keep=3)
+    assert pruned == {flapping: ("acme", 3, 3), neighbour: ("other", 2, 3)}
+    assert dead_ticks(store, flapping) == [T0 + i * MIN for i in (3, 4, 5)]
+    assert dead_ticks(store, neighbour) == [T0 + i * MIN for i in (2, 3, 4)]
+    assert dead_ticks(store, few) == [T0, T0 + MIN]
+    assert len(store.list_executions(ok, 100)) == 5  # history is not the dead letters' pass's
+    assert store.get_execution(oldest) is None and list_effects(store, oldest) == []
+    assert store.count_executions(ExecStatus.DEAD) == 3 + 2 + 3
+    assert prune_dead(store, keep=3) == {}  # at the bound: nothing more
+    assert prune_dead(store, keep=1, rows_per_call=100, limit=100) == {
+        flapping: ("acme", 2, 1), neighbour: ("other", 2, 1), few: ("acme", 1, 1)}  # fmt: skip
+
+def test_a_replayed_dead_letter_is_not_counted_nor_pruned(store: Store) -> None:
+    job = run_ticks(store, 4, fail_all=True)
+    replayed = store.replay_dead(f"{job}:{T0}", T0 + HOUR)
+    assert replayed is not None
+    assert prune_dead(store, keep=3) == {}
+    assert prune_dead(store, keep=2, rows_per_call=10, limit=100) == {job: ("default", 1, 2)}
+    assert dead_ticks(store, job) == [T0 + 2 * MIN, T0 + 3 * MIN]
+    assert store.get_execution(f"{job}:{T0}").status is ExecStatus.PENDING  # type: ignore[union-attr]
+
+
+def test_the_dead_letters_pass_with_nothing_to_do_finishes(store: Store) -> None:
+    assert store.prune_dead_letters(1, None, 100, 1000) == ([], None)
+    run_ticks(store, 3, fail_last=True)
+    assert prune_dead(store, keep=1) == {}
 
 
 # ---------------------------------------------------------------- settled jobs

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
+    DeadLettersPruned,
     EffectVerdict,
     HeartbeatResult,
 )
-from cronwheel.store.common import MAX_MS, replay_reason
+from cronwheel.store.common import MAX_MS, prune_dead_letter_pages, replay_reason
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
@@ -122,3 +123,19 @@ class ExecutionMethods(PostgresBase):
                     # this job may have more: come back to it (the cursor is the job before it)
                     return deleted, (jobs[index - 1] if index else after_job) or ""
         return deleted, jobs[-1] if len(jobs) == jobs_per_call else None
+
+    @translated
+    def prune_dead_letters(
+        self, keep: int, after_job: str | None, rows_per_call: int, limit: int
+    ) -> tuple[list[DeadLettersPruned], str | None]:
+        rows = max(rows_per_call, keep + 1)  # a job over the bound is seen over it in one call
+        page = self._rows(q.DEAD_LETTERS_PAGE, {"after": after_job or "", "n": rows})
+
+        def prune(job_id: str, budget: int) -> tuple[int, int]:
+            with self._write() as conn:
+                args = {"job_id": job_id, "keep": keep, "limit": budget}
+                deleted = conn.execute(q.PRUNE_JOB_DEAD_LETTERS, args).rowcount
+                row = conn.execute(q.COUNT_JOB_DEAD_LETTERS, args).fetchone()
+                return deleted, row[0] if row else 0
+
+        return prune_dead_letter_pages(page, rows, keep, after_job, limit, prune)

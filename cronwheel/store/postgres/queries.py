@@ -622,6 +622,29 @@ DELETE FROM executions WHERE execution_id IN (
     FOR UPDATE SKIP LOCKED)
 """
 
+#: the next ``n`` dead letters after job ``after``, in job order, counted by job (with its
+#: tenant): read from the index of DEAD rows alone, a bounded piece of the queue a call
+DEAD_LETTERS_PAGE = """
+SELECT d.job_id, j.tenant, d.n FROM (
+    SELECT job_id, count(*) AS n FROM (
+        SELECT job_id FROM executions
+        WHERE status = 'DEAD' AND job_id > %(after)s ORDER BY job_id, scheduled_at LIMIT %(n)s) AS p
+    GROUP BY job_id) AS d
+JOIN jobs AS j ON j.id = d.job_id ORDER BY d.job_id
+"""
+
+#: one job's dead letters beyond its ``keep`` newest (by tick), at most ``limit`` of them. SKIP
+#: LOCKED: a dead letter being replayed is skipped, and is not DEAD once the replay commits
+PRUNE_JOB_DEAD_LETTERS = """
+DELETE FROM executions WHERE execution_id IN (
+    SELECT execution_id FROM executions
+    WHERE job_id = %(job_id)s AND status = 'DEAD'
+    ORDER BY scheduled_at DESC OFFSET %(keep)s LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED)
+"""
+
+COUNT_JOB_DEAD_LETTERS = "SELECT count(*) FROM executions WHERE job_id = %(job_id)s AND status = 'DEAD'"
+
 # ---------------------------------------------------------------- tenants and API tokens
 
 #: column order of ``rows.tenant_from_row``

@@ -280,3 +280,6 @@ ALTER TABLE executions ADD COLUMN effects INTEGER NOT NULL DEFAULT 0;
 
 -- version 20: settled jobs leave the store with their idempotency keys, found by job here
 CREATE INDEX idempotency_keys_job ON idempotency_keys (job_id);
+
+-- version 22: the dead letters of a job, oldest first: the retention keeps its newest dlq_keep_last
+CREATE INDEX executions_dead_of_job ON executions (job_id, scheduled_at) WHERE status = 'DEAD';

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from cronwheel.core.records import DeadLettersPruned
+
 
 class HistoryStore(ABC):
     """What keeps the store from growing without bound: pruning finished history and bounding
@@ -22,9 +24,21 @@ class HistoryStore(ABC):
         (ordered by id, starting after ``after_job``), delete up to ``limit`` executions in
         all that are SUCCEEDED, CANCELLED or SKIPPED, finished before ``older_than_ms``, and
         not among the job's ``keep_last`` newest executions (with their effects). DEAD
-        executions are the dead-letter queue and are never pruned; live ones never are.
-        Returns ``(deleted, cursor)``: pass the cursor back as ``after_job``; None when the
-        pass over all jobs is complete."""
+        executions are the dead-letter queue, bounded by ``prune_dead_letters`` alone; live
+        ones are never pruned. Returns ``(deleted, cursor)``: pass the cursor back as
+        ``after_job``; None when the pass over all jobs is complete."""
+
+    @abstractmethod
+    def prune_dead_letters(
+        self, keep: int, after_job: str | None, rows_per_call: int, limit: int
+    ) -> tuple[list[DeadLettersPruned], str | None]:
+        """Bound each job's dead letters: read the next ``rows_per_call`` DEAD executions
+        (at least ``keep`` + 1) in job order after ``after_job``, from the index of DEAD rows
+        alone (jobs without dead letters cost nothing), and for each job found with more than
+        ``keep``, delete its oldest (by tick, with their effects) until ``keep`` are left, up
+        to ``limit`` executions in all. Returns ``(pruned, cursor)``: one entry per job that
+        lost some, and the cursor to pass back as ``after_job``; None when the pass over the
+        whole queue is complete."""
 
     @abstractmethod
     def prune_settled_jobs(

@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
+    DeadLettersPruned,
     EffectVerdict,
     HeartbeatResult,
 )
 from cronwheel.store.common import (
     MAX_MS,
     dumps,
+    prune_dead_letter_pages,
     replay_reason,
 )
 from cronwheel.store.sqlite import jobstate, leases
@@ -141,3 +143,18 @@ class ExecutionMethods(SqliteBase):
                     index = jobs.index(job_id)
                     return deleted, (jobs[index - 1] if index else after_job) or ""
         return deleted, jobs[-1] if len(jobs) == jobs_per_call else None
+
+    @translated
+    def prune_dead_letters(
+        self, keep: int, after_job: str | None, rows_per_call: int, limit: int
+    ) -> tuple[list[DeadLettersPruned], str | None]:
+        rows = max(rows_per_call, keep + 1)  # a job over the bound is seen over it in one call
+        page = list(self._conn.execute(q.DEAD_LETTERS_PAGE, (after_job or "", rows)))
+
+        def prune(job_id: str, budget: int) -> tuple[int, int]:
+            with self._write() as conn:
+                conn.execute(q.PRUNE_JOB_DEAD_LETTERS, (job_id, keep, budget))
+                deleted = conn.changes()
+                return deleted, count_rows(conn, q.COUNT_JOB_DEAD_LETTERS, (job_id,))
+
+        return prune_dead_letter_pages(page, rows, keep, after_job, limit, prune)

@@ -579,6 +579,28 @@ DELETE FROM executions WHERE rowid IN (
     LIMIT ?4)
 """
 
+#: the next ?2 dead letters after job ?1, in job order, counted by job (with its tenant): read
+#: from the index of DEAD rows alone (jobs without dead letters are not in it), at most ?2 of
+#: its entries a call, so a large queue is read a bounded piece at a time
+DEAD_LETTERS_PAGE = """
+SELECT d.job_id, j.tenant, d.n FROM (
+    SELECT job_id, count(*) AS n FROM (
+        SELECT job_id FROM executions INDEXED BY executions_dead_of_job
+        WHERE status = 'DEAD' AND job_id > ?1 ORDER BY job_id, scheduled_at LIMIT ?2)
+    GROUP BY job_id) AS d
+JOIN jobs AS j ON j.id = d.job_id ORDER BY d.job_id
+"""
+
+#: one job's dead letters beyond its ?2 newest (by tick), at most ?3 of them
+PRUNE_JOB_DEAD_LETTERS = """
+DELETE FROM executions WHERE rowid IN (
+    SELECT rowid FROM executions INDEXED BY executions_dead_of_job
+    WHERE job_id = ?1 AND status = 'DEAD'
+    ORDER BY scheduled_at DESC LIMIT ?3 OFFSET ?2)
+"""
+
+COUNT_JOB_DEAD_LETTERS = "SELECT count(*) FROM executions WHERE job_id = ?1 AND status = 'DEAD'"
+
 # ---------------------------------------------------------------- calendars
 
 CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
