@@ -14,6 +14,8 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from cronwheel.core.words import did_you_mean
+
 
 class ValidationError(ValueError):
     """A request the API refuses before it reaches the service.
@@ -67,7 +69,8 @@ def reject_unknown(
     unknown = sorted(k for k in data if k not in allowed)
     if unknown:
         prefix = f"{where}." if where else ""
-        names = ", ".join(prefix + k for k in unknown)
+        # a typo gets the member it is close to; one of the answer's is said below instead
+        names = ", ".join(prefix + k + ("" if k in answer_only else did_you_mean(k, allowed)) for k in unknown)
         noun = "field" if len(unknown) == 1 else "fields"
         theirs = [k for k in unknown if k in answer_only]
         why = ""

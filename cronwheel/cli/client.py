@@ -10,7 +10,6 @@ over a daemon that restarted in between.
 
 from __future__ import annotations
 
-import difflib
 import http.client
 import json
 import socket
@@ -20,7 +19,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from cronwheel.cli.render import warned
 from cronwheel.core.limits import MAX_PAGE
-from cronwheel.core.words import as_given, is_sendable, is_utf8
+from cronwheel.core.words import as_given, did_you_mean, is_sendable, is_utf8
 from cronwheel.worker.sockpath import unix_path
 
 #: how long a request waits for the daemon's answer unless --request-timeout says otherwise
@@ -302,8 +301,7 @@ class Client:
         except ClientError:
             return ""
         names = sorted({j["name"] for j in jobs if j.get("name") and j.get("status") != "CANCELLED"})
-        close = difflib.get_close_matches(ref, names, n=3, cutoff=0.7)
-        return f" (did you mean {' or '.join(repr(n) for n in close)}?)" if close else ""
+        return did_you_mean(ref, names, n=3, cutoff=0.7)
 
     def update_job(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
         """``PATCH /v1/jobs/{id}``: a merge patch of the job's definition; the updated job."""

@@ -7,14 +7,13 @@ exist and how their values are checked is the caller's business (the CLI derives
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cronwheel.core.words import without_byte_order_mark
+from cronwheel.core.words import did_you_mean, without_byte_order_mark
 
 ENV_PREFIX = "CRONWHEEL_"
 
@@ -98,8 +97,7 @@ def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
     for key, value in data.items():
         line = lines.get(key) or tables.get(key) or 0
         if key not in known:
-            close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(key, known)
             kind = "table" if isinstance(value, dict) else "key"
             raise ConfigError(source, f"unknown {kind}{hint}; the keys are: {', '.join(sorted(known))}", line, key)
         out[key] = RawValue(value, line)

@@ -26,7 +26,7 @@ from typing import Any
 from cronwheel.core.config import ConfigError, key_lines, load_toml, table_lines
 from cronwheel.core.limits import json_problem
 from cronwheel.core.model import JobStatus
-from cronwheel.core.words import without_byte_order_mark
+from cronwheel.core.words import did_you_mean, without_byte_order_mark
 
 #: the ``managedBy`` of the jobs apply creates; ``--prune`` deletes only these
 OWNER = "apply"
@@ -95,7 +95,7 @@ def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDe
                 why = "the table's name is the job's name" if key == "name" else "apply sets it"
                 raise ConfigError(source, f"job {name!r}: {key} cannot be set in a file ({why})", _field_line(text, line, key), key)
             if key not in allowed:
-                raise ConfigError(source, f"job {name!r}: unknown field; the fields are: {', '.join(sorted(allowed))}",
+                raise ConfigError(source, f"job {name!r}: unknown field{did_you_mean(key, allowed)}; the fields are: {', '.join(sorted(allowed))}",
                                   _field_line(text, line, key), key)
         if isinstance(body.get("runAt"), str) and body["runAt"].strip().startswith("+"):
             raise ConfigError(source, f"job {name!r}: a relative runAt changes on every apply; write an RFC 3339 instant",

@@ -3,10 +3,28 @@ and text from argv or the environment shown as it was given. Pure."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 def counted(n: int, one: str, many: str | None = None) -> str:
     """``n`` and the noun in the right number: ``counted(1, "job")`` is "1 job"."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> str:
+    """`` (did you mean 'schedule'?)`` when up to ``n`` of ``choices`` are close to ``word`` (a
+    typo), else ''. Case, ``_`` and ``-`` do not count: ``max_attemps`` is close to
+    ``maxAttempts``, ``retry-policy`` is ``retryPolicy``."""
+    def key(text: str) -> str:
+        return text.lower().replace("_", "").replace("-", "")
+
+    by_key: dict[str, list[str]] = {}
+    for choice in dict.fromkeys(choices):
+        by_key.setdefault(key(choice), []).append(choice)
+    close = difflib.get_close_matches(key(word), list(by_key), n=n, cutoff=cutoff)
+    shown = [choice for k in close for choice in by_key[k]][:n]
+    return f" (did you mean {' or '.join(repr(c) for c in shown)}?)" if shown else ""
 
 
 def without_byte_order_mark(text: str) -> str:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from cronwheel.core.words import as_given, counted, is_sendable, is_utf8, without_byte_order_mark
+from cronwheel.core.words import (
+    as_given,
+    counted,
+    did_you_mean,
+    is_sendable,
+    is_utf8,
+    without_byte_order_mark,
+)
 
 NOT_UTF8 = b"job-\xff".decode("utf-8", "surrogateescape")  # as argv's bytes arrive in Python
 
@@ -29,3 +36,13 @@ def test_only_a_leading_byte_order_mark_is_taken_away() -> None:
     assert without_byte_order_mark("a\ufeff\n\ufeffb") == "a\ufeff\n\ufeffb"
     assert without_byte_order_mark("\ufeff\ufeffa") == "\ufeffa"  # one mark, not a run of them
     assert without_byte_order_mark("") == ""
+
+
+def test_did_you_mean_names_the_close_choice_whatever_its_case_or_separators() -> None:
+    fields = ["schedule", "command", "maxAttempts", "retryPolicy"]
+    assert did_you_mean("schedul", fields) == " (did you mean 'schedule'?)"
+    assert did_you_mean("max_attemps", fields) == " (did you mean 'maxAttempts'?)"
+    assert did_you_mean("retry-policy", fields) == " (did you mean 'retryPolicy'?)"
+    assert did_you_mean("zzz", fields) == ""
+    # names that differ by case or separator only are both offered, up to n
+    assert did_you_mean("backup", ["back-up", "back_up"], n=3) == " (did you mean 'back-up' or 'back_up'?)"
