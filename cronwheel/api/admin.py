@@ -7,7 +7,7 @@ from aiohttp import web
 from cronwheel.api import answers
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
-from cronwheel.api.context import json_body, json_response, service_of
+from cronwheel.api.context import json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.core import notify as nt
 
@@ -17,6 +17,21 @@ async def list_tenants(request: web.Request) -> web.Response:
     tenants = await service.list_tenants()
     live = service.tenant_stats()
     return json_response(answers.TenantList([tv.tenant_answer(t, live.get(t.name, {})) for t in tenants]))
+
+
+async def get_tenant(request: web.Request) -> web.Response:
+    """An admin sees any tenant; a tenant token its own only (another's answers 404, as an
+    unknown one: names do not leak)."""
+    name = request.match_info["name"]
+    own = await tenant_of(request)
+    if own is not None and own != name:
+        raise Problem(404, "not_found", f"no tenant {name[:64]!r}")
+    service = service_of(request)
+    tenant, jobs, applied = await service.get_tenant(name)
+    answer = tv.tenant_answer(tenant, service.tenant_stats().get(name, {}))
+    answer.jobs = jobs
+    answer.effective_http_allow = None if applied is None else list(applied)
+    return json_response(answer)
 
 
 async def create_tenant(request: web.Request) -> web.Response:

@@ -38,7 +38,9 @@ class Tenant(msgspec.Struct, rename="camel", kw_only=True):
                           description="Hosts its HTTP targets, their redirects and its webhooks may call, and its email rules' recipients' domains (`host`, `*.domain`, IP). Empty (`[]`): no host at all. Null: none of its own, the daemon's --http-allow applies (with none set there either, any host).")] | None
     created_at: Instant | UnsetType | None = UNSET
     updated_at: Instant | UnsetType | None = UNSET
-    running: Annotated[int, Meta(description="Live, this node: executions running now (GET /v1/tenants only).")] | UnsetType = UNSET
+    jobs: Annotated[int, Meta(ge=0, description="Registered (ACTIVE or PAUSED) jobs, what maxJobs counts (GET /v1/tenants/{name} only).")] | UnsetType = UNSET
+    effective_http_allow: Annotated[list[str], Meta(description="The hosts that apply (GET /v1/tenants/{name} only): its own httpAllow, else the daemon's --http-allow. Null: any host.")] | UnsetType | None = UNSET
+    running: Annotated[int, Meta(description="Live, this node: executions running now (not in the answers of POST and PATCH).")] | UnsetType = UNSET
     queued: Annotated[int, Meta(description="Live, this node: executions in the ready queue.")] | UnsetType = UNSET
     quota_waiting: Annotated[bool, Meta(description="Live, this node: executions wait for its maxRunning quota.")] | UnsetType = UNSET
 

@@ -16,6 +16,7 @@ from cronwheel.api.access import ROUTE_ACCESS, Access, authorize
 from cronwheel.api.admin import (
     create_tenant,
     create_token,
+    get_tenant,
     get_tenant_notify,
     list_tenants,
     list_tokens,
@@ -116,6 +117,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("GET", "/metrics", ops.metrics),
     ("GET", "/v1/tenants", list_tenants),
     ("POST", "/v1/tenants", create_tenant),
+    ("GET", "/v1/tenants/{name}", get_tenant),
     ("PATCH", "/v1/tenants/{name}", update_tenant),
     ("GET", "/v1/tenants/{name}/notify", get_tenant_notify),
     ("PUT", "/v1/tenants/{name}/notify", set_tenant_notify),
@@ -144,7 +146,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
         (create_job, create_jobs, list_jobs, get_job, update_job, cancel_job, pause_job, resume_job, trigger_job,
          list_executions, get_execution, execution_output, list_dead, replay_dead, purge_dead, herd,
          list_notifications, replay_notification, purge_notification, backfill_job, cancel_backfill, set_chain, upcoming,
-         list_calendars, get_calendar, put_calendar, delete_calendar),
+         list_calendars, get_calendar, put_calendar, delete_calendar, get_tenant),
         Access.MANAGE,
     ),
 }

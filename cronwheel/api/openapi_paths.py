@@ -998,7 +998,10 @@ PATHS: dict[str, Any] = {
                 "201": answer(
                     "Created.",
                     "Tenant",
-                    links={"UpdateTenant": link("updateTenant", {"name": "$response.body#/name"})},
+                    links={
+                        "GetTenant": link("getTenant", {"name": "$response.body#/name"}),
+                        "UpdateTenant": link("updateTenant", {"name": "$response.body#/name"}),
+                    },
                 ),
                 **refused("400", "401", "403", "409", "422", "503"),
             },
@@ -1008,6 +1011,21 @@ PATHS: dict[str, Any] = {
         "parameters": [
             path_param("name", "A tenant name."),
         ],
+        "get": {
+            "operationId": "getTenant",
+            "summary": "One tenant: its settings, its usage against its quotas (admin; a tenant token: its own)",
+            "description": (
+                "The tenant's settings, its registered jobs (`jobs`, what `maxJobs` counts), "
+                "this node's live numbers, and `effectiveHttpAllow`: the HTTP allow-list that "
+                "applies to it (its own `httpAllow`, or the daemon's `--http-allow` when "
+                "`httpAllow` is null). A tenant token may read its own tenant only: another "
+                "name answers 404, as an unknown one does."
+            ),
+            "responses": {
+                "200": answer("The tenant.", "Tenant"),
+                **refused("401", "403", "404", "503"),
+            },
+        },
         "patch": {
             "operationId": "updateTenant",
             "summary": "Change a tenant's weight, quotas or permissions (admin)",

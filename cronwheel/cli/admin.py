@@ -94,15 +94,34 @@ def _fmt_quota(value: Any) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _own_or_daemons(t: dict[str, Any]) -> str:
+    """The list that applies and whose it is (``effectiveHttpAllow``: GET /v1/tenants/NAME)."""
+    if t.get("httpAllow") is not None or "effectiveHttpAllow" not in t:
+        return _http_allow(t, "(the daemon's list)", "(none: every host refused)")
+    applied = t["effectiveHttpAllow"]
+    hosts = "any host" if applied is None else ", ".join(applied) or "none: every host refused"
+    return f"the daemon's list: {hosts}"
+
+
+def _against(used: int, quota: Any) -> str:
+    return f"{used} (no quota)" if quota is None else f"{used} of {_fmt_quota(quota)}"
+
+
 def _show_tenant(t: dict[str, Any], as_json: bool) -> None:
     if as_json:
         render.emit_json(t)
         return
+    usage = []  # GET /v1/tenants/NAME: the registered jobs and this node's numbers
+    if "jobs" in t:
+        usage.append(("jobs", _against(t["jobs"], t.get("maxJobs"))))
+    if "running" in t:
+        waiting = ", more waiting for the quota" if t.get("quotaWaiting") else ""
+        usage += [("running here", _against(t["running"], t.get("maxRunning")) + waiting), ("queued here", t.get("queued", 0))]
     render.emit_kv([
         ("name", t["name"]), ("weight", t["weight"]), ("max running", _fmt_quota(t.get("maxRunning"))),
         ("max jobs", _fmt_quota(t.get("maxJobs"))), ("submissions/s", _fmt_quota(t.get("submitRate"))),
         ("burst", _fmt_quota(t.get("submitBurst"))), ("allow shell", "yes" if t.get("allowShell") else "no"),
-        ("http allow", _http_allow(t, "(the daemon's list)", "(none: every host refused)")),
+        ("http allow", _own_or_daemons(t)), *usage,
     ])
 
 
@@ -149,6 +168,23 @@ def tenant_set(app: Cli, /, name: str, weight: int | None, max_running: Any, max
     if not changes:
         raise click.UsageError("nothing to change: give at least one option (see --help)")
     _show_tenant(app.client.update_tenant(name, changes), as_json)
+
+
+@tenant.command("show", context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the tenant as JSON.")
+@pass_cli
+def tenant_show(app: Cli, /, name: str, as_json: bool) -> None:
+    """Show tenant NAME: its settings, its usage against its quotas (jobs registered, this
+    node's running and queued executions) and the HTTP allow-list that applies, its own or
+    the daemon's. A tenant's token may show its own tenant.
+
+    \b
+    Examples:
+      cronwheel tenant show acme
+      cronwheel tenant show acme --json
+    """
+    _show_tenant(app.client.get_tenant(name), as_json)
 
 
 @tenant.command("ls", context_settings=CONTEXT)

@@ -385,6 +385,9 @@ class Client:
     def list_tenants(self) -> dict[str, Any]:
         return self._get("/v1/tenants")
 
+    def get_tenant(self, name: str) -> dict[str, Any]:
+        return self._get(f"/v1/tenants/{_q(name)}")
+
     def create_tenant(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._post("/v1/tenants", body)
 

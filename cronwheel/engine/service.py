@@ -23,7 +23,7 @@ from cronwheel.core.records import (
     EffectVerdict,
     HeartbeatResult,
 )
-from cronwheel.core.tenants import ApiToken, Role, Tenant
+from cronwheel.core.tenants import ApiToken, HostAllow, Role, Tenant
 from cronwheel.engine.liveoutput import Follower, LiveTail
 
 
@@ -298,6 +298,10 @@ class SchedulerService(Protocol):
         no store access."""
 
     async def list_tenants(self) -> list[Tenant]: ...
+
+    async def get_tenant(self, name: str) -> tuple[Tenant, int, HostAllow]:
+        """A tenant, its registered (ACTIVE or PAUSED) jobs and the HTTP allow-list that
+        applies to it (its own, else the daemon's; None: any host). NotFound."""
 
     async def create_tenant(self, tenant: Tenant) -> Tenant:
         """Conflict when it exists."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cronwheel.core.limits import MAX_TENANT_WAITING
-from cronwheel.core.model import JobSpec
+from cronwheel.core.model import JobSpec, JobStatus
 from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
     TENANTLESS_ROLES,
@@ -194,6 +194,21 @@ class TenancyMixin(NodeParts):
         tenants = await self._read(lambda s: s.list_tenants())
         self._set_tenants(tenants)
         return tenants
+
+    async def get_tenant(self, name: str) -> tuple[Tenant, int, HostAllow]:
+        """A tenant, its registered (ACTIVE or PAUSED) jobs, what its maxJobs counts, and the
+        HTTP allow-list that applies to it (its own, else the daemon's). NotFound."""
+
+        def read(s: Any) -> tuple[Tenant | None, int]:
+            found = next((t for t in s.list_tenants() if t.name == name), None)
+            if found is None:
+                return None, 0
+            return found, sum(s.count_jobs(name, st) for st in (JobStatus.ACTIVE, JobStatus.PAUSED))
+
+        tenant, jobs = await self._read(read)
+        if tenant is None:
+            raise NotFound(f"no tenant {name!r} (cronwheel tenant ls lists them)")
+        return tenant, jobs, effective_http_allow(tenant, self.config.http_allow)
 
     async def create_tenant(self, tenant: Tenant) -> Tenant:
         now = self.clock.now_ms()
