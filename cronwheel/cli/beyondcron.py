@@ -14,7 +14,7 @@ import click
 from cronwheel.cli import listing, render
 from cronwheel.cli.client import ApiError, path_segment
 from cronwheel.cli.context import CONTEXT, Cli, local_now_ms, pass_cli
-from cronwheel.cli.instants import instant_around, instant_text
+from cronwheel.cli.instants import calendar_spans, instant_around, instant_text
 from cronwheel.core import schedule as sched
 from cronwheel.core.backfill import job_ticks
 from cronwheel.core.calendar import CalendarError
@@ -170,12 +170,7 @@ def _save(app: Cli, name: str, tenant: str | None, body: dict[str, Any], as_json
 def calendar_set(app: Cli, /, name: str, dates: tuple[str, ...], windows: tuple[str, ...], description: str | None,
                  tenant: str | None, as_json: bool) -> None:  # fmt: skip
     """Create or replace a calendar (its whole content: give every date and window)."""
-    spans = []
-    for w in windows:
-        start, sep, end = w.partition("/")
-        if not sep or not start or not end:
-            raise click.BadParameter(f"{w!r} is not START/END", param_hint="'--window'")
-        spans.append({"start": start, "end": end})
+    spans = calendar_spans(dates, windows)
     body: dict[str, Any] = {"dates": list(dates), "windows": spans}
     if description is not None:
         body["description"] = description

@@ -1,5 +1,6 @@
 """Instants as the CLI's options take them: RFC 3339, ``+DURATION`` ahead, ``-DURATION``
-ago, or ``now``; a bad one is a usage error naming its option."""
+ago, or ``now``, and a calendar's days and windows; a bad one is a usage error naming its
+option, the value and the form it needs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from cronwheel.cli.context import local_now_ms
 from cronwheel.core import schedule as sched
+from cronwheel.core.calendar import CalendarError, parse_date, parse_window
 from cronwheel.core.instants import format_instant
 
 
@@ -49,3 +51,27 @@ def instant_around(text: str, param: str, now: int, past_only: bool = False) -> 
         raise click.BadParameter(f"invalid time {body!r}: expected an RFC 3339 instant like '2026-12-01T10:00:00Z', {forms}",
                                  param_hint=param)
     return sched.parse_instant(instant_text(body, param))
+
+
+def calendar_spans(dates: tuple[str, ...], windows: tuple[str, ...]) -> list[dict[str, str]]:
+    """``calendar set``'s ``--date`` days and ``--window START/END`` spans checked as the API
+    checks them, before anything is sent; the windows as the API's ``{start, end}``."""
+    for day in dates:
+        try:
+            parse_date(day, "--date")
+        except CalendarError as exc:
+            why = str(exc).removeprefix("--date: ")
+            form = "; write YYYY-MM-DD" if why.startswith(f"{day!r}: ") else ""  # a month 13, a 30 February
+            raise click.BadParameter(why + form, param_hint="'--date'") from None
+    spans = []
+    for i, window in enumerate(windows):
+        start, _, end = window.partition("/")
+        if not start or not end:
+            raise click.BadParameter(f"{window!r} is not START/END", param_hint="'--window'")
+        try:
+            parse_window(i, start, end)
+        except CalendarError as exc:
+            why = str(exc).split(": ", 1)[1]  # without the API's windows[i].end
+            raise click.BadParameter(f"{window!r}: {why}", param_hint="'--window'") from None
+        spans.append({"start": start, "end": end})
+    return spans

@@ -137,3 +137,18 @@ def test_logs_f_of_an_ended_run_says_its_error_as_logs_does(daemon: Daemon) -> N
     ends = [daemon.cli(*args).stderr.strip().splitlines()[-1] for args in (("logs", ex["executionId"]), ("logs", "-f", ex["executionId"]))]
     assert ends[0].startswith(f"execution {ex['executionId']}: DEAD") and ex["error"].split(":")[0] in ends[0], ends
     assert ends[1] == ends[0].removesuffix(" (no output)"), ends
+
+
+def test_calendar_set_refuses_a_bad_date_or_window_as_a_usage_error_naming_it(daemon: Daemon) -> None:
+    """Exit 2 and click's words, as every other option's bad value: the option, the value and
+    the form it needs; nothing is sent (the daemon's refusal was exit 1, naming dates[0])."""
+    for args, says in [
+        (("--date", "2026-13-25"), "Invalid value for '--date': '2026-13-25': month must be in 1..12; write YYYY-MM-DD"),
+        (("--date", "2026-12-25", "--date", "25/12/2026"), "Invalid value for '--date': '25/12/2026' is not a date; write YYYY-MM-DD"),
+        (("--window", "2026-12-24T22:00/nope"), "Invalid value for '--window': '2026-12-24T22:00/nope': 'nope' is not a date-time; write "),
+        (("--window", "2026-12-24"), "Invalid value for '--window': '2026-12-24' is not START/END"),
+    ]:
+        out = daemon.cli("calendar", "set", "holidays", *args)
+        assert out.returncode == 2 and says in out.stderr and "dates[" not in out.stderr, (args, out)
+    assert daemon.get("/v1/calendars").json()["calendars"] == []
+    assert daemon.cli("calendar", "set", "holidays", "--date", "2026-12-25").returncode == 0
