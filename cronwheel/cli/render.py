@@ -182,12 +182,13 @@ def fmt_utc(value: str | datetime | None) -> str:
     return format_instant((dt - _EPOCH) // _MS)
 
 
-def fmt_both(value: str | None, tz: tzinfo | None = None) -> str:
-    """UTC first, as every listing shows it, then the job's own zone when it has one
-    (``2026-12-01 08:00:00 UTC  (2026-12-01 09:00:00 CET)``), else the RFC 3339 form."""
+def fmt_both(value: str | datetime | None, tz: tzinfo | None = None) -> str:
+    """An instant as ``cronwheel next`` prints one: the wall clock in the job's zone (UTC
+    without one), its zone named, then the RFC 3339 instant
+    (``2026-12-01 09:00:00 CET  2026-12-01T08:00:00.000Z``)."""
     if not value:
         return "-"
-    return f"{fmt_local(value)}  ({fmt_local(value, tz) if tz is not None else fmt_utc(value)})"
+    return f"{fmt_local(value, tz)}  {fmt_utc(value)}"
 
 
 def fmt_lag(ms: int | None) -> str:

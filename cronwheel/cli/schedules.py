@@ -119,8 +119,7 @@ def next_(app: Cli, /, what: str, count: int, tz: str | None, from_: str | None,
         render.emit_note("never fires after " + render.fmt_utc(render.ms_to_dt(start)))
         return
     for f in fires:
-        dt = render.ms_to_dt(f)
-        click.echo(f"{render.fmt_local(dt, display_zone)}  {render.fmt_utc(dt)}")
+        click.echo(render.fmt_both(render.ms_to_dt(f), display_zone))  # as add and show print a next run
 
 
 def _job_for_next(app: Cli, ref: str, schedule_exc: Exception) -> dict[str, Any]:

@@ -111,14 +111,23 @@ def test_add_and_ls_print_utc_whatever_the_local_zone(daemon: Daemon) -> None:
     assert "2030-01-15 12:00:00 UTC" in ls.stdout and "GMT" not in ls.stdout, ls.stdout
 
 
-def test_a_job_in_its_own_zone_shows_utc_first_as_ls_does(daemon: Daemon) -> None:
+def test_a_job_in_its_own_zone_shows_its_next_run_as_next_does(daemon: Daemon) -> None:
+    """add, update and show print a next run as `cronwheel next` prints each: the wall clock
+    in the job's zone, named, then the RFC 3339 instant (ls keeps its UTC column)."""
     # noon in Paris on 15 January (CET, UTC+1), whatever year comes next
     add = daemon.cli("add", "--name", "paris-noon", "--tz", "Europe/Paris", "0 12 15 1 *", "--", "true")
     assert add.returncode == 0, add.stderr
-    assert re.search(r"Next run: \d{4}-01-15 11:00:00 UTC  \(\d{4}-01-15 12:00:00 CET\)", add.stdout), add.stdout
+    line = re.search(r"Next run: (\d{4}-01-15 12:00:00 CET  \d{4}-01-15T11:00:00\.000Z)\n", add.stdout)
+    assert line is not None, add.stdout
+    assert daemon.cli("next", "paris-noon", "-n", "1").stdout.strip() == line.group(1)
     shown = daemon.cli("show", "paris-noon").stdout
-    assert re.search(r"Next run: +\d{4}-01-15 11:00:00 UTC  \(\d{4}-01-15 12:00:00 CET\)", shown), shown
-    assert re.search(r"\d{4}-01-15 11:00:00 UTC", daemon.cli("ls").stdout)
+    assert re.search(rf"Next run: +{re.escape(line.group(1))}\n", shown), shown
+    updated = daemon.cli("update", "paris-noon", "--schedule", "0 13 15 1 *").stdout
+    assert re.search(r"Next run: \d{4}-01-15 13:00:00 CET  \d{4}-01-15T12:00:00\.000Z\n", updated), updated
+    assert re.search(r"\d{4}-01-15 12:00:00 UTC", daemon.cli("ls").stdout)
+    # without a zone: UTC, then the instant, as `next` prints it too
+    utc = daemon.cli("add", "2030-01-15T12:00:00Z", "--", "true").stdout
+    assert "Next run: 2030-01-15 12:00:00 UTC  2030-01-15T12:00:00.000Z\n" in utc, utc
 
 
 def test_the_man_page_lists_lint_among_the_commands_without_a_daemon() -> None:
