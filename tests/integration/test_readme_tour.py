@@ -65,3 +65,27 @@ def test_the_readme_tour_runs_as_written(make_daemon: Callable[..., Daemon], tmp
                if "offsite-backup" in line)  # fmt: skip
     assert "pinged, every 26h" in row and "SUCCEEDED" in row and "OVERDUE" not in row, row
     assert "Traceback" not in out("cronwheel notifications")
+
+
+def test_coming_from_cron_runs_as_written_on_a_machine_without_crontab(make_daemon: Callable[..., Daemon],
+                                                                       tmp_path: Path) -> None:
+    """A fresh machine has no `crontab` command (Debian's cron package): the section's
+    example crontab stands in for the reader's, and every command of it works as written."""
+    text = section(README, "## Coming from cron")
+    commands = shell_lines(text)
+    assert commands[0].startswith("crontab -l 2>/dev/null > mine.crontab || cat > mine.crontab <<'CRON'"), commands
+    where = tmp_path / "checkout"
+    where.mkdir()
+    make_daemon("checkout/.cronwheel", workers=1)
+    # no crontab, whatever this machine has: a function is found before any command on PATH
+    absent = "crontab() { echo 'bash: crontab: command not found' >&2; return 127; }"
+    outputs = []
+    for command in commands:
+        res = run_as_reader(f"{absent}; {command}", where)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, (command, res)
+        outputs.append(res.stdout + res.stderr)
+    assert "2 jobs would be created" in outputs[1] and "2 jobs created" in outputs[2], outputs
+    back = (where / "back.crontab").read_text()
+    assert "*/15 * * * * /usr/local/bin/poll" in back and "CRON_TZ=Europe/Paris" in back, back
+    again = run_as_reader("cronwheel import-crontab --dry-run back.crontab", where)
+    assert again.returncode == 0 and "0 jobs would be created, 2 already there" in again.stderr, again
