@@ -72,11 +72,26 @@ async def authorize(request: web.Request, handler: Callable[[web.Request], Await
             need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token",
                     Access.METRICS: "a metrics or admin token"}.get(access, "an admin token")
             raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}")
+        caller = principal.tenant or f"({principal.role.value})"
+        _count_connection(request, principal, caller)
         # the node's reads take turns by asker, so that one tenant's flood of reads does not
         # queue everyone else's behind it (engine/fairreads.py)
-        reading_for = asking.set(principal.tenant or f"({principal.role.value})")
+        reading_for = asking.set(caller)
         try:
             return await handler(request)
         finally:
             asking.reset(reading_for)
     return await handler(request)
+
+
+def _count_connection(request: web.Request, principal: Principal, caller: str) -> None:
+    """The connection counts against its caller from now on, no longer against its address
+    (api/server.py): a tenant's open streams and idle connections spend its own budget, not
+    its neighbours' behind the same NAT or proxy."""
+    vouch = getattr(request.protocol, "vouch", None)
+    held = vouch(caller) if vouch is not None else None
+    if held is not None:
+        who = f"tenant {principal.tenant!r}" if principal.tenant else f"the {principal.role.value} role"
+        raise Problem(429, "too_many_connections",
+                      f"{who} already holds {held} connections to this node, its most: close some (a followed stream, "
+                      "an idle connection of a client pool) or wait for them to end", headers={"Retry-After": "1"})

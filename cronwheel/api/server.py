@@ -9,9 +9,17 @@ its keep-alive timeout, and accepts connections until the file limit. Here:
   client address; the Unix socket: its own) and closed at once beyond it, with an
   ``http.connections_limited`` event at most every ``LIMITED_EVENT_SEC`` (the count refused
   since the last one) and the counts in ``/metrics``;
+* once a request on a TCP connection is authenticated (``api.access`` calls ``vouch``), the
+  connection counts against its caller, no longer against its address; a caller over its
+  budget gets 429 and the connection is closed. A connection that never carried an
+  authenticated request is closed after each answer (a probe, a 401), so that an address's
+  budget is only held by connections on their way to saying who they are: tenants behind one
+  NAT or proxy do not lock each other out;
 * a connection that has not sent its first request's headers within ``HEADER_TIMEOUT_SEC``
-  is closed; between requests, ``IDLE_TIMEOUT_SEC`` (aiohttp's keep-alive timeout, which
-  also ends a request whose headers stall);
+  is closed, and so is the oldest such connection of an address whose budget is spent when
+  another connection arrives from it (a flood of silent connections cannot keep the
+  address's next client out); between requests, ``IDLE_TIMEOUT_SEC`` (aiohttp's keep-alive
+  timeout, which also ends a request whose headers stall);
 * what the parser refuses is answered as ``application/problem+json``, like every other
   4xx, and logged as one ``http.bad_request`` line (at most one per second per error kind,
   with the count of the others), never with the bytes received (they may hold a token).
@@ -35,6 +43,7 @@ from cronwheel.core.limits import (
     HEADER_TIMEOUT_SEC,
     IDLE_TIMEOUT_SEC,
     MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CALLER,
     MAX_CONNECTIONS_PER_CLIENT,
     MAX_LOCAL_CONNECTIONS,
 )
@@ -58,12 +67,15 @@ class ConnectionGuard:
         *,
         max_connections: int = MAX_CONNECTIONS,
         max_per_client: int = MAX_CONNECTIONS_PER_CLIENT,
+        max_per_caller: int = MAX_CONNECTIONS_PER_CALLER,
         max_local: int = MAX_LOCAL_CONNECTIONS,
         header_timeout_sec: float = HEADER_TIMEOUT_SEC,
     ) -> None:
         self.events = events
-        self.tcp = Budget(max_connections, max_per_client)
+        self.tcp = Budget(max_connections, max_per_client, max_per_caller)
         self.local = Budget(max_local)
+        #: TCP connections still to send their first request's headers, oldest first, by address
+        self.silent: dict[str, dict[GuardedRequestHandler, None]] = {}
         self.header_timeouts = 0
         self.header_timeout_sec = header_timeout_sec
         self._limited_log = OncePer(LIMITED_EVENT_SEC)
@@ -72,15 +84,26 @@ class ConnectionGuard:
     def budget(self, local: bool) -> Budget:
         return self.local if local else self.tcp
 
-    def limited(self, local: bool, reason: str, client: str | None) -> None:
+    def limited(self, local: bool, reason: str, client: str | None, caller: str | None = None) -> None:
         listener = "unix" if local else "tcp"
         if self.events is not None and self._limited_log.allow(listener, time.monotonic()):
             budget = self.budget(local)
             self.events.emit(
-                "http.connections_limited", listener=listener, reason=reason, client=client,
+                "http.connections_limited", listener=listener, reason=reason, client=client, caller=caller,
                 open=budget.open, limit=budget.total, perClient=budget.per_client,
-                refusedSinceLast=self._limited_log.suppressed + 1,
+                perCaller=budget.per_caller if caller else None, refusedSinceLast=self._limited_log.suppressed + 1,
             )
+
+    def make_room(self, client: str | None) -> None:
+        """An address whose budget is spent gets a new connection in by closing its oldest
+        connection that has said nothing yet (counted as a header timeout)."""
+        if client is None or self.tcp.client_has_room(client):
+            return
+        waiting = self.silent.get(client)
+        if waiting:
+            oldest = next(iter(waiting))
+            self.header_timeouts += 1
+            oldest.drop()
 
     def bad_request(self, client: str | None, error: str, status: int | None) -> None:
         if self.events is not None and self._bad_request_log.allow(error, time.monotonic()):
@@ -96,8 +119,10 @@ class GuardedRequestHandler(RequestHandler):
         super().__init__(manager, **kwargs)
         self._guard = guard
         self._admitted = False
+        self._started = False
         self._local = False
         self._client: str | None = None
+        self._caller: str | None = None  # whose budget it counts against (None: its address's)
         self._header_timer: Any = None
 
     def connection_made(self, transport: Any) -> None:
@@ -106,35 +131,72 @@ class GuardedRequestHandler(RequestHandler):
         if not self._local:
             peer = transport.get_extra_info("peername")
             self._client = str(peer[0]) if isinstance(peer, tuple) and peer else None
+            self._guard.make_room(self._client)
         refusal = self._guard.budget(self._local).admit(self._client)
         if refusal is not None:  # closed at once, never handed to aiohttp
             self._guard.limited(self._local, refusal, self._client)
             transport.abort()
             return
-        self._admitted = True
+        self._admitted = self._started = True
         super().connection_made(transport)
         self._header_timer = self._loop.call_later(self._guard.header_timeout_sec, self._headers_overdue)
+        if self._client is not None:
+            self._guard.silent.setdefault(self._client, {})[self] = None
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self._header_timer is not None and self._request_count:
+            self._said_something()
+
+    def _said_something(self) -> None:
+        if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+        waiting = self._guard.silent.get(self._client) if self._client is not None else None
+        if waiting is not None:
+            waiting.pop(self, None)
+            if not waiting:
+                del self._guard.silent[self._client]  # type: ignore[arg-type]
 
     def _headers_overdue(self) -> None:
         self._header_timer = None
         if not self._request_count:
             self._guard.header_timeouts += 1
-            self.force_close()
+            self.drop()
+
+    def drop(self) -> None:
+        """Close a connection that has not sent a request, its budget given back at once."""
+        self._release()
+        self.force_close()
+
+    def vouch(self, caller: str) -> int | None:
+        """A request on this connection is ``caller``'s: count the connection against its
+        budget. Refused: the connections the caller holds (the request answers 429, and the
+        connection is closed)."""
+        if self._local or not self._admitted:
+            return None
+        refusal = self._guard.tcp.vouch(self._client, self._caller, caller)
+        if refusal is not None:
+            self._guard.limited(False, refusal, self._client, caller)
+            return self._guard.tcp.held_by(caller)
+        self._caller = caller
+        return None
+
+    async def finish_response(self, request: Any, resp: web.StreamResponse, start_time: Any) -> Any:
+        if not self._local and self._caller is None:  # nobody vouched for it: it holds its address's budget
+            resp.force_close()
+        return await super().finish_response(request, resp, start_time)
+
+    def _release(self) -> None:
+        if self._admitted:
+            self._admitted = False
+            self._said_something()
+            self._guard.budget(self._local).release(self._client, self._caller)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        if not self._admitted:
+        if not self._started:  # refused at once: aiohttp never had it
             return
-        self._admitted = False
-        self._guard.budget(self._local).release(self._client)
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        self._release()
         super().connection_lost(exc)
 
     def handle_error(

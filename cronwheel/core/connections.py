@@ -1,10 +1,18 @@
-"""Connection budgets: how many HTTP connections the API holds open, in all and per client.
+"""Connection budgets: how many HTTP connections the API holds open, in all, per client
+address, and per caller.
 
 Every open connection costs a file descriptor and some memory, and a client that opens them
 without sending anything must not use up the daemon's file limit for everybody. A listener has
-a budget: at most ``total`` connections at once, at most ``per_client`` from one address. The
-local Unix socket has a budget of its own, so a flood on TCP never locks the local operator
-out. Pure: the HTTP layer asks ``admit`` on every new connection and ``release`` at its end.
+a budget: at most ``total`` connections at once. A new connection counts against its client
+address (at most ``per_client``) until a request on it is authenticated; from then on it
+counts against that caller (``per_caller``: a tenant, its workers included, or a tenantless
+role), and no longer against its address. So tenants behind one NAT or reverse proxy share
+the address's budget only for the moment before each of their connections says who it is,
+and one of them holding many connections open (followed streams, long polls, idle
+keep-alives) spends its own budget, not its neighbours'. The local Unix socket has a budget of
+its own, so a flood on TCP never locks the local operator out. Pure: the HTTP layer asks
+``admit`` on every new connection, ``vouch`` when a request on it is authenticated, and
+``release`` at its end.
 """
 
 from __future__ import annotations
@@ -13,19 +21,21 @@ from collections import Counter
 
 
 class Budget:
-    def __init__(self, total: int, per_client: int | None = None) -> None:
+    def __init__(self, total: int, per_client: int | None = None, per_caller: int | None = None) -> None:
         self.total = total
         self.per_client = per_client
+        self.per_caller = per_caller
         self.open = 0
-        self._by_client: Counter[str] = Counter()
-        #: connections refused, by reason ("total", "per_client"), since start
+        self._by_client: Counter[str] = Counter()  # connections not yet vouched for, by address
+        self._by_caller: Counter[str] = Counter()
+        #: refused, by reason ("total", "per_client", "per_caller"), since start
         self.refused: Counter[str] = Counter()
 
     def admit(self, client: str | None) -> str | None:
         """Count a new connection in, or say why not (``"total"``, ``"per_client"``)."""
         if self.open >= self.total:
             reason = "total"
-        elif self.per_client is not None and client is not None and self._by_client[client] >= self.per_client:
+        elif not self.client_has_room(client):
             reason = "per_client"
         else:
             self.open += 1
@@ -35,12 +45,35 @@ class Budget:
         self.refused[reason] += 1
         return reason
 
-    def release(self, client: str | None) -> None:
+    def client_has_room(self, client: str | None) -> bool:
+        return self.per_client is None or client is None or self._by_client[client] < self.per_client
+
+    def vouch(self, client: str | None, held_by: str | None, caller: str) -> str | None:
+        """A connection (of ``client``, counted against ``held_by``: None for its address)
+        carries a request authenticated as ``caller``: count it against the caller from now
+        on, or say why not (``"per_caller"``: it holds its budget already)."""
+        if held_by == caller:
+            return None
+        if self.per_caller is not None and self._by_caller[caller] >= self.per_caller:
+            self.refused["per_caller"] += 1
+            return "per_caller"
+        self._uncount(client, held_by)
+        self._by_caller[caller] += 1
+        return None
+
+    def release(self, client: str | None, held_by: str | None = None) -> None:
         self.open -= 1
-        if client is not None:
-            self._by_client[client] -= 1
-            if self._by_client[client] <= 0:
-                del self._by_client[client]
+        self._uncount(client, held_by)
+
+    def _uncount(self, client: str | None, held_by: str | None) -> None:
+        counter, key = (self._by_client, client) if held_by is None else (self._by_caller, held_by)
+        if key is not None:
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
 
     def clients(self) -> int:
         return len(self._by_client)
+
+    def held_by(self, caller: str) -> int:
+        return self._by_caller[caller]

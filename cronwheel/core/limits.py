@@ -49,8 +49,12 @@ MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 #: TCP connections open at once, all clients together; beyond, new ones are closed at once
 MAX_CONNECTIONS = 4096
-#: TCP connections open at once from one client address
+#: TCP connections open at once from one client address, not yet vouched for by a request's
+#: token (a connection counts against its caller once one is: below)
 MAX_CONNECTIONS_PER_CLIENT = 256
+#: TCP connections open at once that carried a request of one caller (a tenant, its workers
+#: included, or a tenantless role), whatever their addresses
+MAX_CONNECTIONS_PER_CALLER = 256
 #: connections on the local Unix socket (a budget of its own: the admin can always get in)
 MAX_LOCAL_CONNECTIONS = 256
 #: a new connection must have sent its first request's headers within this
@@ -201,7 +205,9 @@ LIMITS: tuple[Limit, ...] = (
     Limit("numbers", "finite, integers within 64 bits", "every number in a body (no NaN, Infinity, 1e400)"),
     Limit("instants", "1970-01-01 .. 9899-12-31", "runAt, the next run a schedule computes, a calendar's dates and windows"),
     Limit("connections", f"{MAX_CONNECTIONS} in all, {MAX_CONNECTIONS_PER_CLIENT} per client address",
-          "the TCP API, fewer under a low file limit (beyond: closed at once)"),
+          "the TCP API, fewer under a low file limit (beyond: closed at once; per address: until a request's token counts it against its tenant)"),
+    Limit("connections per tenant", f"{MAX_CONNECTIONS_PER_CALLER}",
+          "TCP connections whose last request was a tenant's, its workers' included (fewer under a low file limit; beyond: 429 too_many_connections)"),
     Limit("local connections", f"{MAX_LOCAL_CONNECTIONS}", "the Unix socket, a budget of its own (fewer under a low file limit)"),
     Limit("header timeout", f"{HEADER_TIMEOUT_SEC:g} s", "a new connection's first request headers"),
     Limit("body timeout", f"{BODY_TIMEOUT_SEC:g} s", "a request's body, once its headers arrived (408)"),

@@ -12,7 +12,12 @@ import zipfile
 from pathlib import Path
 
 from cronwheel.core.config import size_bytes
-from cronwheel.core.limits import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, MAX_LOCAL_CONNECTIONS
+from cronwheel.core.limits import (
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CALLER,
+    MAX_CONNECTIONS_PER_CLIENT,
+    MAX_LOCAL_CONNECTIONS,
+)
 from cronwheel.core.tenants import HostAllow, normalise_host
 from cronwheel.store import StoreUnavailable
 
@@ -131,11 +136,13 @@ FD_RESERVE = 256
 
 def connection_budgets(fd_limit: int) -> dict[str, int]:
     """The API's connection budgets within a file limit: the local socket's first (the
-    operator's way in), the TCP connections' from what is left after ``FD_RESERVE``."""
+    operator's way in), the TCP connections' from what is left after ``FD_RESERVE``; a
+    tenant at most an eighth of those, so that no one of them can hold them all."""
     spare = max(32, fd_limit - FD_RESERVE)
     local = min(MAX_LOCAL_CONNECTIONS, max(16, spare // 4))
     total = min(MAX_CONNECTIONS, max(16, spare - local))
-    return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total), "max_local": local}
+    return {"max_connections": total, "max_per_client": min(MAX_CONNECTIONS_PER_CLIENT, total),
+            "max_per_caller": min(MAX_CONNECTIONS_PER_CALLER, max(8, total // 8)), "max_local": local}
 
 
 def retention_options(

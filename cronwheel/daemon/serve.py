@@ -294,9 +294,9 @@ async def _serve_bound(
     settle_heap()
     events.emit(
         "node.started", pid=os.getpid(), http=http_url, socket=str(sock_path),
-        store=store_kind, dataDir=str(data_dir.resolve()),
-        workers=workers, slots=slots, fileLimit=fd_limit, maxConnections=guard.tcp.total,
-        maxConnectionsPerClient=guard.tcp.per_client, maxLocalConnections=guard.local.total,
+        store=store_kind, dataDir=str(data_dir.resolve()), workers=workers, slots=slots, fileLimit=fd_limit,
+        maxConnections=guard.tcp.total, maxConnectionsPerClient=guard.tcp.per_client,
+        maxConnectionsPerCaller=guard.tcp.per_caller, maxLocalConnections=guard.local.total,
     )
 
     if reload is not None:

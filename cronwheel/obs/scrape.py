@@ -34,16 +34,16 @@ class StateCollector(Collector):
             return
         conns = GaugeMetricFamily("cronwheel_http_connections", "Open API connections, by listener.", labels=["listener"])
         limited = CounterMetricFamily(
-            "cronwheel_http_connections_limited", "API connections closed at once because a budget was spent, by listener and reason.",
+            "cronwheel_http_connections_limited", "API connections closed because a budget was spent, by listener and reason (per_caller: a tenant's, answered 429).",
             labels=["listener", "reason"],
         )
         for listener, budget in (("tcp", guard.tcp), ("unix", guard.local)):
             conns.add_metric([listener], budget.open)
-            for reason in ("total", "per_client"):
+            for reason in ("total", "per_client", "per_caller"):
                 limited.add_metric([listener, reason], budget.refused[reason])
         yield conns
         yield limited
-        timeouts = CounterMetricFamily("cronwheel_http_header_timeouts", "Connections closed for not sending their request headers in time.")
+        timeouts = CounterMetricFamily("cronwheel_http_header_timeouts", "Connections closed for not sending their request headers in time (or to make room for their address's next one).")
         timeouts.add_metric([], guard.header_timeouts)
         yield timeouts
 

@@ -134,6 +134,26 @@ def test_a_budget_in_all_and_per_client() -> None:
     assert dict(budget.refused) == {"per_client": 1, "total": 1}
 
 
+def test_a_connection_vouched_for_counts_against_its_caller_not_its_address() -> None:
+    """Tenants behind one address: a connection leaves its address's budget once a request
+    on it is authenticated, and spends its caller's instead (another caller's request on a
+    proxy's pooled connection moves it)."""
+    budget = Budget(total=10, per_client=2, per_caller=2)
+    assert budget.admit("nat") is None and budget.admit("nat") is None
+    assert budget.admit("nat") == "per_client"
+    assert budget.vouch("nat", None, "noisy") is None and budget.vouch("nat", None, "noisy") is None
+    assert budget.clients() == 0 and budget.held_by("noisy") == 2
+    assert budget.admit("nat") is None and budget.admit("nat") is None  # the address's budget is free again
+    assert budget.vouch("nat", None, "noisy") == "per_caller"  # still counted against the address
+    assert budget.vouch("nat", "noisy", "noisy") is None  # its own connection, again
+    assert budget.vouch("nat", None, "quiet") is None and budget.held_by("quiet") == 1
+    assert budget.vouch("proxy", "quiet", "other") is None and budget.held_by("quiet") == 0
+    budget.release("nat", "noisy")
+    budget.release("nat", None)
+    assert budget.held_by("noisy") == 1 and budget.open == 2 and budget.clients() == 0
+    assert dict(budget.refused) == {"per_client": 1, "per_caller": 1}
+
+
 def test_scrubbed_text_may_enter() -> None:
     from cronwheel.core.limits import scrub_text
 

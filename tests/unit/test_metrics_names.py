@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from cronwheel.core.connections import Budget
 from cronwheel.obs.metrics import METRIC_NAMES, skip_reason, skipped_ticks
 from tests.support.promtool import promtool_or_skip
 from tests.unit.test_node_metrics import setup
@@ -120,7 +121,7 @@ def test_every_documented_label_value_of_a_counter_is_exported_at_0_from_the_sta
     """An alert on increase(...{reason="backlog"}) missed a node's first backlog skips: the
     series was exported only once they came, and its first sample is no increase."""
     _, m = setup()
-    budget = SimpleNamespace(open=0, refused={"total": 0, "per_client": 0})
+    budget = Budget(total=1, per_client=1, per_caller=1)
     m.http_guard = SimpleNamespace(tcp=budget, local=budget, header_timeouts=0)
     counters = _documented_counter_labels()
     assert "cronwheel_skipped_ticks_total" in dict(counters)

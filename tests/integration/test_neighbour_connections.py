@@ -1,0 +1,137 @@
+"""Tenants behind one address (a NAT, a reverse proxy): one of them holding connections open
+(authenticated and idle, or silent) does not lock its neighbours out. Real daemon, real
+sockets, all from 127.0.0.1, with a file limit low enough for budgets a test can spend: 192
+connections in all and per address, 24 per tenant."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.integration.test_auth import problem, tenant_token
+from tests.integration.test_connection_limits import metric, unix_get
+from tests.integration.test_idle_clients import ensure_fd_limit
+from tests.support.daemon import Daemon
+
+FILE_LIMIT = 512
+
+
+def _budgets(d: Daemon) -> tuple[int, int, int]:
+    started = d.event("node.started")
+    assert started is not None, d.log_tail()
+    return started["maxConnections"], started["maxConnectionsPerClient"], started["maxConnectionsPerCaller"]
+
+
+def _connect(d: Daemon) -> socket.socket:
+    parts = urlsplit(d.url)
+    s = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    return s
+
+
+def _answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 answer with a Content-Length, read off a kept-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed before an answer: {data!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        body += s.recv(65536)
+    return int(lines[0].split(" ", 2)[1]), headers, body
+
+
+def _closed(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, TimeoutError):
+        return True
+
+
+def _get(s: socket.socket, path: str, token: str | None) -> None:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: cronwheel\r\n{auth}\r\n".encode())
+
+
+def test_a_tenant_holding_connections_spends_its_own_budget_not_its_neighbours(make_daemon: Any) -> None:
+    """The noisy tenant opens as many kept-alive connections as the address may have, each
+    with one authenticated request: past its own budget it gets 429 too_many_connections and
+    the connection is closed; the quiet tenant, at the same address, is still served."""
+    ensure_fd_limit(4096)
+    d: Daemon = make_daemon(workers=1, slots=1, nofile=FILE_LIMIT)
+    _total, per_client, per_caller = _budgets(d)
+    assert per_caller < per_client, (per_caller, per_client)
+    noisy, quiet = tenant_token(d, "noisy"), tenant_token(d, "quiet")
+    held: list[socket.socket] = []
+    statuses: list[int] = []
+    try:
+        for _ in range(per_client):
+            s = _connect(d)
+            held.append(s)
+            _get(s, "/v1/jobs", noisy)
+            status, headers, body = _answer(s)
+            statuses.append(status)
+            if status == 429:
+                refused = json.loads(body)
+                assert refused["code"] == "too_many_connections", refused
+                assert "tenant 'noisy'" in refused["detail"] and f"{per_caller} connections" in refused["detail"], refused
+                assert headers.get("retry-after") == "1" and headers.get("connection") == "close", headers
+                assert _closed(s)
+        assert statuses.count(200) == per_caller and statuses.count(429) == per_client - per_caller, statuses
+        # the neighbour behind the same address: served, and its own connections kept alive
+        r = d.get("/v1/jobs", token=quiet)
+        assert r.status == 200, r
+        s = _connect(d)
+        held.append(s)
+        for _ in range(2):
+            _get(s, "/v1/jobs", quiet)
+            assert _answer(s)[0] == 200
+        # the noisy tenant's kept connections still serve it; a new one still does not
+        _get(held[0], "/v1/jobs", noisy)
+        assert _answer(held[0])[0] == 200
+        problem(d.get("/v1/jobs", token=noisy), 429)
+        code, text = unix_get(d, "/metrics")
+        assert code == 200
+        assert metric(text.decode(), "cronwheel_http_connections_limited_total", listener="tcp",
+                      reason="per_caller") >= per_client - per_caller
+        limited = d.wait_event("http.connections_limited", reason="per_caller")
+        assert limited["caller"] == "noisy" and limited["perCaller"] == per_caller, limited
+    finally:
+        for s in held:
+            s.close()
+    # its connections closed, the noisy tenant is served again
+    assert d.get("/v1/jobs", token=noisy).status == 200
+
+
+def test_silent_connections_from_an_address_do_not_keep_its_next_client_out(make_daemon: Any) -> None:
+    """A tenant that opens the address's whole budget of connections and sends nothing on
+    them (no token to count them against) would lock everyone behind that address out for
+    the header timeout, again and again: a new connection from the address closes the oldest
+    silent one instead. An answer to a connection nobody vouched for (a 401) closes it."""
+    ensure_fd_limit(4096)
+    d: Daemon = make_daemon(workers=1, slots=1, nofile=FILE_LIMIT)
+    _total, per_client, _per_caller = _budgets(d)
+    quiet = tenant_token(d, "quiet")
+    silent = [_connect(d) for _ in range(per_client)]
+    try:
+        for _ in range(3):
+            r = d.get("/v1/jobs", token=quiet)
+            assert r.status == 200, r
+        assert _closed(silent[0]) and _closed(silent[1]), "the oldest silent connections made room"
+        code, text = unix_get(d, "/metrics")
+        assert code == 200 and metric(text.decode(), "cronwheel_http_header_timeouts_total") >= 3
+        # without a token: answered, then closed, holding the address's budget no longer
+        s = _connect(d)
+        silent.append(s)
+        _get(s, "/v1/jobs", None)
+        status, headers, _body = _answer(s)
+        assert status == 401 and headers.get("connection") == "close", headers
+        assert _closed(s)
+    finally:
+        for s in silent:
+            s.close()
