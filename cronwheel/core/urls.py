@@ -63,6 +63,7 @@ def parse_http_url(url: str, max_chars: int) -> HttpUrl:
         raise ValueError(f"is not a valid URL: {exc}") from None
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
         raise ValueError("must be an absolute http:// or https:// URL")
+    _authority(parts.netloc)
     if port == 0:
         raise ValueError("has port 0, which no server can listen on: give a port from 1 to 65535, or none for the scheme's own")
     return HttpUrl(parts, _host(parts), port or DEFAULT_PORTS[parts.scheme])
@@ -80,6 +81,19 @@ def http_url_as_written(url: str) -> HttpUrl | None:
         return None
     host = parts.hostname
     return HttpUrl(parts, f"[{host}]" if ":" in host else host, port or DEFAULT_PORTS[parts.scheme])
+
+
+def _authority(netloc: str) -> None:
+    """What readers split differently before the host: a backslash (browsers and curl end the
+    host at it, this reader and the worker's client do not, and the client refuses it), and
+    brackets in user information (which the client reads as an IPv6 host)."""
+    if "\\" in netloc:
+        raise ValueError(f"has a backslash in {netloc[:100]!r}, before its path, which some readers take for the end of "
+                         "the host and others refuse: percent-encode it (%5C) or leave it out")  # fmt: skip
+    userinfo = netloc.rpartition("@")[0]
+    if "[" in userinfo or "]" in userinfo:
+        raise ValueError(f"has '[' or ']' in its user information ({userinfo[:100]!r}), which the worker's client "
+                         "reads as an IPv6 host: percent-encode them (%5B, %5D)")  # fmt: skip
 
 
 #: a bracketed host as written: the brackets, then nothing but a port
