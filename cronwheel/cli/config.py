@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import click
 from click.core import ParameterSource
@@ -140,13 +140,15 @@ SMTP_URL = _Checked("smtp url", _smtp_url)
 MAIL_FROM = _Checked("address", _mail_from)
 NODE_ID = _Checked("node id", _node_id)
 
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+#: a conninfo's parameters that hold a secret: the password, and the passphrase of the client's key
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 MASK = "********"
 
 
 def mask_secrets(text: str) -> str:
     """``smtp://u:s3cret@relay`` -> ``smtp://u:********@relay`` (and a conninfo's
-    ``?password=``): what `cronwheel config` prints is pasted into tickets and chats."""
+    ``?password=`` and ``?sslpassword=``, their names as libpq reads them: in any case,
+    percent-escapes decoded): what `cronwheel config` prints is pasted into tickets and chats."""
     scheme, sep, rest = text.partition("://")
     if sep:
         authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
@@ -154,7 +156,13 @@ def mask_secrets(text: str) -> str:
         user, colon, password = userinfo.partition(":")
         if at and colon and password:
             text = f"{scheme}://{user}:{MASK}@{rest[len(userinfo) + 1:]}"
-    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", text)
+    head, mark, query = text.partition("?")
+    if not mark:
+        return text
+    query, hash_, fragment = query.partition("#")
+    items = [f"{name}={MASK}" if eq and unquote(name).lower() in _SECRET_PARAMETERS else name + eq + value
+             for name, eq, value in (item.partition("=") for item in query.split("&"))]
+    return f"{head}?{'&'.join(items)}{hash_}{fragment}"
 
 
 def config_keys(command: click.Command) -> dict[str, click.Option]:

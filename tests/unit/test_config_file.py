@@ -415,14 +415,14 @@ def test_the_installed_file_has_every_key() -> None:
 
 def test_config_masks_passwords(tmp_path: Path) -> None:
     env = {"CRONWHEEL_SMTP_URL": "smtp://u:s3cret@relay:587"}
-    text = 'store = "postgresql://cw:pg-pw@db1,db2/cw?password=qs-pw&sslmode=require"\n'
+    text = 'store = "postgresql://cw:pg-pw@db1,db2/cw?password=qs-pw&sslmode=require&sslpassword=key-pw"\n'
     shown = _config(tmp_path, text, env)
     assert shown["smtp_url"]["value"] == "smtp://u:********@relay:587"
-    assert shown["store"]["value"] == "postgresql://cw:********@db1,db2/cw?password=********&sslmode=require"
+    assert shown["store"]["value"] == "postgresql://cw:********@db1,db2/cw?password=********&sslmode=require&sslpassword=********"
     path = tmp_path / "cronwheel.toml"
     res = CliRunner().invoke(cli, ["--config", str(path), "config"], env=env)
     assert res.exit_code == 0 and 'smtp_url = "smtp://u:********@relay:587"' in res.output, res.output
-    for secret in ("s3cret", "pg-pw", "qs-pw"):
+    for secret in ("s3cret", "pg-pw", "qs-pw", "key-pw"):
         assert secret not in res.output and secret not in json.dumps(shown)
 
 
@@ -434,6 +434,10 @@ def test_config_masks_passwords(tmp_path: Path) -> None:
         ("smtps://u:p@ss@relay/x", "smtps://u:********@relay/x"),
         ("/var/lib/cronwheel/x.db", "/var/lib/cronwheel/x.db"),
         ("postgresql://db/cw?sslmode=require&PASSWORD=x", "postgresql://db/cw?sslmode=require&PASSWORD=********"),
+        # the passphrase of the client's key, and a name libpq reads once decoded
+        ("postgresql://db/cw?sslpassword=k3y&sslkey=/k", "postgresql://db/cw?sslpassword=********&sslkey=/k"),
+        ("postgresql://db/cw?pass%77ord=x#f", "postgresql://db/cw?pass%77ord=********#f"),
+        ("postgresql://db/cw?mypassword=x&password", "postgresql://db/cw?mypassword=x&password"),
     ],
 )
 def test_mask_secrets(text: str, masked: str) -> None:
