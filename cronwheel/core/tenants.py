@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core.limits import MAX_TOKEN_CHARS, PATTERN_END
+from cronwheel.core.urls import NUMERIC_LABEL_RE
 
 TOKEN_PREFIX = "cw_"
 TOKEN_BYTES = 32  #: 256 bits of randomness per token
@@ -178,16 +179,24 @@ def valid_tenant_name(name: str) -> bool:
 
 def normalise_host(entry: str) -> str:
     """An allow-list entry: a host name (``api.example.com``), a wildcard for its subdomains
-    (``*.example.com``) or an IP address. Raises ValueError for anything else."""
+    (``*.example.com``) or an IP address. Raises ValueError for anything else, and for an
+    entry no URL's host can match (core/urls.py): an IPv6 zone id, or a name that reads as
+    an IPv4 address not written as four decimal numbers (``127.1``, ``*.10.0.0.1``)."""
     text = entry.strip().lower().rstrip(".")
     if not text or len(text) > 253:
         raise ValueError(f"{entry!r} is not a host name")
+    if "%" in text:
+        raise ValueError(f"{entry!r} holds an IPv6 zone id, a network interface of the worker's machine, which no URL "
+                         "may name: give the address alone")  # fmt: skip
     try:
         return str(ipaddress.ip_address(text.strip("[]")))
     except ValueError:
         pass
     if _HOST_RE.fullmatch(text) is None:
         raise ValueError(f"{entry!r} is not a host name, *.domain or IP address")
+    if NUMERIC_LABEL_RE.fullmatch(text.rsplit(".", 1)[-1]):
+        raise ValueError(f"{entry!r} reads as an IPv4 address but is not one written as four decimal numbers (such "
+                         "as 10.0.0.1), the only way a URL may write one: no host would ever match it")  # fmt: skip
     return text
 
 

@@ -79,6 +79,24 @@ def test_an_empty_list_closes_the_tenant_and_null_gives_it_the_daemons_again(nod
     assert d.request("PATCH", "/v1/tenants/shut", {"weight": 2}).json()["httpAllow"] is None
 
 
+def test_an_entry_no_url_can_match_is_refused_not_kept(daemon: Daemon) -> None:
+    """A URL may write an IPv4 address as four decimal numbers only, and no zone id: an entry
+    written otherwise (``127.1`` for 127.0.0.1) was kept, and matched nothing, silently."""
+    d = daemon
+    assert d.post("/v1/tenants", {"name": "acme"}).status == 201
+    for entry, words in [("127.1", "reads as an IPv4 address"), ("2130706433", "reads as an IPv4 address"),
+                         ("0x7f.0.0.1", "reads as an IPv4 address"), ("*.10.0.0.1", "reads as an IPv4 address"),
+                         ("fe80::1%eth0", "zone id")]:
+        body = problem(d.request("PATCH", "/v1/tenants/acme", {"httpAllow": ["api.acme.test", entry]}), 422)
+        assert body["field"] == "httpAllow[1]" and words in body["detail"] and repr(entry) in body["detail"], body
+        problem(d.post("/v1/tenants", {"name": "other", "httpAllow": [entry]}), 422)
+    assert http_allow(d, "acme") is None
+    out = d.cli("tenant", "set", "acme", "--http-allow", "api.acme.test,127.1")
+    assert out.returncode != 0 and "'127.1' reads as an IPv4 address" in out.stderr, out
+    assert d.request("PATCH", "/v1/tenants/acme", {"httpAllow": ["127.0.0.1", "*.acme1.test", "[::1]"]}).status == 200
+    assert http_allow(d, "acme") == ["127.0.0.1", "*.acme1.test", "::1"]
+
+
 def test_the_cli_spells_the_three_settings_and_shows_which_a_tenant_has(daemon: Daemon) -> None:
     d = daemon
 

@@ -47,7 +47,8 @@ def test_normalise_host(entry: str, norm: str) -> None:
     assert normalise_host(entry) == norm
 
 
-@pytest.mark.parametrize("entry", ["", "a b", "http://x.com", "x.com/path", "*.", "*", "a..b", "-x.com", "x" * 300])
+@pytest.mark.parametrize("entry", ["", "a b", "http://x.com", "x.com/path", "*.", "*", "a..b", "-x.com", "x" * 300,
+                                   "127.1", "0x7f.1", "2130706433", "*.127.0.0.1", "fe80::1%eth0", "[fe80::1%25eth0]"])
 def test_normalise_host_refuses(entry: str) -> None:
     with pytest.raises(ValueError):
         normalise_host(entry)
