@@ -14,6 +14,7 @@ from tests.integration.test_auth import problem, tenant_token
 from tests.integration.test_connection_limits import metric, unix_get
 from tests.integration.test_idle_clients import ensure_fd_limit
 from tests.support.daemon import Daemon
+from tests.support.wait import wait_for
 
 FILE_LIMIT = 512
 
@@ -134,4 +135,44 @@ def test_silent_connections_from_an_address_do_not_keep_its_next_client_out(make
         assert _closed(s)
     finally:
         for s in silent:
+            s.close()
+
+
+def test_a_tenant_following_many_streams_spends_its_own_budget(make_daemon: Any) -> None:
+    """Followed output streams (``cronwheel logs -f``) of a run that has not started stay
+    open: the noisy tenant holds its whole budget with them, its next stream is refused with
+    429, and the quiet tenant behind the same address follows its own."""
+    ensure_fd_limit(4096)
+    d: Daemon = make_daemon(workers=1, slots=1, nofile=FILE_LIMIT)
+    _total, _per_client, per_caller = _budgets(d)
+    noisy, quiet = tenant_token(d, "noisy"), tenant_token(d, "quiet")
+
+    def waiting_run(token: str) -> str:  # a queue target's run waits for a remote worker: its output too
+        job = d.post("/v1/jobs", {"schedule": "@yearly", "queue": "nobody"}, token=token).json()["jobId"]
+        r = d.post(f"/v1/jobs/{job}/trigger", token=token)
+        assert r.status == 202, r
+        return str(r.json()["executionId"])
+
+    noisy_run, quiet_run = waiting_run(noisy), waiting_run(quiet)
+    streams: list[socket.socket] = []
+    try:
+        for _ in range(per_caller):
+            s = _connect(d)
+            streams.append(s)
+            _get(s, f"/v1/executions/{noisy_run}/output?follow=1", noisy)
+        wait_for(lambda: metric(unix_get(d, "/metrics")[1].decode(), "cronwheel_http_connections", listener="tcp")
+                 >= per_caller, 20, what="the noisy tenant's streams to be open")
+        s = _connect(d)
+        streams.append(s)
+        _get(s, f"/v1/executions/{noisy_run}/output?follow=1", noisy)
+        status, _headers, body = _answer(s)
+        assert status == 429 and json.loads(body)["code"] == "too_many_connections", body
+        s = _connect(d)
+        streams.append(s)
+        _get(s, f"/v1/executions/{quiet_run}/output?follow=1", quiet)
+        s.settimeout(10)
+        head = s.recv(65536)
+        assert head.startswith(b"HTTP/1.1 200"), head
+    finally:
+        for s in streams:
             s.close()
