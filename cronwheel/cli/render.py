@@ -4,8 +4,9 @@ shown in the local zone (or a given one) next to UTC. (What the API's objects lo
 these tables and lines is ``views``'.)
 
 Names, commands, payloads, outputs and errors are written by tenants: shown as text they
-never reach the terminal as control sequences (``safe``: ESC, C0 but newline and tab, DEL and
-C1 are written as visible escapes such as ``\x1b``), and a stored value that does not parse
+never reach the terminal as control sequences (``safe``: ESC, C0 but newline and tab, DEL, C1
+and the bidirectional overrides are written as visible escapes such as ``\x1b`` and
+``\u202e``), and a stored value that does not parse
 (a time past the year 9999) is shown as it is rather than crashing the listing. ``--json``
 stays exact: JSON escapes control characters itself.
 """
@@ -31,14 +32,17 @@ def is_tty() -> bool:
         return False
 
 
-#: what a terminal would act on: C0 controls but tab and newline, DEL, and C1 controls
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: what a terminal would act on: C0 controls but tab and newline, DEL, and C1 controls; and
+#: the bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), with
+#: which a value would show the rest of its line (the columns after it) reordered on a
+#: terminal that lays out right-to-left text ("Trojan Source")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
     c = match.group()
-    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c) or f"\\x{ord(c):02x}"
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def safe(value: Any, *, newlines: bool = True) -> str:

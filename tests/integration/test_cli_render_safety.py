@@ -68,6 +68,26 @@ def test_terminal_escapes_in_output_and_commands_are_shown_not_obeyed(daemon: Da
     assert json.loads(as_json.stdout)["output"].startswith(HOSTILE)
 
 
+def test_bidirectional_overrides_in_a_tenant_s_text_are_shown_not_obeyed(daemon: Daemon) -> None:
+    """A right-to-left override (U+202E) or isolate (U+2067) that a tenant writes into a
+    calendar's description or a run's output would show the rest of the operator's line
+    reversed on a terminal that lays out right-to-left text: on a TTY it is an escape, into
+    a pipe (and in --json) exact."""
+    flipped = "ok\u202e10.0.0.1 \u2067x"
+    r = daemon.request("PUT", "/v1/calendars/holidays", {"description": flipped, "dates": ["2030-01-01"]})
+    assert r.status == 200, r
+    listing = cli_on_a_tty(daemon, "calendar", "ls")
+    assert "\u202e" not in listing and "\u2067" not in listing and "ok\\u202e10.0.0.1 \\u2067x" in listing, repr(listing)
+    job = daemon.add_job({"runAt": "+0s", "command": r"printf 'ok\342\200\25610.0.0.1 \342\201\247x'", "name": "flip",
+                          "retryPolicy": {"maxAttempts": 1}})["jobId"]
+    wait_for(lambda: [e["status"] for e in daemon.executions(job)] == ["SUCCEEDED"], 20, what="the run to end")
+    (ex,) = daemon.executions(job)
+    shown = cli_on_a_tty(daemon, "logs", ex["executionId"])
+    assert "\u202e" not in shown and "ok\\u202e10.0.0.1 \\u2067x" in shown, repr(shown)
+    piped = daemon.cli("logs", ex["executionId"])
+    assert piped.returncode == 0 and piped.stdout.startswith(flipped), repr(piped.stdout)
+
+
 def test_a_stored_time_past_year_9999_does_not_crash_a_listing(daemon: Daemon) -> None:
     """A job accepted by an older version with ``@every 100000000d`` (next run in the year
     200946) still lists, shows and previews."""
