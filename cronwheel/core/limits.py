@@ -121,6 +121,9 @@ MAX_BACKFILL_TICKS = 10_000  #: runnable ticks one backfill request may create
 #: ever, each a row the retention never removes and, for a local target, memory in the
 #: daemon: 500 every-second jobs held at ``maxRunning 1`` grew the daemon by ~0.9 GB an hour.
 MAX_WAITING_RUNS = 100
+#: a job's newest dead letters the retention keeps unless ``dlq_keep_last`` says otherwise: the
+#: queue is not aged out, but a job failing every second must not grow it for ever
+DLQ_KEEP_LAST = 1_000
 #: a job found at MAX_WAITING_RUNS is claimed again about this long after (its first tick at or
 #: after then: core.planning.backlog_look_again), and every tick in between is recorded by one
 #: SKIPPED row: held one tick at a time, a tenant's 3,800 every-second jobs at the bound cost the
@@ -248,6 +251,9 @@ LIMITS: tuple[Limit, ...] = (
           "a recurring job's overdue scheduled runs not yet started (past it the job is held: claimed again "
           f"{BACKLOG_RECHECK_MS // 2000}-{BACKLOG_RECHECK_MS * 3 // 2000} s later, its ticks between recorded by one "
           "SKIPPED row, reason backlog)"),
+    Limit("dead letters", f"{DLQ_KEEP_LAST} executions (`dlq_keep_last`)",
+          "a job's newest dead letters kept; the retention's pass deletes older ones with a `dlq.pruned` warning, so a "
+          "job failing every second does not grow the store for ever, and a neighbour's dead letters are never among them"),
     Limit("waiting runs of a tenant", f"{MAX_TENANT_WAITING} runs",
           "per node: a trigger or backfill that would queue more of a tenant's local runs is refused (429, quota waiting)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",

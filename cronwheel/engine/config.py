@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cronwheel.core.limits import DLQ_KEEP_LAST
 from cronwheel.core.tenants import HostAllow
 from cronwheel.engine.channels import MailConfig
 from cronwheel.engine.cluster import DEFAULT_LEASE_TTL_MS
@@ -36,7 +37,7 @@ class NodeConfig:
     #: aged out, but each job keeps its newest ``dlq_keep_last`` dead letters (engine/retention.py)
     retention_ms: int = 30 * 86_400_000
     keep_last: int = 1_000
-    dlq_keep_last: int = 1_000
+    dlq_keep_last: int = DLQ_KEEP_LAST
     retention_interval_ms: int = 300_000
     api_url: str | None = None  #: given to jobs as CRONWHEEL_URL (for `cronwheel effect`)
     worker_env: dict[str, str] = field(default_factory=dict)
