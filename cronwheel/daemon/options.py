@@ -19,7 +19,6 @@ from cronwheel.core.limits import (
     MAX_LOCAL_CONNECTIONS,
 )
 from cronwheel.core.tenants import HostAllow, normalise_host
-from cronwheel.store import StoreUnavailable
 
 DEFAULT_HTTP = "127.0.0.1:7878"
 
@@ -45,7 +44,7 @@ class DaemonError(Exception):
 
 def refusal_status(exc: BaseException) -> int:
     """The exit status of a refused start: 75 when a restart may cure it, 2 when not."""
-    return EX_TEMPFAIL if isinstance(exc, StoreUnavailable) or getattr(exc, "transient", False) else EX_LASTING
+    return EX_TEMPFAIL if getattr(exc, "transient", False) else EX_LASTING
 
 
 def default_data_dir() -> Path:

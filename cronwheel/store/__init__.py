@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cronwheel.store.base import Store, StoreError, StoreUnavailable
+from cronwheel.store.base import Store, StoreAccessRefused, StoreError, StoreUnavailable
 
-__all__ = ["Store", "StoreError", "StoreUnavailable", "open_store"]
+__all__ = ["Store", "StoreAccessRefused", "StoreError", "StoreUnavailable", "open_store"]
 
 
 def open_store(url_or_path: str | Path, *, sqlite_cache_mib: int | None = None) -> Store:

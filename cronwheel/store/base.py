@@ -43,9 +43,22 @@ from cronwheel.store.roles.tenants import TenantStore
 class StoreError(Exception):
     """The store cannot do what was asked (not a caller mistake)."""
 
+    #: may the same call succeed later, nothing changed? (``cronwheel serve``'s exit 75 or 2)
+    transient = False
+
 
 class StoreUnavailable(StoreError):
     """The store cannot be reached right now; the caller may retry later (503)."""
+
+    transient = True
+
+
+class StoreAccessRefused(StoreUnavailable):
+    """The server answered and refused this node: authentication failed, no such role or
+    database. A running node treats it as an outage (503: a rotated password, a DBA at
+    work); a start refused for it is lasting, since a restart would meet the same refusal."""
+
+    transient = False
 
 
 # ---------------------------------------------------------------- the interface

@@ -23,7 +23,8 @@ nothing; the engine opens one store per thread (writer, reader).
 
 Failures: any connection-level error (refused, reset, server shut down, failover, the
 primary turned read-only) raises ``StoreUnavailable`` (the API answers 503 + Retry-After)
-and drops the connection; the next call connects again, through the whole host list.
+and drops the connection (``StoreAccessRefused`` when the server refused the credentials,
+role or database, which a start takes for a lasting refusal: ``refusals.py``); the next call connects again, through the whole host list.
 A read, or a write whose ``BEGIN`` failed (so nothing was sent), on a connection that had
 gone stale while idle is retried once on a new connection, so one restart of the server
 costs no error at all to a store that was idle meanwhile.
@@ -52,10 +53,11 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_loads
 
 from cronwheel.core.records import Migrated
-from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.base import StoreAccessRefused, StoreError, StoreUnavailable
 from cronwheel.store.common import loads
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.migrate import apply_migrations, current_version
+from cronwheel.store.postgres.refusals import lasting_refusal
 
 #: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout
 DEFAULT_LOCK_TIMEOUT_MS = 10_000
@@ -115,6 +117,9 @@ def translated(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
             except (psycopg.OperationalError, pgerr.ReadOnlySqlTransaction) as exc:
                 # refused, reset, shut down, timed out, or a demoted primary: reconnect next time
                 self._discard()
+                refusal = lasting_refusal(str(exc))
+                if refusal is not None:  # the server said no: a restart would hear it again
+                    raise StoreAccessRefused(f"{self.where}: {refusal}") from exc
                 raise StoreUnavailable(f"{self.where} unavailable: {first_line(exc)}") from exc
             except psycopg.InterfaceError as exc:
                 self._discard()
