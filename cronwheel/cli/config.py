@@ -15,14 +15,14 @@ import socket
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
 
 from cronwheel.cli import render
 from cronwheel.cli.config_checks import Setting, refusals
-from cronwheel.core.config import ConfigError, env_var, parse, size_bytes
+from cronwheel.core.config import ConfigError, env_var, mask_secrets, parse, size_bytes
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
 from cronwheel.core.words import NotUtf8, as_given, file_text, is_utf8
@@ -140,31 +140,6 @@ SMTP_URL = _Checked("smtp url", _smtp_url)
 MAIL_FROM = _Checked("address", _mail_from)
 NODE_ID = _Checked("node id", _node_id)
 
-#: a conninfo's parameters that hold a secret: the password, and the passphrase of the client's key
-_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
-MASK = "********"
-
-
-def mask_secrets(text: str) -> str:
-    """``smtp://u:s3cret@relay`` -> ``smtp://u:********@relay`` (and a conninfo's
-    ``?password=`` and ``?sslpassword=``, their names as libpq reads them: in any case,
-    percent-escapes decoded): what `cronwheel config` prints is pasted into tickets and chats."""
-    scheme, sep, rest = text.partition("://")
-    if sep:
-        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-        userinfo, at, _ = authority.rpartition("@")
-        user, colon, password = userinfo.partition(":")
-        if at and colon and password:
-            text = f"{scheme}://{user}:{MASK}@{rest[len(userinfo) + 1:]}"
-    head, mark, query = text.partition("?")
-    if not mark:
-        return text
-    query, hash_, fragment = query.partition("#")
-    items = [f"{name}={MASK}" if eq and unquote(name).lower() in _SECRET_PARAMETERS else name + eq + value
-             for name, eq, value in (item.partition("=") for item in query.split("&"))]
-    return f"{head}?{'&'.join(items)}{hash_}{fragment}"
-
-
 def config_keys(command: click.Command) -> dict[str, click.Option]:
     """The keys of the file: every option of ``command`` but --help and --config."""
     return {
@@ -201,10 +176,22 @@ def find_config(explicit: str | Path | None) -> Path | None:
 class FileValues:
     """The checked values of one configuration file, with the line of each."""
 
-    def __init__(self, path: Path | None, values: dict[str, Any], lines: dict[str, int]) -> None:
+    def __init__(self, path: Path | None, values: dict[str, Any], lines: dict[str, int],
+                 problems: tuple[ConfigError, ...] = ()) -> None:
         self.path = path
         self.values = values
         self.lines = lines
+        #: its mistakes (``read``): the values are then the keys that are right, if any
+        self.problems = problems
+
+    @property
+    def problem(self) -> ConfigError | None:
+        """The first mistake, the one a refusal names."""
+        return self.problems[0] if self.problems else None
+
+    def unread(self, key: str) -> bool:
+        """Is ``key``'s value unknown for a mistake (its own, or the file's: unreadable, not TOML)?"""
+        return key not in self.values and any(problem.key in (None, key) for problem in self.problems)
 
     def where(self, key: str) -> str:
         return f"{self.path}:{self.lines.get(key, 0)}"
@@ -216,16 +203,34 @@ NO_FILE = FileValues(None, {}, {})
 def load(command: click.Command, path: Path | None) -> FileValues:
     """Read and check ``path`` against ``command``'s options; ConfigError names file, line and
     key of the first problem."""
+    file = _checked(command, path)
+    if file.problem is not None:
+        raise file.problem
+    return file
+
+
+def read(command: click.Command, explicit: str | Path | None) -> FileValues:
+    """The file as a command that does not start the daemon reads it: its first mistake is
+    kept (``FileValues.problem``) rather than raised, with the keys that are right."""
+    try:
+        return _checked(command, find_config(explicit))
+    except ConfigError as exc:  # --config names no file
+        return FileValues(None, {}, {}, (exc,))
+
+
+def _checked(command: click.Command, path: Path | None) -> FileValues:
     if path is None:
         return NO_FILE
-    try:
-        text = file_text(path.read_bytes())
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc}") from None
-    except NotUtf8 as exc:
-        raise ConfigError(str(path), str(exc), line=exc.line) from None
     keys = config_keys(command)
-    raw = parse(text, str(path), keys)
+    problems: list[ConfigError] = []  # parse leaves unknown keys out, and says so here
+    try:
+        raw = parse(file_text(path.read_bytes()), str(path), keys, problems)
+    except OSError as exc:
+        return FileValues(path, {}, {}, (ConfigError(str(path), f"cannot read: {exc}"),))
+    except NotUtf8 as exc:
+        return FileValues(path, {}, {}, (ConfigError(str(path), str(exc), line=exc.line),))
+    except ConfigError as exc:  # not TOML
+        return FileValues(path, {}, {}, (exc,))
     ctx = click.Context(command, info_name=command.name)
     values: dict[str, Any] = {}
     for key, item in raw.items():
@@ -234,15 +239,16 @@ def load(command: click.Command, path: Path | None) -> FileValues:
         if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is HOSTS:
             value = ",".join(value)  # http_allow = ["a.example", "b.example"]
         problem = _file_value_problem(option, value)
-        if problem:
-            raise ConfigError(str(path), problem, item.line, key)
         try:
+            if problem:
+                raise click.BadParameter(problem)
             # the text the flag would be given: TOML's 2.5 or true for an integer is refused as
             # `--workers 2.5` is, not cast to 2 or 1
             values[key] = option.type_cast_value(ctx, value if option.is_flag else _as_text(value))
         except click.BadParameter as exc:
-            raise ConfigError(str(path), exc.message, item.line, key) from None
-    return FileValues(path, values, {k: v.line for k, v in raw.items()})
+            problems.append(ConfigError(str(path), exc.message, item.line, key))
+    lines = {k: v.line for k, v in raw.items() if k in values}
+    return FileValues(path, values, lines, tuple(problems))
 
 
 def _as_text(value: Any) -> str:
@@ -277,6 +283,8 @@ def check_or_exit(ctx: click.Context) -> dict[str, Setting]:
     starts, as a bad file is refused: exit status 2, the key's file and line. Returns the
     keys, each with where it came from."""
     file: FileValues = ctx.meta.get("cronwheel.config", NO_FILE)
+    if file.problem is not None:
+        _exit_refused(ctx.command, file.problem)
     resolved = settings(ctx.command, file, effective(ctx.command, ctx.parent, file, given=given_on_command_line(ctx)))
     found = refusals(resolved)
     if found:

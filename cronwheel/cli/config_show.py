@@ -14,6 +14,7 @@ from cronwheel.cli import config as cfg
 from cronwheel.cli import render
 from cronwheel.cli.config_checks import refusals, warnings
 from cronwheel.cli.context import CONTEXT
+from cronwheel.core.config import mask_secrets
 
 _DEFAULT_IN_HELP = re.compile(r"\[default:? ([^\]]+)\]")
 
@@ -95,7 +96,7 @@ def daemon_report(ctx: click.Context, data_dir_source: str | None, origins: dict
 
 def _shown(value: Any) -> Any:
     """A value as `cronwheel config` and ``GET /v1/config`` show it: a URL's password masked."""
-    return None if value is None else value if isinstance(value, (bool, int, float)) else cfg.mask_secrets(str(value))
+    return None if value is None else value if isinstance(value, (bool, int, float)) else mask_secrets(str(value))
 
 
 def _ask_daemon(root: click.Context) -> tuple[dict[str, Any] | None, str]:
@@ -200,6 +201,9 @@ def config_command(ctx: click.Context, serve_args: tuple[str, ...], local: bool,
     serve = root.command.get_command(root, "serve") if isinstance(root.command, click.Group) else None
     assert serve is not None
     file = ctx.meta.get("cronwheel.config") or cfg.load_or_exit(serve, None)
+    if file.problem is not None and not any(a.split("=")[0] == "--config" for a in serve_args):
+        render.emit_error(str(file.problem))  # what serve would refuse: the check this command is
+        sys.exit(2)
     why = "--local" if local else "serve's options after --"
     if not local and not serve_args:
         data, why = _ask_daemon(root)

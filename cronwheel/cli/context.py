@@ -74,10 +74,13 @@ def local_now_ms() -> int:
 class Cli:
     """What every command shares: where the daemon is, and a client for it."""
 
-    def __init__(self, url: str | None, data_dir: Path, token: str | None) -> None:
+    def __init__(self, url: str | None, data_dir: Path, token: str | None, data_dir_unknown: str | None = None) -> None:
         self.data_dir = data_dir
         self.url = url or f"unix:{data_dir.absolute() / 'api.sock'}"
         self.token = token
+        #: why the daemon cannot be found (the data directory's key of a broken file), if so:
+        #: a command that needs the daemon refuses with it, exit status 2
+        self.unknown = None if url else data_dir_unknown
         self.timeout = DEFAULT_TIMEOUT_SEC  #: --request-timeout
         self._client: Client | None = None
 
@@ -96,6 +99,9 @@ class Cli:
 
     @property
     def client(self) -> Client:
+        if self.unknown is not None:
+            render.emit_error(self.unknown)
+            sys.exit(2)
         if self._client is None:
             token = self._token()
             if token is not None:

@@ -25,7 +25,7 @@ import click
 
 from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
-from cronwheel.cli import config_show, jobs_as_code
+from cronwheel.cli import config_show, jobs_as_code, render
 from cronwheel.cli.admin import tenant, token
 from cronwheel.cli.client import Client
 from cronwheel.cli.context import CONTEXT, Cli, CliGroup, default_data_dir
@@ -39,7 +39,6 @@ from cronwheel.cli.node import serve, status, worker
 from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
 from cronwheel.cli.schedules import lint, next_
 from cronwheel.cli.transfer import import_crontab
-from cronwheel.core.config import ConfigError
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -84,8 +83,12 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
     141 the output's reader went away (`cronwheel ls | head -1`).
     """
     # the file is read for every command: `serve` takes its keys, the others find the daemon
-    # through its data_dir, so on an installed host `cronwheel ls` works from any directory
-    file = cfg.NO_FILE if ctx.resilient_parsing else cfg.load_or_exit(serve, config_path)
+    # through its data_dir, so on an installed host `cronwheel ls` works from any directory.
+    # A mistake in it refuses `serve` and `config` (their own checks), and the commands that
+    # need the data_dir it hides (Cli.client); the others go on after one warning.
+    file = cfg.NO_FILE if ctx.resilient_parsing else cfg.read(serve, config_path)
+    if file.problem is not None and ctx.invoked_subcommand not in REFUSED_BY_A_MISTAKE:
+        render.emit_note(f"warning: {file.problem} (ignored here; `cronwheel serve` refuses to start with it)")
     ctx.meta["cronwheel.config"] = file
     ctx.default_map = {"serve": file.values}
     ctx.obj = make_cli(url, data_dir, token, file)
@@ -93,21 +96,28 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
         ctx.obj.timeout = cfg.request_timeout(request_timeout)
 
 
+#: the commands that say nothing of the file's mistake up front: ``serve`` and ``config``
+#: refuse with it (their own checks), a worker reads nothing of it (the daemon starts them)
+REFUSED_BY_A_MISTAKE = frozenset({"serve", "config", "worker"})
+
+
 def make_cli(url: str | None, data_dir: Path | None, token: str | None, file: cfg.FileValues) -> Cli:
     """The data dir: --data-dir, else $CRONWHEEL_DATA_DIR, else the file's data_dir, else
     $STATE_DIRECTORY, else ./.cronwheel."""
-    if data_dir is None and not os.environ.get("CRONWHEEL_DATA_DIR") and file.values.get("data_dir"):
-        data_dir = file.values["data_dir"]
-    return Cli(url, data_dir or default_data_dir(), token)
+    unknown = None
+    if data_dir is None and not os.environ.get("CRONWHEEL_DATA_DIR"):
+        data_dir = file.values.get("data_dir")
+        if file.unread("data_dir"):
+            source = file.problem.source if file.problem else file.path
+            unknown = (f"the daemon's data directory is set in {source}, which cannot be used as it stands (see "
+                       "the warning above): fix it, or give --data-dir or --url")
+    return Cli(url, data_dir or default_data_dir(), token, data_dir_unknown=unknown)
 
 
 def completion_client(params: dict[str, Any]) -> Client:
     """A client for the daemon the root command's options (and the configuration file) name,
     for shell completion, which runs without the group's callback."""
-    try:
-        file = cfg.load(serve, cfg.find_config(params.get("config_path")))
-    except ConfigError:
-        file = cfg.NO_FILE
+    file = cfg.read(serve, params.get("config_path"))
     return make_cli(params.get("url"), params.get("data_dir"), params.get("token"), file).client
 
 

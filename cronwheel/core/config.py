@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from cronwheel.core.words import did_you_mean, without_byte_order_mark
 
@@ -85,9 +86,10 @@ def load_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(source, f"not valid TOML: {exc.args[0].split(';')[0] if exc.args else exc}") from None
 
 
-def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
+def parse(text: str, source: str, known: Iterable[str], problems: list[ConfigError] | None = None) -> dict[str, RawValue]:
     """The top-level keys of ``text``; any key not in ``known`` (or any table) is refused with
-    its line and, when one is close, the key that was probably meant."""
+    its line and, when one is close, the key that was probably meant (appended to ``problems``
+    and left out instead, when a list is given)."""
     text = without_byte_order_mark(text)
     data = load_toml(text, source)
     known = list(known)
@@ -99,7 +101,11 @@ def parse(text: str, source: str, known: Iterable[str]) -> dict[str, RawValue]:
         if key not in known:
             hint = did_you_mean(key, known)
             kind = "table" if isinstance(value, dict) else "key"
-            raise ConfigError(source, f"unknown {kind}{hint}; the keys are: {', '.join(sorted(known))}", line, key)
+            problem = ConfigError(source, f"unknown {kind}{hint}; the keys are: {', '.join(sorted(known))}", line, key)
+            if problems is None:
+                raise problem
+            problems.append(problem)
+            continue
         out[key] = RawValue(value, line)
     return out
 
@@ -150,3 +156,28 @@ def combination_problems(values: Mapping[str, Any], origin: Callable[[str], str]
         problems.append(("sendmail", f"set as well as smtp_url (from {origin('smtp_url')}): email goes out one "
                          "way, not both; remove one of them"))  # fmt: skip
     return problems
+
+
+#: a conninfo's parameters that hold a secret: the password, and the passphrase of the client's key
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+MASK = "********"
+
+
+def mask_secrets(text: str) -> str:
+    """``smtp://u:s3cret@relay`` -> ``smtp://u:********@relay`` (and a conninfo's
+    ``?password=`` and ``?sslpassword=``, their names as libpq reads them: in any case,
+    percent-escapes decoded): what `cronwheel config` prints is pasted into tickets and chats."""
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        userinfo, at, _ = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if at and colon and password:
+            text = f"{scheme}://{user}:{MASK}@{rest[len(userinfo) + 1:]}"
+    head, mark, query = text.partition("?")
+    if not mark:
+        return text
+    query, hash_, fragment = query.partition("#")
+    items = [f"{name}={MASK}" if eq and unquote(name).lower() in _SECRET_PARAMETERS else name + eq + value
+             for name, eq, value in (item.partition("=") for item in query.split("&"))]
+    return f"{head}?{'&'.join(items)}{hash_}{fragment}"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from cronwheel.cli import config as config_module
 from cronwheel.cli.config import config_keys
 from cronwheel.cli.main import cli, serve
-from cronwheel.core.config import ConfigError, env_var, parse
+from cronwheel.core.config import ConfigError, env_var, mask_secrets, parse
 from cronwheel.daemon import serve as daemon_serve
 from cronwheel.obs.levels import SYSLOG_PRIORITY
 
@@ -146,7 +146,7 @@ def test_a_bad_file_is_refused_naming_file_line_and_key(
 ) -> None:
     path = tmp_path / "cronwheel.toml"
     path.write_text(text)
-    res = CliRunner().invoke(cli, ["--config", str(path), "ls"])
+    res = CliRunner().invoke(cli, ["--config", str(path), "config", "--local"])
     assert res.exit_code == 2, res.output
     assert f"{path}:{line}: key {key!r}: " in res.output and says in res.output, res.output
     assert "Traceback" not in res.output
@@ -375,7 +375,7 @@ def test_the_cli_and_the_mail_channel_agree_on_smtp_urls(url: str) -> None:
 def test_a_dotted_key_is_refused_with_its_line(tmp_path: Path, text: str, line: int, key: str, says: str) -> None:
     path = tmp_path / "e1.toml"
     path.write_text(text)
-    res = CliRunner().invoke(cli, ["--config", str(path), "ls"])
+    res = CliRunner().invoke(cli, ["--config", str(path), "config", "--local"])
     assert res.exit_code == 2 and f"{path}:{line}: key {key!r}: {says}" in res.output, res.output
 
 
@@ -394,7 +394,7 @@ def test_under_systemd_a_bad_file_is_a_start_failed_event(monkeypatch: pytest.Mo
     res, _ = _serve(monkeypatch, tmp_path, "before", "\nworkers = 2.5\n")
     assert json.loads(res.stderr[3:])["event"] == "node.start_failed"
     path = tmp_path / "cronwheel.toml"
-    res = CliRunner().invoke(cli, ["--config", str(path), "ls"])
+    res = CliRunner().invoke(cli, ["--config", str(path), "config", "--local"])
     assert res.exit_code == 2 and res.stderr.startswith(f"error: {path}:2: key 'workers': "), res.stderr
 
 
@@ -441,4 +441,4 @@ def test_config_masks_passwords(tmp_path: Path) -> None:
     ],
 )
 def test_mask_secrets(text: str, masked: str) -> None:
-    assert config_module.mask_secrets(text) == masked
+    assert mask_secrets(text) == masked
