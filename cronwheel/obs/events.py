@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import secrets
 import sys
 import time
@@ -22,6 +23,7 @@ from typing import Any, TextIO
 
 from cronwheel.core.instants import format_instant
 from cronwheel.core.ratelimit import OncePer
+from cronwheel.core.words import is_utf8
 from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_stream, level_of
 
 #: how often a line repeated in a loop reaches the log (``EventLog.emit_now_and_then``)
@@ -143,7 +145,7 @@ class EventLog:
 
     def _write(self, record: dict[str, Any]) -> None:
         try:
-            line = _ENCODE(record) if self.fmt == "json" else console_line(record)
+            line = json_line(record) if self.fmt == "json" else console_line(record)
             if self.journal:  # every line: journald makes each its own entry (a console traceback's too)
                 prefix = f"<{SYSLOG_PRIORITY[record['level']]}>"
                 line = prefix + line.replace("\n", "\n" + prefix)
@@ -177,14 +179,16 @@ _CONSOLE_SKIP = frozenset({"ts", "level", "event", "node", "seq", "traceback"})
 
 def console_line(record: dict[str, Any]) -> str:
     """``HH:MM:SS.mmm LEVEL event key=value …`` with instants (``*At`` epoch milliseconds) as
-    readable UTC times, and a traceback, if any, as the indented lines that follow."""
+    readable UTC times, and a traceback, if any, as the indented lines that follow. Values are
+    logfmt's: bare when they are one printable word, else in double quotes with JSON's escapes
+    (``name="nightly backup"``, ``error="exit 1: \\"x\\" not found\\n"``), so a line reads back."""
     parts = []
     for k, v in record.items():
         if k in _CONSOLE_SKIP:
             continue
         if k.endswith("At") and isinstance(v, int) and not isinstance(v, bool):
             v = format_instant(v)
-        parts.append(f"{k}={v}")
+        parts.append(f"{k}={logfmt_value(v)}")
     level = record.get("level", "info")
     line = f"{record['ts'][11:23]} {level.upper():<7} {record['event']:<28} {' '.join(parts)}"
     trace = record.get("traceback")
@@ -193,5 +197,52 @@ def console_line(record: dict[str, Any]) -> str:
     return line
 
 
-#: one encoder for every line (json.dumps with arguments builds a new one per call)
-_ENCODE = json.JSONEncoder(default=str, separators=(",", ":")).encode
+#: what a bare logfmt value may not hold (a value with any of them, or empty, is quoted)
+_NOT_BARE = frozenset(' ="\\')
+
+
+def logfmt_value(value: Any) -> str:
+    """``value`` as a logfmt value: ``true``/``false``, ``null``, a list or an object as compact
+    JSON, text as it is when it is one printable word, else quoted. Every character that is not
+    printable is escaped (JSON's ``\\n``, ``\\u001b``; a lone surrogate, bytes of no encoding,
+    as ``\\udc80``): a console line is one line of UTF-8, whatever a job or a request held."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, (dict, list, tuple)):
+        text = json_line(value)
+    else:
+        text = str(value)
+    if text and text.isprintable() and _NOT_BARE.isdisjoint(text) and is_utf8(text):
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)  # escapes '"', '\\' and the C0 controls
+    return "".join(c if c.isprintable() and is_utf8(c) else json.dumps(c)[1:-1] for c in quoted)
+
+
+def json_line(record: Any) -> str:
+    """``record`` as one line of strict JSON: a lone surrogate (bytes of no encoding) becomes
+    the text of its escape (``"\\\\udc80"``) rather than an escape some readers refuse, and a NaN
+    or an infinity, which JSON has no word for, its name as a string."""
+    try:
+        line = _ENCODE(record)
+    except ValueError:  # NaN or infinity
+        return _ENCODE(_strict(record))
+    # ensure_ascii writes every surrogate as \\udXXX: a pair (an emoji) is fine, a lone one is not
+    return _ENCODE(_strict(record)) if "\\ud" in line else line
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if is_utf8(value) else value.encode("utf-8", "backslashreplace").decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {_strict(str(k)): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+#: one encoder for every line (json.dumps with arguments builds a new one per call); no NaN
+_ENCODE = json.JSONEncoder(default=str, separators=(",", ":"), allow_nan=False).encode
