@@ -59,7 +59,7 @@ class Reloader:
             if key not in LIVE_KEYS or key not in self.apply:
                 refused.append(key)
                 self.events.emit(
-                    "config.reload_refused", key=key, running=self._text(old), wanted=self._text(new),
+                    "config.reload_refused", key=key, **self._sides(key, old, new, "running", "wanted"),
                     reason="cannot change while the daemon runs: restart it to apply",
                 )
                 continue
@@ -72,13 +72,18 @@ class Reloader:
                 self.apply[key](new)
             except ValueError as exc:
                 refused.append(key)
-                self.events.emit("config.reload_refused", key=key, wanted=self._text(new), reason=str(exc))
+                self.events.emit("config.reload_refused", key=key, **self._sides(key, old, new, "running", "wanted"),
+                                 reason=str(exc))
                 continue
             self.running[key] = new
-            changed[key] = {"from": _text(old), "to": _text(new)}
+            changed[key] = self._sides(key, old, new, "from", "to")
         for key, old, new in later:
-            changed[key] = {"from": _text(old), "to": _text(new)}
-        self.events.emit("config.reloaded", changed=changed, refused=refused or None)
+            changed[key] = self._sides(key, old, new, "from", "to")
+        summary = "; ".join(
+            f"{key}: {c['from']} ({c['fromSource']}) -> {c['to']} ({c['toSource']})" for key, c in changed.items()
+        )
+        self.events.emit("config.reloaded", summary=summary or "nothing changed", changed=changed,
+                         refused=refused or None)
         for key, _, new in later:
             self.apply[key](new)  # checked by the option's type already
             self.running[key] = new
@@ -86,18 +91,35 @@ class Reloader:
             self.report.applied(changed, self.running)
         return {"changed": sorted(changed), "refused": refused}
 
+    def _sides(self, key: str, old: Any, new: Any, was: str, now: str) -> dict[str, Any]:
+        """The value a key runs with and the one the file now resolves to, each in effect (a
+        key set nowhere shows its default, not "(default)") and with where it comes from:
+        ``{from, fromSource, to, toSource}`` (``was`` and ``now`` name the pair)."""
+        entry = self.report.keys.get(key, {}) if self.report is not None else {}
+        origins = self.report.origins if self.report is not None else {}
+        running = old if old is not None else entry.get("value")  # what the daemon chose, if it did
+        return {
+            was: self._text(running if running is not None else entry.get("default")),
+            f"{was}Source": entry.get("source", "?"),
+            now: self._text(new if new is not None else self._default(key, entry)),
+            f"{now}Source": origins.get(key, "default"),
+        }
+
+    def _default(self, key: str, entry: dict[str, Any]) -> Any:
+        if key == "log_format":  # as set_format resolves "auto": what this daemon's stream takes
+            return "console" if self.events.stream.isatty() else "json"
+        return entry.get("default")
+
     def _text(self, value: Any) -> Any:
-        shown = _text(value)
+        if value is None:
+            return "not set"
+        shown = value if isinstance(value, (bool, int, float)) else str(value)
         return self.mask(shown) if isinstance(shown, str) else shown
 
 
 def _shows_more(key: str, old: Any, new: Any) -> bool:
     """A log level that prints more than the old one (``warning`` to ``info``)."""
     return key == "log_level" and RANK[new or "info"] < RANK[old or "info"]
-
-
-def _text(value: Any) -> Any:
-    return "(default)" if value is None else value if isinstance(value, (bool, int, float)) else str(value)
 
 
 def log_appliers(events: EventLog, worker_env: dict[str, str]) -> dict[str, Callable[[Any], None]]:

@@ -38,7 +38,8 @@ def test_a_reload_to_an_empty_http_allow_closes_every_host(tmp_path: Path, make_
     conf.write_text("http_allow = []\n")
     os.kill(d.pid, signal.SIGHUP)
     done = wait_for(lambda: d.event("config.reloaded"), 20, what="config.reloaded")
-    assert done["changed"]["http_allow"] == {"from": "api.example.com", "to": ""}, done
+    assert done["changed"]["http_allow"] == {"from": "api.example.com", "fromSource": f"{conf}:1", "to": "",
+                                             "toSource": f"{conf}:1"}, done
     assert problem(_tenant_submits(d, "https://api.example.com/x"), 403)["field"] == "http.url"
     # and unset again: no list, every host
     conf.write_text("")

@@ -75,10 +75,13 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     os.kill(d.pid, signal.SIGHUP)
     done = wait_for(lambda: d.event("config.reloaded"), 20, what="config.reloaded")
     assert set(done["changed"]) == {"log_level", "retention", "http_allow"}
-    assert done["changed"]["retention"] == {"from": "30d", "to": "7d"}
+    assert done["changed"]["retention"] == {"from": "30d", "fromSource": f"{conf}:2", "to": "7d", "toSource": f"{conf}:2"}
     assert done["refused"] == ["grace_sec"]  # slots is a flag on the command line: it still wins
     refusal = d.event("config.reload_refused", key="grace_sec")
     assert refusal and refusal["level"] == "warning" and "restart" in refusal["reason"]
+    # the value it runs with and the one the file wants, each in effect, with where it is from
+    assert (refusal["running"], refusal["runningSource"], refusal["wanted"], refusal["wantedSource"]) == (
+        "30", "default", 5, f"{conf}:4"), refusal
 
     # http_allow is in force for tenants without a list of their own
     assert d.post("/v1/tenants", {"name": "acme"}).status == 201
@@ -103,7 +106,13 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     os.kill(d.pid, signal.SIGHUP)
     back = wait_for(lambda: [e for e in d.events("config.reloaded") if "log_level" in e["changed"]][1:], 20,
                     what="the second config.reloaded")  # fmt: skip
-    assert back[0]["changed"]["log_level"] == {"from": "warning", "to": "info"}, back
+    assert back[0]["changed"]["log_level"] == {"from": "warning", "fromSource": f"{conf}:1", "to": "info",
+                                               "toSource": f"{conf}:1"}, back
+    # keys the file no longer sets go back to their defaults, and the line says which they are
+    assert back[0]["changed"]["retention"] == {"from": "7d", "fromSource": f"{conf}:2", "to": "30d",
+                                               "toSource": "default"}, back
+    assert f"retention: 7d ({conf}:2) -> 30d (default)" in back[0]["summary"], back
+    assert "(default)" not in json.dumps(back[0]["changed"]), back
 
 
 def test_a_sighup_while_the_node_starts_is_kept_and_applied_once_it_has_started(
@@ -136,7 +145,9 @@ def test_a_sighup_while_the_node_starts_is_kept_and_applied_once_it_has_started(
 
     wait_for(lambda: later("node.started"), 30, what="the node to start")
     (reloaded,) = wait_for(lambda: later("config.reloaded"), 20, what="the SIGHUP's reload")
-    assert reloaded["changed"] == {"retention": {"from": "30d", "to": "7d"}}, reloaded
+    assert reloaded["changed"] == {"retention": {"from": "30d", "fromSource": f"{conf}:1", "to": "7d",
+                                                 "toSource": f"{conf}:1"}}, reloaded
+    assert reloaded["summary"] == f"retention: 30d ({conf}:1) -> 7d ({conf}:1)", reloaded
     d.url = (d.data_dir / "http.addr").read_text().strip()  # this start's port
     assert d.status() and d.stop() == 0
 
