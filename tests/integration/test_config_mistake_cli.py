@@ -7,12 +7,14 @@ file, line and key. Real processes, a real daemon."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.daemon import REPO, Daemon
+from tests.support.wait import wait_for
 
 
 def cronwheel(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -67,3 +69,25 @@ def test_a_data_dir_it_cannot_read_refuses_what_needs_it(make_daemon: Callable[.
         for args in (["next", "0 0 * * *"], ["--data-dir", str(d.data_dir), "ls"], ["--url", socket, "status"]):
             res = cronwheel(config, *args)
             assert res.returncode == 0 and res.stderr.startswith(f"warning: {where}"), (args, res.stderr)
+
+
+def test_workers_started_through_the_cli_outlive_a_mistake_in_the_file(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """The single-file build starts its workers as ``cronwheel worker`` (options.worker_cmd),
+    which reads the same configuration file as every command: a typo saved in it while the
+    daemon ran made each replacement worker exit 2 at once, and the node ran nothing until
+    the file was fixed."""
+    config = tmp_path / "cronwheel.toml"
+    config.write_text('retention = "30d"\n')
+    d = make_daemon(workers=1, env={"CRONWHEEL_CONFIG": str(config),
+                                    "CRONWHEEL_WORKER_CMD": f"{sys.executable} -m cronwheel worker"})
+    [spawned] = wait_for(lambda: d.events("pool.worker_ready"), 30, what="the first worker")
+    config.write_text('retention = "30d"\nwrokers = 2\n')
+    os.kill(spawned["pid"], signal.SIGKILL)
+    wait_for(lambda: [e for e in d.events("pool.worker_ready") if e["pid"] != spawned["pid"]], 30,
+             what="a replacement worker, with the file's mistake in place")
+    out = tmp_path / "ran"
+    job = d.add_job({"schedule": "+1s", "command": f"touch {out}"})
+    wait_for(lambda: any(e["status"] == "SUCCEEDED" for e in d.executions(job["jobId"])), 30, what="the job to run")
+    assert out.exists() and not [e for e in d.events("pool.worker_exited") if e.get("code") == 2]
