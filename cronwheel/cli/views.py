@@ -25,6 +25,7 @@ from cronwheel.cli.render import (
 )
 from cronwheel.core import skips
 from cronwheel.core.words import counted
+from cronwheel.obs.events import logfmt_value
 
 
 def job_label(job: dict[str, Any]) -> str:
@@ -349,10 +350,7 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def event_line(record: dict[str, Any]) -> str:
-    """One daemon event as a line: UTC time, name, then its fields as key=value."""
-    fields = " ".join(
-        f"{k}={v if isinstance(v, str | int | float) else json.dumps(v, default=str)}"
-        for k, v in record.items()
-        if k not in ("ts", "event", "node", "seq")
-    )
+    """One daemon event as a line: UTC time, name, then its fields as key=value, quoted as the
+    daemon's console lines are (logfmt: ``error="exit 1: not found"``), so a line reads back."""
+    fields = " ".join(f"{k}={logfmt_value(v)}" for k, v in record.items() if k not in ("ts", "event", "node", "seq"))
     return safe(f"{record.get('ts', '')}  {record.get('event', '?'):<26} {fields}".rstrip(), newlines=False)

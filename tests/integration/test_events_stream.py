@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import socket
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -211,3 +214,23 @@ def test_logs_of_a_tick_that_did_not_run_says_why(daemon: Daemon) -> None:
     assert f"{skipped['executionId']}: SKIPPED: {skipped['reason']} (no output)" in res.stderr
     assert skipped["reason"].startswith("overlap: ") and skipped["reason"].endswith(" still running")
     assert daemon.request("DELETE", f"/v1/jobs/{job['jobId']}").status == 200
+
+
+def test_cli_logs_quotes_values_as_logfmt_so_a_line_reads_back(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    conf = tmp_path / "cronwheel.toml"
+    conf.write_text('retention = "30d"\n')
+    d = make_daemon(args=("--config", str(conf)))
+    conf.write_text('retention = "7d"\n')
+    os.kill(d.pid, signal.SIGHUP)
+    reloaded = wait_for(lambda: d.event("config.reloaded"), 20, what="config.reloaded")
+    res = d.cli("logs", "-n", "100")
+    assert res.returncode == 0, res.stderr
+    [line] = [x for x in res.stdout.splitlines() if " config.reloaded " in x]
+    fields = line.split(None, 2)[2]
+    pairs = re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|[^ ]*)', fields)
+    assert " ".join(f"{k}={v}" for k, v in pairs) == fields, line
+    got = {k: json.loads(v) if v.startswith('"') else v for k, v in pairs}
+    assert got["summary"] == reloaded["summary"] == f"retention: 30d ({conf}:1) -> 7d ({conf}:1)", line
+    assert json.loads(got["changed"]) == reloaded["changed"] and got["level"] == "info"
