@@ -94,10 +94,19 @@ DEFAULT_MAX_PER_HOUR = 30
 OUTPUT_TAIL_CHARS = 2000
 
 #: the local part: no white space, no control character (spelled out, since Python's ``\s``
-#: and JSON Schema's differ on a few of them: the document states the same class), and no
-#: ``=?``: mail software decodes ``=?utf-8?q?ops=40acme.com=2C?=@a.example`` as an encoded word,
-#: and ``sendmail -t`` then read ``To: ops@acme.com,@a.example``, a domain the allow-list had not judged
-_EMAIL_RE = re.compile(r"^(?![^@]*=\?)[^@\s<>,;:\"\x00-\x1f\x7f-\x9f\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
+#: and JSON Schema's differ on a few of them: the document states the same class), and none of
+#: the forms mail software routes on past the domain the allow-list judged (``ROUTED_LOCAL_PARTS``)
+_EMAIL_RE = re.compile(r"^(?![^@]*(?:=\?|[%!]))[^@\s<>,;:\"\x00-\x1f\x7f-\x9f\ufeff]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
+#: what in a local part sends the mail elsewhere than its domain, and why: ``=?`` is an encoded
+#: word (``=?utf-8?q?ops=40acme.com=2C?=@a.example``, which ``sendmail -t`` read as ``To:
+#: ops@acme.com,@a.example``); ``%`` and ``!`` are the old source routes, which a relay that is
+#: the domain's own (Postfix's allow_percent_hack, sendmail's UUCP rules) forwards on:
+#: ``victim%elsewhere.test@acme.com`` to ``victim@elsewhere.test``
+ROUTED_LOCAL_PARTS = {
+    "=?": "'=?' starts an encoded word, which mail software decodes into other addresses",
+    "%": "'%' is a source route, which a relay forwards to the domain after it",
+    "!": "'!' is a source route, which a relay forwards to the host before it",
+}
 _RULE_FIELDS = {
     Via.WEBHOOK: ("url", "secret"),
     Via.EMAIL: ("to",),
@@ -369,11 +378,12 @@ def rule_from_json(data: Any, field: str = "notify[0]", *, stored: bool = False)
         if not 1 <= len(to) <= MAX_RECIPIENTS:
             raise RuleError(f"{field}.to", f"{field}.to must be a list of 1 to {MAX_RECIPIENTS} email addresses")
         for i, addr in enumerate(to):
-            # a stored rule was checked when it was written; one from before the '=?' rule
-            # must still read back (its delivery refuses that address: encoded_word_recipient)
+            # a stored rule was checked when it was written; one from before the routed forms
+            # were refused must still read back (its delivery refuses that address: routed_recipient)
             if not stored and not _EMAIL_RE.fullmatch(addr):
-                why = " ('=?' starts an encoded word, which mail software decodes)" if "=?" in addr.partition("@")[0] else ""
-                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}{why}")
+                why = routed_local_part(addr)
+                raise RuleError(f"{field}.to[{i}]", f"{field}.to[{i}] is not an email address: {addr[:100]!r}"
+                                + (f" ({why})" if why else ""))
         return Rule(on, via, to=tuple(to), after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
     command = _text(f"{field}.command", body.command, MAX_NOTIFY_COMMAND_BYTES)
     return Rule(on, via, command=command, after_sec=after_sec, max_per_hour=max_per_hour, max_attempts=max_attempts)
@@ -554,10 +564,18 @@ def after_failed_delivery(attempt: int, rule: Rule, now_ms: int, rand01: float) 
     return NotificationStatus.PENDING, after.available_at
 
 
-def encoded_word_recipient(rule: Rule) -> str | None:
-    """The first of an email rule's recipients whose local part holds ``=?``, which mail
-    software decodes as an encoded word into other addresses (refused since it was saved)."""
-    return next((address for address in rule.to if "=?" in address.rpartition("@")[0]), None)
+def routed_local_part(address: str) -> str | None:
+    """Why the local part of ``address`` would send the mail past its domain
+    (``ROUTED_LOCAL_PARTS``), or None."""
+    local = address.rpartition("@")[0]
+    return next((why for mark, why in ROUTED_LOCAL_PARTS.items() if mark in local), None)
+
+
+def routed_recipient(rule: Rule) -> tuple[str, str] | None:
+    """The first of an email rule's recipients whose local part routes the mail past its
+    domain, and why (refused since it was saved: a rule stored before reads back, and its
+    delivery is refused here)."""
+    return next(((address, why) for address in rule.to if (why := routed_local_part(address))), None)
 
 
 def unallowed_recipient(rule: Rule, allow: HostAllow) -> str | None:

@@ -188,9 +188,8 @@ async def send_email(config: MailConfig | None, n: nt.Notification, timeout_s: f
     notification does not say whose rule it is."""
     if config is None:
         raise DeliveryError("no mail transport configured (cronwheel serve --smtp-url or --sendmail)")
-    if (address := nt.encoded_word_recipient(n.rule)) is not None:  # a rule saved before it was refused
-        raise DeliveryError(f"email: {address[:100]!r} is not an email address: '=?' starts an encoded word, "
-                            "which mail software decodes into other addresses")
+    if (routed := nt.routed_recipient(n.rule)) is not None:  # a rule saved before it was refused
+        raise DeliveryError(f"email: {routed[0][:100]!r} is not an email address: {routed[1]}")
     msg = email_message(n, config.sender)
     send = _sendmail if config.sendmail is not None else _smtp_send
     try:
