@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from cronwheel.api.queries import CURSOR_HEADER, parse_event_cursor
 from cronwheel.core import schedule as sched
 from cronwheel.core.instants import format_instant
 from cronwheel.core.lagstats import MINUTE_MS
-from cronwheel.obs.events import EventLog
+from cronwheel.obs.events import EventLog, json_line
 from cronwheel.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from cronwheel.obs.metrics import NodeMetrics
 
@@ -156,7 +155,10 @@ def event_filter(job: str | None, event: str | None, since_ms: int | None) -> Ca
 
 
 def _line(rec: dict[str, Any]) -> bytes:
-    return (json.dumps(rec, default=str, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    """One record of the stream as strict JSON, as the daemon's own log lines are (a NaN or a
+    lone surrogate in a record must not make a line its readers refuse, or one that cannot
+    be encoded at all)."""
+    return (json_line(rec) + "\n").encode()
 
 
 async def events(request: web.Request) -> web.StreamResponse:

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cronwheel.obs.events import EventLog, console_line, logfmt_value
 
 HOSTILE: dict[str, Any] = {
@@ -89,3 +91,16 @@ def test_a_bare_word_stays_bare() -> None:
     assert [logfmt_value(v) for v in ("a b", "a=b", "", 'q"', "\\")] == ['"a b"', '"a=b"', '""', '"q\\""', '"\\\\"']
     line = console_line({"ts": "2026-12-01T10:00:00.123Z", "level": "info", "event": "x", "node": "n", "v": [1, "a"]})
     assert line.endswith('v="[1,\\"a\\"]"'), line
+
+
+def test_the_event_streams_lines_are_strict_json_for_hostile_values() -> None:
+    """``GET /v1/events`` writes the ring's records itself: a NaN gave a line strict readers
+    refuse, and a lone surrogate one that could not be encoded at all."""
+    from cronwheel.api.ops import _line
+
+    record = {"event": "job.created", "seq": 1, **HOSTILE}
+    line = _line(record)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    back = json.loads(line.decode("utf-8"), parse_constant=lambda word: pytest.fail(f"not JSON: {word}"))
+    assert back["name"] == HOSTILE["name"] and back["emoji"] == HOSTILE["emoji"]
+    assert back["ratio"] == "nan" and back["path"] == "/v1/jobs/\\udcff\\udc80x"
