@@ -70,7 +70,8 @@ def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
             try:  # with its name: the table's name is checked as a body's would be
                 parse_job_body({**job.body, "name": job.name}, now_ms=_NOW_MS)
             except ValidationError as exc:
-                raise ConfigError(job.source, f"job {job.name!r}: {exc}", job.line, job.name) from None
+                line = jobfiles.field_line(text, job.name, job.line, exc.field) if exc.field else job.line
+                raise ConfigError(job.source, f"job {job.name!r}: {exc}", line, job.name) from None
             jobs.append(job)
     jobfiles.check_unique(jobs)
     return jobs

@@ -68,14 +68,28 @@ class Change:
 
 
 def _field_line(text: str, table_line: int, key: str) -> int:
+    """The line of ``key = …`` (or of a dotted ``key.sub = …``) in the table whose header is
+    at ``table_line``; the header's line when it is not there."""
     lines = text.splitlines()
     for number in range(table_line, len(lines)):
         stripped = lines[number].strip()
         if stripped.startswith("["):
             break
-        if re.match(rf"""^["']?{re.escape(key)}["']?\s*=""", stripped):
+        if re.match(rf"""^["']?{re.escape(key)}["']?\s*[=.]""", stripped):
             return number + 1
     return table_line
+
+
+def field_line(text: str, job: str, table_line: int, path: str) -> int:
+    """The line of a job's field named by its JSON path (``retryPolicy.maxAttempts``,
+    ``notify[0].to``): in the job's table, or in its sub-table (``[job.retryPolicy]``) when
+    the field's first part is written as one; the job's line when neither holds it."""
+    parts = [part.split("[", 1)[0] for part in path.split(".")]
+    first = parts[0]
+    sub = table_lines(text).get(f"{job}.{first}")
+    if sub is not None:
+        return _field_line(text, sub, parts[1]) if len(parts) > 1 else sub
+    return _field_line(text, table_line, first)
 
 
 def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDef]:
@@ -103,7 +117,7 @@ def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDe
         bad = json_problem(body)  # what the API would refuse at its door, said with the line
         if bad is not None:
             key = bad.path.split(".", 1)[0].split("[", 1)[0]
-            raise ConfigError(source, f"job {name!r}: {bad.path} {bad.why}", _field_line(text, line, key), key)
+            raise ConfigError(source, f"job {name!r}: {bad.path} {bad.why}", field_line(text, name, line, bad.path), key)
         jobs.append(JobDef(name, _plain(body), source, line))
     return jobs
 

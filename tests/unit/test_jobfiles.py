@@ -5,6 +5,7 @@ to the same bodies."""
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,3 +174,25 @@ def test_a_one_off_that_ran_is_not_created_again(settled: str) -> None:
     changed = '[once]\nrunAt = "2026-12-02T10:00:00Z"\ncommand = "x"\n'
     assert [c.action for c in _plan(changed, [done])] == ["create"]
     assert [c.action for c in _plan(text, [{**done, "managedBy": None}])] == ["create"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('[b]\nschedule = "@daily"\ncommand = "x"\n[b.retryPolicy]\ninitialBackoffSec = 1\nmax_attemps = 5\n', 6),
+        ('[b]\nschedule = "@daily"\ncommand = "x"\nretryPolicy.max_attemps = 5\n', 4),
+        ('[b]\nschedule = "@daily"\ncommand = "x"\ntimeoutSec = 1\nretryPolicy = { maxAttempts = 0 }\n', 5),
+        ('[b]\nschedule = "@daily"\ncommand = "x"\n[b.retryPolicy]\nmaxAttempts = 0\n', 5),
+        ('[a]\nschedule = "@daily"\ncommand = "y"\n[b]\nschedule = "@daily"\ncommand = "x"\nnotify = [{ on = "dead", via = "pager" }]\n', 7),
+    ],
+)
+def test_a_nested_field_s_problem_names_its_own_line(tmp_path: Path, text: str, line: int) -> None:
+    """A mistake inside a job's sub-table ([b.retryPolicy]), dotted key or inline table was
+    reported at the job's [b] line."""
+    from cronwheel.cli.jobs_as_code import read_job_files
+
+    path = tmp_path / "jobs.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        read_job_files([path])
+    assert err.value.line == line, str(err.value)
