@@ -28,14 +28,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core.limits import MAX_TOKEN_CHARS, PATTERN_END
-from cronwheel.core.urls import NUMERIC_LABEL_RE
+from cronwheel.core.urls import LABEL_RE, NUMERIC_LABEL_RE
 
 TOKEN_PREFIX = "cw_"
 TOKEN_BYTES = 32  #: 256 bits of randomness per token
 #: their ``.pattern`` is a schema pattern too: see ``limits.PATTERN_END``
 TENANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}" + PATTERN_END)
 TOKEN_ID_RE = re.compile(r"^tk_[0-9a-f]{16}" + PATTERN_END)
-_HOST_RE = re.compile(r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.?$")
 #: target kinds that run arbitrary code as the daemon's user
 CODE_TARGETS = ("command", "python")
 #: an allow-list of hosts as it is enforced: None when none is set (every host may be called),
@@ -192,7 +191,9 @@ def normalise_host(entry: str) -> str:
         return str(ipaddress.ip_address(text.strip("[]")))
     except ValueError:
         pass
-    if _HOST_RE.fullmatch(text) is None:
+    # the labels a URL's host may have (core/urls.py), underscores included: an entry a host
+    # can have must be one the list can hold (a container's `my_service`)
+    if not all(LABEL_RE.fullmatch(label) for label in text.removeprefix("*.").split(".")):
         raise ValueError(f"{entry!r} is not a host name, *.domain or IP address")
     if NUMERIC_LABEL_RE.fullmatch(text.rsplit(".", 1)[-1]):
         raise ValueError(f"{entry!r} reads as an IPv4 address but is not one written as four decimal numbers (such "

@@ -23,7 +23,7 @@ from urllib.parse import SplitResult, urlsplit
 
 #: a host name's label: letters, digits, hyphens and underscores (some internal DNS names and
 #: container names have them), 1 to 63 of them, not starting or ending with a hyphen
-_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 #: a last label that the C resolver and browsers read as (part of) an IPv4 address
 NUMERIC_LABEL_RE = re.compile(r"[0-9]+|0x[0-9a-f]*")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -125,7 +125,7 @@ def _host(parts: SplitResult) -> str:
     if host.endswith("."):
         raise ValueError(f"has a host name that ends with a dot ({host!r}): leave the dot out")
     labels = host.split(".")
-    if len(host) > 253 or not all(_LABEL_RE.fullmatch(label) for label in labels):
+    if len(host) > 253 or not all(LABEL_RE.fullmatch(label) for label in labels):
         raise ValueError(f"has {host[:100]!r} as its host, which is neither an IP address nor a host name (labels of "
                          "1 to 63 letters, digits, - and _, joined by single dots, 253 characters in all)")  # fmt: skip
     if NUMERIC_LABEL_RE.fullmatch(labels[-1]):

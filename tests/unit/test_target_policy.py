@@ -19,6 +19,7 @@ from cronwheel.core.tenants import (
     target_refusal,
     valid_tenant_name,
 )
+from cronwheel.core.urls import parse_http_url
 
 
 def test_tokens_are_long_random_and_stored_as_sha256() -> None:
@@ -42,9 +43,19 @@ def test_parse_bearer_refuses_malformed(header: str) -> None:
 
 
 @pytest.mark.parametrize(("entry", "norm"), [("API.Example.com.", "api.example.com"), ("*.acme.test", "*.acme.test"),
-                                             ("10.0.0.1", "10.0.0.1"), ("[::1]", "::1"), ("localhost", "localhost")])
+                                             ("10.0.0.1", "10.0.0.1"), ("[::1]", "::1"), ("localhost", "localhost"),
+                                             ("my_service", "my_service"), ("*.svc_a.Internal", "*.svc_a.internal")])
 def test_normalise_host(entry: str, norm: str) -> None:
     assert normalise_host(entry) == norm
+
+
+def test_every_host_a_url_may_name_is_one_an_allow_list_may_hold() -> None:
+    """A URL's host may have underscores (a container's name, some internal DNS names), but
+    the allow-list refused them, so `http://my_service:8080/` could only be allowed by a
+    wildcard or by allowing every host."""
+    for url in ("http://my_service:8080/hook", "https://a_b.svc_a.internal/x"):
+        host = parse_http_url(url, 2048).host
+        assert host_allowed(host, (normalise_host(host),))
 
 
 @pytest.mark.parametrize("entry", ["", "a b", "http://x.com", "x.com/path", "*.", "*", "a..b", "-x.com", "x" * 300,
