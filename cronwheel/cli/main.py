@@ -14,31 +14,23 @@ the commands live in the modules named for what they act on (``jobs``, ``schedul
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
 import os
 import select
 import sys
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-from cronwheel.cli import beyondcron as beyond
 from cronwheel.cli import config as cfg
-from cronwheel.cli import config_show, jobs_as_code, render
-from cronwheel.cli.admin import tenant, token
+from cronwheel.cli import config_show, render
 from cronwheel.cli.client import Client
 from cronwheel.cli.context import CONTEXT, Cli, CliGroup, default_data_dir
-from cronwheel.cli.dlq import dlq
-from cronwheel.cli.executions import effect, history, logs
 from cronwheel.cli.exits import EX_PIPE_CLOSED
-from cronwheel.cli.exporting import export
-from cronwheel.cli.jobedit import update
-from cronwheel.cli.jobs import add, cancel, ls, pause, resume, run, show
 from cronwheel.cli.node import serve, status, worker
-from cronwheel.cli.notify import notifications, ping, tenant_notify, watch
-from cronwheel.cli.schedules import lint, next_
-from cronwheel.cli.transfer import import_crontab
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -149,13 +141,75 @@ def completion(shell: str) -> None:
     click.echo(cls(cli, {}, "cronwheel", "_CRONWHEEL_COMPLETE").source())
 
 
-for _command in (add, ls, show, update, cancel, pause, resume, run, next_, lint, history, logs, effect,
-                dlq, status, serve, worker, import_crontab, export, ping, watch, notifications,
-                beyond.calendar, beyond.backfill, beyond.chain, tenant, token, config_show.config_command,
-                jobs_as_code.apply):
-    cli.add_command(_command)
-cli.add_command(alias(import_crontab, "import"))
-tenant.add_command(tenant_notify, "notify")
+class _Commands(MutableMapping[str, click.Command]):
+    """The root group's commands, each one's module imported when the command is first looked
+    up: ``serve`` (and each worker's start) then loads none of the client commands, nor
+    ``cronwheel ls`` the others. Listing the names loads nothing; help, which shows each
+    one's first line, loads them all."""
+
+    def __init__(self, loaded: MutableMapping[str, click.Command],
+                 loaders: dict[str, Callable[[], click.Command]]) -> None:
+        self._loaded = dict(loaded)
+        self._loaders = dict(loaders)
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded and name in self._loaders:
+            self._loaded[name] = self._loaders.pop(name)()
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaders.pop(name, None)
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if self._loaders.pop(name, None) is None:
+            del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._loaded
+        yield from (name for name in list(self._loaders) if name not in self._loaded)
+
+    def __len__(self) -> int:
+        return len(self._loaded.keys() | self._loaders.keys())
+
+
+def _from(module: str, attribute: str) -> Callable[[], click.Command]:
+    def load() -> click.Command:
+        command: click.Command = getattr(importlib.import_module(f"cronwheel.cli.{module}"), attribute)
+        return command
+    return load
+
+
+def _tenant() -> click.Command:
+    """``tenant``, with its ``notify`` subcommand (which lives with the other notify commands)."""
+    from cronwheel.cli.admin import tenant
+    from cronwheel.cli.notify import tenant_notify
+
+    tenant.add_command(tenant_notify, "notify")
+    return tenant
+
+
+def _import() -> click.Command:
+    from cronwheel.cli.transfer import import_crontab
+
+    return alias(import_crontab, "import")
+
+
+#: every command, by name, and where it lives
+_COMMANDS: dict[str, Callable[[], click.Command]] = {
+    **{name: _from("jobs", name) for name in ("add", "ls", "show")},
+    "update": _from("jobedit", "update"),
+    **{name: _from("jobs", name) for name in ("cancel", "pause", "resume", "run")},
+    "next": _from("schedules", "next_"), "lint": _from("schedules", "lint"),
+    **{name: _from("executions", name) for name in ("history", "logs", "effect")},
+    "dlq": _from("dlq", "dlq"), "status": lambda: status, "serve": lambda: serve, "worker": lambda: worker,
+    "import-crontab": _from("transfer", "import_crontab"), "export": _from("exporting", "export"),
+    **{name: _from("notify", name) for name in ("ping", "watch", "notifications")},
+    **{name: _from("beyondcron", name) for name in ("calendar", "backfill", "chain")},
+    "tenant": _tenant, "token": _from("admin", "token"), "config": lambda: config_show.config_command,
+    "apply": _from("jobs_as_code", "apply"), "import": _import,
+}
+cli.commands = _Commands(cli.commands, _COMMANDS)
 
 
 def main() -> None:
