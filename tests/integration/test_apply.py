@@ -103,7 +103,7 @@ def test_a_job_made_by_hand_is_not_taken_over_silently(tmp_path: Path, daemon: D
 def test_bad_files_are_refused_before_anything_changes(tmp_path: Path, daemon: Daemon) -> None:
     jobs = write(tmp_path / "jobs", {"a.toml": JOBS["a.toml"], "bad.toml": '[x]\nschedule = "61 * * * *"\ncommand = "y"\n'})
     res = daemon.cli("apply", str(jobs))
-    assert res.returncode == 2 and f"{jobs / 'bad.toml'}:1: key 'x': job 'x': " in res.stderr, res.stderr
+    assert res.returncode == 2 and f"{jobs / 'bad.toml'}:2: key 'x': job 'x': " in res.stderr, res.stderr  # the field's line
     assert daemon.get("/v1/jobs").json()["jobs"] == []
 
 

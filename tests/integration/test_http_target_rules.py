@@ -179,7 +179,7 @@ def test_import_and_apply_refuse_them_too(acme: tuple[Daemon, str], tmp_path: Pa
     jobs.mkdir()
     (jobs / "a.toml").write_text('[zero]\nschedule = "@hourly"\nhttp = { url = "https://api.acme.test:0/" }\n')
     res = d.cli(*as_tenant, "apply", str(jobs))  # checked by the API's own code, before any request
-    assert res.returncode == 2 and f"{jobs / 'a.toml'}:1: key 'zero': " in res.stderr and "http.url has port 0" in res.stderr, res.stderr
+    assert res.returncode == 2 and f"{jobs / 'a.toml'}:3: key 'zero': " in res.stderr and "http.url has port 0" in res.stderr, res.stderr
     (jobs / "a.toml").write_text('[creds]\nschedule = "@hourly"\nhttp = { url = "https://me:pw@api.acme.test/" }\n')
     res = d.cli(*as_tenant, "apply", str(jobs))
     assert res.returncode == 2 and "http.url carries user information" in res.stderr, res.stderr
