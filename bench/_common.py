@@ -212,6 +212,19 @@ def guard(main: Callable[[], int]) -> None:
 
 # ---------------------------------------------------------------- cronwheel: a real node
 
+def iso_seconds(ts: str) -> float:
+    """An API instant (``2026-12-07T16:00:00.123Z``) as seconds since the epoch."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def tenant_token(d: Any, tenant: str, **settings: object) -> str:
+    """Create ``tenant`` on the daemon ``d`` (tests/support/daemon.py) with ``settings``; a token of its own."""
+    assert d.post("/v1/tenants", {"name": tenant, **settings}).status == 201
+    r = d.post("/v1/tokens", {"tenant": tenant, "role": "tenant"})
+    assert r.status == 201, r
+    return str(r.json()["token"])
+
+
 
 def register_oneoffs(db: Path, n: int, due_ms: int, target: dict[str, Any] | None = None,
                      tenants: int = 1, batch: int = 5000) -> float:

@@ -16,25 +16,13 @@ import argparse
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import tree_cpu
+from _common import iso_seconds, tenant_token, tree_cpu
 
 from tests.support.daemon import Daemon
-
-
-def parse(ts: str) -> float:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-
-
-def tenant_token(d: Daemon, tenant: str, **settings: object) -> str:
-    assert d.post("/v1/tenants", {"name": tenant, **settings}).status == 201
-    r = d.post("/v1/tokens", {"tenant": tenant, "role": "tenant"})
-    assert r.status == 201, r
-    return str(r.json()["token"])
 
 
 def main() -> int:
@@ -57,7 +45,7 @@ def main() -> int:
             print("   t   quiet tenant's lag p50 / max   CPU (cores, since start)   store")
             while time.time() - began < args.seconds:
                 time.sleep(10)  # a benchmark watches a period of time; tests never do this
-                lags = sorted(parse(e["startedAt"]) - parse(e["scheduledAt"])
+                lags = sorted(iso_seconds(e["startedAt"]) - iso_seconds(e["scheduledAt"])
                               for job_id in ids
                               for e in d.request("GET", f"/v1/jobs/{job_id}/executions?limit=10", token=quiet).json()["executions"]
                               if e.get("startedAt"))  # fmt: skip

@@ -112,3 +112,27 @@ class FairQueue(Generic[T]):
                 lightest = min(self._weight(x) for x in t.active)
                 limit = visits + len(t.active) * (1 + int(1 / max(lightest, 1e-3)))
         return None
+
+
+#: one slot in this many of a node's (at least one) is kept for tenants running nothing there,
+#: when it serves more than one tenant (``neighbour_reserve``)
+NEIGHBOUR_RESERVE_SHARE = 16
+
+
+def neighbour_reserve(slots: int, tenants: int) -> int:
+    """How many of a node's ``slots`` are kept for tenants with nothing running on it, when
+    ``tenants`` share it: none for one tenant (it may fill the node), else one in
+    ``NEIGHBOUR_RESERVE_SHARE``, at least one. A running execution is never preempted, so
+    without a reserve a tenant whose runs are slow (a webhook that answers in seconds) could
+    hold every slot, and a neighbour's every-second job would start only when its runs end:
+    seconds late, in bursts."""
+    if tenants < 2 or slots < 2:
+        return 0
+    return max(1, slots // NEIGHBOUR_RESERVE_SHARE)
+
+
+def may_take_slot(running: int, free: int, reserve: int) -> bool:
+    """Whether a tenant with ``running`` executions on the node may take one of its ``free``
+    slots, ``reserve`` of which are kept for tenants running nothing there: any slot beyond
+    the reserve, and a reserved one only for its first execution."""
+    return free > reserve or running == 0

@@ -9,7 +9,8 @@
   applied at pop time (``may_take``). ``running_by_tenant`` counts this node's executions
   from the pop that reserves a slot to the completion, loss or abort that frees it; a tenant
   at its quota keeps its executions queued (PENDING in the store) and gets one
-  ``tenant.quota_wait`` event per episode.
+  ``tenant.quota_wait`` event per episode. On a node shared by tenants the last free slots
+  are kept for tenants running nothing here (``core.fairness.neighbour_reserve``).
 
 The durable PENDING/RETRY_WAIT rows are the truth: the in-memory queue can be thrown away and
 rebuilt from the store (``refill``), which is what happens at start-up.
@@ -28,7 +29,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
 from cronwheel.core.clock import Clock, ReapCutoff, StepDetector
-from cronwheel.core.fairness import FairQueue
+from cronwheel.core.fairness import FairQueue, may_take_slot
 from cronwheel.core.instantgroups import InstantGroups
 from cronwheel.core.model import Execution, Grant, Priority
 from cronwheel.core.ratelimit import OncePer, PerSecond
@@ -81,6 +82,8 @@ class DispatchLoop:
         self.queue: FairQueue[str] = FairQueue(tiers=len(Priority), weight=tenant_weight)
         self.tenant_max_running = tenant_max_running or (lambda _tenant: None)
         self.tenant_http_allow: Callable[[str], tuple[str, ...] | None] = lambda _tenant: None  #: see Grant.http_allow
+        self.neighbour_reserve: Callable[[], int] = lambda: 0  #: slots kept for tenants running nothing here; set by the node
+        self._free_left, self._reserve_now = sys.maxsize, 0  #: of the pop under way (``_may_take``)
         self.running: dict[str, str] = {}  # execution id -> tenant, from reservation to release
         self.live = LiveOutput()  #: output of the executions running on this node, as it comes
         self.running_by_tenant: Counter[str] = Counter()
@@ -253,10 +256,12 @@ class DispatchLoop:
             if free <= 0 or not len(self.queue):
                 return
             batch: list[str] = []
+            self._reserve_now = self.neighbour_reserve()
             while len(batch) < min(free, 1000):
                 # keep a share of slots for latency-sensitive work: lower tiers may only take
                 # slots beyond the reserve
-                may_take_low = free - len(batch) > self.reserved_high_slots
+                self._free_left = free - len(batch)
+                may_take_low = self._free_left > self.reserved_high_slots
                 xid = self.queue.pop(max_tier=None if may_take_low else int(Priority.HIGH), may_take=self._may_take)
                 if xid is None:
                     break
@@ -322,18 +327,11 @@ class DispatchLoop:
         """Start ``starts`` in one transaction. The batch holds many tenants' executions, so a
         failing start is isolated (``bisect_failures``): only an execution whose own start
         fails is left out, returned with its error, and every other one starts."""
-        Started = tuple[list[Grant], dict[str, Exception]]
-
-        async def attempt(batch: list[StartRequest]) -> Started:
+        async def attempt(batch: list[StartRequest]) -> tuple[list[Grant], dict[str, Exception]]:
             return await self.writer.run(lambda s: s.start_executions(batch, at)), {}
 
-        def merge(a: Started, b: Started) -> Started:
-            return a[0] + b[0], {**a[1], **b[1]}
-
-        def alone(start: StartRequest, exc: Exception) -> Started:
-            return [], {start.execution_id: exc}
-
-        return await bisect_failures(starts, attempt, merge, alone)
+        return await bisect_failures(starts, attempt, lambda a, b: (a[0] + b[0], {**a[1], **b[1]}),
+                                     lambda start, exc: ([], {start.execution_id: exc}))
 
     def _retry_refused(self, refused: dict[str, Exception], now_ms: int) -> None:
         """Executions whose start failed alone stay PENDING in the store: try each again after
@@ -361,17 +359,18 @@ class DispatchLoop:
     # ---- per-tenant running counts and quotas
     def _may_take(self, tenant: str) -> bool:
         limit = self.tenant_max_running(tenant)
-        if limit is None or self.running_by_tenant[tenant] < limit:
+        running = self.running_by_tenant[tenant]
+        if limit is None or running < limit:
+            if not may_take_slot(running, self._free_left, self._reserve_now):
+                return False  # one of the last slots, kept for a neighbour running nothing here
             if tenant in self.quota_waiting:
                 self.quota_waiting.discard(tenant)
-                self.events.emit("tenant.quota_resumed", tenant=tenant, running=self.running_by_tenant[tenant], maxRunning=limit)
+                self.events.emit("tenant.quota_resumed", tenant=tenant, running=running, maxRunning=limit)
             return True
         if tenant not in self.quota_waiting:  # once per episode, not once per pop
             self.quota_waiting.add(tenant)
-            self.events.emit(
-                "tenant.quota_wait", tenant=tenant, running=self.running_by_tenant[tenant], maxRunning=limit,
-                queued=self.queue.depth_by_tenant().get(tenant, 0),
-            )
+            self.events.emit("tenant.quota_wait", tenant=tenant, running=running, maxRunning=limit,
+                             queued=self.queue.depth_by_tenant().get(tenant, 0))
         return False
 
     def _reserve(self, execution_id: str, tenant: str) -> None:

@@ -88,6 +88,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             tenant_http_allow=self.tenant_http_allow,
             completer=self.completer,
         )
+        self.dispatcher.neighbour_reserve = self.neighbour_slots
         self.scheduler = Scheduler(
             self.clock,
             self.claimer or self.writer,

@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cronwheel.core.fairness import neighbour_reserve
 from cronwheel.core.limits import MAX_TENANT_WAITING
-from cronwheel.core.model import JobSpec, JobStatus
+from cronwheel.core.model import DEFAULT_TENANT, JobSpec, JobStatus
 from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
     TENANTLESS_ROLES,
@@ -86,6 +87,12 @@ class TenancyMixin(NodeParts):
     def tenant_max_running(self, name: str) -> int | None:
         t = self._tenants.get(name)
         return None if t is None else t.max_running
+
+    def neighbour_slots(self) -> int:
+        """The local slots kept for tenants running nothing here: none while the node serves one
+        tenant (``default`` alone), else ``core.fairness.neighbour_reserve``'s share."""
+        tenants = len(self._tenants) + (DEFAULT_TENANT not in self._tenants)
+        return neighbour_reserve(self.config.workers * self.config.slots, tenants)
 
     def tenant_http_allow(self, tenant: str) -> HostAllow:
         """The hosts a tenant's webhooks, and its HTTP targets' redirects, may call: its own

@@ -122,6 +122,30 @@ def test_a_tenant_at_its_quota_waits_and_others_go_on() -> None:
     asyncio.run(main())
 
 
+def test_a_neighbour_finds_a_slot_kept_while_a_tenant_holds_the_rest() -> None:
+    """A running execution is never preempted: a tenant whose runs are slow must not take the
+    node's last slots, or a neighbour's every-second job starts only when they end."""
+    async def main() -> None:
+        d, pool, _ = make({}, {}, slots=8)
+        d.neighbour_reserve = lambda: 2
+        d.add([ex("flood", i) for i in range(20)])
+        await d._dispatch(T0)
+        assert d.running_by_tenant == {"flood": 6}, "the last 2 slots are kept"
+        d.add([ex("quiet", i) for i in range(3)] + [ex("other", 0)])
+        await d._dispatch(T0)
+        assert d.running_by_tenant == {"flood": 6, "quiet": 1, "other": 1}, "one each for tenants running nothing"
+        assert len(d.queue) == 14 + 2, "the rest wait, nothing dropped"
+
+        d.neighbour_reserve = lambda: 0  # one tenant on the node: it may fill it
+        quiet = next(x for x in pool.granted if x.startswith("jquiet"))
+        pool.granted.remove(quiet)
+        await d.on_results("w1", [Completion(quiet, "w1", 1, Outcome.SUCCEEDED)])
+        await d._dispatch(T0)
+        assert sum(d.running_by_tenant.values()) == 8
+
+    asyncio.run(main())
+
+
 def test_every_way_out_frees_the_slot() -> None:
     async def main() -> None:
         d, pool, _ = make({}, {"t": 10})

@@ -5,7 +5,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cronwheel.core.fairness import FairQueue
+from cronwheel.core.fairness import FairQueue, may_take_slot, neighbour_reserve
 
 
 def drain(q: FairQueue[str], **kw) -> list[str]:
@@ -95,3 +95,13 @@ def test_a_tenants_depth_counts_every_tier_and_follows_pops():
     assert (q.depth_of("a"), q.depth_of("b"), q.depth_of("nobody")) == (3, 1, 0)
     assert q.pop() == "a0" and q.depth_of("a") == 2
     assert q.depth_by_tenant() == {"a": 2, "b": 1}
+
+
+def test_a_shared_node_keeps_slots_for_a_neighbour_running_nothing():
+    assert neighbour_reserve(32, 1) == 0, "one tenant may fill its node"
+    assert neighbour_reserve(1, 5) == 0, "a node of one slot keeps none back"
+    assert [neighbour_reserve(slots, 2) for slots in (2, 4, 16, 32, 64)] == [1, 1, 1, 2, 4]
+    assert may_take_slot(running=30, free=3, reserve=2), "beyond the reserve: anyone"
+    assert not may_take_slot(running=30, free=2, reserve=2), "the reserve: not a tenant already running"
+    assert may_take_slot(running=0, free=1, reserve=2), "the reserve: a tenant running nothing here"
+    assert may_take_slot(running=5, free=1, reserve=0), "no reserve: the last slot too"
