@@ -106,8 +106,8 @@ class Reloader:
         }
 
     def _default(self, key: str, entry: dict[str, Any]) -> Any:
-        if key == "log_format":  # as set_format resolves "auto": what this daemon's stream takes
-            return "console" if self.events.stream.isatty() else "json"
+        if key == "log_format":  # what "auto" is on this daemon's stream
+            return self.events.resolve_format("auto")
         return entry.get("default")
 
     def _text(self, value: Any) -> Any:

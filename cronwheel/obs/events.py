@@ -61,9 +61,13 @@ class EventLog:
         return self._seq
 
     def set_format(self, fmt: str) -> None:
+        self.fmt = self.resolve_format(fmt)
+
+    def resolve_format(self, fmt: str) -> str:
+        """``auto``: console on a terminal, else json (what journald and log shippers read)."""
         if fmt == "auto":
-            fmt = "console" if self.stream.isatty() else "json"
-        self.fmt = fmt
+            return "console" if self.stream.isatty() else "json"
+        return fmt
 
     def set_level(self, level: str) -> None:
         self.level = check_level(level)
