@@ -342,3 +342,29 @@ class ReadyListener:
     def close(self) -> None:
         self.sock.close()
         self.path.unlink(missing_ok=True)
+
+
+def run_due_once(store: Any, at: int, outcome: Any, batch: int = 5000) -> None:
+    """Every job due at ``at`` claimed, started and completed with ``outcome``, ``batch`` a
+    transaction, through an open store."""
+    from cronwheel.core.ids import N_BUCKETS
+    from cronwheel.core.records import Completion, StartRequest
+
+    while claimed := store.claim_due(list(range(N_BUCKETS)), at, batch).executions:
+        grants = store.start_executions([StartRequest(e.execution_id, "w") for e in claimed], at)
+        store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, outcome) for g in grants], at + 1)
+
+
+def timed_pass(call: Any) -> tuple[float, int, float, int]:
+    """A retention pass as the daemon makes it: ``call(cursor)`` returns (deleted, cursor) and
+    is called from the first page to the last (cursor None). (seconds in all, calls, the
+    longest call's seconds, deleted)."""
+    cursor, deleted, calls, longest = None, 0, 0, 0.0
+    began = time.perf_counter()
+    while True:
+        started = time.perf_counter()
+        gone, cursor = call(cursor)
+        longest = max(longest, time.perf_counter() - started)
+        deleted, calls = deleted + gone, calls + 1
+        if cursor is None:
+            return time.perf_counter() - began, calls, longest, deleted

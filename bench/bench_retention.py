@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import create_jobs_in_batches
+from _common import create_jobs_in_batches, run_due_once, timed_pass
 
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.model import JobSpec
@@ -46,19 +46,9 @@ def main() -> None:
         store = SqliteStore.open(Path(tmp) / "s.db")
         spec = JobSpec(target={"python": "m:f"}, run_at=T0)
         create_jobs_in_batches(store, spec, args.n, T0, T0 - 1000, BATCH)
-        while claimed := store.claim_due(list(range(N_BUCKETS)), T0, BATCH).executions:
-            grants = store.start_executions([StartRequest(e.execution_id, "w") for e in claimed], T0)
-            store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, Outcome.SUCCEEDED) for g in grants], T0 + 1)
-        cursor, deleted, calls, longest = None, 0, 0, 0.0
-        began = time.perf_counter()
-        while True:
-            call = time.perf_counter()
-            gone, cursor = store.prune_settled_jobs(T0 + 10_000, cursor, PRUNE_SETTLED_JOBS, args.rows)
-            longest = max(longest, time.perf_counter() - call)
-            deleted, calls = deleted + gone, calls + 1
-            if cursor is None:
-                break
-        elapsed = time.perf_counter() - began
+        run_due_once(store, T0, Outcome.SUCCEEDED, BATCH)
+        elapsed, calls, longest, deleted = timed_pass(
+            lambda cursor: store.prune_settled_jobs(T0 + 10_000, cursor, PRUNE_SETTLED_JOBS, args.rows))
         store.close()
     print(f"{deleted} settled one-offs deleted in {elapsed:.2f} s ({elapsed / max(1, deleted) * 1e6:.0f} µs a job), "
           f"{calls} calls, the longest {longest * 1000:.0f} ms")
