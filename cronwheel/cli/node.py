@@ -78,7 +78,7 @@ class _Millis(WholeNumber):
 @click.option("--claim-ahead-ms", type=_Millis(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
 @click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
 @click.option("--keep-last", type=WholeNumber(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
-@click.option("--dlq-keep-last", type=WholeNumber(1), metavar="N", help="Keep each job's N newest dead letters; older ones are deleted (dlq.pruned). [default: 1000]")
+@click.option("--dlq-keep-last", type=WholeNumber(1), metavar="N", help="Keep each job's N newest dead letters and dead notifications; older ones are deleted (dlq.pruned). [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets (their redirects too) and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store (always on with postgresql://). [default: on with postgresql://]")

@@ -253,7 +253,8 @@ LIMITS: tuple[Limit, ...] = (
           "SKIPPED row, reason backlog)"),
     Limit("dead letters", f"{DLQ_KEEP_LAST} executions (`dlq_keep_last`)",
           "a job's newest dead letters kept; the retention's pass deletes older ones with a `dlq.pruned` warning, so a "
-          "job failing every second does not grow the store for ever, and a neighbour's dead letters are never among them"),
+          "job failing every second does not grow the store for ever, and a neighbour's dead letters are never among them; "
+          "each job's dead notifications are bounded the same way"),
     Limit("waiting runs of a tenant", f"{MAX_TENANT_WAITING} runs",
           "per node: a trigger or backfill that would queue more of a tenant's local runs is refused (429, quota waiting)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",

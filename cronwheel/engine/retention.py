@@ -4,10 +4,12 @@ background. Settled jobs (a one-off that ran, a cancelled job) go too, with thei
 once the retention period has passed them by (``store/settled.py``): ``keep_last`` is per job
 while the job is there.
 
-The dead-letter queue is not aged out: a dead letter waits to be looked at. But a job that
-fails every second with no retries left adds 86,400 a day for ever, so each job keeps its
-newest ``dlq_keep_last``, and the older ones go, each job's with a ``dlq.pruned`` warning.
-The bound is per job, so one tenant's failing job never takes a neighbour's dead letters.
+The dead-letter queues are not aged out: a dead letter waits to be looked at. But a job that
+fails every second with no retries left adds 86,400 a day for ever, and its rule's dead
+receiver up to ``maxPerHour`` dead notifications an hour, so each job keeps its newest
+``dlq_keep_last`` of each, and the older ones go, each job's with a ``dlq.pruned`` warning
+(``queue`` says which). The bound is per job, so one tenant's failing job never takes a
+neighbour's dead letters.
 
 The settings are read from the node's configuration at each pass, so a SIGHUP that changes
 them (daemon/reload.py) takes effect from the next pass. Composed into the node
@@ -67,10 +69,8 @@ class Retention:
         total = await self._pass(
             lambda cursor, s: s.prune_executions(cutoff, keep_last, cursor, PRUNE_JOBS_PER_CALL, PRUNE_EXECUTIONS)
         )
-        dead_letters: list[DeadLettersPruned] = []
-        dead = await self._pass(functools.partial(self._dead_letters, dlq_keep_last, dead_letters))
-        for job in dead_letters:  # on the loop: the event log is not the store thread's
-            self.events.emit("dlq.pruned", jobId=job.job_id, tenant=job.tenant, count=job.pruned, kept=job.kept)
+        dead = await self._dead_letters("executions", dlq_keep_last)
+        dead_notifications = await self._dead_letters("notifications", dlq_keep_last)
         jobs = await self._pass(
             lambda cursor, s: s.prune_settled_jobs(cutoff, cursor, PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS)
         )
@@ -81,19 +81,26 @@ class Retention:
                 break
             await asyncio.sleep(0.01)
         await self.writer.run(lambda s: s.checkpoint())
-        if total or jobs or dead:
-            self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead)
+        if total or jobs or dead or dead_notifications:
+            self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
+                             deadNotifications=dead_notifications)
 
-    @staticmethod
-    def _dead_letters(
-        keep: int, found: list[DeadLettersPruned], cursor: str | None, store: Store
-    ) -> tuple[int, str | None]:
-        """One call of the dead letters' pass, on the store's thread: what each job lost goes
-        to ``found``, and is said (``dlq.pruned``) once the pass is over, so that nothing
-        leaves the queue unannounced."""
-        pruned, cursor = store.prune_dead_letters(keep, cursor, PRUNE_DEAD_LETTERS_READ, PRUNE_DEAD_LETTERS)
-        found.extend(pruned)
-        return sum(job.pruned for job in pruned), cursor
+    async def _dead_letters(self, queue: str, keep: int) -> int:
+        """One pass over a dead-letter queue (``executions`` or ``notifications``), each job's
+        loss said (``dlq.pruned``) once the pass is over, so nothing leaves it unannounced."""
+        found: list[DeadLettersPruned] = []
+
+        def page(cursor: str | None, store: Store) -> tuple[int, str | None]:  # on the store's thread
+            prune = store.prune_dead_letters if queue == "executions" else store.prune_dead_notifications
+            pruned, cursor = prune(keep, cursor, PRUNE_DEAD_LETTERS_READ, PRUNE_DEAD_LETTERS)
+            found.extend(pruned)
+            return sum(job.pruned for job in pruned), cursor
+
+        total = await self._pass(page)
+        for job in found:  # on the loop: the event log is not the store thread's
+            self.events.emit("dlq.pruned", queue=queue, jobId=job.job_id, tenant=job.tenant, count=job.pruned,
+                             kept=job.kept)
+        return total
 
     async def _pass(self, page: Callable[[str | None, Store], tuple[int, str | None]]) -> int:
         """Call ``page(cursor, store)`` from the first page to the last (its cursor None),

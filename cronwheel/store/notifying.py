@@ -11,6 +11,8 @@ from typing import TypeVar
 
 from cronwheel.core import notify as nt
 from cronwheel.core.model import Execution
+from cronwheel.core.records import DeadLettersPruned
+from cronwheel.store.common import prune_dead_letter_pages
 from cronwheel.store.outbox import delivery, hooks, reads, windows
 from cronwheel.store.outbox.sql import Sql
 
@@ -65,6 +67,16 @@ class NotificationMethods:
 
     def prune_notifications(self, older_than_ms: int, limit: int) -> int:
         return self._outbox_write(lambda s: reads.prune(s, older_than_ms, limit))
+
+    def prune_dead_notifications(
+        self, keep: int, after_job: str | None, rows_per_call: int, limit: int
+    ) -> tuple[list[DeadLettersPruned], str | None]:
+        rows = max(rows_per_call, keep + 1)  # a job over the bound is seen over it in one call
+        page = self._outbox_read(lambda s: reads.dead_page(s, after_job or "", rows))
+        return prune_dead_letter_pages(
+            page, rows, keep, after_job, limit,
+            lambda job_id, budget: self._outbox_write(lambda s: reads.prune_dead(s, job_id, keep, budget)),
+        )
 
     def notification_counts(self, now_ms: int) -> dict[str, int]:
         return self._outbox_read(lambda s: reads.counts(s, now_ms))

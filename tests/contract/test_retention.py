@@ -134,6 +134,51 @@ def test_the_dead_letters_pass_with_nothing_to_do_finishes(store: Store) -> None
     assert prune_dead(store, keep=1) == {}
 
 
+def dead_notifications_of(store: Store, tenant: str, n: int) -> str:
+    """A job with ``n`` failed ticks whose every notification died (its receiver refused it
+    for the last time); returns the job id."""
+    rule = nt.rule_from_json({"on": "failure", "via": "webhook", "url": "https://hooks.example.com/cw", "secret": "0123456789abcdef-secret",
+                              "maxAttempts": 1, "maxPerHour": 1000})  # fmt: skip
+    job = run_ticks(store, n, fail_all=True, tenant=tenant, notify=(rule,))
+    for told in store.claim_notifications("n1", T0 + HOUR, 1000, 60_000):
+        assert told.job_id == job
+        store.finish_notifications([nt.DeliveryResult(told.notification_id, told.lease_epoch, NotificationStatus.DEAD,
+                                                      error="refused")], T0 + HOUR)  # fmt: skip
+    return job
+
+
+def dead_notifications(store: Store, job_id: str) -> list[int]:
+    dead = store.list_notifications(job_id=job_id, status=NotificationStatus.DEAD)
+    return sorted(n.body["scheduledAt"] for n in dead)
+
+
+def test_each_job_keeps_its_newest_dead_notifications_and_loses_the_older_ones(store: Store) -> None:
+    """A failing job whose receiver is gone added a dead notification per failure (up to its
+    rule's maxPerHour) for ever: they are bounded per job like its dead letters, the oldest
+    go, a neighbour's stay, and the executions' dead letters are not this pass's."""
+    flapping = dead_notifications_of(store, "acme", 6)
+    neighbour = dead_notifications_of(store, "other", 5)
+    few = dead_notifications_of(store, "acme", 2)
+    newest = dead_notifications(store, flapping)[3:]
+    cursor, pruned = None, {}
+    for _ in range(100):  # a page of keep + 1 (a job counted across pages), two deleted a call
+        found, cursor = store.prune_dead_notifications(3, cursor, 1, 2)
+        for job in found:
+            pruned[job.job_id] = (job.tenant, pruned.get(job.job_id, ("", 0))[1] + job.pruned, job.kept)
+        if cursor is None:
+            break
+    assert pruned == {flapping: ("acme", 3, 3), neighbour: ("other", 2, 3)}
+    assert dead_notifications(store, flapping) == newest
+    assert len(dead_notifications(store, neighbour)) == 3 and len(dead_notifications(store, few)) == 2
+    assert len(dead_ticks(store, flapping)) == 6  # the runs' dead letters: the other queue's bound
+    assert store.prune_dead_notifications(3, None, 100, 100) == ([], None)
+    [oldest] = [n for n in store.list_notifications(job_id=few) if n.body["scheduledAt"] == dead_notifications(store, few)[0]]
+    assert store.replay_notification(oldest.notification_id, T0 + 2 * HOUR) is not None
+    found, cursor = store.prune_dead_notifications(0, None, 100, 100)  # a replayed one is not DEAD
+    assert cursor is None and {(j.job_id, j.pruned) for j in found} == {(flapping, 3), (neighbour, 3), (few, 1)}
+    assert [n.status for n in store.list_notifications(job_id=few)] == [NotificationStatus.PENDING]
+
+
 # ---------------------------------------------------------------- settled jobs
 
 

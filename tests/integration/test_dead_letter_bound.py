@@ -51,3 +51,25 @@ def test_a_sighup_changes_what_the_next_retention_pass_keeps(
     assert pruned["kept"] == 3, pruned
     # one a second go on running: the history is back at (about) its new bound after each pass
     wait_for(lambda: len(d.executions(ok["jobId"])) <= 4, 30, what="the good job's history cut to keep_last")
+
+
+def test_a_job_whose_receiver_is_gone_keeps_only_its_newest_dead_notifications(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    """Each failure of a job told to a receiver that is gone for good left a dead
+    notification (up to its rule's maxPerHour) for ever: bounded per job as dead letters are."""
+    d = make_daemon(args=("--dlq-keep-last", "2", "--retention-interval-ms", "300"))
+    rule = {"on": "failure", "via": "webhook", "url": "http://127.0.0.1:9/nobody", "secret": "s3cret-for-the-hmac-signature",
+            "maxAttempts": 1}
+    failing = d.add_job({"schedule": "* * * * * *", "command": "exit 3", "retryPolicy": {"maxAttempts": 1},
+                         "notify": [rule]})
+
+    def dead() -> list[str]:
+        found = d.get(f"/v1/notifications?jobId={failing['jobId']}&status=DEAD&limit=100").json()["notifications"]
+        return sorted(n["notificationId"] for n in found)
+
+    first = wait_for(lambda: dead()[:1], 30, what="a first dead notification")[0]
+    pruned = d.wait_event("dlq.pruned", timeout=30, jobId=failing["jobId"], queue="notifications")
+    assert pruned["level"] == "warning" and pruned["count"] >= 1 and pruned["kept"] == 2, pruned
+    wait_for(lambda: first not in dead(), 30, what="the oldest dead notification gone")
+    assert d.wait_event("retention.pruned", timeout=30)["deadNotifications"] >= 1

@@ -52,7 +52,8 @@ def purge(sql: Sql, notification_id: str, tenant: str | None) -> bool:
 
 def prune(sql: Sql, older_than_ms: int, limit: int) -> int:
     """Delete up to ``limit`` told notifications (SENT, or HELD and counted in a summary)
-    created before ``older_than_ms``; the dead-lettered ones are kept, like the DLQ's runs."""
+    created before ``older_than_ms``; the dead-lettered ones are not aged out (each job's
+    are bounded by ``prune_dead`` alone), like the DLQ's runs."""
     rows = sql.rows(
         """SELECT notification_id FROM notifications
            WHERE status IN ('SENT', 'HELD') AND sent_at IS NOT NULL AND created_at < :before
@@ -60,6 +61,38 @@ def prune(sql: Sql, older_than_ms: int, limit: int) -> int:
         {"before": older_than_ms, "limit": limit},
     )
     return sum(sql.changes("DELETE FROM notifications WHERE notification_id = :id", {"id": r[0]}) for r in rows)
+
+
+def dead_page(sql: Sql, after_job: str, rows: int) -> list[tuple[str, str, int]]:
+    """The next ``rows`` dead notifications after job ``after_job``, in job order, counted
+    by job: (job id, tenant, count), read from the index of DEAD rows alone (version 23)."""
+    found = sql.rows(
+        """SELECT job_id, tenant, count(*) FROM (
+               SELECT job_id, tenant FROM notifications WHERE status = 'DEAD' AND job_id > :after
+               ORDER BY job_id, tenant, created_at LIMIT :rows) AS page
+           GROUP BY job_id, tenant ORDER BY job_id""",
+        {"after": after_job, "rows": rows},
+    )
+    return [(job_id, tenant, int(n)) for job_id, tenant, n in found]
+
+
+def prune_dead(sql: Sql, job_id: str, keep: int, limit: int) -> tuple[int, int]:
+    """Delete up to ``limit`` of one job's oldest dead notifications beyond its ``keep``
+    newest; (deleted, dead ones left). One being replayed elsewhere is skipped (and is not
+    DEAD once that commits). The tenant leads the order (a job's is one) so that the index
+    of DEAD rows is read, not every notification of the job."""
+    oldest = sql.rows(
+        f"""SELECT notification_id FROM notifications WHERE job_id = :job AND status = 'DEAD'
+            ORDER BY tenant DESC, created_at DESC, notification_id DESC
+            LIMIT :limit OFFSET :keep {sql.skip_locked}""",
+        {"job": job_id, "keep": keep, "limit": limit},
+    )
+    deleted = sum(
+        sql.changes("DELETE FROM notifications WHERE notification_id = :id AND status = 'DEAD'", {"id": r[0]})
+        for r in oldest
+    )
+    left = sql.rows("SELECT count(*) FROM notifications WHERE job_id = :job AND status = 'DEAD'", {"job": job_id})
+    return deleted, int(left[0][0])
 
 
 def counts(sql: Sql, now_ms: int) -> dict[str, int]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from cronwheel.core.model import Execution
 from cronwheel.core.notify import DeliveryResult, Notification, NotificationStatus, Rule
+from cronwheel.core.records import DeadLettersPruned
 
 
 class NotificationStore(ABC):
@@ -88,7 +89,19 @@ class NotificationStore(ABC):
     @abstractmethod
     def prune_notifications(self, older_than_ms: int, limit: int) -> int:
         """Delete up to ``limit`` SENT notifications (and HELD ones already counted in a
-        summary) created before ``older_than_ms``. DEAD ones are never pruned."""
+        summary) created before ``older_than_ms``. DEAD ones are not aged out: each job's
+        are bounded by ``prune_dead_notifications`` alone."""
+
+    @abstractmethod
+    def prune_dead_notifications(
+        self, keep: int, after_job: str | None, rows_per_call: int, limit: int
+    ) -> tuple[list[DeadLettersPruned], str | None]:
+        """Bound each job's dead notifications as ``prune_dead_letters`` bounds its dead
+        letters: read the next ``rows_per_call`` DEAD notifications (at least ``keep`` + 1)
+        in job order after ``after_job``, from the index of DEAD rows alone, and for each job
+        found with more than ``keep``, delete its oldest (by creation) until ``keep`` are
+        left, up to ``limit`` in all. Returns ``(pruned, cursor)``: one entry per job that
+        lost some, and the cursor to pass back as ``after_job``; None when the pass is over."""
 
     @abstractmethod
     def notification_counts(self, now_ms: int) -> dict[str, int]:

@@ -289,3 +289,6 @@ CREATE INDEX idempotency_keys_job ON idempotency_keys (job_id);
 
 -- version 22: the dead letters of a job, oldest first: the retention keeps its newest dlq_keep_last
 CREATE INDEX executions_dead_of_job ON executions (job_id, scheduled_at) WHERE status = 'DEAD';
+
+-- version 23: the dead notifications of a job, oldest first: the retention keeps its newest dlq_keep_last
+CREATE INDEX notifications_dead_of_job ON notifications (job_id, tenant, created_at) WHERE status = 'DEAD';
