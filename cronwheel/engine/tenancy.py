@@ -28,7 +28,7 @@ from typing import Any
 
 from cronwheel.core.fairness import neighbour_reserve
 from cronwheel.core.limits import MAX_TENANT_WAITING
-from cronwheel.core.model import DEFAULT_TENANT, JobSpec, JobStatus
+from cronwheel.core.model import DEFAULT_TENANT, JobSpec
 from cronwheel.core.quota import RateLimiter
 from cronwheel.core.tenants import (
     TENANTLESS_ROLES,
@@ -205,16 +205,10 @@ class TenancyMixin(NodeParts):
     async def get_tenant(self, name: str) -> tuple[Tenant, int, HostAllow]:
         """A tenant, its registered (ACTIVE or PAUSED) jobs, what its maxJobs counts, and the
         HTTP allow-list that applies to it (its own, else the daemon's). NotFound."""
-
-        def read(s: Any) -> tuple[Tenant | None, int]:
-            found = next((t for t in s.list_tenants() if t.name == name), None)
-            if found is None:
-                return None, 0
-            return found, sum(s.count_jobs(name, st) for st in (JobStatus.ACTIVE, JobStatus.PAUSED))
-
-        tenant, jobs = await self._read(read)
-        if tenant is None:
+        found = await self._read(lambda s: s.tenant_with_jobs(name))
+        if found is None:
             raise NotFound(f"no tenant {name!r} (cronwheel tenant ls lists them)")
+        tenant, jobs = found
         return tenant, jobs, effective_http_allow(tenant, self.config.http_allow)
 
     async def create_tenant(self, tenant: Tenant) -> Tenant:

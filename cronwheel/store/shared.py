@@ -55,6 +55,7 @@ class Statements(Protocol):
     module itself is one), each bound from the dict the method builds."""
 
     LIST_TENANTS: str
+    TENANT_WITH_JOBS: str  #: name
     LIST_TOKENS: str  #: tenant
     FIND_JOBS_BY_NAME: str  #: name, tenant, limit
     RUNNING_WITH_WORKER_PREFIX: str  #: prefix
@@ -214,6 +215,11 @@ class SharedTenants(Backend):
     @guarded
     def list_tenants(self) -> list[Tenant]:
         return [self._dialect.reader.tenant(r) for r in self._rows(self._dialect.sql.LIST_TENANTS)]
+
+    @guarded
+    def tenant_with_jobs(self, name: str) -> tuple[Tenant, int] | None:
+        rows = self._rows(self._dialect.sql.TENANT_WITH_JOBS, {"name": name})
+        return None if not rows else (self._dialect.reader.tenant(rows[0][:-1]), int(rows[0][-1]))
 
     @guarded
     def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:

@@ -229,6 +229,9 @@ def test_cancelled_and_completed_jobs_do_not_count(store: Store) -> None:
     store.set_job_status(b, [JobStatus.ACTIVE], JobStatus.PAUSED, T0)
     assert store.create_jobs([capped(2, tenant="acme")], T0)[0].outcome is CreateOutcome.CREATED  # b (paused) + this
     assert store.create_jobs([capped(2, tenant="acme")], T0)[0].outcome is CreateOutcome.QUOTA_EXCEEDED
+    found = store.tenant_with_jobs("acme")  # what GET /v1/tenants/acme shows against maxJobs
+    assert found is not None and found[0].name == "acme" and found[1] == 2
+    assert store.tenant_with_jobs("nobody") is None
 
 
 def test_a_replay_is_answered_even_at_the_quota(store: Store) -> None:

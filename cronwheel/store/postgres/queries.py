@@ -678,6 +678,12 @@ RETURNING {TENANT_COLUMNS}
 """
 
 #: registered jobs of a tenant, for its max_jobs quota (the jobs_tenant index, then the row)
+#: one tenant with its registered (ACTIVE or PAUSED) jobs, what its maxJobs counts
+TENANT_WITH_JOBS = f"""
+SELECT {TENANT_COLUMNS}, (SELECT count(*) FROM jobs WHERE tenant = %(name)s AND status IN ('ACTIVE', 'PAUSED'))
+FROM tenants WHERE name = %(name)s
+"""
+
 COUNT_REGISTERED_JOBS = """
 SELECT count(*) FROM jobs WHERE tenant = %(tenant)s AND status IN ('ACTIVE', 'PAUSED')
 """

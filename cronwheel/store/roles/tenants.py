@@ -21,6 +21,11 @@ class TenantStore(ABC):
         """Every tenant, ordered by name (there is always ``default``)."""
 
     @abstractmethod
+    def tenant_with_jobs(self, name: str) -> tuple[Tenant, int] | None:
+        """A tenant and its registered (ACTIVE or PAUSED) jobs, what its ``maxJobs`` counts,
+        read together; None when there is no such tenant."""
+
+    @abstractmethod
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
         """Insert a tenant with the given settings (created_at = updated_at = now_ms, whatever
         the argument says). None when a tenant of that name exists (nothing changes)."""

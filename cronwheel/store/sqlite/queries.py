@@ -530,6 +530,12 @@ WHERE name = ?1
 """
 
 #: registered jobs of a tenant, for its max_jobs quota (jobs_tenant index, then the row)
+#: one tenant with its registered (ACTIVE or PAUSED) jobs, what its maxJobs counts
+TENANT_WITH_JOBS = f"""
+SELECT {TENANT_COLUMNS}, (SELECT COUNT(*) FROM jobs WHERE tenant = :name AND status IN ('ACTIVE', 'PAUSED'))
+FROM tenants WHERE name = :name
+"""
+
 COUNT_REGISTERED_JOBS = """
 SELECT COUNT(*) FROM jobs WHERE tenant = ? AND status IN ('ACTIVE', 'PAUSED')
 """
