@@ -41,6 +41,8 @@ PRUNE_SETTLED_ROWS = 500
 #: per call: dead letters read (from their index: ~250 ns each) and deleted at most
 PRUNE_DEAD_LETTERS_READ = 20_000
 PRUNE_DEAD_LETTERS = 1000
+#: seconds between looks at ``retention_interval_ms`` while waiting for the next pass
+RECHECK_S = 1.0
 
 
 class Retention:
@@ -51,14 +53,22 @@ class Retention:
         self.config = config
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
         while True:
-            await asyncio.sleep(self.config.retention_interval_ms / 1000)
+            # the interval is read again at least every RECHECK_S: a SIGHUP that shortens it
+            # from an hour to a minute is not first waited out for the rest of the hour
+            left = last + self.config.retention_interval_ms / 1000 - loop.time()
+            if left > 0:
+                await asyncio.sleep(min(left, RECHECK_S))
+                continue
             try:
                 await self.prune()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # retention must never take the node down
                 self.events.emit("retention.error", error=repr(exc))
+            last = loop.time()
 
     async def prune(self) -> None:
         """One pass over every job's history, its dead letters, then the settled jobs, in small

@@ -73,3 +73,18 @@ def test_a_job_whose_receiver_is_gone_keeps_only_its_newest_dead_notifications(
     assert pruned["level"] == "warning" and pruned["count"] >= 1 and pruned["kept"] == 2, pruned
     wait_for(lambda: first not in dead(), 30, what="the oldest dead notification gone")
     assert d.wait_event("retention.pruned", timeout=30)["deadNotifications"] >= 1
+
+
+def test_a_sighup_that_shortens_the_retention_interval_is_not_waited_out(
+    tmp_path: Path, make_daemon: Callable[..., Daemon]
+) -> None:
+    """The retention slept the old interval through before reading the new one: an hour, here."""
+    conf = tmp_path / "cronwheel.toml"
+    conf.write_text('retention = "1s"\nkeep_last = 1\nretention_interval_ms = 3600000\n')
+    d = make_daemon(args=("--config", str(conf)))
+    job = d.add_job({"schedule": "* * * * * *", "command": "true"})
+    wait_for(lambda: len(d.executions(job["jobId"])) >= 4, 60, what="four runs")
+    conf.write_text('retention = "1s"\nkeep_last = 1\nretention_interval_ms = 300\n')
+    os.kill(d.pid, signal.SIGHUP)
+    assert set(d.wait_event("config.reloaded", timeout=20)["changed"]) == {"retention_interval_ms"}
+    assert d.wait_event("retention.pruned", timeout=30)["executions"] >= 1
