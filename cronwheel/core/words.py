@@ -12,16 +12,37 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+#: what other schedulers (Kubernetes CronJob, Dkron, APScheduler, Celery beat, Nomad) call a
+#: job's members, spelt as ``did_you_mean`` compares them, and cronwheel's name for each: too far
+#: from ours for a typo's closeness (``retries`` is 0.56 from ``retryPolicy``), but what a
+#: newcomer types first. Offered only where cronwheel's name is one of the choices.
+OTHER_SCHEDULERS_WORDS = {
+    "retries": "retryPolicy", "retry": "retryPolicy", "maxretries": "retryPolicy",
+    "cron": "schedule", "crontab": "schedule", "cronexpression": "schedule", "expression": "schedule",
+    "trigger": "schedule", "spec": "schedule",
+    "tz": "timezone",
+    "cmd": "command", "exec": "command", "shellcommand": "command",
+    "timeout": "timeoutSec", "activedeadlineseconds": "timeoutSec",
+    "concurrencypolicy": "overlap", "concurrency": "overlap", "maxinstances": "overlap",
+    "startingdeadlineseconds": "misfireGraceSec", "misfiregracetime": "misfireGraceSec",
+    "environment": "env",
+}
+
+
 def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> str:
     """`` (did you mean 'schedule'?)`` when up to ``n`` of ``choices`` are close to ``word`` (a
-    typo), else ''. Case, ``_`` and ``-`` do not count: ``max_attemps`` is close to
-    ``maxAttempts``, ``retry-policy`` is ``retryPolicy``."""
+    typo), or ``word`` is another scheduler's name for one of them (``OTHER_SCHEDULERS_WORDS``),
+    else ''. Case, ``_`` and ``-`` do not count: ``max_attemps`` is close to ``maxAttempts``,
+    ``retry-policy`` is ``retryPolicy``."""
     def key(text: str) -> str:
         return text.lower().replace("_", "").replace("-", "")
 
     by_key: dict[str, list[str]] = {}
     for choice in dict.fromkeys(choices):
         by_key.setdefault(key(choice), []).append(choice)
+    ours = OTHER_SCHEDULERS_WORDS.get(key(word))
+    if ours is not None and key(ours) in by_key:
+        return f" (did you mean {by_key[key(ours)][0]!r}?)"
     close = difflib.get_close_matches(key(word), list(by_key), n=n, cutoff=cutoff)
     shown = [choice for k in close for choice in by_key[k]][:n]
     return f" (did you mean {' or '.join(repr(c) for c in shown)}?)" if shown else ""

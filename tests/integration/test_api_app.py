@@ -337,6 +337,8 @@ def test_unknown_field_is_422_naming_it() -> None:
         assert body["field"] == "maxAttempts" and "maxAttempts" in body["detail"]
         body = await problem(await client.post("/v1/jobs", json={**JOB, "retryPolicy": {"tries": 2}}), 422)
         assert body["field"] == "retryPolicy.tries"
+        body = await problem(await client.post("/v1/jobs", json={**JOB, "retries": 3}), 422)  # Dkron's word
+        assert body["field"] == "retries" and "retries (did you mean 'retryPolicy'?)" in body["detail"], body
         body = await problem(await client.post("/v1/jobs", json={**JOB, "timeoutSec": True}), 422)
         assert body["field"] == "timeoutSec" and "boolean" in body["detail"]
 

@@ -44,5 +44,11 @@ def test_did_you_mean_names_the_close_choice_whatever_its_case_or_separators() -
     assert did_you_mean("max_attemps", fields) == " (did you mean 'maxAttempts'?)"
     assert did_you_mean("retry-policy", fields) == " (did you mean 'retryPolicy'?)"
     assert did_you_mean("zzz", fields) == ""
+    # another scheduler's word for a member, too far for a typo's closeness: offered only where
+    # that member is one of the choices
+    assert did_you_mean("retries", fields) == " (did you mean 'retryPolicy'?)"
+    assert did_you_mean("max_retries", fields) == " (did you mean 'retryPolicy'?)"
+    assert did_you_mean("cron", fields) == " (did you mean 'schedule'?)"
+    assert did_you_mean("retries", ["maxAttempts", "multiplier"]) == ""
     # names that differ by case or separator only are both offered, up to n
     assert did_you_mean("backup", ["back-up", "back_up"], n=3) == " (did you mean 'back-up' or 'back_up'?)"
