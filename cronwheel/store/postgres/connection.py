@@ -56,7 +56,7 @@ from cronwheel.core.records import Migrated
 from cronwheel.store.base import StoreAccessRefused, StoreError, StoreUnavailable
 from cronwheel.store.common import loads
 from cronwheel.store.postgres import queries as q
-from cronwheel.store.postgres.migrate import apply_migrations, current_version
+from cronwheel.store.postgres.migrate import OlderNodesRunning, apply_migrations, current_version
 from cronwheel.store.postgres.refusals import lasting_refusal
 
 #: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout
@@ -176,6 +176,8 @@ class PostgresBase:
         conn, _ = self._connection()
         try:
             self.migrated = apply_migrations(conn, time.time_ns() // 1_000_000)
+        except OlderNodesRunning as exc:
+            raise OlderNodesRunning(f"{self.where}: {exc}") from None
         except RuntimeError as exc:
             raise StoreError(f"{self.where}: {exc}") from exc
 

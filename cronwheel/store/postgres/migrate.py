@@ -7,6 +7,10 @@ start at once, one migrates and the others wait for its commit, then find nothin
 migration leaves the database at the version it had. ``schema_migrations`` (created by 0001)
 is the source of truth for the version and the log of what was applied when.
 
+Nodes of two versions never share the database: the node that would migrate it first looks,
+under the lock, for nodes still running there (an older cronwheel, whose statements the new
+schema may refuse or misread), and refuses to start while there are any (``OlderNodesRunning``).
+
 A future migration that cannot run in a transaction (``CREATE INDEX CONCURRENTLY``) needs its
 own step; none does yet.
 """
@@ -20,6 +24,7 @@ from typing import Any
 import psycopg
 
 from cronwheel.core.records import Migrated
+from cronwheel.store.base import StoreError
 from cronwheel.store.migrations import Migration, discover
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -30,6 +35,29 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class
 """
 #: the advisory lock (its one-bigint key space) that serialises migrations: b"cronwh" + 1
 MIGRATION_LOCK = 0x63726F6E7768_0001
+#: the version that brought cluster_nodes and bucket_leases: an older database has no nodes
+CLUSTER_VERSION = 3
+#: how recent a heartbeat says a node runs: a node heartbeats every third of its bucket lease
+#: TTL (10 s unless its --bucket-lease-ms says more); one with a longer TTL still holds leases
+#: that have not expired, which say it too (both in the database's clock, as the nodes write them)
+LIVE_WINDOW_MS = 10_000
+NODES_RUNNING = """
+WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+SELECT live.node_id, max(live.seen_ms_ago) FROM (
+    SELECT n.node_id, now.ms - n.last_seen AS seen_ms_ago FROM cluster_nodes AS n, now
+    WHERE n.last_seen > now.ms - %(window)s
+    UNION ALL
+    SELECT l.owner, NULL FROM bucket_leases AS l, now WHERE l.owner IS NOT NULL AND l.lease_until > now.ms
+) AS live GROUP BY live.node_id ORDER BY live.node_id
+"""
+
+
+class OlderNodesRunning(StoreError):
+    """The database is at an older schema version and nodes still run on it: migrating it
+    under them would leave them running on a schema they do not know. A start refused for it
+    may pass once they have stopped (``cronwheel serve`` exits 75)."""
+
+    transient = True
 
 
 def migrations() -> list[Migration]:
@@ -67,6 +95,7 @@ def apply_migrations(conn: psycopg.Connection[Any], now_ms: int, until: int | No
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             version = current_version(conn)  # re-read under the lock: another node may be done
             if version < len(found):
+                refuse_while_nodes_run(conn, version, len(found))
                 applied_from = version
             for mig in found[version:]:
                 conn.execute(mig.sql.encode())  # without parameters, several statements at once
@@ -83,3 +112,25 @@ def apply_migrations(conn: psycopg.Connection[Any], now_ms: int, until: int | No
         return None
     # the lock's wait is in the time: what the start spent on the schema
     return Migrated(applied_from, version, round((time.monotonic() - started) * 1000))
+
+
+def refuse_while_nodes_run(conn: psycopg.Connection[Any], version: int, latest: int) -> None:
+    """Raise ``OlderNodesRunning`` when nodes run on a database at ``version`` (older than this
+    cronwheel's ``latest``). This node's own id counts too: a previous incarnation killed less
+    than a TTL ago waits as long as a stopped node's heartbeat takes to expire, and a live twin
+    of an older version must not be migrated under either."""
+    if version < CLUSTER_VERSION:
+        return
+    nodes = conn.execute(NODES_RUNNING, {"window": LIVE_WINDOW_MS}).fetchall()
+    if not nodes:
+        return
+    named = ", ".join(
+        f"{node_id} (" + (f"last heartbeat {ago / 1000:.1f}s ago" if ago is not None else "holding bucket leases") + ")"
+        for node_id, ago in nodes
+    )
+    raise OlderNodesRunning(
+        f"the database is at schema version {version} and nodes of an older cronwheel still run on it: {named}. "
+        f"Stop every one of them before a node of this version migrates it to {latest}; this node starts once "
+        f"they have stopped (a node that crashed counts until its heartbeat and bucket leases expire, "
+        f"10 s unless its --bucket-lease-ms is longer). See 'Upgrading' in docs/operations.md"
+    )
