@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from typing import Literal
 
 from cronwheel.core.clock import Clock
 from cronwheel.core.records import DeadLettersPruned
@@ -95,7 +96,7 @@ class Retention:
             self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
                              deadNotifications=dead_notifications)
 
-    async def _dead_letters(self, queue: str, keep: int) -> int:
+    async def _dead_letters(self, queue: Literal["executions", "notifications"], keep: int) -> int:
         """One pass over a dead-letter queue (``executions`` or ``notifications``), each job's
         loss said (``dlq.pruned``) once the pass is over, so nothing leaves it unannounced."""
         found: list[DeadLettersPruned] = []

@@ -1,6 +1,7 @@
-"""The retention on a real daemon: each job keeps its newest dead letters (``dlq_keep_last``),
-saying what it deleted, and the retention's keys changed by a SIGHUP are the ones its next pass
-uses, not only the ones ``config.reloaded`` names."""
+"""The retention on a real daemon: each job keeps its newest dead letters and dead
+notifications (``dlq_keep_last``), saying what it deleted, and the retention's keys changed by a
+SIGHUP are the ones its next pass uses (a shortened interval too), not only the ones
+``config.reloaded`` names."""
 
 from __future__ import annotations
 
