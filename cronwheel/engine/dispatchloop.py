@@ -37,6 +37,7 @@ from cronwheel.core.records import StartRequest
 from cronwheel.engine.liveoutput import LiveOutput
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
+from cronwheel.engine.startedbatch import started_batch
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.worker.pool import WorkerPool
 
@@ -243,15 +244,22 @@ class DispatchLoop:
             now = self.clock.now_ms()
             self.check_clock(now)
             self.last_loop_ms = now
-            for execution_id in self.delayed.advance(now):
-                tier, tenant = self.meta[execution_id]
-                self.queue.push(tier, tenant, execution_id)
+            self._queue_due(now)
             if self._accepting:
                 await self._dispatch(now)
+
+    def _queue_due(self, now: int) -> None:
+        for execution_id in self.delayed.advance(now):
+            tier, tenant = self.meta[execution_id]
+            self.queue.push(tier, tenant, execution_id)
 
     async def _dispatch(self, now: int) -> None:
         assert self.pool is not None
         while self._accepting:
+            # what came due while the last batch started joins the queue before the next pop:
+            # a neighbour's tick takes its turn in the next batch, not after a backlog that one
+            # pass may take hundreds of milliseconds to drain (docs/benchmarks.md)
+            self._queue_due(self.clock.now_ms())
             free = self.pool.free_slots()
             if free <= 0 or not len(self.queue):
                 return
@@ -284,33 +292,13 @@ class DispatchLoop:
             if refused:
                 assignment = [(wid, xid) for wid, xid in assignment if xid not in refused]
                 self._retry_refused(refused, start_at)
-            by_worker: dict[str, list[Grant]] = {}
             worker_of = {xid: wid for wid, xid in assignment}
             quiet = self.started_lines.over(len(grants), self.clock.monotonic())
-            level = "debug" if quiet else None
-            lags = self.lags_ms
-            started: list[dict[str, object]] = []  # one compact record per execution, one emit per batch
-            lag_min = lag_max = 0
-            for grant in grants:
-                worker_id = worker_of[grant.execution_id]
-                by_worker.setdefault(worker_id, []).append(grant)
-                if "http" in grant.target:  # the list its redirects obey
-                    grant.http_allow = self.tenant_http_allow(grant.tenant)
-                lag = start_at - grant.scheduled_at
-                record = {"jobId": grant.job_id, "executionId": grant.execution_id, "leaseEpoch": grant.lease_epoch,
-                          "attempt": grant.attempt, "worker": worker_id, "tenant": grant.tenant, "lagMs": lag,
-                          "origin": grant.origin.value}  # fmt: skip
-                if grant.attempt == 1 and grant.origin.scheduled:  # scheduled lateness only (the SLO)
-                    if grant.scheduled_at >= self.counted_from_ms:
-                        lags.append(lag)
-                    else:
-                        record["dueBeforeStart"] = True
-                started.append(record)
-                lag_min, lag_max = (lag, lag) if len(started) == 1 else (min(lag_min, lag), max(lag_max, lag))
-            self.events.emit_many("execution.started", started, level=level)
+            out = started_batch(grants, worker_of, start_at, self.counted_from_ms, self.lags_ms, self.tenant_http_allow)
+            self.events.emit_many("execution.started", out.records, level="debug" if quiet else None)
             if quiet and grants:
-                self.events.emit("executions.started", count=len(grants), workers=len(by_worker), lagMsMin=lag_min,
-                                 lagMsMax=lag_max)  # fmt: skip
+                self.events.emit("executions.started", count=len(grants), workers=len(out.by_worker),
+                                 lagMsMin=out.lag_min, lagMsMax=out.lag_max)  # fmt: skip
             if self._start_failures:  # a start that failed before went through this time
                 for g in grants:
                     self._start_failures.pop(g.execution_id, None)
@@ -318,7 +306,7 @@ class DispatchLoop:
             self.release(xid for _, xid in assignment if xid not in granted)
             for xid, _ in ((x, w) for w, x in assignment):
                 self.meta.pop(xid, None)  # started, or no longer dispatchable: either way done here
-            for worker_id, worker_grants in by_worker.items():
+            for worker_id, worker_grants in out.by_worker.items():
                 self.pool.send_grants(worker_id, worker_grants)
             if len(grants) < len(assignment):  # cancelled, paused, superseded or started elsewhere meanwhile
                 self.events.emit("dispatch.dropped", count=len(assignment) - len(grants))

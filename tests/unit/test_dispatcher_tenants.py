@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from msgspec.structs import replace
+
 from cronwheel.core.clock import FakeClock
 from cronwheel.core.model import ExecStatus, Execution, Grant, Priority
 from cronwheel.core.records import (
@@ -234,6 +236,46 @@ def test_the_shared_records_are_bounded_and_forgetting_them_loses_nothing(monkey
         assert len(d._kinds) <= 2
         assert [d.meta[r.execution_id] for r in rows] == [(int(Priority.DEFAULT), f"t{i}") for i in range(5)]
         assert len(d.queue) == 5
+        await d.stop()
+
+    asyncio.run(main())
+
+
+def test_a_tick_due_while_a_backlog_drains_starts_in_the_next_batch() -> None:
+    """One dispatch pass drains a tenant's backlog batch by batch, each batch a start
+    transaction that takes time. A neighbour's tick that comes due meanwhile joins the fair
+    queue before the next batch is popped, and starts in it: not after the whole backlog,
+    which a fast pool (slots freed as fast as they are granted) can make hundreds of batches."""
+
+    async def main() -> None:
+        d, _, out = make({}, {})
+        clock = d.clock
+        assert isinstance(clock, FakeClock)
+
+        class SlowStarts(FakeStore):
+            def start_executions(self, starts: list[StartRequest], now_ms: int) -> list[Grant]:
+                clock.advance(10)  # each start transaction takes 10 ms
+                return [replace(g, scheduled_at=int(g.execution_id.rpartition(":")[2]))
+                        for g in super().start_executions(starts, now_ms)]
+
+        class FastPool(FakePool):
+            def free_slots(self) -> int:
+                return self.slots  # every run ends before the next batch: the node keeps up
+
+        d.writer.store = SlowStarts()  # type: ignore[attr-defined]
+        pool = FastPool(4)
+        d.pool = pool  # type: ignore[assignment]
+        d.add([ex("flood", i) for i in range(40)])
+        quiet = Execution(f"jquiet:{T0 + 25}", "jquiet", "quiet", Priority.DEFAULT, T0 + 25, ExecStatus.PENDING,
+                          available_at=T0 + 25)  # claimed ahead: it waits for its instant
+        d.add([quiet])
+        await d._dispatch_pass()
+        # batches of 4 start at T0, T0+10, T0+20 (flood's only), then T0+30: the first after
+        # its instant, where the fair queue gives it the first or second place
+        assert pool.granted.index(quiet.execution_id) in (12, 13), pool.granted
+        (started,) = [r for r in events(out, "execution.started") if r["jobId"] == "jquiet"]
+        assert started["lagMs"] == 5
+        assert len(pool.granted) == 41, "the backlog still drains in the same pass"
         await d.stop()
 
     asyncio.run(main())
