@@ -246,7 +246,9 @@ LIMITS: tuple[Limit, ...] = (
           "PUT /v1/calendars/{name}"),
     Limit("calendars kept", f"{MAX_TENANT_CALENDARS} calendars", "per tenant (a new one beyond: 422 too_many_calendars)"),
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
-    Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks", "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created)"),
+    Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks",
+          "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created); planned in a thread, one at a time per node "
+          "with the herd previews and the upcoming ticks"),
     Limit("waiting runs", f"{MAX_WAITING_RUNS} runs",
           "a recurring job's overdue scheduled runs not yet started (past it the job is held: claimed again "
           f"{BACKLOG_RECHECK_MS // 2000}-{BACKLOG_RECHECK_MS * 3 // 2000} s later, its ticks between recorded by one "

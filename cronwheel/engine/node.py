@@ -124,8 +124,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)
-        #: herd previews are counted one at a time: at most one core, whoever asks how often
-        self.herd_turn = asyncio.Lock()
+        self.compute_turn = asyncio.Lock()
 
     # ---- lifecycle
     async def start(self) -> None:

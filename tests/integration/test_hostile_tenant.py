@@ -3,7 +3,9 @@ costs evil, gets a clear 4xx naming the problem, and never holds up acme's work 
 
 from __future__ import annotations
 
+import datetime
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.support.daemon import Daemon
 from tests.support.tenants import tenant_token
@@ -28,3 +30,39 @@ def test_a_body_of_many_unknown_fields_names_a_few_of_them_and_what_is_allowed(d
     assert detail.startswith("unknown fields: s0, s1, s10, s100, ") and ", and 77,990 more (allowed: " in detail, detail
     assert detail.endswith(")") and "(allowed: " in detail and "timezone" in detail, detail
     assert daemon.get("/v1/jobs", token=evil).json()["jobs"] == []
+
+
+def test_a_walk_over_many_excluded_days_runs_beside_the_node_not_on_it(daemon: Daemon) -> None:
+    """A job's upcoming ticks and a backfill's plan walk its schedule through its calendars,
+    an excluded day a step: a job observing 8 calendars of 5,000 days is 20,000 steps either
+    way from today, which held the event loop 1.5-3 s a request. A few such requests at once
+    were a node that answered nobody, started nothing and heard no heartbeats for seconds
+    (``node.stalled``, and reaping paused for a minute). They are walked in a thread, one at
+    a time on the node."""
+    evil = tenant_token(daemon, "evil")
+    first = datetime.date(1971, 1, 1)
+    names = [f"days{c}" for c in range(8)]
+    for c, name in enumerate(names):
+        dates = [(first + datetime.timedelta(days=c * 5_000 + i)).isoformat() for i in range(5_000)]
+        r = daemon.request("PUT", f"/v1/calendars/{name}", {"dates": dates}, token=evil)
+        assert r.status == 200, r
+    job = daemon.post("/v1/jobs", {**JOB, "schedule": "0 0 0 * * *", "calendars": names}, token=evil)
+    assert job.status == 201, job
+    job_id = job.json()["jobId"]
+    backfill = {"from": "1971-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "dryRun": True}
+    calls = [("GET", f"/v1/jobs/{job_id}/upcoming?count=5", None)] * 3 + [("POST", f"/v1/jobs/{job_id}/backfill", backfill)] * 2
+    acme = tenant_token(daemon, "acme")
+    answered = 0  # acme's requests answered while evil's walks are under way
+    with ThreadPoolExecutor(len(calls)) as pool:
+        walks = [pool.submit(daemon.request, *call, token=evil) for call in calls]
+        while answered < 50 and not all(w.done() for w in walks):
+            assert daemon.get("/v1/jobs", token=acme).status == 200
+            answered += 1
+        answers = [w.result() for w in walks]
+    assert answered == 50, f"acme got {answered} answers in all while evil's walks ran"
+    for r in answers[:3]:
+        assert r.status == 200 and r.json()["next"][0] == "2080-07-07T00:00:00.000Z", r  # the first day not excluded
+    for r in answers[3:]:
+        assert r.status == 422 and r.json()["code"] == "backfill_too_large", r
+    daemon.wait_event("job.created")  # the log is read to here
+    assert daemon.events("node.stalled") == []
