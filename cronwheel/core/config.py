@@ -169,7 +169,10 @@ def mask_secrets(text: str) -> str:
     percent-escapes decoded): what `cronwheel config` prints is pasted into tickets and chats."""
     scheme, sep, rest = text.partition("://")
     if sep:
-        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        # libpq ends the user information at '@' or '/' only (a password may hold '?' or '#'),
+        # URL parsers at the last '@' before '/', '?' or '#': up to '/' and its last '@' masks
+        # what either reads as the password
+        authority = rest.split("/", 1)[0]
         userinfo, at, _ = authority.rpartition("@")
         user, colon, password = userinfo.partition(":")
         if at and colon and password:

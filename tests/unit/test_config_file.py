@@ -438,6 +438,10 @@ def test_config_masks_passwords(tmp_path: Path) -> None:
         ("postgresql://db/cw?sslpassword=k3y&sslkey=/k", "postgresql://db/cw?sslpassword=********&sslkey=/k"),
         ("postgresql://db/cw?pass%77ord=x#f", "postgresql://db/cw?pass%77ord=********#f"),
         ("postgresql://db/cw?mypassword=x&password", "postgresql://db/cw?mypassword=x&password"),
+        # libpq ends the user information at '@' or '/' only: '#' and '?' may be in a password
+        ("postgresql://cw:p#w@db/cw", "postgresql://cw:********@db/cw"),
+        ("postgresql://cw:p?w=1@db1,db2/cw?sslmode=require", "postgresql://cw:********@db1,db2/cw?sslmode=require"),
+        ("postgresql://cw:pw@db?sslmode=require&password=x", "postgresql://cw:********@db?sslmode=require&password=********"),
     ],
 )
 def test_mask_secrets(text: str, masked: str) -> None:
