@@ -31,7 +31,7 @@ class Tenant(msgspec.Struct, rename="camel", kw_only=True):
     weight: Annotated[int, Meta(ge=1, le=lim.MAX_WEIGHT, description="Share of the ready queue against other tenants (weighted fair queuing).")]
     max_running: Annotated[int, Meta(ge=0, description="Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.")] | None
     max_jobs: Annotated[int, Meta(ge=0, description="Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.")] | None
-    submit_rate: Annotated[float, Meta(gt=0, description="Submissions per second per node (token bucket): each new job, triggered run, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | None
+    submit_rate: Annotated[float, Meta(gt=0, description="Submissions per second per node (token bucket): each new job, triggered run, replayed dead letter, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | None
     submit_burst: Annotated[int, Meta(ge=1, description="Token bucket capacity. Null: ceil(submitRate).")] | None
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")]
     http_allow: Annotated[list[str], Meta(max_length=lim.MAX_HTTP_ALLOW,

@@ -750,9 +750,15 @@ PATHS: dict[str, Any] = {
         "post": {
             "operationId": "replayDead",
             "summary": "Replay a dead-lettered execution (a fresh series of attempts)",
+            "description": (
+                "The replay is a submission, as a trigger is: it takes one token of the "
+                "tenant's `submitRate` (429 with `Retry-After` when its bucket is empty). A "
+                "local target's replay is also refused (429, `quota: waiting`) while "
+                f"{MAX_TENANT_WAITING} of the tenant's runs wait to start on the node."
+            ),
             "responses": {
                 "200": answer("The PENDING execution.", "Execution"),
-                **refused("404", "503", "401", "403"),
+                **refused("404", "503", "401", "403", "429"),
             },
         },
     },

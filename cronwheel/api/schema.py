@@ -78,7 +78,7 @@ class TenantPatch(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     weight: Annotated[int, Meta(ge=1, le=lim.MAX_WEIGHT, description="Share of the ready queue against other tenants (weighted fair queuing).")] | UnsetType = UNSET
     max_running: Annotated[int, _quota(0, "Executions running at once on each node; beyond it they wait, PENDING. Null: unlimited.")] | UnsetType | None = UNSET
     max_jobs: Annotated[int, _quota(0, "Registered (ACTIVE or PAUSED) jobs; beyond it submissions get 429. Null: unlimited.")] | UnsetType | None = UNSET
-    submit_rate: Annotated[float, Meta(ge=lim.MIN_RATE, le=lim.MAX_RATE, description="Submissions per second per node (token bucket): each new job, triggered run, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | UnsetType | None = UNSET
+    submit_rate: Annotated[float, Meta(ge=lim.MIN_RATE, le=lim.MAX_RATE, description="Submissions per second per node (token bucket): each new job, triggered run, replayed dead letter, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | UnsetType | None = UNSET
     submit_burst: Annotated[int, _quota(1, "Token bucket capacity. Null: ceil(submitRate).")] | UnsetType | None = UNSET
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")] | UnsetType = UNSET
     http_allow: Annotated[list[_HOST], Meta(max_length=lim.MAX_HTTP_ALLOW,

@@ -77,7 +77,7 @@ def _tenant_options(fn: Any) -> Any:
         click.option("--weight", type=WholeNumber(1, 1000), help="Share of the ready queue against other tenants. [default 1]"),
         click.option("--max-running", type=_Limit(int, 0, MAX_QUOTA), help="Executions running at once (per node); beyond it they wait. 'none': unlimited."),
         click.option("--max-jobs", type=_Limit(int, 0, MAX_QUOTA), help="Registered (active or paused) jobs; beyond it submissions get 429. 'none': unlimited."),
-        click.option("--rate", type=_Limit(float, MIN_RATE, MAX_RATE), help="Submissions per second (per node): new jobs, triggered runs, backfilled ticks and runs reported by pings; beyond it 429 + Retry-After. 'none': unlimited."),
+        click.option("--rate", type=_Limit(float, MIN_RATE, MAX_RATE), help="Submissions per second (per node): new jobs, triggered runs, replayed dead letters, backfilled ticks and runs reported by pings; beyond it 429 + Retry-After. 'none': unlimited."),
         click.option("--burst", type=_Limit(int, 1, MAX_QUOTA), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
         click.option("--allow-shell/--no-allow-shell", default=None,
                      help="May create command and python targets (they run as the daemon's user). [default no]"),

@@ -62,7 +62,7 @@ class Tenant:
     weight: int = 1  #: share of the ready queue against other tenants (1..1000)
     max_running: int | None = None  #: executions RUNNING at once (per node)
     max_jobs: int | None = None  #: registered (ACTIVE or PAUSED) jobs
-    submit_rate: float | None = None  #: submissions per second (token bucket refill): new jobs, triggered runs, backfilled ticks, pinged runs
+    submit_rate: float | None = None  #: submissions per second (token bucket refill): new jobs, triggered runs, replayed dead letters, backfilled ticks, pinged runs
     submit_burst: int | None = None  #: bucket capacity; None: max(1, ceil(submit_rate))
     allow_shell: bool = False  #: may create command and python targets
     #: hosts its HTTP targets, webhooks and email rules may reach: None, not set, the daemon's

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cronwheel.core.model import Execution, Grant
+from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult
 from cronwheel.engine.notify_service import refuse_ping_job
-from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import NotFound, Unavailable
+from cronwheel.engine.tenancy import TenancyMixin
 
 
-class ExecutionsMixin(NodeParts):
+class ExecutionsMixin(TenancyMixin):
     # ---- history
     async def list_executions(
         self, job_id: str, limit: int = 50, before: int | None = None, tenant: str | None = None
@@ -87,6 +87,8 @@ class ExecutionsMixin(NodeParts):
         job = None if dead is None else await self.get_job(dead.job_id, tenant)
         if job is not None:
             refuse_ping_job(job, "replay a run of")
+            if dead is not None and dead.status is ExecStatus.DEAD:  # (else refused below, taking no token)
+                self.admit_submission(job.spec, what="replay")  # 429 when the tenant's bucket is empty
         now = self.clock.now_ms()
         ex = await self._write(lambda s: s.replay_dead(execution_id, now, tenant))
         if ex is None:

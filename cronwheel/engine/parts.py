@@ -5,8 +5,8 @@ access and job lookups they all start from.
 cron, notifications, jobs, executions, status. Each part is a mixin that derives from
 ``NodeParts``, so mypy checks it against the attributes declared here (precisely typed; set
 once by ``Node.__init__``) instead of against ``Any``; a part that needs another part's
-methods derives from that part (beyond-cron and notifications from tenancy: a backfill and
-a ping are submissions; jobs from beyond-cron). Mixins rather than composition because the
+methods derives from that part (beyond-cron, notifications and executions from tenancy: a
+backfill, a ping and a dead letter's replay are submissions; jobs from beyond-cron). Mixins rather than composition because the
 parts together are the one object the API calls through the ``SchedulerService`` protocol
 (engine/service.py): composition would forward each of its methods by hand. Pieces with a
 state and a life of their own (submission retry, the remote workers' long polls, retention,

@@ -59,6 +59,7 @@ JOBS_QUOTA_LOG_SEC = 10.0  #: a tenant refused for maxJobs is logged at most thi
 _AT_ONCE = {
     "job": ("a batch of {} jobs", "send smaller batches"),
     "run": ("{} runs", "trigger fewer at once"),
+    "replay": ("{} replayed dead letters", "replay fewer at once"),
     "tick": ("a backfill of {} ticks", "backfill smaller ranges"),
     "report": ("{} reported runs", "report fewer at once"),
 }
@@ -138,11 +139,12 @@ class TenancyMixin(NodeParts):
     def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:
         """Take ``count`` submission tokens for the job's tenant (TooManyRequests with
         Retry-After when its bucket is short) and return its registered-jobs quota, which the
-        store checks. Each new job, triggered run, backfilled tick and run reported by a ping is a
-        submission (``what``: ``job``, ``run``, ``tick`` or ``report``, for the refusal's
-        words): each makes durable work. A run or tick of a local target is also refused while
-        the tenant has ``MAX_TENANT_WAITING`` runs in this node's ready queue."""
-        if what in ("run", "tick") and spec.target.get("queue") is None:
+        store checks. Each new job, triggered run, replayed dead letter, backfilled tick and run
+        reported by a ping is a submission (``what``: ``job``, ``run``, ``replay``, ``tick`` or
+        ``report``, for the refusal's words): each makes durable work. A run, replay or tick of a
+        local target is also refused while the tenant has ``MAX_TENANT_WAITING`` runs in this
+        node's ready queue."""
+        if what in ("run", "replay", "tick") and spec.target.get("queue") is None:
             self._refuse_past_waiting(spec.tenant, count)
         t = self._tenants.get(spec.tenant)
         if t is None:
@@ -162,7 +164,8 @@ class TenancyMixin(NodeParts):
                 self.events.emit("tenant.rate_limited", tenant=t.name, submitRate=t.submit_rate, submitBurst=t.submit_burst)
             raise TooManyRequests(
                 f"tenant {t.name!r} submits more than its quota of {t.submit_rate:g} submissions per second "
-                f"(a new job, a triggered run, a backfilled tick and a reported run are one each); "
+                f"(a new job, a triggered run, a replayed dead letter, a backfilled tick and a reported run "
+                f"are one each); "
                 f"retry in {wait:.2f} s",
                 retry_after_sec=wait, quota="submitRate", retryAfterSec=round(wait, 3),
             )

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.support.daemon import Daemon
 from tests.support.tenants import tenant_token
+from tests.support.wait import wait_for
 
 JOB = {"schedule": "0 0 1 1 *", "http": {"url": "https://example.org/hook"}}
 
@@ -66,3 +67,24 @@ def test_a_walk_over_many_excluded_days_runs_beside_the_node_not_on_it(daemon: D
         assert r.status == 422 and r.json()["code"] == "backfill_too_large", r
     daemon.wait_event("job.created")  # the log is read to here
     assert daemon.events("node.stalled") == []
+
+
+def test_a_dead_letter_replayed_is_a_submission_the_tenants_rate_holds(daemon: Daemon) -> None:
+    """A replay makes a run as a trigger does. Uncounted, a tenant held to a submission in
+    1,000 s replayed a fast-failing run's dead letter in a loop: a run, a store write and a
+    ``dlq.replayed`` line each time, as fast as it could ask."""
+    evil = tenant_token(daemon, "evil", allowShell=True, submitRate=0.001, submitBurst=1)
+    created = daemon.post("/v1/jobs", {"runAt": "2000-01-01T00:00:00Z", "command": "exit 3",
+                                       "retryPolicy": {"maxAttempts": 1}}, token=evil)  # its one token
+    assert created.status == 201, created
+
+    def dead_letters() -> list[dict[str, object]]:
+        return list(daemon.get("/v1/dlq", token=evil).json()["executions"])
+
+    (dead,) = wait_for(dead_letters, 30, what="the run's dead letter")
+    r = daemon.post(f"/v1/dlq/{dead['executionId']}/replay", token=evil)
+    assert r.status == 429 and r.json()["quota"] == "submitRate", r
+    assert "a replayed dead letter" in r.json()["detail"] and "Retry-After" in r.headers, r
+    assert [x["executionId"] for x in dead_letters()] == [dead["executionId"]]  # still there, as it was
+    assert daemon.post(f"/v1/dlq/{dead['executionId']}/replay").status == 429  # the job's tenant's, whoever asks
+    assert daemon.post("/v1/dlq/nosuch:1/replay", token=evil).json()["code"] == "not_found"
