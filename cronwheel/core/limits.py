@@ -247,8 +247,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("calendars kept", f"{MAX_TENANT_CALENDARS} calendars", "per tenant (a new one beyond: 422 too_many_calendars)"),
     Limit("onSuccess / onFailure", f"{MAX_CHAIN_CHILDREN} jobs each", "a job's chain"),
     Limit("backfill", f"{MAX_BACKFILL_TICKS} ticks",
-          "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created); planned in a thread, one at a time per node "
-          "with the herd previews and the upcoming ticks"),
+          "one POST /v1/jobs/{id}/backfill (beyond: 422, nothing created); planned in a thread, one at a time per "
+          "tenant with its herd previews and upcoming ticks"),
     Limit("waiting runs", f"{MAX_WAITING_RUNS} runs",
           "a recurring job's overdue scheduled runs not yet started (past it the job is held: claimed again "
           f"{BACKLOG_RECHECK_MS // 2000}-{BACKLOG_RECHECK_MS * 3 // 2000} s later, its ticks between recorded by one "
@@ -260,7 +260,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("waiting runs of a tenant", f"{MAX_TENANT_WAITING} runs",
           "per node: a trigger or backfill that would queue more of a tenant's local runs is refused (429, quota waiting)"),
     Limit("herd preview", f"{MAX_HERD_EVALUATIONS} schedule evaluations",
-          "one GET /v1/herd or cronwheel lint (beyond: 422 herd_too_large); one at a time per node"),
+          "one GET /v1/herd or cronwheel lint (beyond: 422 herd_too_large); counted in a thread, one at a time per tenant"),
     Limit("ping output", f"{MAX_PING_OUTPUT_CHARS} characters", "POST /v1/jobs/{id}/ping (the tail is kept)"),
     Limit("notify", f"{MAX_NOTIFY_RULES} rules", "a job's notification rules"),
     Limit("notify url", f"{MAX_NOTIFY_URL_CHARS} characters", "a webhook rule"),

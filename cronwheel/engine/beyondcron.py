@@ -191,7 +191,7 @@ class BeyondCronMixin(TenancyMixin):
         if job.spec.schedule is None or sched.parse_schedule(job.spec.schedule, job.id, job.spec.timezone).kind == "never":
             raise ServiceError("a backfill needs a recurring schedule; this job has none", field="jobId")
         ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
-        plan = await self.computed(plan_backfill, ticks, from_ms, to_ms, await self.exclusions_of(job))
+        plan = await self.computed(tenant, plan_backfill, ticks, from_ms, to_ms, await self.exclusions_of(job))
         if plan.truncated:
             raise BackfillTooLarge(
                 f"the range holds more than {MAX_BACKFILL_TICKS} ticks of {job.spec.schedule!r}; "
@@ -254,7 +254,7 @@ class BeyondCronMixin(TenancyMixin):
             at = job.next_run_at
             return Upcoming(job_id=job.id, next=[format_instant(at)] if at is not None and at > after else [], excluded=[])
         ticks = job_ticks(job.spec.schedule, job.id, job.spec.timezone, job.spec.active_from, job.spec.active_until)
-        run, excluded = await self.computed(upcoming, ticks, after, count, await self.exclusions_of(job))
+        run, excluded = await self.computed(tenant, upcoming, ticks, after, count, await self.exclusions_of(job))
         return Upcoming(
             job_id=job.id, timezone=job.spec.timezone,
             next=[format_instant(t) for t in run],

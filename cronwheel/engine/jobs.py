@@ -212,7 +212,7 @@ class JobsMixin(BeyondCronMixin):
             after = page[-1].id
             await asyncio.sleep(0)
         try:  # from the clock when its turn comes
-            summary = await self.computed(lambda: herd.herd_summary(jobs, self.clock.now_ms(), window_s, top))
+            summary = await self.computed(tenant, lambda: herd.herd_summary(jobs, self.clock.now_ms(), window_s, top))
         except herd.HerdTooLarge as exc:
             raise HerdTooLarge(str(exc), field="window") from None
         summary["tenant"] = tenant

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import defaultdict
 from typing import Any
 
 from cronwheel.core.clock import Clock, SystemClock
@@ -124,7 +125,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)
-        self.compute_turn = asyncio.Lock()
+        self.compute_turns = defaultdict(asyncio.Lock)
 
     # ---- lifecycle
     async def start(self) -> None:

@@ -16,6 +16,7 @@ the status cache) are composed instead, as attributes.
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -67,8 +68,8 @@ class NodeParts:
     #: execution and verdict; a job calling in a loop wrote one a call, for nothing stored
     effect_log: OncePer
     pool: WorkerPool | None  #: from ``start`` on
-    #: walks over many ticks (``computed``) take turns: at most one core, whoever asks how often
-    compute_turn: asyncio.Lock
+    #: walks over many ticks (``computed``) take turns, each tenant's (None: an admin's) apart
+    compute_turns: defaultdict[str | None, asyncio.Lock]
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -86,14 +87,15 @@ class NodeParts:
         except StoreUnavailable as exc:
             raise Unavailable(str(exc)) from exc
 
-    async def computed(self, fn: Callable[..., T], *args: Any) -> T:
+    async def computed(self, asker: str | None, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, a walk over many ticks (a herd preview, a job's upcoming ticks, a
-        backfill's plan), in a thread and one at a time on the node. On the event loop, a
-        tenant's request for the upcoming ticks of a job observing 8 calendars of 5,000 days
-        held it 3 s (40,000 excluded days, each looked up in every calendar): the node answered
-        nobody and started nothing meanwhile, and a few such requests at once were seconds
-        more each."""
-        async with self.compute_turn:
+        backfill's plan), in a thread, one at a time for each ``asker`` (a tenant; None: an
+        admin). On the event loop, a tenant's request for the upcoming ticks of a job observing
+        8 calendars of 5,000 days held it 3 s (40,000 excluded days, each looked up in every
+        calendar): the node answered nobody and started nothing meanwhile. One at a time for
+        all, a tenant asking many at once would have queued every other tenant's behind its
+        own: its own wait their turn, and the others' run beside them."""
+        async with self.compute_turns[asker]:
             return await asyncio.to_thread(fn, *args)
 
     # ---- finding a job

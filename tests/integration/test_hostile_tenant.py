@@ -33,23 +33,28 @@ def test_a_body_of_many_unknown_fields_names_a_few_of_them_and_what_is_allowed(d
     assert daemon.get("/v1/jobs", token=evil).json()["jobs"] == []
 
 
-def test_a_walk_over_many_excluded_days_runs_beside_the_node_not_on_it(daemon: Daemon) -> None:
-    """A job's upcoming ticks and a backfill's plan walk its schedule through its calendars,
-    an excluded day a step: a job observing 8 calendars of 5,000 days is 20,000 steps either
-    way from today, which held the event loop 1.5-3 s a request. A few such requests at once
-    were a node that answered nobody, started nothing and heard no heartbeats for seconds
-    (``node.stalled``, and reaping paused for a minute). They are walked in a thread, one at
-    a time on the node."""
-    evil = tenant_token(daemon, "evil")
+def long_walk(d: Daemon, token: str) -> str:
+    """A job observing 8 calendars of 5,000 days, from 1971 to 2080: its upcoming ticks, or
+    a backfill's plan, walk 20,000 excluded days either way from today, a step each."""
     first = datetime.date(1971, 1, 1)
     names = [f"days{c}" for c in range(8)]
     for c, name in enumerate(names):
         dates = [(first + datetime.timedelta(days=c * 5_000 + i)).isoformat() for i in range(5_000)]
-        r = daemon.request("PUT", f"/v1/calendars/{name}", {"dates": dates}, token=evil)
+        r = d.request("PUT", f"/v1/calendars/{name}", {"dates": dates}, token=token)
         assert r.status == 200, r
-    job = daemon.post("/v1/jobs", {**JOB, "schedule": "0 0 0 * * *", "calendars": names}, token=evil)
+    job = d.post("/v1/jobs", {**JOB, "schedule": "0 0 0 * * *", "calendars": names}, token=token)
     assert job.status == 201, job
-    job_id = job.json()["jobId"]
+    return str(job.json()["jobId"])
+
+
+def test_a_walk_over_many_excluded_days_runs_beside_the_node_not_on_it(daemon: Daemon) -> None:
+    """A job's upcoming ticks and a backfill's plan walk its schedule through its calendars,
+    an excluded day a step: 1.5-3 s of the event loop a request for ``long_walk``'s job. A
+    few such requests at once were a node that answered nobody, started nothing and heard no
+    heartbeats for seconds (``node.stalled``, and reaping paused for a minute). They are
+    walked in a thread, one at a time per tenant."""
+    evil = tenant_token(daemon, "evil")
+    job_id = long_walk(daemon, evil)
     backfill = {"from": "1971-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "dryRun": True}
     calls = [("GET", f"/v1/jobs/{job_id}/upcoming?count=5", None)] * 3 + [("POST", f"/v1/jobs/{job_id}/backfill", backfill)] * 2
     acme = tenant_token(daemon, "acme")
@@ -88,3 +93,19 @@ def test_a_dead_letter_replayed_is_a_submission_the_tenants_rate_holds(daemon: D
     assert [x["executionId"] for x in dead_letters()] == [dead["executionId"]]  # still there, as it was
     assert daemon.post(f"/v1/dlq/{dead['executionId']}/replay").status == 429  # the job's tenant's, whoever asks
     assert daemon.post("/v1/dlq/nosuch:1/replay", token=evil).json()["code"] == "not_found"
+
+
+def test_a_tenant_asking_for_many_walks_at_once_waits_for_its_own_not_its_neighbour(daemon: Daemon) -> None:
+    """Walks take turns per tenant: evil's many at once wait for each other, and acme's
+    upcoming ticks are walked beside them, not after them all."""
+    evil, acme = tenant_token(daemon, "evil"), tenant_token(daemon, "acme")
+    evil_job = long_walk(daemon, evil)
+    acme_job = daemon.post("/v1/jobs", {**JOB, "name": "daily"}, token=acme).json()["jobId"]
+    with ThreadPoolExecutor(6) as pool:
+        walks = [pool.submit(daemon.get, f"/v1/jobs/{evil_job}/upcoming?count=5", token=evil) for _ in range(6)]
+        wait_for(lambda: any(w.done() for w in walks), 60, what="evil's first walk")  # the others wait their turn
+        r = daemon.get(f"/v1/jobs/{acme_job}/upcoming?count=3", token=acme)
+        pending = sum(not w.done() for w in walks)
+        assert r.status == 200 and len(r.json()["next"]) == 3, r
+        assert pending > 0, "acme's walk waited for all of evil's"
+        assert all(w.result().status == 200 for w in walks)
