@@ -57,7 +57,7 @@ class ExecutionsMixin(TenancyMixin):
                 )
             return grants
 
-        return await self.polls.poll(queues, take, wait_sec, alive)
+        return await self.polls.poll(queues, take, wait_sec, alive, tenant)
 
     async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult:
         now = self.clock.now_ms()

@@ -1,5 +1,8 @@
 """Remote workers' long polls (``claim_for_worker``): who waits for which queue, woken when
-an execution of the queue becomes dispatchable on this node.
+an execution of the queue becomes dispatchable on this node. A poll is a tenant's (its
+worker token's) or an admin's (every tenant's): an execution wakes the polls of its tenant
+and the admins', not its neighbours', whose claims could not take it (each woken poll claims
+from the store again, a write transaction).
 
 Composed into the node (``Node.polls``): the dispatcher tells it what it queued
 (``Dispatcher.on_queued``), the executions part runs each poll through it, and the node
@@ -20,16 +23,22 @@ from cronwheel.core.model import Execution, Grant
 REPOLL_SEC = 1.0
 
 
+#: whose polls wait on which queue: (tenant, queue name), the tenant None for an admin's
+_Key = tuple[str | None, str]
+
+
 class QueuePolls:
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[_Key, set[asyncio.Event]] = {}
         self.open = True
 
     def wake(self, executions: Sequence[Execution]) -> None:
-        """Queue executions became dispatchable on this node: wake the long polls of their queues."""
+        """Queue executions became dispatchable on this node: wake the long polls of their
+        queues that may take them (their tenant's and the admins')."""
         for ex in executions:
-            for ev in self._waiters.get(ex.queue or "", ()):
-                ev.set()
+            for key in ((ex.tenant, ex.queue or ""), (None, ex.queue or "")):
+                for ev in self._waiters.get(key, ()):
+                    ev.set()
 
     def close(self) -> None:
         """The node stops: every long poll answers now, and new ones at once."""
@@ -40,15 +49,16 @@ class QueuePolls:
 
     async def poll(
         self, queues: list[str], take: Callable[[], Awaitable[list[Grant]]], wait_sec: float,
-        alive: Callable[[], bool] | None,
+        alive: Callable[[], bool] | None, tenant: str | None = None,
     ) -> list[Grant]:
         """``take()`` until it grants something, ``wait_sec`` has passed, the caller no
         longer waits (``alive``) or the node stops; woken early by ``wake`` for one of
-        ``queues``."""
+        ``queues`` of ``tenant`` (None: an admin's poll, any tenant's)."""
         deadline = time.monotonic() + wait_sec
         wake = asyncio.Event()
-        for name in queues:
-            self._waiters.setdefault(name, set()).add(wake)
+        keys = [(tenant, name) for name in queues]
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(wake)
         try:
             while True:
                 wake.clear()  # a wake-up during the claim below makes the next poll immediate
@@ -61,9 +71,9 @@ class QueuePolls:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=min(REPOLL_SEC, left))
         finally:
-            for name in queues:
-                waiters = self._waiters.get(name)
+            for key in keys:
+                waiters = self._waiters.get(key)
                 if waiters is not None:
                     waiters.discard(wake)
                     if not waiters:
-                        del self._waiters[name]
+                        del self._waiters[key]
