@@ -20,9 +20,11 @@ from cronwheel.core.limits import MAX_PING_OUTPUT_CHARS
 def parse_ping(body: Any) -> tuple[str, int | None, str | None]:
     """``{"status": "start"|"success"|"fail", "exitCode"?: int, "output"?: str}``
     (``schema.PingRequest``); an empty body is a success (``curl -X POST …/ping`` at the end
-    of a script)."""
+    of a script), and so is an exit code of 0 with no status; any other exit code with no
+    status is a fail, as ``cronwheel ping --exit-code`` reports it (``-d "{\"exitCode\": $?}"``
+    recorded a failed run as a success, and nobody was told)."""
     req = decode(PingRequest, {} if body is None else body)
-    kind = req.status or "success"
+    kind = req.status or ("fail" if req.exit_code not in (None, 0) else "success")
     output = None if req.output is None else req.output[-MAX_PING_OUTPUT_CHARS:]
     if kind == "start" and (req.exit_code is not None or output is not None):
         raise ValidationError("status", "a start ping carries no exitCode or output (send them with success or fail)")

@@ -169,7 +169,9 @@ class PingRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
                    "then": {"properties": {"exitCode": {"type": "null"}, "output": {"type": "null"}}}}],
     }  # fmt: skip
 
-    status: Annotated[Literal["start", "success", "fail"], ordered(PING_STATUSES, "success")] | None = None
+    status: Annotated[Literal["start", "success", "fail"], ordered(PING_STATUSES), Meta(
+        description="Absent: `success`, or `fail` when `exitCode` is given and not 0 (as `cronwheel ping --exit-code` "
+                    "reports it).")] | None = None
     exit_code: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)] | None = None
     output: Annotated[str, Meta(description="The tail of the run's output (the last 64 KiB are kept).")] | None = None
 

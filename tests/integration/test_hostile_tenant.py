@@ -109,3 +109,19 @@ def test_a_tenant_asking_for_many_walks_at_once_waits_for_its_own_not_its_neighb
         assert r.status == 200 and len(r.json()["next"]) == 3, r
         assert pending > 0, "acme's walk waited for all of evil's"
         assert all(w.result().status == 200 for w in walks)
+
+
+def test_a_ping_with_a_failing_exit_code_and_no_status_is_a_fail(daemon: Daemon) -> None:
+    """``curl -d "{\\"exitCode\\": $?}" …/ping`` at the end of a script: a status of 3 was
+    recorded as a success (SUCCEEDED, exit code 3), the dead-man's window moved and nobody
+    told, where ``cronwheel ping --exit-code 3`` reports a fail."""
+    worker = tenant_token(daemon, "acme", role="worker")
+    job = daemon.post("/v1/jobs", {"name": "backup", "expectSuccessWithin": "26h"}, token=tenant_token(daemon, "acme"))
+    assert job.status == 201, job
+    runs = {}
+    for body in ({"exitCode": 3}, {"exitCode": 0}, {}, {"status": "success", "exitCode": 1}):
+        r = daemon.post(f"/v1/jobs/{job.json()['jobId']}/ping", body, token=worker)
+        assert r.status == 200, r
+        runs[json.dumps(body)] = (r.json()["status"], r.json()["execution"]["status"], r.json()["execution"]["exitCode"])
+    assert runs == {'{"exitCode": 3}': ("fail", "DEAD", 3), '{"exitCode": 0}': ("success", "SUCCEEDED", 0),
+                    "{}": ("success", "SUCCEEDED", None), '{"status": "success", "exitCode": 1}': ("success", "SUCCEEDED", 1)}
