@@ -108,6 +108,12 @@ def parse_job_file(text: str, source: str, allowed: Iterable[str]) -> list[JobDe
             if key in RESERVED_FIELDS:
                 why = "the table's name is the job's name" if key == "name" else "apply sets it"
                 raise ConfigError(source, f"job {name!r}: {key} cannot be set in a file ({why})", _field_line(text, line, key), key)
+            if key not in allowed and isinstance(body[key], dict) and body[key].keys() & allowed:
+                # [group.job] (a job under a group's name, as other tools write resources)
+                where = f"{toml_key(name)}.{toml_key(key)}"
+                raise ConfigError(source, f"job {name!r}: unknown field; [{where}] holds the fields of a job: write it "
+                                  f"as [{toml_key(key)}], a table of its own (the table's name is the job's name)",
+                                  lines.get(f"{name}.{key}") or _field_line(text, line, key), key)  # fmt: skip
             if key not in allowed:
                 raise ConfigError(source, f"job {name!r}: unknown field{did_you_mean(key, allowed)}; the fields are: {', '.join(sorted(allowed))}",
                                   _field_line(text, line, key), key)

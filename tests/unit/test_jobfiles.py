@@ -51,6 +51,9 @@ def test_a_file_is_one_table_per_named_job() -> None:
         ('[a]\nschedule = "@daily"\ncomand = "x"\n', 3, "unknown field (did you mean 'command'?); the fields are"),
         ('[a]\nschedul = "@daily"\ncommand = "x"\n', 2, "unknown field (did you mean 'schedule'?)"),
         ('[a]\nschedule = "@daily"\ncommand = "x"\nzzz = 1\n', 4, "unknown field; the fields are"),
+        # a job written as a sub-table of a group, as some tools write their resources
+        ('[job.nightly]\nschedule = "@daily"\n', 1, "unknown field; [job.nightly] holds the fields of a job: write it as "
+         "[nightly], a table of its own (the table's name is the job's name)"),
         ('[a]\nname = "b"\n', 2, "the table's name is the job's name"),
         ('[a]\nmanagedBy = "me"\n', 2, "apply sets it"),
         ('a = 1\n', 1, "is not a job"),
