@@ -24,15 +24,13 @@ it is excluded; 2026-03-28 09:00 (08:00Z, CET) and 2026-03-30 09:00 (07:00Z) are
 
 from __future__ import annotations
 
-import bisect
 import re
-import zoneinfo
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
+from datetime import date, datetime
 from typing import NamedTuple
 
+from cronwheel.core.calendarindex import CalendarIndex, local_time, quick_bound
 from cronwheel.core.instants import utc_offset
 from cronwheel.core.limits import MAX_CALENDAR_ENTRIES, MAX_INSTANT_MS, PATTERN_END
 
@@ -46,6 +44,7 @@ _ABSOLUTE_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
 _EPOCH = datetime(1970, 1, 1)
+_local = local_time  # the wall clock a window's local bounds are read on (tests compare with it)
 #: dates and bounds are kept in 1970..9899, as every instant cronwheel keeps (core/limits.py)
 _KEPT = "outside 1970-01-01 .. 9899-12-31, the dates cronwheel keeps"
 _LAST_DAY = date(9899, 12, 31)
@@ -76,47 +75,6 @@ class Window:
         return at_or_after(self.start) and not at_or_after(self.end)
 
 
-class _WindowIndex:
-    """The windows of a calendar, for "which window holds this tick" in O(log n) rather than
-    a scan of all of them at every tick: a job may observe 8 calendars of 5,000 windows, and
-    one ``upcoming`` or backfill asks about thousands of ticks (a tenant's request held the
-    event loop for half a minute). A window's bounds are both absolute or both local
-    (``build_calendar`` refuses a mix); each kind is sorted by start, with the latest end
-    among each prefix: the tick is in some window iff that latest end, among the windows
-    starting at or before it, is after it, and that end is a true end of a window holding it."""
-
-    def __init__(self, windows: Sequence[Window]) -> None:
-        absolute = sorted((w.start.absolute_ms, w.end.absolute_ms) for w in windows
-                          if w.start.absolute_ms is not None and w.end.absolute_ms is not None)
-        local = sorted((w.start.local_s or 0, w.end.local_s or 0) for w in windows
-                       if w.start.absolute_ms is None and w.end.absolute_ms is None)
-        self.absolute = (_starts(absolute), _latest_ends(absolute))
-        self.local = (_starts(local), _latest_ends(local))
-
-    def end_of(self, tick_ms: int, local_s: int, timezone: str) -> int | None:
-        """The end of a window holding the tick (ms), or None."""
-        starts, ends = self.absolute
-        i = bisect.bisect_right(starts, tick_ms) - 1
-        if i >= 0 and ends[i] > tick_ms:
-            return ends[i]
-        starts, ends = self.local
-        i = bisect.bisect_right(starts, local_s) - 1
-        if i >= 0 and ends[i] > local_s:
-            return _instant_at(_EPOCH + timedelta(seconds=ends[i]), timezone, tick_ms)
-        return None
-
-
-def _starts(spans: list[tuple[int, int]]) -> list[int]:
-    return [start for start, _ in spans]
-
-
-def _latest_ends(spans: list[tuple[int, int]]) -> list[int]:
-    latest: list[int] = []
-    for _, end in spans:
-        latest.append(max(end, latest[-1]) if latest else end)
-    return latest
-
-
 @dataclass(frozen=True, slots=True)
 class Calendar:
     name: str
@@ -126,10 +84,10 @@ class Calendar:
     tenant: str = "default"
     created_at: int = 0
     updated_at: int = 0
-    _index: _WindowIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _index: CalendarIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", _WindowIndex(self.windows) if self.windows else None)
+        object.__setattr__(self, "_index", _index_of(self.name, sorted(self.dates), self.windows))
 
     def excludes(self, tick_ms: int, timezone: str) -> bool:
         """Whether the tick at ``tick_ms`` falls on an excluded day or in a window, read in
@@ -137,17 +95,9 @@ class Calendar:
         return self.exclusion_end(tick_ms, timezone) is not None
 
     def exclusion_end(self, tick_ms: int, timezone: str) -> int | None:
-        """None when the tick is not excluded; else an instant up to which every tick is
-        excluded too (the end of the excluded local day or window; never later than the true
-        end, so that a caller may jump there without passing over a tick that runs)."""
-        if not self.dates and not self.windows:
-            return None
-        local = _local(tick_ms, timezone)
-        if self.dates and local.date().isoformat() in self.dates:
-            return _instant_at(datetime.combine(local.date() + timedelta(days=1), datetime.min.time()), timezone, tick_ms)
-        if self._index is not None:
-            return self._index.end_of(tick_ms, int((local - _EPOCH).total_seconds()), timezone)
-        return None
+        """See ``CalendarIndex.exclusion_end``: a Calendar answers through its index."""
+        assert self._index is not None
+        return self._index.exclusion_end(tick_ms, timezone)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -157,39 +107,6 @@ class Calendar:
             "dates": sorted(self.dates),
             "windows": [{"start": w.start.text, "end": w.end.text} for w in self.windows],
         }
-
-
-@lru_cache(maxsize=64)
-def _zone(name: str) -> zoneinfo.ZoneInfo:
-    return zoneinfo.ZoneInfo(name)
-
-
-def _local(tick_ms: int, timezone: str) -> datetime:
-    aware = datetime.fromtimestamp(tick_ms // 1000, tz=UTC).astimezone(_zone(timezone))
-    return aware.replace(tzinfo=None)
-
-
-def _instant_at(naive: datetime, timezone: str, after: int) -> int:
-    """The end of an excluded stretch that ends at local wall-clock time ``naive``, for a tick
-    at ``after`` inside it: the first instant after the tick at which the local clock reaches
-    ``naive``. In a fall-back overlap that is the first reading still ahead (the repeated hour
-    comes back later as a stretch of its own); in a spring-forward gap, where ``naive`` never
-    shows, it is the jump itself. Never later than the true end, so a caller may jump there
-    without passing over a tick that runs."""
-    zone = _zone(timezone)
-    readings = sorted(int(naive.replace(tzinfo=zone, fold=f).timestamp()) for f in (0, 1))
-    if readings[0] != readings[1] and _local(readings[0] * 1000, timezone) != naive:
-        # a gap: bisect for the first second on the far side of the jump
-        lo, hi = readings
-        far = datetime.fromtimestamp(hi, UTC).astimezone(zone).utcoffset()
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if datetime.fromtimestamp(mid, UTC).astimezone(zone).utcoffset() == far:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo * 1000
-    return next((r * 1000 for r in readings if r * 1000 > after), readings[-1] * 1000)
 
 
 def parse_bound(text: str, where: str) -> Bound:
@@ -309,6 +226,36 @@ def calendar_from_json(data: dict[str, object], tenant: str, created_at: int = 0
                     tenant, created_at, updated_at)  # fmt: skip
 
 
+def _index_of(name: str, dates: Sequence[str], windows: Sequence[Window]) -> CalendarIndex:
+    absolute = [(w.start.absolute_ms, w.end.absolute_ms) for w in windows
+                if w.start.absolute_ms is not None and w.end.absolute_ms is not None]
+    local = [(w.start.local_s or 0, w.end.local_s or 0) for w in windows
+             if w.start.absolute_ms is None and w.end.absolute_ms is None]
+    return CalendarIndex.of(name, dates, absolute, local)  # fmt: skip
+
+
+def calendar_index_from_json(data: dict[str, object]) -> CalendarIndex:
+    """The stored JSON form (with its ``name``) as the :class:`CalendarIndex` a claim reads,
+    the same exclusions as ``calendar_from_json(data, ...)``: bounds in the shapes cronwheel
+    writes are read by ``quick_bound``, any other window by ``parse_window`` as before."""
+    windows = data.get("windows") or []
+    dates = data.get("dates") or []
+    assert isinstance(windows, list) and isinstance(dates, list)
+    absolute: list[tuple[int, int]] = []
+    local: list[tuple[int, int]] = []
+    for i, w in enumerate(windows):
+        start, end = quick_bound(str(w["start"])), quick_bound(str(w["end"]))
+        if start is not None and end is not None and start[0] == end[0] and start[1] < end[1]:
+            (absolute if start[0] else local).append((start[1], end[1]))
+        else:
+            window = parse_window(i, str(w["start"]), str(w["end"]))
+            if window.start.absolute_ms is not None and window.end.absolute_ms is not None:
+                absolute.append((window.start.absolute_ms, window.end.absolute_ms))
+            else:
+                local.append((window.start.local_s or 0, window.end.local_s or 0))
+    return CalendarIndex.of(str(data["name"]), [str(d) for d in dates], absolute, local)
+
+
 # ---------------------------------------------------------------- the decision
 
 
@@ -317,7 +264,7 @@ class Exclusions:
     """What excludes a job's ticks: its calendars, read in its time zone."""
 
     timezone: str = "UTC"
-    calendars: Sequence[Calendar] = field(default_factory=tuple)
+    calendars: Sequence[Calendar | CalendarIndex] = field(default_factory=tuple)
 
     def reason(self, tick_ms: int) -> str | None:
         """``calendar: NAME`` of the first calendar that excludes the tick, else None."""

@@ -723,9 +723,10 @@ RETURNING {TOKEN_COLUMNS}
 
 CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
 
-#: the calendars of (tenant, name) pairs, for a claim batch
-CALENDARS_BY_NAME = f"""
-SELECT {CALENDAR_COLUMNS} FROM calendars
+#: the calendars of (tenant, name) pairs, for a claim batch: the spec as its text, which
+#: psycopg leaves unparsed (a calendar held unchanged is not parsed again: store/calendars.py)
+CALENDARS_BY_NAME = """
+SELECT tenant, name, spec::text, created_at, updated_at FROM calendars
 WHERE (tenant, name) IN (SELECT * FROM unnest(%(tenants)s::text[], %(names)s::text[]))
 """
 
