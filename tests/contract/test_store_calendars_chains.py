@@ -67,6 +67,30 @@ def test_a_calendar_read_again_unchanged_is_not_parsed_again(store: Store) -> No
     assert other is not None and other.tenant == "zeta" and other.dates == frozenset()
 
 
+def test_a_claim_parses_a_calendar_once_while_its_row_is_unchanged(store: Store) -> None:
+    """Each claim batch reads the calendars its due jobs observe, on the store thread every
+    tenant's claims share: one tenant's 96 calendars of 5,000 windows, parsed again at every
+    batch, made another tenant's every-second job start seconds late. A claim holds each as an
+    index while its row is unchanged, and reads a changed one (even in the same ms) anew."""
+    from cronwheel.store.calendars import INDEXES
+
+    store.put_calendar(build_calendar("maint", [], [("2026-01-01T05:00Z", "2026-01-01T06:00Z")], tenant="idx"), T0)
+    store.put_calendar(build_calendar("holidays", ["2026-01-02"], tenant="idx"), T0)
+    create(store, new_job(schedule="0 * * * *", calendars=("maint", "holidays"), tenant="idx", next_run_at=T0))
+    INDEXES.clear()  # held from another store's run of this test: the same rows, the same indexes
+    before = INDEXES.parses
+    for hour in range(3):
+        assert [e.scheduled_at for e in claim_all(store, T0 + hour * HOUR).executions] == [T0 + hour * HOUR]
+    assert INDEXES.parses - before == 2 and set(INDEXES.held("idx")) == {"maint", "holidays"}
+    # the same ms, other windows: read anew, and the new window excludes
+    store.put_calendar(build_calendar("maint", [], [("2026-01-01T03:00Z", "2026-01-01T04:00Z")], tenant="idx"), T0)
+    res = claim_all(store, T0 + 3 * HOUR)
+    assert res.executions == [] and [s.reason for s in res.skipped] == ["calendar: maint"]
+    assert INDEXES.parses - before == 3
+    assert [e.scheduled_at for e in claim_all(store, T0 + 4 * HOUR).executions] == [T0 + 4 * HOUR]
+    assert INDEXES.parses - before == 3
+
+
 def test_calendars_listed_as_stored_are_the_calendars_as_read(store: Store) -> None:
     """A listing splices the stored spec into its answer: it must hold exactly what the
     calendar read back holds, dates in order, windows as given, on both stores."""
