@@ -86,18 +86,20 @@ class Calendar:
     updated_at: int = 0
     _index: CalendarIndex | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", _index_of(self.name, sorted(self.dates), self.windows))
-
     def excludes(self, tick_ms: int, timezone: str) -> bool:
         """Whether the tick at ``tick_ms`` falls on an excluded day or in a window, read in
         ``timezone`` (the job's zone)."""
         return self.exclusion_end(tick_ms, timezone) is not None
 
     def exclusion_end(self, tick_ms: int, timezone: str) -> int | None:
-        """See ``CalendarIndex.exclusion_end``: a Calendar answers through its index."""
-        assert self._index is not None
-        return self._index.exclusion_end(tick_ms, timezone)
+        """See ``CalendarIndex.exclusion_end``: a Calendar answers through its index, built at
+        the first question (a listing, or a job's reading of all its tenant's calendars to
+        take its own, asks none: 5,000 dates cost ~2 ms to index)."""
+        index = self._index
+        if index is None:
+            index = _index_of(self.name, sorted(self.dates), self.windows)
+            object.__setattr__(self, "_index", index)
+        return index.exclusion_end(tick_ms, timezone)
 
     def to_json(self) -> dict[str, object]:
         return {
