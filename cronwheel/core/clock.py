@@ -89,3 +89,46 @@ class ReapCutoff:
 
     def cutoff(self, now_ms: int, mono_s: float) -> int:
         return min(now_ms, self._since_ms) if mono_s < self._until else now_ms
+
+
+#: a cluster node's clock is moved onto the database's when they differ by more than this
+SKEW_TOLERANCE_MS = 500
+
+
+class StoreAlignedClock:
+    """A cluster node's clock: the local clock moved onto the shared database's.
+
+    Nodes of one cluster compare each other's instants: one node's execution lease
+    (``lease_until``, written with its clock) is reaped by another's reaper, by *its* clock;
+    the ready queue one node fills is drained by any node, when ``available_at`` has come by
+    the drainer's clock. A node whose clock ran 30 s ahead reaped the live runs of every other
+    node (killed and ran again) and started their queued runs early; one 30 s behind had its
+    own runs reaped. So in a cluster the wall clock is the database's: every membership turn
+    reads it (``align``), and ``now_ms`` is the local clock plus the measured offset. An offset
+    within ``tolerance_ms`` of the current one is left alone (so round-trip jitter does not
+    move the clock back and forth), and one within ``tolerance_ms`` of zero is zero (a node
+    kept in sync by NTP is not moved at all). The monotonic clock is the local one."""
+
+    def __init__(self, base: Clock, tolerance_ms: int = SKEW_TOLERANCE_MS) -> None:
+        self.base = base
+        self.tolerance_ms = tolerance_ms
+        self.offset_ms = 0
+
+    def now_ms(self) -> int:
+        return self.base.now_ms() + self.offset_ms
+
+    def monotonic(self) -> float:
+        return self.base.monotonic()
+
+    def align(self, store_ms: int, sent_ms: int, answered_ms: int) -> int | None:
+        """The database said ``store_ms`` during a call sent at ``sent_ms`` and answered at
+        ``answered_ms`` (both the *local* clock: ``base.now_ms()``). Returns the new offset
+        when it changed, else None. A call that took longer than the tolerance tells too
+        little (the reading could be anywhere in it) and is not used."""
+        if answered_ms - sent_ms > self.tolerance_ms:
+            return None
+        skew = store_ms - (sent_ms + answered_ms) // 2
+        if abs(skew - self.offset_ms) <= self.tolerance_ms:
+            return None
+        self.offset_ms = skew if abs(skew) > self.tolerance_ms else 0
+        return self.offset_ms

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cronwheel.core.clock import Clock
+from cronwheel.core.clock import Clock, StoreAlignedClock
 from cronwheel.core.ids import N_BUCKETS
 from cronwheel.core.instants import format_instant
 from cronwheel.core.records import Fence, NodeInfo
@@ -102,7 +102,9 @@ class ClusterMember:
         on_change: Callable[[], None] = lambda: None,
         refill: Callable[[], Any] | None = None,
         n_buckets: int = N_BUCKETS,
+        aligned: StoreAlignedClock | None = None,
     ) -> None:
+        """``aligned``: the node's clock, moved onto the database's at every turn (core.clock)."""
         self.node_id = node_id
         self.address = address
         self.runner = runner
@@ -114,6 +116,7 @@ class ClusterMember:
         self.on_change = on_change
         self.refill = refill
         self.n_buckets = n_buckets
+        self.aligned = aligned
         self.interval = ttl_ms / 3000
         self.live_nodes: list[str] = [node_id]
         self._stopping = False
@@ -141,6 +144,7 @@ class ClusterMember:
         node stopped gracefully removed its row, so only a restart after a crash waits, at
         most one TTL. The data directory's lock does not tell them apart: a clone has a copy
         of the directory and the same host name and port."""
+        await self.align_clock()
         first = await self._own_row()
         if first is None:
             return
@@ -158,6 +162,29 @@ class ClusterMember:
                     f"{format_instant(row.last_seen)}) is live on this store. Give this node its own "
                     f"--node-id (the default is the host name, which cloned machines share)")
         # a row that is neither refreshed nor expiring (a clock stepped back): nobody heartbeats it
+
+    async def align_clock(self) -> None:
+        """Read the database's clock (an empty acquire) and move the node's onto it: before the
+        node reaps, claims or dispatches anything."""
+        ttl, now_ms = self.ttl_ms, self.clock.now_ms()
+        sent = self._local_ms()
+        grants = await self.runner.run(lambda s: s.acquire_buckets(self.node_id, [], ttl, now_ms))
+        self._aligned(grants.store_now, sent)
+
+    def _local_ms(self) -> int:
+        return self.aligned.base.now_ms() if self.aligned is not None else self.clock.now_ms()
+
+    def _aligned(self, store_ms: int, sent_ms: int) -> None:
+        """Move the node's clock onto the database's (``StoreAlignedClock.align``), and say so."""
+        if self.aligned is None or store_ms <= 0:  # store_ms 0: a store without a clock of its own
+            return
+        offset = self.aligned.align(store_ms, sent_ms, self._local_ms())
+        if offset is None:
+            return
+        if offset:
+            self.events.emit("clock.skewed", offsetMs=offset, toleranceMs=self.aligned.tolerance_ms)
+        else:
+            self.events.emit("clock.aligned", toleranceMs=self.aligned.tolerance_ms)
 
     async def _own_row(self) -> NodeInfo | None:
         ttl, now_ms = self.ttl_ms, self.clock.now_ms()
@@ -202,8 +229,10 @@ class ClusterMember:
             self._said("released", [{"bucket": b} for b in released])
         t0 = self.clock.monotonic()  # before the request: the window closes before lease_until
         want = sorted(desired)
+        sent = self._local_ms()
         grants = await self.runner.run(lambda s: s.acquire_buckets(self.node_id, want, ttl, now_ms))
         self._store_now = (grants.store_now, self.clock.monotonic())
+        self._aligned(grants.store_now, sent)
         got = {b for b, _, _ in grants.granted}
         lost = self.holdings.drop([b for b in list(self.holdings.terms) if b not in got])
         for bucket in lost:

@@ -16,7 +16,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from cronwheel.core.clock import Clock, SystemClock
+from cronwheel.core.clock import Clock, StoreAlignedClock, SystemClock
 from cronwheel.core.ids import incarnation_of
 from cronwheel.core.ratelimit import OncePer
 from cronwheel.core.records import Completion, Outcome
@@ -68,7 +68,11 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         SQLite has one writer, so there all three share it)."""
         self.config = config
         self.node_id = config.node_id
-        self.clock = clock or SystemClock()
+        self.clock: Clock = clock or SystemClock()
+        #: in a cluster the wall clock is the database's (core.clock.StoreAlignedClock)
+        self.aligned = StoreAlignedClock(self.clock) if cluster_store is not None else None
+        if self.aligned is not None:
+            self.clock = self.aligned
         self.events = events
         self.writer = StoreRunner(writer_store, "writer")
         self.reader = FairStoreRunner(reader_store, "reader")  # tenants take turns (fairreads.py)
@@ -106,7 +110,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             self.cluster = ClusterMember(
                 self.node_id, config.address, StoreRunner(cluster_store, "cluster"), self.clock, events,
                 ttl_ms=config.bucket_lease_ms, on_change=self.scheduler.buckets_changed,
-                refill=self._shared_refill,
+                refill=self._shared_refill, aligned=self.aligned,
             )
             self.scheduler.ownership = self.cluster.owned
             self.scheduler.buckets = []

@@ -55,6 +55,7 @@ EVENT_LEVELS: dict[str, str] = {
     "bucket.lost": "warning",
     "store.unavailable": "warning",
     "node.stalled": "warning",
+    "clock.skewed": "warning",  # the node's clock is wrong: its NTP needs fixing
     "store.disk_low": "warning",  # an alert: `journalctl -p warning` must show it
     "dlq.pruned": "warning",  # dead letters deleted unread: an operator should know
     "effect.fenced": "warning",
