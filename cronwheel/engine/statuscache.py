@@ -6,12 +6,18 @@ Composed into the node (``Node.status_cache``), used by the status part (engine/
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cronwheel.core.clock import Clock
 from cronwheel.engine.service import Unavailable
 from cronwheel.store.base import StoreUnavailable
+
+#: a status read that takes longer is answered from the last read, marked stale: a store cut
+#: off by the network does not refuse, it says nothing, and the calls queued before this one
+#: (each waiting out its own connect or send timeout) could hold it for a minute
+STATUS_READ_TIMEOUT_SEC = 5.0
 
 
 class StatusCache:
@@ -30,7 +36,10 @@ class StatusCache:
         if fresh_ms is not None and cached is not None and now - cached[0] <= fresh_ms:
             return cached[1], cached[0], None
         try:
-            value = await read()
+            try:
+                value = await asyncio.wait_for(read(), STATUS_READ_TIMEOUT_SEC)
+            except TimeoutError:
+                raise StoreUnavailable(f"the store did not answer within {STATUS_READ_TIMEOUT_SEC:g} s") from None
         except StoreUnavailable as exc:
             cached = self._parts.get(part)
             if cached is None:

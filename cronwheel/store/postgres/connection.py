@@ -62,9 +62,14 @@ from cronwheel.store.postgres.refusals import lasting_refusal
 #: a statement waiting this long for a lock gives up (StoreUnavailable), as SQLite's busy timeout
 DEFAULT_LOCK_TIMEOUT_MS = 10_000
 #: libpq settings added to the conninfo unless it names them: fail fast on an unreachable
-#: host (then try the next one), and notice a silently dead peer within about a minute
+#: host (then try the next one), notice a silently dead peer within about a minute, and give
+#: up on a connection whose sent bytes go unacknowledged for 5 s (a network cut drops them:
+#: without it a call waited for as long as the kernel retransmits, minutes, and the node with
+#: it: no stale status, no 503, no store.unavailable). The server's kernel acknowledges the
+#: bytes of a slow query at once, so a long statement is not cut short by it.
 CONNINFO_DEFAULTS = {
     "connect_timeout": "5",
+    "tcp_user_timeout": "5000",
     "application_name": "cronwheel",
     "keepalives": "1",
     "keepalives_idle": "30",
