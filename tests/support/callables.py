@@ -64,3 +64,13 @@ async def too_slow(**_: Any) -> None:
     """Overruns any timeout under a minute (a coroutine: the timeout cancels it, where a
     thread would keep its worker busy for the minute)."""
     await asyncio.sleep(60)
+
+
+def ledger(execution_id: str, lease_epoch: int, attempt: int, payload: Any = None, **_: Any) -> None:
+    """Appends ``execution_id lease_epoch attempt pid time`` to the file ``payload["ledger"]``
+    (one ``O_APPEND`` write: lines from many workers never interleave)."""
+    fd = os.open(payload["ledger"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{execution_id} {lease_epoch} {attempt} {os.getpid()} {time.time():.3f}\n".encode())
+    finally:
+        os.close(fd)
