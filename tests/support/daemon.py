@@ -147,10 +147,12 @@ class Daemon:
         headers: dict[str, str] | None = None,
         raw: bytes | None = None,
         token: str | None = ADMIN,
+        timeout: float = 30,
     ) -> ApiResponse:
-        """One HTTP call over TCP, as admin unless ``token`` says otherwise (None: no token)."""
+        """One HTTP call over TCP, as admin unless ``token`` says otherwise (None: no token);
+        ``timeout``: how long the client waits for the answer (socket.timeout after it)."""
         parts = urlsplit(self.url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         hdrs = {"Content-Type": "application/json", **self.auth(token), **(headers or {})}
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         try:
