@@ -317,6 +317,8 @@ class Dispatcher(DispatchLoop):
             return
         rows = await self.reader.run(lambda s: [s.get_execution(r.execution_id) for r in need])
         for ex in rows:
+            if ex is not None and ex.execution_id in self.meta:
+                continue  # already held here: the shared ready queue's refill took it in meanwhile
             if ex is not None and ex.status is ExecStatus.RETRY_WAIT and ex.queue is not None:
                 self.add([ex])  # remote workers' business: only wakes their long polls
             elif ex is not None and ex.status is ExecStatus.RETRY_WAIT:
