@@ -51,18 +51,19 @@ def test_a_node_cut_off_its_database_steps_down_answers_and_comes_back(cluster: 
     wait_for(lambda: cluster.ticks_until(db_now_ms(cluster.dsn) - 1500), 15, interval=0.1, what="every job ticking")
 
     with cut(forwarder.port):
-        cluster.wait_balanced({"n1"}, timeout=15)  # n2's leases ran out: n1 took them over
+        cluster.wait_balanced({"n1"}, timeout=20)  # n2's leases ran out: n1 took them over
         # n2 answers from its last read, marked stale (the HTTP client gives up after 30 s)
         r = n2.get("/v1/status")
         assert r.status == 200 and r.json()["stale"] is True, r
         n2.wait_event("store.unavailable", timeout=30)
         n2.wait_event("bucket.lost", timeout=30)  # it stepped down, and said so
-        # a submission is retried for 3 s, then answered 503: a client that waits 15 s (the
-        # retries, and one store call's own timeout) hears it. Each call queued before it used
-        # to wait out a connect timeout of its own: 25-30 s with three nodes' load
+        # a submission is retried for 3 s, then answered 503: a client that waits 20 s (the
+        # retries, and the call in flight: a send timeout and a connect timeout) hears it.
+        # Each call queued before it used to wait out a connect timeout of its own: 25-30 s
+        # with three nodes' load, more than 20 s here
         for i in range(3):
             r = n2.post("/v1/jobs", {"runAt": "+1s", "command": "true"}, headers={"Idempotency-Key": f"cut-{i}"},
-                        timeout=15)
+                        timeout=20)
             assert r.status == 503 and r.headers.get("Retry-After"), r
 
     cluster.wait_balanced({"n1", "n2"}, timeout=60)
