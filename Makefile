@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint unit bench clean dist browser promtool install uninstall openapi
+.PHONY: serve test lint unit bench clean dist browser promtool chaostools install uninstall openapi
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ serve: $(STAMP)
 # per core (most tests wait on real daemons; worksteal lets an idle worker take a busy one's
 # queue). PYTEST_JOBS=0 runs it in one process.
 PYTEST_JOBS ?= auto
-test: $(STAMP) lint browser promtool
+test: $(STAMP) lint browser promtool chaostools
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 # The dashboard's browser tests (tests/browser) drive Debian's chromium through chromium-driver.
@@ -50,6 +50,21 @@ promtool:
 	    tail -n 5 /tmp/cronwheel-apt-prometheus.log; echo "$(PROMTOOL_WARNING)"; \
 	  fi; \
 	else echo "$(PROMTOOL_WARNING) (not root with apt-get: install Debian's prometheus package yourself)"; fi
+
+# Two cluster chaos tests need OS tools: a node's clock skewed by libfaketime (Debian's
+# faketime) and a network cut by iptables (and root). Installed like chromium above; missing,
+# those two tests are skipped loudly.
+CHAOS_WARNING := !!! WARNING: no faketime/iptables: the clock-skew and network-cut chaos tests will be SKIPPED !!!
+chaostools:
+	@if [ -n "$$(ls /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 2>/dev/null)" ] \
+	    && command -v iptables >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing faketime and iptables for the cluster chaos tests (apt-get, log in /tmp/cronwheel-apt-chaos.log)"; \
+	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends faketime iptables; } \
+	      >/tmp/cronwheel-apt-chaos.log 2>&1; then \
+	    tail -n 5 /tmp/cronwheel-apt-chaos.log; echo "$(CHAOS_WARNING)"; \
+	  fi; \
+	else echo "$(CHAOS_WARNING) (not root with apt-get: install Debian's faketime and iptables yourself)"; fi
 
 # ruff (with its ASYNC rules), the layers (import-linter contracts in pyproject.toml), and
 # mypy --strict over the whole package
