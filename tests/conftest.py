@@ -36,11 +36,19 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not
 
 
 @pytest.fixture
-def make_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
-    """Start real daemons on temporary data dirs; every one is stopped (or killed) afterwards."""
+def make_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """Start real daemons on temporary data dirs; every one is stopped (or killed) afterwards.
+
+    In a test marked ``runs_no_jobs`` a daemon starts with no local worker unless ``workers``
+    is given (its two default workers cost ~0.2 CPU-s to start, a third of the daemon's own
+    start); one that still has a due execution waiting for a slot when it stops fails the test,
+    so a test that does run jobs cannot pass on a daemon that ran none."""
     started: list[Daemon] = []
+    idle = request.node.get_closest_marker("runs_no_jobs") is not None
 
     def make(name: str = "node", **kw) -> Daemon:
+        if idle and "workers" not in kw:
+            kw.update(workers=0, runs_no_jobs=True)
         d = Daemon(tmp_path / name, **kw)
         started.append(d)
         return d.start()
@@ -51,6 +59,10 @@ def make_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
             d.stop(timeout=20)
         except AssertionError:
             d.kill()
+    waiting = [f"{d.data_dir.name} ({d.due_at_stop})" for d in started if d.due_at_stop]
+    if waiting:
+        pytest.fail(f"due executions waited for a worker on {', '.join(waiting)}: the test is marked runs_no_jobs, "
+                    "yet it runs jobs; drop the mark, or give that daemon workers", pytrace=False)
 
 
 @pytest.fixture

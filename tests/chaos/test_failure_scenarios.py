@@ -353,6 +353,7 @@ def test_run_wait_in_a_script_rides_out_a_restart(make_daemon, tmp_path):
     assert "still waiting: execution" in err and ": SUCCEEDED" in err, err
 
 
+@pytest.mark.runs_no_jobs
 def test_a_ping_sent_while_the_daemon_restarts_is_recorded_once(make_daemon, tmp_path):
     """A crontab's `cronwheel ping JOB --exit-code $?` that lands in a restart is sent again
     once the daemon listens: a lost report would later read as a missed run."""
@@ -443,6 +444,7 @@ def test_a_node_stopped_longer_than_a_lease_does_not_reap_its_live_runs(make_dae
     assert_ran_once_unreaped(d, job_id)
 
 
+@pytest.mark.runs_no_jobs
 def test_a_stop_asked_for_while_the_node_starts_is_done_once_it_has_started(make_daemon):
     """systemctl restart just after a start: a SIGTERM while the node opens its store (held
     here by another connection's write lock) waits for the start to finish, then stops the

@@ -38,6 +38,7 @@ def _allow(resp: ApiResponse) -> set[str]:
 # ---------------------------------------------------------------- Allow and OPTIONS
 
 
+@pytest.mark.runs_no_jobs
 def test_every_documented_path_allows_exactly_its_methods(daemon: Daemon) -> None:
     """OPTIONS answers 204 with ``Allow`` = the path's documented methods + OPTIONS; every other
     method answers 405 with the same ``Allow``. ``/v1/jobs/batch`` is its own path, not a job
@@ -61,6 +62,7 @@ def test_every_documented_path_allows_exactly_its_methods(daemon: Daemon) -> Non
             assert _allow(resp) == documented | {"OPTIONS"}, (method, template, resp.headers.get("Allow"))
 
 
+@pytest.mark.runs_no_jobs
 def test_a_job_named_like_a_static_path_is_still_found_by_name(daemon: Daemon) -> None:
     """``/v1/jobs/batch`` is the batch route, so the CLI's lookup by name must not stop at its 405."""
     job = daemon.add_job({"schedule": "0 0 1 1 *", "queue": "q", "name": "batch"})
@@ -69,11 +71,13 @@ def test_a_job_named_like_a_static_path_is_still_found_by_name(daemon: Daemon) -
     assert daemon.get(f"/v1/jobs/{job['jobId']}").json()["status"] == "PAUSED"
 
 
+@pytest.mark.runs_no_jobs
 def test_options_needs_the_same_credentials_as_the_path(daemon: Daemon) -> None:
     assert daemon.request("OPTIONS", "/v1/jobs", token=None).status == 401
     assert daemon.request("OPTIONS", "/healthz", token=None).status == 204  # an open path stays open
 
 
+@pytest.mark.runs_no_jobs
 def test_head_answers_as_get_would_without_the_body(daemon: Daemon) -> None:
     # a monitor probing HEAD / or HEAD /healthz got 401 where GET got 200
     for path in ("/", "/healthz"):
@@ -91,6 +95,7 @@ def test_head_answers_as_get_would_without_the_body(daemon: Daemon) -> None:
 
 
 @pytest.mark.parametrize("member", ["max", "waitSec"])
+@pytest.mark.runs_no_jobs
 def test_claim_takes_null_as_absent_as_documented(daemon: Daemon, member: str) -> None:
     """The document says ``null`` means absent for the claim's optional members; the server agrees."""
     doc = json.loads(OPENAPI.read_text())
@@ -110,6 +115,7 @@ def _tokens(daemon: Daemon, **kw: Any) -> list[dict[str, Any]]:
     return tokens
 
 
+@pytest.mark.runs_no_jobs
 def test_the_last_active_admin_token_cannot_be_revoked(daemon: Daemon) -> None:
     (first,) = [t for t in _tokens(daemon) if t["role"] == "admin"]
     body = problem(daemon.request("DELETE", f"/v1/tokens/{first['tokenId']}"), 409)
@@ -135,6 +141,7 @@ def _cli_over_socket(daemon: Daemon, *args: str, token: str | None = None) -> su
     return subprocess.run([sys.executable, "-m", "cronwheel", *args], capture_output=True, text=True, env=env, timeout=60)
 
 
+@pytest.mark.runs_no_jobs
 def test_the_owner_gets_back_in_over_the_local_socket(daemon: Daemon) -> None:
     """Every admin token lost: the file's token revoked with another admin token, the file
     deleted, the other token forgotten. The data directory's owner mints a new admin token
@@ -206,6 +213,7 @@ def test_root_is_admin_on_the_local_socket_of_a_daemon_run_by_another_user(tmp_p
     assert b" 200 " not in with_revoked.split(b"\r\n", 1)[0]
 
 
+@pytest.mark.runs_no_jobs
 def test_a_page_of_big_jobs_ends_early_and_next_carries_on(daemon: Daemon) -> None:
     """A job's answer can be a megabyte (payload, env, stdin, an HTTP target's headers): a page
     of a thousand was read, held and encoded at once on the loop every tenant shares (a 57 MiB

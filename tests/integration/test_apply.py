@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -137,6 +139,7 @@ def test_an_update_keeps_the_id_and_the_history(tmp_path: Path, daemon: Daemon) 
     assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
 
 
+@pytest.mark.runs_no_jobs
 def test_adopt_takes_over_a_job_made_by_hand(tmp_path: Path, daemon: Daemon) -> None:
     by_hand = daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
     jobs = write(tmp_path / "jobs", {"a.toml": '[backup]\nschedule = "@daily"\ncommand = "true"\n'})
@@ -148,6 +151,7 @@ def test_adopt_takes_over_a_job_made_by_hand(tmp_path: Path, daemon: Daemon) -> 
     assert set(actions(plan(daemon, str(jobs))[1]).values()) == {"unchanged"}
 
 
+@pytest.mark.runs_no_jobs
 def test_a_member_left_out_of_a_table_goes_back_to_its_default(tmp_path: Path, daemon: Daemon) -> None:
     jobs = write(tmp_path / "jobs", {"a.toml": '[r]\nschedule = "@daily"\ncommand = "true"\n'
                                                 'retryPolicy = { maxAttempts = 5, initialBackoffSec = 10 }\n'})
@@ -173,6 +177,7 @@ def test_a_one_off_that_has_run_is_not_created_again(tmp_path: Path, daemon: Dae
     assert len([j for j in daemon.get("/v1/jobs").json()["jobs"] if j["name"] == "once"]) == 1
 
 
+@pytest.mark.runs_no_jobs
 def test_a_watched_job_exports_to_toml_and_applies_back_unchanged(tmp_path: Path, daemon: Daemon) -> None:
     # a watched job has no schedule: its expectSuccessWithin is what makes it valid
     watched = daemon.cli("watch", "offsite-backup", "26h")
@@ -197,6 +202,7 @@ notify = [{ on = "failure", via = "webhook", url = "https://hooks.example/cw", s
 """
 
 
+@pytest.mark.runs_no_jobs
 def test_a_job_with_a_webhook_rule_applies_then_applies_again_with_no_changes(tmp_path: Path, daemon: Daemon) -> None:
     # the daemon shows the secret as ********: the rule is compared by its ruleId, not its secret
     jobs = write(tmp_path / "jobs", {"a.toml": HOOKED})
@@ -219,6 +225,7 @@ def test_a_job_with_a_webhook_rule_applies_then_applies_again_with_no_changes(tm
     assert daemon.get(f"/v1/jobs/{job['jobId']}").json().get("notify") in (None, [])
 
 
+@pytest.mark.runs_no_jobs
 def test_a_paused_job_is_exported_with_a_word_that_apply_makes_it_active(tmp_path: Path, daemon: Daemon) -> None:
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "resting"})
     assert daemon.cli("pause", "resting").returncode == 0
@@ -249,6 +256,7 @@ def test_a_job_with_no_target_is_applied_with_a_note_that_it_waits_for_a_remote_
     assert nightly["target"] == {"queue": "default"}
 
 
+@pytest.mark.runs_no_jobs
 def test_an_export_says_which_chains_and_calendars_it_leaves_out(daemon: Daemon) -> None:
     # a chain names this daemon's job ids, which an import elsewhere does not have: the hint
     # names the jobs by their names, which hold there
@@ -277,6 +285,7 @@ def test_an_export_says_which_chains_and_calendars_it_leaves_out(daemon: Daemon)
     assert "cronwheel calendar show NAME" in as_json.stderr and "cronwheel calendar set NAME" in as_json.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_the_export_header_counts_the_jobs_it_writes(daemon: Daemon) -> None:
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "named"})
     daemon.add_job({"schedule": "@daily", "command": "true"})  # no name: no table

@@ -42,6 +42,7 @@ def problem(r: Any, status: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- tokens and the admin token file
 
 
+@pytest.mark.runs_no_jobs
 def test_tcp_needs_a_bearer_token_and_healthz_stays_open(daemon: Daemon) -> None:
     assert daemon.get("/healthz", token=None).status == 200
     for path in ("/v1/jobs", "/v1/status", "/v1/tenants", "/v1/openapi.json", "/metrics", "/v1/nope"):
@@ -86,6 +87,7 @@ def test_first_start_writes_an_admin_token_file_that_survives_restarts(make_daem
     assert token not in log and path.read_text().strip() not in log
 
 
+@pytest.mark.runs_no_jobs
 def test_tenants_and_tokens_through_the_cli(daemon: Daemon) -> None:
     res = daemon.cli("tenant", "add", "acme", "--weight", "3", "--max-running", "2", "--rate", "5", "--http-allow", "api.acme.test,*.hooks.test", "--json")
     assert res.returncode == 0, res.stderr
@@ -119,6 +121,7 @@ def test_tenants_and_tokens_through_the_cli(daemon: Daemon) -> None:
     assert secret not in daemon.log_path.read_text()
 
 
+@pytest.mark.runs_no_jobs
 def test_the_cli_over_tcp_without_the_admin_token_is_refused_clearly(daemon: Daemon, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": daemon.url, "CRONWHEEL_DATA_DIR": str(tmp_path / "elsewhere")}
     env.pop("CRONWHEEL_TOKEN", None)
@@ -131,6 +134,7 @@ def test_the_cli_over_tcp_without_the_admin_token_is_refused_clearly(daemon: Dae
 # ---------------------------------------------------------------- the local socket
 
 
+@pytest.mark.runs_no_jobs
 def test_the_local_socket_is_admin_without_a_token(daemon: Daemon) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_DATA_DIR": str(daemon.data_dir)}
     for var in ("CRONWHEEL_URL", "CRONWHEEL_TOKEN"):
@@ -159,6 +163,7 @@ _OTHER_UID_CLIENT = textwrap.dedent("""
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another uid")
+@pytest.mark.runs_no_jobs
 def test_the_local_socket_refuses_another_uid(daemon: Daemon) -> None:
     res = subprocess.run([sys.executable, "-c", _OTHER_UID_CLIENT, str(daemon.data_dir / "api.sock")],
                          capture_output=True, text=True, timeout=30)
@@ -214,6 +219,7 @@ def test_a_tenant_sees_and_touches_only_its_own_jobs(daemon: Daemon) -> None:
     assert daemon.request("DELETE", f"/v1/jobs/{later}", token=a).status == 200
 
 
+@pytest.mark.runs_no_jobs
 def test_idempotency_keys_are_per_tenant(daemon: Daemon) -> None:
     a = tenant_token(daemon, "alpha")
     b = tenant_token(daemon, "beta")
@@ -249,6 +255,7 @@ def test_roles_worker_tokens_only_work_and_only_admins_administer(daemon: Daemon
     problem(daemon.post(f"/v1/jobs/{other}/ping", {}, token=w), 404)
 
 
+@pytest.mark.runs_no_jobs
 def test_a_metrics_token_reads_metrics_and_nothing_else(daemon: Daemon) -> None:
     """What a Prometheus scraper should hold: /metrics, and no jobs, status or events."""
     problem(daemon.post("/v1/tokens", {"role": "metrics", "tenant": "default"}), 422)
@@ -309,6 +316,7 @@ def test_http_targets_follow_the_allow_lists(make_daemon: Any) -> None:
     assert problem(bad, 422)["field"] == "httpAllow[0]"
 
 
+@pytest.mark.runs_no_jobs
 def test_tenant_and_token_bodies_are_validated(daemon: Daemon) -> None:
     for body, field in [
         ({"name": "a b"}, "name"), ({"name": "x", "weight": 0}, "weight"), ({"name": "x", "weight": "2"}, "weight"),
@@ -382,6 +390,7 @@ def test_a_revoked_token_ends_the_streams_and_long_polls_it_opened(make_daemon: 
     assert pending["status"] == "PENDING" and pending.get("workerId") is None
 
 
+@pytest.mark.runs_no_jobs
 def test_a_tenant_token_names_only_its_own_tenant_for_calendars(daemon: Daemon) -> None:
     a, b = tenant_token(daemon, "cal-a"), tenant_token(daemon, "cal-b")
     body = {"dates": ["2026-12-25"]}

@@ -375,6 +375,7 @@ def test_patch_runs_the_cycle_check_and_takes_the_new_fields(daemon: Daemon) -> 
     assert r.status == 200 and r.json()["onFailure"] == [b]
 
 
+@pytest.mark.runs_no_jobs
 def test_the_calendar_listing_answers_what_each_calendar_answers(daemon: Daemon) -> None:
     """The listing sends the stored calendars on as they are (not rebuilt from 5,000 dates
     each); each item is what GET /v1/calendars/{name} answers for it."""
@@ -394,6 +395,7 @@ def test_the_calendar_listing_answers_what_each_calendar_answers(daemon: Daemon)
     assert next(c for c in listed if c["name"] == "holidays")["dates"] == ["2026-12-25", "2026-12-26"]
 
 
+@pytest.mark.runs_no_jobs
 def test_a_listing_of_many_calendars_is_sent_a_few_at_a_time_and_whole(daemon: Daemon) -> None:
     """Read and sent 16 at a time (a thousand full calendars were ~200 MB of daemon memory per
     listing); the answer is the same one JSON document, in name order, every calendar once."""
@@ -413,6 +415,7 @@ def test_a_listing_of_many_calendars_is_sent_a_few_at_a_time_and_whole(daemon: D
     assert daemon.get("/v1/calendars").json() == {"calendars": []}
 
 
+@pytest.mark.runs_no_jobs
 def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path) -> None:
     ics = tmp_path / "fr.ics"
     ics.write_text(
@@ -433,6 +436,7 @@ def test_a_calendar_is_imported_from_an_ics_file(daemon: Daemon, tmp_path: Path)
     assert daemon.get("/v1/calendars/fr2").status == 404
 
 
+@pytest.mark.runs_no_jobs
 def test_an_observed_calendar_is_kept_until_update_clears_it_from_the_job(daemon: Daemon) -> None:
     d = daemon
     assert d.cli("calendar", "set", "holidays", "--date", "2026-12-25").returncode == 0

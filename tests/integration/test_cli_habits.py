@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import click
+import pytest
 
 from cronwheel.cli.listing import span
 from tests.support.daemon import REPO, Daemon
@@ -49,6 +50,7 @@ def _complete(d: Daemon, shell: str, words: str, incomplete: str) -> str:
     return res.stdout
 
 
+@pytest.mark.runs_no_jobs
 def test_completion_offers_job_names_and_ids(daemon: Daemon) -> None:
     backup = daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "report"})
@@ -81,6 +83,7 @@ def _job_params() -> list[tuple[str, click.Parameter]]:
     return found
 
 
+@pytest.mark.runs_no_jobs
 def test_every_job_argument_and_option_completes_job_names(daemon: Daemon) -> None:
     daemon.add_job({"schedule": "@daily", "command": "true", "name": "backup"})
     params = _job_params()
@@ -99,6 +102,7 @@ def _crontab(n: int) -> str:
     return "".join(f"{i % 60} 3 * * * echo line{i}\n" for i in range(n))
 
 
+@pytest.mark.runs_no_jobs
 def test_import_shows_progress_on_a_terminal_only(tmp_path, daemon: Daemon) -> None:
     crontab = tmp_path / "crontab"
     crontab.write_text(_crontab(1200))

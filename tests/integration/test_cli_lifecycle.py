@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import REPO, Daemon
 
 CRONTAB = """\
@@ -98,6 +100,7 @@ def test_import_is_idempotent_and_export_round_trips(daemon: Daemon, make_daemon
     assert copy["retryPolicy"]["maxAttempts"] == 7 and copy["timezone"] == "Europe/Paris"
 
 
+@pytest.mark.runs_no_jobs
 def test_only_the_very_same_job_is_already_there(daemon: Daemon, make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     # a job alike in schedule and queue but not in name or payload is another job: it was
     # once taken for sync-us ("already there") and never created
@@ -149,6 +152,7 @@ def test_only_the_very_same_job_is_already_there(daemon: Daemon, make_daemon: Ca
     assert sorted(j["name"] for j in jobs(other) if j["status"] == "ACTIVE") == ["renamed", "solo", "sync-eu", "sync-us"]
 
 
+@pytest.mark.runs_no_jobs
 def test_a_schedule_written_another_way_is_already_there(daemon: Daemon) -> None:
     # jobs made by `add`, then a crontab saying the same times in other words: the very same
     # jobs, so nothing new; but the 1st OR-ed with Mondays is not the 1st, and is created
@@ -189,6 +193,7 @@ def test_a_bad_line_is_skipped_and_named_and_the_rest_imported(daemon: Daemon, t
     assert "0 jobs created, 1 already there" in res.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_a_setting_not_carried_over_sets_the_exit_status(daemon: Daemon) -> None:
     # README: what cannot be carried over is reported "and the exit status says so"; a
     # MAILTO= that is no address is such a thing, though the job below it is imported

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.support import otheruser as other_user
 from tests.support.daemon import REPO, Daemon
 
@@ -38,6 +40,7 @@ def test_a_daemon_on_ipv6_loopback_publishes_an_address_the_cli_can_use(make_dae
     assert res.returncode == 0 and "yearly" in res.stdout, res.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_localhost_and_127_0_0_1_are_the_same_local_daemon(daemon: Daemon) -> None:
     port = urlsplit(daemon.url).port
     daemon.add_job({"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"})
@@ -46,6 +49,7 @@ def test_localhost_and_127_0_0_1_are_the_same_local_daemon(daemon: Daemon) -> No
         assert res.returncode == 0 and "yearly" in res.stdout, (host, res.stderr)
 
 
+@pytest.mark.runs_no_jobs
 def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     res = cli("--url", daemon.url, "ls", data_dir=elsewhere)
@@ -57,6 +61,7 @@ def test_a_401_tells_a_cli_user_where_a_token_comes_from(daemon: Daemon, tmp_pat
     assert res.returncode == 1 and "unknown or revoked token" in res.stderr and "CRONWHEEL_TOKEN" not in res.stderr, res.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_a_stopped_daemon_is_named_as_such_not_as_absent(daemon: Daemon) -> None:
     """A SIGSTOPped daemon accepts connections on its socket and never answers: after the
     client's timeout the CLI said "No daemon runs ... start one", which `serve` then refused

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import apsw
+import pytest
 
 from tests.support.daemon import REPO, Daemon
 from tests.support.wait import wait_for
@@ -118,6 +119,7 @@ def test_following_output_on_a_tty_shows_escapes_not_obeys_them(daemon: Daemon) 
     assert piped.returncode == 0 and piped.stdout.startswith(HOSTILE), repr(piped.stdout)
 
 
+@pytest.mark.runs_no_jobs
 def test_export_as_a_crontab_on_a_tty_shows_escapes_and_into_a_file_is_exact(daemon: Daemon) -> None:
     """A tenant's command, standard input and environment are written by ``export`` on a
     terminal as visible escapes; into a pipe exactly as stored (click would otherwise strip

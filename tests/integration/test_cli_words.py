@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import REPO, Daemon
 from tests.support.threadserver import recording_endpoint
 from tests.support.wait import wait_for
@@ -26,6 +28,7 @@ def test_help_describes_import_and_import_crontab_each_once() -> None:
     assert len(set(lines.values())) == len(lines), "two commands share one description"
 
 
+@pytest.mark.runs_no_jobs
 def test_status_says_stale_in_words(daemon: Daemon) -> None:
     res = daemon.cli("status")
     assert res.returncode == 0, res.stderr
@@ -52,6 +55,7 @@ def test_status_says_when_the_node_is_stopping(make_daemon: Callable[..., Daemon
     assert d.proc.wait(30) == 0
 
 
+@pytest.mark.runs_no_jobs
 def test_logs_of_an_unknown_execution_id_says_execution(daemon: Daemon) -> None:
     res = daemon.cli("logs", "nosuch:123")
     assert res.returncode == 1
@@ -100,6 +104,7 @@ def test_a_relative_time_needs_a_unit(daemon: Daemon) -> None:
     assert r.status == 400 and "needs a unit" in r.json()["detail"]
 
 
+@pytest.mark.runs_no_jobs
 def test_add_and_ls_print_utc_whatever_the_local_zone(daemon: Daemon) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_URL": daemon.url,
            "CRONWHEEL_DATA_DIR": str(daemon.data_dir), "TZ": "Europe/London"}
@@ -111,6 +116,7 @@ def test_add_and_ls_print_utc_whatever_the_local_zone(daemon: Daemon) -> None:
     assert "2030-01-15 12:00:00 UTC" in ls.stdout and "GMT" not in ls.stdout, ls.stdout
 
 
+@pytest.mark.runs_no_jobs
 def test_a_job_in_its_own_zone_shows_its_next_run_as_next_does(daemon: Daemon) -> None:
     """add, update and show print a next run as `cronwheel next` prints each: the wall clock
     in the job's zone, named, then the RFC 3339 instant (ls keeps its UTC column)."""
@@ -148,6 +154,7 @@ def test_logs_f_of_an_ended_run_says_its_error_as_logs_does(daemon: Daemon) -> N
     assert ends[1] == ends[0].removesuffix(" (no output)"), ends
 
 
+@pytest.mark.runs_no_jobs
 def test_calendar_set_refuses_a_bad_date_or_window_as_a_usage_error_naming_it(daemon: Daemon) -> None:
     """Exit 2 and click's words, as every other option's bad value: the option, the value and
     the form it needs; nothing is sent (the daemon's refusal was exit 1, naming dates[0])."""

@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -35,6 +37,7 @@ def test_cluster_flag_on_sqlite_leases_every_bucket_to_the_one_node(make_daemon:
     assert data["cluster"]["buckets"] == {"solo": 64}
 
 
+@pytest.mark.runs_no_jobs
 def test_a_cluster_node_says_its_buckets_in_one_line_at_start_and_stop(make_daemon: Callable[..., Daemon]) -> None:
     """Taking all 64 buckets at the start, and handing them all off at the stop, was 64 info
     lines each: it is one line each, naming the buckets; each bucket's own event is at debug

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import REPO, Daemon
 from tests.support.wait import wait_for
 
@@ -52,6 +54,7 @@ def test_a_typo_in_another_key_warns_once_and_the_commands_go_on(
     assert not (tmp_path / "other").exists()
 
 
+@pytest.mark.runs_no_jobs
 def test_a_data_dir_it_cannot_read_refuses_what_needs_it(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     d = make_daemon()
     config = tmp_path / "cronwheel.toml"

@@ -12,6 +12,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -72,6 +74,7 @@ def test_config_shows_the_running_daemon_s_flags_environment_and_what_the_file_w
     assert key_line(out, "grace_sec").startswith("grace_sec = 20.0") and f"# {conf}:1" in out, out
 
 
+@pytest.mark.runs_no_jobs
 def test_a_refused_reload_of_a_url_with_a_password_does_not_log_the_password(
     tmp_path: Path, make_daemon: Callable[..., Daemon]
 ) -> None:

@@ -275,6 +275,7 @@ def test_a_user_crontab_imports_what_can_be_imported(make_daemon: Callable[..., 
     assert stable(jobs(other)) == stable(jobs(daemon))
 
 
+@pytest.mark.runs_no_jobs
 def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon, tmp_path: Path) -> None:
     # the applied job `backup` (a name, maxAttempts 5) was written as a bare line, and a
     # watched job was dropped without a word: imported back, neither was what it had been
@@ -311,6 +312,7 @@ def test_export_leaves_out_what_a_crontab_cannot_say_and_names_it(daemon: Daemon
     assert bodies["offsite-backup"]["expectSuccessWithin"] == "26h" and bodies["backup"]["retryPolicy"]["maxAttempts"] == 5
 
 
+@pytest.mark.runs_no_jobs
 def test_an_export_imports_back_to_nothing_new_though_it_leaves_webhook_rules_out(daemon: Daemon, tmp_path: Path) -> None:
     """A job with a webhook rule and another rule came back from `export --format json` with
     the other rule alone (a webhook's secret is never shown), and importing that export on the
@@ -468,6 +470,7 @@ def test_env_and_stdin_from_the_cli_and_api_reach_the_command(daemon: Daemon) ->
     assert bad.returncode == 1 and "env: '1X' is not a valid variable name" in bad.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_update_patches_env_user_shell_and_stdin_in_place(daemon: Daemon) -> None:
     created = daemon.add_job({"schedule": "@daily", "command": "cat", "name": "patchy", "env": {"A": "1", "B": "2"},
                               "shell": "/bin/bash", "runAs": {"user": "root"}})  # fmt: skip

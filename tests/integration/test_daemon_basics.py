@@ -6,6 +6,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -59,6 +61,7 @@ def test_history_has_the_seed_api_shape(daemon: Daemon):
     assert ex["startedAt"].endswith("Z") and ex["finishedAt"] >= ex["startedAt"]
 
 
+@pytest.mark.runs_no_jobs
 def test_idempotent_submission(daemon: Daemon):
     body = {"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"}
     first = daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "k-1"})

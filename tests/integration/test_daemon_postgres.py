@@ -59,6 +59,7 @@ def test_serve_on_postgres_runs_cron_and_one_off_jobs(pg_daemon: Daemon, tmp_pat
     assert len(d.executions(one_off)) == 1
 
 
+@pytest.mark.runs_no_jobs
 def test_idempotent_submission_on_postgres(pg_daemon: Daemon) -> None:
     body = {"schedule": "0 0 1 1 *", "command": "true", "name": "yearly"}
     first = pg_daemon.post("/v1/jobs", body, headers={"Idempotency-Key": "k-1"})
@@ -271,6 +272,7 @@ def test_a_submission_rides_out_a_short_outage(make_daemon: Callable[..., Daemon
         d.stop()
 
 
+@pytest.mark.runs_no_jobs
 def test_an_outage_under_a_stream_of_submissions_is_a_few_lines(make_daemon: Callable[..., Daemon]) -> None:
     """Each submission is tried again for 3 s, a few times a second, and the tenants are read
     every 2 s: during an outage that was a warning per try and per read (about 180 lines a

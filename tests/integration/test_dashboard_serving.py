@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from cronwheel.api.dashboard import STATIC
 from tests.support.daemon import Daemon
@@ -32,6 +33,7 @@ ASSETS = {
 }
 
 
+@pytest.mark.runs_no_jobs
 def test_page_and_assets_are_served_without_credentials_with_a_strict_csp(daemon: Daemon) -> None:
     for path, ctype in ASSETS.items():
         r = daemon.get(path, token=None)
@@ -51,6 +53,7 @@ def test_page_and_assets_are_served_without_credentials_with_a_strict_csp(daemon
     assert '<script type="module" src="/ui/app.js"></script>' in page
 
 
+@pytest.mark.runs_no_jobs
 def test_the_data_still_needs_a_token(daemon: Daemon) -> None:
     for path in ("/v1/jobs", "/v1/status", "/v1/status/activity", "/v1/dlq", "/v1/herd", "/v1/events"):
         r = daemon.get(path, token=None)
@@ -78,6 +81,7 @@ def _unix_get(sock_path: Path, path: str, method: str = "GET", headers: dict[str
         conn.close()
 
 
+@pytest.mark.runs_no_jobs
 def test_the_local_socket_serves_page_and_data_without_a_token(daemon: Daemon) -> None:
     sock = daemon.data_dir / "api.sock"
     status, headers, body = _unix_get(sock, "/")
@@ -88,6 +92,7 @@ def test_the_local_socket_serves_page_and_data_without_a_token(daemon: Daemon) -
         assert status == 200, (path, body[:300])
 
 
+@pytest.mark.runs_no_jobs
 def test_writes_from_another_web_origin_are_refused(daemon: Daemon) -> None:
     """Where a caller needs no token (the socket, if forwarded to a TCP port), a page of
     another site must not pause or replay through the visitor's browser: writes carrying a
@@ -107,6 +112,7 @@ def test_writes_from_another_web_origin_are_refused(daemon: Daemon) -> None:
     assert status == 200  # reads are not writes (and CORS keeps their answers from that page)
 
 
+@pytest.mark.runs_no_jobs
 def test_unknown_or_sneaky_asset_names_are_404(daemon: Daemon) -> None:
     for path in ("/ui/nope.js", "/ui/..%2Fopenapi.json", "/ui/%2E%2E%2F__init__.py", "/ui/__init__.py",
                  "/ui/.hidden.js", "/ui/index.html.bak", "/ui/app.js%00.css"):

@@ -45,6 +45,7 @@ def test_store_files_are_private(make_daemon: Callable[..., Daemon]) -> None:
     assert set(modes(d.data_dir).values()) == {"0o600"}, modes(d.data_dir)
 
 
+@pytest.mark.runs_no_jobs
 def test_free_space_and_a_low_disk(make_daemon: Callable[..., Daemon]) -> None:
     """A low mark above the free space (1,000 TiB): the disk reads as low at once."""
     d = make_daemon(args=("--disk-low", "1000T"))
@@ -143,6 +144,7 @@ def test_the_api_address_is_readable_by_local_users_under_the_units_umask(tmp_pa
         d.stop()
 
 
+@pytest.mark.runs_no_jobs
 def test_an_emptied_store_is_refused_rather_than_started_afresh(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon()
     d.add_job({"schedule": "0 0 1 1 *", "queue": "q"})
@@ -198,6 +200,7 @@ def test_a_data_directory_that_cannot_be_used_is_one_line(tmp_path: Path) -> Non
     assert not os.path.exists(os.fsencode(str(tmp_path)) + b"/node\xff")
 
 
+@pytest.mark.runs_no_jobs
 def test_a_store_damaged_inside_a_page_is_refused_with_what_to_do(make_daemon: Callable[..., Daemon]) -> None:
     """A damaged header was refused with the advice (restore, .recover); a page damaged past it
     was found by the first read after the open, and said only "malformed". Both say what to do."""

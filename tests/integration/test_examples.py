@@ -172,6 +172,7 @@ def test_http_target_example(d: Daemon, checkout: Path, receiver: tuple[str, lis
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+@pytest.mark.runs_no_jobs
 def test_tenant_setup_script(d: Daemon, checkout: Path) -> None:
     [command] = as_written("## tenant-setup.sh", **{"http://127.0.0.1:7878": d.url, " acme": " globex"})
     res = run_as_reader(command, checkout)

@@ -12,6 +12,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,7 @@ def no_server_errors(d: Daemon) -> None:
     assert d.admin_token not in log
 
 
+@pytest.mark.runs_no_jobs
 def test_oversized_bodies_are_413_before_and_while_reading(daemon: Daemon) -> None:
     auth = f"Authorization: Bearer {daemon.admin_token}\r\n".encode()
     # Content-Length over the limit: answered from the headers, the body is never sent
@@ -100,6 +102,7 @@ def test_oversized_bodies_are_413_before_and_while_reading(daemon: Daemon) -> No
     no_server_errors(daemon)
 
 
+@pytest.mark.runs_no_jobs
 def test_malformed_and_mistyped_bodies_name_the_field(daemon: Daemon) -> None:
     for raw in (b'{"schedule": ', b"[" * 100_000, b'{"a": NaN}', b"\xff\xfe", b'{"a": 1} trailing'):
         problem(daemon.request("POST", "/v1/jobs", raw=raw), 400)
@@ -138,6 +141,7 @@ def test_malformed_and_mistyped_bodies_name_the_field(daemon: Daemon) -> None:
     no_server_errors(daemon)
 
 
+@pytest.mark.runs_no_jobs
 def test_schedules_that_never_fire_are_400(daemon: Daemon) -> None:
     for text in ("0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"):
         body = problem(daemon.post("/v1/jobs", {"schedule": text, "http": {"url": "https://example.org/"}}), 400, "schedule")
@@ -146,6 +150,7 @@ def test_schedules_that_never_fire_are_400(daemon: Daemon) -> None:
     problem(daemon.post("/v1/jobs", {"runAt": "9999-99-99T00:00:00Z", "command": "true"}), 400, "runAt")
 
 
+@pytest.mark.runs_no_jobs
 def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     job = daemon.add_job(JOB)["jobId"]
     problem(daemon.get("/v1/jobs?limit=10000000"), 400, "limit")
@@ -207,6 +212,7 @@ def test_query_parameters_headers_and_paths_are_bounded(daemon: Daemon) -> None:
     assert "t" * 200 not in daemon.log_path.read_text(), "an oversized Authorization header is not logged"
 
 
+@pytest.mark.runs_no_jobs
 def test_a_query_parameter_a_route_does_not_take_or_gives_twice_is_refused(daemon: Daemon) -> None:
     job = daemon.add_job(JOB)["jobId"]
     # a typo would otherwise be ignored: the first page of everything instead of five
@@ -232,6 +238,7 @@ def test_a_query_parameter_a_route_does_not_take_or_gives_twice_is_refused(daemo
     no_server_errors(daemon)
 
 
+@pytest.mark.runs_no_jobs
 def test_a_final_newline_does_not_slip_past_a_fields_rules(daemon: Daemon) -> None:
     # Python's "$" also matches before a final newline: each of these was accepted (a tenant
     # named "zz\n" was created and its answer's Location header broke the connection)
@@ -284,6 +291,7 @@ _fields = st.sampled_from(["schedule", "runAt", "timezone", "name", "command", "
                            "role", "tenant"])
 
 
+@pytest.mark.runs_no_jobs
 def test_fuzzed_requests_never_get_a_500(daemon: Daemon) -> None:
     job = daemon.add_job(JOB)["jobId"]
     xid = f"{job}:1"

@@ -252,6 +252,7 @@ QUERY_PARAMS = sorted(
 _HOSTILE_QUERY = ["9" * 5000, "99999999999999999999", "\u0663", "\u00b2", "-1", "1e3", " 1", "0x10", "\u202e", "x" * 3000]
 
 
+@pytest.mark.runs_no_jobs
 def test_every_query_parameter_refuses_hostile_values_naming_itself(daemon: Daemon) -> None:
     """Each query parameter of every GET route gets numbers too long for ``int()`` (more than
     4300 digits: a ValueError, once a 500), digits of other scripts (``int("٣")`` is 3) and

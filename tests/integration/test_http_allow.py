@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.test_auth import problem, tenant_token
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
@@ -30,6 +32,7 @@ def test_an_empty_http_allow_allows_no_host(tmp_path: Path, make_daemon: Callabl
     assert d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "http": {"url": "https://evil.example.net/x"}}).status == 201
 
 
+@pytest.mark.runs_no_jobs
 def test_a_reload_to_an_empty_http_allow_closes_every_host(tmp_path: Path, make_daemon: Callable[..., Daemon]) -> None:
     conf = tmp_path / "cronwheel.toml"
     conf.write_text('http_allow = ["api.example.com"]\n')

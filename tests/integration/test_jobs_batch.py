@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.test_quotas import make_tenant
 from tests.support.daemon import REPO, Daemon
 from tests.support.wait import wait_for
@@ -61,6 +63,7 @@ def test_a_batch_commits_every_job_and_each_runs(daemon: Daemon) -> None:
     assert mixed[1]["status"] == 201
 
 
+@pytest.mark.runs_no_jobs
 def test_one_key_across_the_single_and_the_batch_endpoint_is_one_job(daemon: Daemon) -> None:
     single = daemon.add_job(dict(LATER), key="same")
     (res,) = daemon.post("/v1/jobs/batch", {"jobs": [{**LATER, "idempotencyKey": "same"}]}).json()["results"]
@@ -88,6 +91,7 @@ def test_a_bad_job_refuses_the_whole_batch_by_its_index(daemon: Daemon) -> None:
     assert problem(daemon.post("/v1/jobs/batch", big), 413)["code"] == "payload_too_large"
 
 
+@pytest.mark.runs_no_jobs
 def test_tenant_quotas_and_target_policy_apply_to_a_batch(daemon: Daemon) -> None:
     small = make_tenant(daemon, "small", maxJobs=2)
     res = daemon.post("/v1/jobs/batch", {"jobs": [{"schedule": "0 0 1 1 *", "http": {"url": "https://hooks.example.com/x"}}] * 3}, token=small)
@@ -111,6 +115,7 @@ def test_tenant_quotas_and_target_policy_apply_to_a_batch(daemon: Daemon) -> Non
     assert jobs_count(daemon, plain) == 0
 
 
+@pytest.mark.runs_no_jobs
 def test_import_of_many_jobs_and_its_line_by_line_fallback(daemon: Daemon, tmp_path: Path) -> None:
     """`cronwheel import` posts 500 jobs per request (1,200 here: three batches); when the
     server refuses a batch as a whole (a tenant token may not create command targets), it

@@ -10,6 +10,8 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.integration.test_auth import problem, tenant_token
 from tests.integration.test_connection_limits import metric, unix_get
 from tests.integration.test_idle_clients import ensure_fd_limit
@@ -59,6 +61,7 @@ def _get(s: socket.socket, path: str, token: str | None) -> None:
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: cronwheel\r\n{auth}\r\n".encode())
 
 
+@pytest.mark.runs_no_jobs
 def test_a_tenant_holding_connections_spends_its_own_budget_not_its_neighbours(make_daemon: Any) -> None:
     """The noisy tenant opens as many kept-alive connections as the address may have, each
     with one authenticated request: past its own budget it gets 429 too_many_connections and

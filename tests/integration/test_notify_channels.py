@@ -191,6 +191,7 @@ def test_an_email_rule_on_a_daemon_without_mail_is_kept_with_a_warning(make_daem
     assert r.status == 201 and "warnings" not in r.json()
 
 
+@pytest.mark.runs_no_jobs
 def test_a_ping_sends_the_tail_of_any_log_however_large_and_whatever_its_bytes(daemon: Daemon, tmp_path: Path) -> None:
     """A backup's log in Latin-1, with a NUL, or megabytes of it: the ping is sent with the
     log's tail (bytes that are not UTF-8 marked U+FFFD, as a run's own output is), never lost

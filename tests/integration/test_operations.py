@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from cronwheel.obs.levels import SYSLOG_PRIORITY
 from tests.support.daemon import REPO, Daemon
 from tests.support.procs import open_files
@@ -55,6 +57,7 @@ def test_journald_priorities_select_the_right_lines(tmp_path: Path, make_daemon:
     assert worker_lines and all(r["node"] == node for r in worker_lines)
 
 
+@pytest.mark.runs_no_jobs
 def test_file_environment_and_flags_in_a_real_daemon(tmp_path: Path, make_daemon: Callable[..., Daemon]) -> None:
     conf = tmp_path / "cronwheel.toml"
     conf.write_text('node_id = "file-node"\ngrace_sec = 7\nslots = 9\n')
@@ -115,6 +118,7 @@ def test_sighup_applies_live_keys_and_refuses_the_rest(tmp_path: Path, make_daem
     assert "(default)" not in json.dumps(back[0]["changed"]), back
 
 
+@pytest.mark.runs_no_jobs
 def test_a_sighup_while_the_node_starts_is_kept_and_applied_once_it_has_started(
     tmp_path: Path, make_daemon: Callable[..., Daemon]
 ) -> None:

@@ -86,6 +86,7 @@ def internal_error(r: Any) -> None:
     assert body["code"] == "internal_error" and body["errorId"] in body["detail"], body
 
 
+@pytest.mark.runs_no_jobs
 def test_poisoned_submissions_fail_alone(node: tuple[Daemon, Callable[[Poison], None]]) -> None:
     d, poison = node
     a, b = tenant_token(d, "acme"), tenant_token(d, "globex")

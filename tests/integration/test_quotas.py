@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.wait import wait_for
 
@@ -73,6 +75,7 @@ def test_the_running_quota_holds_under_a_burst(make_daemon: Any, tmp_path: Path)
     assert len(seen) == 8 and max(seen) <= 2, seen
 
 
+@pytest.mark.runs_no_jobs
 def test_max_jobs_is_a_429_and_a_replay_still_answers(daemon: Daemon) -> None:
     tok = make_tenant(daemon, "small", maxJobs=2)
     body = {"schedule": "0 0 1 1 *", "http": {"url": "https://example.org/"}}
@@ -90,6 +93,7 @@ def test_max_jobs_is_a_429_and_a_replay_still_answers(daemon: Daemon) -> None:
     assert len(daemon.get("/v1/jobs", token=tok).json()["jobs"]) == 3  # two active + the cancelled one
 
 
+@pytest.mark.runs_no_jobs
 def test_submissions_per_second_are_a_429_with_retry_after(daemon: Daemon) -> None:
     tok = make_tenant(daemon, "chatty", submitRate=1, submitBurst=2)
     body = {"schedule": "0 0 1 1 *", "http": {"url": "https://example.org/"}}
@@ -153,6 +157,7 @@ def test_triggers_and_backfill_ticks_are_submissions_too(daemon: Daemon) -> None
     assert daemon.post(f"/v1/jobs/{theirs}/trigger", token=other).status == 202
 
 
+@pytest.mark.runs_no_jobs
 def test_a_reported_run_is_a_submission_a_start_ping_is_not(daemon: Daemon) -> None:
     """A success or fail ping records a finished run (its output up to 64 KiB; a failed one
     stays in the dead-letter queue until purged): the tenant's submitRate counts it. A start
@@ -170,6 +175,7 @@ def test_a_reported_run_is_a_submission_a_start_ping_is_not(daemon: Daemon) -> N
     assert sorted(e["status"] for e in runs if e["origin"] == "ping") == ["DEAD", "SUCCEEDED"], runs
 
 
+@pytest.mark.runs_no_jobs
 def test_cronwheel_ping_waits_out_a_short_retry_after_and_not_a_long_one(daemon: Daemon) -> None:
     """A crontab line's report is not lost to a burst of runs ending together: `cronwheel
     ping` sends it again after a Retry-After of at most a minute; a longer one fails at once."""
@@ -187,6 +193,7 @@ def test_cronwheel_ping_waits_out_a_short_retry_after_and_not_a_long_one(daemon:
     assert "holds the ping back" not in refused.stderr
 
 
+@pytest.mark.runs_no_jobs
 def test_a_tenant_keeps_a_bounded_number_of_calendars(daemon: Daemon) -> None:
     """Calendars are up to 5,000 entries each and no quota counted them: a tenant could fill
     the shared disk by naming new ones. Beyond the limit a new name is a 422 naming it; a
@@ -215,6 +222,7 @@ def reads_waiting(d: Daemon) -> float:
     return float(found.group(1))
 
 
+@pytest.mark.runs_no_jobs
 def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: Daemon) -> None:
     """Tenant a keeps 48 listings of 1,000 jobs in flight, enough that reads wait at the node's
     reader thread; tenant b's read, asked then, is served after at most the reads already with

@@ -88,6 +88,7 @@ def test_a_token_read_with_its_newline_still_works(daemon: Daemon, remote_worker
     wait_for(lambda: (e := only_execution(daemon, job)) and e["status"] == "SUCCEEDED", 30, what="the job ran")
 
 
+@pytest.mark.runs_no_jobs
 def test_a_worker_whose_token_may_not_claim_stops_saying_why(daemon: Daemon, remote_worker: Callable[..., Any],
                                                           tmp_path: Path) -> None:
     """A token the daemon refuses (401: none, unknown, revoked) or that may not claim (403: a

@@ -16,6 +16,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.wait import wait_for
 
 
+@pytest.mark.runs_no_jobs
 def test_a_daemon_that_migrates_an_older_sqlite_store_logs_from_and_to(
     tmp_path: Path, make_daemon: Callable[..., Daemon]
 ) -> None:

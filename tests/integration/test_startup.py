@@ -80,6 +80,7 @@ def test_a_busy_port_suggests_one_that_is_free_and_the_environment_form(tmp_path
     assert int(suggested[1]) not in taken and int(suggested[1]) > taken[1], line
 
 
+@pytest.mark.runs_no_jobs
 def test_a_second_daemon_on_the_same_data_dir_is_held_off(make_daemon: Callable[..., Daemon]) -> None:
     first = make_daemon()
     before = {p.name: p.stat().st_ino for p in first.data_dir.iterdir()}
@@ -104,6 +105,7 @@ def test_an_unusable_api_socket_path_is_refused_before_anything_is_created(tmp_p
     assert CREATED.isdisjoint(p.name for p in data.iterdir() if p.name != "api.sock")
 
 
+@pytest.mark.runs_no_jobs
 def test_a_data_dir_too_deep_for_a_socket_path_serves_its_api_socket(make_daemon: Callable[..., Daemon]) -> None:
     """sun_path holds 107 bytes: the worker socket was bound through /proc/self/fd, the API
     socket was refused (`cannot create the API socket …: None`). Both work now, and the CLI

@@ -36,6 +36,7 @@ def http_job(**extra: Any) -> dict[str, Any]:
     return {**YEARLY, "http": {"url": f"https://{DAEMONS_LIST}/x"}, **extra}
 
 
+@pytest.mark.runs_no_jobs
 def test_an_empty_list_closes_the_tenant_and_null_gives_it_the_daemons_again(node: Daemon) -> None:
     d = node
     shut = tenant_token(d, "shut", httpAllow=[])
@@ -79,6 +80,7 @@ def test_an_empty_list_closes_the_tenant_and_null_gives_it_the_daemons_again(nod
     assert d.request("PATCH", "/v1/tenants/shut", {"weight": 2}).json()["httpAllow"] is None
 
 
+@pytest.mark.runs_no_jobs
 def test_an_entry_no_url_can_match_is_refused_not_kept(daemon: Daemon) -> None:
     """A URL may write an IPv4 address as four decimal numbers only, and no zone id: an entry
     written otherwise (``127.1`` for 127.0.0.1) was kept, and matched nothing, silently."""
@@ -97,6 +99,7 @@ def test_an_entry_no_url_can_match_is_refused_not_kept(daemon: Daemon) -> None:
     assert http_allow(d, "acme") == ["127.0.0.1", "*.acme1.test", "::1"]
 
 
+@pytest.mark.runs_no_jobs
 def test_the_cli_spells_the_three_settings_and_shows_which_a_tenant_has(daemon: Daemon) -> None:
     d = daemon
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import pytest
+
 from tests.integration.test_auth import problem, tenant_token
 from tests.support.daemon import Daemon
 
@@ -50,6 +52,7 @@ def test_an_admin_reads_any_tenant_and_a_tenant_its_own_only(make_daemon: Callab
     assert options.status == 204 and {m.strip() for m in options.headers["Allow"].split(",")} >= {"GET", "PATCH"}, options
 
 
+@pytest.mark.runs_no_jobs
 def test_tenant_show_prints_the_settings_the_usage_and_whose_http_list_applies(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon(args=("--http-allow", DAEMONS_LIST))
     acme = tenant_token(d, "acme", maxJobs=5, allowShell=True)

@@ -3,6 +3,7 @@ the CLI. Tests kill it for real (SIGKILL, SIGSTOP) when that is the point."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -45,15 +46,20 @@ class Daemon:
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         nofile: int | tuple[int, int] | None = None,
+        runs_no_jobs: bool = False,
     ) -> None:
         """``nofile``: start the daemon with this file limit, soft and hard (an int), or
-        ``(soft, hard)``: a soft limit below the hard one, which the daemon should raise."""
+        ``(soft, hard)``: a soft limit below the hard one, which the daemon should raise.
+        ``runs_no_jobs``: the test means it to run nothing; ``stop`` counts the due executions
+        still waiting for a slot (``due_at_stop``), which such a daemon should never have."""
         self.data_dir = data_dir
         self.workers = workers
         self.slots = slots
         self.args = args
         self.env = env or {}
         self.nofile = nofile
+        self.runs_no_jobs = runs_no_jobs
+        self.due_at_stop = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.url = ""
@@ -105,6 +111,9 @@ class Daemon:
     def stop(self, timeout: float = 30) -> int:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
+        if self.runs_no_jobs:
+            with contextlib.suppress(OSError):  # not answering: whatever ails it fails the test elsewhere
+                self.due_at_stop = sum((self.status().get("queue") or {}).values())
         self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
