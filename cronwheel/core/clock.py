@@ -58,6 +58,15 @@ class StepDetector:
         self.tolerance_ms = tolerance_ms
         self._last: tuple[int, float] | None = None
 
+    @classmethod
+    def since(cls, clock: Clock) -> StepDetector:
+        """One that has observed ``clock`` now: a loop whose wheel was built on this instant
+        sees a step taken before its first turn (a cluster node's clock moved onto the
+        database's at its start, ``StoreAlignedClock``), and rebuilds the wheel for it."""
+        detector = cls()
+        detector.observe(clock.now_ms(), clock.monotonic())
+        return detector
+
     def observe(self, wall_ms: int, mono_s: float) -> int:
         last, self._last = self._last, (wall_ms, mono_s)
         if last is None:

@@ -95,7 +95,7 @@ class DispatchLoop:
         self._kinds: dict[tuple[int, str], tuple[int, str]] = {}
         #: executions waiting for their instant (claimed ahead, backoff, jitter), grouped by it
         self.delayed: InstantGroups[str] = InstantGroups(clock.now_ms(), tick_ms=5, wheel_size=256)
-        self._steps = StepDetector()
+        self._steps = StepDetector.since(clock)  # a step before the first turn rebuilds the wheel too
         self.reap_cutoff = ReapCutoff(DEAF_REAP_PAUSE_SEC)  #: which leases the reaper may take back
         self.reserved_high_slots = reserved_high_slots
         self.health = LoopHealth(events, clock, "dispatch")

@@ -100,7 +100,7 @@ class Scheduler:
         self._reached_store = False
         self._set_aside: dict[str, float] = {}  #: job id -> monotonic time its claim is tried again
         self._set_aside_log = OncePer(REPEAT_LOG_SEC)
-        self._steps = StepDetector()
+        self._steps = StepDetector.since(clock)  # a step before the first turn rebuilds the wheel too
 
     # ---- notifications from the rest of the node
     def job_scheduled(self, job_id: str, next_run_at: int | None) -> None:

@@ -335,20 +335,27 @@ def test_run_wait_in_a_script_rides_out_a_restart(make_daemon, tmp_path):
     job = d.add_job({"schedule": "0 0 1 1 *", "command": f"echo run >> {runs}; while [ ! -e {release} ]; do sleep 0.05; done"})
     env = d.cli_env()
     env.pop("CRONWHEEL_URL")  # the local socket: the same address after the restart
-    waiter = subprocess.Popen([sys.executable, "-m", "cronwheel", "run", job["jobId"], "--wait"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    errors = tmp_path / "waiter.err"
+    with errors.open("w") as stderr:
+        waiter = subprocess.Popen([sys.executable, "-m", "cronwheel", "run", job["jobId"], "--wait"],
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     try:
         wait_for(runs.exists, what="the first run")
         assert d.stop() == 0  # the run is cut short after its 1 s grace
+        # the daemon stays away until the waiting command has asked and found nobody: it asks
+        # every 2 s at most, so a quick restart could fall between two questions unseen
+        wait_for(lambda: "still waiting: execution" in errors.read_text(), timeout=30,
+                 what="the waiting command to find the daemon away")
         d.start()
         wait_for(lambda: runs.read_text().count("run") == 2, timeout=30, what="the run again after the restart")
         release.touch()
-        _, err = waiter.communicate(timeout=60)
+        waiter.communicate(timeout=60)
     finally:
         release.touch()
         if waiter.poll() is None:
             waiter.kill()
             waiter.wait()
+    err = errors.read_text()
     assert waiter.returncode == 0, err
     assert "still waiting: execution" in err and ": SUCCEEDED" in err, err
 

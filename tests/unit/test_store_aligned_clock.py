@@ -4,7 +4,7 @@ shared ready queue), so a node with a skewed clock reaped the others' live runs.
 
 from __future__ import annotations
 
-from cronwheel.core.clock import FakeClock, StoreAlignedClock
+from cronwheel.core.clock import FakeClock, StepDetector, StoreAlignedClock
 
 NOW = 1_767_225_600_000
 
@@ -36,3 +36,15 @@ def test_a_slow_round_trip_tells_too_little_to_move_the_clock() -> None:
     clock = StoreAlignedClock(FakeClock(NOW), tolerance_ms=500)
     assert clock.align(NOW + 60_000, NOW - 600, NOW + 1) is None
     assert clock.offset_ms == 0
+
+
+def test_a_loop_built_before_the_node_s_clock_was_aligned_sees_the_alignment_as_a_step() -> None:
+    """The scheduler's and the dispatcher's wheels are built on the clock's instant when the
+    node is put together, before its first membership turn aligns it: a node 30 s ahead kept
+    wheels 30 s in the future (a wheel cannot move back) and started nothing for ~20 s. Their
+    step detectors observe that instant, so the first turn sees the alignment and rebuilds."""
+    clock = StoreAlignedClock(FakeClock(NOW + 30_000), tolerance_ms=500)
+    steps = StepDetector.since(clock)
+    assert clock.align(NOW, NOW + 30_000 - 5, NOW + 30_000 + 5) == -30_000
+    assert steps.observe(clock.now_ms(), clock.monotonic()) == -30_000
+    assert StepDetector().observe(clock.now_ms(), clock.monotonic()) == 0  # a detector with no past sees none
