@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import NamedTuple
 
-from cronwheel.core.calendarindex import CalendarIndex, local_time, quick_bound
+from cronwheel.core.calendarindex import CalendarIndex, quick_bound
 from cronwheel.core.instants import utc_offset
 from cronwheel.core.limits import MAX_CALENDAR_ENTRIES, MAX_INSTANT_MS, PATTERN_END
 
@@ -44,7 +44,6 @@ _ABSOLUTE_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
 _EPOCH = datetime(1970, 1, 1)
-_local = local_time  # the wall clock a window's local bounds are read on (tests compare with it)
 #: dates and bounds are kept in 1970..9899, as every instant cronwheel keeps (core/limits.py)
 _KEPT = "outside 1970-01-01 .. 9899-12-31, the dates cronwheel keeps"
 _LAST_DAY = date(9899, 12, 31)

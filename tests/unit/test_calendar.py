@@ -210,7 +210,8 @@ def test_the_window_index_answers_as_a_scan_of_every_window(zone: str) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from cronwheel.core.calendar import _EPOCH, _local
+    from cronwheel.core.calendar import _EPOCH
+    from cronwheel.core.calendarindex import local_time as _local
 
     base = 1_798_761_600_000  # 2027-01-01T00:00Z
     span = st.tuples(st.integers(0, 2_000), st.integers(1, 300))  # minutes from base, length
