@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import defaultdict
 from typing import Any
 
 from cronwheel.core.clock import Clock, StoreAlignedClock, SystemClock
@@ -37,6 +36,7 @@ from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Unavailable
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
+from cronwheel.engine.walks import Walks
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store
 from cronwheel.worker.orphans import kill_runs_left_behind
@@ -129,7 +129,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)
-        self.compute_turns = defaultdict(asyncio.Lock)
+        self.walks = Walks()
 
     # ---- lifecycle
     async def start(self) -> None:
@@ -240,6 +240,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.walks.close()
         self.writer.close()
         self.reader.close()
         for extra in (self.completer, self.claimer):

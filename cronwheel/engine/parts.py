@@ -15,8 +15,6 @@ the status cache) are composed instead, as attributes.
 
 from __future__ import annotations
 
-import asyncio
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,6 +34,7 @@ from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NotFound, Unavailable
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
+from cronwheel.engine.walks import Walks
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.worker.pool import WorkerPool
@@ -68,8 +67,7 @@ class NodeParts:
     #: execution and verdict; a job calling in a loop wrote one a call, for nothing stored
     effect_log: OncePer
     pool: WorkerPool | None  #: from ``start`` on
-    #: walks over many ticks (``computed``) take turns, each tenant's (None: an admin's) apart
-    compute_turns: defaultdict[str | None, asyncio.Lock]
+    walks: Walks  #: walks over many ticks (``computed``), in threads of their own
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -88,15 +86,9 @@ class NodeParts:
             raise Unavailable(str(exc)) from exc
 
     async def computed(self, asker: str | None, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)``, a walk over many ticks (a herd preview, a job's upcoming ticks, a
-        backfill's plan), in a thread, one at a time for each ``asker`` (a tenant; None: an
-        admin). On the event loop, a tenant's request for the upcoming ticks of a job observing
-        8 calendars of 5,000 days held it 3 s (40,000 excluded days, each looked up in every
-        calendar): the node answered nobody and started nothing meanwhile. One at a time for
-        all, a tenant asking many at once would have queued every other tenant's behind its
-        own: its own wait their turn, and the others' run beside them."""
-        async with self.compute_turns[asker]:
-            return await asyncio.to_thread(fn, *args)
+        """``fn(*args)``, a walk over many ticks, off the event loop, after ``asker``'s (a
+        tenant; None: an admin) earlier walks (engine/walks.py)."""
+        return await self.walks.run(asker, fn, *args)
 
     # ---- finding a job
     async def get_job(self, job_id: str, tenant: str | None = None) -> Job | None:
