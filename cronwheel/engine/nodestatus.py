@@ -102,6 +102,8 @@ class NodeStatusMixin(NodeParts):
         if self.cluster is not None:
             cluster, cluster_as_of, cluster_error = await self.status_cache.read("cluster", self.cluster.status)
             data["cluster"] = {**cluster, "owned": len(self.cluster.holdings.terms)}  # live, not cached
+            if self.aligned is not None:  # live: what this node adds to its clock (clock.skewed)
+                data["cluster"]["clockOffsetMs"] = self.aligned.offset_ms
             as_of, error = min(as_of, cluster_as_of), error or cluster_error
         data.update(stale=error is not None, asOf=format_instant(as_of))
         if error is not None:

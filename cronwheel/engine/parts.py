@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from cronwheel.core.clock import Clock
+from cronwheel.core.clock import Clock, StoreAlignedClock
 from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Job, JobStatus
 from cronwheel.core.ratelimit import OncePer
@@ -48,6 +48,8 @@ class NodeParts:
     config: NodeConfig
     node_id: str
     clock: Clock
+    #: a cluster node's clock moved onto the database's (``clock``'s own, then); None: one node
+    aligned: StoreAlignedClock | None
     events: EventLog
     writer: StoreRunner
     reader: FairStoreRunner

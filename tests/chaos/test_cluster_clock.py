@@ -66,6 +66,9 @@ def test_a_node_whose_clock_runs_ahead_runs_on_the_database_s_clock(cluster: Clu
 
     said = skewed.wait_event("clock.skewed")
     assert -31_000 < said["offsetMs"] < -29_000, said
+    # and its status says so, live; a node on time adds nothing
+    assert -31_000 < skewed.get("/v1/status").json()["cluster"]["clockOffsetMs"] < -29_000
+    assert cluster.nodes["n1"].get("/v1/status").json()["cluster"]["clockOffsetMs"] == 0
     end = db_now_ms(cluster.dsn) + 3 * SEC
     cluster.wait_all_ran(end)
     assert cluster.check(end) == {}
