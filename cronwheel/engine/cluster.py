@@ -125,6 +125,11 @@ class ClusterMember:
         self.first_turn = asyncio.Event()
         #: the store's clock at our last acquire, and our monotonic clock then (for status)
         self._store_now: tuple[int, float] | None = None
+        #: this process's claim on the node id (its row's ``started_at``), set by ``join``
+        self.incarnation = 0
+        #: another live process holds the node id (this one was frozen past the TTL): said once
+        self._id_taken = False
+        self._keepalive: asyncio.Future[None] | None = None
 
     # ---- for the scheduler
     def owned(self) -> tuple[list[int], Fence]:
@@ -145,23 +150,54 @@ class ClusterMember:
         most one TTL. The data directory's lock does not tell them apart: a clone has a copy
         of the directory and the same host name and port."""
         await self.align_clock()
-        first = await self._own_row()
+        # taken in one statement (a compare-and-set on the row): of two processes that join
+        # with one id at the same moment (cloned machines booted together), one gets it and the
+        # other waits here, sees its heartbeat move on, and is refused
+        self.incarnation = self.clock.now_ms()
+        first = await self._claim_id()
         if first is None:
+            self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
             return
         self.events.emit("node.waiting_for_previous", nodeId=self.node_id, address=first.address,
                          lastSeenAt=format_instant(first.last_seen), leaseTtlMs=self.ttl_ms)
         for _ in range(12):  # every TTL/6 for up to two TTLs: the row expires, or is refreshed
             await asyncio.sleep(self.interval / 2)
-            row = await self._own_row()
+            row = await self._claim_id()
             if row is None:
+                self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
                 return
-            if row.last_seen != first.last_seen:
-                raise NodeIdInUse(
-                    f"node id '{self.node_id}' is in use: another cronwheel node with that id (address "
-                    f"{row.address}, up since {format_instant(row.started_at)}, last heartbeat "
-                    f"{format_instant(row.last_seen)}) is live on this store. Give this node its own "
-                    f"--node-id (the default is the host name, which cloned machines share)")
-        # a row that is neither refreshed nor expiring (a clock stepped back): nobody heartbeats it
+            if row.last_seen != first.last_seen or row.started_at != first.started_at:
+                raise self._in_use(row)
+        # a row that is neither refreshed nor expiring (a clock stepped back): nobody heartbeats
+        # it, so take it, unless it moved at the last moment
+        row = await self._claim_id(take_from=first.last_seen)
+        if row is not None:
+            raise self._in_use(row)
+        self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
+
+    async def _heartbeat_until_run(self) -> None:
+        """The id's heartbeat from ``join`` until the loop's turns take it over: the node starts
+        its workers and recovers its previous runs in between (seconds on a loaded machine), and
+        a row left unheartbeaten for a TTL would be free for a twin to take."""
+        while True:
+            await asyncio.sleep(self.interval)
+            with contextlib.suppress(Exception):  # the loop's first turn says what is wrong
+                await self._claim_id()
+
+    def _in_use(self, row: NodeInfo) -> NodeIdInUse:
+        return NodeIdInUse(
+            f"node id '{self.node_id}' is in use: another cronwheel node with that id (address "
+            f"{row.address}, up since {format_instant(row.started_at)}, last heartbeat "
+            f"{format_instant(row.last_seen)}) is live on this store. Give this node its own "
+            f"--node-id (the default is the host name, which cloned machines share)")
+
+    async def _claim_id(self, take_from: int | None = None) -> NodeInfo | None:
+        """Register this process under the node id if it is free (``register_node``); None
+        when it did, else the live row of the process that holds it."""
+        ttl, now_ms, incarnation = self.ttl_ms, self.clock.now_ms(), self.incarnation
+        holder = await self.runner.run(
+            lambda s: s.register_node(self.node_id, self.address, incarnation, ttl, now_ms, take_from))
+        return None if holder.started_at == incarnation else holder
 
     async def align_clock(self) -> None:
         """Read the database's clock (an empty acquire) and move the node's onto it: before the
@@ -186,13 +222,10 @@ class ClusterMember:
         else:
             self.events.emit("clock.aligned", toleranceMs=self.aligned.tolerance_ms)
 
-    async def _own_row(self) -> NodeInfo | None:
-        ttl, now_ms = self.ttl_ms, self.clock.now_ms()
-        live = await self.runner.run(lambda s: s.live_nodes(ttl, now_ms))
-        return next((n for n in live if n.node_id == self.node_id), None)
-
     # ---- the loop
     async def run(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
         while not self._stopping:
             started = self.clock.monotonic()
             try:
@@ -216,8 +249,13 @@ class ClusterMember:
     async def turn(self) -> None:
         ttl = self.ttl_ms
         now_ms = self.clock.now_ms()
-        live = await self.runner.run(lambda s: (s.register_node(self.node_id, self.address, now_ms),
-                                                s.live_nodes(ttl, now_ms))[1])
+        incarnation = self.incarnation
+        holder, live = await self.runner.run(
+            lambda s: (s.register_node(self.node_id, self.address, incarnation, ttl, now_ms), s.live_nodes(ttl, now_ms)))
+        if holder.started_at != incarnation:
+            self._lost_id(holder)
+            return
+        self._id_taken = False
         self.live_nodes = [n.node_id for n in live] or [self.node_id]
         desired = set(buckets_of(self.node_id, self.live_nodes, self.n_buckets))
         unwanted = sorted(set(self.holdings.terms) - desired)
@@ -244,16 +282,33 @@ class ClusterMember:
             self.on_change()
         self.turns += 1
 
+    def _lost_id(self, holder: NodeInfo) -> None:
+        """Another live process took the node id while this one did not heartbeat for a TTL (it
+        was frozen, or cut off): its buckets are that process's now; this one schedules
+        nothing, and says so (an error: two processes run with one id)."""
+        dropped = self.holdings.drop(list(self.holdings.terms))
+        if dropped:
+            self.on_change()
+        for bucket in dropped:
+            self.events.emit("bucket.lost", bucket=bucket, reason="node id taken by another process")
+        if not self._id_taken:
+            self._id_taken = True
+            self.events.emit("node.id_taken", nodeId=self.node_id, address=holder.address,
+                             startedAt=format_instant(holder.started_at), error=str(self._in_use(holder)))
+        self.turns += 1
+
     async def leave(self) -> None:
         """Graceful leave: stop scheduling, hand every bucket off, remove the node's row."""
         self._stopping = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
         self._wake.set()
         held = sorted(self.holdings.terms)
         self.holdings.drop(held)
         self.on_change()
         try:
             released = await self.runner.run(lambda s: s.release_buckets(self.node_id, list(range(self.n_buckets))))
-            await self.runner.run(lambda s: s.deregister_node(self.node_id))
+            await self.runner.run(lambda s: s.deregister_node(self.node_id, self.incarnation))
         except Exception as exc:  # the leases expire on their own
             self.events.emit("cluster.error", error=repr(exc))
             return

@@ -82,6 +82,7 @@ EVENT_LEVELS: dict[str, str] = {
     "remote_worker.complete_failed": "error",
     "remote_worker.refused": "error",
     "config.reload_failed": "error",
+    "node.id_taken": "error",  # two processes run with one node id
     "node.start_failed": "critical",
     "node.crashed": "critical",
 }

@@ -72,8 +72,8 @@ class Dialect:
 
     reader: RowReader
     outbox_sql: Callable[[Any], Sql]
-    #: (conn, node_id, address, now_ms) → the node's epoch
-    register_node: Callable[[Any, str, str, int], int]
+    #: (conn, node_id, address, incarnation, ttl_ms, now_ms, take_from) → the row holding the id
+    register_node: Callable[[Any, str, str, int, int, int, int | None], NodeInfo]
     #: (conn, ttl_ms, now_ms) → the nodes seen within ttl_ms
     live_nodes: Callable[[Any, int, int], list[NodeInfo]]
     release_buckets: Callable[[Any, str, Sequence[int]], list[int]]
@@ -88,7 +88,7 @@ class Dialect:
     backfill: Callable[[Any, str, Sequence[int], int, str | None], list[Execution] | None]
     #: its ``queries`` module
     sql: Statements
-    deregister_node: str  #: node
+    deregister_node: str  #: node, incarnation
 
 
 def guarded(fn: Callable[Concatenate[B, P], R]) -> Callable[Concatenate[B, P], R]:
@@ -228,14 +228,16 @@ class SharedTenants(Backend):
 
 class SharedMembership(Backend):
     @guarded
-    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
+    def register_node(
+        self, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int, take_from: int | None = None
+    ) -> NodeInfo:
         with self._write() as conn:
-            return self._dialect.register_node(conn, node_id, address, now_ms)
+            return self._dialect.register_node(conn, node_id, address, incarnation, ttl_ms, now_ms, take_from)
 
     @guarded
-    def deregister_node(self, node_id: str) -> None:
+    def deregister_node(self, node_id: str, incarnation: int) -> None:
         with self._write() as conn:
-            conn.execute(self._dialect.deregister_node, {"node": node_id})
+            conn.execute(self._dialect.deregister_node, {"node": node_id, "incarnation": incarnation})
 
     @guarded
     def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:

@@ -5,6 +5,8 @@ restarted after a crash (whose heartbeat stopped) starts once the heartbeat has 
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,3 +86,54 @@ def test_a_restarted_node_leaves_alone_the_runs_of_a_node_whose_id_starts_like_i
     (ex,) = running(neighbour, job_id)
     assert ex["attempt"] == 1 and ex["workerId"].startswith("n-2-"), ex
     assert n.events("node.recovered_leases") == [] and n.events("pool.worker_orphans_killed") == []
+
+
+def test_of_two_nodes_started_at_once_with_one_id_one_starts(postgres_dsn: str, tmp_path: Path) -> None:
+    """Cloned machines booted together: each finds the id free when it looks. Taking it is one
+    statement on the store, so one of them starts and the other, seeing its heartbeat move
+    on, refuses; before, both started, and each took the other's runs for its own."""
+    twins = [Daemon(tmp_path / f"twin-{i}", args=node_args(postgres_dsn, "clone")) for i in range(2)]
+    try:
+        for twin in twins:
+            twin.launch()
+
+        def refused() -> list[Daemon]:
+            return [t for t in twins if t.proc is not None and t.proc.poll() is not None]
+
+        (loser,) = wait_for(refused, 40, what="one twin to refuse")
+        (winner,) = [t for t in twins if t is not loser]
+        assert loser.proc is not None and loser.proc.returncode == 75, loser.log_tail()
+        assert "node id 'clone' is in use" in loser.log_path.read_text()
+        wait_for(lambda: winner.event("node.started"), 30, what="the other twin to start")
+        winner.wait_event("buckets.acquired")
+        assert winner.proc is not None and winner.proc.poll() is None
+        assert winner.events("node.id_taken") == [] and refused() == [loser]
+    finally:
+        for twin in twins:
+            twin.kill()
+
+
+def test_a_frozen_node_whose_id_was_taken_gives_up_its_buckets(
+    make_daemon: Callable[..., Daemon], postgres_dsn: str, tmp_path: Path
+) -> None:
+    """n1 frozen past its lease TTL; a second process with its id starts meanwhile (the id was
+    free: nobody heartbeat it). n1, thawed, must not go on scheduling beside it."""
+    n1 = make_daemon("n1", args=node_args(postgres_dsn, "n1"))
+    n1.wait_event("buckets.acquired")
+    twin = Daemon(tmp_path / "twin", args=node_args(postgres_dsn, "n1"))
+    os.kill(n1.pid, signal.SIGSTOP)
+    try:
+        twin.start()
+        twin.wait_event("buckets.acquired")
+    finally:
+        os.kill(n1.pid, signal.SIGCONT)
+    try:
+        taken = n1.wait_event("node.id_taken", 20)
+        assert taken["level"] == "error" and "node id 'n1' is in use" in taken["error"], taken
+        wait_for(lambda: len(n1.events("bucket.lost")) >= 64 or None, 20, what="n1 to give up every bucket")
+        assert twin.events("node.id_taken") == []
+        # the twin keeps the id and schedules: every bucket is its own
+        wait_for(lambda: len(twin.status()["cluster"]["buckets"]) == 1 or None, 20, what="one owner of the buckets")
+        assert twin.status()["cluster"]["owned"] == 64
+    finally:
+        twin.stop()

@@ -19,13 +19,21 @@ class ClusterStore(ABC):
     # Whose clock: PostgreSQL uses the DATABASE clock for ``last_seen``, ``lease_until`` and
     # every comparison with them, and ignores ``now_ms``; SQLite (one node) uses ``now_ms``.
     @abstractmethod
-    def register_node(self, node_id: str, address: str, now_ms: int) -> int:
-        """Insert or refresh (heartbeat) the node's row: address and last_seen = the store's
-        now. Returns the store's now (ms)."""
+    def register_node(
+        self, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int, take_from: int | None = None
+    ) -> NodeInfo:
+        """Insert or refresh (heartbeat) the node's row as the process ``incarnation`` (its
+        ``started_at``: the instant that process joined): address and last_seen = the store's
+        now. Only when the id is free: no row, a row of this incarnation, a row nobody has
+        heartbeaten within ``ttl_ms`` (a dead process's), or one whose last_seen is exactly
+        ``take_from`` (a row its caller watched not move). Returns the row that holds the id
+        afterwards: this incarnation's, or another live process's (nothing changed). One
+        statement, so of two processes that join with one id at once, one gets it."""
 
     @abstractmethod
-    def deregister_node(self, node_id: str) -> None:
-        """Remove a node's row (graceful leave). Its bucket leases are not touched."""
+    def deregister_node(self, node_id: str, incarnation: int) -> None:
+        """Remove a node's row (graceful leave) if it is still ``incarnation``'s. Its bucket
+        leases are not touched."""
 
     @abstractmethod
     def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:

@@ -11,12 +11,19 @@ import apsw
 
 from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
-DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = :node"
+DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = :node AND started_at = :incarnation"
 
+#: the compare-and-set of a node id: free, this incarnation's, dead, or the row watched
 REGISTER_NODE = """
-INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?3)
-ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen = excluded.last_seen
+INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (node_id) DO UPDATE SET
+    address = excluded.address, started_at = excluded.started_at,
+    last_seen = max(excluded.last_seen, CASE WHEN cluster_nodes.started_at = excluded.started_at
+                                             THEN cluster_nodes.last_seen ELSE 0 END)
+WHERE cluster_nodes.started_at = excluded.started_at OR cluster_nodes.last_seen <= ?4 - ?5
+   OR cluster_nodes.last_seen = ?6
 """
+NODE = "SELECT node_id, address, started_at, last_seen FROM cluster_nodes WHERE node_id = ?1"
 LIVE_NODES = """
 SELECT node_id, address, started_at, last_seen FROM cluster_nodes
 WHERE last_seen > ?1 - ?2 ORDER BY node_id
@@ -46,9 +53,11 @@ def _json(buckets: Sequence[int]) -> str:
     return "[" + ",".join(str(int(b)) for b in sorted(set(buckets))) + "]"
 
 
-def register(conn: apsw.Connection, node_id: str, address: str, now_ms: int) -> int:
-    conn.execute(REGISTER_NODE, (node_id, address, now_ms))
-    return now_ms
+def register(conn: apsw.Connection, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int,
+             take_from: int | None) -> NodeInfo:  # fmt: skip
+    conn.execute(REGISTER_NODE, (node_id, address, incarnation, now_ms, ttl_ms, take_from))
+    r: Any = conn.execute(NODE, (node_id,)).fetchone()
+    return NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]))
 
 
 def live(conn: apsw.Connection, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
