@@ -117,7 +117,8 @@ class Worker:
 
     def __post_init__(self) -> None:
         self._done = asyncio.Event()
-        self._beat_wake = asyncio.Event()
+        #: the heartbeat loop's wait, resolved by a timer or by a new run (``_wake_beats``)
+        self._beat_waiter: asyncio.Future[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._targets = TargetRunner(self.worker_id, self.slots, self.api_url)
         self._tasks: set[asyncio.Task[None]] = set()  # every run's task until it ends
@@ -252,7 +253,7 @@ class Worker:
         run = _Run(g, next_beat=loop.time() + max(0.05, g.lease_sec / 4))
         self._runs[run.execution_id] = run
         self._queue.append(run)
-        self._beat_wake.set()
+        self._wake_beats()
         self._pump()
 
     def _abort(self, execution_id: str, reason: str) -> None:
@@ -366,7 +367,7 @@ class Worker:
     # ---------------------------------------------------------------- heartbeats
     async def _heartbeat_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._done.is_set():
             now = loop.time()
             # coalesce: every lease whose beat is due within a quarter of its period goes now
             due = [r for r in self._runs.values() if r.next_beat <= now + r.beat_every / 4]
@@ -376,9 +377,22 @@ class Worker:
                 chunk = due[i : i + MAX_BEATS_PER_FRAME]
                 self._send(wire.Beats([(r.execution_id, r.lease_epoch) for r in chunk]))
             nxt = min((r.next_beat for r in self._runs.values()), default=None)
-            self._beat_wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._beat_wake.wait(), None if nxt is None else max(0.0, nxt - loop.time()))
+            # a bare future, not wait_for(event.wait()): on Python 3.11 wait_for swallows a
+            # cancel that comes as the event is set (a grant in the same read as a bye), and
+            # this loop then waited for ever, holding up the worker's exit
+            waiter = self._beat_waiter = loop.create_future()
+            timer = None if nxt is None else loop.call_at(nxt, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                self._beat_waiter = None
+                if timer is not None:
+                    timer.cancel()
+
+    def _wake_beats(self) -> None:
+        """A new run: the heartbeat loop looks again at when the next beat is due."""
+        if self._beat_waiter is not None:
+            _resolve(self._beat_waiter)
 
     def forward_output(self, run: _Run, final: bool = False) -> None:
         """Send what ``run.live`` lets through now; what it holds back goes on a timer (all of
@@ -398,6 +412,11 @@ class Worker:
             run.live = None
         elif live.pending:
             run.live_timer = loop.call_later(live.due_in(loop.time()), self.forward_output, run)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def main(argv: list[str] | None = None) -> int:

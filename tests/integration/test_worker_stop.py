@@ -1,0 +1,105 @@
+"""A local worker's way out, with a REAL worker process facing a fake daemon (the Unix socket
+the test listens on): whatever holds the way out up, a stopping worker ends, and its commands'
+process groups die with it. Waits are on conditions with deadlines, never bare sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from cronwheel.worker.framing import FROM_WORKER, encode_frame, read_frame
+from cronwheel.worker.protocol import PROTOCOL_VERSION, Abort, Bye, Frame, Grants, Hello, Welcome
+from tests.integration.test_worker_pool import (
+    HERE,
+    REPO,
+    grant,
+    read_pids,
+    run,
+    shell,
+    until,
+)
+from tests.support.procs import alive
+
+#: a worker that stops ends within this, even on a loaded machine
+EXIT_WITHIN_SEC = 30
+
+
+class LoneWorker:
+    """One worker process and the daemon's end of its connection."""
+
+    def __init__(self, tmp: Path, proc: asyncio.subprocess.Process, writer: asyncio.StreamWriter) -> None:
+        self.tmp = tmp
+        self.proc = proc
+        self.writer = writer
+
+    def send(self, *frames: Frame) -> None:
+        """In one write: the worker reads them together."""
+        self.writer.write(b"".join(encode_frame(f) for f in frames))
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        lines = (self.tmp / "worker.log").read_text().splitlines()
+        return [e for e in map(json.loads, (x for x in lines if x.startswith("{"))) if e.get("event") == name]
+
+    async def exit_code(self) -> int:
+        return await asyncio.wait_for(self.proc.wait(), EXIT_WITHIN_SEC)
+
+
+@contextlib.asynccontextmanager
+async def lone_worker(slots: int = 4) -> AsyncIterator[LoneWorker]:
+    tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+    loop = asyncio.get_running_loop()
+    connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = loop.create_future()
+    server = await asyncio.start_unix_server(lambda r, w: connected.set_result((r, w)), path=str(tmp / "d.sock"))
+    with (tmp / "worker.log").open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cronwheel.worker.process", "--socket", str(tmp / "d.sock"),
+            "--worker-id", "lone-w0-0", "--slots", str(slots), stderr=log,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "CRONWHEEL_LOG_FORMAT": "json"},
+        )  # fmt: skip
+    writer: asyncio.StreamWriter | None = None
+    try:
+        reader, writer = await asyncio.wait_for(connected, 30)
+        assert await asyncio.wait_for(read_frame(reader, FROM_WORKER), 10) == Hello(PROTOCOL_VERSION, "lone-w0-0", slots, proc.pid)
+        writer.write(encode_frame(Welcome(PROTOCOL_VERSION)))
+        yield LoneWorker(tmp, proc, writer)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        if writer is not None:
+            writer.close()
+        for pid in read_pids(tmp / "pids"):  # what a failed test left behind
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        server.close()
+        await server.wait_closed()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_bye_read_with_a_grant_while_a_lease_beats_ends_the_worker() -> None:
+    """overlap=replace at a stop: the next tick's grant, the aborts of both runs and the bye,
+    read together while a lease was beating. The grant woke the heartbeat loop as the bye ended
+    the session, and on Python 3.11 the wait_for it waited in swallowed the cancel: the loop
+    waited on for ever, the worker never left run(), and ignored SIGTERM (it was stopping)."""
+
+    async def main() -> None:
+        async with lone_worker() as w:
+            pids = w.tmp / "pids"
+            first = grant(shell(f"echo $$ >> {pids}; exec sleep 1000"))
+            w.send(Grants([first]))
+            [pid] = await until(lambda: read_pids(pids), what="the first run")  # its lease beats on a timer now
+            second = grant(shell(f"echo $$ >> {pids}; exec sleep 1000"))
+            w.send(Grants([second]), Abort(first.execution_id, "replaced"), Abort(second.execution_id, "cancelled"), Bye())
+            assert await w.exit_code() == 0
+            assert not alive(pid)
+
+    run(main())
