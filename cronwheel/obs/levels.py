@@ -79,6 +79,7 @@ EVENT_LEVELS: dict[str, str] = {
     "worker.connect_failed": "error",
     "worker.refused": "error",
     "worker.exit_with_stuck_threads": "error",
+    "worker.shutdown_forced": "error",
     "remote_worker.complete_failed": "error",
     "remote_worker.refused": "error",
     "config.reload_failed": "error",

@@ -14,6 +14,9 @@ is killed at once (SIGKILL to its process group; the task is cancelled for http/
 result is sent for it: the daemon already knows the lease is gone, and would fence the result
 anyway. A ``bye`` frame lets running work finish, then the worker exits. SIGTERM/SIGINT, a
 closed socket (the daemon died) or a protocol error kill every running process group and exit.
+Whatever holds up the way out, the process ends ``lifeline.STOP_DEADLINE_SEC`` after it began
+to stop, or at once on a second SIGTERM/SIGINT; a thread sees the daemon hang up even when the
+loop is blocked (``lifeline.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from cronwheel.obs.heap import settle_heap
 from cronwheel.worker import protocol as wire
 from cronwheel.worker.eventlog import capture_output, configure_log, log
 from cronwheel.worker.framing import FROM_DAEMON, FrameDecoder, encode_frame, encode_result_frames
+from cronwheel.worker.lifeline import Lifeline
 from cronwheel.worker.results import Result, error_text
 from cronwheel.worker.sockpath import unix_path
 from cronwheel.worker.targets import PythonTarget, TargetRunner, call_result, finished_call, killpg
@@ -89,6 +93,7 @@ class _RunHooks:
     def spawned(self, pgid: int) -> None:
         run = self.run
         run.pgid = pgid
+        self.worker.groups.add(pgid)
         if run.killed is not None:  # aborted while we were spawning
             killpg(pgid, signal.SIGKILL)
         run.live = OutputForwarder() if self.worker.live_output else None
@@ -114,11 +119,15 @@ class Worker:
     _busy: set[_Run] = field(default_factory=set)  # started and not killed
     _draining: bool = False
     live_output: bool = False  #: the daemon's welcome offered live_output
+    #: ends the process whatever the loop does (``main`` gives one; a worker in a test's loop has none)
+    lifeline: Lifeline | None = None
 
     def __post_init__(self) -> None:
         self._done = asyncio.Event()
         #: the heartbeat loop's wait, resolved by a timer or by a new run (``_wake_beats``)
         self._beat_waiter: asyncio.Future[None] | None = None
+        #: the process groups of the commands started and not yet reaped (the lifeline kills them)
+        self.groups: set[int] = self.lifeline.groups if self.lifeline is not None else set()
         self._writer: asyncio.StreamWriter | None = None
         self._targets = TargetRunner(self.worker_id, self.slots, self.api_url)
         self._tasks: set[asyncio.Task[None]] = set()  # every run's task until it ends
@@ -128,7 +137,7 @@ class Worker:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._finish, 128 + sig, f"signal {signal.Signals(sig).name}")
+            loop.add_signal_handler(sig, self._on_signal, sig)
         tasks: list[asyncio.Task[None]] = []
         try:
             try:
@@ -137,6 +146,10 @@ class Worker:
             except (OSError, ValueError) as exc:
                 log("worker.connect_failed", worker=self.worker_id, error=str(exc))
                 return EXIT_DAEMON_GONE
+            sock = self._writer.get_extra_info("socket")
+            if self.lifeline is not None and sock is not None:
+                self.lifeline.watch(sock.fileno(), functools.partial(self._finish, EXIT_DAEMON_GONE, "daemon hung up"),
+                                    EXIT_DAEMON_GONE)  # fmt: skip
             self._send(wire.Hello(wire.PROTOCOL_VERSION, self.worker_id, self.slots, os.getpid()))
             tasks = [
                 loop.create_task(self._read_loop(reader), name="read"),
@@ -160,12 +173,20 @@ class Worker:
             log("worker.crashed", worker=self.worker_id, loop=task.get_name(), error=error_text(exc))
             self._finish(1, "internal error")
 
+    def _on_signal(self, sig: int) -> None:
+        why = f"signal {signal.Signals(sig).name}"
+        if self._done.is_set() and self.lifeline is not None:
+            self.lifeline.force(f"{why} while stopping")  # asked twice: whatever holds the way out up
+        self._finish(128 + sig, why)
+
     def _finish(self, code: int, why: str) -> None:
         """Stop now: kill every run (no results), then leave run()."""
         if self._done.is_set():
             return
         self.exit_code = code
         self._done.set()  # first: _pump starts nothing from here on
+        if self.lifeline is not None:
+            self.lifeline.stopping(code)
         log("worker.stopping", worker=self.worker_id, reason=why, running=len(self._runs))
         for run in list(self._runs.values()):
             self._kill(run, why)
@@ -351,6 +372,8 @@ class Worker:
         self._ended(run, result)
 
     def _release(self, run: _Run) -> None:
+        if run.pgid is not None:
+            self.groups.discard(run.pgid)  # reaped, and what it left in its group killed
         self._busy.discard(run)
         if self._runs.get(run.execution_id) is run:
             del self._runs[run.execution_id]
@@ -455,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     capture_output(configure_log(parts[0] if len(parts) == 4 else socket.gethostname()), args.worker_id)
 
     async def go() -> int:
-        return await Worker(args.socket, args.worker_id, args.slots, args.api_url).run()
+        return await Worker(args.socket, args.worker_id, args.slots, args.api_url,
+                            lifeline=Lifeline(args.worker_id)).run()
 
     settle_heap()
     code = uvloop.run(go())  # a dependency wherever a worker can run (posix_spawn, pidfds: Linux)

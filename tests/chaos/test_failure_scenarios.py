@@ -434,6 +434,29 @@ def test_a_killed_node_s_command_runs_are_ended_before_their_retries_start(make_
     assert alive(retry) and not alive(first)
 
 
+def test_a_killed_daemon_leaves_no_worker_and_no_command_behind_even_a_worker_whose_loop_is_blocked(make_daemon, tmp_path):
+    """kill -9 of `serve` alone: its worker, whose event loop a callable blocks (time.sleep in
+    a coroutine), cannot hear its socket close; it used to outlive its daemon, idle, with the
+    command it ran, for as long as the callable blocked. It notices the hang-up from a thread
+    of its own, and ends at its stop deadline, its command's process group killed."""
+    d: Daemon = make_daemon(workers=1)
+    pids, started = tmp_path / "pids", tmp_path / "blocking"
+    d.add_job({"runAt": "+0s", "command": f"echo $$ >> {pids}; exec sleep 300"})
+    command = wait_for(lambda: pids.exists() and int(pids.read_text().split()[0]), what="the command")
+    d.add_job({"runAt": "+0s", "python": "tests.support.callables:blocks_the_loop",
+               "payload": {"started": str(started), "sec": 300}})  # fmt: skip
+    wait_for(started.exists, what="the callable to block its worker's loop")
+    [worker] = d.worker_pids()
+    try:
+        d.kill()
+        wait_for(lambda: not alive(worker) and not alive(command), timeout=60,
+                 what="the worker and its command to end after their daemon")  # fmt: skip
+    finally:
+        for pid in (worker, command):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_node_stopped_longer_than_a_lease_does_not_reap_its_live_runs(make_daemon, tmp_path):
     """SIGSTOP (or a paused VM, or swapping) stops the daemon, not its workers: their
     heartbeats wait in the socket while the leases run out. Resumed, the node notices the

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cronwheel.worker.framing import FROM_WORKER, encode_frame, read_frame
+from cronwheel.worker.lifeline import STOP_DEADLINE_SEC
 from cronwheel.worker.protocol import PROTOCOL_VERSION, Abort, Bye, Frame, Grants, Hello, Welcome
 from tests.integration.test_worker_pool import (
     HERE,
@@ -29,8 +30,8 @@ from tests.integration.test_worker_pool import (
 )
 from tests.support.procs import alive
 
-#: a worker that stops ends within this, even on a loaded machine
-EXIT_WITHIN_SEC = 30
+#: a stuck worker ends at its deadline: give it that and room for a loaded machine
+EXIT_WITHIN_SEC = STOP_DEADLINE_SEC + 20
 
 
 class LoneWorker:
@@ -100,6 +101,49 @@ def test_a_bye_read_with_a_grant_while_a_lease_beats_ends_the_worker() -> None:
             second = grant(shell(f"echo $$ >> {pids}; exec sleep 1000"))
             w.send(Grants([second]), Abort(first.execution_id, "replaced"), Abort(second.execution_id, "cancelled"), Bye())
             assert await w.exit_code() == 0
+            assert w.events("worker.shutdown_forced") == []  # it left on its own, not at its deadline
             assert not alive(pid)
+
+    run(main())
+
+
+def test_a_worker_stuck_on_its_way_out_ends_at_its_deadline_when_its_daemon_goes() -> None:
+    """A callable that does not end when cancelled holds the worker's exit up for good (the
+    loop's last act waits for every task). Once its daemon is gone, the worker still ends at
+    its deadline, and its commands die with it."""
+
+    async def main() -> None:
+        async with lone_worker() as w:
+            pids, deaf = w.tmp / "pids", w.tmp / "deaf"
+            w.send(Grants([grant(shell(f"echo $$ >> {pids}; exec sleep 1000")),
+                           grant({"python": "worker_callables:deaf_to_cancel"}, payload=str(deaf))]))  # fmt: skip
+            [pid] = await until(lambda: read_pids(pids), what="the command")
+            await until(deaf.exists, what="the callable")
+            w.writer.close()  # the daemon dies
+            assert await w.exit_code() == 3
+            [forced] = w.events("worker.shutdown_forced")
+            assert forced["reason"] == f"still running {STOP_DEADLINE_SEC:g} s after it began to stop"
+            await until(lambda: not alive(pid), 5, "the command to die with its worker")
+
+    run(main())
+
+
+def test_a_second_sigterm_ends_a_stopping_worker_at_once() -> None:
+    """The first SIGTERM kills the runs and begins the way out, which a callable deaf to its
+    cancel holds up; the second ends the process there and then. Both used to be one: a
+    stopping worker ignored every later signal."""
+
+    async def main() -> None:
+        async with lone_worker() as w:
+            deaf = w.tmp / "deaf"
+            w.send(Grants([grant({"python": "worker_callables:deaf_to_cancel"}, payload=str(deaf))]))
+            await until(deaf.exists, what="the callable")
+            w.proc.send_signal(signal.SIGTERM)
+            await until(lambda: w.events("worker.stopping"), what="the worker to begin to stop")
+            w.proc.send_signal(signal.SIGTERM)
+            assert await w.exit_code() in (128 + signal.SIGTERM, -signal.SIGTERM)
+            # ended by the signal (its handler, or the default action once the loop let it go),
+            # not by the deadline
+            assert [e["reason"] for e in w.events("worker.shutdown_forced")] in ([], ["signal SIGTERM while stopping"])
 
     run(main())

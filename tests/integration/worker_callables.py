@@ -1,4 +1,4 @@
-"""Python-callable targets for tests/integration/test_worker_pool.py.
+"""Python-callable targets for tests/integration/test_worker_pool.py and test_worker_stop.py.
 
 Imported by the worker processes (the test puts this directory on their PYTHONPATH), never by
 pytest itself.
@@ -7,6 +7,7 @@ pytest itself.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -57,3 +58,14 @@ def own_timeout() -> None:
 async def own_timeout_async() -> None:
     await asyncio.sleep(0)
     raise TimeoutError("the upstream API did not answer")
+
+
+async def deaf_to_cancel(payload: Any) -> None:
+    """Touches the file ``payload``, then never ends, even when cancelled: it catches
+    CancelledError and waits on, as a retry loop that swallows every exception does."""
+    os.close(os.open(payload, os.O_CREAT | os.O_WRONLY, 0o644))
+    while True:
+        try:  # noqa: SIM105 - the swallowing is the point, spelled as such code spells it
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass

@@ -74,3 +74,10 @@ def ledger(execution_id: str, lease_epoch: int, attempt: int, payload: Any = Non
         os.write(fd, f"{execution_id} {lease_epoch} {attempt} {os.getpid()} {time.time():.3f}\n".encode())
     finally:
         os.close(fd)
+
+
+async def blocks_the_loop(payload: Any) -> None:
+    """Touches the file ``payload["started"]``, then blocks its worker's event loop for
+    ``payload["sec"]`` seconds (time.sleep in a coroutine: a mistake that happens)."""
+    os.close(os.open(payload["started"], os.O_CREAT | os.O_WRONLY, 0o644))
+    time.sleep(payload["sec"])  # noqa: ASYNC251 - the mistake this callable stands for
