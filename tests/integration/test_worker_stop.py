@@ -18,10 +18,12 @@ from typing import Any
 
 from cronwheel.worker.framing import FROM_WORKER, encode_frame, read_frame
 from cronwheel.worker.lifeline import STOP_DEADLINE_SEC
+from cronwheel.worker.pool import WorkerPool
 from cronwheel.worker.protocol import PROTOCOL_VERSION, Abort, Bye, Frame, Grants, Hello, Welcome
 from tests.integration.test_worker_pool import (
     HERE,
     REPO,
+    Recorder,
     grant,
     read_pids,
     run,
@@ -145,5 +147,38 @@ def test_a_second_sigterm_ends_a_stopping_worker_at_once() -> None:
             # ended by the signal (its handler, or the default action once the loop let it go),
             # not by the deadline
             assert [e["reason"] for e in w.events("worker.shutdown_forced")] in ([], ["signal SIGTERM while stopping"])
+
+    run(main())
+
+
+#: a worker process that ignores SIGTERM and never connects (argv[1]: a file it makes once deaf)
+_DEAF_TO_SIGTERM = """import signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open(sys.argv[1], "w").close()
+while True:
+    signal.pause()
+"""
+
+
+def test_a_stopping_pool_kills_a_worker_deaf_to_sigterm() -> None:
+    """`serve` stopping waits for its workers for a bounded time (the grace, then SIGTERM and
+    KILL_AFTER_SEC), then kills what is left with SIGKILL: a worker cannot keep it waiting."""
+
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+        deaf = tmp / "deaf"
+        pool = WorkerPool(tmp / "w.sock", Recorder(), n_workers=1, slots=1, node_id="test",
+                          worker_cmd=[sys.executable, "-c", _DEAF_TO_SIGTERM, str(deaf)])  # fmt: skip
+        pid = None
+        try:
+            await pool.start()
+            await until(deaf.exists, what="the worker to ignore SIGTERM")
+            [pid] = pool.worker_pids().values()
+            await asyncio.wait_for(pool.stop(grace_sec=0.5), 30)
+            assert not alive(pid)
+        finally:
+            if pid is not None and alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            shutil.rmtree(tmp, ignore_errors=True)
 
     run(main())
