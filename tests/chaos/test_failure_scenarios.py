@@ -418,8 +418,8 @@ def test_a_killed_node_s_command_runs_are_ended_before_their_retries_start(make_
     pids = tmp_path / "pids"
     d.add_job({"runAt": "+0s", "command": f"echo $$ >> {pids}; exec sleep 300",
                "retryPolicy": {"maxAttempts": 2, "initialBackoffSec": 0.1}})  # fmt: skip
-    wait_for(pids.exists, what="the run")
-    first = int(pids.read_text().split()[0])
+    # the shell makes the file before echo writes to it
+    first = wait_for(lambda: pids.exists() and int(pids.read_text().split()[0]), what="the run")
     node = [d.pid, *d.worker_pids()]
     for sig in (signal.SIGSTOP, signal.SIGKILL):  # all at once: none may clean up after another
         for pid in node:
