@@ -49,6 +49,14 @@ class TenantList(msgspec.Struct):
     tenants: list[Tenant]
 
 
+class Whoami(msgspec.Struct, rename="camel", kw_only=True):
+    role: Annotated[str, ordered(TOKEN_ROLES)]
+    tenant: Annotated[str | None, Meta(description="The tenant the caller acts for; null for admin and metrics (no tenant).")]
+    token_id: Annotated[str | None, Meta(description="The bearer token's id (what `DELETE /v1/tokens/{tokenId}` revokes); null over the local Unix socket without one.")]
+    via: Annotated[str, Meta(description="`token`: a bearer token; `socket`: the local Unix socket, admin by file permission.",
+                             extra_json_schema={"enum": ["token", "socket"]})]
+
+
 class Token(msgspec.Struct, rename="camel", kw_only=True):
     token_id: Annotated[str, Meta(pattern=TOKEN_ID_RE.pattern)]
     role: Annotated[str, ordered(TOKEN_ROLES)]
@@ -216,6 +224,6 @@ class NotificationPage(msgspec.Struct):
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (
-    Tenant, TenantList, Token, TokenCreated, TokenList, JobCreated, JobBatchItem, JobBatchResponse, HeartbeatResponse, CompleteResponse, EffectResponse,
+    Tenant, TenantList, Whoami, Token, TokenCreated, TokenList, JobCreated, JobBatchItem, JobBatchResponse, HeartbeatResponse, CompleteResponse, EffectResponse,
     Purged, NotificationPurged, PingResponse, BackfillCancelled, Health, TenantNotifyAnswer, CalendarWindowAnswer, Calendar, CalendarList, Notification, NotificationPage,
 )  # fmt: skip

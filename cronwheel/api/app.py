@@ -65,6 +65,7 @@ from cronwheel.api.node import (
     node_config,
     openapi,
     status,
+    whoami,
 )
 from cronwheel.api.notifications import list_notifications, purge_notification, replay_notification
 from cronwheel.api.problems import answer_problems, refuse_unknown_query
@@ -110,6 +111,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("GET", "/v1/status", status),
     ("GET", "/v1/config", node_config),
     ("GET", "/v1/herd", herd),
+    ("GET", "/v1/whoami", whoami),
     ("GET", "/v1/status/activity", ops.activity),
     ("GET", "/healthz", healthz),
     ("GET", "/v1/openapi.json", openapi),
@@ -137,6 +139,7 @@ ACCESS: dict[Callable[..., Any], Access] = {
     dashboard.index: Access.OPEN,
     dashboard.asset: Access.OPEN,
     openapi: Access.ANY,
+    whoami: Access.ANY,
     claim: Access.WORK,
     heartbeat: Access.WORK,
     complete: Access.WORK,

@@ -1,5 +1,5 @@
-"""The node's routes: status, the coming ticks per second (herd), the health check and the
-OpenAPI document."""
+"""The node's routes: status, the coming ticks per second (herd), who is calling, the health
+check and the OpenAPI document."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from cronwheel.api import answers
 from cronwheel.api.appkeys import CONFIG
-from cronwheel.api.context import json_response, service_of, tenant_of
+from cronwheel.api.context import json_response, principal_of, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import parse_int_query
 
@@ -35,6 +35,13 @@ async def herd(request: web.Request) -> web.Response:
     window = parse_int_query("window", q.get("window"), 3600, 60, 86_400)
     top = parse_int_query("top", q.get("top"), 10, 1, 100)
     return json_response(await service_of(request).herd(await tenant_of(request), window, top))
+
+
+async def whoami(request: web.Request) -> web.Response:
+    """Who the caller is: its role, its tenant, its token (any authenticated caller)."""
+    principal = await principal_of(request)
+    return json_response(answers.Whoami(role=str(principal.role), tenant=principal.tenant,
+                                        token_id=principal.token_id, via=principal.via))
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -802,6 +802,22 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/v1/whoami": {
+        "get": {
+            "operationId": "whoami",
+            "summary": "Who is calling: the caller's role, tenant and token",
+            "description": (
+                "What the credentials of this request are: `role` (admin, tenant, worker or metrics), "
+                "`tenant` (null for admin and metrics), `tokenId` (null over the local Unix socket "
+                "without a token) and `via`. Any authenticated caller; `cronwheel whoami` prints it, "
+                "and `cronwheel tenant show` with a tenant's token shows its own tenant by it."
+            ),
+            "responses": {
+                "200": answer("The caller.", "Whoami"),
+                **refused("401", "403"),
+            },
+        },
+    },
     "/v1/herd": {
         "get": {
             "operationId": "herd",

@@ -171,19 +171,25 @@ def tenant_set(app: Cli, /, name: str, weight: int | None, max_running: Any, max
 
 
 @tenant.command("show", context_settings=CONTEXT)
-@click.argument("name")
+@click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the tenant as JSON.")
 @pass_cli
-def tenant_show(app: Cli, /, name: str, as_json: bool) -> None:
+def tenant_show(app: Cli, /, name: str | None, as_json: bool) -> None:
     """Show tenant NAME: its settings, its usage against its quotas (jobs registered, this
     node's running and queued executions) and the HTTP allow-list that applies, its own or
-    the daemon's. A tenant's token may show its own tenant.
+    the daemon's. A tenant's token may show its own tenant, and without NAME shows it.
 
     \b
     Examples:
       cronwheel tenant show acme
       cronwheel tenant show acme --json
+      CRONWHEEL_TOKEN=$ACME_TOKEN cronwheel tenant show    # the token's own tenant
     """
+    if name is None:
+        name = app.client.whoami().get("tenant")
+        if not name:
+            raise click.UsageError("these credentials belong to no tenant (an admin's or a metrics token): "
+                                   "name one, e.g. `cronwheel tenant show acme` (`cronwheel tenant ls` lists them)")
     _show_tenant(app.client.get_tenant(name), as_json)
 
 
@@ -273,3 +279,26 @@ def token_revoke(app: Cli, /, token_id: str, as_json: bool) -> None:
         render.emit_json(revoked)
         return
     render.emit_note(f"token {revoked['tokenId']} revoked")
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@pass_cli
+def whoami(app: Cli, /, as_json: bool) -> None:
+    """Who the daemon takes these credentials for: the role (admin, tenant, worker, metrics),
+    the tenant, and the token's id (what `cronwheel token revoke` takes); over the local socket
+    without a token, the admin by file permission.
+
+    \b
+    Examples:
+      cronwheel whoami
+      CRONWHEEL_TOKEN=$ACME_TOKEN cronwheel --url http://scheduler:7878 whoami --json
+    """
+    me = app.client.whoami()
+    if as_json:
+        render.emit_json(me)
+        return
+    render.emit_kv([("role", me.get("role")), ("tenant", me.get("tenant") or "(none: every tenant)" if me.get("role") == "admin"
+                    else me.get("tenant") or "(none)"),
+                    ("token", me.get("tokenId") or "(none: the local socket)"), ("via", me.get("via"))])
+

@@ -410,6 +410,9 @@ class Client:
     def status(self) -> dict[str, Any]:
         return self._get("/v1/status")
 
+    def whoami(self) -> dict[str, Any]:
+        return self._get("/v1/whoami")
+
     def herd(self, window: int = 3600, top: int = 10) -> dict[str, Any]:
         return self._get("/v1/herd", window=window, top=top)
 

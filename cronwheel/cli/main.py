@@ -206,7 +206,7 @@ _COMMANDS: dict[str, Callable[[], click.Command]] = {
     "import-crontab": _from("transfer", "import_crontab"), "export": _from("exporting", "export"),
     **{name: _from("notify", name) for name in ("ping", "watch", "notifications")},
     **{name: _from("beyondcron", name) for name in ("calendar", "backfill", "chain")},
-    "tenant": _tenant, "token": _from("admin", "token"), "config": lambda: config_show.config_command,
+    "tenant": _tenant, "token": _from("admin", "token"), "whoami": _from("admin", "whoami"), "config": lambda: config_show.config_command,
     "apply": _from("jobs_as_code", "apply"), "import": _import, "backup": _from("backup", "backup"),
 }
 cli.commands = _Commands(cli.commands, _COMMANDS)

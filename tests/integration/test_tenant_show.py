@@ -82,3 +82,33 @@ def test_tenant_show_prints_the_settings_the_usage_and_whose_http_list_applies(m
     theirs = subprocess.run([sys.executable, "-m", "cronwheel", "tenant", "show", "default"], capture_output=True,
                             text=True, env=env, timeout=60)
     assert theirs.returncode != 0 and "no tenant 'default'" in theirs.stderr, theirs
+    # without NAME: the token's own tenant (GET /v1/whoami), and a tenantless caller is told to name one
+    own = subprocess.run([sys.executable, "-m", "cronwheel", "tenant", "show", "--json"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert own.returncode == 0 and json.loads(own.stdout)["name"] == "acme", own
+    admin = d.cli("tenant", "show")
+    assert admin.returncode == 2 and "belong to no tenant" in admin.stderr and "Traceback" not in admin.stderr, admin
+
+
+@pytest.mark.runs_no_jobs
+def test_whoami_says_the_callers_role_tenant_and_token(make_daemon: Callable[..., Daemon]) -> None:
+    d = make_daemon()
+    acme = tenant_token(d, "acme")
+    worker = tenant_token(d, "acme", role="worker")
+    metrics = d.post("/v1/tokens", {"role": "metrics"}).json()["token"]
+    seen = {}
+    for who, token in (("admin", None), ("acme", acme), ("worker", worker), ("metrics", metrics)):
+        r = d.get("/v1/whoami", token=token) if token else d.get("/v1/whoami")
+        assert r.status == 200, r
+        seen[who] = r.json()
+    assert (seen["acme"]["role"], seen["acme"]["tenant"], seen["acme"]["via"]) == ("tenant", "acme", "token")
+    assert seen["acme"]["tokenId"].startswith("tk_") and seen["acme"]["tokenId"] != seen["worker"]["tokenId"]
+    assert (seen["worker"]["role"], seen["worker"]["tenant"]) == ("worker", "acme")
+    assert (seen["metrics"]["role"], seen["metrics"]["tenant"]) == ("metrics", None)
+    assert (seen["admin"]["role"], seen["admin"]["tenant"]) == ("admin", None)
+    # the token id is the one its revocation takes: revoked, the token is refused
+    assert d.request("DELETE", f"/v1/tokens/{seen['acme']['tokenId']}").status in (200, 204)
+    assert d.get("/v1/whoami", token=acme).status == 401
+    assert d.get("/v1/whoami", token=None).status == 401
+    out = d.cli("whoami")
+    assert out.returncode == 0 and "role:" in out.stdout and "admin" in out.stdout, out
