@@ -154,9 +154,12 @@ class ClusterMember:
         # with one id at the same moment (cloned machines booted together), one gets it and the
         # other waits here, sees its heartbeat move on, and is refused
         self.incarnation = self.clock.now_ms()
+        await self._take_id()
+        self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
+
+    async def _take_id(self) -> None:
         first = await self._claim_id()
         if first is None:
-            self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
             return
         self.events.emit("node.waiting_for_previous", nodeId=self.node_id, address=first.address,
                          lastSeenAt=format_instant(first.last_seen), leaseTtlMs=self.ttl_ms)
@@ -164,7 +167,6 @@ class ClusterMember:
             await asyncio.sleep(self.interval / 2)
             row = await self._claim_id()
             if row is None:
-                self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
                 return
             if row.last_seen != first.last_seen or row.started_at != first.started_at:
                 raise self._in_use(row)
@@ -173,7 +175,6 @@ class ClusterMember:
         row = await self._claim_id(take_from=first.last_seen)
         if row is not None:
             raise self._in_use(row)
-        self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
 
     async def _heartbeat_until_run(self) -> None:
         """The id's heartbeat from ``join`` until the loop's turns take it over: the node starts
