@@ -12,7 +12,10 @@ Tokens are 256 random bits, shown once, and stored only as their SHA-256 (a slow
 hash buys nothing for a high-entropy secret, and the lookup stays one indexed read).
 
 Targets that run code as the daemon's user (``command``, ``python``) are for admins and for
-tenants granted ``allow_shell``; HTTP targets can be limited to an allow-list of hosts.
+tenants granted ``allow_shell``; HTTP targets can be limited to an allow-list of hosts. The
+ready queue's ``high`` tier is for admins and tenants granted ``allow_high_priority``: its tiers
+are strict across tenants, so a tenant that could put its own flood there would delay every
+neighbour's work, not only its own (``effective_priority`` clamps the rest to ``default``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cronwheel.core.limits import MAX_TOKEN_CHARS, PATTERN_END
+from cronwheel.core.model import Priority
 from cronwheel.core.urls import LABEL_RE, NUMERIC_LABEL_RE
 
 TOKEN_PREFIX = "cw_"
@@ -70,10 +74,13 @@ class Tenant:
     http_allow: HostAllow = None
     created_at: int = 0
     updated_at: int = 0
+    #: may put its jobs in the ready queue's high tier (strict across tenants: an admin's grant)
+    allow_high_priority: bool = False
 
 
 #: the fields of ``Tenant`` that an update may change
-TENANT_SETTINGS = ("weight", "max_running", "max_jobs", "submit_rate", "submit_burst", "allow_shell", "http_allow")
+TENANT_SETTINGS = ("weight", "max_running", "max_jobs", "submit_rate", "submit_burst", "allow_shell",
+                   "allow_high_priority", "http_allow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,7 @@ class Principal:
     tenant: str | None = None  #: None for admins (they see every tenant)
     token_id: str | None = None  #: None for the local socket
     allow_shell: bool = False
+    allow_high_priority: bool = False
     http_allow: HostAllow = None  #: the effective allow-list (tenant's, else the daemon's)
     via: str = "token"  #: "token" or "socket"
     http_allow_own: bool = False  #: ``http_allow`` is the tenant's own list, not the daemon's
@@ -246,6 +254,28 @@ def target_refusal(target: dict[str, Any], principal: Principal) -> Refusal | No
     return None
 
 
+def priority_refusal(priority: Priority, principal: Principal, field: str = "priority") -> Refusal | None:
+    """Why ``principal`` may not give a job ``priority`` (None: it may). The high tier is served
+    before every tenant's default work, so it is an admin's grant, as running code is."""
+    if priority is not Priority.HIGH or principal.is_admin or principal.allow_high_priority:
+        return None
+    return Refusal(
+        field,
+        f"priority high is served before every other tenant's default work: only admins may use it, or tenants "
+        f"granted allowHighPriority (tenant {principal.tenant!r} is not); use default or batch",
+        code="forbidden_priority",
+    )
+
+
+def effective_priority(priority: Priority, tenant: Tenant) -> Priority:
+    """The tier a job's executions are queued at: ``high`` only while its tenant holds
+    ``allow_high_priority`` (a grant withdrawn since, or a job made by an admin for a tenant
+    without it, runs at ``default``); the other tiers as they are."""
+    if priority is Priority.HIGH and not tenant.allow_high_priority:
+        return Priority.DEFAULT
+    return priority
+
+
 def effective_http_allow(tenant: Tenant | None, daemon_allow: HostAllow) -> HostAllow:
     """A tenant's own list when it has one (an empty one too: no host), else the daemon's
     ``--http-allow``."""
@@ -285,12 +315,14 @@ __all__ = [
     "allowed_hosts",
     "closed_tenant",
     "effective_http_allow",
+    "effective_priority",
     "hash_token",
     "host_allowed",
     "new_token_id",
     "new_token_secret",
     "normalise_host",
     "parse_bearer",
+    "priority_refusal",
     "target_refusal",
     "valid_tenant_name",
 ]

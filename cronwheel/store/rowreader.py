@@ -81,6 +81,7 @@ class RowReader:
             http_allow=None if r[7] is None else tuple(self.decode(r[7])),
             created_at=r[8],
             updated_at=r[9],
+            allow_high_priority=bool(r[10]),
         )
 
     @staticmethod

@@ -6,6 +6,7 @@ import threading
 
 from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
 from cronwheel.core.records import Completion, Outcome
+from cronwheel.core.tenants import Tenant
 from cronwheel.store.base import Store
 from tests.contract.conftest import (
     MIN,
@@ -77,6 +78,30 @@ def test_claim_for_worker_takes_the_most_urgent_tier_first(store: Store) -> None
     assert [g.priority for g in grants] == [Priority.HIGH, Priority.DEFAULT, Priority.BATCH]
     rest = store.claim_for_worker(["q1"], "remote-1", 10, T0 + SEC)
     assert [g.job_id for g in rest] == [b.job_id for b in batch[1:]]  # oldest first within a tier
+
+
+def test_across_tenants_only_a_tenant_granted_the_high_tier_goes_first(store: Store) -> None:
+    """A worker of no tenant serves every tenant's queue: there a high execution of a tenant
+    without allow_high_priority ranks as default (oldest first among them), as the local
+    dispatcher queues it; the grant, given or withdrawn, counts at the next claim. A tenant's
+    own worker still takes its high ones first: that orders its own work only."""
+    store.create_tenant(Tenant("evil"), T0)
+    store.create_tenant(Tenant("vip", allow_high_priority=True), T0)
+    acme = one_off(T0, target={"queue": "q1"}, tenant="acme")
+    flood = [one_off(T0 + 10 + i, target={"queue": "q1"}, tenant="evil", priority=Priority.HIGH) for i in range(3)]
+    vip = one_off(T0 + 20, target={"queue": "q1"}, tenant="vip", priority=Priority.HIGH)
+    create(store, acme, *flood, vip)
+    claim_all(store, T0 + 20)
+    [own] = store.claim_for_worker(["q1"], "evil-worker", 1, T0 + SEC, tenant="evil")
+    assert own.job_id == flood[0].job_id
+    grants = store.claim_for_worker(["q1"], "remote-1", 2, T0 + SEC)
+    assert [g.job_id for g in grants] == [vip.job_id, acme.job_id]
+    store.update_tenant("evil", {"allow_high_priority": True}, T0 + SEC)
+    extra = one_off(T0 + 40, target={"queue": "q1"}, tenant="acme")
+    create(store, extra, now=T0 + SEC)
+    claim_all(store, T0 + 40)
+    grants = store.claim_for_worker(["q1"], "remote-1", 10, T0 + 2 * SEC)
+    assert [g.job_id for g in grants] == [flood[1].job_id, flood[2].job_id, extra.job_id]
 
 
 def test_claim_for_worker_respects_availability_and_tenant(store: Store) -> None:

@@ -4,6 +4,8 @@ Written against ``Store`` only: every backend in ``BACKENDS`` runs it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cronwheel.core.model import JobStatus
@@ -40,6 +42,7 @@ def test_there_is_always_a_default_tenant(store: Store) -> None:
     assert default.name == "default" and default.weight == 1
     assert default.max_running is None and default.max_jobs is None and default.submit_rate is None
     assert default.allow_shell is False and default.http_allow is None  # none of its own
+    assert default.allow_high_priority is True  # the admin's own jobs may be high
     assert get_tenant(store, "default") == default
     assert get_tenant(store, "nobody") is None
 
@@ -48,13 +51,85 @@ def test_create_tenant_stores_every_setting(store: Store) -> None:
     t = Tenant(
         "acme", weight=3, max_running=2, max_jobs=10, submit_rate=2.5, submit_burst=5,
         allow_shell=True, http_allow=("api.example.com", "*.acme.test"), created_at=1, updated_at=2,
+        allow_high_priority=True,
     )
     created = store.create_tenant(t, T0)
     assert created == Tenant(
-        "acme", 3, 2, 10, 2.5, 5, True, ("api.example.com", "*.acme.test"), created_at=T0, updated_at=T0
+        "acme", 3, 2, 10, 2.5, 5, True, ("api.example.com", "*.acme.test"), created_at=T0, updated_at=T0,
+        allow_high_priority=True,
     )
     assert get_tenant(store, "acme") == created
     assert [x.name for x in store.list_tenants()] == ["acme", "default"]
+
+
+def test_the_high_tier_is_a_grant_no_tenant_holds_until_given(store: Store) -> None:
+    """allow_high_priority: false for a new tenant (made explicitly, or by its first job), kept
+    apart from allow_shell, granted and withdrawn by an update."""
+    assert store.create_tenant(Tenant("acme"), T0).allow_high_priority is False  # type: ignore[union-attr]
+    create(store, new_job(tenant="implicit"))
+    assert get_tenant(store, "implicit").allow_high_priority is False  # type: ignore[union-attr]
+    granted = store.update_tenant("acme", {"allow_high_priority": True}, T0 + MIN)
+    assert granted is not None and granted.allow_high_priority is True and granted.allow_shell is False
+    assert get_tenant(store, "acme") == granted
+    assert store.update_tenant("acme", {"weight": 2}, T0 + 2 * MIN).allow_high_priority is True  # type: ignore[union-attr]
+    revoked = store.update_tenant("acme", {"allow_high_priority": False}, T0 + 3 * MIN)
+    assert revoked is not None and revoked.allow_high_priority is False and revoked.weight == 2
+    assert {t.name: t.allow_high_priority for t in store.list_tenants()} == {"acme": False, "default": True, "implicit": False}
+
+
+#: a store as version 23 left it: tenants, and jobs of each priority and status
+_BEFORE_24 = [
+    "INSERT INTO tenants (name, created_at, updated_at) VALUES ('hi', 0, 0), ('lo', 0, 0), ('gone', 0, 0), ('paused', 0, 0)",
+    "INSERT INTO jobs (id, bucket_id, status, next_run_at, schedule, timezone, misfire, overlap, tenant, priority,"
+    " max_attempts) VALUES"
+    " ('j1', 1, 'ACTIVE', 1, '* * * * *', 'UTC', 'run_once', 'allow', 'hi', 0, 3),"
+    " ('j2', 1, 'ACTIVE', 1, '* * * * *', 'UTC', 'run_once', 'allow', 'lo', 1, 3),"
+    " ('j3', 1, 'ACTIVE', 1, '* * * * *', 'UTC', 'run_once', 'allow', 'lo', 2, 3),"
+    " ('j4', 1, 'CANCELLED', NULL, '* * * * *', 'UTC', 'run_once', 'allow', 'gone', 0, 3),"
+    " ('j5', 1, 'PAUSED', 1, '* * * * *', 'UTC', 'run_once', 'allow', 'paused', 0, 3)",
+]
+
+
+def _upgraded_from_23(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    """A store at version 23 with the rows of ``_BEFORE_24``, opened (migrated) by this cronwheel."""
+    if backend == "sqlite":
+        import apsw
+
+        from cronwheel.store.sqlite import SqliteStore
+        from cronwheel.store.sqlite.migrate import apply_migrations
+
+        conn = apsw.Connection(str(tmp_path / "v23.db"))
+        apply_migrations(conn, 0, until=23)
+        for statement in _BEFORE_24:
+            conn.execute(statement)
+        conn.close()
+        return SqliteStore.open(tmp_path / "v23.db")
+    import psycopg
+
+    from cronwheel.store.postgres import PostgresStore
+    from cronwheel.store.postgres import migrate as pg_migrate
+
+    dsn = request.getfixturevalue("postgres_server").database(migrated=False)
+    request.addfinalizer(lambda: dsn.__exit__(None, None, None))
+    url = dsn.__enter__()
+    with psycopg.connect(url, autocommit=True) as pg:
+        pg_migrate.apply_migrations(pg, 0, until=23)
+        for statement in _BEFORE_24:
+            pg.execute(statement)
+    return PostgresStore.open(url)
+
+
+def test_the_upgrade_grants_the_high_tier_to_tenants_with_a_high_job(backend: str, tmp_path: Path,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """Version 24: every tenant with a live job (ACTIVE, PAUSED, ...) at high priority keeps
+    running it at high, the default tenant (the admin's) may; no other tenant gets the grant."""
+    store = _upgraded_from_23(backend, tmp_path, request)
+    try:
+        assert store.schema_version() >= 24
+        assert {t.name: t.allow_high_priority for t in store.list_tenants()} == {
+            "default": True, "hi": True, "paused": True, "lo": False, "gone": False}
+    finally:
+        store.close()
 
 
 def test_create_tenant_twice_changes_nothing(store: Store) -> None:

@@ -414,16 +414,19 @@ SELECT min(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 #: a remote worker's pull: dispatchable executions of its queues, most urgent tier first, then
 #: oldest, locked so that concurrent claimers skip each other's rows. QUEUE_READY for a worker of
 #: no tenant; QUEUE_READY_OF_TENANT reads only its tenant's rows through
-#: executions_tenant_queue_ready (queue names are shared between tenants)
+#: executions_tenant_queue_ready (queue names are shared between tenants). Across tenants the
+#: high tier is only for those granted it (version 24): the others' high rows rank as default,
+#: as the local dispatcher queues them
 _QUEUE_READY = """
 SELECT execution_id FROM executions
 WHERE {tenant}queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
-ORDER BY priority, available_at, execution_id LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED
+ORDER BY {tier}, available_at, execution_id LIMIT %(limit)s
+FOR UPDATE OF executions SKIP LOCKED
 """
-QUEUE_READY = _QUEUE_READY.format(tenant="")
-QUEUE_READY_OF_TENANT = _QUEUE_READY.format(tenant="tenant = %(tenant)s AND ")
+QUEUE_READY = _QUEUE_READY.format(tenant="", tier="""CASE WHEN priority = 0 AND tenant NOT IN
+    (SELECT name FROM tenants WHERE allow_high_priority) THEN 1 ELSE priority END""")
+QUEUE_READY_OF_TENANT = _QUEUE_READY.format(tenant="tenant = %(tenant)s AND ", tier="priority")
 
 #: The ids drive the lookups, one primary-key probe each, whatever the statistics say: with
 #: "execution_id = ANY(ids) AND available_at <= now" (or a plain join) the planner, misled by
@@ -650,7 +653,7 @@ COUNT_JOB_DEAD_LETTERS = "SELECT count(*) FROM executions WHERE job_id = %(job_i
 #: column order of ``rows.tenant_from_row``
 TENANT_COLUMNS = """
     name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
-    created_at, updated_at
+    created_at, updated_at, allow_high_priority
 """
 
 LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
@@ -661,9 +664,9 @@ LOCK_TENANT = f"SELECT {TENANT_COLUMNS} FROM tenants WHERE name = %(name)s FOR N
 
 CREATE_TENANT = f"""
 INSERT INTO tenants (name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell,
-                     http_allow, created_at, updated_at)
+                     http_allow, created_at, updated_at, allow_high_priority)
 VALUES (%(name)s, %(weight)s, %(max_running)s, %(max_jobs)s, %(submit_rate)s, %(submit_burst)s,
-        %(allow_shell)s, %(http_allow)s::text[], %(now)s, %(now)s)
+        %(allow_shell)s, %(http_allow)s::text[], %(now)s, %(now)s, %(allow_high_priority)s)
 ON CONFLICT (name) DO NOTHING
 RETURNING {TENANT_COLUMNS}
 """
@@ -672,7 +675,7 @@ UPDATE_TENANT = f"""
 UPDATE tenants
 SET weight = %(weight)s, max_running = %(max_running)s, max_jobs = %(max_jobs)s,
     submit_rate = %(submit_rate)s, submit_burst = %(submit_burst)s, allow_shell = %(allow_shell)s,
-    http_allow = %(http_allow)s::text[], updated_at = %(now)s
+    http_allow = %(http_allow)s::text[], updated_at = %(now)s, allow_high_priority = %(allow_high_priority)s
 WHERE name = %(name)s
 RETURNING {TENANT_COLUMNS}
 """

@@ -286,3 +286,7 @@ CREATE INDEX executions_dead_of_job ON executions (job_id, scheduled_at) WHERE s
 
 -- version 23: the dead notifications of a job, oldest first: the retention keeps its newest dlq_keep_last
 CREATE INDEX notifications_dead_of_job ON notifications (job_id, tenant, created_at) WHERE status = 'DEAD';
+
+-- version 24: may queue its jobs in the high tier (an admin's grant); the default tenant, the admin's, may
+ALTER TABLE tenants ADD COLUMN allow_high_priority BOOLEAN NOT NULL DEFAULT FALSE;
+UPDATE tenants SET allow_high_priority = TRUE WHERE name = 'default';

@@ -27,7 +27,7 @@ class TenantMethods(PostgresBase):
         t = tenant
         args = {"name": t.name, "weight": t.weight, "max_running": t.max_running, "max_jobs": t.max_jobs,
                 "submit_rate": t.submit_rate, "submit_burst": t.submit_burst, "allow_shell": bool(t.allow_shell),
-                "http_allow": host_array(t.http_allow), "now": now_ms}  # fmt: skip
+                "allow_high_priority": bool(t.allow_high_priority), "http_allow": host_array(t.http_allow), "now": now_ms}  # fmt: skip
         with self._write() as conn:
             row = conn.execute(q.CREATE_TENANT, args).fetchone()
         if row is None:
@@ -45,6 +45,7 @@ class TenantMethods(PostgresBase):
             cur = tenant_from_row(row)
             new = merged_tenant_settings(cur, changes)
             new["allow_shell"] = bool(new["allow_shell"])
+            new["allow_high_priority"] = bool(new["allow_high_priority"])
             new["http_allow"] = host_array(new["http_allow"])
             row = conn.execute(q.UPDATE_TENANT, {**new, "name": name, "now": now_ms}).fetchone()
         return tenant_from_row(row)

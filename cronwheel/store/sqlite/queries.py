@@ -345,12 +345,16 @@ SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 
 #: a remote worker's pull: dispatchable executions of a JSON array of queues (?1), most urgent
 #: tier first, then oldest; QUEUE_READY for a worker of no tenant, QUEUE_READY_OF_TENANT for a
-#: tenant's (?3), which reads only that tenant's rows (queue names are shared between tenants)
+#: tenant's (?3), which reads only that tenant's rows (queue names are shared between tenants).
+#: Across tenants the high tier is only for those granted it (version 24): the others' high
+#: rows rank as default, as the local dispatcher queues them
 QUEUE_READY = """
 SELECT execution_id FROM executions
 WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2
-ORDER BY priority, available_at, execution_id LIMIT ?3
+ORDER BY CASE WHEN priority = 0 AND tenant NOT IN (SELECT name FROM tenants WHERE allow_high_priority = 1)
+              THEN 1 ELSE priority END,
+         available_at, execution_id LIMIT ?3
 """
 
 QUEUE_READY_OF_TENANT = """
@@ -509,7 +513,7 @@ DELETE FROM executions WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NU
 #: column order of ``rows.tenant_from_row``
 TENANT_COLUMNS = """
     name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
-    created_at, updated_at
+    created_at, updated_at, allow_high_priority
 """
 
 LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
@@ -518,14 +522,15 @@ GET_TENANT = f"SELECT {TENANT_COLUMNS} FROM tenants WHERE name = ?"
 
 CREATE_TENANT = """
 INSERT INTO tenants (name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell,
-                     http_allow, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     http_allow, created_at, updated_at, allow_high_priority)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (name) DO NOTHING
 """
 
 UPDATE_TENANT = """
 UPDATE tenants SET weight = ?2, max_running = ?3, max_jobs = ?4, submit_rate = ?5,
-                   submit_burst = ?6, allow_shell = ?7, http_allow = ?8, updated_at = ?9
+                   submit_burst = ?6, allow_shell = ?7, http_allow = ?8, updated_at = ?9,
+                   allow_high_priority = ?10
 WHERE name = ?1
 """
 

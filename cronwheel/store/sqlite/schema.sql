@@ -20,10 +20,12 @@ CREATE TABLE tenants (
     allow_shell  INTEGER NOT NULL DEFAULT 0 CHECK (allow_shell IN (0, 1)),
     http_allow   TEXT,  -- JSON array of host names ([]: none); NULL: not set, the daemon's list (version 21)
     updated_at   INTEGER NOT NULL DEFAULT 0,
-    notify       TEXT NOT NULL DEFAULT '[]'  -- the tenant's default notification rules (version 13)
+    notify       TEXT NOT NULL DEFAULT '[]',  -- the tenant's default notification rules (version 13)
+    -- may queue its jobs in the high tier (version 24); the default tenant, the admin's, may
+    allow_high_priority INTEGER NOT NULL DEFAULT 0 CHECK (allow_high_priority IN (0, 1))
 ) WITHOUT ROWID;
 
-INSERT INTO tenants (name, weight, max_running, created_at) VALUES ('default', 1, NULL, 0);
+INSERT INTO tenants (name, weight, max_running, created_at, allow_high_priority) VALUES ('default', 1, NULL, 0, 1);
 
 -- The scheduling table: deliberately narrow (only what a claim reads), because the claim
 -- rewrites one row per due job and the cost of that follows the row width.

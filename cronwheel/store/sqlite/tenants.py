@@ -33,7 +33,7 @@ class TenantMethods(SqliteBase):
         with self._write() as conn:
             conn.execute(q.CREATE_TENANT, (
                 t.name, t.weight, t.max_running, t.max_jobs, t.submit_rate, t.submit_burst,
-                int(t.allow_shell), host_list(t.http_allow), now_ms, now_ms,
+                int(t.allow_shell), host_list(t.http_allow), now_ms, now_ms, int(t.allow_high_priority),
             ))  # fmt: skip
             if conn.changes() == 0:
                 return None
@@ -53,6 +53,7 @@ class TenantMethods(SqliteBase):
             conn.execute(q.UPDATE_TENANT, (
                 name, new["weight"], new["max_running"], new["max_jobs"], new["submit_rate"],
                 new["submit_burst"], int(bool(new["allow_shell"])), host_list(new["http_allow"]), now_ms,
+                int(bool(new["allow_high_priority"])),
             ))  # fmt: skip
             row = conn.execute(q.GET_TENANT, (name,)).fetchone()
         return tenant_from_row(row)
