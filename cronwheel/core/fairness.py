@@ -62,6 +62,22 @@ class FairQueue(Generic[T]):
         q.append(item)
         self._len += 1
 
+    def take_tenant(self, tenant: str) -> list[T]:
+        """Remove every item of ``tenant``, the most urgent tier's first and each tier's in order
+        (to be pushed again, at other tiers); the other tenants keep their turns."""
+        taken: list[T] = []
+        for t in self._tiers:
+            q = t.items.pop(tenant, None)
+            if q is None:
+                continue
+            if t.active[0] == tenant:
+                t.fresh = True  # the next tenant's turn starts afresh
+            t.active.remove(tenant)
+            del t.deficit[tenant]
+            taken.extend(q)
+        self._len -= len(taken)
+        return taken
+
     def pop(self, max_tier: int | None = None, may_take: Callable[[str], bool] | None = None) -> T | None:
         """The next item: the most urgent non-empty tier up to ``max_tier`` (0 = most urgent),
         and inside it the tenant whose turn it is. None when nothing may be taken."""

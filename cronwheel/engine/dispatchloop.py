@@ -5,7 +5,9 @@
 * The dispatch loop pops as many as there are free worker slots (keeping a reserved share for
   the ``high`` tier), starts them in one store transaction (lease_epoch + 1 each), and sends the
   grants to the chosen workers.
-* Tenants: the fair queue's weights are the tenants' weights, and a tenant's running quota is
+* Tenants: the fair queue's weights are the tenants' weights, the high tier is for tenants
+  granted it (``tenant_may_high``: the others' high executions wait at the default tier, since
+  tiers are strict across tenants), and a tenant's running quota is
   applied at pop time (``may_take``). ``running_by_tenant`` counts this node's executions
   from the pop that reserves a slot to the completion, loss or abort that frees it; a tenant
   at its quota keeps its executions queued (PENDING in the store) and gets one
@@ -84,12 +86,13 @@ class DispatchLoop:
         self.tenant_max_running = tenant_max_running or (lambda _tenant: None)
         self.tenant_http_allow: Callable[[str], tuple[str, ...] | None] = lambda _tenant: None  #: see Grant.http_allow
         self.neighbour_reserve: Callable[[], int] = lambda: 0  #: slots kept for tenants running nothing here; set by the node
+        self.tenant_may_high: Callable[[str], bool] = lambda _tenant: True  #: holds allowHighPriority; set by the node
         self._free_left, self._reserve_now = sys.maxsize, 0  #: of the pop under way (``_may_take``)
         self.running: dict[str, str] = {}  # execution id -> tenant, from reservation to release
         self.live = LiveOutput()  #: output of the executions running on this node, as it comes
         self.running_by_tenant: Counter[str] = Counter()
         self.quota_waiting: set[str] = set()  # tenants passed over at their running quota
-        #: queued/delayed id -> (tier, tenant): one tuple shared by every execution of a tier
+        #: queued/delayed id -> (its own tier, tenant; ``_push`` clamps the tier): one tuple shared by every execution of a tier
         #: and tenant (``_kind``), so a herd's 100,000 waiting executions cost a dict slot each
         self.meta: dict[str, tuple[int, str]] = {}
         self._kinds: dict[tuple[int, str], tuple[int, str]] = {}
@@ -129,7 +132,7 @@ class DispatchLoop:
             tier, tenant = self.meta[ex.execution_id] = self._kind(int(ex.priority), ex.tenant)
             if ex.available_at > now and self.delayed.add(ex.execution_id, ex.available_at):
                 continue
-            self.queue.push(tier, tenant, ex.execution_id)
+            self._push(ex.execution_id, tier, tenant)
         if remote and self.on_queued is not None:
             self.on_queued(remote)
         self._wake.set()
@@ -148,7 +151,20 @@ class DispatchLoop:
     def _retry_at(self, execution_id: str, tier: int, tenant: str, at: int) -> None:
         tier, tenant = self.meta[execution_id] = self._kind(tier, tenant)
         if not self.delayed.add(execution_id, at):
-            self.queue.push(tier, tenant, execution_id)
+            self._push(execution_id, tier, tenant)
+        self._wake.set()
+
+    def _push(self, execution_id: str, tier: int, tenant: str) -> None:
+        """Into the fair queue; a high one at default unless its tenant holds the grant (every way in)."""
+        if tier == Priority.HIGH and not self.tenant_may_high(tenant):
+            tier = Priority.DEFAULT
+        self.queue.push(tier, tenant, execution_id)
+
+    def retier(self, tenant: str) -> None:
+        """The tenant's grant of the high tier changed: its queued executions move to the tier
+        it may use now, at once (a revocation stops a flood already queued, too)."""
+        for execution_id in self.queue.take_tenant(tenant):
+            self._push(execution_id, self.meta[execution_id][0], tenant)
         self._wake.set()
 
     def wake(self) -> None:
@@ -222,8 +238,7 @@ class DispatchLoop:
             self.delayed = InstantGroups(now, tick_ms=5, wheel_size=256)
             for execution_id, at in entries:
                 if not self.delayed.add(execution_id, at):
-                    tier, tenant = self.meta[execution_id]
-                    self.queue.push(tier, tenant, execution_id)
+                    self._push(execution_id, *self.meta[execution_id])
         elif step > 0:
             self.reap_cutoff.deaf(now - step, self.clock.monotonic())
         return step
@@ -250,8 +265,7 @@ class DispatchLoop:
 
     def _queue_due(self, now: int) -> None:
         for execution_id in self.delayed.advance(now):
-            tier, tenant = self.meta[execution_id]
-            self.queue.push(tier, tenant, execution_id)
+            self._push(execution_id, *self.meta[execution_id])
 
     async def _dispatch(self, now: int) -> None:
         assert self.pool is not None
@@ -341,8 +355,7 @@ class DispatchLoop:
     def _requeue(self, execution_ids: list[str]) -> None:
         self.release(execution_ids)
         for xid in execution_ids:
-            tier, tenant = self.meta[xid]
-            self.queue.push(tier, tenant, xid)
+            self._push(xid, *self.meta[xid])
 
     # ---- per-tenant running counts and quotas
     def _may_take(self, tenant: str) -> bool:

@@ -94,6 +94,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             completer=self.completer,
         )
         self.dispatcher.neighbour_reserve = self.neighbour_slots
+        self.dispatcher.tenant_may_high = self.tenant_may_high
         self.scheduler = Scheduler(
             self.clock,
             self.claimer or self.writer,

@@ -89,6 +89,11 @@ class TenancyMixin(NodeParts):
         t = self._tenants.get(name)
         return None if t is None else t.max_running
 
+    def tenant_may_high(self, name: str) -> bool:
+        """Whether the tenant's high executions are queued at the high tier (its grant)."""
+        t = self._tenants.get(name)
+        return t is not None and t.allow_high_priority
+
     def neighbour_slots(self) -> int:
         """The local slots kept for tenants running nothing here: none while the node serves one
         tenant (``default`` alone), else ``core.fairness.neighbour_reserve``'s share."""
@@ -116,12 +121,23 @@ class TenancyMixin(NodeParts):
     def _set_tenants(self, tenants: list[Tenant]) -> None:
         old = self._tenants
         self._tenants = {t.name: t for t in tenants}
+        self._retier(old, tenants)
         if any(old.get(t.name) != t for t in tenants):
             self.dispatcher.wake()  # a raised quota or a new weight counts from the next pop
 
     def _put_tenant(self, tenant: Tenant) -> None:
+        old = self._tenants
         self._tenants = {**self._tenants, tenant.name: tenant}
+        self._retier(old, [tenant])
         self.dispatcher.wake()
+
+    def _retier(self, old: dict[str, Tenant], tenants: list[Tenant]) -> None:
+        """A tenant granted the high tier, or no longer, has its queued executions moved at once
+        (through another node: within TENANT_REFRESH_SEC)."""
+        for t in tenants:
+            was = old.get(t.name)
+            if t.allow_high_priority != (was is not None and was.allow_high_priority):
+                self.dispatcher.retier(t.name)
 
     async def tenant_refresh_loop(self) -> None:
         while True:

@@ -279,3 +279,37 @@ def test_a_tick_due_while_a_backlog_drains_starts_in_the_next_batch() -> None:
         await d.stop()
 
     asyncio.run(main())
+
+
+def test_the_high_tier_takes_only_the_tenants_granted_it() -> None:
+    """Tiers are strict across tenants: a tenant's high executions are queued at default unless
+    it holds the grant, whichever way they come in (claimed, due later, retried), and move at
+    once when the grant is given or withdrawn, each back to the tier it may use."""
+
+    def high(tenant: str, i: int, at: int = T0) -> Execution:
+        return Execution(f"j{tenant}{i}:{T0}", f"j{tenant}{i}", tenant, Priority.HIGH, T0, ExecStatus.PENDING, available_at=at)
+
+    async def main() -> None:
+        d, _, _ = make({}, {})
+        granted = {"vip"}
+        d.tenant_may_high = lambda t: t in granted
+        d.add([high("vip", 0), high("evil", 0), high("evil", 1, at=T0 + 1000), ex("evil", 2)])
+        d._retry_at("jevil9:1", int(Priority.HIGH), "evil", T0)
+        assert d.queue.depth_by_tier() == [1, 3, 0]
+        assert isinstance(d.clock, FakeClock)
+        d.clock.advance(1000)
+        d._queue_due(d.clock.now_ms())  # the delayed one comes due: at default too
+        assert d.queue.depth_by_tier() == [1, 4, 0]
+        assert d.meta["jevil0:" + str(T0)] == (int(Priority.HIGH), "evil"), "its own tier is kept"
+
+        granted.add("evil")
+        d.retier("evil")
+        assert d.queue.depth_by_tier() == [4, 1, 0], "evil's high ones move up, its default one stays"
+        granted.clear()
+        d.retier("evil")
+        d.retier("vip")
+        assert d.queue.depth_by_tier() == [0, 5, 0]
+        assert d.queue.depth_by_tenant() == {"vip": 1, "evil": 4}, "nothing lost on the way"
+        await d.stop()
+
+    asyncio.run(main())

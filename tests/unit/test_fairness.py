@@ -105,3 +105,20 @@ def test_a_shared_node_keeps_slots_for_a_neighbour_running_nothing():
     assert not may_take_slot(running=30, free=2, reserve=2), "the reserve: not a tenant already running"
     assert may_take_slot(running=0, free=1, reserve=2), "the reserve: a tenant running nothing here"
     assert may_take_slot(running=5, free=1, reserve=0), "no reserve: the last slot too"
+
+
+def test_taking_a_tenant_out_keeps_its_order_and_the_others_turns():
+    q = FairQueue(tiers=3)
+    for i in range(3):
+        q.push(1, "a", f"a{i}")
+        q.push(1, "b", f"b{i}")
+        q.push(1, "c", f"c{i}")
+    q.push(0, "b", "b-urgent")
+    q.push(2, "b", "b-bulk")
+    assert q.pop() == "b-urgent"
+    assert q.pop() == "a0"  # a's turn taken: b is next in the round
+    assert q.take_tenant("b") == ["b0", "b1", "b2", "b-bulk"]  # most urgent tier first, FIFO in each
+    assert q.take_tenant("nobody") == []
+    assert len(q) == 5 and q.depth_of("b") == 0
+    assert [q.pop() for _ in range(5)] == ["c0", "a1", "c1", "a2", "c2"]
+    assert q.pop() is None and len(q) == 0
