@@ -16,7 +16,14 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from cronwheel.api.schema import PING_STATUSES, TOKEN_ROLES, Instant, ref, rule_list
+from cronwheel.api.schema import (
+    HIGH_PRIORITY_DOC,
+    PING_STATUSES,
+    TOKEN_ROLES,
+    Instant,
+    ref,
+    rule_list,
+)
 from cronwheel.core import limits as lim
 from cronwheel.core.jobfields import ordered
 from cronwheel.core.model import ExecStatus
@@ -34,6 +41,7 @@ class Tenant(msgspec.Struct, rename="camel", kw_only=True):
     submit_rate: Annotated[float, Meta(gt=0, description="Submissions per second per node (token bucket): each new job, triggered run, replayed dead letter, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | None
     submit_burst: Annotated[int, Meta(ge=1, description="Token bucket capacity. Null: ceil(submitRate).")] | None
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")]
+    allow_high_priority: Annotated[bool, Meta(description=HIGH_PRIORITY_DOC)]
     http_allow: Annotated[list[str], Meta(max_length=lim.MAX_HTTP_ALLOW,
                           description="Hosts its HTTP targets, their redirects and its webhooks may call, and its email rules' recipients' domains (`host`, `*.domain`, IP). Empty (`[]`): no host at all. Null: none of its own, the daemon's --http-allow applies (with none set there either, any host).")] | None
     created_at: Instant | UnsetType | None = UNSET

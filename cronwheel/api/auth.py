@@ -101,6 +101,7 @@ class Authenticator:
         return Principal(
             token.role, token.tenant, token.token_id,
             allow_shell=tenant.allow_shell,
+            allow_high_priority=tenant.allow_high_priority,
             http_allow=effective_http_allow(tenant, self.http_allow),
             http_allow_own=tenant.http_allow is not None,
         )

@@ -36,10 +36,17 @@ from cronwheel.api.queries import (
 from cronwheel.api.validation import parse_job_batch, parse_job_body
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_NAME_CHARS
-from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec
+from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, Priority
 from cronwheel.core.notify import no_mail_warnings, rules_refusal
 from cronwheel.core.records import CreateOutcome, CreateResult
-from cronwheel.core.tenants import target_refusal, valid_tenant_name
+from cronwheel.core.tenants import (
+    Principal,
+    Refusal,
+    effective_priority,
+    priority_refusal,
+    target_refusal,
+    valid_tenant_name,
+)
 from cronwheel.worker.launch import run_as_refusal
 
 
@@ -50,7 +57,7 @@ async def create_job(request: web.Request) -> web.Response:
     service = service_of(request)
     spec = parse_job_body(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
     principal = await principal_of(request)
-    refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
+    refusal = _refusal(spec, principal)
     if refusal is not None:
         raise Problem(403, refusal.code, refusal.detail, field=refusal.field)
     _check_run_as(spec)
@@ -90,7 +97,7 @@ async def create_jobs(request: web.Request) -> web.Response:
     items = parse_job_batch(body, now_ms=service.now_ms(), tenant=tenant or DEFAULT_TENANT)
     principal = await principal_of(request)
     for i, (spec, _, _) in enumerate(items):
-        refusal = target_refusal(spec.target, principal) or rules_refusal(spec.notify, principal)
+        refusal = _refusal(spec, principal)
         if refusal is not None:
             raise Problem(403, refusal.code, f"jobs[{i}]: {refusal.detail}", field=f"jobs[{i}].{refusal.field}")
         _check_run_as(spec, f"jobs[{i}]")
@@ -100,6 +107,12 @@ async def create_jobs(request: web.Request) -> web.Response:
     if warnings:
         answer.warnings = warnings
     return json_response(answer)
+
+
+def _refusal(spec: JobSpec, principal: Principal) -> Refusal | None:
+    """Why ``principal`` may not create this job: its target, its priority or its rules."""
+    return (target_refusal(spec.target, principal) or priority_refusal(spec.priority, principal)
+            or rules_refusal(spec.notify, principal))
 
 
 def _check_run_as(spec: JobSpec, where: str = "") -> None:
@@ -186,8 +199,15 @@ async def _job_answers(request: web.Request, jobs: list[Job]) -> list[schema.Job
     """Jobs' answers, each with its ``lastRun`` (one store read for the whole list), as
     structs: a listing is only encoded, and 1,000 dicts built first cost the event loop about
     a third more (docs/benchmarks.md, "A neighbour's reads")."""
-    last = await service_of(request).last_runs([j.id for j in jobs], await tenant_of(request)) if jobs else {}
-    return [job_answer(j, last.get(j.id)) for j in jobs]
+    service = service_of(request)
+    last = await service.last_runs([j.id for j in jobs], await tenant_of(request)) if jobs else {}
+    out = [job_answer(j, last.get(j.id)) for j in jobs]
+    for job, answer in zip(jobs, out, strict=True):
+        if job.spec.priority is Priority.HIGH:  # a grant its tenant may not hold (any more)
+            tier = effective_priority(job.spec.priority, service.tenant_config(job.spec.tenant))
+            if tier is not job.spec.priority:
+                answer.effective_priority = tier.label
+    return out
 
 
 async def _job_json(request: web.Request, job: Job) -> dict[str, Any]:
@@ -215,6 +235,8 @@ async def update_job(request: web.Request) -> web.Response:
     spec = parse_job_patch(job, body, now_ms=service.now_ms())
     principal = await principal_of(request)
     refusal = target_refusal(spec.target, principal)
+    if refusal is None and spec.priority is not job.spec.priority:  # a job left high stays so (queued at default
+        refusal = priority_refusal(spec.priority, principal)        # while its tenant lacks the grant)
     if refusal is None and "notify" in body:  # rules kept as they were saved are not judged again
         refusal = rules_refusal(spec.notify, principal)
     if refusal is not None:

@@ -451,7 +451,7 @@ RESPONSES: dict[str, Any] = {
                                    },
                     },
     "Forbidden": {
-                     "description": "The token's role may not do this (a worker token managing jobs, a tenant token on an admin route, a tenant without `allowShell` creating a command or python target, an HTTP target outside the allow-list).",
+                     "description": "The token's role may not do this (a worker token managing jobs, a tenant token on an admin route, a tenant without `allowShell` creating a command or python target, a tenant without `allowHighPriority` giving a job priority high, an HTTP target outside the allow-list).",
                      "content": {
                                     "application/problem+json": {
                                                                     "schema": {

@@ -66,6 +66,13 @@ _HOST = Annotated[str, Meta(min_length=1, max_length=255, extra_json_schema={"fo
                             description="A host name (`api.example.com`), a wildcard for its subdomains (`*.example.com`) or an IP address (format `host-pattern`).")]
 
 
+#: what allowHighPriority grants, and why (the same words in a body and in a tenant answer)
+HIGH_PRIORITY_DOC = ("May give its jobs priority high (false for a new tenant): the ready queue serves that tier before every "
+             "tenant's default work, so without the grant a tenant's flood could delay its neighbours. Withdrawn, its "
+             "jobs keep priority high but their runs are queued at default (a job shows `effectivePriority`). "
+             "Granted on the upgrade to schema 24 to every tenant that had a high job.")
+
+
 def _quota(lo: int, description: str) -> Meta:
     return Meta(ge=lo, le=lim.MAX_QUOTA, description=description)
 
@@ -81,6 +88,7 @@ class TenantPatch(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     submit_rate: Annotated[float, Meta(ge=lim.MIN_RATE, le=lim.MAX_RATE, description="Submissions per second per node (token bucket): each new job, triggered run, replayed dead letter, backfilled tick and run reported by a ping is one; beyond it 429 with Retry-After. Null: unlimited.")] | UnsetType | None = UNSET
     submit_burst: Annotated[int, _quota(1, "Token bucket capacity. Null: ceil(submitRate).")] | UnsetType | None = UNSET
     allow_shell: Annotated[bool, Meta(description="May create command and python targets (they run code as the daemon's user).")] | UnsetType = UNSET
+    allow_high_priority: Annotated[bool, Meta(description=HIGH_PRIORITY_DOC)] | UnsetType = UNSET
     http_allow: Annotated[list[_HOST], Meta(max_length=lim.MAX_HTTP_ALLOW,
                           description="Hosts its HTTP targets (their redirects too, at each run) and webhooks may call, and the domains its email rules may write to (`host`, `*.domain`, IP). Empty (`[]`): no host at all. Null (or absent from a new tenant): none of its own, the daemon's --http-allow applies (with none set there either, any host).")] | UnsetType | None = UNSET
 
@@ -264,6 +272,10 @@ _WARNINGS_DOC = (
     "In the answer of a PATCH that sets `notify` only: Present when something accepted will not work as it stands, each naming its field: "
     "an email rule on a daemon with no mail transport (start it with --smtp-url or --sendmail; its notifications are retried, then dead-lettered, until then)."
 )
+_EFFECTIVE_DOC = (
+    "Present only when the job's runs are queued at another tier than its `priority`: a high job of a tenant that does not "
+    "hold allowHighPriority (withdrawn since, or never granted) is queued at default."
+)
 _GRACE_DOC = (
     "How late (seconds) a tick may start and still just run; a tick later than this is missed and follows `misfire`. "
     "null or absent: the default that fits the schedule: until the job's next tick comes due, at most 60 s."
@@ -288,6 +300,7 @@ class Job(msgspec.Struct, rename="camel", kw_only=True):
     timeout_sec: float | UnsetType = UNSET
     lease_sec: float | UnsetType = UNSET
     priority: Annotated[str, ordered(PRIORITIES)] | UnsetType = UNSET
+    effective_priority: Annotated[str, ordered(PRIORITIES), Meta(description=_EFFECTIVE_DOC)] | UnsetType = UNSET
     overlap: Annotated[str, ordered(tuple(p.value for p in OverlapPolicy))] | UnsetType = UNSET
     misfire: Annotated[str, ordered(tuple(p.value for p in MisfirePolicy))] | UnsetType = UNSET
     jitter_sec: int | UnsetType = UNSET
@@ -360,6 +373,7 @@ class Problem(msgspec.Struct, rename="camel", kw_only=True):
     reason: Annotated[str, ordered(_REASONS), Meta(description="Why a call was refused (409): a worker's lost lease or fence, or the last active admin token.")] | UnsetType = UNSET
     job_id: str | UnsetType = UNSET
     error_id: Annotated[str, Meta(description="500 only: the id to look up in the daemon log.")] | UnsetType = UNSET
+    tenant: Annotated[str, Meta(description="403 `forbidden` to a tenant or worker token: its tenant (so a client learns whose grants apply).")] | UnsetType = UNSET
 
 
 STRUCTS: tuple[type[msgspec.Struct], ...] = (

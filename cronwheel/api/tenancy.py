@@ -54,7 +54,7 @@ def _hosts(entries: list[str]) -> tuple[str, ...]:
 
 def parse_tenant_body(body: Any) -> Tenant:
     """``POST /v1/tenants``: ``{name, weight?, maxRunning?, maxJobs?, submitRate?,
-    submitBurst?, allowShell?, httpAllow?}``."""
+    submitBurst?, allowShell?, allowHighPriority?, httpAllow?}``."""
     req = decode(TenantRequest, body)
     return Tenant(req.name, **_settings(req))
 
@@ -97,6 +97,7 @@ def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tena
         submit_rate=t.submit_rate,
         submit_burst=t.submit_burst,
         allow_shell=t.allow_shell,
+        allow_high_priority=t.allow_high_priority,
         http_allow=None if t.http_allow is None else list(t.http_allow),
         created_at=format_instant(t.created_at or None),
         updated_at=format_instant(t.updated_at or None),

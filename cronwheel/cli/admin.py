@@ -47,10 +47,11 @@ class _Limit(click.ParamType[float | _Unset]):
 
 
 def _settings(weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
-              allow_shell: bool | None, http_allow: str | None, inherit: bool) -> dict[str, Any]:
+              allow_shell: bool | None, allow_high: bool | None, http_allow: str | None, inherit: bool) -> dict[str, Any]:
     body: dict[str, Any] = {}
     for key, value in (("weight", weight), ("maxRunning", max_running), ("maxJobs", max_jobs),
-                       ("submitRate", rate), ("submitBurst", burst), ("allowShell", allow_shell)):
+                       ("submitRate", rate), ("submitBurst", burst), ("allowShell", allow_shell),
+                       ("allowHighPriority", allow_high)):
         if value is _UNSET_QUOTA:
             body[key] = None
         elif value is not None:
@@ -81,6 +82,9 @@ def _tenant_options(fn: Any) -> Any:
         click.option("--burst", type=_Limit(int, 1, MAX_QUOTA), help="Submissions allowed at once before --rate applies. [default ceil(rate)]"),
         click.option("--allow-shell/--no-allow-shell", default=None,
                      help="May create command and python targets (they run as the daemon's user). [default no]"),
+        click.option("--allow-high-priority/--no-allow-high-priority", "allow_high", default=None,
+                     help="May give its jobs priority high, a tier served before every tenant's default work; "
+                          "withdrawn, its high jobs are queued at default. [default no]"),
         click.option("--http-allow", metavar="HOST,...", help="Hosts its HTTP targets (their redirects too) and webhooks may call, and its email rules' recipients' domains; '': no host at all. [default: the daemon's --http-allow]"),
         click.option("--http-allow-inherit", "inherit", is_flag=True, help="No list of its own: the daemon's --http-allow applies (undoes --http-allow)."),
         click.option("--json", "as_json", is_flag=True, help="Print the tenant as JSON."),
@@ -121,6 +125,7 @@ def _show_tenant(t: dict[str, Any], as_json: bool) -> None:
         ("name", t["name"]), ("weight", t["weight"]), ("max running", _fmt_quota(t.get("maxRunning"))),
         ("max jobs", _fmt_quota(t.get("maxJobs"))), ("submissions/s", _fmt_quota(t.get("submitRate"))),
         ("burst", _fmt_quota(t.get("submitBurst"))), ("allow shell", "yes" if t.get("allowShell") else "no"),
+        ("high priority", "allowed" if t.get("allowHighPriority") else "not allowed"),
         ("http allow", _own_or_daemons(t)), *usage,
     ])
 
@@ -138,7 +143,8 @@ def tenant() -> None:
 @_tenant_options
 @pass_cli
 def tenant_add(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
-               allow_shell: bool | None, http_allow: str | None, inherit: bool, as_json: bool) -> None:
+               allow_shell: bool | None, allow_high: bool | None, http_allow: str | None, inherit: bool,
+               as_json: bool) -> None:
     """Create tenant NAME.
 
     \b
@@ -146,7 +152,7 @@ def tenant_add(app: Cli, /, name: str, weight: int | None, max_running: Any, max
       cronwheel tenant add acme --weight 2 --max-running 10 --rate 5 --http-allow api.acme.com
       cronwheel token create --tenant acme          # its first token
     """
-    body = {"name": name, **_settings(weight, max_running, max_jobs, rate, burst, allow_shell, http_allow, inherit)}
+    body = {"name": name, **_settings(weight, max_running, max_jobs, rate, burst, allow_shell, allow_high, http_allow, inherit)}
     _show_tenant(app.client.create_tenant(body), as_json)
 
 
@@ -155,16 +161,18 @@ def tenant_add(app: Cli, /, name: str, weight: int | None, max_running: Any, max
 @_tenant_options
 @pass_cli
 def tenant_set(app: Cli, /, name: str, weight: int | None, max_running: Any, max_jobs: Any, rate: Any, burst: Any,
-               allow_shell: bool | None, http_allow: str | None, inherit: bool, as_json: bool) -> None:
+               allow_shell: bool | None, allow_high: bool | None, http_allow: str | None, inherit: bool,
+               as_json: bool) -> None:
     """Change tenant NAME (only the options given; 'none' lifts a quota).
 
     \b
     Example:
       cronwheel tenant set acme --max-running 2 --rate none
       cronwheel tenant set acme --http-allow ''          # no HTTP host at all
+      cronwheel tenant set acme --allow-high-priority    # its jobs may be high
       cronwheel tenant set acme --http-allow-inherit     # the daemon's --http-allow again
     """
-    changes = _settings(weight, max_running, max_jobs, rate, burst, allow_shell, http_allow, inherit)
+    changes = _settings(weight, max_running, max_jobs, rate, burst, allow_shell, allow_high, http_allow, inherit)
     if not changes:
         raise click.UsageError("nothing to change: give at least one option (see --help)")
     _show_tenant(app.client.update_tenant(name, changes), as_json)
@@ -206,10 +214,11 @@ def tenant_ls(app: Cli, /, as_json: bool) -> None:
         [t["name"], str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
          + (" (waiting)" if t.get("quotaWaiting") else ""),
          str(t.get("queued", 0)), _fmt_quota(t.get("maxJobs")), _fmt_quota(t.get("submitRate")),
-         "yes" if t.get("allowShell") else "no", _http_allow(t, "(daemon's)", "(none)")]
+         "yes" if t.get("allowShell") else "no", "yes" if t.get("allowHighPriority") else "no",
+         _http_allow(t, "(daemon's)", "(none)")]
         for t in tenants
     ]
-    render.emit_table(["TENANT", "WEIGHT", "RUNNING/MAX", "QUEUED", "MAX JOBS", "RATE/S", "SHELL", "HTTP ALLOW"], rows)
+    render.emit_table(["TENANT", "WEIGHT", "RUNNING/MAX", "QUEUED", "MAX JOBS", "RATE/S", "SHELL", "HIGH", "HTTP ALLOW"], rows)
 
 
 # ---------------------------------------------------------------- token

@@ -105,7 +105,7 @@ def export(app: Cli, /, fmt: str, as_json: bool, system: bool) -> None:
     tenant as files that `cronwheel apply` reads back to no change.
     """
     if fmt == "toml" and not as_json:  # what apply compares with: the caller's tenant's live jobs
-        jobs = [j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")]
+        jobs = [j for j in jobs_as_code.tenant_jobs(app.client, jobs_as_code.caller_tenant(app.client)) if j.get("status") in ("ACTIVE", "PAUSED")]
     else:
         # a one-off whose run has begun is done; a watched job (a ping target) has neither a
         # schedule nor a next run, and is kept: json keeps everything, crontab says why not

@@ -77,16 +77,22 @@ def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
     return jobs
 
 
-def tenant_jobs(client: Client) -> list[dict[str, Any]]:
-    """The jobs apply compares with: the caller's tenant's. A tenant token lists only its own;
-    an admin lists every tenant's but creates in the default tenant, so it looks there."""
+def caller_tenant(client: Client) -> str | None:
+    """The caller's tenant: None for an admin (the tenant routes are theirs), else the tenant
+    the refusal names."""
     try:
         client.list_tenants()
-        admin = True
+        return None
     except ApiError as exc:
         if exc.status not in (401, 403):
             raise
-        admin = False
+        return str(exc.problem.get("tenant") or "?")
+
+
+def tenant_jobs(client: Client, tenant: str | None) -> list[dict[str, Any]]:
+    """The jobs apply compares with: the caller's tenant's. A tenant token lists only its own;
+    an admin lists every tenant's but creates in the default tenant, so it looks there."""
+    admin = tenant is None
     jobs: list[dict[str, Any]] = []
     after = None
     while True:
@@ -95,6 +101,22 @@ def tenant_jobs(client: Client) -> list[dict[str, Any]]:
         after = page.get("next")
         if not after:
             return jobs
+
+
+def refusals(client: Client, tenant: str | None, changes: Sequence[jobfiles.Change]) -> dict[str, str]:
+    """The changes the daemon would refuse for a grant the caller's tenant lacks, by job name:
+    priority high needs allowHighPriority (admins may always; a job left high may stay so)."""
+    high = [c.name for c in changes if c.body is not None and c.body.get("priority") == "high"
+            and (c.action == "create" or "priority" in c.fields)]
+    if tenant is None or not high:
+        return {}
+    try:
+        if client.get_tenant(tenant).get("allowHighPriority"):
+            return {}
+    except ApiError:  # "?": an older daemon, which names no tenant, and has no such grant either
+        return {}
+    why = f"priority high needs allowHighPriority, which tenant {tenant!r} has not (an admin grants it)"
+    return dict.fromkeys(high, why)
 
 
 def show_plan(changes: Sequence[jobfiles.Change], as_json: bool) -> None:
@@ -186,8 +208,9 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
             render.emit_note(f"note: job {job.name!r} ({job.where}) names no command, http, python or queue: its "
                              f"executions wait in queue {DEFAULT_QUEUE!r} for a remote worker "
                              f"(`cronwheel worker --url URL --queue {DEFAULT_QUEUE} --handler module:function`)")
+    tenant = caller_tenant(app.client)
     try:
-        changes = jobfiles.plan(desired, tenant_jobs(app.client), lambda j: job_request(dict(j), webhooks=True),
+        changes = jobfiles.plan(desired, tenant_jobs(app.client, tenant), lambda j: job_request(dict(j), webhooks=True),
                                 jobfiles.by_rule_identity(_rule_id, normalise), prune, adopt)  # fmt: skip
     except ValueError as exc:
         render.emit_error(str(exc))
@@ -195,6 +218,11 @@ def apply(ctx: click.Context, paths: tuple[Path, ...], prune: bool, adopt: bool,
     if dry_run or all(c.action == "unchanged" for c in changes):
         show_plan(changes, as_json)
         render.emit_note(f"plan: {summary(changes)} (dry run: nothing was changed)" if dry_run else summary(changes))
+        refused = refusals(app.client, tenant, changes) if dry_run else {}
+        for name, why in refused.items():
+            render.emit_error(f"{name}: would be refused: {why}")
+        if refused:
+            sys.exit(1)
         return
     if not as_json:
         show_plan(changes, as_json)

@@ -249,7 +249,7 @@ def _not_there_yet(app: Cli, plans: list[_Plan], report: Callable[[_Plan, str, b
     is reported as already there: a live job of the caller's is that very job
     (``core.importmatch``), however it was created: by `add` (no idempotency key), or imported
     from another kind of file (a crontab line's key is not its JSON export's)."""
-    live = {str(j["jobId"]): j for j in jobs_as_code.tenant_jobs(app.client) if j.get("status") in ("ACTIVE", "PAUSED")}
+    live = {str(j["jobId"]): j for j in jobs_as_code.tenant_jobs(app.client, jobs_as_code.caller_tenant(app.client)) if j.get("status") in ("ACTIVE", "PAUSED")}
     new: list[_Plan] = []
     for plan, job_id in zip(plans, already_there([p.body for p in plans], list(live.values())), strict=True):
         if job_id is None:

@@ -151,7 +151,8 @@ def job_details(job: dict[str, Any], zone: tzinfo | None = None) -> list[tuple[s
         ("Backoff", f"{fmt_seconds(retry.get('initialBackoffSec'))} x{retry.get('multiplier', 2):g} up to {fmt_seconds(retry.get('maxBackoffSec'))}" if retry else None),
         ("Timeout", fmt_seconds(job.get("timeoutSec"))),
         ("Lease", fmt_seconds(job.get("leaseSec"))),
-        ("Priority", job.get("priority")),
+        ("Priority", job.get("priority") if "effectivePriority" not in job else
+         f"{job.get('priority')}, queued at {job['effectivePriority']} (its tenant lacks allowHighPriority)"),
         ("Overlap", job.get("overlap")),
         ("Misfire", job.get("misfire")),
         ("Misfire grace", "until the next tick, at most 60s" if job.get("misfireGraceSec") is None

@@ -208,7 +208,8 @@ _DEADMAN_AND_TARGETS = "`runAs`, `shell` and `stdin` need a command target, `env
 #: a job's answer's members that no body takes: the daemon sets them. A body read back from
 #: ``GET /v1/jobs/{jobId}`` and sent again carries them; its refusal says so.
 JOB_ANSWER_ONLY = frozenset({
-    "bucketId", "createdAt", "jobId", "lastRun", "nextRunAt", "status", "tenant", "updatedAt", "warnings", "window",
+    "bucketId", "createdAt", "effectivePriority", "jobId", "lastRun", "nextRunAt", "status", "tenant", "updatedAt",
+    "warnings", "window",
 })
 
 

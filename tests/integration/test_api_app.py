@@ -46,6 +46,7 @@ from cronwheel.core.records import (
     HeartbeatResult,
     LeaseVerdict,
 )
+from cronwheel.core.tenants import Tenant
 from cronwheel.engine.service import Conflict, NotFound, ServiceError, Unavailable
 from tests.support.threadserver import app_in_a_thread
 
@@ -72,6 +73,9 @@ class FakeService:
 
     def now_ms(self) -> int:
         return NOW
+
+    def tenant_config(self, name: str) -> Tenant:
+        return Tenant(name, allow_high_priority=True)  # the callers here are admins, of the default tenant
 
     async def create_job(self, spec: JobSpec, idempotency_key: str | None = None, request_hash: str | None = None) -> CreateResult:
         if idempotency_key is not None and (spec.tenant, idempotency_key) in self.keys:

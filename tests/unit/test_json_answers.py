@@ -19,10 +19,11 @@ def test_an_answer_is_utf8_json_of_its_value() -> None:
 
 def test_a_struct_leaves_out_its_unset_members_and_uses_its_json_names() -> None:
     t = Tenant(name="a", weight=1, max_running=None, max_jobs=None, submit_rate=None, submit_burst=None,
-               allow_shell=False, http_allow=[])
+               allow_shell=False, allow_high_priority=False, http_allow=[])
     body = json.loads(bytes(json_response(TenantList([t])).body))  # type: ignore[arg-type]
     assert body == {"tenants": [{"name": "a", "weight": 1, "maxRunning": None, "maxJobs": None, "submitRate": None,
-                                 "submitBurst": None, "allowShell": False, "httpAllow": []}]}
+                                 "submitBurst": None, "allowShell": False, "allowHighPriority": False,
+                                 "httpAllow": []}]}
 
 
 def test_a_lone_surrogate_stored_before_the_door_refused_it_is_escaped_not_a_500() -> None:
@@ -35,9 +36,9 @@ def test_structs_inside_a_plain_answer_fall_back_too() -> None:
     """A listing is a dict of structs (``GET /v1/jobs``): the fallback encodes them as JSON
     objects, not as their ``repr``."""
     t = Tenant(name="b\udc00", weight=2, max_running=None, max_jobs=None, submit_rate=None, submit_burst=None,
-               allow_shell=False, http_allow=[])
+               allow_shell=False, allow_high_priority=False, http_allow=[])
     r = json_response({"tenants": [t], "next": None})
     assert r.body is not None and b"\\udc00" in bytes(r.body)
     assert json.loads(bytes(r.body))["tenants"][0] == {"name": "b\udc00", "weight": 2, "maxRunning": None, "maxJobs": None,
                                                        "submitRate": None, "submitBurst": None, "allowShell": False,
-                                                       "httpAllow": []}
+                                                       "allowHighPriority": False, "httpAllow": []}
