@@ -83,6 +83,8 @@ class Calendar:
     tenant: str = "default"
     created_at: int = 0
     updated_at: int = 0
+    #: the stored row's, new at every write (0: not stored, or not written since version 25)
+    revision: int = field(default=0, compare=False)
     _index: CalendarIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     def excludes(self, tick_ms: int, timezone: str) -> bool:
@@ -94,11 +96,20 @@ class Calendar:
         """See ``CalendarIndex.exclusion_end``: a Calendar answers through its index, built at
         the first question (a listing, or a job's reading of all its tenant's calendars to
         take its own, asks none: 5,000 dates cost ~2 ms to index)."""
+        return self.index().exclusion_end(tick_ms, timezone)
+
+    def index(self) -> CalendarIndex:
+        """The calendar's exclusions as a :class:`CalendarIndex` (what its row keeps packed)."""
         index = self._index
         if index is None:
             index = _index_of(self.name, sorted(self.dates), self.windows)
-            object.__setattr__(self, "_index", index)
-        return index.exclusion_end(tick_ms, timezone)
+            self.keep_index(index)
+        return index
+
+    def keep_index(self, index: CalendarIndex) -> None:
+        """Answer through ``index`` (the row's stored one, read back): it was built from this
+        calendar's own dates and windows, so building it again is spared."""
+        object.__setattr__(self, "_index", index)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -213,7 +224,9 @@ class CalendarDocument(NamedTuple):
     updated_at: int
 
 
-def calendar_from_json(data: dict[str, object], tenant: str, created_at: int = 0, updated_at: int = 0) -> Calendar:
+def calendar_from_json(
+    data: dict[str, object], tenant: str, created_at: int = 0, updated_at: int = 0, revision: int = 0
+) -> Calendar:
     """The stored JSON form back into a :class:`Calendar`. It was written from a checked
     calendar (``to_json``), so its dates are taken as they are, already ``YYYY-MM-DD``:
     checking them again (a regular expression, a ``date`` and its ``isoformat`` each) was
@@ -224,7 +237,7 @@ def calendar_from_json(data: dict[str, object], tenant: str, created_at: int = 0
     assert isinstance(windows, list) and isinstance(dates, list)
     spans = tuple(parse_window(i, str(w["start"]), str(w["end"])) for i, w in enumerate(windows))
     return Calendar(str(data["name"]), frozenset(dates), spans, str(data.get("description") or ""),
-                    tenant, created_at, updated_at)  # fmt: skip
+                    tenant, created_at, updated_at, revision)  # fmt: skip
 
 
 def _index_of(name: str, dates: Sequence[str], windows: Sequence[Window]) -> CalendarIndex:

@@ -13,6 +13,8 @@ the two never differ.
 from __future__ import annotations
 
 import bisect
+import struct
+import sys
 import zoneinfo
 from array import array
 from collections.abc import Sequence
@@ -98,6 +100,13 @@ class WindowIndex:
         self.absolute = _prefix(absolute)
         self.local = _prefix(local)
 
+    @classmethod
+    def of_arrays(cls, absolute: tuple[array[int], array[int]], local: tuple[array[int], array[int]]) -> WindowIndex:
+        """From arrays already sorted and prefixed (a packed index read back)."""
+        index = cls.__new__(cls)
+        index.absolute, index.local = absolute, local
+        return index
+
     def end_of(self, tick_ms: int, local_s: int, timezone: str) -> int | None:
         """The end of a window holding the tick (ms), or None."""
         starts, ends = self.absolute
@@ -124,16 +133,25 @@ def _prefix(spans: Sequence[tuple[int, int]]) -> tuple[array[int], array[int]]:
     return array("q", starts), array("q", ends)
 
 
+#: the packed form's layout version, its first byte: a change of layout takes a new number, and
+#: a stored index of another is read as missing (rebuilt from the spec), never misread
+PACK_VERSION = 1
+#: version, then the counts of days, absolute windows, local windows (little-endian)
+_HEAD = struct.Struct("<BIII")
+_SWAP = sys.byteorder != "little"  # the stored arrays are little-endian on every machine
+
+
 class CalendarIndex:
     """What one calendar excludes: local days (as ``date.toordinal``, sorted) and windows."""
 
     __slots__ = ("days", "name", "size", "windows")
 
     def __init__(self, name: str, days: Sequence[int], windows: WindowIndex | None, size: int) -> None:
+        """``days`` sorted here, unless already an array (then sorted by its maker)."""
         self.name = name
-        self.days: array[int] = array("l", sorted(days))
+        self.days: array[int] = days if isinstance(days, array) else array("q", sorted(days))
         self.windows = windows
-        self.size = size  #: dates and windows, what a cache of indexes counts
+        self.size = size  #: dates and windows
 
     @classmethod
     def of(cls, name: str, dates: Sequence[str], absolute: Sequence[tuple[int, int]],
@@ -142,6 +160,39 @@ class CalendarIndex:
         windows = WindowIndex(absolute, local) if absolute or local else None
         days = [date.fromisoformat(d).toordinal() for d in dates]
         return cls(name, days, windows, len(days) + len(absolute) + len(local))
+
+    def pack(self) -> bytes:
+        """The index as the calendar's row keeps it (``packed``), so that a claim reads it back
+        with ``unpack`` (a copy of each array) instead of parsing the calendar's spec."""
+        empty = array("q")
+        absolute, local = (self.windows.absolute, self.windows.local) if self.windows else ((empty, empty),) * 2
+        parts = [self.days, *absolute, *local]
+        if _SWAP:
+            parts = [array("q", p) for p in parts]
+            for p in parts:
+                p.byteswap()
+        head = _HEAD.pack(PACK_VERSION, len(self.days), len(absolute[0]), len(local[0]))
+        return head + b"".join(p.tobytes() for p in parts)
+
+    @classmethod
+    def unpack(cls, name: str, data: bytes | None) -> CalendarIndex | None:
+        """The index ``pack`` wrote, or None when ``data`` is missing, of another version or
+        not the length its counts say (the caller rebuilds it from the spec)."""
+        if not data or len(data) < _HEAD.size or data[0] != PACK_VERSION:
+            return None
+        _, days, absolute, local = _HEAD.unpack_from(data)
+        if len(data) != _HEAD.size + 8 * (days + 2 * absolute + 2 * local):
+            return None
+        view, at, parts = memoryview(data), _HEAD.size, []
+        for n in (days, absolute, absolute, local, local):
+            part = array("q")
+            part.frombytes(view[at:at + 8 * n])
+            if _SWAP:
+                part.byteswap()
+            parts.append(part)
+            at += 8 * n
+        windows = WindowIndex.of_arrays((parts[1], parts[2]), (parts[3], parts[4])) if absolute or local else None
+        return cls(name, parts[0], windows, days + absolute + local)
 
     def exclusion_end(self, tick_ms: int, timezone: str) -> int | None:
         """None when the tick is not excluded; else an instant up to which every tick is

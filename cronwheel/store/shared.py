@@ -40,7 +40,7 @@ from cronwheel.core.records import (
 )
 from cronwheel.core.tenants import ApiToken, Tenant
 from cronwheel.store import settled
-from cronwheel.store.calendars import calendar_row
+from cronwheel.store.calendars import calendar_row, parsed_of
 from cronwheel.store.common import MAX_MS, expired_completions
 from cronwheel.store.outbox.sql import Sql
 from cronwheel.store.rowreader import RowReader
@@ -144,8 +144,8 @@ class SharedScheduling(Backend):
 
     @guarded
     def list_calendars(self, tenant: str | None = None) -> list[Calendar]:
-        decode = self._dialect.reader.decode
-        return [calendar_row(r, decode) for r in self._rows(self._dialect.sql.LIST_CALENDARS, {"tenant": tenant})]
+        decode, held = self._dialect.reader.decode, parsed_of(self)
+        return [calendar_row(r, decode, held) for r in self._rows(self._dialect.sql.LIST_CALENDARS, {"tenant": tenant})]
 
     @guarded
     def list_calendar_documents(

@@ -1,5 +1,5 @@
-"""core/calendarindex.py and store/calendars.py's IndexCache: a claim's calendars as compact
-indexes, read once while their rows are unchanged, and held fairly between tenants."""
+"""core/calendarindex.py and store/calendars.py: a claim's calendars as compact indexes, packed
+with their rows and copied back, and the readers' parsed calendars held fairly between tenants."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from cronwheel.core.calendar import (
     calendar_index_from_json,
     parse_bound,
 )
-from cronwheel.core.calendarindex import quick_bound
-from cronwheel.store.calendars import CalendarBook, IndexCache, calendar_spec_json
+from cronwheel.core.calendarindex import PACK_VERSION, CalendarIndex, quick_bound
+from cronwheel.store.calendars import STATS, CalendarBook, FairCache, calendar_spec_json
 
 BASE = 1_798_761_600_000  # 2027-01-01T00:00Z
 DST_EU = 1_806_019_200_000  # 2027-03-26T00:00Z: Paris springs forward on the 28th
@@ -68,9 +68,14 @@ def test_an_index_from_the_stored_form_excludes_what_the_calendar_does(zone: str
         data = json.loads(calendar_spec_json(cal)) | {"name": "c"}
         parsed, index = calendar_from_json(data, "t"), calendar_index_from_json(data)
         assert index.size == len(set(dates)) + len(windows)
+        # what a row keeps (written from the calendar as built) and a claim reads back
+        stored = CalendarIndex.unpack("c", cal.index().pack())
+        assert stored is not None and stored.size == index.size and stored.pack() == index.pack()
         for minute in ticks:
             tick = base + minute * 60_000
-            assert index.exclusion_end(tick, zone) == parsed.exclusion_end(tick, zone), (minute, windows, dates)
+            end = parsed.exclusion_end(tick, zone)
+            assert index.exclusion_end(tick, zone) == end, (minute, windows, dates)
+            assert stored.exclusion_end(tick, zone) == end, (minute, windows, dates)
 
     check()
 
@@ -81,59 +86,92 @@ def _iso(ms: int) -> str:
     return format_instant(ms)
 
 
-def _row(tenant: str, name: str, windows: int, updated_at: int = 1) -> tuple[str, str, str, int, int]:
+def _row(tenant: str, name: str, windows: int) -> tuple[str, str, int, bytes | None, str]:
+    """``(tenant, name, revision, packed, spec)``: what a claim reads, and the spec behind it."""
     spans = [(_iso(BASE + 2 * w * 3_600_000), _iso(BASE + (2 * w + 1) * 3_600_000)) for w in range(windows)]
-    return tenant, name, calendar_spec_json(build_calendar(name, windows=spans)), 1, updated_at
+    cal = build_calendar(name, windows=spans)
+    return tenant, name, 1, cal.index().pack(), calendar_spec_json(cal)
 
 
-def test_a_calendar_read_again_unchanged_is_not_parsed_again() -> None:
-    """Each claim batch reads its jobs' calendars: the second batch over the same rows builds
-    nothing (it parsed all of them, on the store's shared thread, at every batch)."""
-    cache = IndexCache(1_000_000)
-    rows = [_row("evil", f"cal-{c}", 50) for c in range(8)]
-    first = [cache.get(r) for r in rows]
-    assert cache.parses == 8
-    again = [cache.get(r) for r in rows]
-    assert cache.parses == 8 and all(a is b for a, b in zip(first, again, strict=True))
-    # a changed row (its spec, or only its updated_at) is read anew, and answers as changed
-    changed = _row("evil", "cal-0", 10, updated_at=2)
-    assert cache.get(changed) is not first[0] and cache.parses == 9
-    assert cache.get(changed).size == 10 and cache.get(changed) is cache.get(changed) and cache.parses == 9
+def test_a_packed_index_of_another_version_or_length_is_not_read() -> None:
+    """A row's packed index is read back only when it is whole and of this ``PACK_VERSION``:
+    anything else is missing (rebuilt from the spec), never misread."""
+    packed = _row("t", "c", 3)[3]
+    assert packed is not None and packed[0] == PACK_VERSION
+    index = CalendarIndex.unpack("c", packed)
+    assert index is not None and index.size == 3 and index.exclusion_end(BASE + 60_000, "UTC") == BASE + 3_600_000
+    for bad in (None, b"", packed[:5], packed[:-1], packed + b"\0", bytes([PACK_VERSION + 1]) + packed[1:]):
+        assert CalendarIndex.unpack("c", bad) is None
+    empty = CalendarIndex.unpack("e", build_calendar("e").index().pack())
+    assert empty is not None and empty.size == 0 and empty.exclusion_end(BASE, "UTC") is None
 
 
-def test_a_claim_batch_reads_the_indexes_held() -> None:
-    """``CalendarBook.load`` (what a claim batch does first) goes through the held indexes."""
-    from cronwheel.store import calendars
+class _Rows:
+    """``CalendarRows`` over rows in memory ``name: (tenant, name, revision, packed, spec)``,
+    counting what each call read."""
 
-    rows = {r[1]: r for r in (_row("t-book", f"b-{c}", 20) for c in range(3))}
-    needs = [("t-book", json.dumps(["b-0", "b-1"])), ("t-book", json.dumps(["b-2"]))]
+    def __init__(self, rows: dict[str, tuple[str, str, int, bytes | None, str]]) -> None:
+        self.rows = rows
+        self.kept: list[tuple[str, str, int, bytes]] = []
+        self.read: list[str] = []
 
-    def fetch(pairs: list[list[str]]) -> list[tuple[str, str, str, int, int]]:
-        return [rows[name] for _, name in pairs]
+    def _of(self, pairs: list[list[str]]) -> list[tuple[str, str, int, bytes | None, str]]:
+        return [self.rows[name] for _, name in pairs if name in self.rows]
 
-    calendars.INDEXES.clear()
-    before = calendars.INDEXES.parses
-    for _ in range(3):
-        book = CalendarBook.load(needs, fetch, json.loads)
-        exclusions = book.exclusions("t-book", "UTC", json.dumps(["b-0", "b-1"]))
-        assert exclusions is not None and exclusions.reason(BASE + 60_000) == "calendar: b-0"
-    assert calendars.INDEXES.parses - before == 3
+    def revisions(self, pairs: list[list[str]]) -> list[tuple[str, str, int]]:
+        return [r[:3] for r in self._of(pairs) if r[3] is not None]
+
+    def packed(self, pairs: list[list[str]]) -> list[tuple[str, str, int, bytes | None]]:
+        self.read += [r[1] for r in self._of(pairs)]
+        return [r[:4] for r in self._of(pairs) if r[3] is not None]
+
+    def specs(self, pairs: list[list[str]]) -> list[tuple[str, str, int, str]]:
+        return [(*r[:3], r[4]) for r in self._of(pairs)]
+
+    def keep(self, built: list[tuple[str, str, int, bytes]]) -> None:
+        self.kept += built
+        for tenant, name, revision, packed in built:
+            self.rows[name] = (tenant, name, revision, packed, self.rows[name][4])
 
 
-def test_a_tenants_big_calendars_evict_its_own_not_a_neighbours() -> None:
+def test_a_claim_batch_copies_the_stored_indexes_and_builds_only_the_missing() -> None:
+    """``CalendarBook.load`` (what a claim batch does first) copies back the stored indexes it
+    does not hold at their revision; one stored without (before version 25) is built from its
+    spec once and handed back to be kept; a later batch reads revisions alone."""
+    rows = _Rows({r[1]: r for r in (_row("t-book", f"b-{c}", 20) for c in range(3))})
+    rows.rows["b-2"] = (*rows.rows["b-2"][:3], None, rows.rows["b-2"][4])
+    needs = [("t-book", json.dumps(["b-0", "b-1"])), ("t-book", json.dumps(["b-2", "gone"]))]
+    held = FairCache[CalendarIndex](1_000, lambda i: i.size)
+    before = STATS.rebuilt
+    book = CalendarBook.load(needs, rows, held, json.loads)
+    assert STATS.rebuilt - before == 1 and [k[:3] for k in rows.kept] == [("t-book", "b-2", 1)]
+    assert rows.kept[0][3] == _row("t-book", "b-2", 20)[3] and sorted(rows.read) == ["b-0", "b-1"]
+    exclusions = book.exclusions("t-book", "UTC", json.dumps(["b-0", "b-1"]))
+    assert exclusions is not None and exclusions.reason(BASE + 60_000) == "calendar: b-0"
+    late = book.exclusions("t-book", "UTC", json.dumps(["gone", "b-2"]))
+    assert late is not None and [c.name for c in late.calendars] == ["b-2"]
+    rows.read.clear()
+    again = CalendarBook.load(needs, rows, held, json.loads)
+    assert STATS.rebuilt - before == 1 and len(rows.kept) == 1 and rows.read == []
+    assert again.exclusions("t-book", "UTC", json.dumps(["b-2"])) is not None
+    # a new revision (a write of the calendar) is copied back anew
+    rows.rows["b-0"] = ("t-book", "b-0", 2, _row("t-book", "b-0", 3)[3], "")
+    third = CalendarBook.load(needs, rows, held, json.loads)
+    assert rows.read == ["b-0"] and third.exclusions("t-book", "UTC", json.dumps(["b-0"])) is not None
+    assert held.get("t-book", "b-0", 2) is not None and held.get("t-book", "b-0", 1) is None
+
+
+def test_a_tenants_many_reads_evict_its_own_calendars_not_a_neighbours() -> None:
     """Past the limit, the tenant holding the most gives up its least recently used: a
-    neighbour's calendars, within their share, stay held and are not parsed again."""
-    cache = IndexCache(1_000)
-    acme = [_row("acme", f"a-{c}", 100) for c in range(2)]
-    for r in acme:
-        cache.get(r)
+    neighbour's calendars, within their share, stay held; a new revision replaces the old."""
+    cache = FairCache[str](1_000, lambda v: 100)
+    for c in range(2):
+        cache.put("acme", f"a-{c}", 1, f"a-{c}")
     for c in range(20):  # evil reads 20 x 100, twice the limit, again and again
-        cache.get(_row("evil", f"e-{c}", 100))
+        cache.put("evil", f"e-{c}", 1, f"e-{c}")
         assert cache.entries <= 1_000
     assert cache.held("acme") == ["a-0", "a-1"]
     assert cache.held("evil") == [f"e-{c}" for c in range(12, 20)]
-    parses = cache.parses
-    for r in acme:
-        cache.get(r)
-    assert cache.parses == parses
-
+    assert cache.get("acme", "a-0", 1) == "a-0" and cache.get("acme", "a-0", 2) is None
+    cache.put("acme", "a-0", 2, "a-0 again")
+    assert cache.get("acme", "a-0", 2) == "a-0 again" and cache.entries == 1_000

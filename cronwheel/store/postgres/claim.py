@@ -27,13 +27,14 @@ import psycopg
 
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded
+from cronwheel.core.calendarindex import CalendarIndex
 from cronwheel.core.ids import execution_id
 from cronwheel.core.limits import MAX_WAITING_RUNS
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
-from cronwheel.store.calendars import CalendarBook
+from cronwheel.store.calendars import CalendarBook, FairCache
 from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY
 from cronwheel.store.postgres import jobstate
 from cronwheel.store.postgres import queries as q
@@ -69,12 +70,13 @@ def insert_executions(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]
 
 def claim(
     conn: psycopg.Connection[Any], buckets: list[int], now_ms: int, limit: int, result: ClaimResult,
-    ahead_ms: int = 0, only: list[str] | None = None,
+    ahead_ms: int = 0, only: list[str] | None = None, *, held: FairCache[CalendarIndex],
 ) -> None:
     """``ahead_ms``: jobs with overlap ``allow`` are claimed up to ``now_ms + ahead_ms``
     (their executions become dispatchable at their tick); guarded jobs only once due.
     ``only``: claim from these job ids alone (of those due), for the engine's isolation of a
-    job whose claim fails (see Store.claim_due)."""
+    job whose claim fails (see Store.claim_due). ``held``: the store's calendar indexes
+    (store/calendars.py)."""
     until = now_ms + max(0, ahead_ms)
     params = {"buckets": buckets, "now": now_ms, "until": until, "limit": limit}
     if only is None:
@@ -112,13 +114,7 @@ def claim(
     broken_old: list[int] = []
 
     queues = {r[0]: r[10] for r in rows if r[10] is not None}  # queue targets' jobs
-    book = CalendarBook.load(
-        [(r[7], r[11]) for r in rows if r[11] is not None],
-        lambda pairs: conn.execute(
-            q.CALENDARS_BY_NAME, {"tenants": [p[0] for p in pairs], "names": [p[1] for p in pairs]}
-        ).fetchall(),
-        parsed,
-    )
+    book = CalendarBook.load([(r[7], r[11]) for r in rows if r[11] is not None], _Calendars(conn), held, parsed)
     for job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, active_until, grace in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
@@ -194,3 +190,29 @@ def claim(
                        None, avail, created, None, finished, None, None, None, reason, max_att,
                        queues.get(job_id) if queues else None, origin=ORIGIN[origin])  # fmt: skip
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
+
+
+class _Calendars:
+    """``CalendarRows`` in the claim's transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def revisions(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDAR_REVISIONS, _pairs(pairs)).fetchall()
+
+    def packed(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDARS_BY_NAME, _pairs(pairs)).fetchall()
+
+    def specs(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDAR_SPECS_BY_NAME, _pairs(pairs)).fetchall()
+
+    def keep(self, built: list[tuple[str, str, int, bytes]]) -> None:
+        self._conn.execute(q.STORE_CALENDAR_INDEXES, {
+            "tenants": [b[0] for b in built], "names": [b[1] for b in built],
+            "revisions": [b[2] for b in built], "packed": [b[3] for b in built],
+        })  # fmt: skip
+
+
+def _pairs(pairs: list[list[str]]) -> dict[str, list[str]]:
+    return {"tenants": [p[0] for p in pairs], "names": [p[1] for p in pairs]}

@@ -724,28 +724,64 @@ RETURNING {TOKEN_COLUMNS}
 
 # ---------------------------------------------------------------- calendars
 
-CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
+#: a calendar as the readers take it: its row, and its stored index (NULL: none yet)
+CALENDAR_COLUMNS = "c.tenant, c.name, c.spec, c.created_at, c.updated_at, c.revision, i.packed"
+CALENDAR_FROM = "calendars AS c LEFT JOIN calendar_indexes AS i ON i.tenant = c.tenant AND i.name = c.name"
 
-#: the calendars of (tenant, name) pairs, for a claim batch: the spec as its text, which
-#: psycopg leaves unparsed (a calendar held unchanged is not parsed again: store/calendars.py)
-CALENDARS_BY_NAME = """
-SELECT tenant, name, spec::text, created_at, updated_at FROM calendars
+#: the revisions of the stored indexes of (tenant, name) pairs, for a claim batch
+#: (store/calendars.py)
+CALENDAR_REVISIONS = """
+SELECT tenant, name, revision FROM calendar_indexes
 WHERE (tenant, name) IN (SELECT * FROM unnest(%(tenants)s::text[], %(names)s::text[]))
 """
 
-UPSERT_CALENDAR = f"""
-INSERT INTO calendars (tenant, name, spec, created_at, updated_at)
-VALUES (%(tenant)s, %(name)s, %(spec)s::json, %(now)s, %(now)s)
-ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at
-RETURNING {CALENDAR_COLUMNS}
+#: the stored indexes themselves, of those a claim does not hold at their revision (never the
+#: specs)
+CALENDARS_BY_NAME = """
+SELECT tenant, name, revision, packed FROM calendar_indexes
+WHERE (tenant, name) IN (SELECT * FROM unnest(%(tenants)s::text[], %(names)s::text[]))
 """
 
-GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = %(tenant)s AND name = %(name)s"
+#: calendars' specs (as text, which psycopg leaves unparsed), for those whose index
+#: is not stored yet
+CALENDAR_SPECS_BY_NAME = """
+SELECT tenant, name, revision, spec::text FROM calendars
+WHERE (tenant, name) IN (SELECT * FROM unnest(%(tenants)s::text[], %(names)s::text[]))
+"""
+
+#: indexes a claim built, each from a revision of its calendar's spec: kept unless the
+#: calendar was written since (or deleted). In key order, so that two nodes' claims building
+#: the same ones wait for each other rather than deadlock.
+STORE_CALENDAR_INDEXES = """
+INSERT INTO calendar_indexes (tenant, name, revision, packed)
+SELECT c.tenant, c.name, c.revision, k.packed
+FROM unnest(%(tenants)s::text[], %(names)s::text[], %(revisions)s::int8[], %(packed)s::bytea[])
+    AS k (tenant, name, revision, packed)
+JOIN calendars AS c ON c.tenant = k.tenant AND c.name = k.name AND c.revision = k.revision
+ORDER BY c.tenant, c.name
+ON CONFLICT (tenant, name) DO UPDATE SET revision = excluded.revision, packed = excluded.packed
+"""
+
+UPSERT_CALENDAR = """
+INSERT INTO calendars (tenant, name, spec, created_at, updated_at, revision)
+VALUES (%(tenant)s, %(name)s, %(spec)s::json, %(now)s, %(now)s, nextval('calendar_revisions'))
+ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision
+RETURNING tenant, name, spec, created_at, updated_at, revision
+"""
+
+#: the index of the calendar just written, in the same transaction
+PUT_CALENDAR_INDEX = """
+INSERT INTO calendar_indexes (tenant, name, revision, packed) VALUES (%(tenant)s, %(name)s, %(revision)s, %(packed)s)
+ON CONFLICT (tenant, name) DO UPDATE SET revision = excluded.revision, packed = excluded.packed
+"""
+
+GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM {CALENDAR_FROM} WHERE c.tenant = %(tenant)s AND c.name = %(name)s"
+CALENDAR_EXISTS = "SELECT 1 FROM calendars WHERE tenant = %(tenant)s AND name = %(name)s"
 
 COUNT_CALENDARS = "SELECT COUNT(*) FROM calendars WHERE tenant = %(tenant)s"
 
 LIST_CALENDARS = f"""
-SELECT {CALENDAR_COLUMNS} FROM calendars WHERE {_TENANT.format(col="tenant")} ORDER BY tenant, name
+SELECT {CALENDAR_COLUMNS} FROM {CALENDAR_FROM} WHERE {_TENANT.format(col="c.tenant")} ORDER BY c.tenant, c.name
 """
 
 #: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``), a page

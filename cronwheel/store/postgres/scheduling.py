@@ -10,7 +10,13 @@ from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
 from cronwheel.core.records import ClaimResult, Fence
-from cronwheel.store.calendars import calendar_row, calendar_spec_json
+from cronwheel.store.calendars import (
+    calendar_row,
+    calendar_spec_json,
+    calendar_written,
+    indexes_of,
+    parsed_of,
+)
 from cronwheel.store.common import PRIORITY
 from cronwheel.store.postgres import claim as claiming
 from cronwheel.store.postgres import cluster, jobstate, triggers
@@ -63,7 +69,8 @@ class SchedulingMethods(PostgresBase):
                 conn.execute(cluster.FENCED_CLAIM_IDLE_TIMEOUT)
             owned = [int(b) for b in buckets] if fence is None else cluster.fenced_buckets(conn, buckets, fence)
             if owned:
-                claiming.claim(conn, owned, now_ms, limit, result, ahead_ms, None if only is None else list(only))
+                claiming.claim(conn, owned, now_ms, limit, result, ahead_ms, None if only is None else list(only),
+                               held=indexes_of(self))
         return result
 
     @translated
@@ -91,21 +98,23 @@ class SchedulingMethods(PostgresBase):
     @translated
     def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
         args = {"tenant": calendar.tenant, "name": calendar.name, "spec": calendar_spec_json(calendar), "now": now_ms}
+        packed = calendar.index().pack()
         with self._write() as conn:
             if max_per_tenant is not None:
                 # serialised per tenant with other nodes' new calendars: the count holds until the insert
                 conn.execute(q.ADVISORY_XACT_LOCKS, {"space": CALENDAR_LOCK_SPACE, "hashes": lock_keys({calendar.tenant})})
-                if conn.execute(q.GET_CALENDAR, args).fetchone() is None:
+                if conn.execute(q.CALENDAR_EXISTS, args).fetchone() is None:
                     count = conn.execute(q.COUNT_CALENDARS, args).fetchone()
                     if count is not None and count[0] >= max_per_tenant:
                         return None
-            row = conn.execute(q.UPSERT_CALENDAR, args).fetchone()
-        return calendar_row(row, parsed)
+            [row] = conn.execute(q.UPSERT_CALENDAR, args).fetchall()
+            conn.execute(q.PUT_CALENDAR_INDEX, {**args, "revision": row[5], "packed": packed})
+        return calendar_written(calendar, row, parsed_of(self))
 
     @translated
     def get_calendar(self, tenant: str, name: str) -> Calendar | None:
         rows = self._rows(q.GET_CALENDAR, {"tenant": tenant, "name": name})
-        return calendar_row(rows[0], parsed) if rows else None
+        return calendar_row(rows[0], parsed, parsed_of(self)) if rows else None
 
     @translated
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:

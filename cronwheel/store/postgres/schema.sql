@@ -290,3 +290,17 @@ CREATE INDEX notifications_dead_of_job ON notifications (job_id, tenant, created
 -- version 24: may queue its jobs in the high tier (an admin's grant); the default tenant, the admin's, may
 ALTER TABLE tenants ADD COLUMN allow_high_priority BOOLEAN NOT NULL DEFAULT FALSE;
 UPDATE tenants SET allow_high_priority = TRUE WHERE name = 'default';
+
+-- version 25: a calendar's index, stored beside its row; a revision new at every write
+ALTER TABLE calendars ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+
+CREATE TABLE calendar_indexes (
+    tenant   TEXT COLLATE "C" NOT NULL,
+    name     TEXT COLLATE "C" NOT NULL,
+    revision BIGINT NOT NULL,  -- the calendar's, when this was built
+    packed   BYTEA NOT NULL,
+    PRIMARY KEY (tenant, name) INCLUDE (revision),  -- a claim batch reads the revisions alone
+    FOREIGN KEY (tenant, name) REFERENCES calendars (tenant, name) ON DELETE CASCADE
+);
+
+CREATE SEQUENCE calendar_revisions;

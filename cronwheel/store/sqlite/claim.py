@@ -17,13 +17,14 @@ import apsw
 
 from cronwheel.core import schedule
 from cronwheel.core.calendar import bounded
+from cronwheel.core.calendarindex import CalendarIndex
 from cronwheel.core.ids import execution_id
 from cronwheel.core.limits import MAX_WAITING_RUNS
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution
 from cronwheel.core.planning import decide_claim, plan_claim
 from cronwheel.core.records import ClaimResult
 from cronwheel.core.schedule import ScheduleError
-from cronwheel.store.calendars import CalendarBook
+from cronwheel.store.calendars import CalendarBook, FairCache
 from cronwheel.store.common import EXEC_STATUS, MISFIRE, ORIGIN, OVERLAP, PRIORITY, dumps, loads
 from cronwheel.store.sqlite import jobstate
 from cronwheel.store.sqlite import queries as q
@@ -71,10 +72,11 @@ def executemany_each(conn: apsw.Connection, sql: str, rows: Sequence[tuple[Any, 
 
 def claim(
     conn: apsw.Connection, buckets_json: str, now_ms: int, limit: int, result: ClaimResult, ahead_ms: int = 0,
-    only_json: str | None = None,
+    only_json: str | None = None, *, held: FairCache[CalendarIndex],
 ) -> None:
     """``only_json``: a JSON array of job ids to claim from (of those due), for the engine's
-    isolation of a job whose claim fails (see Store.claim_due)."""
+    isolation of a job whose claim fails (see Store.claim_due). ``held``: the store's
+    calendar indexes (store/calendars.py)."""
     # overlap-guarded jobs are claimed at their tick only (see Store.claim_due): the statement
     # leaves them out of a claim ahead while it reads the due index (which holds the policy),
     # so that a batch of them held back neither takes the batch's place nor hides the jobs
@@ -112,10 +114,7 @@ def claim(
     broken: list[tuple[int, int]] = []
 
     queues = {r[1]: r[11] for r in rows if r[11] is not None}  # queue targets' jobs
-    book = CalendarBook.load(
-        [(r[8], r[12]) for r in rows if r[12] is not None],
-        lambda pairs: conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall(), loads,
-    )
+    book = CalendarBook.load([(r[8], r[12]) for r in rows if r[12] is not None], _Calendars(conn), held, loads)
     for rid, job_id, due_at, text, tz, misfire, overlap, jitter, tenant, prio, max_att, _queue, cals, until, grace in rows:
         next_tick: Callable[[int], int | None]
         if text is None:
@@ -185,3 +184,21 @@ def claim(
                        queues.get(job_id) if queues else None, origin=ORIGIN[origin])
         (result.executions if ex.status is ExecStatus.PENDING else result.skipped).append(ex)
 
+
+class _Calendars:
+    """``CalendarRows`` in the claim's transaction."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+
+    def revisions(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDAR_REVISIONS, (dumps(pairs),)).fetchall()
+
+    def packed(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDARS_BY_NAME, (dumps(pairs),)).fetchall()
+
+    def specs(self, pairs: list[list[str]]) -> list[Any]:
+        return self._conn.execute(q.CALENDAR_SPECS_BY_NAME, (dumps(pairs),)).fetchall()
+
+    def keep(self, built: list[tuple[str, str, int, bytes]]) -> None:
+        self._conn.executemany(q.STORE_CALENDAR_INDEX, built)

@@ -311,10 +311,33 @@ SELECT count(*) FROM (
       AND status IN ('PENDING', 'RETRY_WAIT') AND origin IN ('schedule', 'catch_up') LIMIT ?4)
 """
 
-#: the calendars of a JSON array of [tenant, name] pairs
-CALENDARS_BY_NAME = """
-SELECT tenant, name, spec, created_at, updated_at FROM calendars
+#: the revisions of the stored indexes of a JSON array of [tenant, name] pairs, for a claim
+#: batch: from the index alone (store/calendars.py)
+CALENDAR_REVISIONS = """
+SELECT tenant, name, revision FROM calendar_indexes INDEXED BY calendar_indexes_revision
 WHERE (tenant, name) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))
+"""
+
+#: the stored indexes themselves, of those a claim does not hold at their revision; never the
+#: specs, nor the calendars' own rows: a seek in a WITHOUT ROWID table reads whole each row it
+#: compares, the spec's overflow pages included
+CALENDARS_BY_NAME = """
+SELECT tenant, name, revision, packed FROM calendar_indexes
+WHERE (tenant, name) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))
+"""
+
+#: calendars' specs, for those whose index is not stored yet
+CALENDAR_SPECS_BY_NAME = """
+SELECT tenant, name, revision, spec FROM calendars
+WHERE (tenant, name) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))
+"""
+
+#: a calendar's index (?4), built from revision ?3 of its spec: kept unless the calendar was
+#: written since (or deleted)
+STORE_CALENDAR_INDEX = """
+INSERT INTO calendar_indexes (tenant, name, revision, packed)
+SELECT tenant, name, revision, ?4 FROM calendars WHERE tenant = ?1 AND name = ?2 AND revision = ?3
+ON CONFLICT (tenant, name) DO UPDATE SET revision = excluded.revision, packed = excluded.packed
 """
 
 TRIGGER_SELECT_JOB = """
@@ -614,26 +637,38 @@ COUNT_JOB_DEAD_LETTERS = "SELECT count(*) FROM executions WHERE job_id = ?1 AND 
 
 # ---------------------------------------------------------------- calendars
 
-CALENDAR_COLUMNS = "tenant, name, spec, created_at, updated_at"
+#: a calendar as the readers take it: its row, and its stored index (NULL: none yet)
+CALENDAR_COLUMNS = "c.tenant, c.name, c.spec, c.created_at, c.updated_at, c.revision, i.packed"
+CALENDAR_FROM = "calendars AS c LEFT JOIN calendar_indexes AS i ON i.tenant = c.tenant AND i.name = c.name"
 
-UPSERT_CALENDAR = f"""
-INSERT INTO calendars (tenant, name, spec, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
-ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at
-RETURNING {CALENDAR_COLUMNS}
+#: a revision never handed out before, for a calendar's write
+NEXT_CALENDAR_REVISION = "UPDATE calendar_revisions SET last = last + 1 WHERE id = 1 RETURNING last"
+
+UPSERT_CALENDAR = """
+INSERT INTO calendars (tenant, name, spec, created_at, updated_at, revision) VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, revision = excluded.revision
+RETURNING tenant, name, spec, created_at, updated_at, revision
 """
 
-GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM calendars WHERE tenant = ?1 AND name = ?2"
+#: the index of the calendar just written (?3 its revision), in the same transaction
+PUT_CALENDAR_INDEX = """
+INSERT INTO calendar_indexes (tenant, name, revision, packed) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (tenant, name) DO UPDATE SET revision = excluded.revision, packed = excluded.packed
+"""
+
+GET_CALENDAR = f"SELECT {CALENDAR_COLUMNS} FROM {CALENDAR_FROM} WHERE c.tenant = ?1 AND c.name = ?2"
+CALENDAR_EXISTS = "SELECT 1 FROM calendars WHERE tenant = ?1 AND name = ?2"
 
 COUNT_CALENDARS = "SELECT COUNT(*) FROM calendars WHERE tenant = ?1"
 
 LIST_CALENDARS = f"""
-SELECT {CALENDAR_COLUMNS} FROM calendars WHERE :tenant IS NULL OR tenant = :tenant ORDER BY tenant, name
+SELECT {CALENDAR_COLUMNS} FROM {CALENDAR_FROM} WHERE :tenant IS NULL OR c.tenant = :tenant ORDER BY c.tenant, c.name
 """
 
 #: the same rows, the spec as its stored JSON text (``Store.list_calendar_documents``), a page
 #: after (:after_tenant, :after_name)
-LIST_CALENDAR_DOCUMENTS = f"""
-SELECT {CALENDAR_COLUMNS} FROM calendars
+LIST_CALENDAR_DOCUMENTS = """
+SELECT tenant, name, spec, created_at, updated_at FROM calendars
 WHERE (:tenant IS NULL OR tenant = :tenant) AND (tenant, name) > (:after_tenant, :after_name)
 ORDER BY tenant, name LIMIT :limit
 """

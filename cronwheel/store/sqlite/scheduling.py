@@ -9,7 +9,13 @@ from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
 from cronwheel.core.records import ClaimResult, Fence
-from cronwheel.store.calendars import calendar_row, calendar_spec_json
+from cronwheel.store.calendars import (
+    calendar_row,
+    calendar_spec_json,
+    calendar_written,
+    indexes_of,
+    parsed_of,
+)
 from cronwheel.store.common import PRIORITY, loads
 from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, jobstate, triggers
@@ -56,7 +62,7 @@ class SchedulingMethods(SqliteBase):
             owned = list(buckets) if fence is None else cluster.fenced_buckets(conn, buckets, fence, now_ms)
             if owned:
                 claiming.claim(conn, buckets_json(tuple(owned)), now_ms, limit, result, ahead_ms,
-                               None if only is None else json.dumps(list(only)))
+                               None if only is None else json.dumps(list(only)), held=indexes_of(self))
         return result
 
     @translated
@@ -93,19 +99,21 @@ class SchedulingMethods(SqliteBase):
 
     @translated
     def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
+        spec, packed = calendar_spec_json(calendar), calendar.index().pack()  # built before the writer is held
         with self._write() as conn:  # (one writer at a time: the count holds until the insert)
-            if max_per_tenant is not None and conn.execute(q.GET_CALENDAR, (calendar.tenant, calendar.name)).fetchone() is None:
+            if max_per_tenant is not None and conn.execute(q.CALENDAR_EXISTS, (calendar.tenant, calendar.name)).fetchone() is None:
                 count = conn.execute(q.COUNT_CALENDARS, (calendar.tenant,)).fetchone()
                 if count is not None and count[0] >= max_per_tenant:
                     return None
-            row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, calendar_spec_json(calendar),
-                                                   now_ms)).fetchone()  # fmt: skip
-        return calendar_row(row, loads)
+            [(revision,)] = conn.execute(q.NEXT_CALENDAR_REVISION)
+            row = conn.execute(q.UPSERT_CALENDAR, (calendar.tenant, calendar.name, spec, now_ms, revision)).fetchone()
+            conn.execute(q.PUT_CALENDAR_INDEX, (calendar.tenant, calendar.name, revision, packed))
+        return calendar_written(calendar, row, parsed_of(self))
 
     @translated
     def get_calendar(self, tenant: str, name: str) -> Calendar | None:
         row = self._conn.execute(q.GET_CALENDAR, (tenant, name)).fetchone()
-        return None if row is None else calendar_row(row, loads)
+        return None if row is None else calendar_row(row, loads, parsed_of(self))
 
     @translated
     def delete_calendar(self, tenant: str, name: str) -> tuple[bool, list[str]]:

@@ -294,3 +294,27 @@ CREATE INDEX executions_dead_of_job ON executions (job_id, scheduled_at) WHERE s
 
 -- version 23: the dead notifications of a job, oldest first: the retention keeps its newest dlq_keep_last
 CREATE INDEX notifications_dead_of_job ON notifications (job_id, tenant, created_at) WHERE status = 'DEAD';
+
+-- version 25: a calendar's index, stored beside its row; a revision new at every write
+ALTER TABLE calendars ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+
+-- A rowid table, not WITHOUT ROWID: a seek there reads whole each row it compares (the
+-- packed index's overflow pages too); here it compares keys in the indexes alone.
+CREATE TABLE calendar_indexes (
+    tenant   TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    revision INTEGER NOT NULL,  -- the calendar's, when this was built
+    packed   BLOB NOT NULL,
+    UNIQUE (tenant, name),
+    FOREIGN KEY (tenant, name) REFERENCES calendars (tenant, name) ON DELETE CASCADE
+);
+-- a claim batch reads its calendars' revisions here alone, and the packed indexes of those it
+-- does not hold at that revision
+CREATE INDEX calendar_indexes_revision ON calendar_indexes (tenant, name, revision);
+
+-- the last revision handed out (one row): SQLite has no sequences
+CREATE TABLE calendar_revisions (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    last INTEGER NOT NULL
+);
+INSERT INTO calendar_revisions (id, last) VALUES (1, 0);
