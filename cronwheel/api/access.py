@@ -71,8 +71,7 @@ async def authorize(request: web.Request, handler: Callable[[web.Request], Await
             who = f"{principal.role.value} token" + (f" of tenant {principal.tenant!r}" if principal.tenant else "")
             need = {Access.WORK: "a worker, tenant or admin token", Access.MANAGE: "a tenant or admin token",
                     Access.METRICS: "a metrics or admin token"}.get(access, "an admin token")
-            raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}",
-                          tenant=principal.tenant)  # whose grants apply (`apply --dry-run`); None: left out
+            raise Problem(403, "forbidden", f"a {who} may not {request.method} {request.path}: that needs {need}")
         caller = principal.tenant or f"({principal.role.value})"
         _count_connection(request, principal, caller)
         # the node's reads take turns by asker, so that one tenant's flood of reads does not

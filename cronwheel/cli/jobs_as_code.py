@@ -78,15 +78,22 @@ def read_job_files(paths: Sequence[Path]) -> list[jobfiles.JobDef]:
 
 
 def caller_tenant(client: Client) -> str | None:
-    """The caller's tenant: None for an admin (the tenant routes are theirs), else the tenant
-    the refusal names."""
+    """The caller's tenant (``GET /v1/whoami``): None for an admin. An older daemon, without
+    that route: an admin may list the tenants, a tenant's token may not, and its tenant is
+    then unknown ("?")."""
     try:
-        client.list_tenants()
-        return None
+        me = client.whoami()
     except ApiError as exc:
-        if exc.status not in (401, 403):
+        if exc.status != 404:
             raise
-        return str(exc.problem.get("tenant") or "?")
+        try:
+            client.list_tenants()
+            return None
+        except ApiError as refused:
+            if refused.status not in (401, 403):
+                raise
+            return "?"
+    return None if me.get("role") == "admin" else str(me.get("tenant") or "?")
 
 
 def tenant_jobs(client: Client, tenant: str | None) -> list[dict[str, Any]]:
@@ -103,20 +110,35 @@ def tenant_jobs(client: Client, tenant: str | None) -> list[dict[str, Any]]:
             return jobs
 
 
+#: the targets that run code as the daemon's user: a tenant needs allowShell for them
+RUNS_CODE = ("command", "python")
+
+
 def refusals(client: Client, tenant: str | None, changes: Sequence[jobfiles.Change]) -> dict[str, str]:
-    """The changes the daemon would refuse for a grant the caller's tenant lacks, by job name:
-    priority high needs allowHighPriority (admins may always; a job left high may stay so)."""
+    """The changes the daemon would refuse for a grant the caller's tenant lacks, by job name
+    (admins hold every grant): a command or python target needs allowShell (a job created, or
+    one whose target changes), priority high needs allowHighPriority (a job left high may stay
+    so)."""
+    if tenant is None:
+        return {}
+    code = [c.name for c in changes if c.body is not None and any(k in c.body for k in RUNS_CODE)
+            and (c.action == "create" or any(k in c.fields for k in (*TARGET_KINDS, "target")))]
     high = [c.name for c in changes if c.body is not None and c.body.get("priority") == "high"
             and (c.action == "create" or "priority" in c.fields)]
-    if tenant is None or not high:
+    if not code and not high:
         return {}
     try:
-        if client.get_tenant(tenant).get("allowHighPriority"):
-            return {}
-    except ApiError:  # "?": an older daemon, which names no tenant, and has no such grant either
+        grants = client.get_tenant(tenant)
+    except ApiError:  # "?": an older daemon, which cannot say whose grants apply
         return {}
-    why = f"priority high needs allowHighPriority, which tenant {tenant!r} has not (an admin grants it)"
-    return dict.fromkeys(high, why)
+    refused: dict[str, str] = {}
+    if not grants.get("allowHighPriority"):
+        refused |= dict.fromkeys(high, f"priority high needs allowHighPriority, which tenant {tenant!r} has not "
+                                       "(an admin grants it)")  # fmt: skip
+    if not grants.get("allowShell"):
+        refused |= dict.fromkeys(code, f"a command or python target needs allowShell, which tenant {tenant!r} has "
+                                       "not (an admin grants it: it runs code as the daemon's user)")  # fmt: skip
+    return refused
 
 
 def show_plan(changes: Sequence[jobfiles.Change], as_json: bool) -> None:

@@ -124,6 +124,25 @@ def test_a_tenant_applies_with_its_own_token(tmp_path: Path, make_daemon: Callab
     assert set(actions(changes).values()) == {"unchanged"}
 
 
+@pytest.mark.runs_no_jobs
+def test_a_dry_run_names_the_command_jobs_a_tenant_without_allow_shell_would_be_refused(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    """Before, --dry-run planned them and said nothing; the apply then failed on each one."""
+    d = daemon
+    assert d.cli("tenant", "add", "acme").returncode == 0  # no allowShell
+    secret = json.loads(d.cli("token", "create", "--tenant", "acme", "--json").stdout)["token"]
+    jobs = write(tmp_path / "jobs", {"a.toml": JOBS["a.toml"]})  # backup: a command; ping: http
+    env = {"--token": secret, "--url": d.url}
+    dry = d.cli(*(x for kv in env.items() for x in kv), "apply", str(jobs / "a.toml"), "--dry-run")
+    assert dry.returncode == 1, dry
+    assert "backup: would be refused: a command or python target needs allowShell" in dry.stderr, dry.stderr
+    assert "ping: would be refused" not in dry.stderr and "Traceback" not in dry.stderr, dry.stderr
+    assert d.cli("tenant", "set", "acme", "--allow-shell").returncode == 0
+    again = d.cli(*(x for kv in env.items() for x in kv), "apply", str(jobs / "a.toml"), "--dry-run")
+    assert again.returncode == 0, again
+
+
 def test_an_update_keeps_the_id_and_the_history(tmp_path: Path, daemon: Daemon) -> None:
     jobs = write(tmp_path / "jobs", {"a.toml": '[tick]\nschedule = "@every 1s"\ncommand = "true"\n'})
     assert plan(daemon, str(jobs))[0].returncode == 0
