@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -10,6 +12,7 @@ import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.postgres import PostgresServer, session_server
+from tests.support.wait import Timeout, wait_for
 
 # a host's /etc/cronwheel/cronwheel.toml must not reach the daemons and CLIs the tests start
 os.environ.setdefault("CRONWHEEL_CONFIG", "")
@@ -54,15 +57,49 @@ def make_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Call
         return d.start()
 
     yield make
+    workers: dict[int, str] = {}
     for d in started:
+        running = d.proc is not None and d.proc.poll() is None
+        workers.update(dict.fromkeys(d.worker_pids() if running else [], d.data_dir.name))
         try:
             d.stop(timeout=20)
         except AssertionError:
             d.kill()
+    # a worker outlives its daemon only by a bug (one did, idle and deaf to SIGTERM, until a
+    # stop's bye met a grant): each has its deadline (worker/lifeline.py) to see its daemon gone
+    left = _outliving_workers(workers, WORKER_EXIT_SEC)
+    if left:
+        pytest.fail(f"local workers outlived their daemons: {left} (killed now)", pytrace=False)
     waiting = [f"{d.data_dir.name} ({d.due_at_stop})" for d in started if d.due_at_stop]
     if waiting:
         pytest.fail(f"due executions waited for a worker on {', '.join(waiting)}: the test is marked runs_no_jobs, "
                     "yet it runs jobs; drop the mark, or give that daemon workers", pytrace=False)
+
+
+#: how long a daemon's local workers may take to end after it: their stop deadline and more
+WORKER_EXIT_SEC = 20
+
+
+def _outliving_workers(workers: dict[int, str], within_sec: float) -> list[str]:
+    """The workers of ``workers`` (pid: daemon) still alive after ``within_sec``, killed."""
+    def alive() -> list[int]:
+        out = []
+        for pid in workers:
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"cronwheel.worker" in cmdline and Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z":
+                out.append(pid)
+        return out
+
+    with contextlib.suppress(Timeout):
+        wait_for(lambda: not alive(), within_sec, interval=0.1, what="local workers to end")
+    pids = alive()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return [f"{pid} of {workers[pid]}" for pid in pids]
 
 
 @pytest.fixture
