@@ -10,6 +10,12 @@ the engine's own reads first (every tenant's jobs depend on them, and they are f
 one read from each asker that has one waiting, round robin. A flood then costs anyone else
 at most the reads already handed to the thread.
 
+The node's writer takes its calls the same way: a remote worker's claims and heartbeats are
+single writes made by the request, and a tenant's flood of them (64 connections claiming
+in a loop) took a neighbour's claims from 3 ms to 410 ms at p99 on PostgreSQL, 22 ms in
+turns. A write still waiting for its turn when the node closes is refused as a read is
+(``STOPPING``: the API answers 503), never run half-way.
+
 Who asks is ``asking``, a context variable: the API sets it for each request (the tenant,
 or the role of a caller with none), and the engine's own tasks leave it unset.
 """

@@ -74,7 +74,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         if self.aligned is not None:
             self.clock = self.aligned
         self.events = events
-        self.writer = StoreRunner(writer_store, "writer")
+        self.writer = FairStoreRunner(writer_store, "writer")  # writes take turns too: a flood of claims or heartbeats
         self.reader = FairStoreRunner(reader_store, "reader")  # tenants take turns (fairreads.py)
         self.completer = StoreRunner(completion_store, "completer") if completion_store is not None else None
         self.claimer = StoreRunner(claim_store, "claimer") if claim_store is not None else None
