@@ -14,7 +14,7 @@ from aiohttp import web
 from cronwheel.api.context import principal_of
 from cronwheel.api.problems import Problem
 from cronwheel.core.tenants import Principal
-from cronwheel.engine.fairreads import asking
+from cronwheel.engine.fairturns import asking
 
 #: ``ACCESS`` plus the app's own OPTIONS handlers (one per path)
 ROUTE_ACCESS: web.AppKey[dict[Callable[..., object], Access]] = web.AppKey("cronwheel.route_access")
@@ -75,7 +75,7 @@ async def authorize(request: web.Request, handler: Callable[[web.Request], Await
         caller = principal.tenant or f"({principal.role.value})"
         _count_connection(request, principal, caller)
         # the node's reads take turns by asker, so that one tenant's flood of reads does not
-        # queue everyone else's behind it (engine/fairreads.py)
+        # queue everyone else's behind it (engine/fairturns.py)
         reading_for = asking.set(caller)
         try:
             return await handler(request)

@@ -24,7 +24,7 @@ from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.disk import DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.executions import ExecutionsMixin
-from cronwheel.engine.fairreads import FairStoreRunner
+from cronwheel.engine.fairturns import FairStoreRunner
 from cronwheel.engine.jobs import JobsMixin
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.nodestatus import NodeStatusMixin
@@ -75,7 +75,7 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
             self.clock = self.aligned
         self.events = events
         self.writer = FairStoreRunner(writer_store, "writer")  # writes take turns too: a flood of claims or heartbeats
-        self.reader = FairStoreRunner(reader_store, "reader")  # tenants take turns (fairreads.py)
+        self.reader = FairStoreRunner(reader_store, "reader")  # tenants take turns (fairturns.py)
         self.completer = StoreRunner(completion_store, "completer") if completion_store is not None else None
         self.claimer = StoreRunner(claim_store, "claimer") if claim_store is not None else None
         self.started_monotonic = time.monotonic()

@@ -26,7 +26,7 @@ from cronwheel.engine.cluster import ClusterMember
 from cronwheel.engine.config import NodeConfig
 from cronwheel.engine.disk import DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
-from cronwheel.engine.fairreads import FairStoreRunner
+from cronwheel.engine.fairturns import FairStoreRunner
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.runner import StoreRunner

@@ -1,4 +1,4 @@
-"""The node's reads take turns by asker (engine/fairreads.py), on a real SQLite store and the
+"""The node's reads take turns by asker (engine/fairturns.py), on a real SQLite store and the
 real reader thread. The thread is held by a first read that waits on an event, so that every
 other read is queued before any is taken: the order the thread serves them in is then the
 runner's choice alone, with nothing timed."""
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cronwheel.engine.fairreads import FairStoreRunner, asking
+from cronwheel.engine.fairturns import FairStoreRunner, asking
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.store.base import Store, StoreUnavailable
 from cronwheel.store.sqlite import SqliteStore

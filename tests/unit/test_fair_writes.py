@@ -1,4 +1,4 @@
-"""A node's writes take turns by asker, as its reads do (engine/fairreads.py): a remote
+"""A node's writes take turns by asker, as its reads do (engine/fairturns.py): a remote
 worker's claims and heartbeats are single writes on the node's one writer thread, and
 served in the order they came, a tenant's flood of them made every neighbour's wait behind
 all of it (on PostgreSQL, evil's 64 connections claiming in a loop took acme's claims from
@@ -13,7 +13,7 @@ import io
 import threading
 from pathlib import Path
 
-from cronwheel.engine.fairreads import asking
+from cronwheel.engine.fairturns import asking
 from cronwheel.engine.node import Node, NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.store.sqlite import SqliteStore
@@ -46,5 +46,5 @@ def test_a_neighbours_heartbeat_goes_before_a_tenants_flood_of_them(tmp_path: Pa
     finally:
         node.writer.close()
         node.reader.close()
-    # at most the evil writes already handed to the thread go first (fairreads.IN_FLIGHT)
+    # at most the evil writes already handed to the thread go first (fairturns.IN_FLIGHT)
     assert served.index("acme") <= 2, served

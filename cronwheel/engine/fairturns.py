@@ -1,4 +1,4 @@
-"""A node's reads, shared fairly between the callers that ask for them.
+"""A node's reads and writes, shared fairly between the callers that ask for them.
 
 One reader thread serves every read of a node: the API's, and the engine's own (the
 scheduler's due reads, the dispatcher's refills). Served in the order they came, a tenant
