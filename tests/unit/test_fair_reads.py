@@ -69,8 +69,9 @@ def test_askers_take_turns_and_the_engine_goes_first(tmp_path: Path) -> None:
         tasks = [_ask(runner, "a", f"a{i}", order) for i in range(1, 6)]
         tasks += [_ask(runner, "b", f"b{i}", order) for i in range(1, 3)]
         tasks.append(_ask(runner, None, "engine", order))
-        # the held read and a1 are with the thread (two at a time); the rest wait
-        await _queued(runner, 7)
+        # the held read and a1 are with the thread (two at a time), the engine's read behind
+        # them at once; the rest wait
+        await _queued(runner, 6)
         gate.set()
         await asyncio.gather(held, *tasks)
 
@@ -138,12 +139,13 @@ def test_reads_after_the_close_and_those_left_waiting_hear_the_node_is_stopping(
         order: list[str] = []
         gate, held = await _held(runner, order)
         handed = _ask(runner, "acme", "handed", order)  # IN_FLIGHT: handed to the thread behind the held one
-        waiting = [_ask(runner, "acme", "a", order), _ask(runner, None, "engine", order)]
-        await _queued(runner, 2)
+        waiting = [_ask(runner, "acme", "a", order)]
+        engine = _ask(runner, None, "engine", order)  # the engine's: handed to the thread at once
+        await _queued(runner, 1)
         gate.set()
         runner.close()  # lets the reads handed to the thread end, then closes the store
         await held
-        assert await handed is None
+        assert await handed is None and await engine is None
         for task in waiting:
             with pytest.raises(StoreUnavailable, match="stopping"):
                 await task
@@ -153,6 +155,6 @@ def test_reads_after_the_close_and_those_left_waiting_hear_the_node_is_stopping(
         writer.close()
         with pytest.raises(StoreUnavailable, match="stopping"):
             await writer.run(lambda s: s.get_job("nope"))
-        assert order == ["held", "handed"]
+        assert order == ["held", "handed", "engine"]
 
     _run(tmp_path, scenario)
