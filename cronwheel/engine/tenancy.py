@@ -49,6 +49,10 @@ TENANT_REFRESH_SEC = 2.0
 TOKEN_CACHE_SEC = 5.0
 TOKEN_STALE_GRACE_SEC = 300.0
 TOKEN_CACHE_MAX = 10_000
+#: token ids revoked through this node, remembered for the streams open with them: each also
+#: asks the store within a second (api/context.py), so only a stream cut off from the store
+#: relies on this longer; the newest this many are kept, so token churn does not grow it
+REVOKED_REMEMBERED = 10_000
 ADMIN_TOKEN_FILE = "admin-token"
 #: the Retry-After of a run refused because too many of its tenant's wait already
 WAITING_RETRY_SEC = 30.0
@@ -73,7 +77,7 @@ class TenancyMixin(NodeParts):
         self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
         self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
         self._token_cache: dict[str, tuple[float, ApiToken]] = {}  # hash -> (trusted until, token)
-        self._revoked_here: set[str] = set()  # token ids this node revoked: open streams end at once
+        self._revoked_here: dict[str, None] = {}  # token ids this node revoked, oldest first: open streams end at once
         self._refresh_health = LoopHealth(self.events, self.clock, "tenants")  # an outage: one line, not one per turn
 
     # ---- configuration the engine reads (cheap: no store access)
@@ -274,7 +278,9 @@ class TenancyMixin(NodeParts):
                 reason="last_admin_token",
             )
         self._token_cache.pop(token.token_hash, None)
-        self._revoked_here.add(token_id)
+        self._revoked_here[token_id] = None
+        while len(self._revoked_here) > REVOKED_REMEMBERED:
+            del self._revoked_here[next(iter(self._revoked_here))]
         self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant)
         return token
 
