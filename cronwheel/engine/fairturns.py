@@ -42,6 +42,8 @@ asking: ContextVar[str | None] = ContextVar("cronwheel_reads_asking", default=No
 #: it the next one (one would leave it idle for a loop turn after each read), and bound what
 #: a newcomer waits for
 IN_FLIGHT = 2
+#: askers whose last turn is remembered: tenants come and go for as long as the node runs
+REMEMBERED = 1024
 
 _Waiting = tuple[Callable[[Store], Any], "asyncio.Future[Any]"]
 
@@ -57,7 +59,7 @@ class FairStoreRunner(StoreRunner):
         self._askers: dict[str, deque[_Waiting]] = {}
         #: the hand-over at which each asker was last served: the least recent of those waiting
         #: goes next, and one never served before any other. One number per tenant (and per
-        #: role without one) that ever read: callers are authenticated before they ask.
+        #: role without one), the least recently served forgotten past REMEMBERED.
         self._served_at: dict[str, int] = {}
         self._handed = 0
 
@@ -95,7 +97,11 @@ class FairStoreRunner(StoreRunner):
         waiting = line.popleft()
         if not line:
             del self._askers[who]
-        self._served_at[who] = self._handed
+        self._served_at.pop(who, None)
+        self._served_at[who] = self._handed  # re-inserted: the least recently served first
+        while len(self._served_at) > REMEMBERED:
+            # forgotten, the least recent counts as never served: still before all the others
+            del self._served_at[next(iter(self._served_at))]
         return waiting
 
     def _hand_over(self) -> None:

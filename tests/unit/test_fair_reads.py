@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cronwheel.engine import fairturns
 from cronwheel.engine.fairturns import FairStoreRunner, asking
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.store.base import Store, StoreUnavailable
@@ -156,5 +157,25 @@ def test_reads_after_the_close_and_those_left_waiting_hear_the_node_is_stopping(
         with pytest.raises(StoreUnavailable, match="stopping"):
             await writer.run(lambda s: s.get_job("nope"))
         assert order == ["held", "handed", "engine"]
+
+    _run(tmp_path, scenario)
+
+
+def test_askers_that_came_and_went_are_forgotten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node runs for months and tenants come and go: the turns remember the most recently
+    served askers only, and one forgotten is a newcomer again, which it was nearly anyway."""
+    monkeypatch.setattr(fairturns, "REMEMBERED", 100, raising=False)  # raising: the old code had no bound
+    order: list[str] = []
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        gate, held = await _held(runner, order)
+        tasks = [_ask(runner, f"tenant-{i}", f"t{i}", order) for i in range(300)]
+        await _queued(runner, 299)
+        gate.set()
+        await asyncio.gather(held, *tasks)
+        for i in range(300, 600):  # one at a time, as most tenants read
+            await _ask(runner, f"tenant-{i}", f"t{i}", order)
+        assert len(order) == 601
+        assert list(runner._served_at) == [f"tenant-{i}" for i in range(500, 600)]
 
     _run(tmp_path, scenario)
