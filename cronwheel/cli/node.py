@@ -76,7 +76,7 @@ class _Millis(WholeNumber):
 @click.option("--reaper-interval-ms", type=_Millis(10), metavar="MS", help="How often expired leases are reaped. [default: 1000]")
 @click.option("--reserved-high-slots", type=WholeNumber(0), metavar="N", help="Worker slots kept free for the high priority tier (fewer than workers x slots). [default: 0]")
 @click.option("--claim-ahead-ms", type=_Millis(0, 60_000), metavar="MS", help="Claim due ticks this long before they are due. [default: 2000]")
-@click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), and settled jobs (a one-off that ran, a cancelled job) once all of theirs are. [default: 30d]")
+@click.option("--retention", type=cfg.DURATION, metavar="DURATION", help="Prune finished executions older than this (e.g. 30d), settled jobs (a one-off that ran, a cancelled job) once all of theirs are, and tokens revoked before it. [default: 30d]")
 @click.option("--keep-last", type=WholeNumber(1), metavar="N", help="Always keep each job's N newest executions, while the job is kept. [default: 1000]")
 @click.option("--dlq-keep-last", type=WholeNumber(1), metavar="N", help="Keep each job's N newest dead letters and dead notifications; older ones are deleted (dlq.pruned). [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")

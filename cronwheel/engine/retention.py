@@ -2,7 +2,7 @@
 than the retention period, beyond the newest ``keep_last`` of each job, are pruned in the
 background. Settled jobs (a one-off that ran, a cancelled job) go too, with their history,
 once the retention period has passed them by (``store/settled.py``): ``keep_last`` is per job
-while the job is there.
+while the job is there. API tokens revoked longer ago than the retention period go as well.
 
 The dead-letter queues are not aged out: a dead letter waits to be looked at. But a job that
 fails every second with no retries left adds 86,400 a day for ever, and its rule's dead
@@ -35,6 +35,7 @@ from cronwheel.store.base import Store
 PRUNE_JOBS_PER_CALL = 200
 PRUNE_EXECUTIONS = 1000
 PRUNE_NOTIFICATIONS = 1000
+PRUNE_TOKENS = 1000  #: revoked tokens deleted per transaction
 #: jobs read per call for settled ones (outside any write transaction), and the rows their
 #: deletion may take at most in one call
 PRUNE_SETTLED_JOBS = 1000
@@ -91,10 +92,17 @@ class Retention:
             if pruned < PRUNE_NOTIFICATIONS:
                 break
             await asyncio.sleep(0.01)
+        tokens = 0
+        while True:  # revoked tokens are history too: tokens made per deploy would pile up
+            pruned = await self.writer.run(lambda s: s.prune_revoked_tokens(cutoff, PRUNE_TOKENS))
+            tokens += pruned
+            if pruned < PRUNE_TOKENS:
+                break
+            await asyncio.sleep(0.01)
         await self.writer.run(lambda s: s.checkpoint())
-        if total or jobs or dead or dead_notifications:
+        if total or jobs or dead or dead_notifications or tokens:
             self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
-                             deadNotifications=dead_notifications)
+                             deadNotifications=dead_notifications, tokens=tokens)
 
     async def _dead_letters(self, queue: Literal["executions", "notifications"], keep: int) -> int:
         """One pass over a dead-letter queue (``executions`` or ``notifications``), each job's

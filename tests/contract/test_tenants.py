@@ -246,6 +246,21 @@ def test_revoke_keeps_the_first_time_and_the_row(store: Store) -> None:
     assert store.revoke_token("tk_0000000000000000", T0) is None
 
 
+def test_retention_prunes_tokens_revoked_before_the_cutoff_and_only_those(store: Store) -> None:
+    store.create_tenant(Tenant("acme"), T0)
+    made = [token()[1] for _ in range(5)]
+    for t in made:
+        store.create_token(t, T0)
+    for i, t in enumerate(made[:4]):  # revoked at T0+1m .. T0+4m; the fifth stays active
+        store.revoke_token(t.token_id, T0 + (i + 1) * MIN)
+    assert store.prune_revoked_tokens(T0 + 3 * MIN, 1) == 1  # a limit per call
+    assert store.prune_revoked_tokens(T0 + 3 * MIN, 100) == 1  # revoked before the cutoff only
+    assert store.prune_revoked_tokens(T0 + 3 * MIN, 100) == 0
+    assert {t.token_id for t in store.list_tokens("acme")} == {t.token_id for t in made[2:]}
+    assert store.prune_revoked_tokens(T0 + 60 * MIN, 100) == 2
+    assert [t.token_id for t in store.list_tokens("acme")] == [made[4].token_id]
+
+
 def test_the_last_active_admin_token_is_never_revoked(store: Store) -> None:
     store.create_tenant(Tenant("acme"), T0)
     _, first = token(Role.ADMIN, None)

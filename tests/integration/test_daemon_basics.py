@@ -233,3 +233,17 @@ def test_a_settled_job_leaves_the_store_once_the_retention_passed_it(make_daemon
     assert d.wait_event("retention.pruned", jobs=1)
     assert d.get(f"/v1/jobs/{kept['jobId']}").status == 200  # a job with ticks to come stays
     assert d.cli("add", "--name", "once", "+1h", "true").returncode == 0  # its name is free again
+
+
+@pytest.mark.runs_no_jobs
+def test_a_revoked_token_leaves_the_store_once_the_retention_passed_it(make_daemon):
+    """Tokens made and revoked per deploy or per CI run would otherwise pile up for good."""
+    d = make_daemon(args=("--retention", "1s", "--retention-interval-ms", "300"))
+    assert d.post("/v1/tenants", {"name": "acme"}).status == 201
+    made = [d.post("/v1/tokens", {"tenant": "acme", "role": "worker"}).json() for _ in range(30)]
+    for t in made[:20]:
+        assert d.request("DELETE", f"/v1/tokens/{t['tokenId']}").status == 200
+    assert d.wait_event("retention.pruned", tokens=20)
+    left = {t["tokenId"] for t in d.get("/v1/tokens").json()["tokens"] if t.get("tenant") == "acme"}
+    assert left == {t["tokenId"] for t in made[20:]}  # the active ones stay
+    assert d.get("/v1/status", token=made[0]["token"]).status == 401  # a pruned one is as refused as before

@@ -715,6 +715,11 @@ ORDER BY created_at, token_id
 LOCK_ACTIVE_ADMIN_TOKENS = "SELECT token_id FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL FOR UPDATE"
 
 #: revoking twice keeps the first time; the last active admin token is never revoked
+PRUNE_REVOKED_TOKENS = """
+DELETE FROM api_tokens WHERE token_id IN (
+  SELECT token_id FROM api_tokens WHERE revoked_at IS NOT NULL AND revoked_at < %(before)s LIMIT %(limit)s)
+"""
+
 REVOKE_TOKEN = f"""
 UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE token_id = %(id)s
   AND (role <> 'admin' OR revoked_at IS NOT NULL OR EXISTS (

@@ -70,6 +70,11 @@ class TenantMethods(PostgresBase):
         return token_from_row(rows[0]) if rows else None
 
     @translated
+    def prune_revoked_tokens(self, revoked_before_ms: int, limit: int) -> int:
+        with self._write() as conn:
+            return int(conn.execute(q.PRUNE_REVOKED_TOKENS, {"before": revoked_before_ms, "limit": limit}).rowcount)
+
+    @translated
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         with self._write() as conn:
             conn.execute(q.LOCK_ACTIVE_ADMIN_TOKENS)

@@ -54,6 +54,13 @@ class TenantStore(ABC):
         the list to that tenant's tokens."""
 
     @abstractmethod
+    def prune_revoked_tokens(self, revoked_before_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` tokens revoked before ``revoked_before_ms`` (retention: a
+        revoked token is history, and tokens made and revoked per deploy or per CI run would
+        otherwise grow the table for as long as the store lives). Active tokens are never
+        touched. Returns how many went."""
+
+    @abstractmethod
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         """Set revoked_at = now_ms (revoking twice keeps the first time). Returns the token as
         stored, or None when there is no such token. The last active admin token is never

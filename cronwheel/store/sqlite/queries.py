@@ -588,6 +588,11 @@ ORDER BY created_at, token_id
 """
 
 #: the last active admin token is never revoked (the writer lock makes this check atomic)
+PRUNE_REVOKED_TOKENS = """
+DELETE FROM api_tokens WHERE token_id IN (
+  SELECT token_id FROM api_tokens WHERE revoked_at IS NOT NULL AND revoked_at < ?1 LIMIT ?2)
+"""
+
 REVOKE_TOKEN = """
 UPDATE api_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL
   AND (role <> 'admin' OR EXISTS (

@@ -78,6 +78,13 @@ class TenantMethods(SqliteBase):
         return None if row is None else token_from_row(row)
 
     @translated
+    def prune_revoked_tokens(self, revoked_before_ms: int, limit: int) -> int:
+        with self._write(fsync=False) as conn:  # retention: a pass lost to a power cut is made again
+            before = conn.total_changes()
+            conn.execute(q.PRUNE_REVOKED_TOKENS, (revoked_before_ms, limit))
+            return conn.total_changes() - before
+
+    @translated
     def revoke_token(self, token_id: str, now_ms: int) -> ApiToken | None:
         with self._write() as conn:
             conn.execute(q.REVOKE_TOKEN, (token_id, now_ms))
