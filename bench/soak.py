@@ -248,6 +248,9 @@ class Churn:
         await asyncio.sleep(2)  # a retry under way lands in the dead-letter queue, which keeps the job
         for d in (await self.call("GET", "/v1/dlq?limit=100", token=t) or {}).get("executions", []):
             await self.call("DELETE", f"/v1/dlq/{d['executionId']}", token=t, ok=(200, 204, 404))
+        # dead notifications wait for someone too, even once their job is gone
+        for n in (await self.call("GET", "/v1/notifications?status=DEAD&limit=100", token=t) or {}).get("notifications", []):
+            await self.call("DELETE", f"/v1/notifications/{n['notificationId']}", token=t, ok=(200, 204, 404))
         await self.call("DELETE", "/v1/calendars/off", token=t, ok=(200, 204, 404, 409))
         await self.call("PATCH", f"/v1/tenants/{name}", {"maxJobs": 0})
         for tk in (tok, wtok):
