@@ -182,8 +182,9 @@ Fence = tuple[str, dict[int, int]]
 class NodeInfo:
     node_id: str
     address: str
-    started_at: int  #: first registration of this row
+    started_at: int  #: when the process that holds the row registered it
     last_seen: int  #: the last heartbeat (the store's clock, see ``register_node``)
+    incarnation: str = ""  #: the process that holds the row (random; see ``register_node``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -125,8 +126,9 @@ class ClusterMember:
         self.first_turn = asyncio.Event()
         #: the store's clock at our last acquire, and our monotonic clock then (for status)
         self._store_now: tuple[int, float] | None = None
-        #: this process's claim on the node id (its row's ``started_at``), set by ``join``
-        self.incarnation = 0
+        #: this process's claim on the node id (its row's ``incarnation``): random, for two
+        #: processes may start in one millisecond
+        self.incarnation = secrets.token_hex(8)
         #: another live process holds the node id (this one was frozen past the TTL): said once
         self._id_taken = False
         self._keepalive: asyncio.Future[None] | None = None
@@ -153,7 +155,6 @@ class ClusterMember:
         # taken in one statement (a compare-and-set on the row): of two processes that join
         # with one id at the same moment (cloned machines booted together), one gets it and the
         # other waits here, sees its heartbeat move on, and is refused
-        self.incarnation = self.clock.now_ms()
         await self._take_id()
         self._keepalive = asyncio.ensure_future(self._heartbeat_until_run())
 
@@ -168,7 +169,7 @@ class ClusterMember:
             row = await self._claim_id()
             if row is None:
                 return
-            if row.last_seen != first.last_seen or row.started_at != first.started_at:
+            if row.last_seen != first.last_seen or row.incarnation != first.incarnation:
                 raise self._in_use(row)
         # a row that is neither refreshed nor expiring (a clock stepped back): nobody heartbeats
         # it, so take it, unless it moved at the last moment
@@ -198,7 +199,7 @@ class ClusterMember:
         ttl, now_ms, incarnation = self.ttl_ms, self.clock.now_ms(), self.incarnation
         holder = await self.runner.run(
             lambda s: s.register_node(self.node_id, self.address, incarnation, ttl, now_ms, take_from))
-        return None if holder.started_at == incarnation else holder
+        return None if holder.incarnation == incarnation else holder
 
     async def align_clock(self) -> None:
         """Read the database's clock (an empty acquire) and move the node's onto it: before the
@@ -253,7 +254,7 @@ class ClusterMember:
         incarnation = self.incarnation
         holder, live = await self.runner.run(
             lambda s: (s.register_node(self.node_id, self.address, incarnation, ttl, now_ms), s.live_nodes(ttl, now_ms)))
-        if holder.started_at != incarnation:
+        if holder.incarnation != incarnation:
             self._lost_id(holder)
             return
         self._id_taken = False

@@ -73,7 +73,7 @@ class Dialect:
     reader: RowReader
     outbox_sql: Callable[[Any], Sql]
     #: (conn, node_id, address, incarnation, ttl_ms, now_ms, take_from) → the row holding the id
-    register_node: Callable[[Any, str, str, int, int, int, int | None], NodeInfo]
+    register_node: Callable[[Any, str, str, str, int, int, int | None], NodeInfo]
     #: (conn, ttl_ms, now_ms) → the nodes seen within ttl_ms
     live_nodes: Callable[[Any, int, int], list[NodeInfo]]
     release_buckets: Callable[[Any, str, Sequence[int]], list[int]]
@@ -229,13 +229,13 @@ class SharedTenants(Backend):
 class SharedMembership(Backend):
     @guarded
     def register_node(
-        self, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int, take_from: int | None = None
+        self, node_id: str, address: str, incarnation: str, ttl_ms: int, now_ms: int, take_from: int | None = None
     ) -> NodeInfo:
         with self._write() as conn:
             return self._dialect.register_node(conn, node_id, address, incarnation, ttl_ms, now_ms, take_from)
 
     @guarded
-    def deregister_node(self, node_id: str, incarnation: int) -> None:
+    def deregister_node(self, node_id: str, incarnation: str) -> None:
         with self._write() as conn:
             conn.execute(self._dialect.deregister_node, {"node": node_id, "incarnation": incarnation})
 

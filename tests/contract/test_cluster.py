@@ -38,53 +38,55 @@ def job_in_bucket(bucket: int) -> str:
 
 def test_nodes_register_heartbeat_and_leave(store: Store) -> None:
     assert store.live_nodes(LIVE, T0) == []
-    n1 = store.register_node("n1", "10.0.0.1:8080", T0, LIVE, T0)
-    assert (n1.node_id, n1.address, n1.started_at) == ("n1", "10.0.0.1:8080", T0)
-    store.register_node("n2", "10.0.0.2:8080", T0 + 1, LIVE, T0)
+    n1 = store.register_node("n1", "10.0.0.1:8080", "i1", LIVE, T0)
+    assert (n1.node_id, n1.address, n1.incarnation) == ("n1", "10.0.0.1:8080", "i1")
+    assert n1.started_at == n1.last_seen
+    store.register_node("n2", "10.0.0.2:8080", "i2", LIVE, T0)
     nodes = store.live_nodes(LIVE, T0)
-    assert [(n.node_id, n.address, n.started_at) for n in nodes] == [("n1", "10.0.0.1:8080", T0), ("n2", "10.0.0.2:8080", T0 + 1)]
+    assert [(n.node_id, n.address, n.incarnation) for n in nodes] == [("n1", "10.0.0.1:8080", "i1"), ("n2", "10.0.0.2:8080", "i2")]
     # a heartbeat keeps started_at and moves last_seen (never backwards)
-    again = store.register_node("n1", "10.0.0.9:8080", T0, LIVE, T0 + SEC)
-    assert again.started_at == T0 and again.last_seen >= n1.last_seen
+    again = store.register_node("n1", "10.0.0.9:8080", "i1", LIVE, T0 + SEC)
+    assert again.started_at == n1.started_at and again.last_seen >= n1.last_seen
     n1_now = store.live_nodes(LIVE, T0 + SEC)[0]
-    assert n1_now.address == "10.0.0.9:8080" and n1_now.started_at == T0 and n1_now.last_seen >= n1.last_seen
+    assert n1_now.address == "10.0.0.9:8080" and n1_now.started_at == n1.started_at and n1_now.last_seen >= n1.last_seen
     # nobody has heartbeaten within a TTL of 0
     assert store.live_nodes(0, T0 + SEC) == []
-    store.deregister_node("n2", T0 + 1)
+    store.deregister_node("n2", "i2")
     assert [n.node_id for n in store.live_nodes(LIVE, T0 + SEC)] == ["n1"]
 
 
 def test_a_live_node_id_is_not_taken_by_another_process(store: Store) -> None:
-    """Two processes with one node id (cloned machines): the second's registration changes
-    nothing while the first heartbeats, and answers with the first's row."""
-    mine = store.register_node("n1", "10.0.0.1:8080", T0, LIVE, T0)
-    other = store.register_node("n1", "10.0.0.2:8080", T0 + 5, LIVE, T0 + SEC)
-    assert (other.started_at, other.address, other.last_seen) == (T0, "10.0.0.1:8080", mine.last_seen)
+    """Two processes with one node id (cloned machines, started in the same millisecond even):
+    the second's registration changes nothing while the first heartbeats, and answers with the
+    first's row."""
+    mine = store.register_node("n1", "10.0.0.1:8080", "first", LIVE, T0)
+    other = store.register_node("n1", "10.0.0.2:8080", "second", LIVE, T0)
+    assert (other.incarnation, other.address, other.last_seen) == ("first", "10.0.0.1:8080", mine.last_seen)
     # nor removed by the other's leave
-    store.deregister_node("n1", T0 + 5)
-    assert [(n.node_id, n.started_at) for n in store.live_nodes(LIVE, T0 + SEC)] == [("n1", T0)]
+    store.deregister_node("n1", "second")
+    assert [(n.node_id, n.incarnation) for n in store.live_nodes(LIVE, T0 + SEC)] == [("n1", "first")]
 
 
 def test_a_dead_or_watched_node_id_is_taken(store: Store) -> None:
-    first = store.register_node("n1", "10.0.0.1:8080", T0, LIVE, T0)
+    store.register_node("n1", "10.0.0.1:8080", "dead", LIVE, T0)
     # nobody heartbeat within the TTL (0 here): a restarted process takes the id
-    took = store.register_node("n1", "10.0.0.1:8080", T0 + 7, EXPIRED, T0 + SEC)
-    assert took.started_at == T0 + 7
+    assert store.register_node("n1", "10.0.0.1:8080", "restarted", EXPIRED, T0 + SEC).incarnation == "restarted"
     # a row still live, but exactly as its caller watched it (nobody moved it): taken too
     watched = store.live_nodes(LIVE, T0 + SEC)[0]
-    assert store.register_node("n1", "10.0.0.3:8080", T0 + 9, LIVE, T0 + SEC, take_from=watched.last_seen + 1).started_at == T0 + 7
-    assert store.register_node("n1", "10.0.0.3:8080", T0 + 9, LIVE, T0 + SEC, take_from=watched.last_seen).started_at == T0 + 9
-    assert first.started_at == T0
+    moved = store.register_node("n1", "10.0.0.3:8080", "third", LIVE, T0 + SEC, take_from=watched.last_seen + 1)
+    assert moved.incarnation == "restarted"
+    taken = store.register_node("n1", "10.0.0.3:8080", "third", LIVE, T0 + SEC, take_from=watched.last_seen)
+    assert taken.incarnation == "third"
 
 
 def test_of_two_processes_joining_with_one_id_at_once_one_gets_it(store_factory: StoreFactory) -> None:
     stores = [store_factory() for _ in range(2)]
     barrier = threading.Barrier(2)
-    holders: list[int] = []
+    holders: list[str] = []
 
     def join(i: int) -> None:
         barrier.wait()
-        holders.append(stores[i].register_node("n1", f"10.0.0.{i}:8080", T0 + i, LIVE, T0).started_at)
+        holders.append(stores[i].register_node("n1", f"10.0.0.{i}:8080", f"i{i}", LIVE, T0).incarnation)
 
     threads = [threading.Thread(target=join, args=(i,)) for i in range(2)]
     for t in threads:

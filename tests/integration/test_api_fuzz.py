@@ -65,7 +65,7 @@ COVERAGE_GROUPS = {
         "cancelBackfill", "setJobChain", "upcomingTicks", "pingJob",
         "listCalendars", "getCalendar", "putCalendar", "deleteCalendar", "getExecution", "claimExecutions", "heartbeat",
         "complete", "recordEffect", "listDead", "replayDead", "purgeDead",
-        "status", "nodeConfig", "herd", "activity", "healthz", "openapi", "metrics", "listTenants", "createTenant", "getTenant",
+        "status", "nodeConfig", "herd", "whoami", "activity", "healthz", "openapi", "metrics", "listTenants", "createTenant", "getTenant",
         "updateTenant", "listTokens", "createToken", "revokeToken", "dashboard", "dashboardAsset", "listNotifications",
         "purgeNotification", "replayNotification", "getTenantNotify", "setTenantNotify",
     ),

@@ -13,21 +13,23 @@ from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
 DB_NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
-DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = %(node)s AND started_at = %(incarnation)s"
+DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = %(node)s AND incarnation = %(incarnation)s"
 
 #: the compare-and-set of a node id: free, this incarnation's, dead, or the row watched
 REGISTER_NODE = """
-INSERT INTO cluster_nodes AS n (node_id, address, started_at, last_seen)
-VALUES (%(node)s, %(address)s, %(incarnation)s, %(now)s)
+INSERT INTO cluster_nodes AS n (node_id, address, started_at, last_seen, incarnation)
+VALUES (%(node)s, %(address)s, %(now)s, %(now)s, %(incarnation)s)
 ON CONFLICT (node_id) DO UPDATE SET
-    address = EXCLUDED.address, started_at = EXCLUDED.started_at,
-    last_seen = greatest(EXCLUDED.last_seen, CASE WHEN n.started_at = EXCLUDED.started_at THEN n.last_seen ELSE 0 END)
-WHERE n.started_at = EXCLUDED.started_at OR n.last_seen <= %(now)s - %(ttl)s
+    address = EXCLUDED.address,
+    started_at = CASE WHEN n.incarnation = EXCLUDED.incarnation THEN n.started_at ELSE EXCLUDED.started_at END,
+    last_seen = greatest(EXCLUDED.last_seen, CASE WHEN n.incarnation = EXCLUDED.incarnation THEN n.last_seen ELSE 0 END),
+    incarnation = EXCLUDED.incarnation
+WHERE n.incarnation = EXCLUDED.incarnation OR n.last_seen <= %(now)s - %(ttl)s
    OR n.last_seen = %(take_from)s::bigint
 """
-NODE = "SELECT node_id, address, started_at, last_seen FROM cluster_nodes WHERE node_id = %(node)s"
+NODE = "SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes WHERE node_id = %(node)s"
 LIVE_NODES = """
-SELECT node_id, address, started_at, last_seen FROM cluster_nodes
+SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes
 WHERE last_seen > %(now)s - %(ttl)s ORDER BY node_id
 """
 #: the compare-and-set: free, expired, or ours; a live renewal keeps the epoch
@@ -64,7 +66,7 @@ def db_now(conn: psycopg.Connection[Any]) -> int:
     return int(row[0])
 
 
-def register(conn: psycopg.Connection[Any], node_id: str, address: str, incarnation: int, ttl_ms: int,
+def register(conn: psycopg.Connection[Any], node_id: str, address: str, incarnation: str, ttl_ms: int,
              take_from: int | None) -> NodeInfo:  # fmt: skip
     args = {"node": node_id, "address": address, "incarnation": incarnation, "now": db_now(conn), "ttl": ttl_ms,
             "take_from": take_from}  # fmt: skip

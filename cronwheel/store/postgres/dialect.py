@@ -13,7 +13,7 @@ from cronwheel.store.postgres.rows import READER, outbox_sql
 from cronwheel.store.shared import Dialect
 
 
-def _register(conn: Any, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int,
+def _register(conn: Any, node_id: str, address: str, incarnation: str, ttl_ms: int, now_ms: int,
               take_from: int | None) -> NodeInfo:  # fmt: skip
     return cluster.register(conn, node_id, address, incarnation, ttl_ms, take_from)  # the database's clock
 

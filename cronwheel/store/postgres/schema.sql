@@ -304,3 +304,6 @@ CREATE TABLE calendar_indexes (
 );
 
 CREATE SEQUENCE calendar_revisions;
+
+-- version 26: which process holds a node id (a random incarnation: two processes can start in one millisecond)
+ALTER TABLE cluster_nodes ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';

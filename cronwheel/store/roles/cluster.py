@@ -20,18 +20,19 @@ class ClusterStore(ABC):
     # every comparison with them, and ignores ``now_ms``; SQLite (one node) uses ``now_ms``.
     @abstractmethod
     def register_node(
-        self, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int, take_from: int | None = None
+        self, node_id: str, address: str, incarnation: str, ttl_ms: int, now_ms: int, take_from: int | None = None
     ) -> NodeInfo:
-        """Insert or refresh (heartbeat) the node's row as the process ``incarnation`` (its
-        ``started_at``: the instant that process joined): address and last_seen = the store's
-        now. Only when the id is free: no row, a row of this incarnation, a row nobody has
-        heartbeaten within ``ttl_ms`` (a dead process's), or one whose last_seen is exactly
-        ``take_from`` (a row its caller watched not move). Returns the row that holds the id
-        afterwards: this incarnation's, or another live process's (nothing changed). One
-        statement, so of two processes that join with one id at once, one gets it."""
+        """Insert or refresh (heartbeat) the node's row as the process ``incarnation`` (random,
+        drawn when the process starts): address and last_seen = the store's now, started_at
+        too when the row becomes this process's. Only when the id is free: no row, a row of
+        this incarnation, a row nobody has heartbeaten within ``ttl_ms`` (a dead process's),
+        or one whose last_seen is exactly ``take_from`` (a row its caller watched not move).
+        Returns the row that holds the id afterwards: this incarnation's, or another live
+        process's (nothing changed). One statement, so of two processes that join with one id
+        at once, one gets it."""
 
     @abstractmethod
-    def deregister_node(self, node_id: str, incarnation: int) -> None:
+    def deregister_node(self, node_id: str, incarnation: str) -> None:
         """Remove a node's row (graceful leave) if it is still ``incarnation``'s. Its bucket
         leases are not touched."""
 

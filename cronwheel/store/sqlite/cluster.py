@@ -11,21 +11,24 @@ import apsw
 
 from cronwheel.core.records import BucketGrants, BucketLease, Fence, NodeInfo
 
-DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = :node AND started_at = :incarnation"
+DEREGISTER_NODE = "DELETE FROM cluster_nodes WHERE node_id = :node AND incarnation = :incarnation"
 
 #: the compare-and-set of a node id: free, this incarnation's, dead, or the row watched
 REGISTER_NODE = """
-INSERT INTO cluster_nodes (node_id, address, started_at, last_seen) VALUES (?1, ?2, ?3, ?4)
+INSERT INTO cluster_nodes (node_id, address, started_at, last_seen, incarnation) VALUES (?1, ?2, ?4, ?4, ?3)
 ON CONFLICT (node_id) DO UPDATE SET
-    address = excluded.address, started_at = excluded.started_at,
-    last_seen = max(excluded.last_seen, CASE WHEN cluster_nodes.started_at = excluded.started_at
-                                             THEN cluster_nodes.last_seen ELSE 0 END)
-WHERE cluster_nodes.started_at = excluded.started_at OR cluster_nodes.last_seen <= ?4 - ?5
+    address = excluded.address,
+    started_at = CASE WHEN cluster_nodes.incarnation = excluded.incarnation
+                      THEN cluster_nodes.started_at ELSE excluded.started_at END,
+    last_seen = max(excluded.last_seen, CASE WHEN cluster_nodes.incarnation = excluded.incarnation
+                                             THEN cluster_nodes.last_seen ELSE 0 END),
+    incarnation = excluded.incarnation
+WHERE cluster_nodes.incarnation = excluded.incarnation OR cluster_nodes.last_seen <= ?4 - ?5
    OR cluster_nodes.last_seen = ?6
 """
-NODE = "SELECT node_id, address, started_at, last_seen FROM cluster_nodes WHERE node_id = ?1"
+NODE = "SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes WHERE node_id = ?1"
 LIVE_NODES = """
-SELECT node_id, address, started_at, last_seen FROM cluster_nodes
+SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes
 WHERE last_seen > ?1 - ?2 ORDER BY node_id
 """
 ACQUIRE = """
@@ -53,16 +56,16 @@ def _json(buckets: Sequence[int]) -> str:
     return "[" + ",".join(str(int(b)) for b in sorted(set(buckets))) + "]"
 
 
-def register(conn: apsw.Connection, node_id: str, address: str, incarnation: int, ttl_ms: int, now_ms: int,
+def register(conn: apsw.Connection, node_id: str, address: str, incarnation: str, ttl_ms: int, now_ms: int,
              take_from: int | None) -> NodeInfo:  # fmt: skip
     conn.execute(REGISTER_NODE, (node_id, address, incarnation, now_ms, ttl_ms, take_from))
     r: Any = conn.execute(NODE, (node_id,)).fetchone()
-    return NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]))
+    return NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]))
 
 
 def live(conn: apsw.Connection, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
     rows: list[Any] = conn.execute(LIVE_NODES, (now_ms, ttl_ms)).fetchall()
-    return [NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+    return [NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows]
 
 
 def acquire(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:

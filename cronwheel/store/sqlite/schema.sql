@@ -318,3 +318,6 @@ CREATE TABLE calendar_revisions (
     last INTEGER NOT NULL
 );
 INSERT INTO calendar_revisions (id, last) VALUES (1, 0);
+
+-- version 26: which process holds a node id (a random incarnation: two processes can start in one millisecond)
+ALTER TABLE cluster_nodes ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
