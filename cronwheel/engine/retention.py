@@ -86,19 +86,10 @@ class Retention:
         jobs = await self._pass(
             lambda cursor, s: s.prune_settled_jobs(cutoff, cursor, PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS)
         )
-        while True:  # told notifications age out with the history they tell about
-            pruned = await self.writer.run(lambda s: s.prune_notifications(cutoff, PRUNE_NOTIFICATIONS))
-            total += pruned
-            if pruned < PRUNE_NOTIFICATIONS:
-                break
-            await asyncio.sleep(0.01)
-        tokens = 0
-        while True:  # revoked tokens are history too: tokens made per deploy would pile up
-            pruned = await self.writer.run(lambda s: s.prune_revoked_tokens(cutoff, PRUNE_TOKENS))
-            tokens += pruned
-            if pruned < PRUNE_TOKENS:
-                break
-            await asyncio.sleep(0.01)
+        # told notifications age out with the history they tell about
+        total += await self._batches(lambda s: s.prune_notifications(cutoff, PRUNE_NOTIFICATIONS), PRUNE_NOTIFICATIONS)
+        # revoked tokens are history too: tokens made per deploy would pile up
+        tokens = await self._batches(lambda s: s.prune_revoked_tokens(cutoff, PRUNE_TOKENS), PRUNE_TOKENS)
         await self.writer.run(lambda s: s.checkpoint())
         if total or jobs or dead or dead_notifications or tokens:
             self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
@@ -120,6 +111,17 @@ class Retention:
             self.events.emit("dlq.pruned", queue=queue, jobId=job.job_id, tenant=job.tenant, count=job.pruned,
                              kept=job.kept)
         return total
+
+    async def _batches(self, batch: Callable[[Store], int], size: int) -> int:
+        """Call ``batch(store)`` until it deletes fewer than ``size``, pausing between calls;
+        the sum of what it deleted."""
+        total = 0
+        while True:
+            deleted = await self.writer.run(batch)
+            total += deleted
+            if deleted < size:
+                return total
+            await asyncio.sleep(0.01)
 
     async def _pass(self, page: Callable[[str | None, Store], tuple[int, str | None]]) -> int:
         """Call ``page(cursor, store)`` from the first page to the last (its cursor None),

@@ -19,6 +19,7 @@ from cronwheel.core.records import Completion, CreateOutcome, EffectVerdict, New
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.calendars import calendar_spec_json
 from cronwheel.store.outbox import delivery
 from cronwheel.store.outbox.sql import pg_statement
 from cronwheel.store.postgres import PostgresStore
@@ -27,6 +28,7 @@ from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import normalise_conninfo
 from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
+from tests.contract.calendar_upgrade import check_indexed_at_first_claim, old_calendar
 from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
 from tests.support.claimrace import assert_each_tick_once, race
 from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
@@ -157,33 +159,15 @@ def test_an_empty_tenant_http_allow_of_a_database_before_version_21_becomes_not_
 
 def test_calendars_of_a_database_before_version_25_get_their_index_at_their_first_claim(empty_dsn: str) -> None:
     """Migration 25 builds no index (that would parse every calendar of every tenant inside the
-    migration): a calendar of an older database has revision 0 and none stored, reads back as
-    it was, and the first claim that needs it builds it once and keeps it."""
-    from cronwheel.core.calendar import build_calendar
-    from cronwheel.store import calendars
-    from cronwheel.store.calendars import calendar_spec_json
-
+    migration): a calendar of an older database gets it at its first claim (calendar_upgrade.py)."""
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         pg_migrate.apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "calendar_index") - 1)
-    cal = build_calendar("maint", ["2026-01-02"], [("2026-01-01T01:00Z", "2026-01-01T02:00Z")], "old", "acme")
+    cal = old_calendar()
     sql(empty_dsn, "INSERT INTO calendars (tenant, name, spec, created_at, updated_at) VALUES ('acme', 'maint', %s, 5, 6)",
         (calendar_spec_json(cal),))  # fmt: skip
     store = PostgresStore.open(empty_dsn)
     try:
-        assert sql(empty_dsn, "SELECT revision FROM calendars") == [(0,)]
-        assert sql(empty_dsn, "SELECT count(*) FROM calendar_indexes") == [(0,)]
-        read = store.get_calendar("acme", "maint")
-        assert read is not None and (read.dates, read.windows, read.description) == (cal.dates, cal.windows, "old")
-        assert (read.created_at, read.updated_at, read.revision) == (5, 6, 0)
-        job = create(store, new_job(schedule="0 * * * *", calendars=("maint",), tenant="acme", next_run_at=T0))[0]
-        before = calendars.STATS.rebuilt
-        assert [e.job_id for e in claim_all(store, T0).executions] == [job]
-        assert [s.reason for s in claim_all(store, T0 + 3_600_000).skipped] == ["calendar: maint"]
-        assert calendars.STATS.rebuilt - before == 1
-        assert sql(empty_dsn, "SELECT revision, packed FROM calendar_indexes") == [(0, cal.index().pack())]
-        again = store.put_calendar(build_calendar("maint", tenant="acme"), T0)
-        assert again is not None and again.revision > 0
-        assert sql(empty_dsn, "SELECT revision FROM calendar_indexes") == [(again.revision,)]
+        check_indexed_at_first_claim(store, lambda query: sql(empty_dsn, query), cal)
     finally:
         store.close()
 

@@ -13,10 +13,12 @@ import pytest
 
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
+from cronwheel.store.calendars import calendar_spec_json
 from cronwheel.store.outbox import delivery
 from cronwheel.store.sqlite import SqliteStore
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import SCHEMA_FILE, apply_migrations, migrations
+from tests.contract.calendar_upgrade import check_indexed_at_first_claim, old_calendar
 from tests.contract.conftest import ALL_BUCKETS, T0, claim_all, create, new_job
 
 
@@ -79,37 +81,17 @@ def test_schema_sql_equals_all_migrations_applied(tmp_path: Path) -> None:
 
 def test_calendars_of_a_file_before_version_25_get_their_index_at_their_first_claim(tmp_path: Path) -> None:
     """Migration 25 builds no index (that would parse every calendar of every tenant inside the
-    migration): a calendar of an older file has revision 0 and none stored, reads back as it
-    was, and the first claim that needs it builds it once and keeps it."""
-    from cronwheel.core.calendar import build_calendar
-    from cronwheel.store import calendars
-    from cronwheel.store.calendars import calendar_spec_json
-
+    migration): a calendar of an older file gets it at its first claim (calendar_upgrade.py)."""
     path = tmp_path / "v24.db"
     conn = apsw.Connection(str(path))
     apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "calendar_index") - 1)
-    cal = build_calendar("maint", ["2026-01-02"], [("2026-01-01T01:00Z", "2026-01-01T02:00Z")], "old", "acme")
+    cal = old_calendar()
     conn.execute("INSERT INTO calendars (tenant, name, spec, created_at, updated_at) VALUES ('acme', 'maint', ?, 5, 6)",
                  (calendar_spec_json(cal),))  # fmt: skip
     conn.close()
     store = SqliteStore.open(path)
     try:
-        assert conn_of(store).execute("SELECT revision FROM calendars").fetchall() == [(0,)]
-        assert conn_of(store).execute("SELECT count(*) FROM calendar_indexes").fetchall() == [(0,)]
-        read = store.get_calendar("acme", "maint")
-        assert read is not None and (read.dates, read.windows, read.description) == (cal.dates, cal.windows, "old")
-        assert (read.created_at, read.updated_at, read.revision) == (5, 6, 0)
-        job = create(store, new_job(schedule="0 * * * *", calendars=("maint",), tenant="acme", next_run_at=T0))[0]
-        before = calendars.STATS.rebuilt
-        assert [e.job_id for e in claim_all(store, T0).executions] == [job]
-        assert [s.reason for s in claim_all(store, T0 + 3_600_000).skipped] == ["calendar: maint"]
-        assert calendars.STATS.rebuilt - before == 1
-        assert conn_of(store).execute("SELECT revision, packed FROM calendar_indexes").fetchall() == [(0, cal.index().pack())]
-        # a write from now on is a revision of its own, its index stored with it
-        again = store.put_calendar(build_calendar("maint", tenant="acme"), T0)
-        assert again is not None and again.revision > 0
-        assert conn_of(store).execute("SELECT revision FROM calendar_indexes").fetchall() == [(again.revision,)]
-        assert store.delete_calendar("acme", "maint") == (False, [job])
+        check_indexed_at_first_claim(store, lambda query: conn_of(store).execute(query).fetchall(), cal)
     finally:
         store.close()
 
