@@ -16,13 +16,13 @@ from cronwheel.store.sqlite.backup import BackupRefused, back_up
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("dest", type=click.Path(path_type=Path), metavar="DEST")
+@click.argument("dest", type=click.Path(), metavar="DEST")
 @click.option("--keep", type=WholeNumber(1, 100_000), metavar="N",
               help="DEST is a directory: then remove all but its N newest backups (named cronwheel-<UTC time>.db).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was made as JSON.")
 @pass_cli
 @click.pass_context
-def backup(ctx: click.Context, app: Cli, /, dest: Path, keep: int | None, as_json: bool) -> None:
+def backup(ctx: click.Context, app: Cli, /, dest: str, keep: int | None, as_json: bool) -> None:
     """Copy the daemon's SQLite store to DEST, a new file or a directory (where the copy is
     named cronwheel-<UTC time>.db), while the daemon runs. The copy is one consistent
     snapshot, compacted, private (0600), checked by SQLite's integrity_check and synced
@@ -43,8 +43,10 @@ def backup(ctx: click.Context, app: Cli, /, dest: Path, keep: int | None, as_jso
         )
     if app.unknown is not None:
         raise click.UsageError(app.unknown)
+    if not dest:  # (a Path of "" is ".", the working directory)
+        raise click.UsageError("DEST is empty: name a new file or a directory")
     try:
-        made = back_up(app.data_dir / "cronwheel.db", dest, keep)
+        made = back_up(app.data_dir / "cronwheel.db", Path(dest), keep)
     except BackupRefused as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -90,6 +90,16 @@ def test_a_backup_never_overwrites_and_keeps_the_newest(make_daemon: Callable[..
     assert "--keep applies to a directory" in backup(d.data_dir, str(tmp_path / "x.db"), "--keep", "1").stderr
     nowhere = backup(tmp_path / "no-such-dir", str(out))
     assert nowhere.returncode == 1 and "no store at" in nowhere.stderr and "Traceback" not in nowhere.stderr
+    # a hostile DEST: empty, not UTF-8, the data directory itself: each refused, nothing written
+    empty = backup(d.data_dir, "")
+    assert empty.returncode == 2 and "DEST is empty" in empty.stderr, empty.stderr
+    latin1 = subprocess.run([sys.executable, "-m", "cronwheel", "--data-dir", str(d.data_dir), "backup",
+                             os.fsencode(str(tmp_path)) + b"/caf\xe9.db"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "CRONWHEEL_CONFIG": ""}, timeout=120)  # fmt: skip
+    assert latin1.returncode == 1 and "not a UTF-8 path" in latin1.stderr and "Traceback" not in latin1.stderr, latin1.stderr
+    inside = backup(d.data_dir, str(d.data_dir))
+    assert inside.returncode == 1 and "is in the data directory" in inside.stderr, inside.stderr
+    assert not [p for p in d.data_dir.iterdir() if p.name.startswith(("cronwheel-", ".cronwheel-"))]
     elsewhere = backup(d.data_dir, str(out), store="postgresql://cron@db.example/cron")
     assert elsewhere.returncode == 1 and "pg_dump" in elsewhere.stderr, elsewhere.stderr
 

@@ -48,6 +48,7 @@ def back_up(source: Path, dest: Path, keep: int | None = None, now: float | None
     ``keep``: in a directory, then remove all but the ``keep`` newest backups named there."""
     started = time.monotonic()
     _check_source(source)
+    _check_dest(source, dest)
     if keep is not None and not dest.is_dir():
         raise BackupRefused(f"--keep applies to a directory of backups; {dest} is not a directory")
     if dest.is_dir():
@@ -87,6 +88,17 @@ def _check_source(source: Path) -> None:
         raise BackupRefused(f"cannot read {source}: {exc.strerror} (run as the daemon's user, or as root)") from exc
     if header != b"SQLite format 3\x00":
         raise BackupRefused(f"{source} is not a SQLite database")
+
+
+def _check_dest(source: Path, dest: Path) -> None:
+    try:
+        os.fsencode(dest).decode("utf-8")
+    except UnicodeDecodeError:
+        raise BackupRefused(f"{os.fsdecode(dest)!r} is not a UTF-8 path, which SQLite needs: choose another name") from None
+    where = dest if dest.is_dir() else dest.parent
+    if where.resolve() == source.parent.resolve():
+        raise BackupRefused(f"{dest} is in the data directory, beside the store it would copy: a backup belongs "
+                            "on another disk, or at least in another directory")  # fmt: skip
 
 
 def _copy(source: Path, into: Path) -> None:
