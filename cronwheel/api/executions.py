@@ -4,6 +4,7 @@ runs here), and the dead-letter queue."""
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from aiohttp import web
 
@@ -25,7 +26,7 @@ from cronwheel.api.queries import (
     parse_ms_cursor,
     parse_output_cursor,
 )
-from cronwheel.core.model import ExecStatus
+from cronwheel.core.model import ExecStatus, Execution
 from cronwheel.engine.liveoutput import Follower
 
 
@@ -36,7 +37,12 @@ async def list_executions(request: web.Request) -> web.Response:
         request.match_info["jobId"], limit + 1, before, await tenant_of(request)
     )
     page, nxt = cut_page(executions, limit, lambda e: str(e.scheduled_at))
-    return json_response({"executions": [execution_to_json(e) for e in page], "next": nxt})
+    return json_response({"executions": _answers(request, page), "next": nxt})
+
+
+def _answers(request: web.Request, executions: list[Execution]) -> list[dict[str, Any]]:
+    service = service_of(request)
+    return [execution_to_json(e, service.tenant_config(e.tenant)) for e in executions]
 
 
 async def get_execution(request: web.Request) -> web.Response:
@@ -44,7 +50,7 @@ async def get_execution(request: web.Request) -> web.Response:
     ex = await service_of(request).get_execution(execution_id, await tenant_of(request))
     if ex is None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
-    return json_response(execution_to_json(ex, with_output=True))
+    return json_response(execution_to_json(ex, service_of(request).tenant_config(ex.tenant), with_output=True))
 
 
 #: a follower with nothing new for this long looks again at the execution in the store
@@ -126,13 +132,14 @@ async def list_dead(request: web.Request) -> web.Response:
     after = parse_execution_cursor(request.query.get("after"))
     dead = await service_of(request).list_dead(await tenant_of(request), limit + 1, after)
     page, nxt = cut_page(dead, limit, lambda e: e.execution_id)
-    return json_response({"executions": [execution_to_json(e) for e in page], "next": nxt})
+    return json_response({"executions": _answers(request, page), "next": nxt})
 
 
 async def replay_dead(request: web.Request) -> web.Response:
     await no_body(request)
-    ex = await service_of(request).replay_dead(request.match_info["executionId"], await tenant_of(request))
-    return json_response(execution_to_json(ex))
+    service = service_of(request)
+    ex = await service.replay_dead(request.match_info["executionId"], await tenant_of(request))
+    return json_response(execution_to_json(ex, service.tenant_config(ex.tenant)))
 
 
 async def purge_dead(request: web.Request) -> web.Response:

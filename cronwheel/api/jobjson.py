@@ -13,7 +13,8 @@ from cronwheel.api import schema
 from cronwheel.core import notify as nt
 from cronwheel.core.deadman import overdue
 from cronwheel.core.instants import format_instant
-from cronwheel.core.model import ExecOrigin, Execution, Job
+from cronwheel.core.model import DISPATCHABLE, ExecOrigin, Execution, Job, Priority
+from cronwheel.core.tenants import Tenant, effective_priority
 
 
 def window_to_json(job: Job, now_ms: int | None) -> dict[str, Any] | None:
@@ -110,5 +111,11 @@ def _execution(execution: Execution, with_output: bool = False) -> schema.Execut
     )
 
 
-def execution_to_json(execution: Execution, with_output: bool = False) -> dict[str, Any]:
-    return msgspec.to_builtins(_execution(execution, with_output))  # type: ignore[no-any-return]
+def execution_to_json(execution: Execution, tenant: Tenant, with_output: bool = False) -> dict[str, Any]:
+    """``tenant``: the execution's tenant's settings, for the tier a waiting run is queued at."""
+    answer = _execution(execution, with_output)
+    if execution.priority is Priority.HIGH and execution.status in DISPATCHABLE:
+        tier = effective_priority(execution.priority, tenant)
+        if tier is not execution.priority:
+            answer.effective_priority = tier.label
+    return msgspec.to_builtins(answer)  # type: ignore[no-any-return]

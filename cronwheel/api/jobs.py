@@ -24,7 +24,7 @@ from cronwheel.api.context import (
     tenant_of,
 )
 from cronwheel.api.fields import request_hash
-from cronwheel.api.jobjson import execution_to_json, job_answer, job_to_json
+from cronwheel.api.jobjson import execution_to_json, job_answer
 from cronwheel.api.jobpatch import parse_job_patch
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import (
@@ -269,15 +269,18 @@ async def resume_job(request: web.Request) -> web.Response:
 
 async def trigger_job(request: web.Request) -> web.Response:
     await no_body(request)
-    ex = await service_of(request).trigger_job(request.match_info["jobId"], await tenant_of(request))
-    return json_response(execution_to_json(ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
+    service = service_of(request)
+    ex = await service.trigger_job(request.match_info["jobId"], await tenant_of(request))
+    return json_response(execution_to_json(ex, service.tenant_config(ex.tenant)), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
 
 
 async def ping_job(request: web.Request) -> web.Response:
     """A run elsewhere reports on a job: start, success (the default) or fail."""
     kind, exit_code, output = nv.parse_ping(await json_body(request, optional=True))
-    job, ex = await service_of(request).ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
-    return json_response(answers.PingResponse(job_id=job.id, status=kind, execution=None if ex is None else execution_to_json(ex)))
+    service = service_of(request)
+    job, ex = await service.ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
+    execution = None if ex is None else execution_to_json(ex, service.tenant_config(ex.tenant))
+    return json_response(answers.PingResponse(job_id=job.id, status=kind, execution=execution))
 
 
 async def backfill_job(request: web.Request) -> web.Response:
@@ -295,7 +298,7 @@ async def cancel_backfill(request: web.Request) -> web.Response:
 async def set_chain(request: web.Request) -> web.Response:
     on_success, on_failure = bc.parse_chain_body(await json_body(request))
     job = await service_of(request).set_chain(request.match_info["jobId"], on_success, on_failure, await tenant_of(request))
-    return json_response(job_to_json(job))
+    return json_response(await _job_json(request, job))
 
 
 async def upcoming(request: web.Request) -> web.Response:

@@ -228,12 +228,19 @@ _ORIGIN_DOC = (
 )
 
 
+_EXEC_EFFECTIVE_DOC = (
+    "Present only while the run waits to be queued at another tier than its `priority`: a high run of a tenant that "
+    "does not hold allowHighPriority (withdrawn since, or never granted) waits at default."
+)
+
+
 class Execution(msgspec.Struct, rename="camel", kw_only=True):
     execution_id: str
     job_id: str | UnsetType = UNSET
     tenant: str | UnsetType = UNSET
     status: Annotated[str, ordered(tuple(s.value for s in ExecStatus))]
     priority: Annotated[str, ordered(PRIORITIES)] | UnsetType = UNSET
+    effective_priority: Annotated[str, ordered(PRIORITIES), Meta(description=_EXEC_EFFECTIVE_DOC)] | UnsetType = UNSET
     scheduled_at: Instant | UnsetType = UNSET
     attempt: int | UnsetType = UNSET
     max_attempts: int | UnsetType = UNSET

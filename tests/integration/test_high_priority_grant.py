@@ -129,13 +129,22 @@ def test_a_withdrawn_grant_queues_the_tenants_high_runs_at_default_at_once(make_
     assert d.get("/v1/status").json()["queue"]["high"] == 6
     assert d.request("PATCH", "/v1/tenants/evil", {"allowHighPriority": False}).status == 200
     assert d.get("/v1/status").json()["queue"]["high"] == 0  # moved at once, not at their turn
+    first = jobs[0].json()["jobId"]
+    runs = d.get(f"/v1/jobs/{first}/executions", token=evil).json()["executions"]
+    assert [(e["status"], e["priority"], e.get("effectivePriority")) for e in runs] == [("PENDING", "high", "default")]
+    run_id = runs[0]["executionId"]
+    assert d.get(f"/v1/executions/{run_id}", token=evil).json()["effectivePriority"] == "default"
+    chained = d.request("PUT", f"/v1/jobs/{first}/chain", {"onSuccess": []}, token=evil)
+    assert chained.status == 200 and chained.json()["effectivePriority"] == "default", chained
     for _ in range(3):
         assert d.post("/v1/jobs", {"runAt": PAST, "command": f"echo acme >> {log}"}, token=acme).status == 201
     wait_for(lambda: queued(d, "acme") == 3, 20, what="acme's runs to queue")
     gate.touch()
     order = served(d, log, 9)
     assert order[:6] == ["evil", "acme"] * 3, order
-    assert d.get(f"/v1/jobs/{jobs[0].json()['jobId']}", token=evil).json()["effectivePriority"] == "default"
+    assert d.get(f"/v1/jobs/{first}", token=evil).json()["effectivePriority"] == "default"
+    ran = d.get(f"/v1/executions/{run_id}", token=evil).json()  # the tier it waited at is past
+    assert (ran["status"], ran["priority"], "effectivePriority" in ran) == ("SUCCEEDED", "high", False), ran
 
 
 @pytest.mark.runs_no_jobs

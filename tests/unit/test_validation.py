@@ -31,6 +31,7 @@ from cronwheel.core.model import (
     RetryPolicy,
 )
 from cronwheel.core.records import Outcome
+from cronwheel.core.tenants import Tenant
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 BASE: dict[str, Any] = {"schedule": "0 * * * *", "command": "echo hi"}
@@ -289,14 +290,20 @@ def test_job_and_execution_json() -> None:
     ex = Execution("jabc:1767225600000", "jabc", "default", Priority.HIGH, NOW, ExecStatus.SUCCEEDED,
                    attempt=1, lease_epoch=2, worker_id="w", started_at=NOW + 1234, finished_at=NOW + 2000,
                    exit_code=0, output="out")
-    data = execution_to_json(ex)
+    data = execution_to_json(ex, Tenant("default"))
     assert data["executionId"] == "jabc:1767225600000" and data["leaseEpoch"] == 2
     assert data["startedAt"] == "2026-01-01T00:00:01.234Z" and data["finishedAt"] == "2026-01-01T00:00:02.000Z"
     assert data["lagMs"] == 1234 and data["leaseUntil"] is None and data["priority"] == "high"
     assert "output" not in data
-    assert execution_to_json(ex, with_output=True)["output"] == "out"
+    assert execution_to_json(ex, Tenant("default"), with_output=True)["output"] == "out"
     pending = Execution("jabc:1", "jabc", "default", Priority.DEFAULT, 1, ExecStatus.PENDING)
-    assert execution_to_json(pending)["lagMs"] is None and execution_to_json(pending)["startedAt"] is None
+    data = execution_to_json(pending, Tenant("default"))
+    assert data["lagMs"] is None and data["startedAt"] is None and "effectivePriority" not in data
+    # a waiting high run of a tenant without the grant waits at default; a finished one shows none
+    waiting = Execution("jabc:2", "jabc", "t", Priority.HIGH, 1, ExecStatus.RETRY_WAIT)
+    assert execution_to_json(waiting, Tenant("t"))["effectivePriority"] == "default"
+    assert "effectivePriority" not in execution_to_json(waiting, Tenant("t", allow_high_priority=True))
+    assert "effectivePriority" not in execution_to_json(ex, Tenant("default"))
 
 
 # ---------------------------------------------------------------- process setup (env, runAs, shell, stdin)
