@@ -15,7 +15,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,31 @@ DONE_STATUSES = "('SUCCEEDED','DEAD','CANCELLED','FAILED')"
 
 class BenchError(RuntimeError):
     """A benchmark that could not measure what it set out to: exit non-zero with this message."""
+
+
+#: a benchmark's PostgreSQL is durable, as production's
+DURABLE = "\n# bench: durable, like production\nfsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
+
+
+@contextmanager
+def durable_postgres() -> Iterator[Any]:
+    """A started throwaway PostgreSQL cluster (``tests.support.postgres.Cluster``) with
+    ``DURABLE`` settings, destroyed afterwards; None when its binaries (initdb, pg_ctl) are
+    not here."""
+    from tests.support.postgres import Cluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        yield None
+        return
+    cluster = Cluster.create(bindir)
+    try:
+        with open(cluster.data / "postgresql.conf", "a", encoding="utf-8") as conf:
+            conf.write(DURABLE)
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
 
 
 # ---------------------------------------------------------------- numbers

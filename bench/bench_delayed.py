@@ -40,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (
+    DURABLE,
     REPO,
     BenchError,
     count_done_sqlite,
@@ -57,7 +58,6 @@ from _common import (
 from tests.support.daemon import Daemon
 
 PEER = str(Path(__file__).with_name("peer_procrastinate.py"))
-DURABLE = "\n# bench: durable, like production\nfsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
 
 
 async def submit_http(url: str, token: str, n: int, connections: int, batch: int = 0) -> float:

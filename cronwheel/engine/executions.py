@@ -46,7 +46,8 @@ class ExecutionsMixin(TenancyMixin):
 
         async def take() -> list[Grant]:
             now = self.clock.now_ms()
-            grants = await self._write(lambda s: s.claim_for_worker(queues, worker_id, max, now, tenant))
+            turns = self.claim_turns if tenant is None else None
+            grants = await self._write(lambda s: s.claim_for_worker(queues, worker_id, max, now, tenant, turns))
             for g in grants:
                 due_before = g.attempt == 1 and g.origin.scheduled and g.scheduled_at < self.dispatcher.counted_from_ms
                 before = {"dueBeforeStart": True} if due_before else {}

@@ -15,6 +15,7 @@ import contextlib
 import time
 from typing import Any
 
+from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.clock import Clock, StoreAlignedClock, SystemClock
 from cronwheel.core.ids import incarnation_of
 from cronwheel.core.ratelimit import OncePer
@@ -124,6 +125,8 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         self.pool = None
         self._tasks: list[asyncio.Task[None]] = []
         self.polls = QueuePolls()  #: remote workers' long polls waiting per queue name
+        #: turns across tenants for the claims of remote workers of no tenant (a shared pool)
+        self.claim_turns = ClaimTurns(self.tenant_weight)
         self.dispatcher.on_queued = self.polls.wake
         self.disk = DiskWatch(config.data_dir, self.writer, events, config.disk_low_bytes)
         self.retention = Retention(self.writer, self.clock, events, config)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.clock import Clock, StoreAlignedClock
 from cronwheel.core.limits import MAX_PAGE
 from cronwheel.core.model import Job, JobStatus
@@ -63,6 +64,7 @@ class NodeParts:
     notifications: NotificationDeliverer
     submitter: Submitter
     polls: QueuePolls
+    claim_turns: ClaimTurns  #: turns across tenants for remote workers of no tenant
     disk: DiskWatch
     status_cache: StatusCache
     #: effect calls that recorded nothing (duplicate, fenced, too many): a line a minute per

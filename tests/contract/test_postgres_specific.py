@@ -540,6 +540,12 @@ def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(pg_store: Postgre
     assert "executions_tenant_queue_ready" in plan and "Index Cond: ((tenant = 'b'" in plan, plan
     assert pg_store.claim_for_worker(["default"], "wb", 10, T0 + MIN, tenant="b") == []
     assert len(pg_store.claim_for_worker(["default"], "wa", 10, T0 + MIN, tenant="a")) == 10
+    # a shared worker's (no tenant): each tenant's first rows through the same index, never all of a's
+    shared = {"queues": ["default", "other"], "now": T0 + MIN, "limit": 10}
+    plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + q.QUEUE_CANDIDATES, shared))
+    conn.rollback()
+    assert "executions_tenant_queue_ready" in plan and "Seq Scan on executions" not in plan, plan
+    assert "Bitmap" not in plan, plan
 
 
 # ---------------------------------------------------------------- two processes racing

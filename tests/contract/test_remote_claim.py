@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.model import ExecStatus, Priority, RetryPolicy
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.core.tenants import Tenant
@@ -102,6 +103,26 @@ def test_across_tenants_only_a_tenant_granted_the_high_tier_goes_first(store: St
     claim_all(store, T0 + 40)
     grants = store.claim_for_worker(["q1"], "remote-1", 10, T0 + 2 * SEC)
     assert [g.job_id for g in grants] == [flood[1].job_id, flood[2].job_id, extra.job_id]
+
+
+def test_across_tenants_a_flood_queued_first_does_not_hold_a_neighbours_runs(store: Store) -> None:
+    """A shared worker (of no tenant) serves tenants in turns: evil's 40 runs queued before
+    acme's 3 do not all go first (oldest first, they did), whether the worker claims one at a
+    time (the node's turns remembered across claims) or many at once; each tenant's own runs
+    still go oldest first, across the queues the worker names."""
+    flood = [one_off(T0 + i, target={"queue": "q1" if i % 2 else "q2"}, tenant="evil") for i in range(40)]
+    acme = [one_off(T0 + 100 + i, target={"queue": "q1"}, tenant="acme") for i in range(3)]
+    create(store, *flood, *acme)
+    claim_all(store, T0 + 200)
+    turns = ClaimTurns()
+    one_at_a_time = [g for _ in range(4) for g in store.claim_for_worker(["q1", "q2"], "w", 1, T0 + SEC, turns=turns)]
+    assert [g.tenant for g in one_at_a_time] == ["evil", "acme", "evil", "acme"], one_at_a_time
+    assert [g.job_id for g in one_at_a_time if g.tenant == "evil"] == [flood[0].job_id, flood[1].job_id]
+    rest = store.claim_for_worker(["q1", "q2"], "w", 5, T0 + SEC, turns=turns)
+    assert [g.tenant for g in rest] == ["evil", "acme", "evil", "evil", "evil"], rest
+    assert [g.job_id for g in rest if g.tenant == "evil"] == [f.job_id for f in flood[2:6]]
+    left = store.claim_for_worker(["q1", "q2"], "w", 100, T0 + SEC)
+    assert [g.job_id for g in left] == [f.job_id for f in flood[6:]]
 
 
 def test_claim_for_worker_respects_availability_and_tenant(store: Store) -> None:

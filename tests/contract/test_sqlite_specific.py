@@ -384,7 +384,11 @@ def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     due = _plan(conn, delivery.DUE_OF_TENANT, {"tenant": "t", "now": T0, "limit": 10})
     assert "INDEX notifications_pending_of_tenant (tenant=? AND available_at<?)" in due and "TEMP B-TREE" not in due, due
     assert "SCAN jobs" not in _plan(conn, q.CLAIM_SELECT, (buckets, T0, 10, T0))
-    assert "INDEX executions_queue_ready (queue=?)" in _plan(conn, q.QUEUE_READY, ('["q"]', T0, 10))
+    # a shared worker's claim: the tenants with queued rows by a loose scan, then each one's first rows
+    tenants = _plan(conn, q.QUEUED_TENANTS, ())
+    assert "INDEX executions_tenant_queue_ready (tenant>?)" in tenants and "SCAN executions" not in tenants, tenants
+    firsts = _plan(conn, q.QUEUE_CANDIDATES_OF_TENANT, ("q", T0, "t", 10))
+    assert "INDEX executions_tenant_queue_ready (tenant=? AND queue=?)" in firsts and "TEMP B-TREE" not in firsts, firsts
 
 
 def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(sqlite_store: SqliteStore) -> None:

@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 
 from tests.support.daemon import REPO, Daemon, free_port
+from tests.support.tenants import tenant_token
 from tests.support.threadserver import app_in_a_thread
 from tests.support.wait import wait_for
 
@@ -198,6 +199,24 @@ def test_worker_tokens_claim_their_tenants_executions_only(daemon: Daemon) -> No
     assert daemon.post("/v1/workers/claim", body, token=tokens["globex"]).json() == {"executions": []}
     [g] = daemon.post("/v1/workers/claim", body, token=tokens["acme"]).json()["executions"]
     assert g["jobId"] == job["jobId"] and g["tenant"] == "acme"
+
+
+def test_a_shared_worker_takes_tenants_in_turns_not_the_oldest_flood_first(daemon: Daemon) -> None:
+    """A worker of no tenant (the admin's token) claiming one run at a time: evil's 30 runs,
+    queued before acme's 3, take turns with them (oldest first and then by name, acme's waited
+    for all 30 or went first)."""
+    evil, acme = tenant_token(daemon, "evil"), tenant_token(daemon, "acme")
+    past = "2000-01-01T00:00:00Z"
+    flood = daemon.post("/v1/jobs/batch", {"jobs": [{"runAt": past, "queue": "shared"}] * 30}, token=evil)
+    assert flood.status == 200, flood
+    jobs = [r["jobId"] for r in flood.json()["results"]]
+    wait_for(lambda: all(only_execution(daemon, j) for j in jobs), 30, what="evil's runs to queue")
+    later = [daemon.post("/v1/jobs", {"runAt": past, "queue": "shared"}, token=acme).json()["jobId"] for _ in range(3)]
+    wait_for(lambda: all(only_execution(daemon, j) for j in later), 30, what="acme's runs to queue")
+    body = {"workerId": "pool-1", "queues": ["shared"], "max": 1, "waitSec": 0}
+    served = [g["tenant"] for _ in range(7) for g in daemon.post("/v1/workers/claim", body).json()["executions"]]
+    # all were due at the same past instant: which tenant goes first is a tie
+    assert served in (["evil", "acme"] * 3 + ["evil"], ["acme", "evil"] * 3 + ["evil"]), served
 
 
 def test_sigterm_lets_runs_finish_up_to_the_grace_then_fails_the_rest(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
@@ -33,12 +34,13 @@ class ExecutionMethods(PostgresBase):
 
     @translated
     def claim_for_worker(
-        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None,
+        turns: ClaimTurns | None = None,
     ) -> list[Grant]:
         if max <= 0 or not queues:
             return []
         with self._write() as conn:
-            return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant)
+            return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant, turns)
 
     @translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:

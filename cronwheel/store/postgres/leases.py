@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from cronwheel.core.chains import payload_with_context
+from cronwheel.core.claimturns import Candidate, ClaimTurns
 from cronwheel.core.model import DEFAULT_LEASE_SEC, Grant
 from cronwheel.core.records import (
     Completion,
@@ -67,15 +68,28 @@ def start(conn: psycopg.Connection[Any], starts: Sequence[StartRequest], now_ms:
 
 def claim_for_worker(
     conn: psycopg.Connection[Any], queues: Sequence[str], worker_id: str, max: int, now_ms: int,
-    tenant: str | None,
+    tenant: str | None, turns: ClaimTurns | None,
 ) -> list[Grant]:
-    """Store.claim_for_worker inside the caller's transaction: lock up to ``max`` queued rows
-    (SKIP LOCKED: another claimer's rows are passed over), then start them."""
-    args = {"queues": list(queues), "now": now_ms, "tenant": tenant, "limit": max}
-    ids = [r[0] for r in conn.execute(q.QUEUE_READY if tenant is None else q.QUEUE_READY_OF_TENANT, args)]
-    if not ids:
-        return []
-    return start(conn, [StartRequest(eid, worker_id) for eid in ids], now_ms)
+    """Store.claim_for_worker inside the caller's transaction. A tenant's worker: lock up to
+    ``max`` of its queued rows (SKIP LOCKED: another claimer's rows are passed over), then
+    start them. A worker of no tenant: ``turns`` picks among each tenant's first rows; a
+    picked row another claimer started meanwhile is skipped by the start, and the turns pick
+    again among the rest of what was offered."""
+    args = {"queues": list(dict.fromkeys(queues)), "now": now_ms, "tenant": tenant, "limit": max}
+    if tenant is not None:
+        ids = [r[0] for r in conn.execute(q.QUEUE_READY_OF_TENANT, args)]
+        return start(conn, [StartRequest(eid, worker_id) for eid in ids], now_ms) if ids else []
+    offered = [Candidate(*row) for row in conn.execute(q.QUEUE_CANDIDATES, args)]
+    turns = ClaimTurns() if turns is None else turns
+    grants: list[Grant] = []
+    while offered and len(grants) < max:
+        ids = turns.pick(offered, max - len(grants))
+        if not ids:
+            break
+        grants += start(conn, [StartRequest(eid, worker_id) for eid in ids], now_ms)
+        tried = set(ids)
+        offered = [c for c in offered if c.execution_id not in tried]
+    return grants
 
 
 def heartbeat(

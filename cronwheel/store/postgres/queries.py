@@ -411,22 +411,50 @@ SELECT min(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 
 #: what a hand-out needs, for the requested executions that are dispatchable now, locked.
 #: SKIP LOCKED: an execution another node is starting (or cancelling) right now is not ours.
-#: a remote worker's pull: dispatchable executions of its queues, most urgent tier first, then
-#: oldest, locked so that concurrent claimers skip each other's rows. QUEUE_READY for a worker of
-#: no tenant; QUEUE_READY_OF_TENANT reads only its tenant's rows through
-#: executions_tenant_queue_ready (queue names are shared between tenants). Across tenants the
-#: high tier is only for those granted it (version 24): the others' high rows rank as default,
-#: as the local dispatcher queues them
-_QUEUE_READY = """
+#: a remote worker's pull. QUEUE_READY_OF_TENANT for a worker of a tenant: its tenant's
+#: dispatchable executions of its queues (through executions_tenant_queue_ready: queue names
+#: are shared between tenants), most urgent tier first, then oldest, locked so that concurrent
+#: claimers skip each other's rows. A worker of no tenant is offered each tenant's first rows
+#: (QUEUE_CANDIDATES: the tenants with queued rows by a loose scan of that index, then each
+#: one's first rows) and takes them in turns across tenants (core/claimturns.py), with the tier
+#: a tenant may queue at: the high tier is only for those granted it (version 24), the others'
+#: high rows rank as default, as the local dispatcher queues them. The picked rows are locked
+#: by the start itself (START_CANDIDATES skips those another claimer holds).
+QUEUE_READY_OF_TENANT = """
 SELECT execution_id FROM executions
-WHERE {tenant}queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
+WHERE tenant = %(tenant)s AND queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
-ORDER BY {tier}, available_at, execution_id LIMIT %(limit)s
+ORDER BY priority, available_at, execution_id LIMIT %(limit)s
 FOR UPDATE OF executions SKIP LOCKED
 """
-QUEUE_READY = _QUEUE_READY.format(tenant="", tier="""CASE WHEN priority = 0 AND tenant NOT IN
-    (SELECT name FROM tenants WHERE allow_high_priority) THEN 1 ELSE priority END""")
-QUEUE_READY_OF_TENANT = _QUEUE_READY.format(tenant="tenant = %(tenant)s AND ", tier="priority")
+
+QUEUE_CANDIDATES = """
+WITH RECURSIVE queued AS (
+    (SELECT tenant FROM executions WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT')
+     ORDER BY tenant LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.tenant FROM executions AS e
+            WHERE e.queue IS NOT NULL AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.tenant > queued.tenant
+            ORDER BY e.tenant LIMIT 1)
+    FROM queued WHERE queued.tenant IS NOT NULL
+)
+SELECT c.execution_id, c.tenant,
+       CASE WHEN c.priority = 0 AND NOT COALESCE(g.allow_high_priority, false) THEN 1 ELSE c.priority END,
+       c.available_at
+FROM queued
+CROSS JOIN LATERAL (  -- one queue at a time in index order: several would sort all its queued rows
+    SELECT x.* FROM unnest(%(queues)s::text[]) AS n (queue)
+    CROSS JOIN LATERAL (
+        SELECT execution_id, tenant, priority, available_at FROM executions
+        WHERE tenant = queued.tenant AND queue IS NOT NULL AND queue = n.queue
+          AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s
+        ORDER BY priority, available_at, execution_id LIMIT %(limit)s
+    ) AS x
+    ORDER BY x.priority, x.available_at, x.execution_id LIMIT %(limit)s
+) AS c
+LEFT JOIN tenants AS g ON g.name = queued.tenant
+WHERE queued.tenant IS NOT NULL
+"""
 
 #: The ids drive the lookups, one primary-key probe each, whatever the statistics say: with
 #: "execution_id = ANY(ids) AND available_at <= now" (or a plain join) the planner, misled by

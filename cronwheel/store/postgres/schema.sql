@@ -119,9 +119,6 @@ CREATE INDEX executions_running ON executions (lease_until) WHERE status = 'RUNN
 CREATE INDEX executions_worker ON executions (worker_id) WHERE status = 'RUNNING';
 -- The dead-letter queue.
 CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
--- A remote worker's pull: dispatchable executions of its queues, most urgent tier first.
-CREATE INDEX executions_queue_ready ON executions (queue, priority, available_at, execution_id)
-    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 -- Live executions of jobs whose overlap policy is not 'allow': the claim asks this index
 -- only for such jobs, so the common 'allow' path pays nothing for it.
 CREATE INDEX executions_guarded ON executions (job_id)
@@ -259,7 +256,8 @@ COMMENT ON INDEX jobs_due IS
     'the due slice of a set of buckets; the claim filters overlap-guarded jobs ahead of their tick in its statement; see migration 15';
 
 -- version 16: a tenant's remote worker claims from its own tenant's rows only (queue names are
--- shared between tenants); workers of no tenant use executions_queue_ready
+-- shared between tenants); a worker of no tenant reads each tenant's first rows through it too
+-- (version 27)
 CREATE INDEX executions_tenant_queue_ready
     ON executions (tenant, queue, priority, available_at, execution_id)
     WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     Completion,
@@ -90,15 +91,22 @@ class ExecutionStore(ABC):
 
     @abstractmethod
     def claim_for_worker(
-        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None,
+        turns: ClaimTurns | None = None,
     ) -> list[Grant]:
         """A remote worker's pull, in ONE transaction: up to ``max`` dispatchable executions
         (PENDING, or RETRY_WAIT with available_at <= now_ms) whose ``queue`` is one of
-        ``queues`` (and of ``tenant``, when given), the most urgent tier first (``priority``:
-        high, default, batch) and the oldest available first within a tier, started exactly as
-        ``start_executions`` starts them (RUNNING, attempt + 1, lease_epoch + 1, lease_until,
-        worker_id). Two concurrent claimers never get the same execution (PostgreSQL:
-        ``FOR UPDATE SKIP LOCKED``). Grants carry their ``queue``."""
+        ``queues``, started exactly as ``start_executions`` starts them (RUNNING, attempt + 1,
+        lease_epoch + 1, lease_until, worker_id). Two concurrent claimers never get the same
+        execution (PostgreSQL: ``FOR UPDATE SKIP LOCKED``). Grants carry their ``queue``.
+
+        For a worker of ``tenant``: that tenant's, the most urgent tier first (``priority``:
+        high, default, batch), the oldest available first within a tier. For a worker of no
+        tenant: each tenant with queued rows offers its first ``max`` in that order, with the
+        tier it may queue at (high only with ``allow_high_priority``), and ``turns`` (the
+        node's, remembered across claims; None: a fresh one) picks the most urgent tier first
+        and tenants in weighted fair turns inside it (core/claimturns.py). The work is
+        O(tenants with queued rows x ``max``), not O(queued rows)."""
 
     # ---- executions: reads
     @abstractmethod

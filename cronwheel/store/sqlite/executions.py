@@ -7,7 +7,9 @@ share (starts, completions, the reaper) are ``store/shared.py``'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from cronwheel.core.claimturns import Candidate, ClaimTurns
 from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
@@ -40,16 +42,16 @@ class ExecutionMethods(SqliteBase):
 
     @translated
     def claim_for_worker(
-        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None
+        self, queues: Sequence[str], worker_id: str, max: int, now_ms: int, tenant: str | None = None,
+        turns: ClaimTurns | None = None,
     ) -> list[Grant]:
         if max <= 0 or not queues:
             return []
         with self._write() as conn:  # BEGIN IMMEDIATE: claimers on one file are serialised
             if tenant is None:
-                ready = conn.execute(q.QUEUE_READY, (dumps(list(queues)), now_ms, max))
+                ids = (ClaimTurns() if turns is None else turns).pick(_offered(conn, queues, now_ms, max), max)
             else:
-                ready = conn.execute(q.QUEUE_READY_OF_TENANT, (dumps(list(queues)), now_ms, tenant, max))
-            ids = [r[0] for r in ready]
+                ids = [r[0] for r in conn.execute(q.QUEUE_READY_OF_TENANT, (dumps(list(queues)), now_ms, tenant, max))]
             if not ids:
                 return []
             grants = leases.start_in(conn, dict.fromkeys(ids, worker_id), now_ms)
@@ -158,3 +160,15 @@ class ExecutionMethods(SqliteBase):
                 return deleted, count_rows(conn, q.COUNT_JOB_DEAD_LETTERS, (job_id,))
 
         return prune_dead_letter_pages(page, rows, keep, after_job, limit, prune)
+
+
+def _offered(conn: Any, queues: Sequence[str], now_ms: int, max: int) -> list[Candidate]:
+    """Each tenant's first ``max`` queued rows of ``queues`` in its own order (tier, age), read
+    one queue at a time in index order: O(tenants x queues x max), however many are queued."""
+    offered: list[Candidate] = []
+    for (tenant,) in conn.execute(q.QUEUED_TENANTS).fetchall():
+        rows = [row for name in dict.fromkeys(queues)
+                for row in conn.execute(q.QUEUE_CANDIDATES_OF_TENANT, (name, now_ms, tenant, max))]
+        rows.sort(key=lambda r: (r[4], r[3], r[0]))
+        offered += [Candidate(*r[:4]) for r in rows[:max]]
+    return offered

@@ -367,17 +367,36 @@ SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 """
 
 #: a remote worker's pull: dispatchable executions of a JSON array of queues (?1), most urgent
-#: tier first, then oldest; QUEUE_READY for a worker of no tenant, QUEUE_READY_OF_TENANT for a
-#: tenant's (?3), which reads only that tenant's rows (queue names are shared between tenants).
-#: Across tenants the high tier is only for those granted it (version 24): the others' high
-#: rows rank as default, as the local dispatcher queues them
-QUEUE_READY = """
-SELECT execution_id FROM executions
-WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
+#: tier first, then oldest. QUEUE_READY_OF_TENANT for a tenant's worker (?3), which reads only
+#: that tenant's rows (queue names are shared between tenants). A worker of no tenant is
+#: offered each tenant's first rows (QUEUED_TENANTS, then QUEUE_CANDIDATES_OF_TENANT per
+#: tenant) and takes them in turns across tenants (core/claimturns.py), with the tier a
+#: tenant may queue at: the high tier is only for those granted it (version 24), the others'
+#: high rows rank as default, as the local dispatcher queues them.
+#: The tenants with queued rows in any queue: one probe of executions_tenant_queue_ready each
+#: (a loose index scan), however many rows each has queued
+QUEUED_TENANTS = """
+WITH RECURSIVE queued (tenant) AS (
+    SELECT MIN(tenant) FROM executions WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT')
+    UNION ALL
+    SELECT (SELECT MIN(tenant) FROM executions
+            WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT') AND tenant > queued.tenant)
+    FROM queued WHERE queued.tenant IS NOT NULL
+)
+SELECT tenant FROM queued WHERE tenant IS NOT NULL
+"""
+
+#: a tenant's first rows of one queue, in the index's order (one queue at a time: with several
+#: the order would need a sort of all the tenant's queued rows), its raw priority first
+QUEUE_CANDIDATES_OF_TENANT = """
+SELECT execution_id, tenant,
+       CASE WHEN priority = 0 AND NOT COALESCE((SELECT allow_high_priority FROM tenants WHERE name = ?3), 0)
+            THEN 1 ELSE priority END,
+       available_at, priority
+FROM executions
+WHERE tenant = ?3 AND queue IS NOT NULL AND queue = ?1
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2
-ORDER BY CASE WHEN priority = 0 AND tenant NOT IN (SELECT name FROM tenants WHERE allow_high_priority = 1)
-              THEN 1 ELSE priority END,
-         available_at, execution_id LIMIT ?3
+ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 
 QUEUE_READY_OF_TENANT = """

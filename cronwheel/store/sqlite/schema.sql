@@ -122,9 +122,6 @@ CREATE INDEX executions_dead ON executions (execution_id) WHERE status = 'DEAD';
 -- asks this index only for such jobs, so the common 'allow' path pays nothing for it.
 CREATE INDEX executions_guarded ON executions (job_id)
     WHERE overlap_guard = 1 AND status IN ('PENDING', 'RUNNING', 'RETRY_WAIT');
--- A remote worker's pull: dispatchable executions of its queues, most urgent tier first.
-CREATE INDEX executions_queue_ready ON executions (queue, priority, available_at, execution_id)
-    WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
 
 -- Side effects recorded by executions (execution idempotency keys), fenced by lease_epoch.
 CREATE TABLE effects (
@@ -264,7 +261,8 @@ CREATE INDEX jobs_due ON jobs (bucket_id, status, next_run_at, overlap);
 -- version 16: a tenant's remote worker claims from its own tenant's rows only
 
 -- Queue names are shared between tenants: with the tenant leading the key, a tenant's claim
--- reads its own ready rows, never its neighbours'. Workers of no tenant use executions_queue_ready.
+-- reads its own ready rows, never its neighbours'. A worker of no tenant reads each tenant's
+-- first rows through it too (version 27).
 CREATE INDEX executions_tenant_queue_ready
     ON executions (tenant, queue, priority, available_at, execution_id)
     WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT');
