@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -16,6 +15,7 @@ from tests.integration.test_auth import problem, tenant_token
 from tests.integration.test_connection_limits import metric, unix_get
 from tests.integration.test_idle_clients import ensure_fd_limit
 from tests.support.daemon import Daemon
+from tests.support.rawhttp import answer, closed, connect
 from tests.support.wait import wait_for
 
 FILE_LIMIT = 512
@@ -25,35 +25,6 @@ def _budgets(d: Daemon) -> tuple[int, int, int]:
     started = d.event("node.started")
     assert started is not None, d.log_tail()
     return started["maxConnections"], started["maxConnectionsPerClient"], started["maxConnectionsPerCaller"]
-
-
-def _connect(d: Daemon) -> socket.socket:
-    parts = urlsplit(d.url)
-    s = socket.create_connection((parts.hostname, parts.port), timeout=10)
-    return s
-
-
-def _answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP/1.1 answer with a Content-Length, read off a kept-alive connection."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError(f"closed before an answer: {data!r}")
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    while len(body) < int(headers.get("content-length", "0")):
-        body += s.recv(65536)
-    return int(lines[0].split(" ", 2)[1]), headers, body
-
-
-def _closed(s: socket.socket) -> bool:
-    try:
-        return s.recv(1) == b""
-    except (ConnectionResetError, TimeoutError):
-        return True
 
 
 def _get(s: socket.socket, path: str, token: str | None) -> None:
@@ -75,29 +46,29 @@ def test_a_tenant_holding_connections_spends_its_own_budget_not_its_neighbours(m
     statuses: list[int] = []
     try:
         for _ in range(per_client):
-            s = _connect(d)
+            s = connect(d)
             held.append(s)
             _get(s, "/v1/jobs", noisy)
-            status, headers, body = _answer(s)
+            status, headers, body = answer(s)
             statuses.append(status)
             if status == 429:
                 refused = json.loads(body)
                 assert refused["code"] == "too_many_connections", refused
                 assert "tenant 'noisy'" in refused["detail"] and f"{per_caller} connections" in refused["detail"], refused
                 assert headers.get("retry-after") == "1" and headers.get("connection") == "close", headers
-                assert _closed(s)
+                assert closed(s)
         assert statuses.count(200) == per_caller and statuses.count(429) == per_client - per_caller, statuses
         # the neighbour behind the same address: served, and its own connections kept alive
         r = d.get("/v1/jobs", token=quiet)
         assert r.status == 200, r
-        s = _connect(d)
+        s = connect(d)
         held.append(s)
         for _ in range(2):
             _get(s, "/v1/jobs", quiet)
-            assert _answer(s)[0] == 200
+            assert answer(s)[0] == 200
         # the noisy tenant's kept connections still serve it; a new one still does not
         _get(held[0], "/v1/jobs", noisy)
-        assert _answer(held[0])[0] == 200
+        assert answer(held[0])[0] == 200
         problem(d.get("/v1/jobs", token=noisy), 429)
         code, text = unix_get(d, "/metrics")
         assert code == 200
@@ -121,21 +92,21 @@ def test_silent_connections_from_an_address_do_not_keep_its_next_client_out(make
     d: Daemon = make_daemon(workers=1, slots=1, nofile=FILE_LIMIT)
     _total, per_client, _per_caller = _budgets(d)
     quiet = tenant_token(d, "quiet")
-    silent = [_connect(d) for _ in range(per_client)]
+    silent = [connect(d) for _ in range(per_client)]
     try:
         for _ in range(3):
             r = d.get("/v1/jobs", token=quiet)
             assert r.status == 200, r
-        assert _closed(silent[0]) and _closed(silent[1]), "the oldest silent connections made room"
+        assert closed(silent[0]) and closed(silent[1]), "the oldest silent connections made room"
         code, text = unix_get(d, "/metrics")
         assert code == 200 and metric(text.decode(), "cronwheel_http_header_timeouts_total") >= 3
         # without a token: answered, then closed, holding the address's budget no longer
-        s = _connect(d)
+        s = connect(d)
         silent.append(s)
         _get(s, "/v1/jobs", None)
-        status, headers, _body = _answer(s)
+        status, headers, _body = answer(s)
         assert status == 401 and headers.get("connection") == "close", headers
-        assert _closed(s)
+        assert closed(s)
     finally:
         for s in silent:
             s.close()
@@ -160,17 +131,17 @@ def test_a_tenant_following_many_streams_spends_its_own_budget(make_daemon: Any)
     streams: list[socket.socket] = []
     try:
         for _ in range(per_caller):
-            s = _connect(d)
+            s = connect(d)
             streams.append(s)
             _get(s, f"/v1/executions/{noisy_run}/output?follow=1", noisy)
         wait_for(lambda: metric(unix_get(d, "/metrics")[1].decode(), "cronwheel_http_connections", listener="tcp")
                  >= per_caller, 20, what="the noisy tenant's streams to be open")
-        s = _connect(d)
+        s = connect(d)
         streams.append(s)
         _get(s, f"/v1/executions/{noisy_run}/output?follow=1", noisy)
-        status, _headers, body = _answer(s)
+        status, _headers, body = answer(s)
         assert status == 429 and json.loads(body)["code"] == "too_many_connections", body
-        s = _connect(d)
+        s = connect(d)
         streams.append(s)
         _get(s, f"/v1/executions/{quiet_run}/output?follow=1", quiet)
         s.settimeout(10)
