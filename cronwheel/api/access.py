@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from cronwheel.api.clients import identified
 from cronwheel.api.context import principal_of
 from cronwheel.api.problems import Problem
 from cronwheel.core.tenants import Principal
@@ -56,6 +57,22 @@ def _refuse_cross_site_writes(request: web.Request) -> None:
     if origin == "null" or urlsplit(origin).netloc.lower() != request.host.lower():
         raise Problem(403, "cross_origin", f"a {request.method} from the web origin {origin[:100]!r} is refused: "
                       "the API takes writes from its own dashboard and from non-browser clients only")
+
+
+@web.middleware
+async def identify_client(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Whose request it is (``api.clients``), before anything reads it; behind a trusted
+    proxy, a connection nobody vouched for counts against that client's address from now on."""
+    identify = getattr(request.protocol, "identify", None)
+    if identify is not None:
+        client, held = identify(request.headers)
+        identified(request, client)
+        if held is not None:
+            raise Problem(429, "too_many_connections",
+                          f"the client address {client.address} already holds {held} connections to this node that "
+                          "have not been authenticated, its most: wait for some to be answered",
+                          headers={"Retry-After": "1"})  # and closed: nobody vouched for it
+    return await handler(request)
 
 
 @web.middleware

@@ -7,6 +7,7 @@ from aiohttp import web
 from cronwheel.api import answers
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
+from cronwheel.api.clients import client_of
 from cronwheel.api.context import json_body, json_response, service_of, tenant_of
 from cronwheel.api.problems import Problem
 from cronwheel.core import notify as nt
@@ -47,7 +48,7 @@ async def update_tenant(request: web.Request) -> web.Response:
 
 async def create_token(request: web.Request) -> web.Response:
     role, tenant, name = tv.parse_token_body(await json_body(request))
-    token, secret = await service_of(request).create_token(role, tenant, name)
+    token, secret = await service_of(request).create_token(role, tenant, name, remote=client_of(request).address)
     return json_response(tv.token_created(token, secret), 201, {"Cache-Control": "no-store"})
 
 
@@ -63,7 +64,8 @@ async def revoke_token(request: web.Request) -> web.Response:
     token_id = request.match_info["tokenId"]
     if not tv.valid_token_id(token_id):
         raise Problem(404, "not_found", f"no token {token_id[:40]!r}")
-    return json_response(tv.token_answer(await service_of(request).revoke_token(token_id)))
+    revoked = await service_of(request).revoke_token(token_id, remote=client_of(request).address)
+    return json_response(tv.token_answer(revoked))
 
 
 async def get_tenant_notify(request: web.Request) -> web.Response:

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from cronwheel.api import dashboard, ops, routing
-from cronwheel.api.access import ROUTE_ACCESS, Access, authorize
+from cronwheel.api.access import ROUTE_ACCESS, Access, authorize, identify_client
 from cronwheel.api.admin import (
     create_tenant,
     create_token,
@@ -164,7 +164,7 @@ def make_app(
     mail_transport: bool | None = None,
     config: Callable[[], dict[str, Any]] | None = None,
 ) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[answer_problems, authorize, refuse_unknown_query])
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[answer_problems, identify_client, authorize, refuse_unknown_query])
     app[SERVICE] = service
     app[MAIL_TRANSPORT] = mail_transport
     app[CONFIG] = config

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from cronwheel.api.appkeys import EVENTS, QUERY_PARAMETERS
 from cronwheel.api.auth import CHALLENGE, CHALLENGE_INVALID
+from cronwheel.api.clients import client_of
 from cronwheel.api.fields import ValidationError
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import MAX_BODY_BYTES, text_problem
@@ -160,6 +161,7 @@ def report_internal_error(request: web.Request, exc: Exception) -> str:
     fields: dict[str, Any] = {
         "errorId": error_id, "method": request.method, "path": _printable(request.path),
         "error": type(exc).__name__, "detail": _printable(str(exc))[:300], "where": where,
+        "remote": client_of(request).address,
     }
     if with_traceback:
         fields["traceback"] = "".join(traceback.format_exception(exc))[-4000:]

@@ -20,6 +20,11 @@ its keep-alive timeout, and accepts connections until the file limit. Here:
   another connection arrives from it (a flood of silent connections cannot keep the
   address's next client out); between requests, ``IDLE_TIMEOUT_SEC`` (aiohttp's keep-alive
   timeout, which also ends a request whose headers stall);
+* behind a trusted reverse proxy (``trusted_proxies``, ``core.forwarded``) a connection from
+  the proxy counts against the total only, and each request on it that nobody vouched for yet
+  against the client address its forwarding headers name (``identify``); headers that cannot
+  be used put the request on the proxy's own address and are logged as one
+  ``http.forwarded_invalid`` line per proxy at most every ``FORWARDED_EVENT_SEC``;
 * what the parser refuses is answered as ``application/problem+json``, like every other
   4xx, and logged as one ``http.bad_request`` line (at most one per second per error kind,
   with the count of the others), never with the bytes received (they may hold a token).
@@ -38,6 +43,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from cronwheel.core.connections import Budget
+from cronwheel.core.forwarded import Client, TrustedProxies
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import (
     HEADER_TIMEOUT_SEC,
@@ -55,6 +61,7 @@ _QUOTED_BYTES = re.compile(r"""[:,]?\s*(?:bytearray\()?b['"]""")
 _STATUS_PREFIX = re.compile(r"\d{3}, message:")
 LIMITED_EVENT_SEC = 10.0
 BAD_REQUEST_EVENT_SEC = 1.0
+FORWARDED_EVENT_SEC = 10.0
 PROBLEM_JSON = "application/problem+json"
 
 
@@ -70,8 +77,12 @@ class ConnectionGuard:
         max_per_caller: int = MAX_CONNECTIONS_PER_CALLER,
         max_local: int = MAX_LOCAL_CONNECTIONS,
         header_timeout_sec: float = HEADER_TIMEOUT_SEC,
+        proxies: TrustedProxies | None = None,
     ) -> None:
         self.events = events
+        #: peers whose forwarding headers name the client (read at each connection: a reload may change it)
+        self.proxies = proxies or TrustedProxies()
+        self.forwarded_invalid = 0  #: requests whose forwarding headers could not be used, since start
         self.tcp = Budget(max_connections, max_per_client, max_per_caller)
         self.local = Budget(max_local)
         #: TCP connections still to send their first request's headers, oldest first, by address
@@ -80,16 +91,18 @@ class ConnectionGuard:
         self.header_timeout_sec = header_timeout_sec
         self._limited_log = OncePer(LIMITED_EVENT_SEC)
         self._bad_request_log = OncePer(BAD_REQUEST_EVENT_SEC)
+        self._forwarded_log = OncePer(FORWARDED_EVENT_SEC)
 
     def budget(self, local: bool) -> Budget:
         return self.local if local else self.tcp
 
-    def limited(self, local: bool, reason: str, client: str | None, caller: str | None = None) -> None:
+    def limited(self, local: bool, reason: str, client: str | None, caller: str | None = None,
+                proxy: str | None = None) -> None:
         listener = "unix" if local else "tcp"
         if self.events is not None and self._limited_log.allow(listener, time.monotonic()):
             budget = self.budget(local)
             self.events.emit(
-                "http.connections_limited", listener=listener, reason=reason, client=client, caller=caller,
+                "http.connections_limited", listener=listener, reason=reason, client=client, caller=caller, proxy=proxy,
                 open=budget.open, limit=budget.total, perClient=budget.per_client,
                 perCaller=budget.per_caller if caller else None, refusedSinceLast=self._limited_log.suppressed + 1,
             )
@@ -104,6 +117,14 @@ class ConnectionGuard:
             oldest = next(iter(waiting))
             self.header_timeouts += 1
             oldest.drop()
+
+    def unusable_headers(self, client: Client) -> None:
+        """A trusted proxy's request whose forwarding headers could not be used: counted, and
+        said at most once per ``FORWARDED_EVENT_SEC`` per proxy (a client can send them at will)."""
+        self.forwarded_invalid += 1
+        if self.events is not None and self._forwarded_log.allow(client.proxy, time.monotonic()):
+            self.events.emit("http.forwarded_invalid", peer=client.proxy, problem=client.problem,
+                             suppressed=self._forwarded_log.suppressed or None)
 
     def bad_request(self, client: str | None, error: str, status: int | None) -> None:
         if self.events is not None and self._bad_request_log.allow(error, time.monotonic()):
@@ -121,7 +142,12 @@ class GuardedRequestHandler(RequestHandler):
         self._admitted = False
         self._started = False
         self._local = False
+        self._peer: str | None = None  # the TCP peer's address
+        self._proxied = False  # the peer is a trusted proxy: requests name their clients
+        #: whose per-address budget it counts against (None: none, a proxy's before a request)
         self._client: str | None = None
+        self._request_client: Client | None = None  # the latest request's, for the log
+        self._silent_key: str | None = None
         self._caller: str | None = None  # whose budget it counts against (None: its address's)
         self._header_timer: Any = None
 
@@ -130,16 +156,19 @@ class GuardedRequestHandler(RequestHandler):
         self._local = sock is not None and sock.family == socket.AF_UNIX
         if not self._local:
             peer = transport.get_extra_info("peername")
-            self._client = str(peer[0]) if isinstance(peer, tuple) and peer else None
+            self._peer = str(peer[0]) if isinstance(peer, tuple) and peer else None
+            self._proxied = self._guard.proxies.trusts_peer(self._peer)
+            self._client = None if self._proxied else self._peer
             self._guard.make_room(self._client)
         refusal = self._guard.budget(self._local).admit(self._client)
         if refusal is not None:  # closed at once, never handed to aiohttp
-            self._guard.limited(self._local, refusal, self._client)
+            self._guard.limited(self._local, refusal, self._peer)
             transport.abort()
             return
         self._admitted = self._started = True
         super().connection_made(transport)
         self._header_timer = self._loop.call_later(self._guard.header_timeout_sec, self._headers_overdue)
+        self._silent_key = self._client  # its address's until it speaks (a proxy's: none)
         if self._client is not None:
             self._guard.silent.setdefault(self._client, {})[self] = None
 
@@ -152,11 +181,12 @@ class GuardedRequestHandler(RequestHandler):
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
-        waiting = self._guard.silent.get(self._client) if self._client is not None else None
-        if waiting is not None:
+        key, self._silent_key = self._silent_key, None
+        waiting = self._guard.silent.get(key) if key is not None else None
+        if key is not None and waiting is not None:
             waiting.pop(self, None)
             if not waiting:
-                del self._guard.silent[self._client]  # type: ignore[arg-type]
+                del self._guard.silent[key]
 
     def _headers_overdue(self) -> None:
         self._header_timer = None
@@ -169,6 +199,27 @@ class GuardedRequestHandler(RequestHandler):
         self._release()
         self.force_close()
 
+    def identify(self, headers: Any) -> tuple[Client, int | None]:
+        """Whose request this is (the peer, or behind a trusted proxy the client its headers
+        name) and, for a proxy's connection nobody vouched for yet, count it against that
+        client's address. Refused: the connections that address holds (the request answers
+        429, and the connection is closed)."""
+        if not self._proxied:
+            client = Client(self._peer)
+        else:
+            client = self._guard.proxies.client(self._peer, _joined(headers, "X-Forwarded-For"),
+                                                _joined(headers, "Forwarded"))
+            if client.problem is not None:
+                self._guard.unusable_headers(client)
+        self._request_client = client
+        if self._proxied and self._admitted and self._caller is None and client.address is not None:
+            refusal = self._guard.tcp.attribute(self._client, client.address)
+            if refusal is not None:
+                self._guard.limited(False, refusal, client.address, proxy=client.proxy)
+                return client, self._guard.tcp.held_by_client(client.address)
+            self._client = client.address
+        return client, None
+
     def vouch(self, caller: str) -> int | None:
         """A request on this connection is ``caller``'s: count the connection against its
         budget. Refused: the connections the caller holds (the request answers 429, and the
@@ -177,7 +228,8 @@ class GuardedRequestHandler(RequestHandler):
             return None
         refusal = self._guard.tcp.vouch(self._client, self._caller, caller)
         if refusal is not None:
-            self._guard.limited(False, refusal, self._client, caller)
+            client = self._request_client or Client(self._client)
+            self._guard.limited(False, refusal, client.address, caller, client.proxy)
             return self._guard.tcp.held_by(caller)
         self._caller = caller
         return None
@@ -204,7 +256,7 @@ class GuardedRequestHandler(RequestHandler):
     ) -> web.StreamResponse:
         """aiohttp's last word on a request (the parser refused it, or a handler raised past
         the app's middleware): a problem document, and one rate-limited line."""
-        self._guard.bad_request(self._client, type(exc).__name__ if exc is not None else "error", status)
+        self._guard.bad_request(self._peer, type(exc).__name__ if exc is not None else "error", status)
         if request.writer.output_size > 0:
             raise ConnectionError("the response was already started: the connection is closed")
         body: dict[str, Any] = {
@@ -226,6 +278,12 @@ class GuardedRequestHandler(RequestHandler):
         resp = web.Response(status=status, text=json.dumps(body), content_type=PROBLEM_JSON)
         resp.force_close()
         return resp
+
+
+def _joined(headers: Any, name: str) -> str | None:
+    """A header's lines as one list (RFC 9110 §5.3: the same as joined with commas)."""
+    values = headers.getall(name, ())
+    return ", ".join(values) if values else None
 
 
 class _GuardedServer:

@@ -23,6 +23,7 @@ from click.core import ParameterSource
 from cronwheel.cli import render
 from cronwheel.cli.config_checks import Setting, refusals
 from cronwheel.core.config import ConfigError, env_var, mask_secrets, parse, size_bytes
+from cronwheel.core.forwarded import parse_trusted_proxies_text
 from cronwheel.core.schedule import ScheduleError, parse_duration
 from cronwheel.core.tenants import normalise_host
 from cronwheel.core.words import NotUtf8, as_given, file_text, is_utf8
@@ -65,6 +66,10 @@ def _hosts(text: str) -> None:
     for entry in text.split(","):
         if entry.strip():
             normalise_host(entry)
+
+
+def _proxies(text: str) -> None:
+    parse_trusted_proxies_text(text)  # the daemon's own parse (core/forwarded.py)
 
 
 def _store(text: str) -> None:
@@ -134,6 +139,7 @@ DURATION = _Checked("duration", parse_duration)
 REQUEST_TIMEOUT = _Checked("duration", request_timeout)
 HOSTPORT = _Checked("host:port", _hostport)
 HOSTS = _Checked("hosts", _hosts)
+PROXIES = _Checked("cidrs", _proxies)
 SIZE = _Checked("size", size_bytes)
 STORE = _Checked("store", _store)
 SMTP_URL = _Checked("smtp url", _smtp_url)
@@ -236,8 +242,8 @@ def _checked(command: click.Command, path: Path | None) -> FileValues:
     for key, item in raw.items():
         option = keys[key]
         value = item.value
-        if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type is HOSTS:
-            value = ",".join(value)  # http_allow = ["a.example", "b.example"]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value) and option.type in (HOSTS, PROXIES):
+            value = ",".join(value)  # http_allow = ["a.example", "b.example"], trusted_proxies = […]
         problem = _file_value_problem(option, value)
         try:
             if problem:

@@ -81,6 +81,7 @@ class _Millis(WholeNumber):
 @click.option("--dlq-keep-last", type=WholeNumber(1), metavar="N", help="Keep each job's N newest dead letters and dead notifications; older ones are deleted (dlq.pruned). [default: 1000]")
 @click.option("--retention-interval-ms", type=_Millis(100), metavar="MS", help="How often the history is pruned. [default: 300000]")
 @click.option("--http-allow", type=cfg.HOSTS, metavar="HOST,...", help="Hosts that tenants' HTTP targets (their redirects too) and webhooks may call, and their email rules' recipients' domains (a tenant's own httpAllow wins); given but empty: none. [default: any]")
+@click.option("--trusted-proxies", type=cfg.PROXIES, metavar="CIDR,...", help="Reverse proxies (IPv4/IPv6 networks or addresses) whose X-Forwarded-For / Forwarded headers name the client: its address is then the one budgets and log lines use (the rightmost hop that is not one of these). [default: none, the headers are ignored]")
 @click.option("--cluster", is_flag=True, default=None, help="Cluster mode: lease time buckets in the store (always on with postgresql://). [default: on with postgresql://]")
 @click.option("--bucket-lease-ms", type=_Millis(300, 600_000), metavar="MS", help="Cluster mode: bucket lease TTL. [default: 10000]")
 @click.option("--disk-low", type=cfg.SIZE, metavar="SIZE", help="Warn (store.disk_low) when the data dir's free space falls under this. [default: 256M]")
@@ -93,8 +94,8 @@ def serve(ctx: click.Context, /, data_dir: Path | None, **options: Any) -> None:
 
     Every option is also a key of the configuration file and a CRONWHEEL_<KEY> environment
     variable (flag > environment > file > default; see cronwheel.toml(5) and `cronwheel
-    config`). SIGHUP reads the file again and applies log_level, log_format, http_allow and
-    the retention keys; other changes are refused until a restart.
+    config`). SIGHUP reads the file again and applies log_level, log_format, http_allow,
+    trusted_proxies and the retention keys; other changes are refused until a restart.
 
     Exit status: 0 stopped; 1 crashed; 2 the start was refused for good (a mistake in the
     configuration, a data directory or store it may not use: the systemd unit does not

@@ -10,9 +10,17 @@ role), and no longer against its address. So tenants behind one NAT or reverse p
 the address's budget only for the moment before each of their connections says who it is,
 and one of them holding many connections open (followed streams, long polls, idle
 keep-alives) spends its own budget, not its neighbours'. The local Unix socket has a budget of
-its own, so a flood on TCP never locks the local operator out. Pure: the HTTP layer asks
-``admit`` on every new connection, ``vouch`` when a request on it is authenticated, and
-``release`` at its end.
+its own, so a flood on TCP never locks the local operator out.
+
+Behind a trusted reverse proxy (``core.forwarded``) the address of a connection is the
+proxy's, and the client's is known only once a request's headers name it: such a connection
+is admitted with no address (``admit(None)``: the total only), and each request on it that
+is not yet vouched for counts against the address its headers name (``attribute``), so the
+clients behind one proxy each have an address's budget, not one between them all.
+
+Pure: the HTTP layer asks ``admit`` on every new connection, ``attribute`` when a proxy's
+request names its client, ``vouch`` when a request on it is authenticated, and ``release``
+at its end.
 """
 
 from __future__ import annotations
@@ -47,6 +55,22 @@ class Budget:
 
     def client_has_room(self, client: str | None) -> bool:
         return self.per_client is None or client is None or self._by_client[client] < self.per_client
+
+    def attribute(self, held: str | None, client: str) -> str | None:
+        """A connection not vouched for, counted against ``held`` (None: no address, a trusted
+        proxy's), carries a request of ``client``: count it against that address from now on,
+        or say why not (``"per_client"``: its budget is spent; the count stays as it was)."""
+        if held == client:
+            return None
+        if not self.client_has_room(client):
+            self.refused["per_client"] += 1
+            return "per_client"
+        self._uncount(held, None)
+        self._by_client[client] += 1
+        return None
+
+    def held_by_client(self, client: str) -> int:
+        return self._by_client[client]
 
     def vouch(self, client: str | None, held_by: str | None, caller: str) -> str | None:
         """A connection (of ``client``, counted against ``held_by``: None for its address)

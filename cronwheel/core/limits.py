@@ -52,6 +52,9 @@ MAX_CONNECTIONS = 4096
 #: TCP connections open at once from one client address, not yet vouched for by a request's
 #: token (a connection counts against its caller once one is: below)
 MAX_CONNECTIONS_PER_CLIENT = 256
+#: trusted proxies walked at most from the right of a forwarding header: more of ours in a
+#: row is a loop or a forgery (core/forwarded.py)
+MAX_FORWARDED_HOPS = 32
 #: TCP connections open at once that carried a request of one caller (a tenant, its workers
 #: included, or a tenantless role), whatever their addresses
 MAX_CONNECTIONS_PER_CALLER = 256
@@ -211,6 +214,8 @@ LIMITS: tuple[Limit, ...] = (
           "the TCP API, fewer under a low file limit (beyond: closed at once; per address: until a request's token counts it against its tenant)"),
     Limit("connections per tenant", f"{MAX_CONNECTIONS_PER_CALLER}",
           "TCP connections whose last request was a tenant's, its workers' included (fewer under a low file limit; beyond: 429 too_many_connections)"),
+    Limit("forwarded hops", f"{MAX_FORWARDED_HOPS} trusted proxies",
+          "X-Forwarded-For / Forwarded from a trusted proxy, walked from the right (more: the request is the proxy's own)"),
     Limit("local connections", f"{MAX_LOCAL_CONNECTIONS}", "the Unix socket, a budget of its own (fewer under a low file limit)"),
     Limit("header timeout", f"{HEADER_TIMEOUT_SEC:g} s", "a new connection's first request headers"),
     Limit("body timeout", f"{BODY_TIMEOUT_SEC:g} s", "a request's body, once its headers arrived (408)"),

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 from cronwheel.core.config import size_bytes
+from cronwheel.core.forwarded import TrustedProxies, parse_trusted_proxies_text
 from cronwheel.core.limits import (
     MAX_CONNECTIONS,
     MAX_CONNECTIONS_PER_CALLER,
@@ -98,6 +99,15 @@ def cli_for_jobs(argv0: str, executable: str, path: str) -> dict[str, str]:
     if bindir not in dirs:
         env["PATH"] = os.pathsep.join([*dirs, bindir])
     return env
+
+
+def parse_trusted_proxies(text: str | None) -> TrustedProxies:
+    """``--trusted-proxies CIDR,...``: the reverse proxies whose forwarding headers name the
+    client (core/forwarded.py). Not given, or empty: none, the headers are never read."""
+    try:
+        return TrustedProxies(parse_trusted_proxies_text(text))
+    except ValueError as exc:
+        raise DaemonError(f"--trusted-proxies: {exc}") from None
 
 
 def parse_http_allow(text: str | None) -> HostAllow:

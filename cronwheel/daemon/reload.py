@@ -1,6 +1,6 @@
 """SIGHUP: read the configuration again and apply what can change in a running daemon.
 
-Live: the log level and format, ``http_allow`` and the history retention. Anything else that
+Live: the log level and format, ``http_allow``, ``trusted_proxies`` and the history retention. Anything else that
 differs from what the daemon runs with is refused with one ``config.reload_refused`` line per
 key (it needs a restart), and a file that does not parse changes nothing at all.
 """
@@ -8,17 +8,29 @@ key (it needs a restart), and a file that does not parse changes nothing at all.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cronwheel.api.server import ConnectionGuard
 from cronwheel.core.config import ConfigError
 from cronwheel.daemon.configreport import ConfigReport
+from cronwheel.daemon.options import (
+    DaemonError,
+    parse_http_allow,
+    parse_trusted_proxies,
+    retention_options,
+)
+from cronwheel.engine.config import NodeConfig
 from cronwheel.obs.events import EventLog
 from cronwheel.obs.levels import RANK
 from cronwheel.obs.logbridge import set_logging_level
 
+if TYPE_CHECKING:
+    from cronwheel.api.auth import Authenticator
+    from cronwheel.engine.node import Node
+
 LOG_KEYS = frozenset({"log_level", "log_format"})
-LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "retention", "keep_last", "dlq_keep_last",
-                       "retention_interval_ms"})
+LIVE_KEYS = frozenset({"log_level", "log_format", "http_allow", "trusted_proxies", "retention", "keep_last",
+                       "dlq_keep_last", "retention_interval_ms"})
 
 
 class Reloader:
@@ -136,3 +148,35 @@ def log_appliers(events: EventLog, worker_env: dict[str, str]) -> dict[str, Call
         worker_env["CRONWHEEL_LOG_FORMAT"] = events.fmt
 
     return {"log_level": level, "log_format": fmt}
+
+
+def live_appliers(events: EventLog, node: Node, auth: Authenticator, guard: ConnectionGuard) -> dict[str, Any]:
+    """How each key that may change on SIGHUP is put in place (daemon/reload.py)."""
+    pool_env = node.pool.env if node.pool is not None else {}
+
+    def http_allow(value: Any) -> None:
+        auth.http_allow = parse_http_allow(value)
+
+    def trusted_proxies(value: Any) -> None:
+        # new connections are judged by the new list; an open one stays counted as it was
+        guard.proxies = parse_trusted_proxies(value)
+
+    def retention(value: Any) -> None:
+        node.config.retention_ms = retention_options(value or "30d", None)["retention_ms"]
+
+    def number(key: str) -> Any:  # a key of NodeConfig's, back to its default when unset
+        return lambda value: setattr(node.config, key, value or getattr(NodeConfig, key))
+
+    def wrap(fn: Any) -> Any:
+        def apply(value: Any) -> None:
+            try:
+                fn(value)
+            except DaemonError as exc:
+                raise ValueError(str(exc)) from None
+        return apply
+
+    return {
+        **log_appliers(events, pool_env), "http_allow": wrap(http_allow), "retention": wrap(retention),
+        "trusted_proxies": wrap(trusted_proxies),
+        **{key: number(key) for key in ("keep_last", "dlq_keep_last", "retention_interval_ms")},
+    }

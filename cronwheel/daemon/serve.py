@@ -18,6 +18,7 @@ from cronwheel.api.app import make_app
 from cronwheel.api.auth import Authenticator
 from cronwheel.api.server import ConnectionGuard, GuardedAppRunner
 from cronwheel.core.config import DEFAULT_SLOTS, combination_problems
+from cronwheel.core.forwarded import TrustedProxies
 from cronwheel.core.tenants import HostAllow
 from cronwheel.daemon import startsignals
 from cronwheel.daemon.configreport import ConfigReport
@@ -32,12 +33,13 @@ from cronwheel.daemon.options import (
     parse_hostport,
     parse_http_allow,
     parse_size,
+    parse_trusted_proxies,
     raise_fd_limit,
     refusal_status,
     retention_options,
     worker_cmd,
 )
-from cronwheel.daemon.reload import Reloader, log_appliers
+from cronwheel.daemon.reload import Reloader, live_appliers
 from cronwheel.engine.channels import ChannelConfigError, MailConfig
 from cronwheel.engine.cluster import NodeIdInUse
 from cronwheel.engine.node import Node, NodeConfig
@@ -83,33 +85,6 @@ def _http_logger(events: EventLog) -> logging.Logger:
     return logger
 
 
-def _live_appliers(events: EventLog, node: Node, auth: Authenticator) -> dict[str, Any]:
-    """How each key that may change on SIGHUP is put in place (daemon/reload.py)."""
-    pool_env = node.pool.env if node.pool is not None else {}
-
-    def http_allow(value: Any) -> None:
-        auth.http_allow = parse_http_allow(value)
-
-    def retention(value: Any) -> None:
-        node.config.retention_ms = retention_options(value or "30d", None)["retention_ms"]
-
-    def number(key: str) -> Any:  # a key of NodeConfig's, back to its default when unset
-        return lambda value: setattr(node.config, key, value or getattr(NodeConfig, key))
-
-    def wrap(fn: Any) -> Any:
-        def apply(value: Any) -> None:
-            try:
-                fn(value)
-            except DaemonError as exc:
-                raise ValueError(str(exc)) from None
-        return apply
-
-    return {
-        **log_appliers(events, pool_env), "http_allow": wrap(http_allow), "retention": wrap(retention),
-        **{key: number(key) for key in ("keep_last", "dlq_keep_last", "retention_interval_ms")},
-    }
-
-
 async def serve(
     data_dir: Path,
     store_url: str | None,
@@ -123,6 +98,7 @@ async def serve(
     reserved_high_slots: int = 0,
     claim_ahead_ms: int = 2_000,
     http_allow: str | None = None,
+    trusted_proxies: str | None = None,
     retention: str | None = None,
     keep_last: int | None = None,
     dlq_keep_last: int | None = None,
@@ -156,7 +132,7 @@ async def serve(
     if refused:
         raise DaemonError(f"{_flag(refused[0][0])}: {refused[0][1]}")
     host, port = parse_hostport(http)
-    allowed_hosts = parse_http_allow(http_allow)
+    allowed_hosts, proxies = parse_http_allow(http_allow), parse_trusted_proxies(trusted_proxies)
     disk_low_bytes = parse_size(disk_low, "--disk-low") if disk_low else None
     retention_opts = retention_options(retention, keep_last, retention_interval_ms, dlq_keep_last)
     fd_limit = raise_fd_limit()
@@ -183,7 +159,7 @@ async def serve(
         raise DaemonError(str(exc), transient=exc.transient) from None
     try:
         await _serve_bound(
-            notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts,
+            notifier, tcp_sock, unix_sock, sock_path, data_dir, store_url, host, allowed_hosts, proxies,
             workers, slots, node_id, log_format, grace_sec, reaper_interval_ms, reserved_high_slots,
             claim_ahead_ms, retention_opts, ready, cluster, bucket_lease_ms, disk_low_bytes,
             fd_limit, log_level, reload, running, mail, report,
@@ -198,7 +174,7 @@ async def serve(
 
 async def _serve_bound(
     notifier: Notifier, tcp_sock: socket.socket, unix_sock: socket.socket, sock_path: Path,
-    data_dir: Path, store_url: str | None, host: str, allowed_hosts: HostAllow, workers: int,
+    data_dir: Path, store_url: str | None, host: str, allowed_hosts: HostAllow, proxies: TrustedProxies, workers: int,
     slots: int, node_id: str | None, log_format: str, grace_sec: float, reaper_interval_ms: int,
     reserved_high_slots: int, claim_ahead_ms: int, retention_opts: dict[str, int],
     ready: asyncio.Event | None, cluster: bool | None, bucket_lease_ms: int | None,
@@ -279,7 +255,7 @@ async def _serve_bound(
     auth = Authenticator(node, http_allow=allowed_hosts)
     app = make_app(node, tenant_resolver=auth, metrics=metrics, events=events, mail_transport=mail is not None,
                    config=report.as_json)
-    guard = ConnectionGuard(events, **connection_budgets(fd_limit))
+    guard = ConnectionGuard(events, **connection_budgets(fd_limit), proxies=proxies)
     metrics.http_guard = guard
     runner = GuardedAppRunner(app, guard, access_log=None, handle_signals=False, logger=_http_logger(events))
     await runner.setup()
@@ -297,10 +273,11 @@ async def _serve_bound(
         store=store_kind, dataDir=str(data_dir.resolve()), workers=workers, slots=slots, fileLimit=fd_limit,
         maxConnections=guard.tcp.total, maxConnectionsPerClient=guard.tcp.per_client,
         maxConnectionsPerCaller=guard.tcp.per_caller, maxLocalConnections=guard.local.total,
+        trustedProxies=[str(net) for net in proxies.networks] or None,
     )
 
     if reload is not None:
-        reloader = Reloader(events, reload, running_config or {}, _live_appliers(events, node, auth), report)
+        reloader = Reloader(events, reload, running_config or {}, live_appliers(events, node, auth, guard), report)
         loop.add_signal_handler(signal.SIGHUP, reloader.reload)
         if startsignals.reload_asked.is_set():  # a SIGHUP while it started: read the file now
             startsignals.reload_asked.clear()

@@ -309,14 +309,16 @@ class SchedulerService(Protocol):
     async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
         """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound."""
 
-    async def create_token(self, role: Role, tenant: str | None, name: str | None = None) -> tuple[ApiToken, str]:
+    async def create_token(self, role: Role, tenant: str | None, name: str | None = None, *,
+                           remote: str | None = None) -> tuple[ApiToken, str]:
         """A new token and its secret (the only time the secret exists outside the caller).
-        NotFound when the tenant does not exist."""
+        NotFound when the tenant does not exist. ``remote``: the client address that asked,
+        for the audit line (None: the local socket, or the node itself)."""
 
     async def list_tokens(self, tenant: str | None = None) -> list[ApiToken]: ...
 
-    async def revoke_token(self, token_id: str) -> ApiToken:
-        """NotFound."""
+    async def revoke_token(self, token_id: str, *, remote: str | None = None) -> ApiToken:
+        """NotFound. ``remote``: as for ``create_token``."""
 
     async def lookup_token(self, secret: str) -> ApiToken | None:
         """The active token with this secret, or None (unknown or revoked). Cached briefly."""

@@ -253,20 +253,22 @@ class TenancyMixin(NodeParts):
         return updated
 
     # ---- tokens
-    async def create_token(self, role: Role, tenant: str | None, name: str | None = None) -> tuple[ApiToken, str]:
+    async def create_token(self, role: Role, tenant: str | None, name: str | None = None, *,
+                           remote: str | None = None) -> tuple[ApiToken, str]:
         secret = new_token_secret()
         now = self.clock.now_ms()
         token = ApiToken(new_token_id(), hash_token(secret), role, None if role in TENANTLESS_ROLES else tenant, name, now)
         if not await self._write(lambda s: s.create_token(token, now)):
             raise NotFound(f"no tenant {tenant!r} (create it first: cronwheel tenant add {tenant})")
         # the secret is returned to the caller once and never logged
-        self.events.emit("token.created", tokenId=token.token_id, role=role.value, tenant=token.tenant, name=name)
+        self.events.emit("token.created", tokenId=token.token_id, role=role.value, tenant=token.tenant, name=name,
+                         remote=remote)
         return token, secret
 
     async def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:
         return await self._read(lambda s: s.list_tokens(tenant))
 
-    async def revoke_token(self, token_id: str) -> ApiToken:
+    async def revoke_token(self, token_id: str, *, remote: str | None = None) -> ApiToken:
         now = self.clock.now_ms()
         token = await self._write(lambda s: s.revoke_token(token_id, now))
         if token is None:
@@ -281,7 +283,7 @@ class TenancyMixin(NodeParts):
         self._revoked_here[token_id] = None
         while len(self._revoked_here) > REVOKED_REMEMBERED:
             del self._revoked_here[next(iter(self._revoked_here))]
-        self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant)
+        self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant, remote=remote)
         return token
 
     def revoked_here(self, token_id: str) -> bool:

@@ -48,6 +48,7 @@ EVENT_LEVELS: dict[str, str] = {
     "pool.connection_refused": "warning",
     "pool.abort": "info",
     "http.bad_request": "warning",
+    "http.forwarded_invalid": "warning",  # a proxy of ours passes on headers it should have written
     "completion.deferred": "warning",
     "job.submit_retry": "warning",
     "tenant.rate_limited": "warning",

@@ -79,6 +79,7 @@ METRIC_NAMES = (
     "cronwheel_http_connections",
     "cronwheel_http_connections_limited_total",
     "cronwheel_http_header_timeouts_total",
+    "cronwheel_http_forwarded_invalid_total",
     "cronwheel_store_disk_free_bytes",
     "cronwheel_store_wal_bytes",
     "cronwheel_store_reads_waiting",

@@ -46,6 +46,9 @@ class StateCollector(Collector):
         timeouts = CounterMetricFamily("cronwheel_http_header_timeouts", "Connections closed for not sending their request headers in time (or to make room for their address's next one).")
         timeouts.add_metric([], guard.header_timeouts)
         yield timeouts
+        invalid = CounterMetricFamily("cronwheel_http_forwarded_invalid", "Requests from a trusted proxy whose X-Forwarded-For / Forwarded could not be used (counted as the proxy's own).")
+        invalid.add_metric([], guard.forwarded_invalid)
+        yield invalid
 
     def collect(self) -> Iterable[Metric]:
         snap: NodeSnapshot = self.m.source.snapshot()

@@ -45,6 +45,8 @@ def _samples(key: str, option: click.Option) -> tuple[Any, Any, Any]:
         return "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
     if key == "http_allow":
         return "a.example", "b.example", "c.example"
+    if key == "trusted_proxies":
+        return "10.0.0.0/8", "192.0.2.1", "2001:db8::/32,10.0.0.0/8"
     if key == "disk_low":
         return "1M", "2M", "3M"
     if key == "smtp_url":
@@ -123,6 +125,14 @@ def test_http_allow_takes_a_list(tmp_path: Path) -> None:
     assert got["value"] == "a.example,b.example"
 
 
+def test_trusted_proxies_take_a_list_and_a_bad_one_refuses_the_start(tmp_path: Path) -> None:
+    got = _config(tmp_path, 'trusted_proxies = ["10.0.0.0/8", "2001:db8::/32"]\n')["trusted_proxies"]
+    assert got["value"] == "10.0.0.0/8,2001:db8::/32"
+    res = CliRunner().invoke(cli, ["serve", "--trusted-proxies", "10.0.0.0/8,10.1.2.3/33"], env={"CRONWHEEL_CONFIG": ""})
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "--trusted-proxies" in res.output and "trusted proxy '10.1.2.3/33' has a prefix length that is not" in res.output, res.output
+
+
 @pytest.mark.parametrize(
     ("text", "line", "key", "says"),
     [
@@ -139,6 +149,9 @@ def test_http_allow_takes_a_list(tmp_path: Path) -> None:
         ('\nretention = "soon"\n', 2, "retention", "soon"),
         ('http = "localhost"\n', 1, "http", "is not HOST:PORT"),
         ('http_allow = ["ok.example", "not a host"]\n', 1, "http_allow", "not a host"),
+        ('trusted_proxies = ["10.0.0.0/8", "10.0.0.1/8"]\n', 1, "trusted_proxies",
+         "trusted proxy '10.0.0.1/8' has host bits set (the network is 10.0.0.0/8)"),
+        ('\ntrusted_proxies = "proxy.example"\n', 2, "trusted_proxies", "trusted proxy 'proxy.example' is not an IPv4"),
     ],
 )
 def test_a_bad_file_is_refused_naming_file_line_and_key(

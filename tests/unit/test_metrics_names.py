@@ -122,7 +122,7 @@ def test_every_documented_label_value_of_a_counter_is_exported_at_0_from_the_sta
     series was exported only once they came, and its first sample is no increase."""
     _, m = setup()
     budget = Budget(total=1, per_client=1, per_caller=1)
-    m.http_guard = SimpleNamespace(tcp=budget, local=budget, header_timeouts=0)
+    m.http_guard = SimpleNamespace(tcp=budget, local=budget, header_timeouts=0, forwarded_invalid=0)
     counters = _documented_counter_labels()
     assert "cronwheel_skipped_ticks_total" in dict(counters)
     for name, labels in counters:
