@@ -2,7 +2,9 @@
 than the retention period, beyond the newest ``keep_last`` of each job, are pruned in the
 background. Settled jobs (a one-off that ran, a cancelled job) go too, with their history,
 once the retention period has passed them by (``store/settled.py``): ``keep_last`` is per job
-while the job is there. API tokens revoked longer ago than the retention period go as well.
+while the job is there. API tokens revoked longer ago than the retention period go as well, and
+so do the rows of cluster nodes not seen for as long (at least a day): a cluster whose node ids
+are pods' names adds a row at every deploy.
 
 The dead-letter queues are not aged out: a dead letter waits to be looked at. But a job that
 fails every second with no retries left adds 86,400 a day for ever, and its rule's dead
@@ -10,6 +12,11 @@ receiver up to ``maxPerHour`` dead notifications an hour, so each job keeps its 
 ``dlq_keep_last`` of each, and the older ones go, each job's with a ``dlq.pruned`` warning
 (``queue`` says which). The bound is per job, so one tenant's failing job never takes a
 neighbour's dead letters.
+
+That bound holds while the job is there. A job that left the store (settled and pruned) leaves
+its dead notifications behind (they name it by id only), and a tenant that creates and deletes
+jobs with failing receivers piled them up without bound: once their job is gone, they go when
+older than the retention period, as the job's history did (a human had as long to look).
 
 The settings are read from the node's configuration at each pass, so a SIGHUP that changes
 them (daemon/reload.py) takes effect from the next pass. Composed into the node
@@ -43,6 +50,14 @@ PRUNE_SETTLED_ROWS = 500
 #: per call: dead letters read (from their index: ~250 ns each) and deleted at most
 PRUNE_DEAD_LETTERS_READ = 20_000
 PRUNE_DEAD_LETTERS = 1000
+#: per call: jobs with dead notifications looked at for being gone (one index probe each)
+PRUNE_GONE_JOBS = 1000
+PRUNE_NODES = 1000  #: rows of gone nodes deleted per transaction
+#: a node's row is deleted once nobody heartbeated it for the retention period, and never
+#: sooner than this: a day is far beyond any bucket lease TTL (10 minutes at most), so the row
+#: is one ``register_node`` would give to any process anyway (a short --retention, in tests
+#: or on a laptop, must not come near a TTL), and ``cronwheel status`` shows live nodes only
+NODE_UNSEEN_MIN_MS = 86_400_000
 #: seconds between looks at ``retention_interval_ms`` while waiting for the next pass
 RECHECK_S = 1.0
 
@@ -73,7 +88,8 @@ class Retention:
             last = loop.time()
 
     async def prune(self) -> None:
-        """One pass over every job's history, its dead letters, then the settled jobs, in small
+        """One pass over every job's history, its dead letters, then the settled jobs, the dead
+        notifications of jobs gone, told notifications, revoked tokens and gone nodes, in small
         transactions that let the hot path (claims, starts, completions) in between, then a
         WAL checkpoint."""
         cutoff = self.clock.now_ms() - self.config.retention_ms
@@ -86,14 +102,20 @@ class Retention:
         jobs = await self._pass(
             lambda cursor, s: s.prune_settled_jobs(cutoff, cursor, PRUNE_SETTLED_JOBS, PRUNE_SETTLED_ROWS)
         )
+        gone = await self._pass(lambda cursor, s: s.prune_dead_notifications_of_gone_jobs(
+            cutoff, cursor, PRUNE_GONE_JOBS, PRUNE_DEAD_LETTERS))
         # told notifications age out with the history they tell about
         total += await self._batches(lambda s: s.prune_notifications(cutoff, PRUNE_NOTIFICATIONS), PRUNE_NOTIFICATIONS)
         # revoked tokens are history too: tokens made per deploy would pile up
         tokens = await self._batches(lambda s: s.prune_revoked_tokens(cutoff, PRUNE_TOKENS), PRUNE_TOKENS)
+        # on the store's clock (PostgreSQL's: the one the heartbeats are written with)
+        unseen, now = max(self.config.retention_ms, NODE_UNSEEN_MIN_MS), self.clock.now_ms()
+        nodes = await self._batches(lambda s: s.prune_nodes(unseen, now, PRUNE_NODES), PRUNE_NODES)
         await self.writer.run(lambda s: s.checkpoint())
-        if total or jobs or dead or dead_notifications or tokens:
+        if total or jobs or dead or dead_notifications or gone or tokens or nodes:
             self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
-                             deadNotifications=dead_notifications, tokens=tokens)
+                             deadNotifications=dead_notifications, deadNotificationsOfGoneJobs=gone,
+                             tokens=tokens, nodes=nodes)
 
     async def _dead_letters(self, queue: Literal["executions", "notifications"], keep: int) -> int:
         """One pass over a dead-letter queue (``executions`` or ``notifications``), each job's

@@ -78,6 +78,19 @@ class NotificationMethods:
             lambda job_id, budget: self._outbox_write(lambda s: reads.prune_dead(s, job_id, keep, budget)),
         )
 
+    def prune_dead_notifications_of_gone_jobs(
+        self, older_than_ms: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        page = self._outbox_read(lambda s: reads.dead_jobs_page(s, after_job or "", jobs_per_call))
+        gone = [job_id for job_id, is_gone in page if is_gone]
+        deleted, stopped = 0, None
+        if gone:
+            deleted, stopped = self._outbox_write(lambda s: reads.prune_dead_of_gone(s, gone, older_than_ms, limit))
+        if stopped is not None:  # cut short: the next call starts at that job again
+            at = [job_id for job_id, _ in page].index(stopped)
+            return deleted, page[at - 1][0] if at else after_job or ""
+        return deleted, page[-1][0] if len(page) == jobs_per_call else None
+
     def notification_counts(self, now_ms: int) -> dict[str, int]:
         return self._outbox_read(lambda s: reads.counts(s, now_ms))
 

@@ -76,6 +76,8 @@ class Dialect:
     register_node: Callable[[Any, str, str, str, int, int, int | None], NodeInfo]
     #: (conn, ttl_ms, now_ms) → the nodes seen within ttl_ms
     live_nodes: Callable[[Any, int, int], list[NodeInfo]]
+    #: (conn, unseen_ms, now_ms, limit) → how many rows of nodes unseen for unseen_ms went
+    prune_nodes: Callable[[Any, int, int, int], int]
     release_buckets: Callable[[Any, str, Sequence[int]], list[int]]
     bucket_leases: Callable[[Any], list[BucketLease]]
     #: (conn, execution_id, lease_epoch, now_ms)
@@ -242,6 +244,11 @@ class SharedMembership(Backend):
     @guarded
     def live_nodes(self, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
         return self._read(lambda conn: self._dialect.live_nodes(conn, ttl_ms, now_ms))
+
+    @guarded
+    def prune_nodes(self, unseen_ms: int, now_ms: int, limit: int) -> int:
+        with self._write() as conn:
+            return self._dialect.prune_nodes(conn, unseen_ms, now_ms, limit)
 
     @guarded
     def release_buckets(self, node_id: str, bucket_ids: Sequence[int]) -> list[int]:

@@ -79,6 +79,26 @@ def test_a_dead_or_watched_node_id_is_taken(store: Store) -> None:
     assert taken.incarnation == "third"
 
 
+def test_rows_of_nodes_not_seen_for_long_are_pruned_and_live_ones_kept(store: Store) -> None:
+    """Retention deletes the rows of nodes that are gone (a pod's id is never seen again), a
+    batch at a time, never a row heartbeaten within the bound; and the id is free afterwards
+    as it was before (the process that held it, back from a freeze, registers it again)."""
+    for i in range(3):
+        store.register_node(f"pod-{i}", f"10.0.0.{i}:8080", f"i{i}", LIVE, T0)
+    # heartbeaten within the bound: kept
+    assert store.prune_nodes(LIVE, T0 + SEC, 10) == 0
+    assert [n.node_id for n in store.live_nodes(LIVE, T0 + SEC)] == ["pod-0", "pod-1", "pod-2"]
+    # nobody heartbeat within 0 ms (PostgreSQL's clock has moved on too): gone, a batch at a time
+    later = T0 + 2 * LIVE
+    assert store.prune_nodes(EXPIRED, later, 2) == 2
+    assert store.prune_nodes(EXPIRED, later, 2) == 1
+    assert store.prune_nodes(EXPIRED, later, 2) == 0
+    assert store.live_nodes(LIVE, later) == [] and store.live_nodes(10**12, later) == []
+    again = store.register_node("pod-1", "10.0.0.1:8080", "i1", LIVE, later)
+    assert again.incarnation == "i1"
+    assert [n.node_id for n in store.live_nodes(LIVE, later)] == ["pod-1"]
+
+
 def test_of_two_processes_joining_with_one_id_at_once_one_gets_it(store_factory: StoreFactory) -> None:
     stores = [store_factory() for _ in range(2)]
     barrier = threading.Barrier(2)

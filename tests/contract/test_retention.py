@@ -179,6 +179,45 @@ def test_each_job_keeps_its_newest_dead_notifications_and_loses_the_older_ones(s
     assert [n.status for n in store.list_notifications(job_id=few)] == [NotificationStatus.PENDING]
 
 
+def dead_notification_of_gone_job(store: Store, tenant: str, at: int) -> str:
+    """A one-off that succeeded at ``at``, whose notification died, and that left the store
+    (settled, pruned) with it there; returns the job id."""
+    rule = nt.rule_from_json({"on": "success", "via": "webhook", "url": "https://hooks.example.com/cw",
+                              "secret": "0123456789abcdef-secret", "maxAttempts": 1})  # fmt: skip
+    job, _ex = finish_one_off(store, at, tenant=tenant, notify=(rule,))
+    [told] = store.claim_notifications("n1", at + MIN, 10, 60_000)
+    store.finish_notifications([nt.DeliveryResult(told.notification_id, told.lease_epoch, NotificationStatus.DEAD,
+                                                  error="refused")], at + MIN)  # fmt: skip
+    assert prune_settled(store, older_than=at + HOUR) == 1 and store.get_job(job) is None
+    return job
+
+
+def test_dead_notifications_of_jobs_gone_go_once_the_retention_passed_them(store: Store) -> None:
+    """Each job's dead notifications are bounded while it is there; a tenant that creates and
+    deletes jobs with a failing receiver left them behind without bound. Once their job is
+    gone they go when older than the cutoff, in batches; a job still there keeps its own,
+    and so do recent ones."""
+    gone = [dead_notification_of_gone_job(store, "acme", T0 + i * SEC) for i in range(5)]
+    other_gone = dead_notification_of_gone_job(store, "other", T0 + 5 * SEC)
+    recent = dead_notification_of_gone_job(store, "acme", T0 + 2 * HOUR)
+    there = dead_notifications_of(store, "acme", 2)  # its job is still in the store
+    cutoff = T0 + 2 * HOUR  # after the first six were created, before the recent one
+    calls: list[int] = []
+    cursor = None
+    while len(calls) < 100:  # three jobs looked at and at most two deleted a call
+        deleted, cursor = store.prune_dead_notifications_of_gone_jobs(cutoff, cursor, 3, 2)
+        calls.append(deleted)
+        if cursor is None:
+            break
+    assert sum(calls) == 6 and max(calls) == 2 and len(calls) > 3, calls
+    for job in [*gone, other_gone]:
+        assert store.list_notifications(job_id=job) == []
+    assert [n.status for n in store.list_notifications(job_id=recent)] == [NotificationStatus.DEAD]
+    assert len(dead_notifications(store, there)) == 2
+    assert store.prune_dead_notifications_of_gone_jobs(T0 + 100 * HOUR, None, 100, 100) == (1, None)
+    assert len(dead_notifications(store, there)) == 2  # never a job's that is there
+
+
 # ---------------------------------------------------------------- settled jobs
 
 

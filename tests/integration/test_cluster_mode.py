@@ -5,6 +5,8 @@ membership loop (no behaviour change); ``--cluster`` on SQLite leases them all t
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,3 +58,24 @@ def test_a_cluster_node_says_its_buckets_in_one_line_at_start_and_stop(make_daem
     per_bucket = noisy.events("bucket.acquired")
     assert sorted(e["bucket"] for e in per_bucket) == list(range(64)) and {e["level"] for e in per_bucket} == {"debug"}
     assert all(e["epoch"] >= 1 for e in per_bucket)
+
+
+@pytest.mark.runs_no_jobs
+def test_the_rows_of_nodes_gone_for_long_are_pruned_and_live_ones_kept(make_daemon: Callable[..., Daemon]) -> None:
+    """A cluster whose node ids are pods' names adds a row at every deploy: the retention
+    deletes the rows nobody heartbeated for the retention period (at least a day), and counts
+    them; the live node's row stays, and status shows live nodes only, as before."""
+    d = make_daemon(args=("--cluster", "--node-id", "solo", "--retention", "1s", "--retention-interval-ms", "300"))
+    wait_for(lambda: d.event("buckets.acquired", held=64), 10, what="64 buckets acquired")
+    now = int(time.time() * 1000)
+    with sqlite3.connect(d.data_dir / "cronwheel.db", timeout=10) as db:
+        db.executemany(
+            "INSERT INTO cluster_nodes (node_id, address, started_at, last_seen, incarnation) VALUES (?, ?, ?, ?, ?)",
+            [("pod-gone", "10.0.0.9:8080", now - 3 * 86_400_000, now - 2 * 86_400_000, "x"),
+             ("pod-recent", "10.0.0.8:8080", now - 3_600_000, now - 3_600_000, "y")],  # dead an hour: kept for now
+        )
+    assert d.wait_event("retention.pruned", timeout=30, nodes=1)
+    with sqlite3.connect(d.data_dir / "cronwheel.db", timeout=10) as db:
+        left = sorted(r[0] for r in db.execute("SELECT node_id FROM cluster_nodes"))
+    assert left == ["pod-recent", "solo"]
+    assert [n["nodeId"] for n in d.status()["cluster"]["nodes"]] == ["solo"]

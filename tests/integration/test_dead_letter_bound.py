@@ -89,3 +89,24 @@ def test_a_sighup_that_shortens_the_retention_interval_is_not_waited_out(
     os.kill(d.pid, signal.SIGHUP)
     assert set(d.wait_event("config.reloaded", timeout=20)["changed"]) == {"retention_interval_ms"}
     assert d.wait_event("retention.pruned", timeout=30)["executions"] >= 1
+
+
+def test_the_dead_notifications_of_a_job_gone_go_once_the_retention_passed_them(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    """The per-job bound held only while the job was there: a one-off that ran, whose receiver
+    was gone, left the store with the retention and its dead notification stayed for good (a
+    tenant churning such jobs piled them up without bound)."""
+    d = make_daemon(args=("--retention", "1s", "--retention-interval-ms", "300"))
+    rule = {"on": "success", "via": "webhook", "url": "http://127.0.0.1:9/nobody", "secret": "s3cret-for-the-hmac-signature",
+            "maxAttempts": 1}
+    once = d.add_job({"runAt": "2000-01-01T00:00:00Z", "command": "true", "notify": [rule]})
+
+    def dead() -> list[dict]:
+        found = d.get(f"/v1/notifications?jobId={once['jobId']}&status=DEAD&limit=100").json()["notifications"]
+        return list(found)
+
+    wait_for(dead, 30, what="the one-off's dead notification")
+    wait_for(lambda: d.get(f"/v1/jobs/{once['jobId']}").status == 404, 30, what="the settled one-off gone")
+    assert d.wait_event("retention.pruned", timeout=30, deadNotificationsOfGoneJobs=1)
+    assert dead() == []

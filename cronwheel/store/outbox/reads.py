@@ -95,6 +95,42 @@ def prune_dead(sql: Sql, job_id: str, keep: int, limit: int) -> tuple[int, int]:
     return deleted, int(left[0][0])
 
 
+def dead_jobs_page(sql: Sql, after_job: str, jobs: int) -> list[tuple[str, bool]]:
+    """The next ``jobs`` job ids with dead notifications after ``after_job`` (job order, from
+    the index of DEAD rows alone), each with whether the job is gone from the store."""
+    rows = sql.rows(
+        """SELECT page.job_id, NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.id = page.job_id) FROM (
+               SELECT DISTINCT job_id FROM notifications WHERE status = 'DEAD' AND job_id > :after
+               ORDER BY job_id LIMIT :jobs) AS page
+           ORDER BY page.job_id""",
+        {"after": after_job, "jobs": jobs},
+    )
+    return [(job_id, bool(gone)) for job_id, gone in rows]
+
+
+def prune_dead_of_gone(sql: Sql, job_ids: list[str], older_than_ms: int, limit: int) -> tuple[int, str | None]:
+    """In the caller's write transaction: delete the dead notifications created before
+    ``older_than_ms`` of those of ``job_ids`` still gone (checked again here: a job id that
+    came back keeps them), up to ``limit`` in all. Returns ``(deleted, the job it stopped at,
+    which may have more, or None)``. Each job's own rows only, so no other tenant's."""
+    deleted = 0
+    for job_id in job_ids:
+        rows = sql.rows(
+            f"""SELECT notification_id FROM notifications
+                WHERE job_id = :job AND status = 'DEAD' AND created_at < :before
+                  AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = :job)
+                ORDER BY tenant, created_at LIMIT :limit {sql.skip_locked}""",
+            {"job": job_id, "before": older_than_ms, "limit": limit - deleted},
+        )
+        deleted += sum(
+            sql.changes("DELETE FROM notifications WHERE notification_id = :id AND status = 'DEAD'", {"id": r[0]})
+            for r in rows
+        )
+        if deleted >= limit:
+            return deleted, job_id
+    return deleted, None
+
+
 def counts(sql: Sql, now_ms: int) -> dict[str, int]:
     """Notifications by status, and jobs whose window is overdue (for /metrics and status)."""
     out = {s.value: 0 for s in nt.NotificationStatus}

@@ -27,6 +27,15 @@ ON CONFLICT (node_id) DO UPDATE SET
 WHERE n.incarnation = EXCLUDED.incarnation OR n.last_seen <= %(now)s - %(ttl)s
    OR n.last_seen = %(take_from)s::bigint
 """
+#: retention: rows nobody heartbeated for ``unseen`` ms (by the database clock). A row a
+#: heartbeat holds locked is skipped, and one it moved on is not deleted: the DELETE checks
+#: last_seen again on the row as it is when it gets it
+PRUNE_NODES = """
+DELETE FROM cluster_nodes WHERE last_seen <= %(now)s - %(unseen)s AND node_id IN (
+    SELECT node_id FROM cluster_nodes WHERE last_seen <= %(now)s - %(unseen)s ORDER BY last_seen
+    LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING node_id
+"""
 NODE = "SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes WHERE node_id = %(node)s"
 LIVE_NODES = """
 SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes
@@ -79,6 +88,11 @@ def register(conn: psycopg.Connection[Any], node_id: str, address: str, incarnat
 def live(conn: psycopg.Connection[Any], ttl_ms: int) -> list[NodeInfo]:
     now = db_now(conn)
     return [NodeInfo(*r) for r in conn.execute(LIVE_NODES, {"now": now, "ttl": ttl_ms}).fetchall()]
+
+
+def prune(conn: psycopg.Connection[Any], unseen_ms: int, limit: int) -> int:
+    args = {"now": db_now(conn), "unseen": unseen_ms, "limit": limit}
+    return len(conn.execute(PRUNE_NODES, args).fetchall())
 
 
 def acquire(conn: psycopg.Connection[Any], node_id: str, bucket_ids: Sequence[int], ttl_ms: int) -> BucketGrants:

@@ -22,6 +22,10 @@ def _live(conn: Any, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
     return cluster.live(conn, ttl_ms)  # the database's clock
 
 
+def _prune_nodes(conn: Any, unseen_ms: int, now_ms: int, limit: int) -> int:
+    return cluster.prune(conn, unseen_ms, limit)  # the database's clock
+
+
 def _heartbeat(conn: Any, execution_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
     return leases.heartbeat(conn, [(execution_id, lease_epoch)], now_ms)[0]
 
@@ -31,6 +35,7 @@ DIALECT = Dialect(
     outbox_sql=outbox_sql,
     register_node=_register,
     live_nodes=_live,
+    prune_nodes=_prune_nodes,
     release_buckets=cluster.release,
     bucket_leases=cluster.leases,
     heartbeat=_heartbeat,

@@ -41,6 +41,15 @@ class ClusterStore(ABC):
         """Nodes whose last_seen > the store's now − ttl_ms, ordered by node_id."""
 
     @abstractmethod
+    def prune_nodes(self, unseen_ms: int, now_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` node rows nobody has heartbeaten within ``unseen_ms`` (last_seen
+        <= the store's now − unseen_ms), oldest first; returns how many. A row heartbeaten
+        meanwhile stays (the condition is the delete's own). With ``unseen_ms`` longer than any
+        TTL, only rows that ``register_node`` would give to any process are deleted, so whoever
+        registers next (the process that left it, woken from a freeze, or another) gets the id
+        as it would have: retention uses it for the rows of nodes that are gone (pods' ids)."""
+
+    @abstractmethod
     def acquire_buckets(self, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:
         """Compare-and-set per bucket, in ONE transaction: the lease is granted (lease_until =
         the store's now + ttl_ms) only when it is free (never leased, or released), expired

@@ -104,6 +104,18 @@ class NotificationStore(ABC):
         lost some, and the cursor to pass back as ``after_job``; None when the pass is over."""
 
     @abstractmethod
+    def prune_dead_notifications_of_gone_jobs(
+        self, older_than_ms: int, after_job: str | None, jobs_per_call: int, limit: int
+    ) -> tuple[int, str | None]:
+        """Delete the dead notifications created before ``older_than_ms`` of jobs that are no
+        longer in the store (``prune_dead_notifications`` bounds each job's while it is there;
+        a tenant that creates and deletes jobs with failing receivers would pile them up): the
+        next ``jobs_per_call`` jobs with dead notifications after ``after_job`` (job order),
+        those gone losing theirs, up to ``limit`` in all; a job whose id is back keeps them.
+        Returns ``(deleted, cursor)``: pass the cursor back as ``after_job``; None when the
+        pass is over."""
+
+    @abstractmethod
     def notification_counts(self, now_ms: int) -> dict[str, int]:
         """Notifications per status, and ``overdueJobs``: windows past their deadline."""
 

@@ -27,6 +27,13 @@ WHERE cluster_nodes.incarnation = excluded.incarnation OR cluster_nodes.last_see
    OR cluster_nodes.last_seen = ?6
 """
 NODE = "SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes WHERE node_id = ?1"
+#: retention: rows nobody heartbeated for ``unseen`` (?2) ms, the condition checked again by
+#: the DELETE itself, so a heartbeat that lands first keeps its row
+PRUNE_NODES = """
+DELETE FROM cluster_nodes WHERE last_seen <= ?1 - ?2 AND node_id IN (
+    SELECT node_id FROM cluster_nodes WHERE last_seen <= ?1 - ?2 ORDER BY last_seen LIMIT ?3)
+RETURNING node_id
+"""
 LIVE_NODES = """
 SELECT node_id, address, started_at, last_seen, incarnation FROM cluster_nodes
 WHERE last_seen > ?1 - ?2 ORDER BY node_id
@@ -66,6 +73,10 @@ def register(conn: apsw.Connection, node_id: str, address: str, incarnation: str
 def live(conn: apsw.Connection, ttl_ms: int, now_ms: int) -> list[NodeInfo]:
     rows: list[Any] = conn.execute(LIVE_NODES, (now_ms, ttl_ms)).fetchall()
     return [NodeInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows]
+
+
+def prune(conn: apsw.Connection, unseen_ms: int, now_ms: int, limit: int) -> int:
+    return len(conn.execute(PRUNE_NODES, (now_ms, unseen_ms, limit)).fetchall())
 
 
 def acquire(conn: apsw.Connection, node_id: str, bucket_ids: Sequence[int], ttl_ms: int, now_ms: int) -> BucketGrants:

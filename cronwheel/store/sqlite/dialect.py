@@ -12,6 +12,7 @@ DIALECT = Dialect(
     outbox_sql=outbox_sql,
     register_node=cluster.register,
     live_nodes=cluster.live,
+    prune_nodes=cluster.prune,
     release_buckets=cluster.release,
     bucket_leases=cluster.leases,
     heartbeat=leases.heartbeat,
