@@ -46,6 +46,12 @@ class ExecutionsMixin(TenancyMixin):
 
         async def take() -> list[Grant]:
             now = self.clock.now_ms()
+            # a read first: a tenant's flood of claims that find nothing (idle workers polling)
+            # took the writer that every neighbour's claims and results wait for. A row made
+            # ready just after this read is not lost: it is still there for the next poll, and
+            # this node's own wake-ups (``polls.wake``) set the poll's event meanwhile
+            if not await self._read(lambda s: s.has_ready_for_worker(queues, now, tenant)):
+                return []
             turns = self.claim_turns if tenant is None else None
             grants = await self._write(lambda s: s.claim_for_worker(queues, worker_id, max, now, tenant, turns))
             for g in grants:

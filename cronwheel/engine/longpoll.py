@@ -1,8 +1,8 @@
 """Remote workers' long polls (``claim_for_worker``): who waits for which queue, woken when
 an execution of the queue becomes dispatchable on this node. A poll is a tenant's (its
 worker token's) or an admin's (every tenant's): an execution wakes the polls of its tenant
-and the admins', not its neighbours', whose claims could not take it (each woken poll claims
-from the store again, a write transaction). And only as many of them as there are
+and the admins', not its neighbours', whose claims could not take it (each woken poll asks
+the store again: a read, then a write transaction when the read found something). And only as many of them as there are
 executions, longest waiting first: waking all of a tenant's 250 polls for one execution made
 250 claims, 249 in vain, and left their re-polls in step, a burst of writes every second
 ahead of every other tenant's (a neighbour's claims went from 22 ms to ~300-570 ms at p99).

@@ -136,6 +136,24 @@ def test_claim_for_worker_respects_availability_and_tenant(store: Store) -> None
     assert g2.execution_id == b
 
 
+def test_whether_a_claim_would_find_anything_is_a_read_that_agrees_with_the_claim(store: Store) -> None:
+    """An idle worker's claim asks this first, on a read connection, and takes the write
+    transaction only when it says yes: it must say yes wherever the claim would grant."""
+    [a] = queued(store, 1, tenant="acme")
+    queued(store, 1, at=T0 + MIN, queue="q2")  # available only from T0 + MIN
+    cases = [
+        (["q1"], T0 + 5, "other"), (["q1"], T0 + 5, "acme"), (["q1"], T0 + 5, None), (["q2"], T0 + 5, None),
+        (["q9", "q2"], T0 + MIN + 5, None), (["q2"], T0 + MIN + 5, "acme"), ([], T0 + MIN + 5, None),
+    ]
+    expected = [False, True, True, False, True, False, False]
+    assert [store.has_ready_for_worker(queues, now, tenant) for queues, now, tenant in cases] == expected
+    [g] = store.claim_for_worker(["q1"], "w", 10, T0 + 5, tenant="acme")
+    assert g.execution_id == a
+    assert store.has_ready_for_worker(["q1"], T0 + 5) is False  # started: nothing ready any more
+    assert store.has_ready_for_worker(["q2"], T0 + MIN + 5) is True
+    assert len(store.claim_for_worker(["q2"], "w", 10, T0 + MIN + 5)) == 1
+
+
 def test_retry_and_lease_expiry_are_claimed_again_with_a_new_epoch(store: Store) -> None:
     [eid] = queued(store, 1, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=1, jitter=0))
     [g] = store.claim_for_worker(["q1"], "w1", 1, T0 + SEC)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -125,6 +126,28 @@ def test_seed_shaped_body_lands_in_the_default_queue(daemon: Daemon, remote_work
     done = wait_for(lambda: (e := only_execution(daemon, job_id)) and e["status"] == "SUCCEEDED" and e,
                     30, what="the default queue's job ran")  # fmt: skip
     assert done["queue"] == "default" and done["workerId"] == "rw-default"
+
+
+def test_a_claim_that_finds_nothing_does_not_wait_for_the_writer(daemon: Daemon) -> None:
+    """A claim that found nothing still took the store's write transaction, so a tenant's idle
+    workers polling in a loop cost every neighbour's claims and results their place at the
+    writer. An empty claim is a read: it is answered while another process holds the store's
+    write lock (a claim with work waits for the lock, and takes it then)."""
+    job = daemon.add_job({"schedule": "+0s", "queue": "busy"})
+    wait_for(lambda: (e := only_execution(daemon, job["jobId"])) and e["status"] == "PENDING", 30,
+             what="the queued execution")  # fmt: skip
+    db = sqlite3.connect(daemon.data_dir / "cronwheel.db", timeout=10, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")  # the write lock, held by another process
+        for _ in range(100):
+            r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["idle"], "max": 5, "waitSec": 0})
+            assert r.status == 200 and r.json() == {"executions": []}, r
+        assert db.in_transaction  # all answered under the held lock
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    r = daemon.post("/v1/workers/claim", {"workerId": "w", "queues": ["busy", "idle"], "max": 5, "waitSec": 10})
+    assert r.status == 200 and [g["jobId"] for g in r.json()["executions"]] == [job["jobId"]], r
 
 
 def test_claim_long_poll_answers_empty_then_wakes_on_a_new_execution(daemon: Daemon) -> None:

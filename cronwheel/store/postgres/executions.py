@@ -43,6 +43,13 @@ class ExecutionMethods(PostgresBase):
             return leases.claim_for_worker(conn, queues, worker_id, max, now_ms, tenant, turns)
 
     @translated
+    def has_ready_for_worker(self, queues: Sequence[str], now_ms: int, tenant: str | None = None) -> bool:
+        if not queues:
+            return False
+        statement = q.QUEUE_HAS_READY if tenant is None else q.QUEUE_HAS_READY_OF_TENANT
+        return bool(self._rows(statement, {"queues": list(queues), "now": now_ms, "tenant": tenant})[0][0])
+
+    @translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         if not beats:
             return []

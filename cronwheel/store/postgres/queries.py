@@ -456,6 +456,16 @@ LEFT JOIN tenants AS g ON g.name = queued.tenant
 WHERE queued.tenant IS NOT NULL
 """
 
+#: whether QUEUE_READY or QUEUE_READY_OF_TENANT would find a row (without locking any): a read,
+#: from the same indexes, so that a claim that finds nothing takes no write transaction
+_QUEUE_HAS_READY = """
+SELECT EXISTS (SELECT 1 FROM executions
+    WHERE {tenant}queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
+      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s)
+"""
+QUEUE_HAS_READY = _QUEUE_HAS_READY.format(tenant="")
+QUEUE_HAS_READY_OF_TENANT = _QUEUE_HAS_READY.format(tenant="tenant = %(tenant)s AND ")
+
 #: The ids drive the lookups, one primary-key probe each, whatever the statistics say: with
 #: "execution_id = ANY(ids) AND available_at <= now" (or a plain join) the planner, misled by
 #: statistics from before a burst, read every dispatchable row through executions_ready and

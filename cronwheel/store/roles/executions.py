@@ -108,6 +108,12 @@ class ExecutionStore(ABC):
         and tenants in weighted fair turns inside it (core/claimturns.py). The work is
         O(tenants with queued rows x ``max``), not O(queued rows)."""
 
+    @abstractmethod
+    def has_ready_for_worker(self, queues: Sequence[str], now_ms: int, tenant: str | None = None) -> bool:
+        """Whether ``claim_for_worker`` with these arguments would find an execution now: a
+        read (no lock, no write transaction), so that a worker's claim that finds nothing
+        costs the writer nothing. A hint only: the claim decides, under its transaction."""
+
     # ---- executions: reads
     @abstractmethod
     def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None: ...

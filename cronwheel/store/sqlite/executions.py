@@ -58,6 +58,16 @@ class ExecutionMethods(SqliteBase):
         return grants
 
     @translated
+    def has_ready_for_worker(self, queues: Sequence[str], now_ms: int, tenant: str | None = None) -> bool:
+        if not queues:
+            return False
+        if tenant is None:
+            row: Any = self._conn.execute(q.QUEUE_HAS_READY, (dumps(list(queues)), now_ms)).fetchone()
+        else:
+            row = self._conn.execute(q.QUEUE_HAS_READY_OF_TENANT, (dumps(list(queues)), now_ms, tenant)).fetchone()
+        return bool(row[0])
+
+    @translated
     def heartbeat_many(self, beats: Sequence[tuple[str, str, int]], now_ms: int) -> list[HeartbeatResult]:
         if not beats:
             return []

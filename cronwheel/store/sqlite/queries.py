@@ -406,6 +406,21 @@ WHERE tenant = ?3 AND queue IS NOT NULL AND queue IN (SELECT value FROM json_eac
 ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 
+#: whether QUEUE_READY or QUEUE_READY_OF_TENANT (?3) would find a row: a read, from the same
+#: indexes, so that a claim that finds nothing takes no write transaction. Two statements, not
+#: one with "?3 IS NULL OR tenant = ?3": the planner cannot know ?3 and would read every
+#: tenant's ready rows of a shared queue name through executions_queue_ready
+QUEUE_HAS_READY = """
+SELECT EXISTS (SELECT 1 FROM executions
+    WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
+      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2)
+"""
+QUEUE_HAS_READY_OF_TENANT = """
+SELECT EXISTS (SELECT 1 FROM executions
+    WHERE tenant = ?3 AND queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
+      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2)
+"""
+
 #: what a batch of starts hands out of its jobs' definitions, for a JSON array of job ids (one
 #: primary-key probe per job, read inside the start's write transaction): the lease in ms as
 #: START_EXECUTIONS computes it, then the grant's fields
