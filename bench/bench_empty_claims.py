@@ -112,12 +112,13 @@ def main() -> int:
     ap.add_argument("--flood", type=int, default=32, help="noisy's connections claiming from its empty queue")
     ap.add_argument("--rate", type=float, default=0, help="noisy's empty claims a second in all (0: as fast as they go)")
     ap.add_argument("--skip-postgres", action="store_true", help="SQLite only")
+    ap.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
     ap.add_argument("--tree", type=Path, help="run the daemon from this source tree (another commit's worktree)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.jobs < 2 * args.claims:
         raise BenchError("--jobs must be at least twice --claims (acme's work for both phases)")
-    results: dict[str, Any] = {"sqlite": run((), args)}
+    results: dict[str, Any] = {} if args.skip_sqlite else {"sqlite": run((), args)}
     if not args.skip_postgres:
         from tests.support.postgres import Cluster, find_bindir, url_of
 
