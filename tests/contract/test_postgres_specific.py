@@ -546,6 +546,16 @@ def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(pg_store: Postgre
     conn.rollback()
     assert "executions_tenant_queue_ready" in plan and "Seq Scan on executions" not in plan, plan
     assert "Bitmap" not in plan, plan
+    # whether a claim would find anything: a probe per tenant and queue, never the scan of every
+    # ready row (a herd's local ones included) that the planner chose for one EXISTS over them;
+    # here a's rows all match, so a probe may well be a scan stopped at its first row
+    for statement, args in ((q.QUEUE_HAS_READY, shared), (q.QUEUE_HAS_READY_OF_TENANT, {**shared, "tenant": "b"})):
+        plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + statement, args))
+        conn.rollback()
+        assert "executions_ready" not in plan and "Limit" in plan, plan
+    plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + q.QUEUE_HAS_READY_OF_TENANT, {**shared, "tenant": "b"}))
+    conn.rollback()
+    assert "executions_tenant_queue_ready" in plan and "Seq Scan on executions" not in plan, plan
 
 
 # ---------------------------------------------------------------- two processes racing

@@ -388,7 +388,12 @@ def test_hot_queries_use_their_indexes(sqlite_store: SqliteStore) -> None:
     tenants = _plan(conn, q.QUEUED_TENANTS, ())
     assert "INDEX executions_tenant_queue_ready (tenant>?)" in tenants and "SCAN executions" not in tenants, tenants
     firsts = _plan(conn, q.QUEUE_CANDIDATES_OF_TENANT, ("q", T0, "t", 10))
-    assert "INDEX executions_tenant_queue_ready (tenant=? AND queue=?)" in firsts and "TEMP B-TREE" not in firsts, firsts
+    range_up_to_now = "INDEX executions_tenant_queue_ready (tenant=? AND queue=? AND priority=? AND available_at<?)"
+    assert range_up_to_now in firsts and "TEMP B-TREE" not in firsts, firsts
+    # whether a claim would find anything: the same ranges, never the local ready rows of a herd
+    for statement, args in ((q.QUEUE_HAS_READY, ('["q"]', T0)), (q.QUEUE_HAS_READY_OF_TENANT, ('["q"]', T0, "t"))):
+        plan = _plan(conn, statement, args)
+        assert range_up_to_now in plan and "executions_ready" not in plan and "SCAN executions" not in plan, plan
 
 
 def test_a_tenants_queue_claim_reads_only_its_own_tenants_rows(sqlite_store: SqliteStore) -> None:

@@ -428,7 +428,8 @@ ORDER BY priority, available_at, execution_id LIMIT %(limit)s
 FOR UPDATE OF executions SKIP LOCKED
 """
 
-QUEUE_CANDIDATES = """
+#: the tenants with queued rows, by a loose scan of executions_tenant_queue_ready (one probe a tenant)
+_QUEUED = """
 WITH RECURSIVE queued AS (
     (SELECT tenant FROM executions WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT')
      ORDER BY tenant LIMIT 1)
@@ -437,7 +438,8 @@ WITH RECURSIVE queued AS (
             WHERE e.queue IS NOT NULL AND e.status IN ('PENDING', 'RETRY_WAIT') AND e.tenant > queued.tenant
             ORDER BY e.tenant LIMIT 1)
     FROM queued WHERE queued.tenant IS NOT NULL
-)
+)"""
+QUEUE_CANDIDATES = _QUEUED + """
 SELECT c.execution_id, c.tenant,
        CASE WHEN c.priority = 0 AND NOT COALESCE(g.allow_high_priority, false) THEN 1 ELSE c.priority END,
        c.available_at
@@ -456,15 +458,17 @@ LEFT JOIN tenants AS g ON g.name = queued.tenant
 WHERE queued.tenant IS NOT NULL
 """
 
-#: whether QUEUE_READY or QUEUE_READY_OF_TENANT would find a row (without locking any): a read,
-#: from the same indexes, so that a claim that finds nothing takes no write transaction
-_QUEUE_HAS_READY = """
-SELECT EXISTS (SELECT 1 FROM executions
-    WHERE {tenant}queue IS NOT NULL AND queue = ANY(%(queues)s::text[])
-      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s)
+#: whether a claim of a worker of no tenant (QUEUE_HAS_READY: any tenant with queued rows) or
+#: of a tenant would find a row (without locking any): a read, through the claims' index, so
+#: that a claim that finds nothing takes no write transaction
+_HAS_READY_OF = """EXISTS (
+    SELECT 1 FROM unnest(%(queues)s::text[]) AS n (queue) CROSS JOIN LATERAL (  -- a probe each, never a join of all
+        SELECT 1 FROM executions WHERE tenant = {tenant} AND queue IS NOT NULL AND queue = n.queue
+          AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= %(now)s LIMIT 1) AS x)"""
+QUEUE_HAS_READY = _QUEUED + f"""
+SELECT EXISTS (SELECT 1 FROM queued WHERE queued.tenant IS NOT NULL AND {_HAS_READY_OF.format(tenant="queued.tenant")})
 """
-QUEUE_HAS_READY = _QUEUE_HAS_READY.format(tenant="")
-QUEUE_HAS_READY_OF_TENANT = _QUEUE_HAS_READY.format(tenant="tenant = %(tenant)s AND ")
+QUEUE_HAS_READY_OF_TENANT = f"SELECT {_HAS_READY_OF.format(tenant='%(tenant)s')}"
 
 #: The ids drive the lookups, one primary-key probe each, whatever the statistics say: with
 #: "execution_id = ANY(ids) AND available_at <= now" (or a plain join) the planner, misled by

@@ -375,26 +375,27 @@ SELECT MIN(available_at) FROM executions WHERE status IN ('PENDING', 'RETRY_WAIT
 #: high rows rank as default, as the local dispatcher queues them.
 #: The tenants with queued rows in any queue: one probe of executions_tenant_queue_ready each
 #: (a loose index scan), however many rows each has queued
-QUEUED_TENANTS = """
+_QUEUED = """
 WITH RECURSIVE queued (tenant) AS (
     SELECT MIN(tenant) FROM executions WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT')
     UNION ALL
     SELECT (SELECT MIN(tenant) FROM executions
             WHERE queue IS NOT NULL AND status IN ('PENDING', 'RETRY_WAIT') AND tenant > queued.tenant)
     FROM queued WHERE queued.tenant IS NOT NULL
-)
-SELECT tenant FROM queued WHERE tenant IS NOT NULL
-"""
+)"""
+QUEUED_TENANTS = _QUEUED + "\nSELECT tenant FROM queued WHERE tenant IS NOT NULL"
 
 #: a tenant's first rows of one queue, in the index's order (one queue at a time: with several
-#: the order would need a sort of all the tenant's queued rows), its raw priority first
+#: the order would need a sort of all the tenant's queued rows), its raw priority first. The
+#: tiers listed make each one a range of the index up to now: rows available later (a backlog
+#: of retries) are not read
 QUEUE_CANDIDATES_OF_TENANT = """
 SELECT execution_id, tenant,
        CASE WHEN priority = 0 AND NOT COALESCE((SELECT allow_high_priority FROM tenants WHERE name = ?3), 0)
             THEN 1 ELSE priority END,
        available_at, priority
 FROM executions
-WHERE tenant = ?3 AND queue IS NOT NULL AND queue = ?1
+WHERE tenant = ?3 AND queue IS NOT NULL AND queue = ?1 AND priority IN (0, 1, 2)
   AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2
 ORDER BY priority, available_at, execution_id LIMIT ?4
 """
@@ -406,19 +407,19 @@ WHERE tenant = ?3 AND queue IS NOT NULL AND queue IN (SELECT value FROM json_eac
 ORDER BY priority, available_at, execution_id LIMIT ?4
 """
 
-#: whether QUEUE_READY or QUEUE_READY_OF_TENANT (?3) would find a row: a read, from the same
-#: indexes, so that a claim that finds nothing takes no write transaction. Two statements, not
-#: one with "?3 IS NULL OR tenant = ?3": the planner cannot know ?3 and would read every
-#: tenant's ready rows of a shared queue name through executions_queue_ready
-QUEUE_HAS_READY = """
-SELECT EXISTS (SELECT 1 FROM executions
-    WHERE queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
-      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2)
+#: whether a claim of a worker of no tenant (QUEUE_HAS_READY: any tenant with queued rows) or
+#: of tenant ?3 would find a row: a read, so that a claim that finds nothing takes no write
+#: transaction. Each (tenant, queue, tier) is one range of executions_tenant_queue_ready up to
+#: now: neither rows available later nor a herd's local ready rows (executions_ready) are read
+QUEUE_HAS_READY = _QUEUED + """
+SELECT EXISTS (SELECT 1 FROM queued, json_each(?1) AS n WHERE queued.tenant IS NOT NULL AND EXISTS (
+    SELECT 1 FROM executions WHERE tenant = queued.tenant AND queue IS NOT NULL AND queue = n.value
+      AND priority IN (0, 1, 2) AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2))
 """
 QUEUE_HAS_READY_OF_TENANT = """
-SELECT EXISTS (SELECT 1 FROM executions
-    WHERE tenant = ?3 AND queue IS NOT NULL AND queue IN (SELECT value FROM json_each(?1))
-      AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2)
+SELECT EXISTS (SELECT 1 FROM json_each(?1) AS n WHERE EXISTS (
+    SELECT 1 FROM executions WHERE tenant = ?3 AND queue IS NOT NULL AND queue = n.value
+      AND priority IN (0, 1, 2) AND status IN ('PENDING', 'RETRY_WAIT') AND available_at <= ?2))
 """
 
 #: what a batch of starts hands out of its jobs' definitions, for a JSON array of job ids (one
