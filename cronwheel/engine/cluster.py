@@ -34,6 +34,7 @@ from cronwheel.core.rendezvous import buckets_of
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
+from cronwheel.worker.waiting import wait_event
 
 DEFAULT_LEASE_TTL_MS = 10_000
 
@@ -244,8 +245,7 @@ class ClusterMember:
                 with contextlib.suppress(Exception):  # the shared ready queue: other nodes' work
                     await self.refill()
             delay = max(0.0, self.interval - (self.clock.monotonic() - started))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            await wait_event(self._wake, delay)
             self._wake.clear()
 
     async def turn(self) -> None:

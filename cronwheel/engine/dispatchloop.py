@@ -25,7 +25,6 @@ both sides share the running counts and the queue on every result, in the hot pa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
@@ -42,6 +41,7 @@ from cronwheel.engine.runner import StoreRunner, bisect_failures
 from cronwheel.engine.startedbatch import started_batch
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.worker.pool import WorkerPool
+from cronwheel.worker.waiting import wait_event
 
 #: after the node could not hear heartbeats (a stall, a store outage, a forward step of the wall
 #: clock), leases that ran out meanwhile are not reaped for this long: every execution that
@@ -248,8 +248,7 @@ class DispatchLoop:
         nxt = self.delayed.next_expiry()
         timeout = None if nxt is None else max(0.0, (nxt - self.clock.now_ms()) / 1000)
         if timeout is None or timeout > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            await wait_event(self._wake, timeout)
         self._wake.clear()
 
     async def _dispatch_pass(self) -> None:

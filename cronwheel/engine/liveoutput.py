@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from cronwheel.core.limits import scrub_text
 from cronwheel.core.liveout import gap_marker
+from cronwheel.worker.waiting import wait_event
 
 TAIL_BYTES = 64 * 1024
 FOLLOWER_BYTES = 256 * 1024
@@ -61,9 +62,7 @@ class Follower:
         or the execution ended)."""
         if not self._buf and not self.ended:
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), wait_sec)
-            except TimeoutError:
+            if not await wait_event(self._wake, wait_sec):
                 return b""
         out = (gap_marker(self._skipped) if self._skipped else b"") + bytes(self._buf)
         self._buf.clear()

@@ -16,11 +16,11 @@ closes it when it stops, so that every poll answers at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from cronwheel.core.model import Execution, Grant
+from cronwheel.worker.waiting import wait_event
 
 #: while nothing wakes a long poll, it asks the store again this often (seconds), for what
 #: other nodes (or time, for retries and jitter) made dispatchable
@@ -93,9 +93,7 @@ class QueuePolls:
                 if woken:  # in vain (another poll took it): to the back of the line
                     for key in keys:
                         self._waiters[key][wake] = self._waiters[key].pop(wake)
-                woken = False
-                with contextlib.suppress(TimeoutError):
-                    woken = await asyncio.wait_for(wake.wait(), timeout=min(REPOLL_SEC, left))
+                woken = await wait_event(wake, min(REPOLL_SEC, left))
         finally:
             for key in keys:
                 waiters = self._waiters.get(key)

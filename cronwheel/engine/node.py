@@ -42,6 +42,7 @@ from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store
 from cronwheel.worker.orphans import kill_runs_left_behind
 from cronwheel.worker.pool import WorkerPool
+from cronwheel.worker.waiting import wait_event
 
 __all__ = ["Node", "NodeConfig"]
 
@@ -167,8 +168,8 @@ class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
         loop = asyncio.get_running_loop()
         if self.cluster is not None:
             self._tasks.append(loop.create_task(self.cluster.run(), name="cluster"))
-            with contextlib.suppress(TimeoutError):  # the first leases, before the first claim
-                await asyncio.wait_for(self.cluster.first_turn.wait(), self.config.bucket_lease_ms / 1000)
+            # the first leases, before the first claim
+            await wait_event(self.cluster.first_turn, self.config.bucket_lease_ms / 1000)
         self._tasks.append(loop.create_task(self.scheduler.run(), name="scheduler"))
         self._tasks.append(loop.create_task(self.retention.run(), name="retention"))
         self._tasks.append(loop.create_task(self.disk.run(), name="disk"))

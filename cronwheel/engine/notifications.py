@@ -18,7 +18,6 @@ a worker slot, and a full delivery queue never delays an execution.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from cronwheel.engine import channels
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.obs.events import EventLog
+from cronwheel.worker.waiting import wait_event
 
 if TYPE_CHECKING:  # imported when the first webhook goes out: most nodes never send one
     import aiohttp
@@ -127,8 +127,7 @@ class NotificationDeliverer:
             else:
                 if reached:  # only a store call that went through ends an outage
                     self.health.ok()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), POLL_MS / 1000)
+            await wait_event(self._wake, POLL_MS / 1000)
             self._wake.clear()
 
     async def _expire_leases(self, now: int) -> int:

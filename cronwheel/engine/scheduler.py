@@ -16,7 +16,6 @@ update is picked up within one sweep.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.runner import StoreRunner, bisect_failures
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import StoreUnavailable
+from cronwheel.worker.waiting import wait_event
 
 if TYPE_CHECKING:
     from cronwheel.core.model import Execution
@@ -208,8 +208,7 @@ class Scheduler:
         wake_at = min(x for x in (self.wheel.next_expiry(), self._next_reload, self._next_sweep) if x is not None)
         delay = max(0.0, (wake_at - self.clock.now_ms()) / 1000)
         if delay > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._poke.wait(), timeout=delay)
+            await wait_event(self._poke, delay)
         self._poke.clear()
 
     async def _reload(self, now: int) -> None:

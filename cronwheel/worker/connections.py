@@ -30,6 +30,7 @@ from cronwheel.worker.protocol import (
 )
 from cronwheel.worker.slots import PoolWorker, Roster
 from cronwheel.worker.sockpath import unix_path
+from cronwheel.worker.waiting import wait_event
 
 if TYPE_CHECKING:
     from cronwheel.worker.pool import PoolHandler
@@ -223,8 +224,7 @@ class Connections:
         and the last bytes on the socket arrive in either order). Bounded: EXIT_READ_SEC."""
         if w.writer is None or w.lost:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(w.hung_up.wait(), EXIT_READ_SEC)
+        await wait_event(w.hung_up, EXIT_READ_SEC)
 
     async def _serve(self, w: PoolWorker, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder(FROM_WORKER)

@@ -48,6 +48,7 @@ from cronwheel.worker.callthreads import CallThreads
 from cronwheel.worker.eventlog import log
 from cronwheel.worker.results import cause_text
 from cronwheel.worker.targets import PythonTarget, load_callable
+from cronwheel.worker.waiting import wait_event
 
 CLAIM_WAIT_SEC = 20  #: the long poll's waitSec
 RETRY_PAUSE_SEC = 1.0  #: after a failed claim (daemon down, 5xx), before the next one
@@ -160,8 +161,7 @@ class RemoteWorker:
                     if not failed:  # once per outage, not once a second
                         log("remote_worker.claim_failed", worker=self.worker_id, error=repr(exc))
                     failed += 1
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stopping.wait(), RETRY_PAUSE_SEC)
+                    await wait_event(self._stopping, RETRY_PAUSE_SEC)
                     continue
                 if failed:
                     log("remote_worker.claim_recovered", worker=self.worker_id, failedClaims=failed)
