@@ -5,7 +5,8 @@ msgspec checks the shape and the constraints the struct declares (types, require
 lengths, ranges, patterns, choices); this module words its verdict from the same declaration:
 what type was expected, which range, which choices. Two things are done before msgspec sees
 the body, as the API always did them: every unknown member is named at once (sorted), and an
-integral float (``3.0``) counts as the integer it is.
+integral float (``3.0``) counts as the integer it is, except in a struct that declares
+``strict_integers`` (a remote worker's calls: a lease epoch is an identity, not a quantity).
 """
 
 from __future__ import annotations
@@ -108,27 +109,29 @@ def field_name(where: str | None, parts: list[Any]) -> str | None:
     return name or None
 
 
-def prepare(member: Member, value: Any, where: str | None) -> Any:
-    """Unknown members refused (all of them named), integral floats made integers, -0.0 made 0.0."""
+def prepare(member: Member, value: Any, where: str | None, strict_integers: bool = False) -> Any:
+    """Unknown members refused (all of them named), integral floats made integers (unless
+    ``strict_integers``, or the struct says so), -0.0 made 0.0."""
     if value is None:
         return None
     if member.is_struct() and isinstance(value, dict):
         reject_unknown(where, value, tuple(struct_members(member.type)), getattr(member.type, "answer_only", ()))
+        strict = strict_integers or getattr(member.type, "strict_integers", False)
         out = {}
         for key, item in value.items():
             child = member.child(key)
-            out[key] = item if child is None else prepare(child, item, field_name(where, [key]))
+            out[key] = item if child is None else prepare(child, item, field_name(where, [key]), strict)
         return out
-    if member.base is int and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    if member.base is int and isinstance(value, float) and math.isfinite(value) and value.is_integer() and not strict_integers:
         return int(value)
     if member.base is float and isinstance(value, float) and value == 0.0:
         return 0.0  # -0.0 is zero: stored and shown as 0.0
     if member.base is list and isinstance(value, list):
         child = member.child(0)
-        return value if child is None else [prepare(child, v, field_name(where, [i])) for i, v in enumerate(value)]
+        return value if child is None else [prepare(child, v, field_name(where, [i]), strict_integers) for i, v in enumerate(value)]
     if member.base is dict and isinstance(value, dict):
         child = member.child("")
-        return value if child is None else {k: prepare(child, v, field_name(where, [k])) for k, v in value.items()}
+        return value if child is None else {k: prepare(child, v, field_name(where, [k]), strict_integers) for k, v in value.items()}
     return value
 
 
@@ -215,6 +218,8 @@ def _words(member: Member, got: Any, field: str, message: str, missing: bool) ->
         return f"{field} is required" + (f": one of {', '.join(map(str, choices))}" if choices else "")
     if got is None and not member.nullable:
         return f"{field} cannot be null"
+    if member.base is int and isinstance(got, float) and ", got `" in message:
+        return f"{field} must be an integer (no decimal point, no exponent), not {got!r}"
     if ", got `" in message or member.base is Any:
         return f"{field} must be {_EXPECTED.get(member.base, 'an object')}, not {type_name(got)}"
     if choices is not None and "enum" in message:

@@ -35,6 +35,10 @@ WORKER_OUTCOMES = (Outcome.SUCCEEDED.value, Outcome.FAILED.value, Outcome.TIMED_
 
 
 class ClaimRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    #: a fencing token, an attempt or a count is an integer as sent: ``1.0`` is refused, not
+    #: read as 1 (api/decode.py), so that a worker's broken encoder is found at its first call
+    #: rather than by the epoch it rounded
+    strict_integers: ClassVar[bool] = True
     worker_id: Annotated[_WORKER_ID, Meta(description="The remote worker's stable id; heartbeats and completions name it too.")]
     queues: Annotated[list[Annotated[str, Meta(pattern=QUEUE_PATTERN)]],
                       Meta(min_length=1, max_length=lim.MAX_CLAIM_QUEUES, description="Duplicates are taken once.")]
@@ -44,6 +48,7 @@ class ClaimRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 
 
 class LeaseRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    strict_integers: ClassVar[bool] = True  #: as ClaimRequest's: ``leaseEpoch: 1.0`` is refused
     worker_id: _WORKER_ID
     lease_epoch: Annotated[int, Meta(ge=0, le=2**63 - 1)]
 

@@ -17,7 +17,7 @@ from cronwheel.api.queries import (
     parse_ms_cursor,
 )
 from cronwheel.api.validation import parse_job_body
-from cronwheel.api.workercalls import parse_completion, parse_effect, parse_heartbeat
+from cronwheel.api.workercalls import parse_claim, parse_completion, parse_effect, parse_heartbeat
 from cronwheel.core.ids import new_job_id
 from cronwheel.core.model import (
     ExecStatus,
@@ -241,6 +241,34 @@ def test_bad_worker_bodies(fn: Any, body: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as err:
         fn(body)
     assert err.value.field == field and err.value.status == 422
+
+
+_INTEGRAL_FLOAT = "must be an integer (no decimal point, no exponent)"
+
+
+@pytest.mark.parametrize(
+    ("fn", "body", "field", "words"),
+    [
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": 1.0}, "leaseEpoch", _INTEGRAL_FLOAT),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": 1e3}, "leaseEpoch", _INTEGRAL_FLOAT),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": True}, "leaseEpoch", "must be an integer, not a boolean"),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": 2**70}, "leaseEpoch", "between 0 and 9223372036854775807"),
+        (parse_heartbeat, {"workerId": "w", "leaseEpoch": -1}, "leaseEpoch", "between 0 and"),
+        (parse_effect, {"workerId": "w", "leaseEpoch": 2.0, "key": "k"}, "leaseEpoch", _INTEGRAL_FLOAT),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1.0, "outcome": "failed"}, "leaseEpoch", _INTEGRAL_FLOAT),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1, "outcome": "failed", "exitCode": 1.0}, "exitCode", _INTEGRAL_FLOAT),
+        (lambda b: parse_completion("j:1", b), {"workerId": "w", "leaseEpoch": 1, "outcome": "failed", "exitCode": False}, "exitCode", "not a boolean"),
+        (parse_claim, {"workerId": "w", "queues": ["q"], "max": 2.0}, "max", _INTEGRAL_FLOAT),
+        (parse_claim, {"workerId": "w", "queues": ["q"], "max": True}, "max", "not a boolean"),
+    ],
+)
+def test_a_remote_workers_integers_are_integers_as_sent(fn: Any, body: dict[str, Any], field: str, words: str) -> None:
+    """A lease epoch is an identity: ``1.0`` is refused (422, naming the member), never read as
+    1, as the job API reads its quantities (``maxAttempts: 3.0``)."""
+    with pytest.raises(ValidationError) as err:
+        fn(body)
+    assert (err.value.field, err.value.status, err.value.code) == (field, 422, "invalid_field")
+    assert words in err.value.detail, err.value.detail
 
 
 def test_headers_and_queries() -> None:
