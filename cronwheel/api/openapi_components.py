@@ -415,7 +415,7 @@ RESPONSES: dict[str, Any] = {
                                },
                 },
     "LeaseConflict": {
-                         "description": "Stale lease: `reason` is `lease_lost` or `cancelled`. The worker must abort the run at once.",
+                         "description": "Stale lease: code `lease_conflict`, `reason` `lease_lost` or `cancelled`; or not this worker's lease: code and `reason` `wrong_worker` (the current leaseEpoch was granted to another workerId). The worker must abort the run at once.",
                          "content": {
                                         "application/problem+json": {
                                                                         "schema": {

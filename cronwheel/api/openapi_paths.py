@@ -693,7 +693,8 @@ PATHS: dict[str, Any] = {
                     "EffectResponse",
                 ),
                 "409": answer(
-                    "Fenced (`reason: fenced`): stale leaseEpoch or not running; nothing recorded, abort.",
+                    "Fenced (`reason: fenced`): stale leaseEpoch or not running; or `wrong_worker`: the "
+                    "current leaseEpoch was granted to another workerId. Nothing recorded, abort.",
                     "Problem",
                     media="application/problem+json",
                 ),

@@ -1,6 +1,7 @@
 """A remote worker's routes: claim executions (a long poll), heartbeat, complete and record an
-effect, each fenced by the lease epoch it was granted. A non-admin may only touch its own
-tenant's executions."""
+effect, each fenced by the lease it was granted: its epoch, and the worker it was granted to
+(another worker, even of the same tenant, gets 409 ``wrong_worker``). A non-admin may only
+touch its own tenant's executions."""
 
 from __future__ import annotations
 
@@ -30,9 +31,17 @@ async def _own_execution(request: web.Request, execution_id: str) -> None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
 
 
-def _lease_conflict(verdict: LeaseVerdict, execution_id: str) -> Problem:
+def _wrong_worker(execution_id: str, worker_id: str) -> Problem:
+    return Problem(409, "wrong_worker", f"the lease on {execution_id!r} at this leaseEpoch was granted to another worker, "
+                   f"not to workerId {worker_id!r}: only the worker that claimed it may heartbeat, complete or record "
+                   "effects for it; abort now", reason="wrong_worker")  # fmt: skip
+
+
+def _lease_conflict(verdict: LeaseVerdict, execution_id: str, worker_id: str) -> Problem:
     if verdict is LeaseVerdict.NOT_FOUND:
         return Problem(404, "not_found", f"no execution {execution_id!r}")
+    if verdict is LeaseVerdict.WRONG_WORKER:
+        return _wrong_worker(execution_id, worker_id)
     if verdict is LeaseVerdict.CANCELLED:
         return Problem(409, "lease_conflict", f"execution {execution_id!r} was cancelled: abort it now", reason="cancelled")
     return Problem(409, "lease_conflict", f"the lease on {execution_id!r} is lost (another leaseEpoch holds it, or it is no longer running): abort now", reason="lease_lost")
@@ -63,7 +72,7 @@ async def heartbeat(request: web.Request) -> web.Response:
     await _own_execution(request, execution_id)
     result = await service_of(request).heartbeat(execution_id, worker_id, epoch)
     if result.verdict is not LeaseVerdict.OK:
-        raise _lease_conflict(result.verdict, execution_id)
+        raise _lease_conflict(result.verdict, execution_id, worker_id)
     return json_response(answers.HeartbeatResponse(
         extend_until=format_instant(result.extend_until), lease_epoch=epoch,  # type: ignore[arg-type]  # set once OK
     ))
@@ -75,7 +84,7 @@ async def complete(request: web.Request) -> web.Response:
     await _own_execution(request, execution_id)
     result = await service_of(request).complete(completion)
     if result.verdict is not LeaseVerdict.OK:
-        raise _lease_conflict(result.verdict, execution_id)
+        raise _lease_conflict(result.verdict, execution_id, completion.worker_id or "")
     return json_response(answers.CompleteResponse(
         execution_id=execution_id,
         status=result.status.value if result.status is not None else None,  # type: ignore[arg-type]  # not None once OK
@@ -85,15 +94,17 @@ async def complete(request: web.Request) -> web.Response:
 
 async def record_effect(request: web.Request) -> web.Response:
     execution_id = request.match_info["executionId"]
-    _worker_id, epoch, key = parse_effect(await json_body(request))
+    worker_id, epoch, key = parse_effect(await json_body(request))
     await _own_execution(request, execution_id)
-    verdict = await service_of(request).record_effect(execution_id, epoch, key)
+    verdict = await service_of(request).record_effect(execution_id, worker_id, epoch, key)
     if verdict is EffectVerdict.RECORDED:
         return json_response(answers.EffectResponse(recorded=True, duplicate=False, key=key), 201)
     if verdict is EffectVerdict.DUPLICATE:
         return json_response(answers.EffectResponse(recorded=False, duplicate=True, key=key), 200)
     if verdict is EffectVerdict.NOT_FOUND:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
+    if verdict is EffectVerdict.WRONG_WORKER:
+        raise _wrong_worker(execution_id, worker_id)
     if verdict is EffectVerdict.TOO_MANY:
         raise Problem(422, "too_many_effects", f"execution {execution_id!r} has recorded {MAX_EFFECTS_PER_EXECUTION} "
                       "effects, the most one execution may: this one was not recorded, do not perform it")  # fmt: skip

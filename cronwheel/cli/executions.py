@@ -176,7 +176,8 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
     Exit codes:
       0  recorded now: go ahead and perform the effect
       3  duplicate: an earlier attempt recorded it already; do not repeat it
-      4  fenced: this attempt's lease is stale (another worker took over); stop now
+      4  fenced: this attempt's lease is stale (another worker took over), or the
+         worker id is not the lease's holder (or not given); stop now
       1  the execution does not exist, has recorded 10,000 effects already (the most
          one execution may; not recorded), or another error
       69 no daemon reachable
@@ -186,6 +187,8 @@ def effect(app: Cli, key: str, execution_id: str | None, lease_epoch: int | None
     if lease_epoch is None:
         raise click.UsageError("no lease epoch: CRONWHEEL_LEASE_EPOCH is not set (run this inside a job, or pass --lease-epoch)")
     try:
+        # no worker id (a run by hand): not the lease's holder, so a new key is refused (4) and
+        # only a recorded one is told (3), which is all such a caller may learn
         result = app.client.record_effect(execution_id, worker_id or "cli", lease_epoch, key)
     except ApiError as exc:
         if exc.status == 409:

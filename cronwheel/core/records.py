@@ -112,6 +112,9 @@ class LeaseVerdict(StrEnum):
     LEASE_LOST = "lease_lost"  #: epoch is not current, or the execution is no longer RUNNING
     CANCELLED = "cancelled"  #: the execution (or its job) was cancelled: abort now
     NOT_FOUND = "not_found"
+    #: the epoch is current, but the lease was granted to another worker: the holder is the
+    #: worker the claim (or the pool's start) named, and only it may renew or end the lease
+    WRONG_WORKER = "wrong_worker"
 
 
 @dataclass(slots=True)
@@ -167,6 +170,7 @@ class EffectVerdict(StrEnum):
     RECORDED = "recorded"
     DUPLICATE = "duplicate"
     FENCED = "fenced"  #: stale epoch or execution not RUNNING: nothing recorded
+    WRONG_WORKER = "wrong_worker"  #: the current epoch, but another worker holds the lease: nothing recorded
     TOO_MANY = "too_many"  #: the execution recorded MAX_EFFECTS_PER_EXECUTION already: nothing recorded
     NOT_FOUND = "not_found"
 

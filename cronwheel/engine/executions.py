@@ -74,10 +74,10 @@ class ExecutionsMixin(TenancyMixin):
         (result,) = await self.dispatcher.finish([completion])
         return result
 
-    async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
+    async def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str) -> EffectVerdict:
         now = self.clock.now_ms()
-        verdict = await self._write(lambda s: s.record_effect(execution_id, lease_epoch, key, now))
-        fields = {"executionId": execution_id, "leaseEpoch": lease_epoch, "key": key}
+        verdict = await self._write(lambda s: s.record_effect(execution_id, worker_id, lease_epoch, key, now))
+        fields = {"executionId": execution_id, "leaseEpoch": lease_epoch, "worker": worker_id, "key": key}
         if verdict is EffectVerdict.RECORDED:  # a row written: a line each
             self.events.emit("effect.recorded", **fields)
         else:  # nothing was stored: a line a minute says so

@@ -60,6 +60,7 @@ EVENT_LEVELS: dict[str, str] = {
     "store.disk_low": "warning",  # an alert: `journalctl -p warning` must show it
     "dlq.pruned": "warning",  # dead letters deleted unread: an operator should know
     "effect.fenced": "warning",
+    "effect.wrong_worker": "warning",  # another worker of the tenant names a lease it does not hold
     "remote_worker.fenced": "warning",
     "remote_worker.aborted": "warning",
     "remote_worker.claim_failed": "warning",

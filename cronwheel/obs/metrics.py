@@ -216,7 +216,7 @@ class NodeMetrics:
             handler = _HANDLERS.get(name)
             if handler is not None:
                 handler(self, record)
-            elif name == "effect.fenced":
+            elif name in ("effect.fenced", "effect.wrong_worker"):
                 self.fenced.labels("effect").inc()
         except Exception:
             self.dropped_events += 1

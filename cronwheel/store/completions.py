@@ -15,11 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from cronwheel.core.instants import format_instant
+from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, RetryPolicy, settled_status
 from cronwheel.core.records import (
     INTERRUPTED_REASON,
     Completion,
     CompletionResult,
+    EffectVerdict,
     LeaseVerdict,
     Outcome,
 )
@@ -35,6 +37,35 @@ def _with_max_attempts(policy: RetryPolicy, max_attempts: int) -> RetryPolicy:
     return policy if policy.max_attempts == max_attempts else replace(policy, max_attempts=max_attempts)
 
 
+def lease_verdict(row: Sequence[Any] | None, lease_epoch: int, worker_id: str | None) -> LeaseVerdict:
+    """Whether a call naming ``lease_epoch`` and ``worker_id`` holds the lease of an execution
+    whose ``row`` is ``(status, lease_epoch, worker_id)`` (None: no such execution). The
+    holder is the worker its start named: another worker at the same epoch (one of the same
+    tenant that learnt the execution id and epoch) may neither renew nor end it. A
+    ``worker_id`` of None is the daemon's own verdict (the reaper, a grant it could not hand
+    out), which the epoch alone fences."""
+    if row is None:
+        return LeaseVerdict.NOT_FOUND
+    status, epoch, holder = row[0], row[1], row[2]
+    if status != "RUNNING" or epoch != lease_epoch:
+        return LeaseVerdict.CANCELLED if status == "CANCELLED" else LeaseVerdict.LEASE_LOST
+    if worker_id is not None and worker_id != holder:
+        return LeaseVerdict.WRONG_WORKER
+    return LeaseVerdict.OK
+
+
+def effect_refusal(row: Sequence[Any], worker_id: str, lease_epoch: int) -> EffectVerdict | None:
+    """Why a new effect key may not be recorded for an execution whose ``row`` is ``(status,
+    lease_epoch, worker_id, effects)``: FENCED (a stale epoch, or no longer RUNNING),
+    WRONG_WORKER (the current epoch, held by another worker), TOO_MANY; None: record it."""
+    verdict = lease_verdict(row, lease_epoch, worker_id)
+    if verdict is LeaseVerdict.WRONG_WORKER:
+        return EffectVerdict.WRONG_WORKER
+    if verdict is not LeaseVerdict.OK:
+        return EffectVerdict.FENCED
+    return EffectVerdict.TOO_MANY if row[3] >= MAX_EFFECTS_PER_EXECUTION else None
+
+
 def decide_completions(
     completions: Sequence[Completion],
     state: Mapping[str, list[Any]],
@@ -44,7 +75,8 @@ def decide_completions(
 ) -> tuple[list[CompletionResult], list[tuple[Any, ...]]]:
     """Decide a batch of completions, fenced.
 
-    ``state`` maps execution id → ``[status, lease_epoch, attempt, max_attempts, job_id]`` as
+    ``state`` maps execution id → ``[status, lease_epoch, attempt, max_attempts, job_id,
+    worker_id]`` as
     read inside the caller's write transaction (it is updated in place, so that a second
     completion of the same lease in one batch is seen as stale). ``policy_of(job_id)`` gives
     the job's retry policy. Returns the results, in order, and the rows to write:
@@ -61,14 +93,11 @@ def decide_completions(
     for i, c in enumerate(completions):
         eid = c.execution_id
         st = state.get(eid)
-        if st is None:
-            results.append(CompletionResult(eid, LeaseVerdict.NOT_FOUND))
-            continue
-        status, epoch, attempt, max_att, job_id = st
-        if status != "RUNNING" or epoch != c.lease_epoch:
-            verdict = LeaseVerdict.CANCELLED if status == "CANCELLED" else LeaseVerdict.LEASE_LOST
+        verdict = lease_verdict(None if st is None else (st[0], st[1], st[5]), c.lease_epoch, c.worker_id)
+        if st is None or verdict is not LeaseVerdict.OK:
             results.append(CompletionResult(eid, verdict))
             continue
+        _, epoch, attempt, max_att, job_id, _ = st
         output = c.output if c.output is None or len(c.output) <= MAX_OUTPUT_CHARS else c.output[-MAX_OUTPUT_CHARS:]
         available_at: int | None = None
         extra = 0

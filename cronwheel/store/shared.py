@@ -81,7 +81,7 @@ class Dialect:
     release_buckets: Callable[[Any, str, Sequence[int]], list[int]]
     bucket_leases: Callable[[Any], list[BucketLease]]
     #: (conn, execution_id, lease_epoch, now_ms)
-    heartbeat: Callable[[Any, str, int, int], HeartbeatResult]
+    heartbeat: Callable[[Any, str, str, int, int], HeartbeatResult]
     #: (conn, starts, now_ms): ``start_executions`` inside the caller's transaction
     start: Callable[[Any, Sequence[StartRequest], int], list[Grant]]
     #: (conn, completions, now_ms, rand01)
@@ -174,7 +174,7 @@ class SharedExecutions(Backend):
     @guarded
     def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
         with self._write(fsync=False) as conn:
-            return self._dialect.heartbeat(conn, execution_id, lease_epoch, now_ms)
+            return self._dialect.heartbeat(conn, execution_id, worker_id, lease_epoch, now_ms)
 
     @guarded
     def complete_executions(

@@ -281,6 +281,7 @@ class RemoteWorker:
             "execution_id": g["executionId"],
             "job_id": g["jobId"],
             "lease_epoch": g["leaseEpoch"],
+            "worker_id": self.worker_id,  # the lease's holder, which an effect recorded must name
             "attempt": g["attempt"],
             "scheduled_at": parse_instant(scheduled) if isinstance(scheduled, str) else scheduled,
             "payload": g.get("payload"),

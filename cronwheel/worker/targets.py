@@ -371,6 +371,8 @@ class TargetRunner:
             "Cronwheel-Job-Id": g.job_id,
             "Cronwheel-Execution-Id": g.execution_id,
             "Cronwheel-Lease-Epoch": str(g.lease_epoch),
+            # the lease's holder: an effect recorded for this run must name it (409 otherwise)
+            "Cronwheel-Worker-Id": self.worker_id,
             "Cronwheel-Attempt": str(g.attempt),
             "Cronwheel-Scheduled-At": format_instant(g.scheduled_at),
             "Idempotency-Key": g.execution_id,
@@ -400,12 +402,12 @@ class TargetRunner:
             return not_loaded(spec, exc)
         return await target.call(self.python_arguments(g), float(g.timeout_sec), self._threads)
 
-    @staticmethod
-    def python_arguments(g: Grant) -> dict[str, Any]:
+    def python_arguments(self, g: Grant) -> dict[str, Any]:
         return {
             "execution_id": g.execution_id,
             "job_id": g.job_id,
             "lease_epoch": g.lease_epoch,
+            "worker_id": self.worker_id,  # the lease's holder, which an effect recorded must name
             "attempt": g.attempt,
             "scheduled_at": g.scheduled_at,
             "payload": g.payload,

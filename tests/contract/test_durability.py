@@ -31,7 +31,7 @@ def test_everything_survives_close_and_reopen(store_factory: StoreFactory) -> No
     create(s1, flaky)
     claim = claim_all(s1, T0)
     g = start(s1, f"{cron_id}:{T0}", T0)
-    assert s1.record_effect(g.execution_id, g.lease_epoch, "k1", T0 + 1) is EffectVerdict.RECORDED
+    assert s1.record_effect(g.execution_id, "w1", g.lease_epoch, "k1", T0 + 1) is EffectVerdict.RECORDED
     gf = start(s1, f"{flaky.job_id}:{T0}", T0)
     s1.complete_executions([Completion(gf.execution_id, "w1", gf.lease_epoch, Outcome.FAILED, error="x")], T0 + 2)
     jobs_before = s1.list_jobs(limit=100)

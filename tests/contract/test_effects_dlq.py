@@ -8,9 +8,8 @@ import pytest
 
 from cronwheel.core.model import ExecOrigin, ExecStatus, RetryPolicy
 from cronwheel.core.records import Completion, EffectVerdict, LeaseVerdict, Outcome
+from cronwheel.store import completions as store_completions
 from cronwheel.store.base import Store
-from cronwheel.store.postgres import executions as postgres_executions
-from cronwheel.store.sqlite import executions as sqlite_executions
 from tests.contract.conftest import HOUR, MIN, SEC, T0, claim_all, create, one_off, start
 from tests.support.store_probe import list_effects
 
@@ -25,7 +24,7 @@ def running(store: Store, **kw: Any) -> tuple[str, int]:
 
 def dead(store: Store, tenant: str = "default", error: str = "boom") -> str:
     eid, epoch = running(store, retry=RetryPolicy(max_attempts=1), tenant=tenant)
-    assert store.record_effect(eid, epoch, "effect", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "effect", T0) is EffectVerdict.RECORDED
     [res] = store.complete_executions(
         [Completion(eid, "w1", epoch, Outcome.FAILED, exit_code=2, error=error, output="out")], T0 + SEC
     )
@@ -38,31 +37,31 @@ def dead(store: Store, tenant: str = "default", error: str = "boom") -> str:
 
 def test_effect_recorded_once_then_duplicate(store: Store) -> None:
     eid, epoch = running(store)
-    assert store.record_effect(eid, epoch, "charge:42", T0 + 1) is EffectVerdict.RECORDED
-    assert store.record_effect(eid, epoch, "charge:42", T0 + 2) is EffectVerdict.DUPLICATE
-    assert store.record_effect(eid, epoch, "mail:1", T0 + 3) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "charge:42", T0 + 1) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "charge:42", T0 + 2) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, "w1", epoch, "mail:1", T0 + 3) is EffectVerdict.RECORDED
     assert list_effects(store, eid) == [("charge:42", epoch, T0 + 1), ("mail:1", epoch, T0 + 3)]
 
 
 def test_effect_with_a_stale_epoch_is_fenced(store: Store) -> None:
     eid, epoch = running(store, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=0))
-    assert store.record_effect(eid, epoch, "a", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "a", T0) is EffectVerdict.RECORDED
     store.expire_leases(T0 + HOUR, 10)  # the lease is lost; a new worker takes over
     g2 = start(store, eid, T0 + HOUR)
     # the zombie: a new key is fenced, an old key is still reported as a duplicate
-    assert store.record_effect(eid, epoch, "b", T0 + HOUR) is EffectVerdict.FENCED
-    assert store.record_effect(eid, epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, "w1", epoch, "b", T0 + HOUR) is EffectVerdict.FENCED
+    assert store.record_effect(eid, "w1", epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
     # the current holder records, and sees the zombie's effect as a duplicate
-    assert store.record_effect(eid, g2.lease_epoch, "b", T0 + HOUR) is EffectVerdict.RECORDED
-    assert store.record_effect(eid, g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "b", T0 + HOUR) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE
     assert [(k, e) for k, e, _ in list_effects(store, eid)] == [("a", epoch), ("b", g2.lease_epoch)]
 
 
 def test_effect_when_not_running_or_absent(store: Store) -> None:
     eid, epoch = running(store)
     store.complete_executions([Completion(eid, "w1", epoch, Outcome.SUCCEEDED)], T0 + 1)
-    assert store.record_effect(eid, epoch, "late", T0 + 2) is EffectVerdict.FENCED
-    assert store.record_effect("nope:1", 1, "k", T0) is EffectVerdict.NOT_FOUND
+    assert store.record_effect(eid, "w1", epoch, "late", T0 + 2) is EffectVerdict.FENCED
+    assert store.record_effect("nope:1", "w1", 1, "k", T0) is EffectVerdict.NOT_FOUND
     assert list_effects(store, eid) == []
     assert list_effects(store, "nope:1") == []
 
@@ -72,23 +71,22 @@ def test_an_execution_records_at_most_max_effects_over_all_its_attempts(
 ) -> None:
     """The bound is lowered to 3 here, as recording 10,000 effects per backend is slow; the
     count lives on the execution's row, so it holds across attempts."""
-    for module in (sqlite_executions, postgres_executions):
-        monkeypatch.setattr(module, "MAX_EFFECTS_PER_EXECUTION", 3)
+    monkeypatch.setattr(store_completions, "MAX_EFFECTS_PER_EXECUTION", 3)
     eid, epoch = running(store, retry=RetryPolicy(max_attempts=3, initial_backoff_sec=0))
-    assert store.record_effect(eid, epoch, "a", T0) is EffectVerdict.RECORDED
-    assert store.record_effect(eid, epoch, "b", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "a", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", epoch, "b", T0) is EffectVerdict.RECORDED
     store.expire_leases(T0 + HOUR, 10)  # a second attempt takes over: the count goes on
     g2 = start(store, eid, T0 + HOUR)
-    assert store.record_effect(eid, g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE  # not counted
-    assert store.record_effect(eid, g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.RECORDED
-    assert store.record_effect(eid, g2.lease_epoch, "d", T0 + HOUR) is EffectVerdict.TOO_MANY
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "a", T0 + HOUR) is EffectVerdict.DUPLICATE  # not counted
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.RECORDED
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "d", T0 + HOUR) is EffectVerdict.TOO_MANY
     # what was recorded is still told as such, and a stale epoch is still fenced first
-    assert store.record_effect(eid, g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.DUPLICATE
-    assert store.record_effect(eid, epoch, "e", T0 + HOUR) is EffectVerdict.FENCED
+    assert store.record_effect(eid, "w1", g2.lease_epoch, "c", T0 + HOUR) is EffectVerdict.DUPLICATE
+    assert store.record_effect(eid, "w1", epoch, "e", T0 + HOUR) is EffectVerdict.FENCED
     assert [k for k, _, _ in list_effects(store, eid)] == ["a", "b", "c"]
     # another execution has a count of its own
     other, other_epoch = running(store)
-    assert store.record_effect(other, other_epoch, "a", T0) is EffectVerdict.RECORDED
+    assert store.record_effect(other, "w1", other_epoch, "a", T0) is EffectVerdict.RECORDED
 
 
 # ---------------------------------------------------------------- dead-letter queue

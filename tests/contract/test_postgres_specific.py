@@ -17,13 +17,13 @@ import pytest
 from cronwheel.core.model import JobSpec, MisfirePolicy
 from cronwheel.core.records import Completion, CreateOutcome, EffectVerdict, NewJob, Outcome
 from cronwheel.core.tenants import ApiToken, Role, hash_token, new_token_id, new_token_secret
+from cronwheel.store import completions as store_completions
 from cronwheel.store import open_store
 from cronwheel.store.base import StoreError, StoreUnavailable
 from cronwheel.store.calendars import calendar_spec_json
 from cronwheel.store.outbox import delivery
 from cronwheel.store.outbox.sql import pg_statement
 from cronwheel.store.postgres import PostgresStore
-from cronwheel.store.postgres import executions as pg_executions
 from cronwheel.store.postgres import migrate as pg_migrate
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import normalise_conninfo
@@ -403,7 +403,7 @@ def test_two_effects_racing_for_the_last_place_take_turns(postgres_dsn: str, mon
     """The effect count is read under the row lock it is then written with: a second caller
     waits for the first to commit and sees its count, rather than both taking the last place
     (or deadlocking, as two FOR SHARE holders updating one row would)."""
-    monkeypatch.setattr(pg_executions, "MAX_EFFECTS_PER_EXECUTION", 1)
+    monkeypatch.setattr(store_completions, "MAX_EFFECTS_PER_EXECUTION", 1)
     a, b = PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
     try:
         create(a, one_off(T0))
@@ -415,9 +415,9 @@ def test_two_effects_racing_for_the_last_place_take_turns(postgres_dsn: str, mon
         conn.commit()
         conn.execute("BEGIN")
         args = {"id": g.execution_id, "key": "first", "epoch": g.lease_epoch, "now": T0}
-        assert conn.execute(q.EXECUTION_LEASE, args).fetchone() == ("RUNNING", g.lease_epoch, 0)
+        assert conn.execute(q.EXECUTION_LEASE, args).fetchone() == ("RUNNING", g.lease_epoch, "w1", 0)
         verdicts: list[EffectVerdict] = []
-        t = threading.Thread(target=lambda: verdicts.append(b.record_effect(g.execution_id, g.lease_epoch, "second", T0)))
+        t = threading.Thread(target=lambda: verdicts.append(b.record_effect(g.execution_id, "w1", g.lease_epoch, "second", T0)))
         t.start()
         t.join(0.3)
         assert t.is_alive() and verdicts == []  # waiting for the row

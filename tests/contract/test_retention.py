@@ -24,7 +24,7 @@ def run_ticks(store: Store, n: int, *, fail_last: bool = False, fail_all: bool =
         [ex] = store.claim_due(ALL_BUCKETS, now, 10).executions
         [g] = store.start_executions([StartRequest(ex.execution_id, "w")], now)
         if fail_all and i == 0:
-            assert store.record_effect(g.execution_id, g.lease_epoch, "mail:1", now) is EffectVerdict.RECORDED
+            assert store.record_effect(g.execution_id, "w", g.lease_epoch, "mail:1", now) is EffectVerdict.RECORDED
         outcome = Outcome.FAILED if fail_all or (fail_last and i == n - 1) else Outcome.SUCCEEDED
         store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, outcome)], now + SEC)
     return nj.job_id
@@ -232,7 +232,7 @@ def finish_one_off(
     [ex] = store.claim_due(ALL_BUCKETS, at, 10).executions
     [g] = store.start_executions([StartRequest(ex.execution_id, "w")], at)
     if effect is not None:
-        assert store.record_effect(g.execution_id, g.lease_epoch, effect, at) is EffectVerdict.RECORDED
+        assert store.record_effect(g.execution_id, "w", g.lease_epoch, effect, at) is EffectVerdict.RECORDED
     store.complete_executions([Completion(g.execution_id, "w", g.lease_epoch, outcome)], at + SEC)
     return jid, ex.execution_id
 

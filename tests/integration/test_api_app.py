@@ -183,7 +183,7 @@ class FakeService:
         available = None if ex.status is ExecStatus.SUCCEEDED else NOW + 1000
         return CompletionResult(ex.execution_id, LeaseVerdict.OK, ex.status, available)
 
-    async def record_effect(self, execution_id: str, lease_epoch: int, key: str) -> EffectVerdict:
+    async def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str) -> EffectVerdict:
         verdict = self._lease(execution_id, lease_epoch)
         if verdict is LeaseVerdict.NOT_FOUND:
             return EffectVerdict.NOT_FOUND

@@ -75,6 +75,7 @@ def test_queue_target_is_left_to_remote_workers(daemon: Daemon, remote_worker: C
     assert done["workerId"] == "rw-1" and done["leaseEpoch"] == 1
     full = daemon.get(f"/v1/executions/{done['executionId']}").json()
     assert '"payload": {"n": 1}' in full["output"] and '"leaseEpoch": 1' in full["output"]
+    assert '"workerId": "rw-1"' in full["output"]  # the handler is told the lease's holder
 
     # SIGTERM: the worker stops claiming and exits
     worker.send_signal(signal.SIGTERM)

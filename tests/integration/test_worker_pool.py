@@ -632,8 +632,8 @@ def test_python_callables_sync_async_errors_and_timeouts() -> None:
             c = await t.result(asy)
             out = json.loads(c.output)
             assert out == {"kind": "async", "execution_id": asy.execution_id, "job_id": "jtest",
-                           "lease_epoch": 1, "attempt": 1, "scheduled_at": asy.scheduled_at,
-                           "payload": {"k": "v"}}
+                           "lease_epoch": 1, "worker_id": f"test-{t.pool.incarnation}-w0-0", "attempt": 1,
+                           "scheduled_at": asy.scheduled_at, "payload": {"k": "v"}}
             assert (await t.result(noargs)).output == '"fine"'
             assert (await t.result(odd)).output == "{1, 2, 3}"
             c = await t.result(boom)
@@ -790,6 +790,8 @@ def test_http_target_headers_body_and_status() -> None:
                 assert headers["Cronwheel-Execution-Id"] == ok.execution_id
                 assert headers["Cronwheel-Job-Id"] == "jtest"
                 assert headers["Cronwheel-Lease-Epoch"] == "9"
+                # the lease's holder, which an effect recorded for this run must name
+                assert headers["Cronwheel-Worker-Id"] == c.worker_id and c.worker_id.startswith("test-")
                 assert headers["Cronwheel-Attempt"] == "2"
                 assert headers["Cronwheel-Scheduled-At"].startswith("2026-01-01T00:00:00.")
                 assert headers["X-Custom"] == "1"

@@ -17,7 +17,8 @@ def crash_worker(**_: Any) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, scheduled_at: int, payload: Any) -> dict[str, Any]:
+def remote_echo(execution_id: str, job_id: str, lease_epoch: int, worker_id: str, attempt: int, scheduled_at: int,
+                payload: Any) -> dict[str, Any]:
     """A remote worker's handler: returns what it was called with. With a payload
     ``{"hangOnEpoch": n}``, the run at lease epoch ``n`` hangs (until its worker is killed);
     with ``{"waitFor": path}``, each run returns once that file exists (60 s at most)."""
@@ -27,8 +28,8 @@ def remote_echo(execution_id: str, job_id: str, lease_epoch: int, attempt: int, 
         deadline = time.monotonic() + 60
         while not os.path.exists(payload["waitFor"]) and time.monotonic() < deadline:
             threading.Event().wait(0.05)
-    return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "attempt": attempt,
-            "scheduledAt": scheduled_at, "payload": payload}
+    return {"executionId": execution_id, "jobId": job_id, "leaseEpoch": lease_epoch, "workerId": worker_id,
+            "attempt": attempt, "scheduledAt": scheduled_at, "payload": payload}
 
 
 def unfit_text(**_: Any) -> str:

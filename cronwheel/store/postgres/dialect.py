@@ -26,8 +26,8 @@ def _prune_nodes(conn: Any, unseen_ms: int, now_ms: int, limit: int) -> int:
     return cluster.prune(conn, unseen_ms, limit)  # the database's clock
 
 
-def _heartbeat(conn: Any, execution_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
-    return leases.heartbeat(conn, [(execution_id, lease_epoch)], now_ms)[0]
+def _heartbeat(conn: Any, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
+    return leases.heartbeat(conn, [(execution_id, worker_id, lease_epoch)], now_ms)[0]
 
 
 DIALECT = Dialect(

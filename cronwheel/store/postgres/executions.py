@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cronwheel.core.claimturns import ClaimTurns
-from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     DeadLettersPruned,
@@ -15,6 +14,7 @@ from cronwheel.core.records import (
     HeartbeatResult,
 )
 from cronwheel.store.common import MAX_MS, prune_dead_letter_pages, replay_reason
+from cronwheel.store.completions import effect_refusal
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
@@ -54,7 +54,7 @@ class ExecutionMethods(PostgresBase):
         if not beats:
             return []
         with self._write() as conn:
-            return leases.heartbeat(conn, [(eid, epoch) for eid, _worker, epoch in beats], now_ms)
+            return leases.heartbeat(conn, beats, now_ms)
 
     @translated
     def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
@@ -74,7 +74,7 @@ class ExecutionMethods(PostgresBase):
         return int(self._scalar(q.COUNT_EXECUTIONS.format(where=where), {"tenant": tenant}))
 
     @translated
-    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+    def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
         args = {"id": execution_id, "key": key, "epoch": lease_epoch, "now": now_ms}
         with self._write() as conn:
             row = conn.execute(q.EXECUTION_LEASE, args).fetchone()
@@ -82,10 +82,9 @@ class ExecutionMethods(PostgresBase):
                 return EffectVerdict.NOT_FOUND
             if conn.execute(q.EFFECT_EXISTS, args).fetchone() is not None:
                 return EffectVerdict.DUPLICATE
-            if row[0] != "RUNNING" or row[1] != lease_epoch:
-                return EffectVerdict.FENCED
-            if row[2] >= MAX_EFFECTS_PER_EXECUTION:
-                return EffectVerdict.TOO_MANY
+            refused = effect_refusal(row, worker_id, lease_epoch)
+            if refused is not None:
+                return refused
             if conn.execute(q.INSERT_EFFECT, args).fetchone() is None:
                 return EffectVerdict.DUPLICATE  # recorded by a concurrent call a moment ago
             conn.execute(q.COUNT_EFFECT, args)

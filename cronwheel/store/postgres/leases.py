@@ -26,7 +26,7 @@ from cronwheel.core.records import (
 )
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import ORIGIN, PRIORITY, retry_from_json
-from cronwheel.store.completions import decide_completions, settlements
+from cronwheel.store.completions import decide_completions, lease_verdict, settlements
 from cronwheel.store.outbox import hooks
 from cronwheel.store.postgres import jobstate, triggers
 from cronwheel.store.postgres import queries as q
@@ -93,28 +93,23 @@ def claim_for_worker(
 
 
 def heartbeat(
-    conn: psycopg.Connection[Any], beats: Sequence[tuple[str, int]], now_ms: int
+    conn: psycopg.Connection[Any], beats: Sequence[tuple[str, str, int]], now_ms: int
 ) -> list[HeartbeatResult]:
-    """Extend the leases of ``(execution_id, lease_epoch)`` pairs, results in order."""
-    args = {"ids": [b[0] for b in beats], "epochs": [b[1] for b in beats], "now": now_ms,
-            "default_ms": _DEFAULT_LEASE_MS}  # fmt: skip
-    extended = {(r[0], r[1]): int(r[2]) for r in conn.execute(q.HEARTBEAT, args)}
-    missed = sorted({eid for eid, epoch in beats if (eid, epoch) not in extended})
-    statuses: dict[str, str] = {}
+    """Extend the leases of ``(execution_id, worker_id, lease_epoch)``, results in order."""
+    args = {"ids": [b[0] for b in beats], "workers": [b[1] for b in beats], "epochs": [b[2] for b in beats],
+            "now": now_ms, "default_ms": _DEFAULT_LEASE_MS}  # fmt: skip
+    extended = {(r[0], r[1], r[2]): int(r[3]) for r in conn.execute(q.HEARTBEAT, args)}
+    missed = sorted({eid for eid, worker, epoch in beats if (eid, epoch, worker) not in extended})
+    holders: dict[str, tuple[str, int, str | None]] = {}
     if missed:
-        statuses = dict(conn.execute(q.EXECUTION_STATUSES, {"ids": missed}).fetchall())
+        holders = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(q.EXECUTION_HOLDERS, {"ids": missed})}
     results: list[HeartbeatResult] = []
-    for eid, epoch in beats:
-        until = extended.get((eid, epoch))
+    for eid, worker, epoch in beats:
+        until = extended.get((eid, epoch, worker))
         if until is not None:
             results.append(HeartbeatResult(LeaseVerdict.OK, until))
-            continue
-        status = statuses.get(eid)
-        if status is None:
-            results.append(HeartbeatResult(LeaseVerdict.NOT_FOUND))
         else:
-            verdict = LeaseVerdict.CANCELLED if status == "CANCELLED" else LeaseVerdict.LEASE_LOST
-            results.append(HeartbeatResult(verdict))
+            results.append(HeartbeatResult(lease_verdict(holders.get(eid), epoch, worker)))
     return results
 
 

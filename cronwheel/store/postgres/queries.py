@@ -508,18 +508,20 @@ UPDATE executions AS e
 SET lease_until = GREATEST(e.lease_until, %(now)s::int8 + COALESCE(
         (SELECT round(d.lease_sec * 1000)::int8 FROM job_definitions AS d
          WHERE d.job_id = e.job_id), %(default_ms)s::int8))
-FROM unnest(%(ids)s::text[], %(epochs)s::int8[]) AS b (execution_id, lease_epoch)
+FROM unnest(%(ids)s::text[], %(epochs)s::int8[], %(workers)s::text[]) AS b (execution_id, lease_epoch, worker_id)
 WHERE e.execution_id = b.execution_id AND e.status = 'RUNNING' AND e.lease_epoch = b.lease_epoch
-RETURNING e.execution_id, e.lease_epoch, e.lease_until
+  AND e.worker_id = b.worker_id
+RETURNING e.execution_id, e.lease_epoch, e.worker_id, e.lease_until
 """
 
-EXECUTION_STATUSES = """
-SELECT execution_id, status FROM executions WHERE execution_id = ANY(%(ids)s::text[])
+#: why heartbeats did not apply (store/completions.py: lease_verdict)
+EXECUTION_HOLDERS = """
+SELECT execution_id, status, lease_epoch, worker_id FROM executions WHERE execution_id = ANY(%(ids)s::text[])
 """
 
 #: what a completion needs to decide, locked (the fenced UPDATE then cannot miss)
 COMPLETION_STATE = """
-SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id FROM executions
+SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id, worker_id FROM executions
 WHERE execution_id = ANY(%(ids)s::text[])
 ORDER BY execution_id
 FOR UPDATE
@@ -602,7 +604,7 @@ SELECT count(*) FROM executions WHERE {{where}} AND {_TENANT.format(col="tenant"
 #: locked as the count below will update it: concurrent effects of one execution take turns
 #: (two FOR SHARE holders both updating the row would deadlock)
 EXECUTION_LEASE = """
-SELECT status, lease_epoch, effects FROM executions WHERE execution_id = %(id)s FOR NO KEY UPDATE
+SELECT status, lease_epoch, worker_id, effects FROM executions WHERE execution_id = %(id)s FOR NO KEY UPDATE
 """
 COUNT_EFFECT = "UPDATE executions SET effects = effects + 1 WHERE execution_id = %(id)s"
 EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = %(id)s AND key = %(key)s"

@@ -50,8 +50,10 @@ class ExecutionStore(ABC):
     @abstractmethod
     def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int, now_ms: int) -> HeartbeatResult:
         """Extend a lease to now + lease_sec if the execution is RUNNING at exactly
-        ``lease_epoch``: OK with extend_until. Otherwise nothing changes: CANCELLED if the
-        execution was cancelled, LEASE_LOST for any other epoch or status, NOT_FOUND."""
+        ``lease_epoch`` and ``worker_id`` is the worker its start named (the lease's holder):
+        OK with extend_until. Otherwise nothing changes: CANCELLED if the execution was
+        cancelled, LEASE_LOST for any other epoch or status, WRONG_WORKER for the current epoch
+        named by another worker, NOT_FOUND."""
 
     @abstractmethod
     def heartbeat_many(
@@ -64,8 +66,9 @@ class ExecutionStore(ABC):
         self, completions: Sequence[Completion], now_ms: int, rand01: Sequence[float] | None = None
     ) -> list[CompletionResult]:
         """Apply results in ONE transaction, each fenced: applied only if the execution is
-        RUNNING at exactly ``lease_epoch`` (else LEASE_LOST / CANCELLED / NOT_FOUND and
-        nothing changes). SUCCEEDED ends it; any other outcome is a failed attempt that
+        RUNNING at exactly ``lease_epoch`` and, unless ``worker_id`` is None (the daemon's own
+        verdict: the reaper, a grant it could not hand out), held by ``worker_id`` (else
+        LEASE_LOST / CANCELLED / WRONG_WORKER / NOT_FOUND and nothing changes). SUCCEEDED ends it; any other outcome is a failed attempt that
         becomes RETRY_WAIT (available_at from core.retry with the job's retry policy and
         ``rand01[i]``, default 0.5) or DEAD when attempt >= max_attempts. exit_code, error
         and output are stored. A final outcome (SUCCEEDED, DEAD) inserts, in the same
@@ -136,10 +139,11 @@ class ExecutionStore(ABC):
 
     # ---- side effects (execution idempotency)
     @abstractmethod
-    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+    def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
         """Record ``(execution_id, key)`` once, only while the execution is RUNNING at exactly
-        ``lease_epoch``: RECORDED the first time, DUPLICATE after (for any epoch), FENCED for a
-        stale epoch (checked before duplicates only when the key is new), TOO_MANY for a new
+        ``lease_epoch`` held by ``worker_id``: RECORDED the first time, DUPLICATE after (for any
+        epoch or worker), FENCED for a stale epoch and WRONG_WORKER for the current one named by
+        another worker (both checked after duplicates, when the key is new), TOO_MANY for a new
         key once the execution recorded ``MAX_EFFECTS_PER_EXECUTION`` (all attempts together;
         a duplicate is still told as one)."""
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from cronwheel.core.claimturns import Candidate, ClaimTurns
-from cronwheel.core.limits import MAX_EFFECTS_PER_EXECUTION
 from cronwheel.core.model import ExecStatus, Execution, Grant
 from cronwheel.core.records import (
     DeadLettersPruned,
@@ -23,6 +22,7 @@ from cronwheel.store.common import (
     prune_dead_letter_pages,
     replay_reason,
 )
+from cronwheel.store.completions import effect_refusal
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import SqliteBase, count_rows, translated
@@ -72,7 +72,7 @@ class ExecutionMethods(SqliteBase):
         if not beats:
             return []
         with self._write(fsync=False) as conn:
-            return [leases.heartbeat(conn, eid, epoch, now_ms) for eid, _worker, epoch in beats]
+            return [leases.heartbeat(conn, eid, worker, epoch, now_ms) for eid, worker, epoch in beats]
 
     @translated
     def get_execution(self, execution_id: str, tenant: str | None = None) -> Execution | None:
@@ -97,17 +97,16 @@ class ExecutionMethods(SqliteBase):
         return count_rows(self._conn, sql, (tenant,))
 
     @translated
-    def record_effect(self, execution_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
+    def record_effect(self, execution_id: str, worker_id: str, lease_epoch: int, key: str, now_ms: int) -> EffectVerdict:
         with self._write() as conn:
             row = conn.execute(q.EXECUTION_LEASE, (execution_id,)).fetchone()
             if row is None:
                 return EffectVerdict.NOT_FOUND
             if conn.execute(q.EFFECT_EXISTS, (execution_id, key)).fetchone() is not None:
                 return EffectVerdict.DUPLICATE
-            if row[0] != "RUNNING" or row[1] != lease_epoch:
-                return EffectVerdict.FENCED
-            if row[2] >= MAX_EFFECTS_PER_EXECUTION:
-                return EffectVerdict.TOO_MANY
+            refused = effect_refusal(row, worker_id, lease_epoch)
+            if refused is not None:
+                return refused
             conn.execute(q.INSERT_EFFECT, (execution_id, key, lease_epoch, now_ms))
             conn.execute(q.COUNT_EFFECT, (execution_id,))
         return EffectVerdict.RECORDED

@@ -2,8 +2,9 @@
 and completions (leaseEpoch fencing).
 
 All run inside the caller's write transaction. A heartbeat or completion applies only if the
-execution is RUNNING at exactly the lease_epoch the caller names; otherwise nothing changes
-and the verdict says why (CANCELLED, LEASE_LOST, NOT_FOUND).
+execution is RUNNING at exactly the lease_epoch the caller names, and its worker is the one
+the lease was granted to; otherwise nothing changes and the verdict says why (CANCELLED,
+LEASE_LOST, WRONG_WORKER, NOT_FOUND).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from cronwheel.core.records import (
 )
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import ORIGIN, PRIORITY, JsonMemo, json_array, loads, retry_from_json
-from cronwheel.store.completions import decide_completions, settlements
+from cronwheel.store.completions import decide_completions, lease_verdict, settlements
 from cronwheel.store.outbox import hooks
 from cronwheel.store.sqlite import jobstate, triggers
 from cronwheel.store.sqlite import queries as q
@@ -72,14 +73,11 @@ def start_in(conn: apsw.Connection, workers: dict[str, str], now_ms: int) -> lis
     return grants
 
 
-def heartbeat(conn: apsw.Connection, eid: str, epoch: int, now_ms: int) -> HeartbeatResult:
-    row = conn.execute(q.HEARTBEAT, (eid, epoch, now_ms, _DEFAULT_LEASE_MS)).fetchone()
+def heartbeat(conn: apsw.Connection, eid: str, worker_id: str, epoch: int, now_ms: int) -> HeartbeatResult:
+    row = conn.execute(q.HEARTBEAT, (eid, epoch, now_ms, _DEFAULT_LEASE_MS, worker_id)).fetchone()
     if row is not None:
         return HeartbeatResult(LeaseVerdict.OK, int(row[0]))
-    st = conn.execute(q.EXECUTION_STATUS, (eid,)).fetchone()
-    if st is None:
-        return HeartbeatResult(LeaseVerdict.NOT_FOUND)
-    return HeartbeatResult(LeaseVerdict.CANCELLED if st[0] == "CANCELLED" else LeaseVerdict.LEASE_LOST)
+    return HeartbeatResult(lease_verdict(conn.execute(q.EXECUTION_HOLDER, (eid,)).fetchone(), epoch, worker_id))
 
 
 def complete(

@@ -452,15 +452,16 @@ UPDATE executions
 SET lease_until = MAX(lease_until, ?3 + COALESCE(
         (SELECT CAST(round(d.lease_sec * 1000) AS INTEGER)
          FROM job_definitions AS d WHERE d.job_id = executions.job_id), ?4))
-WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2
+WHERE execution_id = ?1 AND status = 'RUNNING' AND lease_epoch = ?2 AND worker_id = ?5
 RETURNING lease_until
 """
 
-EXECUTION_STATUS = "SELECT status FROM executions WHERE execution_id = ?"
+#: why a heartbeat did not apply (store/completions.py: lease_verdict)
+EXECUTION_HOLDER = "SELECT status, lease_epoch, worker_id FROM executions WHERE execution_id = ?"
 
 #: what a completion needs to decide, for a JSON array of execution ids
 COMPLETION_STATE = """
-SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id FROM executions
+SELECT execution_id, status, lease_epoch, attempt, max_attempts, job_id, worker_id FROM executions
 WHERE execution_id IN (SELECT value FROM json_each(?1))
 """
 
@@ -531,7 +532,7 @@ COUNT_EXECUTIONS = "SELECT COUNT(*) FROM executions WHERE {where} AND (?1 IS NUL
 # ---------------------------------------------------------------- effects
 
 EFFECT_EXISTS = "SELECT 1 FROM effects WHERE execution_id = ? AND key = ?"
-EXECUTION_LEASE = "SELECT status, lease_epoch, effects FROM executions WHERE execution_id = ?"
+EXECUTION_LEASE = "SELECT status, lease_epoch, worker_id, effects FROM executions WHERE execution_id = ?"
 COUNT_EFFECT = "UPDATE executions SET effects = effects + 1 WHERE execution_id = ?"
 INSERT_EFFECT = """
 INSERT INTO effects (execution_id, key, lease_epoch, recorded_at) VALUES (?, ?, ?, ?)
