@@ -29,6 +29,9 @@ from cronwheel.core.model import ExecOrigin, ExecStatus, JobStatus, MisfirePolic
 from cronwheel.core.records import Outcome
 from cronwheel.core.tenants import TENANT_NAME_RE
 
+#: said of every integer of a remote worker's calls: JSON Schema counts ``1.0`` as an integer,
+#: these calls do not (``strict_integers``), so the document says it in words
+_AS_WRITTEN = "Written as an integer: `1.0` or `1e3` is refused (422), though JSON Schema counts it as one."
 _WORKER_ID = Annotated[str, Meta(min_length=1, max_length=lim.MAX_WORKER_ID_CHARS, pattern=WORKER_ID_PATTERN)]
 #: the outcomes a worker may report; ``lost`` is the daemon's own verdict
 WORKER_OUTCOMES = (Outcome.SUCCEEDED.value, Outcome.FAILED.value, Outcome.TIMED_OUT.value)
@@ -42,20 +45,20 @@ class ClaimRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     worker_id: Annotated[_WORKER_ID, Meta(description="The remote worker's stable id; heartbeats and completions name it too.")]
     queues: Annotated[list[Annotated[str, Meta(pattern=QUEUE_PATTERN)]],
                       Meta(min_length=1, max_length=lim.MAX_CLAIM_QUEUES, description="Duplicates are taken once.")]
-    max: Annotated[int, Meta(ge=1, le=lim.MAX_CLAIM, extra_json_schema={"default": 1}, description="At most this many executions. Null: absent (1).")] | None = None
+    max: Annotated[int, Meta(ge=1, le=lim.MAX_CLAIM, extra_json_schema={"default": 1}, description=f"At most this many executions. Null: absent (1). {_AS_WRITTEN}")] | None = None
     wait_sec: Annotated[float, Meta(ge=0, le=lim.MAX_CLAIM_WAIT_SEC, extra_json_schema={"default": 0},
                                     description="Long poll: with nothing to take, wait up to this long for an execution of these queues. Null: absent (0).")] | None = None
 
 
 class LeaseRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     strict_integers: ClassVar[bool] = True  #: as ClaimRequest's: ``leaseEpoch: 1.0`` is refused
-    worker_id: _WORKER_ID
-    lease_epoch: Annotated[int, Meta(ge=0, le=2**63 - 1)]
+    worker_id: Annotated[_WORKER_ID, Meta(description="The worker the lease was granted to (the claim's `workerId`): another gets 409 `wrong_worker`.")]
+    lease_epoch: Annotated[int, Meta(ge=0, le=2**63 - 1, description=f"The lease's epoch, as granted. {_AS_WRITTEN}")]
 
 
 class CompleteRequest(LeaseRequest):
     outcome: Annotated[Literal["succeeded", "failed", "timed_out"], ordered(WORKER_OUTCOMES)]
-    exit_code: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)] | None = None
+    exit_code: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1, description=_AS_WRITTEN)] | None = None
     error: Annotated[str, Meta(description="Kept up to its last 8 KiB. `null`: none.")] | None = None
     output: Annotated[str, Meta(description="Kept up to its last 64 KiB. `null`: none.")] | None = None
 

@@ -14,7 +14,8 @@ Two things the OpenAPI document cannot do by itself:
   earlier requests or on the machine (an ``Idempotency-Key`` reused with another body: 422 as
   the IETF Idempotency-Key draft says; the same ``idempotencyKey`` twice in one batch; a
   ``runAs`` account that does not exist; a patch's process members against the job's target;
-  the calendars and jobs a job names must exist, a backfill needs a recurring schedule).
+  the calendars and jobs a job names must exist, a backfill needs a recurring schedule; a
+  remote worker's integers written as `4007.0`, which JSON Schema counts as integers).
   ``ACCEPTED_REFUSALS`` lists them; anything else the server refuses in a schema-valid request
   is a failure.
 """
@@ -146,6 +147,11 @@ ACCEPTED_REFUSALS = (
     (None, "", "invalid_field", "; leave it out"),
     (None, "", "invalid_field", "header names are case-insensitive"),
     (None, "", "invalid_field", "picks the virtual host"),
+    # a remote worker's integers are integers as written: JSON Schema counts 4007.0 as one
+    # (the members' descriptions say they are refused)
+    ("POST /v1/workers/claim", "max", "invalid_field", "must be an integer (no decimal point, no exponent)"),
+    *((f"POST /v1/executions/{{executionId}}/{call}", member, "invalid_field", "must be an integer (no decimal point, no exponent)")
+      for call in ("heartbeat", "complete", "effects") for member in ("leaseEpoch", "exitCode")),
 )
 
 
