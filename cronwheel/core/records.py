@@ -38,6 +38,8 @@ class CreateOutcome(StrEnum):
     QUOTA_EXCEEDED = "quota_exceeded"  #: the tenant has ``max_jobs`` registered jobs: nothing was created
     #: another live job of the tenant holds the name: nothing was created, ``job_id`` is the holder
     NAME_TAKEN = "name_taken"
+    #: the tenant is being deleted (``cronwheel tenant rm``): nothing was created
+    TENANT_DELETING = "tenant_deleting"
     #: the write failed for this job alone (its neighbours in the group commit committed):
     #: nothing was created; ``error_id`` names the log line that says why
     FAILED = "failed"

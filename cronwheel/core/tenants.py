@@ -76,6 +76,14 @@ class Tenant:
     updated_at: int = 0
     #: may put its jobs in the ready queue's high tier (strict across tenants: an admin's grant)
     allow_high_priority: bool = False
+    #: when its deletion was asked (ms), None while it lives: a tenant being deleted takes no
+    #: new work, its tokens are revoked, and its name stays taken until retention has removed
+    #: every row that carried it (the tenant row last)
+    deleting_since: int | None = None
+
+    @property
+    def deleting(self) -> bool:
+        return self.deleting_since is not None
 
 
 #: the fields of ``Tenant`` that an update may change
@@ -98,6 +106,25 @@ class ApiToken:
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+class DeletionOutcome(StrEnum):
+    MARKED = "marked"  #: now being deleted: its tokens were revoked in the same transaction
+    DELETING = "deleting"  #: it was being deleted already: nothing changed
+    NOT_FOUND = "not_found"
+    #: it has live jobs or executions in flight and the deletion was not forced: nothing changed
+    NOT_EMPTY = "not_empty"
+
+
+@dataclass(frozen=True, slots=True)
+class TenantDeletion:
+    """What asking to delete a tenant did (``TenantStore.mark_tenant_deleting``)."""
+
+    outcome: DeletionOutcome
+    live_jobs: int = 0  #: its ACTIVE and PAUSED jobs when asked
+    in_flight: int = 0  #: its PENDING, RUNNING and RETRY_WAIT executions when asked
+    revoked: tuple[ApiToken, ...] = ()  #: the tokens this call revoked
+    deleting_since: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,11 +334,13 @@ __all__ = [
     "CODE_TARGETS",
     "TENANT_SETTINGS",
     "ApiToken",
+    "DeletionOutcome",
     "HostAllow",
     "Principal",
     "Refusal",
     "Role",
     "Tenant",
+    "TenantDeletion",
     "allowed_hosts",
     "closed_tenant",
     "effective_http_allow",

@@ -154,6 +154,17 @@ class FairCache(Generic[V]):
                 if not theirs:
                     del self._held[most], self._sizes[most]
 
+    def forget(self, tenant: str) -> None:
+        """Drop everything held for ``tenant`` (a deleted one's)."""
+        with self._lock:
+            self._held.pop(tenant, None)
+            self._sizes.pop(tenant, None)
+
+    @property
+    def tenants(self) -> int:
+        with self._lock:
+            return len(self._held)
+
     def held(self, tenant: str) -> list[str]:
         """The names held for a tenant, least recently used first."""
         with self._lock:
@@ -189,6 +200,20 @@ def indexes_of(store: Any) -> FairCache[CalendarIndex]:
 def parsed_of(store: Any) -> FairCache[Calendar]:
     """A store's parsed calendars, for its readers, by their row's revision."""
     return _held(store, "_parsed_calendars", lambda: FairCache(PARSED_ENTRIES, calendar_entries))
+
+
+def forget_calendars(store: Any, tenant: str) -> None:
+    """Drop what a store holds of a deleted tenant's calendars."""
+    for attribute in ("_calendar_indexes", "_parsed_calendars"):
+        held = store.__dict__.get(attribute)
+        if held is not None:
+            held.forget(tenant)
+
+
+def calendars_held(store: Any) -> int:
+    """Tenants a store holds calendars of, in both its caches."""
+    return sum(held.tenants for a in ("_calendar_indexes", "_parsed_calendars")
+               if (held := store.__dict__.get(a)) is not None)  # fmt: skip
 
 
 def _held(store: Any, attribute: str, make: Callable[[], FairCache[V]]) -> FairCache[V]:

@@ -10,7 +10,7 @@ replays, name clashes and quotas identical on both stores.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +46,14 @@ def decide_creations(
     stored_key: Callable[[str, str], KeyedRequest | None],
     stored_holder: Callable[[str, str], str | None],
     registered: Callable[[str], int],
+    closed: Collection[str] = (),
 ) -> Creations:
     """Decide a batch: a key seen before replays (same request) or conflicts, a name held by a
     live job is taken, a tenant at its ``max_jobs`` is over quota; the rest are created. Keys
     and names taken earlier in the batch count as stored. ``registered(tenant)`` (the tenant's
-    ACTIVE and PAUSED jobs before this batch) is asked once per capped tenant."""
+    ACTIVE and PAUSED jobs before this batch) is asked once per capped tenant. A job of a
+    tenant in ``closed`` (being deleted) is refused before anything else is looked at: even a
+    replay of its key, which would answer with a job that is going away."""
     out = Creations()
     batch_keys: dict[tuple[str, str], KeyedRequest] = {}
     batch_names: dict[tuple[str, str], str] = {}
@@ -59,6 +62,9 @@ def decide_creations(
     for nj in jobs:
         spec = nj.spec
         tenant = spec.tenant
+        if tenant in closed:
+            out.results.append(CreateResult(CreateOutcome.TENANT_DELETING, None, None))
+            continue
         key = None
         if nj.idempotency_key is not None:
             key = (tenant, nj.idempotency_key)

@@ -82,6 +82,7 @@ class RowReader:
             created_at=r[8],
             updated_at=r[9],
             allow_high_priority=bool(r[10]),
+            deleting_since=r[11],
         )
 
     @staticmethod

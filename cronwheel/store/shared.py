@@ -38,8 +38,8 @@ from cronwheel.core.records import (
     NodeInfo,
     StartRequest,
 )
-from cronwheel.core.tenants import ApiToken, Tenant
-from cronwheel.store import settled
+from cronwheel.core.tenants import ApiToken, Tenant, TenantDeletion
+from cronwheel.store import settled, tenantgone
 from cronwheel.store.calendars import calendar_row, parsed_of
 from cronwheel.store.common import MAX_MS, expired_completions
 from cronwheel.store.outbox.sql import Sql
@@ -91,6 +91,9 @@ class Dialect:
     #: its ``queries`` module
     sql: Statements
     deregister_node: str  #: node, incarnation
+    #: appended to a read of a tenant row that a concurrent creation of its jobs must wait for
+    #: ("" where one writer at a time makes that so)
+    tenant_lock: str = ""
 
 
 def guarded(fn: Callable[Concatenate[B, P], R]) -> Callable[Concatenate[B, P], R]:
@@ -222,6 +225,14 @@ class SharedTenants(Backend):
     def tenant_with_jobs(self, name: str) -> tuple[Tenant, int] | None:
         rows = self._rows(self._dialect.sql.TENANT_WITH_JOBS, {"name": name})
         return None if not rows else (self._dialect.reader.tenant(rows[0][:-1]), int(rows[0][-1]))
+
+    def mark_tenant_deleting(self, name: str, now_ms: int, force: bool = False) -> TenantDeletion:
+        # the tenant row is locked against a creation of its jobs racing this (where rows lock)
+        lock = self._dialect.tenant_lock
+        return self._outbox_write(lambda s: tenantgone.mark(s, name, now_ms, force, lock))
+
+    def purge_tenant(self, name: str, max_rows: int, drop_before_ms: int) -> tuple[int, bool]:
+        return self._outbox_write(lambda s: tenantgone.purge(s, name, max_rows, drop_before_ms))
 
     @guarded
     def list_tokens(self, tenant: str | None = None) -> list[ApiToken]:

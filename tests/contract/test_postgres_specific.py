@@ -30,6 +30,7 @@ from cronwheel.store.postgres.connection import normalise_conninfo
 from cronwheel.store.postgres.migrate import SCHEMA_FILE, migrations
 from tests.contract.calendar_upgrade import check_indexed_at_first_claim, old_calendar
 from tests.contract.conftest import ALL_BUCKETS, MIN, T0, claim_all, create, new_job, one_off, start
+from tests.contract.tenant_upgrade import OLD_TENANT, OLD_TOKEN, check_upgraded
 from tests.support.claimrace import assert_each_tick_once, race
 from tests.support.postgres import PostgresServer, dedicated_cluster, free_port
 from tests.support.wait import wait_for
@@ -153,6 +154,18 @@ def test_an_empty_tenant_http_allow_of_a_database_before_version_21_becomes_not_
         assert store.update_tenant("acme", {"http_allow": ()}, T0).http_allow == ()  # type: ignore[union-attr]
         assert sql(empty_dsn, "SELECT name, http_allow FROM tenants ORDER BY name") == [
             ("acme", []), ("default", None), ("listed", ["api.example.com", "*.acme.test"])]
+    finally:
+        store.close()
+
+
+def test_the_tenants_of_a_database_before_version_28_are_live_and_can_be_deleted(empty_dsn: str) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        pg_migrate.apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "tenant_deleting") - 1)
+    sql(empty_dsn, OLD_TENANT)
+    sql(empty_dsn, OLD_TOKEN)
+    store = PostgresStore.open(empty_dsn)
+    try:
+        check_upgraded(store)
     finally:
         store.close()
 

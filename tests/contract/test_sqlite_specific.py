@@ -20,6 +20,7 @@ from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.migrate import SCHEMA_FILE, apply_migrations, migrations
 from tests.contract.calendar_upgrade import check_indexed_at_first_claim, old_calendar
 from tests.contract.conftest import ALL_BUCKETS, T0, claim_all, create, new_job
+from tests.contract.tenant_upgrade import OLD_TENANT, OLD_TOKEN, check_upgraded
 
 
 @pytest.fixture
@@ -186,6 +187,21 @@ def test_an_empty_tenant_http_allow_of_a_file_before_version_21_becomes_not_set(
         with pytest.raises(apsw.ConstraintError):  # the reference still holds
             migrated.execute("INSERT INTO api_tokens VALUES ('tk_x', 'h2', 'tenant', 'ghost', NULL, 2, NULL)")
         assert store.update_tenant("acme", {"http_allow": ()}, T0).http_allow == ()  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_the_tenants_of_a_file_before_version_28_are_live_and_can_be_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "v27.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    apply_migrations(conn, 0, until=next(m.version for m in migrations() if m.name == "tenant_deleting") - 1)
+    conn.execute(OLD_TENANT)
+    conn.execute(OLD_TOKEN)
+    conn.close()
+    store = SqliteStore.open(path)
+    try:
+        check_upgraded(store)
     finally:
         store.close()
 

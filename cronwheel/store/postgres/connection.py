@@ -167,7 +167,6 @@ class PostgresBase:
         self._fail_fast_until = 0.0  #: monotonic: calls fail at once until then (SLOW_CONNECT_SEC)
         self._fail_fast_why = ""
         self._synchronous_commit = "?"
-        self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
         self.migrated: Migrated | None = None  #: what opening it applied (Store.migrated)
 
     @classmethod

@@ -43,5 +43,6 @@ DIALECT = Dialect(
     complete=leases.complete,
     backfill=triggers.backfill,
     deregister_node=cluster.DEREGISTER_NODE,
+    tenant_lock="FOR UPDATE",  # create_jobs holds its tenants FOR KEY SHARE
     sql=q,
 )

@@ -62,6 +62,12 @@ class JobMethods(PostgresBase):
         named = sorted({(nj.spec.tenant, nj.spec.name) for nj in jobs if nj.spec.name is not None})
         capped = {nj.spec.tenant for nj in jobs if nj.max_jobs is not None}
         with self._write() as conn:
+            # The batch's tenants as they stand, held (FOR KEY SHARE) against a deletion being
+            # asked meanwhile (which locks the row FOR UPDATE) and against the purge of their
+            # row: a job is never created for a tenant being deleted.
+            tenants = sorted({nj.spec.tenant for nj in jobs})
+            stored = dict(conn.execute(q.BATCH_TENANTS, {"names": tenants}).fetchall())
+            closed = {t for t, since in stored.items() if since is not None}
             known: dict[tuple[str, str], KeyedRequest] = {}
             if keyed:
                 # Serialise with concurrent submissions of the same keys, then read them.
@@ -85,8 +91,9 @@ class JobMethods(PostgresBase):
                 count = conn.execute(q.COUNT_REGISTERED_JOBS, {"tenant": tenant}).fetchone()
                 return int(count[0]) if count else 0
 
-            batch = decide_creations(jobs, lambda t, k: known.get((t, k)), lambda t, n: holders.get((t, n)), registered)
-            new_tenants = sorted(batch.tenants - self._known_tenants)
+            batch = decide_creations(jobs, lambda t, k: known.get((t, k)), lambda t, n: holders.get((t, n)), registered,
+                                     closed)  # fmt: skip
+            new_tenants = sorted(batch.tenants - stored.keys())
             if new_tenants:
                 conn.execute(q.INSERT_TENANTS, {"names": new_tenants, "now": now_ms})
             if batch.job_rows:
@@ -100,7 +107,6 @@ class JobMethods(PostgresBase):
                 conn.execute(q.INSERT_JOB_NAMES, claiming.columns(batch.name_rows, _NAME_FIELDS))
             if batch.key_rows:
                 conn.execute(q.INSERT_IDEMPOTENCY_KEYS, {**claiming.columns(batch.key_rows, _KEY_FIELDS), "now": now_ms})
-        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
         return batch.results
 
     @translated

@@ -73,6 +73,9 @@ JOIN unnest(%(tenants)s::text[], %(keys)s::text[]) AS w (tenant, key)
   ON k.tenant = w.tenant AND k.key = w.key
 """
 
+#: a batch's tenants (name, deleting_since), held against a deletion (see create_jobs)
+BATCH_TENANTS = "SELECT name, deleting_since FROM tenants WHERE name = ANY(%(names)s::text[]) FOR KEY SHARE"
+
 INSERT_TENANTS = """
 INSERT INTO tenants (name, weight, max_running, created_at)
 SELECT t, 1, NULL, %(now)s FROM unnest(%(names)s::text[]) AS t
@@ -697,7 +700,7 @@ COUNT_JOB_DEAD_LETTERS = "SELECT count(*) FROM executions WHERE job_id = %(job_i
 #: column order of ``rows.tenant_from_row``
 TENANT_COLUMNS = """
     name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
-    created_at, updated_at, allow_high_priority
+    created_at, updated_at, allow_high_priority, deleting_since
 """
 
 LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
@@ -743,7 +746,8 @@ INSERT INTO api_tokens (token_id, token_hash, role, tenant, name, created_at, re
 VALUES (%(token_id)s, %(token_hash)s, %(role)s, %(tenant)s, %(name)s, %(now)s, NULL)
 """
 
-TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = %(name)s"
+#: a tenant that may be given tokens: one not being deleted
+TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = %(name)s AND deleting_since IS NULL"
 
 GET_TOKEN_BY_HASH = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = %(hash)s"
 

@@ -305,3 +305,6 @@ CREATE SEQUENCE calendar_revisions;
 
 -- version 26: which process holds a node id (a random incarnation: two processes can start in one millisecond)
 ALTER TABLE cluster_nodes ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
+
+-- version 28: a tenant being deleted (its rows go in retention's batches, its own row last)
+ALTER TABLE tenants ADD COLUMN deleting_since BIGINT;  -- NULL: a live tenant

@@ -32,7 +32,6 @@ class TenantMethods(PostgresBase):
             row = conn.execute(q.CREATE_TENANT, args).fetchone()
         if row is None:
             return None
-        self._known_tenants.add(t.name)
         return tenant_from_row(row)
 
     @translated

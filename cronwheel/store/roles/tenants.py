@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from cronwheel.core.tenants import ApiToken, Tenant
+from cronwheel.core.tenants import ApiToken, Tenant, TenantDeletion
 
 
 class TenantStore(ABC):
@@ -28,7 +28,8 @@ class TenantStore(ABC):
     @abstractmethod
     def create_tenant(self, tenant: Tenant, now_ms: int) -> Tenant | None:
         """Insert a tenant with the given settings (created_at = updated_at = now_ms, whatever
-        the argument says). None when a tenant of that name exists (nothing changes)."""
+        the argument says). None when a tenant of that name exists, or is being deleted and its
+        rows are not all gone yet (nothing changes)."""
 
     @abstractmethod
     def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
@@ -37,11 +38,32 @@ class TenantStore(ABC):
         tenant as stored, or None when it does not exist. Unknown keys raise ValueError and
         change nothing."""
 
+    @abstractmethod
+    def mark_tenant_deleting(self, name: str, now_ms: int, force: bool = False) -> TenantDeletion:
+        """Ask for the tenant's deletion, in one transaction (``store/tenantgone.py``): NOT_FOUND;
+        DELETING when it is being deleted already (nothing changes); NOT_EMPTY, with the counts,
+        while it has live (ACTIVE or PAUSED) jobs or PENDING, RUNNING or RETRY_WAIT executions
+        and ``force`` is false (nothing changes); else MARKED: ``deleting_since`` = now_ms and
+        every active token of the tenant revoked (returned in ``revoked``). From then on
+        ``create_jobs`` refuses its jobs (TENANT_DELETING), ``create_token`` its tokens and
+        ``create_tenant`` its name, until ``purge_tenant`` has removed its row. A forced
+        deletion leaves its jobs to the caller to cancel."""
+
+    @abstractmethod
+    def purge_tenant(self, name: str, max_rows: int, drop_before_ms: int) -> tuple[int, bool]:
+        """Delete up to about ``max_rows`` rows that carry the name of the tenant being deleted
+        (finished executions and their effects, notifications not being delivered, settled jobs
+        left with no execution and what is only about them, calendars and their indexes,
+        tokens), then, once none is left and if its deletion was asked before
+        ``drop_before_ms``, the tenant row itself. Returns ``(rows deleted, whether the tenant
+        row went)``. A live tenant, or none, is not touched: ``(0, False)``. Nothing of another
+        tenant is ever touched."""
+
     # ---- API tokens (hashes only)
     @abstractmethod
     def create_token(self, token: ApiToken, now_ms: int) -> bool:
         """Store a token (created_at = now_ms, revoked_at None). False, and nothing stored,
-        when its tenant does not exist. A tenant or worker token must name a tenant; an admin
+        when its tenant does not exist or is being deleted. A tenant or worker token must name a tenant; an admin
         token may not (ValueError). Token ids and hashes are unique (StoreError on reuse)."""
 
     @abstractmethod

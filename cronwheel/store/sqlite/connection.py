@@ -160,7 +160,6 @@ class SqliteBase:
         self._conn = conn
         self.path = path
         self._closed = False
-        self._known_tenants: set[str] = set()  #: tenants whose row this handle has seen committed
         self.migrated: Migrated | None = None  #: what opening it applied (Store.migrated)
         #: the schema's version once opened (only an open migrates): what meta() says without a
         #: query, so that any thread may call it while another uses the connection (apsw

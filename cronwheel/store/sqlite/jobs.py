@@ -65,9 +65,13 @@ class JobMethods(SqliteBase):
                 row = conn.execute(q.SELECT_IDEMPOTENCY_KEY, (tenant, key)).fetchone()
                 return None if row is None else (row[0], row[1], row[2])
 
+            # the batch's tenants as they stand: a job is never created for one being deleted
+            stored = {t: row[0] for t in {nj.spec.tenant for nj in jobs}
+                      if (row := conn.execute(q.TENANT_DELETING_SINCE, (t,)).fetchone()) is not None}  # fmt: skip
+            closed = {t for t, since in stored.items() if since is not None}
             batch = decide_creations(jobs, stored_key, lambda tenant, name: self._name_holder(conn, tenant, name),
-                                     lambda tenant: count_rows(conn, q.COUNT_REGISTERED_JOBS, (tenant,)))  # fmt: skip
-            new_tenants = sorted(batch.tenants - self._known_tenants)
+                                     lambda tenant: count_rows(conn, q.COUNT_REGISTERED_JOBS, (tenant,)), closed)  # fmt: skip
+            new_tenants = sorted(batch.tenants - stored.keys())
             if new_tenants:
                 conn.executemany(q.INSERT_TENANT, [(t, now_ms) for t in new_tenants])
             if batch.job_rows:
@@ -81,7 +85,6 @@ class JobMethods(SqliteBase):
                 conn.executemany(q.INSERT_JOB_NAME, batch.name_rows)
             if batch.key_rows:
                 conn.executemany(q.INSERT_IDEMPOTENCY_KEY, [(*row, now_ms) for row in batch.key_rows])
-        self._known_tenants.update(new_tenants)  # tenant rows are never deleted
         return batch.results
 
     @translated

@@ -53,6 +53,9 @@ LISTED_EXEC_COLUMNS = EXEC_COLUMNS.replace("error, output,", "error, NULL AS out
 
 # ---------------------------------------------------------------- jobs
 
+#: a batch's tenant as it stands (no row: a new one), see create_jobs
+TENANT_DELETING_SINCE = "SELECT deleting_since FROM tenants WHERE name = ?"
+
 INSERT_TENANT = """
 INSERT INTO tenants (name, weight, max_running, created_at) VALUES (?, 1, NULL, ?)
 ON CONFLICT (name) DO NOTHING
@@ -572,7 +575,7 @@ DELETE FROM executions WHERE execution_id = ?1 AND status = 'DEAD' AND (?2 IS NU
 #: column order of ``rows.tenant_from_row``
 TENANT_COLUMNS = """
     name, weight, max_running, max_jobs, submit_rate, submit_burst, allow_shell, http_allow,
-    created_at, updated_at, allow_high_priority
+    created_at, updated_at, allow_high_priority, deleting_since
 """
 
 LIST_TENANTS = f"SELECT {TENANT_COLUMNS} FROM tenants ORDER BY name"
@@ -612,7 +615,8 @@ INSERT INTO api_tokens (token_id, token_hash, role, tenant, name, created_at, re
 VALUES (?, ?, ?, ?, ?, ?, NULL)
 """
 
-TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = ?"
+#: a tenant that may be given tokens: one not being deleted
+TENANT_EXISTS = "SELECT 1 FROM tenants WHERE name = ? AND deleting_since IS NULL"
 
 GET_TOKEN_BY_HASH = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?"
 

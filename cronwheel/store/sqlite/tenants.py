@@ -38,7 +38,6 @@ class TenantMethods(SqliteBase):
             if conn.changes() == 0:
                 return None
             row = conn.execute(q.GET_TENANT, (t.name,)).fetchone()
-        self._known_tenants.add(t.name)
         return tenant_from_row(row)
 
     @translated
