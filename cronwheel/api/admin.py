@@ -9,8 +9,10 @@ from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api.clients import client_of
 from cronwheel.api.context import json_body, json_response, service_of, tenant_of
+from cronwheel.api.ops import parse_flag
 from cronwheel.api.problems import Problem
 from cronwheel.core import notify as nt
+from cronwheel.core.tenants import valid_tenant_name
 
 
 async def list_tenants(request: web.Request) -> web.Response:
@@ -44,6 +46,17 @@ async def update_tenant(request: web.Request) -> web.Response:
     changes = tv.parse_tenant_patch(await json_body(request))
     tenant = await service_of(request).update_tenant(request.match_info["name"], changes)
     return json_response(tv.tenant_answer(tenant))
+
+
+async def delete_tenant(request: web.Request) -> web.Response:
+    """202: the deletion is under way (retention removes its rows); asking again answers the
+    same. ``?force=true`` cancels its live jobs first (else 409 ``tenant_not_empty``)."""
+    name = request.match_info["name"]
+    force = parse_flag("force", request.query.get("force"))
+    if not valid_tenant_name(name):  # no such tenant can exist: said without echoing all of it
+        raise Problem(404, "not_found", f"no tenant {name[:64]!r} (cronwheel tenant ls lists them)")
+    tenant = await service_of(request).delete_tenant(name, force)
+    return json_response(tv.tenant_answer(tenant), 202)
 
 
 async def create_token(request: web.Request) -> web.Response:

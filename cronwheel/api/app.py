@@ -16,6 +16,7 @@ from cronwheel.api.access import ROUTE_ACCESS, Access, authorize, identify_clien
 from cronwheel.api.admin import (
     create_tenant,
     create_token,
+    delete_tenant,
     get_tenant,
     get_tenant_notify,
     list_tenants,
@@ -121,6 +122,7 @@ ROUTES: tuple[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamRespon
     ("POST", "/v1/tenants", create_tenant),
     ("GET", "/v1/tenants/{name}", get_tenant),
     ("PATCH", "/v1/tenants/{name}", update_tenant),
+    ("DELETE", "/v1/tenants/{name}", delete_tenant),
     ("GET", "/v1/tenants/{name}/notify", get_tenant_notify),
     ("PUT", "/v1/tenants/{name}/notify", set_tenant_notify),
     ("POST", "/v1/tokens", create_token),

@@ -138,6 +138,8 @@ def _batch_result(index: int, result: CreateResult) -> answers.JobBatchItem:
     if result.outcome is CreateOutcome.CONFLICT:
         return item(index=index, status=422, code="idempotency_key_reused", job_id=result.job_id,  # type: ignore[arg-type]
                     detail="this idempotencyKey was already used with a different job; use a new key for a new job")
+    if result.outcome is CreateOutcome.TENANT_DELETING:
+        return item(index=index, status=409, code="tenant_deleting", detail="the tenant is being deleted: it takes no new job")
     if result.outcome is CreateOutcome.FAILED:
         return item(index=index, status=500, code="internal_error", error_id=result.error_id,  # type: ignore[arg-type]
                     detail=f"this job could not be stored, the others were (errorId {result.error_id}, see the daemon log)")

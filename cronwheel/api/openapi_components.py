@@ -39,6 +39,10 @@ SCHEMAS: dict[str, Any] = {
                                                       "type": "string",
                                                       "description": "Only when stale: why the store could not be read.",
                                                   },
+                                    "tenantStateEntries": {
+                                                              "type": "integer",
+                                                              "description": "Entries this node holds in memory per tenant (settings, submission rate buckets, turns among the API's reads, cached calendars): it returns to what it was once deleted tenants are gone.",
+                                                          },
                                     "disk": {
                                                 "type": "object",
                                                 "description": "The data directory's file system (live) and the SQLite WAL (as of the last check, every 5 s). low: free space under lowMarkBytes (--disk-low); store.disk_low is logged.",

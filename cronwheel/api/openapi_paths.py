@@ -1058,6 +1058,35 @@ PATHS: dict[str, Any] = {
                 **refused("400", "401", "403", "404", "422", "503"),
             },
         },
+        "delete": {
+            "operationId": "deleteTenant",
+            "summary": "Delete a tenant (admin): revoke its tokens now, remove its rows in the background",
+            "description": (
+                "Marks the tenant `deleting` and revokes every token of it in the same transaction; "
+                "from then on it takes no new job and no new token, and a tenant of its name "
+                "cannot be created (409 `tenant_deleting`) until retention has removed every row "
+                "that carried its name (executions, notifications, jobs with their names and "
+                "idempotency keys, calendars, tokens) and then the tenant itself. While it has "
+                "live (active or paused) jobs or executions in flight it is refused (409 "
+                "`tenant_not_empty`, with `liveJobs` and `inFlight`), unless `force=true`, which "
+                "cancels its jobs as `DELETE /v1/jobs/{jobId}` does (running executions aborted). "
+                "The `default` tenant cannot be deleted (409 `default_tenant`). Asking again "
+                "answers the same."
+            ),
+            "parameters": [
+                {
+                    "name": "force",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]},
+                    "description": "Cancel its live jobs (and abort their running executions) first.",
+                },
+            ],
+            "responses": {
+                "202": answer("The tenant, being deleted.", "Tenant"),
+                **refused("400", "401", "403", "404", "409", "503"),
+            },
+        },
     },
     "/v1/tokens": {
         "get": {

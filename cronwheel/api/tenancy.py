@@ -101,7 +101,10 @@ def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tena
         http_allow=None if t.http_allow is None else list(t.http_allow),
         created_at=format_instant(t.created_at or None),
         updated_at=format_instant(t.updated_at or None),
+        status="deleting" if t.deleting else "active",
     )
+    if t.deleting:
+        answer.deleting_since = format_instant(t.deleting_since)
     if live is not None:
         answer.running = live.get("running", 0)
         answer.queued = live.get("queued", 0)

@@ -4,6 +4,7 @@ or TCP with ``<data-dir>/admin-token``) or with an admin token."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -211,7 +212,7 @@ def tenant_ls(app: Cli, /, as_json: bool) -> None:
         render.emit_json(tenants)
         return
     rows = [
-        [t["name"], str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
+        [t["name"] + (" (deleting)" if t.get("status") == "deleting" else ""), str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
          + (" (waiting)" if t.get("quotaWaiting") else ""),
          str(t.get("queued", 0)), _fmt_quota(t.get("maxJobs")), _fmt_quota(t.get("submitRate")),
          "yes" if t.get("allowShell") else "no", "yes" if t.get("allowHighPriority") else "no",
@@ -219,6 +220,37 @@ def tenant_ls(app: Cli, /, as_json: bool) -> None:
         for t in tenants
     ]
     render.emit_table(["TENANT", "WEIGHT", "RUNNING/MAX", "QUEUED", "MAX JOBS", "RATE/S", "SHELL", "HIGH", "HTTP ALLOW"], rows)
+
+
+@tenant.command("rm", context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Cancel its live jobs first (running executions are aborted).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print the tenant, being deleted, as JSON.")
+@pass_cli
+def tenant_rm(app: Cli, /, name: str, force: bool, yes: bool, as_json: bool) -> None:
+    """Delete tenant NAME: its tokens are revoked at once, it takes no new job, and retention
+    removes its rows in the background (its history, dead letters, calendars, names,
+    idempotency keys), then the tenant; until then its name cannot be taken again and
+    `tenant ls` shows it as deleting. Refused while it has live jobs or runs in flight,
+    unless --force, which cancels them. The default tenant cannot be deleted.
+
+    \b
+    Examples:
+      cronwheel tenant rm acme
+      cronwheel tenant rm acme --force --yes     # cancel its jobs too, no question asked
+    """
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"deleting tenant {name!r} cannot be undone: give --yes to confirm without a terminal")
+        what = "cancel its live jobs and delete" if force else "delete"
+        click.confirm(f"{what} tenant {name!r} and all its history? This cannot be undone", abort=True)
+    t = app.client.delete_tenant(name, force)
+    if as_json:
+        render.emit_json(t)
+        return
+    click.echo(f"tenant {t['name']} is being deleted: its tokens are revoked; retention removes its rows, "
+               "then the tenant (cronwheel tenant ls shows it until then)")
 
 
 # ---------------------------------------------------------------- token

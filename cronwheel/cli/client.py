@@ -394,6 +394,9 @@ class Client:
     def update_tenant(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
         return self._call("PATCH", f"/v1/tenants/{_q(name)}", changes)
 
+    def delete_tenant(self, name: str, force: bool = False) -> dict[str, Any]:
+        return self._delete(f"/v1/tenants/{_q(name)}" + ("?force=true" if force else ""))
+
     def create_token(self, tenant: str | None, role: str = "tenant", name: str | None = None) -> dict[str, Any]:
         """``{tokenId, token, role, tenant, name, createdAt}``: ``token`` is shown this once."""
         body = {k: val for k, val in (("tenant", tenant), ("role", role), ("name", name)) if val is not None}

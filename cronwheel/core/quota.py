@@ -88,6 +88,10 @@ class RateLimiter:
             return math.inf
         return bucket.take(now_ms, n)
 
+    def forget(self, key: str) -> None:
+        """Drop ``key``'s bucket (a deleted tenant's)."""
+        self._buckets.pop(key, None)
+
     def prune(self, now_ms: int) -> None:
         """Forget full buckets: a new one would be created full anyway."""
         for key in [k for k, b in self._buckets.items() if b.is_full(now_ms)]:

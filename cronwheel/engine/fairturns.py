@@ -84,6 +84,15 @@ class FairStoreRunner(StoreRunner):
         self._engine.clear()
         self._askers.clear()
 
+    def forget(self, asker: str) -> None:
+        """Drop ``asker``'s last turn (a deleted tenant's); its waiting calls, if any, keep theirs."""
+        if asker not in self._askers:
+            self._served_at.pop(asker, None)
+
+    def remembered(self) -> int:
+        """Askers whose last turn is remembered (at most REMEMBERED)."""
+        return len(self._served_at)
+
     def waiting(self) -> int:
         """How many reads wait for their turn (not counting those handed to the thread)."""
         return len(self._engine) + sum(len(line) for line in self._askers.values())

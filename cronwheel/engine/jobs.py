@@ -28,6 +28,7 @@ from cronwheel.engine.service import (
     NameTaken,
     NotFound,
     ServiceError,
+    TenantDeleting,
 )
 from cronwheel.store.base import Store
 
@@ -48,6 +49,8 @@ class JobsMixin(BeyondCronMixin):
         (result,) = await self.submitter.submit([NewJob(job_id, spec, next_run_at, idempotency_key, request_hash, max_jobs)])
         if result.outcome is CreateOutcome.QUOTA_EXCEEDED:
             raise self.jobs_quota_exceeded(spec.tenant)
+        if result.outcome is CreateOutcome.TENANT_DELETING:
+            raise TenantDeleting(f"tenant {spec.tenant!r} is being deleted: it takes no new job")
         if result.outcome is CreateOutcome.FAILED:
             raise InternalError(f"the job could not be stored (errorId {result.error_id}, see the daemon log)", errorId=result.error_id)
         if result.outcome is CreateOutcome.NAME_TAKEN:

@@ -26,7 +26,6 @@ from cronwheel.engine.disk import DiskWatch
 from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.executions import ExecutionsMixin
 from cronwheel.engine.fairturns import FairStoreRunner
-from cronwheel.engine.jobs import JobsMixin
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.nodestatus import NodeStatusMixin
 from cronwheel.engine.notifications import NotificationDeliverer
@@ -37,6 +36,7 @@ from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Unavailable
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
+from cronwheel.engine.tenantrm import TenantRemovalMixin
 from cronwheel.engine.walks import Walks
 from cronwheel.obs.events import REPEAT_LOG_SEC, EventLog
 from cronwheel.store.base import Store
@@ -50,7 +50,7 @@ __all__ = ["Node", "NodeConfig"]
 SHARED_REFILL_BELOW = 100
 
 
-class Node(JobsMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
+class Node(TenantRemovalMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMixin):
     def __init__(
         self,
         config: NodeConfig,

@@ -76,6 +76,10 @@ class NodeStatusMixin(NodeParts):
 
         return await self.status_cache.read("store", read, fresh_ms)
 
+    def tenant_state_entries(self) -> int:
+        """What the node holds in memory per tenant (the tenancy part counts it)."""
+        raise NotImplementedError
+
     # ---- what the API's status shows
     async def status(self) -> dict[str, Any]:
         data, as_of, error = await self._store_part()
@@ -98,6 +102,7 @@ class NodeStatusMixin(NodeParts):
             },
             dispatchLagMs={"p50": lag_percentile(lags, 0.5), "p99": lag_percentile(lags, 0.99), "max": lags[-1] if lags else None, "samples": len(lags)},
             disk=self._disk_status(),
+            tenantStateEntries=self.tenant_state_entries(),
         )
         if self.cluster is not None:
             cluster, cluster_as_of, cluster_error = await self.status_cache.read("cluster", self.cluster.status)

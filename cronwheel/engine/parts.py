@@ -30,6 +30,7 @@ from cronwheel.engine.dispatcher import Dispatcher
 from cronwheel.engine.fairturns import FairStoreRunner
 from cronwheel.engine.longpoll import QueuePolls
 from cronwheel.engine.notifications import NotificationDeliverer
+from cronwheel.engine.retention import Retention
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
 from cronwheel.engine.service import Conflict, NotFound, Unavailable
@@ -66,6 +67,7 @@ class NodeParts:
     polls: QueuePolls
     claim_turns: ClaimTurns  #: turns across tenants for remote workers of no tenant
     disk: DiskWatch
+    retention: Retention
     status_cache: StatusCache
     #: effect calls that recorded nothing (duplicate, fenced, too many): a line a minute per
     #: execution and verdict; a job calling in a loop wrote one a call, for nothing stored

@@ -18,6 +18,12 @@ its dead notifications behind (they name it by id only), and a tenant that creat
 jobs with failing receivers piled them up without bound: once their job is gone, they go when
 older than the retention period, as the job's history did (a human had as long to look).
 
+A tenant being deleted (engine/tenantrm.py) has every row that carries its name removed here,
+in transactions of at most ``PRUNE_TENANT_ROWS``, then the tenant row itself
+(``tenant.deleted``), no sooner than ``TENANT_DROP_GRACE_MS`` after its deletion was asked. A
+deletion asked on this node wakes the loop for that at once; while a deletion waits for a run
+still in flight, it is tried again every ``TENANT_RETRY_S``, not only at the next pass.
+
 The settings are read from the node's configuration at each pass, so a SIGHUP that changes
 them (daemon/reload.py) takes effect from the next pass. Composed into the node
 (``Node.retention``), which runs its loop.
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from cronwheel.core.clock import Clock
@@ -60,6 +66,13 @@ PRUNE_NODES = 1000  #: rows of gone nodes deleted per transaction
 NODE_UNSEEN_MIN_MS = 86_400_000
 #: seconds between looks at ``retention_interval_ms`` while waiting for the next pass
 RECHECK_S = 1.0
+PRUNE_TENANT_ROWS = 1000  #: rows of a tenant being deleted, per transaction
+TENANT_RETRY_S = 2.0  #: while a deleted tenant's rows wait for a run in flight to end
+#: a deleted tenant's row outlives its deletion by this long: a node that trusted one of its
+#: tokens just before (for up to engine/tenancy.py's TOKEN_CACHE_SEC, 5 s, plus the skew the
+#: nodes' clocks may have) gets its late job refused by the store, not made the first job of
+#: a new tenant of that name
+TENANT_DROP_GRACE_MS = 10_000
 
 
 class Retention:
@@ -68,6 +81,12 @@ class Retention:
         self.clock = clock
         self.events = events
         self.config = config
+        self._tenants_due: float | None = None  #: when (loop time) to look at deleted tenants again
+        self._purged: dict[str, int] = {}  #: rows removed so far, by tenant being deleted
+
+    def tenant_deleting(self) -> None:
+        """A tenant's deletion was asked: its rows go from the next look (within RECHECK_S)."""
+        self._tenants_due = 0.0
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -77,15 +96,42 @@ class Retention:
             # from an hour to a minute is not first waited out for the rest of the hour
             left = last + self.config.retention_interval_ms / 1000 - loop.time()
             if left > 0:
+                if self._tenants_due is not None and self._tenants_due <= loop.time():
+                    await self._guarded(self.purge_tenants())
+                    continue
                 await asyncio.sleep(min(left, RECHECK_S))
                 continue
-            try:
-                await self.prune()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # retention must never take the node down
-                self.events.emit("retention.error", error=repr(exc))
+            await self._guarded(self.prune())
             last = loop.time()
+
+    async def _guarded(self, work: Awaitable[object]) -> None:
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # retention must never take the node down
+            self.events.emit("retention.error", error=repr(exc))
+
+    async def purge_tenants(self) -> int:
+        """Remove the rows of every tenant being deleted, then the tenant; how many tenants went."""
+        self._tenants_due = None
+        deleting = [t.name for t in await self.writer.run(lambda s: s.list_tenants()) if t.deleting]
+        drop_before = self.clock.now_ms() - TENANT_DROP_GRACE_MS
+        self._purged = {name: self._purged.get(name, 0) for name in deleting}
+        gone = 0
+        for name in deleting:
+            while True:
+                deleted, done = await self.writer.run(functools.partial(_purge, name=name, drop_before_ms=drop_before))
+                self._purged[name] += deleted
+                if done:
+                    self.events.emit("tenant.deleted", tenant=name, rows=self._purged.pop(name))
+                    gone += 1
+                    break
+                if deleted < PRUNE_TENANT_ROWS:  # a run in flight, or the grace, holds the rest: soon again
+                    self._tenants_due = asyncio.get_running_loop().time() + TENANT_RETRY_S
+                    break
+                await asyncio.sleep(0.01)
+        return gone
 
     async def prune(self) -> None:
         """One pass over every job's history, its dead letters, then the settled jobs, the dead
@@ -111,6 +157,7 @@ class Retention:
         # on the store's clock (PostgreSQL's: the one the heartbeats are written with)
         unseen, now = max(self.config.retention_ms, NODE_UNSEEN_MIN_MS), self.clock.now_ms()
         nodes = await self._batches(lambda s: s.prune_nodes(unseen, now, PRUNE_NODES), PRUNE_NODES)
+        await self.purge_tenants()
         await self.writer.run(lambda s: s.checkpoint())
         if total or jobs or dead or dead_notifications or gone or tokens or nodes:
             self.events.emit("retention.pruned", executions=total, jobs=jobs, deadLetters=dead,
@@ -156,3 +203,6 @@ class Retention:
                 return total
             await asyncio.sleep(0.01)
 
+
+def _purge(store: Store, name: str, drop_before_ms: int) -> tuple[int, bool]:
+    return store.purge_tenant(name, PRUNE_TENANT_ROWS, drop_before_ms)

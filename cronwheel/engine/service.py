@@ -49,6 +49,12 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class TenantDeleting(Conflict):
+    """The tenant is being deleted: it takes no new job, and its name no new tenant yet."""
+
+    code = "tenant_deleting"
+
+
 class NameTaken(Conflict):
     """Another live job of the tenant holds the name; ``jobId`` (in ``extra``) is that job."""
 
@@ -308,6 +314,12 @@ class SchedulerService(Protocol):
 
     async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
         """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound."""
+
+    async def delete_tenant(self, name: str, force: bool = False) -> Tenant:
+        """Ask for a tenant's deletion (engine/tenantrm.py) and answer it as it now stands
+        (being deleted). NotFound; Conflict (``default_tenant``) for the default tenant, and
+        (``tenant_not_empty``) while it has live jobs or executions in flight, unless ``force``,
+        which cancels them. Asking again changes nothing."""
 
     async def create_token(self, role: Role, tenant: str | None, name: str | None = None, *,
                            remote: str | None = None) -> tuple[ApiToken, str]:

@@ -43,7 +43,14 @@ from cronwheel.core.tenants import (
 )
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.parts import NodeParts
-from cronwheel.engine.service import Conflict, NotFound, TooManyRequests, Unavailable
+from cronwheel.engine.service import (
+    Conflict,
+    NotFound,
+    TenantDeleting,
+    TooManyRequests,
+    Unavailable,
+)
+from cronwheel.store.calendars import forget_calendars
 
 TENANT_REFRESH_SEC = 2.0
 TOKEN_CACHE_SEC = 5.0
@@ -125,6 +132,10 @@ class TenancyMixin(NodeParts):
     def _set_tenants(self, tenants: list[Tenant]) -> None:
         old = self._tenants
         self._tenants = {t.name: t for t in tenants}
+        for name, was in old.items():  # deleted (on any node), maybe made anew since: nothing of it stays
+            now = self._tenants.get(name)
+            if now is None or (was.deleting and not now.deleting):
+                self._forget_tenant(name, settings_too=now is None)
         self._retier(old, tenants)
         if any(old.get(t.name) != t for t in tenants):
             self.dispatcher.wake()  # a raised quota or a new weight counts from the next pop
@@ -154,6 +165,22 @@ class TenancyMixin(NodeParts):
                 self._refresh_health.failed(exc)
             else:
                 self._refresh_health.ok()
+
+    def _forget_tenant(self, name: str, settings_too: bool = True) -> None:
+        """Drop what this node keeps for a deleted tenant: its rate bucket and refusal notes, its
+        turn among the readers, its tokens' lookups, its calendars cached by the stores (and,
+        unless it is still being deleted, its settings)."""
+        if settings_too and name in self._tenants:
+            self._tenants = {n: t for n, t in self._tenants.items() if n != name}
+        self._rates.forget(name)
+        self._rate_limited.discard(name)
+        self._jobs_capped.pop(name, None)
+        self.dispatcher.quota_waiting.discard(name)
+        self.reader.forget(name)
+        self._token_cache = {h: v for h, v in self._token_cache.items() if v[1].tenant != name}
+        for runner in (self.writer, self.reader, self.completer, self.claimer):
+            if runner is not None:
+                forget_calendars(runner.store, name)
 
     # ---- quotas at submission
     def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:
@@ -238,6 +265,12 @@ class TenancyMixin(NodeParts):
         now = self.clock.now_ms()
         created = await self._write(lambda s: s.create_tenant(tenant, now))
         if created is None:
+            found = await self._read(lambda s: s.tenant_with_jobs(tenant.name))
+            if found is not None and found[0].deleting:
+                raise TenantDeleting(
+                    f"tenant {tenant.name!r} is being deleted: its name is free once every row of the old tenant "
+                    "is gone (retention removes them; cronwheel tenant ls shows it until then)"
+                )
             raise Conflict(f"tenant {tenant.name!r} exists already (change it with PATCH /v1/tenants/{tenant.name})")
         self._put_tenant(created)
         self.events.emit("tenant.created", tenant=created.name)
@@ -280,11 +313,14 @@ class TenancyMixin(NodeParts):
                 reason="last_admin_token",
             )
         self._token_cache.pop(token.token_hash, None)
+        self._note_revoked(token_id)
+        self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant, remote=remote)
+        return token
+
+    def _note_revoked(self, token_id: str) -> None:
         self._revoked_here[token_id] = None
         while len(self._revoked_here) > REVOKED_REMEMBERED:
             del self._revoked_here[next(iter(self._revoked_here))]
-        self.events.emit("token.revoked", tokenId=token_id, role=token.role.value, tenant=token.tenant, remote=remote)
-        return token
 
     def revoked_here(self, token_id: str) -> bool:
         return token_id in self._revoked_here
@@ -294,14 +330,15 @@ class TenancyMixin(NodeParts):
         cached = self._token_cache.get(digest)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
-            return cached[1]
+            return None if self._of_deleting(cached[1]) else cached[1]
         try:
             token = await self._read(lambda s: s.get_token_by_hash(digest))
         except Unavailable:
             if cached is not None and now < cached[0] - TOKEN_CACHE_SEC + TOKEN_STALE_GRACE_SEC:
-                return cached[1]  # verified a little while ago, and the store is down
+                # verified a little while ago, and the store is down
+                return None if self._of_deleting(cached[1]) else cached[1]
             raise
-        if token is None or not token.active:
+        if token is None or not token.active or self._of_deleting(token):
             self._token_cache.pop(digest, None)
             return None
         if len(self._token_cache) >= TOKEN_CACHE_MAX:
@@ -310,6 +347,13 @@ class TenancyMixin(NodeParts):
                 self._token_cache.clear()
         self._token_cache[digest] = (now + TOKEN_CACHE_SEC, token)
         return token
+
+    def _of_deleting(self, token: ApiToken) -> bool:
+        """A token of a tenant being deleted: its deletion revoked it in the store, but a node
+        that trusted it a moment before would go on for TOKEN_CACHE_SEC; it refuses it as soon
+        as its tenants' refresh (TENANT_REFRESH_SEC) tells it the tenant is going."""
+        t = None if token.tenant is None else self._tenants.get(token.tenant)
+        return t is not None and t.deleting
 
     # ---- the local operator's first credential
     async def ensure_admin_token(self, data_dir: Path) -> bool:

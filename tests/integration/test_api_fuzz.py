@@ -66,7 +66,7 @@ COVERAGE_GROUPS = {
         "listCalendars", "getCalendar", "putCalendar", "deleteCalendar", "getExecution", "claimExecutions", "heartbeat",
         "complete", "recordEffect", "listDead", "replayDead", "purgeDead",
         "status", "nodeConfig", "herd", "whoami", "activity", "healthz", "openapi", "metrics", "listTenants", "createTenant", "getTenant",
-        "updateTenant", "listTokens", "createToken", "revokeToken", "dashboard", "dashboardAsset", "listNotifications",
+        "updateTenant", "deleteTenant", "listTokens", "createToken", "revokeToken", "dashboard", "dashboardAsset", "listNotifications",
         "purgeNotification", "replayNotification", "getTenantNotify", "setTenantNotify",
     ),
 }

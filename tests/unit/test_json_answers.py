@@ -23,7 +23,7 @@ def test_a_struct_leaves_out_its_unset_members_and_uses_its_json_names() -> None
     body = json.loads(bytes(json_response(TenantList([t])).body))  # type: ignore[arg-type]
     assert body == {"tenants": [{"name": "a", "weight": 1, "maxRunning": None, "maxJobs": None, "submitRate": None,
                                  "submitBurst": None, "allowShell": False, "allowHighPriority": False,
-                                 "httpAllow": []}]}
+                                 "httpAllow": [], "status": "active"}]}
 
 
 def test_a_lone_surrogate_stored_before_the_door_refused_it_is_escaped_not_a_500() -> None:
@@ -41,4 +41,4 @@ def test_structs_inside_a_plain_answer_fall_back_too() -> None:
     assert r.body is not None and b"\\udc00" in bytes(r.body)
     assert json.loads(bytes(r.body))["tenants"][0] == {"name": "b\udc00", "weight": 2, "maxRunning": None, "maxJobs": None,
                                                        "submitRate": None, "submitBurst": None, "allowShell": False,
-                                                       "allowHighPriority": False, "httpAllow": []}
+                                                       "allowHighPriority": False, "httpAllow": [], "status": "active"}
