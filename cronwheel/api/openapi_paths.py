@@ -1042,7 +1042,8 @@ PATHS: dict[str, Any] = {
                 "this node's live numbers, and `effectiveHttpAllow`: the HTTP allow-list that "
                 "applies to it (its own `httpAllow`, or the daemon's `--http-allow` when "
                 "`httpAllow` is null). A tenant token may read its own tenant only: another "
-                "name answers 404, as an unknown one does."
+                "name answers 404, as an unknown one does. A tenant being deleted answers 404 "
+                "too (`GET /v1/tenants` lists it, `status: deleting`, until it is gone)."
             ),
             "responses": {
                 "200": answer("The tenant.", "Tenant"),
@@ -1071,7 +1072,8 @@ PATHS: dict[str, Any] = {
                 "`tenant_not_empty`, with `liveJobs` and `inFlight`), unless `force=true`, which "
                 "cancels its jobs as `DELETE /v1/jobs/{jobId}` does (running executions aborted). "
                 "The `default` tenant cannot be deleted (409 `default_tenant`). Asking again "
-                "answers the same."
+                "answers the same; meanwhile the tenant itself (`GET`, `PATCH`, its `notify`) "
+                "answers 404, and `GET /v1/tenants` lists it with `status: deleting`."
             ),
             "parameters": [
                 {

@@ -46,7 +46,6 @@ from cronwheel.engine.parts import NodeParts
 from cronwheel.engine.service import (
     Conflict,
     NotFound,
-    TenantDeleting,
     TooManyRequests,
     Unavailable,
 )
@@ -259,18 +258,14 @@ class TenancyMixin(NodeParts):
         if found is None:
             raise NotFound(f"no tenant {name!r} (cronwheel tenant ls lists them)")
         tenant, jobs = found
+        if tenant.deleting:  # gone, as far as anyone using it goes: listed until its rows are
+            raise NotFound(f"tenant {name!r} is being deleted (cronwheel tenant ls lists it until it is gone)")
         return tenant, jobs, effective_http_allow(tenant, self.config.http_allow)
 
     async def create_tenant(self, tenant: Tenant) -> Tenant:
         now = self.clock.now_ms()
         created = await self._write(lambda s: s.create_tenant(tenant, now))
-        if created is None:
-            found = await self._read(lambda s: s.tenant_with_jobs(tenant.name))
-            if found is not None and found[0].deleting:
-                raise TenantDeleting(
-                    f"tenant {tenant.name!r} is being deleted: its name is free once every row of the old tenant "
-                    "is gone (retention removes them; cronwheel tenant ls shows it until then)"
-                )
+        if created is None:  # (or being deleted: engine/tenantrm.py says so)
             raise Conflict(f"tenant {tenant.name!r} exists already (change it with PATCH /v1/tenants/{tenant.name})")
         self._put_tenant(created)
         self.events.emit("tenant.created", tenant=created.name)
@@ -280,7 +275,7 @@ class TenancyMixin(NodeParts):
         now = self.clock.now_ms()
         updated = await self._write(lambda s: s.update_tenant(name, changes, now))
         if updated is None:
-            raise NotFound(f"no tenant {name!r}")
+            raise NotFound(f"no tenant {name!r} (or it is being deleted)")
         self._put_tenant(updated)
         self.events.emit("tenant.updated", tenant=name, changed=sorted(changes))
         return updated
@@ -349,9 +344,8 @@ class TenancyMixin(NodeParts):
         return token
 
     def _of_deleting(self, token: ApiToken) -> bool:
-        """A token of a tenant being deleted: its deletion revoked it in the store, but a node
-        that trusted it a moment before would go on for TOKEN_CACHE_SEC; it refuses it as soon
-        as its tenants' refresh (TENANT_REFRESH_SEC) tells it the tenant is going."""
+        """A token of a tenant being deleted (revoked with it in the store): a node that trusted
+        it a moment before refuses it from its next tenants' refresh, not TOKEN_CACHE_SEC on."""
         t = None if token.tenant is None else self._tenants.get(token.tenant)
         return t is not None and t.deleting
 

@@ -17,7 +17,7 @@ import functools
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobStatus
 from cronwheel.core.tenants import DeletionOutcome, Tenant
 from cronwheel.engine.jobs import JobsMixin
-from cronwheel.engine.service import Conflict, NotFound
+from cronwheel.engine.service import Conflict, NotFound, TenantDeleting
 from cronwheel.store.base import Store
 from cronwheel.store.calendars import calendars_held
 
@@ -68,6 +68,18 @@ class TenantRemovalMixin(JobsMixin):
         if cancelled:
             self.events.emit("tenant.jobs_cancelled", tenant=name, jobs=cancelled)
         return found[0]
+
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        try:
+            return await super().create_tenant(tenant)
+        except Conflict:
+            found = await self._read(lambda s: s.tenant_with_jobs(tenant.name))
+            if found is not None and found[0].deleting:
+                raise TenantDeleting(
+                    f"tenant {tenant.name!r} is being deleted: its name is free once every row of the old tenant "
+                    "is gone (retention removes them; cronwheel tenant ls shows it until then)"
+                ) from None
+            raise
 
     def tenant_state_entries(self) -> int:
         """Entries this node holds per tenant (settings, rate buckets, refusal notes, reader

@@ -99,7 +99,8 @@ class NotificationMethods:
 
         def run(s: Sql) -> bool:
             return s.changes(
-                f"UPDATE tenants SET notify = :rules{s.json_cast}, updated_at = :now WHERE name = :name",
+                f"UPDATE tenants SET notify = :rules{s.json_cast}, updated_at = :now"
+                " WHERE name = :name AND deleting_since IS NULL",
                 {"rules": text, "now": now_ms, "name": name},
             ) == 1
 
@@ -107,7 +108,7 @@ class NotificationMethods:
 
     def tenant_notify(self, name: str) -> tuple[nt.Rule, ...] | None:
         def run(s: Sql) -> tuple[nt.Rule, ...] | None:
-            rows = s.rows("SELECT notify FROM tenants WHERE name = :name", {"name": name})
+            rows = s.rows("SELECT notify FROM tenants WHERE name = :name AND deleting_since IS NULL", {"name": name})
             return None if not rows else nt.stored_rules(s.decode(rows[0][0]))
 
         return self._outbox_read(run)

@@ -110,6 +110,10 @@ def test_a_deleting_tenant_takes_no_job_no_token_and_keeps_its_name(store: Store
     assert [r.outcome for r in results] == [CreateOutcome.TENANT_DELETING, CreateOutcome.TENANT_DELETING, CreateOutcome.CREATED]
     assert not store.create_token(ApiToken(new_token_id(), hash_token("late"), Role.TENANT, "acme"), T0 + 2 * MIN)
     assert store.create_tenant(Tenant("acme", weight=5), T0 + 2 * MIN) is None
+    # nor is it changed any more: as far as its users go it is gone
+    assert store.update_tenant("acme", {"weight": 5}, T0 + 2 * MIN) is None
+    assert store.tenant_notify("acme") is None and not store.set_tenant_notify("acme", (HOOK,), T0 + 2 * MIN)
+    assert get_tenant(store, "acme").weight == 1  # type: ignore[union-attr]
     listed = {t.name: t.deleting_since for t in store.list_tenants()}
     assert listed == {"acme": T0 + MIN, "default": None, "zeta": None}
 

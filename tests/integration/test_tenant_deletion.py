@@ -95,6 +95,9 @@ def test_a_forced_deletion_kills_its_run_stops_its_tokens_and_frees_its_name_onl
     assert again.status == 202 and again.json()["status"] == "deleting", again
     assert problem(d.post("/v1/tenants", {"name": "acme"}), 409)["code"] == "tenant_deleting"
     assert tenant_names(d)["acme"] == "deleting"
+    for method, path in (("GET", ""), ("PATCH", ""), ("GET", "/notify")):  # gone, as far as its users go
+        body = {"weight": 2} if method == "PATCH" else None
+        assert problem(d.request(method, f"/v1/tenants/acme{path}", body), 404)["code"] == "not_found"
     listed = d.cli("tenant", "ls")
     assert "acme (deleting)" in listed.stdout, listed
     # its rows go in the background; the tenant row last

@@ -39,7 +39,7 @@ class TenantMethods(PostgresBase):
         check_tenant_changes(changes)
         with self._write() as conn:
             row = conn.execute(q.LOCK_TENANT, {"name": name}).fetchone()
-            if row is None:
+            if row is None or tenant_from_row(row).deleting:
                 return None
             cur = tenant_from_row(row)
             new = merged_tenant_settings(cur, changes)

@@ -121,8 +121,8 @@ class NotificationStore(ABC):
 
     @abstractmethod
     def set_tenant_notify(self, name: str, rules: Sequence[Rule], now_ms: int) -> bool:
-        """Replace a tenant's default rules. False when the tenant does not exist."""
+        """Replace a tenant's default rules. False when the tenant does not exist or is being deleted."""
 
     @abstractmethod
     def tenant_notify(self, name: str) -> tuple[Rule, ...] | None:
-        """A tenant's default rules (None: no such tenant)."""
+        """A tenant's default rules (None: no such tenant, or one being deleted)."""

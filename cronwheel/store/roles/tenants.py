@@ -35,8 +35,8 @@ class TenantStore(ABC):
     def update_tenant(self, name: str, changes: dict[str, Any], now_ms: int) -> Tenant | None:
         """Set the ``core.tenants.TENANT_SETTINGS`` fields named in ``changes`` (a value of
         None clears a quota), updated_at = now_ms; other fields keep their values. Returns the
-        tenant as stored, or None when it does not exist. Unknown keys raise ValueError and
-        change nothing."""
+        tenant as stored, or None when it does not exist or is being deleted. Unknown keys raise
+        ValueError and change nothing."""
 
     @abstractmethod
     def mark_tenant_deleting(self, name: str, now_ms: int, force: bool = False) -> TenantDeletion:

@@ -45,7 +45,7 @@ class TenantMethods(SqliteBase):
         check_tenant_changes(changes)
         with self._write() as conn:
             row = conn.execute(q.GET_TENANT, (name,)).fetchone()
-            if row is None:
+            if row is None or tenant_from_row(row).deleting:
                 return None
             cur = tenant_from_row(row)
             new = merged_tenant_settings(cur, changes)
