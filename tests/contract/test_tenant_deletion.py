@@ -75,7 +75,7 @@ def populate(store: Store, tenant: str) -> str:
         if ex.job_id == ticking.job_id:
             continue
         [g] = store.start_executions([StartRequest(ex.execution_id, f"w-{tenant}")], T0)
-        assert store.record_effect(g.execution_id, g.lease_epoch, "mail:1", T0) is EffectVerdict.RECORDED
+        assert store.record_effect(g.execution_id, f"w-{tenant}", g.lease_epoch, "mail:1", T0) is EffectVerdict.RECORDED
         outcome = Outcome.SUCCEEDED if ex.job_id == ok.job_id else Outcome.FAILED
         store.complete_executions([Completion(g.execution_id, f"w-{tenant}", g.lease_epoch, outcome)], T0 + SEC)
     return ticking.job_id
