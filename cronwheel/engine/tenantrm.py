@@ -90,14 +90,13 @@ class TenantRemovalMixin(JobsMixin):
 
     async def _cancel_all_of(self, tenant: str) -> int:
         """Cancel every live job of ``tenant`` as ``cancel_job`` does (its running executions
-        aborted, fenced); how many it cancelled. New ones cannot appear: the store refuses
+        aborted, fenced), a page per transaction; how many it cancelled. New ones cannot appear: the store refuses
         its jobs from the moment it is marked."""
         cancelled = 0
         for status in (JobStatus.ACTIVE, JobStatus.PAUSED):
             while True:
                 page = await self._read(functools.partial(_live_jobs, tenant=tenant, status=status))
-                for job in page:
-                    await self.cancel_job(job.id, tenant)
+                await self.cancel_jobs([job.id for job in page], tenant)  # one durable write a page
                 cancelled += len(page)
                 if len(page) < CANCEL_PAGE:
                     break

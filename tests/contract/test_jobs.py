@@ -322,6 +322,25 @@ def test_cancel_is_idempotent_and_tenant_scoped(store: Store) -> None:
     assert job is not None and job.updated_at == T0  # the second cancel changed nothing
 
 
+def test_cancel_jobs_cancels_many_in_one_call_each_as_cancel_job_does(store: Store) -> None:
+    """A tenant's forced deletion cancels its jobs a page at a time: the answers in the order
+    asked, None for an unknown job or another tenant's, one cancelled before unchanged, running
+    ids told, an id given twice answered twice alike."""
+    a1, a2, done = create(store, new_job(tenant="a"), new_job(tenant="a"), new_job(tenant="a"))
+    [other] = create(store, new_job(tenant="b"))
+    claim_all(store, T0)
+    running = start(store, f"{a1}:{T0}", T0)
+    store.cancel_job(done, T0)
+    out = store.cancel_jobs([a1, "nope", other, done, a2, a1], T0 + 1, tenant="a")
+    assert [None if r is None else (r.job.id, r.changed, r.running) for r in out] == [
+        (a1, True, [running.execution_id]), None, None, (done, False, []), (a2, True, []), (a1, True, [running.execution_id]),
+    ]
+    assert all(store.get_job(j).status is JobStatus.CANCELLED for j in (a1, a2, done))  # type: ignore[union-attr]
+    assert store.get_job(other).status is JobStatus.ACTIVE  # type: ignore[union-attr]
+    assert store.heartbeat(running.execution_id, "w1", running.lease_epoch, T0 + 2).verdict is LeaseVerdict.CANCELLED
+    assert store.cancel_jobs([], T0 + 2) == []
+
+
 def test_cancelled_job_cannot_be_resumed_by_a_wrong_expectation(store: Store) -> None:
     [jid] = create(store, new_job())
     store.cancel_job(jid, T0)

@@ -217,20 +217,30 @@ class JobMethods(PostgresBase):
 
     @translated
     def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> CancelResult | None:
-        args = {"id": job_id, "tenant": tenant, "now": now_ms}
-        with self._write() as conn:
-            locked = conn.execute(q.LOCK_JOB, args).fetchone()
-            if locked is None:
-                return None
-            if locked[0] == JobStatus.CANCELLED.value:
-                row = conn.execute(q.GET_JOB, args).fetchone()
-                return CancelResult(job_from_row(row), changed=False)
-            conn.execute(q.CANCEL_JOB, args)
-            conn.execute(q.RELEASE_JOB_NAME, args)
-            conn.execute(q.TOUCH_JOB_DEFINITION, args)
-            live = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, args).fetchall()
-            if live:
-                ids = [eid for eid, _ in live]
-                conn.execute(q.CANCEL_EXECUTIONS, {"ids": ids, "reasons": ["job cancelled"] * len(ids), "now": now_ms})
-            row = conn.execute(q.GET_JOB, args).fetchone()
-        return CancelResult(job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING"))
+        return self.cancel_jobs([job_id], now_ms, tenant)[0]
+
+    @translated
+    def cancel_jobs(self, job_ids: Sequence[str], now_ms: int, tenant: str | None = None) -> list[CancelResult | None]:
+        with self._write() as conn:  # locked in id order: two cancellers of the same jobs wait, never deadlock
+            done = {job_id: _cancel_in(conn, job_id, now_ms, tenant) for job_id in sorted(set(job_ids))}
+        return [done[job_id] for job_id in job_ids]
+
+
+def _cancel_in(conn: Any, job_id: str, now_ms: int, tenant: str | None) -> CancelResult | None:
+    """``cancel_job`` inside the caller's transaction."""
+    args = {"id": job_id, "tenant": tenant, "now": now_ms}
+    locked = conn.execute(q.LOCK_JOB, args).fetchone()
+    if locked is None:
+        return None
+    if locked[0] == JobStatus.CANCELLED.value:
+        row = conn.execute(q.GET_JOB, args).fetchone()
+        return CancelResult(job_from_row(row), changed=False)
+    conn.execute(q.CANCEL_JOB, args)
+    conn.execute(q.RELEASE_JOB_NAME, args)
+    conn.execute(q.TOUCH_JOB_DEFINITION, args)
+    live = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, args).fetchall()
+    if live:
+        ids = [eid for eid, _ in live]
+        conn.execute(q.CANCEL_EXECUTIONS, {"ids": ids, "reasons": ["job cancelled"] * len(ids), "now": now_ms})
+    row = conn.execute(q.GET_JOB, args).fetchone()
+    return CancelResult(job_from_row(row), sorted(eid for eid, status in live if status == "RUNNING"))

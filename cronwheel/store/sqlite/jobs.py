@@ -198,19 +198,29 @@ class JobMethods(SqliteBase):
 
     @translated
     def cancel_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> CancelResult | None:
+        return self.cancel_jobs([job_id], now_ms, tenant)[0]
+
+    @translated
+    def cancel_jobs(self, job_ids: Sequence[str], now_ms: int, tenant: str | None = None) -> list[CancelResult | None]:
         with self._write() as conn:
-            row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
-            if row is None:
-                return None
-            job = job_from_row(row)
-            if job.status is JobStatus.CANCELLED:
-                return CancelResult(job, changed=False)
-            conn.execute(q.CANCEL_JOB, (job_id,))
-            conn.execute(q.RELEASE_JOB_NAME, (job_id,))
-            conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
-            live: list[Any] = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, (job_id, job_id + ":", job_id + ";")).fetchall()
-            conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, "job cancelled") for eid, _ in live])
-        job.status = JobStatus.CANCELLED
-        job.next_run_at = None
-        job.updated_at = now_ms
-        return CancelResult(job, sorted(eid for eid, status in live if status == "RUNNING"))
+            done = {job_id: _cancel_in(conn, job_id, now_ms, tenant) for job_id in dict.fromkeys(job_ids)}
+        return [done[job_id] for job_id in job_ids]
+
+
+def _cancel_in(conn: Any, job_id: str, now_ms: int, tenant: str | None) -> CancelResult | None:
+    """``cancel_job`` inside the caller's transaction."""
+    row = conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
+    if row is None:
+        return None
+    job = job_from_row(row)
+    if job.status is JobStatus.CANCELLED:
+        return CancelResult(job, changed=False)
+    conn.execute(q.CANCEL_JOB, (job_id,))
+    conn.execute(q.RELEASE_JOB_NAME, (job_id,))
+    conn.execute(q.TOUCH_JOB_DEFINITION, (job_id, now_ms))
+    live: list[Any] = conn.execute(q.LIVE_EXECUTIONS_OF_JOB, (job_id, job_id + ":", job_id + ";")).fetchall()
+    conn.executemany(q.CANCEL_EXECUTION, [(eid, now_ms, "job cancelled") for eid, _ in live])
+    job.status = JobStatus.CANCELLED
+    job.next_run_at = None
+    job.updated_at = now_ms
+    return CancelResult(job, sorted(eid for eid, status in live if status == "RUNNING"))
