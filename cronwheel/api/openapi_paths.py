@@ -961,7 +961,7 @@ PATHS: dict[str, Any] = {
                     "events after it that match the filters, in place of the last `n`. Of this "
                     "event log, those after its `seq` (a `seq` it has not reached is a 400); of another (the daemon restarted since, "
                     "or another node), all of this one. Events no longer kept (the last 10,000 "
-                    "are) are one `stream.dropped` line counting them, matching or not.",
+                    "are, fewer past 16 MiB) are one `stream.dropped` line counting them, matching or not.",
                     "schema": {"type": "string", "pattern": "^[0-9a-f]{16}:[0-9]{1,18}$"},
                 },
             ],

@@ -68,7 +68,7 @@ def logs(
       cronwheel logs -f EXECUTION                           follow one execution's output
 
     Events are those the daemon logs as JSON lines (execution.started, lease.fenced, …),
-    kept in memory for the last 10,000; a client too slow to keep up sees a stream.dropped
+    kept in memory for the last 10,000 (fewer past 16 MiB); a client too slow to keep up sees a stream.dropped
     line in place of what it missed.
 
     With -f, a daemon that stops or cannot be reached (a restart) is waited for, as tail -F

@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any, TextIO
 
 from cronwheel.core.instants import format_instant
@@ -29,6 +30,14 @@ from cronwheel.obs.levels import RANK, SYSLOG_PRIORITY, check_level, journal_str
 #: how often a line repeated in a loop reaches the log (``EventLog.emit_now_and_then``)
 REPEAT_LOG_SEC = 60.0
 
+#: the ring's bound in memory besides its lines (``record_bytes`` estimates each): 10,000
+#: ordinary events hold ~7-10 MiB, but 10,000 of 8 KiB errors (a remote worker's completions,
+#: which a tenant's worker token sends) held 85 MiB, 320 MiB in emoji; kept to this, the ring
+#: holds the last ~1,800 such events (~500 in emoji), and a follower resuming past them gets
+#: its ``stream.dropped`` line as ever
+RING_BYTES = 16 * 2**20
+
+
 class EventLog:
     def __init__(
         self,
@@ -38,6 +47,7 @@ class EventLog:
         ring_size: int = 10_000,
         level: str = "info",
         journal: bool | None = None,
+        ring_bytes: int = RING_BYTES,
     ) -> None:
         self.node_id = node_id
         self.stream = stream if stream is not None else sys.stdout
@@ -47,6 +57,10 @@ class EventLog:
         self.journal = journal_stream(self.stream) if journal is None else journal
         self.counts: Counter[str] = Counter()
         self.ring: deque[dict[str, Any]] = deque(maxlen=ring_size)
+        #: ``record_bytes`` of each of ``ring``'s records, in step with it, and their sum
+        self._sizes: deque[int] = deque(maxlen=ring_size)
+        self.ring_bytes_max = ring_bytes
+        self.ring_bytes = 0
         #: this log's identity: ``seq`` starts again at 1 with every start of the daemon, so an
         #: event is named for good by (log_id, seq), which a follower resumes after
         self.log_id = secrets.token_hex(8)
@@ -85,7 +99,7 @@ class EventLog:
         if "jobId" not in record and isinstance(xid, str) and ":" in xid:
             record["jobId"] = xid.rpartition(":")[0]  # an execution id is {jobId}:{scheduledAt}
         self.counts[event] += 1
-        self.ring.append(record)
+        self._keep(record)
         if RANK[level] >= self._min_rank:
             self._write(record)
         for batch_fn in list(self._batch_subscribers):
@@ -127,7 +141,7 @@ class EventLog:
             records.append(record)
         self._seq = seq
         self.counts[event] += len(records)
-        self.ring.extend(records)
+        self._keep_all(records)
         if RANK[level] >= self._min_rank:
             for record in records:
                 self._write(record)
@@ -136,6 +150,38 @@ class EventLog:
         for fn in list(self._subscribers):
             for record in records:
                 fn(record)
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        """``record`` into the ring, the oldest out while it holds more than its lines or its
+        bytes (the newest stays, however big)."""
+        size = record_bytes(record)
+        held = self._sizes
+        if len(held) == held.maxlen:  # append drops the oldest itself
+            self.ring_bytes -= held[0]
+        self.ring.append(record)
+        held.append(size)
+        self.ring_bytes += size
+        if self.ring_bytes > self.ring_bytes_max:
+            self._trim()
+
+    def _keep_all(self, records: list[dict[str, Any]]) -> None:
+        """``_keep`` for a batch, in one go: ``extend`` drops the oldest past the lines itself,
+        whose sizes (old ones, or a batch's first if it is longer than the ring) leave the sum."""
+        sizes = [record_bytes(r) for r in records]
+        held = self._sizes
+        over = len(held) + len(sizes) - (held.maxlen or 0)
+        if over > 0:
+            self.ring_bytes -= sum(islice(held, min(over, len(held)))) + sum(sizes[: max(0, over - len(held))])
+        self.ring.extend(records)
+        held.extend(sizes)
+        self.ring_bytes += sum(sizes)
+        if self.ring_bytes > self.ring_bytes_max:
+            self._trim()
+
+    def _trim(self) -> None:
+        while self.ring_bytes > self.ring_bytes_max and len(self._sizes) > 1:
+            self.ring.popleft()
+            self.ring_bytes -= self._sizes.popleft()
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         self._subscribers.append(fn)
@@ -176,6 +222,26 @@ class EventLog:
         self._flush_pending = False
         with contextlib.suppress(OSError, ValueError):
             self.stream.flush()
+
+
+#: what a record's dict slot and the header of each of its values hold, about (a record of
+#: the daemon's ordinary events, 8-13 fields, holds ~500-800 bytes)
+FIELD_BYTES = 64
+_CONTAINERS = (dict, list, tuple)
+
+
+def record_bytes(record: dict[str, Any]) -> int:
+    """What ``record`` holds in memory, about: ``FIELD_BYTES`` a field, its text's length, the
+    exact size of a long text (four bytes a character in emoji) and twice its text's length for
+    a list or a map (rare). Cheap, as ``emit`` is on every execution's way (~0.5 µs): ~15 %
+    over tracemalloc's figure for ordinary events, within 3 % for those of long texts."""
+    n = FIELD_BYTES * len(record)
+    for v in record.values():
+        if type(v) is str:
+            n += len(v) if len(v) < 256 else sys.getsizeof(v)
+        elif type(v) in _CONTAINERS:
+            n += 2 * len(repr(v))
+    return n
 
 
 _CONSOLE_SKIP = frozenset({"ts", "level", "event", "node", "seq", "traceback"})
