@@ -142,6 +142,9 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
         why = getattr(exc.__cause__, "message", None) or str(exc)  # (the parser's own words)
         raise Problem(400, "malformed_body", f"the request body cannot be read: {' '.join(str(why).split())}",
                       headers={"Connection": "close"}) from None
+    except ConnectionError:  # the client hung up mid-body (a long poll given up): its doing, not an internal error
+        raise Problem(400, "incomplete_body", "the connection closed before the request body arrived",
+                      headers={"Connection": "close"}) from None
     if optional and not raw.strip():
         return None
     if ctype != "application/json" and not ctype.endswith("+json"):

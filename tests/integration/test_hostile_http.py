@@ -75,7 +75,7 @@ def alive(d: Daemon) -> None:
 
 def no_server_errors(d: Daemon) -> None:
     log = d.log_path.read_text(errors="replace")
-    assert "Traceback" not in log and "api.unhandled_error" not in log
+    assert "Traceback" not in log and "api.unhandled_error" not in log and "api.internal_error" not in log
     assert d.admin_token not in log
 
 
@@ -98,6 +98,26 @@ def test_oversized_bodies_are_413_before_and_while_reading(daemon: Daemon) -> No
     body = problem(daemon.post("/v1/jobs", {**JOB, "payload": "x" * (64 * 1024)}), 413, "payload")
     assert "65536" in body["detail"]
     assert daemon.get("/v1/jobs").json()["jobs"] == []
+    alive(daemon)
+    no_server_errors(daemon)
+
+
+@pytest.mark.runs_no_jobs
+def test_a_client_gone_before_its_body_arrived_is_not_an_internal_error(daemon: Daemon) -> None:
+    """A connection closed while its request's body is read (a remote worker giving up its
+    long poll, a client killed) is the client's doing: it was logged as ``api.internal_error``
+    with a traceback (ConnectionResetError), which the soak saw on ``/v1/workers/claim``."""
+    parts = urlsplit(daemon.url)
+    auth = f"Authorization: Bearer {daemon.admin_token}\r\n".encode()
+    for path in (b"/v1/workers/claim", b"/v1/jobs", b"/v1/tenants"):
+        s = socket.create_connection((parts.hostname, parts.port), timeout=10)
+        s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth
+                  + b'Content-Length: 1000\r\n\r\n{"workerId": "w1", ')
+        s.close()  # the headers and part of the body sent: the daemon reads the rest in vain
+    # an event logged after the hang-ups were handled: what they logged is before it
+    assert daemon.post("/v1/tenants", {"name": "after-hangups"}).status == 201
+    daemon.wait_event("tenant.created", tenant="after-hangups")
+    assert daemon.events("api.internal_error") == []
     alive(daemon)
     no_server_errors(daemon)
 
