@@ -51,6 +51,8 @@ if os.environ.get("SOAK_TRACE_DIR") and ("serve" in sys.argv or "--worker-id" in
     tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "8")))
     _who = "serve" if "serve" in sys.argv else "worker"
     def _dump(signum, frame):
+        if getattr(sys.modules.get("asyncio"), "all_tasks", None) is None:
+            return  # still importing asyncio (a worker just spawned): this sample goes without it
         import asyncio, collections
         try:
             live = asyncio.all_tasks(asyncio.get_running_loop())
@@ -62,8 +64,11 @@ if os.environ.get("SOAK_TRACE_DIR") and ("serve" in sys.argv or "--worker-id" in
         n = len([f for f in os.listdir(out) if f.startswith(_who) and f.endswith(".bin")])
         name = os.path.join(out, f"{_who}-{os.getpid()}-{n:04d}")
         tracemalloc.take_snapshot().dump(name + ".bin")
+        sched = sys.modules.get("cronwheel.core.schedule")
+        memo = sched.cache_info() if sched else {}  # the cron memos: bounded, filled slowly
         with open(name + ".json", "w") as f:
-            json.dump({"tasks": len(live), "kinds": kinds, "traced": tracemalloc.get_traced_memory()[0], "objects": len(gc.get_objects())}, f)
+            json.dump({"tasks": len(live), "kinds": kinds, "traced": tracemalloc.get_traced_memory()[0], "objects": len(gc.get_objects()),
+                       "memo_parse": memo.get("parse_size"), "memo_eval": memo.get("eval_size")}, f)
     signal.signal(signal.SIGUSR2, _dump)
 '''
 
@@ -166,7 +171,8 @@ class Sampler:
             with contextlib.suppress(Exception):
                 await asyncio.sleep(0.5)  # the json is written after the snapshot
                 info = json.loads(sorted(self.trace_dir.glob("serve-*.json"))[-1].read_text())
-                s.update(tasks=info["tasks"], traced_mib=info["traced"] / 2**20, objects=info["objects"])
+                s.update(tasks=info["tasks"], traced_mib=info["traced"] / 2**20, objects=info["objects"],
+                         memo_parse=info["memo_parse"], memo_eval=info["memo_eval"])
         self.rows.append(s)
         print(json.dumps(s, default=float), file=sys.stderr, flush=True)
         return s
@@ -400,7 +406,8 @@ def main() -> int:
         finally:
             d.stop(timeout=60)
     rows = result["samples"]
-    keys = ["rss", "workers_rss", "fds", "threads", "db_mib", "wal_mib", "series", *TABLES, "tasks", "traced_mib", "objects"]
+    keys = ["rss", "workers_rss", "fds", "threads", "db_mib", "wal_mib", "series", *TABLES, "tasks", "traced_mib", "objects",
+            "memo_parse", "memo_eval"]
     keys = [k for k in keys if any(k in r for r in rows)]
     picks = rows if len(rows) <= 8 else [rows[0], rows[1], *rows[2:-1:max(1, (len(rows) - 3) // 4)], rows[-1]]
     fmt = {"rss": "{:.0f}", "workers_rss": "{:.0f}", "db_mib": "{:.1f}", "wal_mib": "{:.1f}", "traced_mib": "{:.1f}"}
