@@ -131,6 +131,7 @@ class Node(TenantRemovalMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMi
         self.dispatcher.on_queued = self.polls.wake
         self.disk = DiskWatch(config.data_dir, self.writer, events, config.disk_low_bytes)
         self.retention = Retention(self.writer, self.clock, events, config)
+        self.retention.cancel_live = self._cancel_all_of
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)

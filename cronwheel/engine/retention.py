@@ -81,8 +81,14 @@ class Retention:
         self.clock = clock
         self.events = events
         self.config = config
-        self._tenants_due: float | None = None  #: when (loop time) to look at deleted tenants again
+        #: when (loop time) to look at deleted tenants again: at once on start, so that a
+        #: deletion asked before a stop goes on without waiting for the first pass
+        self._tenants_due: float | None = 0.0
         self._purged: dict[str, int] = {}  #: rows removed so far, by tenant being deleted
+        #: cancels a deleting tenant's live jobs (the node's, as a forced deletion does); a
+        #: deletion whose node stopped or crashed before it had cancelled them all would
+        #: otherwise keep its jobs running, its row never purged
+        self.cancel_live: Callable[[str], Awaitable[int]] | None = None
 
     def tenant_deleting(self) -> None:
         """A tenant's deletion was asked: its rows go from the next look (within RECHECK_S)."""
@@ -120,6 +126,8 @@ class Retention:
         self._purged = {name: self._purged.get(name, 0) for name in deleting}
         gone = 0
         for name in deleting:
+            if self.cancel_live is not None:  # none, unless a forced deletion was cut short
+                await self.cancel_live(name)
             while True:
                 deleted, done = await self.writer.run(functools.partial(_purge, name=name, drop_before_ms=drop_before))
                 self._purged[name] += deleted

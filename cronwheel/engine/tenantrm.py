@@ -90,7 +90,9 @@ class TenantRemovalMixin(JobsMixin):
 
     async def _cancel_all_of(self, tenant: str) -> int:
         """Cancel every live job of ``tenant`` as ``cancel_job`` does (its running executions
-        aborted, fenced), a page per transaction; how many it cancelled. New ones cannot appear: the store refuses
+        aborted, fenced), a page per transaction; how many it cancelled. Retention calls it too
+        for every tenant being deleted: one whose forced deletion was cut short (its node
+        stopped) has jobs left that would otherwise run on and keep it from going. New ones cannot appear: the store refuses
         its jobs from the moment it is marked."""
         cancelled = 0
         for status in (JobStatus.ACTIVE, JobStatus.PAUSED):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from tests.support.daemon import ApiResponse, Daemon
@@ -203,3 +204,21 @@ def test_on_a_cluster_every_node_refuses_the_deleted_tenant_and_forgets_it(
     wait_for(lambda: "acme" not in tenant_names(n2), timeout=30, what="acme gone, as n2 sees it")
     wait_for(lambda: n2.status()["tenantStateEntries"] == baseline, timeout=10, what="n2 to forget acme")
     assert n2.post("/v1/tenants", {"name": "acme"}).status == 201  # the name is free, through either node
+
+
+def test_a_forced_deletion_cut_short_by_a_stop_is_finished_by_retention(make_daemon: Callable[..., Daemon]) -> None:
+    """The daemon stopped after acme was marked deleting but before its jobs were cancelled
+    (the state a crash in the middle of a forced deletion leaves): once back, retention cancels
+    them and acme goes, its name free; before, its jobs went on and the tenant stayed for ever."""
+    d = make_daemon(workers=0)
+    acme = tenant_token(d, "acme")
+    jobs = [d.post("/v1/jobs", {"schedule": "0 0 1 1 *", "queue": "q"}, token=acme).json()["jobId"] for _ in range(3)]
+    d.stop()
+    db = apsw.Connection(str(d.data_dir / "cronwheel.db"))
+    db.execute("UPDATE tenants SET deleting_since = 1 WHERE name = 'acme'")
+    db.close()
+    d.start()
+    wait_for(lambda: d.event("tenant.deleted", tenant="acme"), 30, what="acme's deletion to be finished")
+    assert "acme" not in tenant_names(d)
+    assert all(d.get(f"/v1/jobs/{job}").status == 404 for job in jobs)
+    assert d.post("/v1/tenants", {"name": "acme"}).status == 201
