@@ -35,3 +35,14 @@ def test_the_tests_that_docs_cite_exist() -> None:
             if not target.is_file() or (name and not re.search(rf"^(async )?def {name}\(", target.read_text(), re.M)):
                 missing.append(f"{path.relative_to(REPO)}: {cited}{'::' + name if name else ''}")
     assert missing == []
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """pytest imports a test file of a directory that is not a package by its base name alone:
+    a second such file of the same name elsewhere fails the whole run's collection, as
+    tests/contract and tests/integration's test_tenant_deletion.py once did in CI."""
+    seen: dict[str, list[str]] = {}
+    for path in (REPO / "tests").rglob("test_*.py"):
+        if not (path.parent / "__init__.py").exists():  # a package's file is named by its package
+            seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
