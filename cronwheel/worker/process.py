@@ -49,6 +49,7 @@ from cronwheel.worker.lifeline import Lifeline
 from cronwheel.worker.results import Result, error_text
 from cronwheel.worker.sockpath import unix_path
 from cronwheel.worker.targets import PythonTarget, TargetRunner, call_result, finished_call, killpg
+from cronwheel.worker.waiting import wait_event
 
 READ_CHUNK = 64 * 1024
 MAX_BEATS_PER_FRAME = 8192
@@ -124,8 +125,8 @@ class Worker:
 
     def __post_init__(self) -> None:
         self._done = asyncio.Event()
-        #: the heartbeat loop's wait, resolved by a timer or by a new run (``_wake_beats``)
-        self._beat_waiter: asyncio.Future[None] | None = None
+        #: set by a new run (``_wake_beats``): the heartbeat loop looks again at when to beat
+        self._beats_changed = asyncio.Event()
         #: the process groups of the commands started and not yet reaped (the lifeline kills them)
         self.groups: set[int] = self.lifeline.groups if self.lifeline is not None else set()
         self._writer: asyncio.StreamWriter | None = None
@@ -391,6 +392,7 @@ class Worker:
     async def _heartbeat_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while not self._done.is_set():
+            self._beats_changed.clear()
             now = loop.time()
             # coalesce: every lease whose beat is due within a quarter of its period goes now
             due = [r for r in self._runs.values() if r.next_beat <= now + r.beat_every / 4]
@@ -400,22 +402,14 @@ class Worker:
                 chunk = due[i : i + MAX_BEATS_PER_FRAME]
                 self._send(wire.Beats([(r.execution_id, r.lease_epoch) for r in chunk]))
             nxt = min((r.next_beat for r in self._runs.values()), default=None)
-            # a bare future, not wait_for(event.wait()): on Python 3.11 wait_for swallows a
-            # cancel that comes as the event is set (a grant in the same read as a bye), and
-            # this loop then waited for ever, holding up the worker's exit
-            waiter = self._beat_waiter = loop.create_future()
-            timer = None if nxt is None else loop.call_at(nxt, _resolve, waiter)
-            try:
-                await waiter
-            finally:
-                self._beat_waiter = None
-                if timer is not None:
-                    timer.cancel()
+            # wait_event, not wait_for(event.wait()): on Python 3.11 wait_for swallows a cancel
+            # that comes as the event is set (a grant in the same read as a bye), and this loop
+            # then waited for ever, holding up the worker's exit
+            await wait_event(self._beats_changed, None if nxt is None else max(0.0, nxt - loop.time()))
 
     def _wake_beats(self) -> None:
         """A new run: the heartbeat loop looks again at when the next beat is due."""
-        if self._beat_waiter is not None:
-            _resolve(self._beat_waiter)
+        self._beats_changed.set()
 
     def forward_output(self, run: _Run, final: bool = False) -> None:
         """Send what ``run.live`` lets through now; what it holds back goes on a timer (all of
@@ -435,11 +429,6 @@ class Worker:
             run.live = None
         elif live.pending:
             run.live_timer = loop.call_later(live.due_in(loop.time()), self.forward_output, run)
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def main(argv: list[str] | None = None) -> int:
