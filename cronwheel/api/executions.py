@@ -40,9 +40,13 @@ async def list_executions(request: web.Request) -> web.Response:
     return json_response({"executions": _answers(request, page), "next": nxt})
 
 
+def execution_json(request: web.Request, execution: Execution, with_output: bool = False) -> dict[str, Any]:
+    """An execution as every route answers it, with the tier its tenant's grant queues it at."""
+    return execution_to_json(execution, service_of(request).tenant_config(execution.tenant), with_output)
+
+
 def _answers(request: web.Request, executions: list[Execution]) -> list[dict[str, Any]]:
-    service = service_of(request)
-    return [execution_to_json(e, service.tenant_config(e.tenant)) for e in executions]
+    return [execution_json(request, e) for e in executions]
 
 
 async def get_execution(request: web.Request) -> web.Response:
@@ -50,7 +54,7 @@ async def get_execution(request: web.Request) -> web.Response:
     ex = await service_of(request).get_execution(execution_id, await tenant_of(request))
     if ex is None:
         raise Problem(404, "not_found", f"no execution {execution_id!r}")
-    return json_response(execution_to_json(ex, service_of(request).tenant_config(ex.tenant), with_output=True))
+    return json_response(execution_json(request, ex, with_output=True))
 
 
 #: a follower with nothing new for this long looks again at the execution in the store
@@ -137,9 +141,8 @@ async def list_dead(request: web.Request) -> web.Response:
 
 async def replay_dead(request: web.Request) -> web.Response:
     await no_body(request)
-    service = service_of(request)
-    ex = await service.replay_dead(request.match_info["executionId"], await tenant_of(request))
-    return json_response(execution_to_json(ex, service.tenant_config(ex.tenant)))
+    ex = await service_of(request).replay_dead(request.match_info["executionId"], await tenant_of(request))
+    return json_response(execution_json(request, ex))
 
 
 async def purge_dead(request: web.Request) -> web.Response:

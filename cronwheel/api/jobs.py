@@ -23,8 +23,9 @@ from cronwheel.api.context import (
     service_of,
     tenant_of,
 )
+from cronwheel.api.executions import execution_json
 from cronwheel.api.fields import request_hash
-from cronwheel.api.jobjson import execution_to_json, job_answer
+from cronwheel.api.jobjson import job_answer
 from cronwheel.api.jobpatch import parse_job_patch
 from cronwheel.api.problems import Problem
 from cronwheel.api.queries import (
@@ -271,17 +272,15 @@ async def resume_job(request: web.Request) -> web.Response:
 
 async def trigger_job(request: web.Request) -> web.Response:
     await no_body(request)
-    service = service_of(request)
-    ex = await service.trigger_job(request.match_info["jobId"], await tenant_of(request))
-    return json_response(execution_to_json(ex, service.tenant_config(ex.tenant)), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
+    ex = await service_of(request).trigger_job(request.match_info["jobId"], await tenant_of(request))
+    return json_response(execution_json(request, ex), 202, {"Location": f"/v1/executions/{ex.execution_id}"})
 
 
 async def ping_job(request: web.Request) -> web.Response:
     """A run elsewhere reports on a job: start, success (the default) or fail."""
     kind, exit_code, output = nv.parse_ping(await json_body(request, optional=True))
-    service = service_of(request)
-    job, ex = await service.ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
-    execution = None if ex is None else execution_to_json(ex, service.tenant_config(ex.tenant))
+    job, ex = await service_of(request).ping(request.match_info["jobId"], kind, exit_code, output, await tenant_of(request))
+    execution = None if ex is None else execution_json(request, ex)
     return json_response(answers.PingResponse(job_id=job.id, status=kind, execution=execution))
 
 
