@@ -8,6 +8,7 @@ import contextlib
 import ipaddress
 import os
 import pwd
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,19 +32,27 @@ from cronwheel.core.tenants import given_token
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+_WHOLE_NUMBER = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+
+
 class WholeNumber(click.IntRange):
     """click's IntRange, but for a value that is no whole number at all (``-n abc``,
     ``workers = "two"`` or ``2.5`` in the configuration file) it said "'two' is not a valid
-    integer range": it says what is wanted, with the range."""
+    integer range": it says what is wanted, with the range. Only ASCII digits count: Python's
+    ``int`` also reads ``1_000`` and ``٣`` (an Arabic-Indic three), which no other reader of the
+    same setting (the API, the configuration file's TOML) would take."""
 
     name = "integer"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, int) or isinstance(value, bool):
-            try:
-                value = int(str(value))
+            text = str(value)
+            try:  # int() also refuses more than 4,300 digits
+                value = int(text) if _WHOLE_NUMBER.fullmatch(text) else None
             except ValueError:
-                self.fail(self.not_a_number(value), param, ctx)
+                value = None
+            if value is None:
+                self.fail(self.not_a_number(text), param, ctx)
         return super().convert(value, param, ctx)
 
     def not_a_number(self, value: Any) -> str:

@@ -506,7 +506,11 @@ def test_a_count_that_is_no_number_says_what_is_wanted() -> None:
     """click's words were "'many' is not a valid integer range", for every count of every command."""
     for args, says in ((["next", "@daily", "-n", "many"], "'many' is not a whole number (1<=x<=1000)"),
                        (["lint", "--top", "1.5"], "'1.5' is not a whole number (1<=x<=100)"),
-                       (["serve", "--workers", "two"], "'two' is not a whole number (0<=x<=1024)")):
+                       (["serve", "--workers", "two"], "'two' is not a whole number (0<=x<=1024)"),
+                       # Python's int() reads these; nothing else that takes the setting does
+                       (["next", "@daily", "-n", "1_0"], "'1_0' is not a whole number (1<=x<=1000)"),
+                       (["next", "@daily", "-n", "\u0663"], "'\u0663' is not a whole number (1<=x<=1000)"),
+                       (["next", "@daily", "-n", "9" * 5000], "is not a whole number (1<=x<=1000)")):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and says in res.output, res.output
         assert "integer range" not in res.output
