@@ -203,12 +203,13 @@ class Dispatcher(DispatchLoop):
             if res.verdict is not LeaseVerdict.OK:
                 lost.append((xid, res.verdict.value))
                 self.release((xid,))  # the pool forgets it: that worker no longer runs it
-                self._fenced(xid, epoch, worker_id, "heartbeat", res.verdict.value)
+                self.fenced(xid, epoch, worker_id, "heartbeat", res.verdict.value)
         return lost
 
-    def _fenced(self, execution_id: str, epoch: int, worker_id: str | None, via: str, reason: str) -> None:
+    def fenced(self, execution_id: str, epoch: int, worker_id: str | None, via: str, reason: str) -> None:
         """One ``lease.fenced``: a warning once a minute per execution, at debug level in
-        between; every one is counted (the fenced rejections metric)."""
+        between; every one is counted (the fenced rejections metric). Local workers' refusals
+        and remote workers' (``ExecutionsMixin.heartbeat``) alike."""
         self.events.emit_now_and_then(self._fenced_log, execution_id, self.clock.monotonic(), "lease.fenced",
                                       executionId=execution_id, leaseEpoch=epoch, worker=worker_id, via=via,
                                       reason=reason)  # fmt: skip
@@ -281,7 +282,7 @@ class Dispatcher(DispatchLoop):
         successes: list[dict[str, object]] = []  # one emit per batch: the common case of a herd
         for c, res in pairs:
             if res.verdict is not LeaseVerdict.OK:
-                self._fenced(c.execution_id, c.lease_epoch, c.worker_id, "completion", res.verdict.value)
+                self.fenced(c.execution_id, c.lease_epoch, c.worker_id, "completion", res.verdict.value)
                 continue
             fields = {"executionId": c.execution_id, "leaseEpoch": c.lease_epoch, "outcome": c.outcome.value,
                       "status": res.status}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cronwheel.core.model import ExecStatus, Execution, Grant
-from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult
+from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult, LeaseVerdict
 from cronwheel.engine.notify_service import refuse_ping_job
 from cronwheel.engine.service import NotFound, Unavailable
 from cronwheel.engine.tenancy import TenancyMixin
@@ -68,7 +68,10 @@ class ExecutionsMixin(TenancyMixin):
 
     async def heartbeat(self, execution_id: str, worker_id: str, lease_epoch: int) -> HeartbeatResult:
         now = self.clock.now_ms()
-        return await self._write(lambda s: s.heartbeat(execution_id, worker_id, lease_epoch, now))
+        result = await self._write(lambda s: s.heartbeat(execution_id, worker_id, lease_epoch, now))
+        if result.verdict is not LeaseVerdict.OK:  # a remote worker's zombie, counted as a local one's is
+            self.dispatcher.fenced(execution_id, lease_epoch, worker_id, "heartbeat", result.verdict.value)
+        return result
 
     async def complete(self, completion: Completion) -> CompletionResult:
         (result,) = await self.dispatcher.finish([completion])

@@ -45,6 +45,12 @@ def test_another_worker_of_the_tenant_may_not_touch_a_lease_it_does_not_hold(dae
     assert (ex["status"], ex["workerId"], ex["leaseEpoch"]) == ("RUNNING", "rw-a", epoch)
     assert not [e for e in daemon.events("effect.recorded") if e.get("executionId") == xid]
     assert [e for e in daemon.events("effect.wrong_worker") if e.get("executionId") == xid]
+    # a remote zombie's heartbeat is logged and counted as a local worker's is
+    stale = daemon.post(f"{url}/heartbeat", {"workerId": "rw-a", "leaseEpoch": epoch + 3}, token=token_a)
+    assert stale.status == 409 and stale.json()["reason"] == "lease_lost", stale
+    beats = [(e["worker"], e["reason"]) for e in daemon.events("lease.fenced") if e.get("via") == "heartbeat"]
+    assert beats == [("rw-b", "wrong_worker")], beats  # the stale one: the same execution's minute (debug)
+    assert 'cronwheel_fenced_rejections_total{via="heartbeat"} 2.0' in daemon.get("/metrics").body.decode()
 
     # the integers of these calls are integers as sent: 1.0 is not the epoch 1
     bad = daemon.post(f"{url}/heartbeat", {"workerId": "rw-a", "leaseEpoch": float(epoch)}, token=token_a)
