@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cronwheel.core.model import ExecStatus, Execution, Grant
-from cronwheel.core.records import Completion, CompletionResult, EffectVerdict, HeartbeatResult, LeaseVerdict
+from cronwheel.core.records import (
+    Completion,
+    CompletionResult,
+    EffectVerdict,
+    HeartbeatResult,
+    LeaseVerdict,
+)
 from cronwheel.engine.notify_service import refuse_ping_job
 from cronwheel.engine.service import NotFound, Unavailable
 from cronwheel.engine.tenancy import TenancyMixin
