@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from cronwheel.core.forwarded import Client
+from cronwheel.core.forwarded import Client, canonical
 
 _CLIENT = web.RequestKey("cronwheel.client", Client)
 
@@ -15,7 +15,7 @@ _CLIENT = web.RequestKey("cronwheel.client", Client)
 def client_of(request: web.Request) -> Client:
     """The request's client (its peer when the app is served without connection guards)."""
     client = request.get(_CLIENT)
-    return client if isinstance(client, Client) else Client(request.remote or None)
+    return client if isinstance(client, Client) else Client(canonical(request.remote))
 
 
 def identified(request: web.Request, client: Client) -> None:

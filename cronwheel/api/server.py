@@ -43,7 +43,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from cronwheel.core.connections import Budget
-from cronwheel.core.forwarded import Client, TrustedProxies
+from cronwheel.core.forwarded import Client, TrustedProxies, canonical
 from cronwheel.core.ids import new_error_id
 from cronwheel.core.limits import (
     HEADER_TIMEOUT_SEC,
@@ -156,7 +156,7 @@ class GuardedRequestHandler(RequestHandler):
         self._local = sock is not None and sock.family == socket.AF_UNIX
         if not self._local:
             peer = transport.get_extra_info("peername")
-            self._peer = str(peer[0]) if isinstance(peer, tuple) and peer else None
+            self._peer = canonical(str(peer[0])) if isinstance(peer, tuple) and peer else None
             self._proxied = self._guard.proxies.trusts_peer(self._peer)
             self._client = None if self._proxied else self._peer
             self._guard.make_room(self._client)

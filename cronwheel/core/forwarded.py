@@ -84,6 +84,14 @@ def address(text: str) -> IPAddress | None:
     return ip
 
 
+def canonical(peer: str | None) -> str | None:
+    """A peer's address as budgets and log lines key it: a dual-stack listener's
+    ``::ffff:192.0.2.1`` is ``192.0.2.1``, the key the same client has on an IPv4 listener or
+    behind a proxy that names it; anything that is no address, as it is."""
+    ip = address(peer) if peer else None
+    return peer if ip is None else str(ip)
+
+
 class TrustedProxies:
     """The networks whose peers' forwarding headers are read."""
 

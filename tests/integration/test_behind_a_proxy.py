@@ -124,6 +124,19 @@ def test_the_client_behind_a_trusted_proxy_is_named_and_counted(make_daemon: Any
 
 
 @pytest.mark.runs_no_jobs
+def test_an_ipv4_client_of_a_dual_stack_listener_is_its_ipv4_address(make_daemon: Any) -> None:
+    """On ``--http [::]:PORT`` an IPv4 client's socket address is ``::ffff:127.0.0.1``; it was
+    the key of its connection budget and the ``remote`` of its audit lines, another client than
+    the same machine on an IPv4 listener or named by a proxy. It is 127.0.0.1."""
+    d: Daemon = make_daemon(args=("--http", "[::]:0"))
+    assert d.url.startswith("http://[::]:"), d.url
+    d.url = "http://127.0.0.1:" + d.url.rsplit(":", 1)[1]  # the same listener, over IPv4
+    r = d.post("/v1/tokens", {"role": "metrics", "name": "dual-stack"})
+    assert r.status == 201, r
+    assert d.wait_event("token.created", tokenId=r.json()["tokenId"])["remote"] == "127.0.0.1"
+
+
+@pytest.mark.runs_no_jobs
 @pytest.mark.parametrize("args", [(), ("--trusted-proxies", "192.0.2.0/24")], ids=["no setting", "another proxy"])
 def test_a_client_that_is_not_a_trusted_proxy_cannot_choose_its_address(make_daemon: Any, args: tuple[str, ...]) -> None:
     """Without the setting, or with a list that does not hold the peer, the headers are never

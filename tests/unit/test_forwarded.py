@@ -15,6 +15,7 @@ from cronwheel.core.connections import Budget
 from cronwheel.core.forwarded import (
     Client,
     TrustedProxies,
+    canonical,
     parse_trusted_proxies,
     parse_trusted_proxies_text,
 )
@@ -181,3 +182,11 @@ def test_a_proxys_connection_counts_against_the_client_its_request_names() -> No
     budget.release("198.51.100.3")
     budget.release(None)
     assert budget.open == 0 and budget.clients() == 0
+
+
+@pytest.mark.parametrize(("peer", "key"), [
+    ("::ffff:192.0.2.1", "192.0.2.1"), ("192.0.2.1", "192.0.2.1"), ("2001:db8::1", "2001:db8::1"),
+    ("2001:DB8:0::1", "2001:db8::1"), ("not-an-address", "not-an-address"), (None, None), ("", ""),
+])  # fmt: skip
+def test_a_peer_is_keyed_by_the_address_it_is(peer: str | None, key: str | None) -> None:
+    assert canonical(peer) == key
