@@ -18,8 +18,8 @@ serve: $(STAMP)
 
 # Lint, check the layers, type-check the package, then the whole test suite, one pytest worker
 # per core (most tests wait on real daemons; worksteal lets an idle worker take a busy one's
-# queue). PYTEST_JOBS=0 runs it in one process. The 25 slowest tests are listed at the end: CI
-# has 15 minutes, and they are where a minute comes back from.
+# queue). PYTEST_JOBS=0 runs it in one process. The 25 slowest tests are listed at the end: the
+# suite is kept well under 15 minutes, and they are where a minute comes back from.
 PYTEST_JOBS ?= auto
 test: $(STAMP) lint browser promtool chaostools
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist worksteal --durations=25 $(PYTEST_ARGS)
