@@ -19,6 +19,17 @@ from cronwheel.core.words import did_you_mean, without_byte_order_mark
 ENV_PREFIX = "CRONWHEEL_"
 
 
+def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The daemon's environment as its workers, its jobs and its notification commands get it:
+    without the daemon's own ``CRONWHEEL_`` variables. Those are its settings, and some are
+    secrets no job may read: ``CRONWHEEL_STORE`` may hold the database's password,
+    ``CRONWHEEL_TOKEN`` an operator's token, and a ``runAs`` job runs as an account that could
+    not read the daemon's files. What a child needs of cronwheel's (``CRONWHEEL_CLI``,
+    ``CRONWHEEL_URL``, a run's ``CRONWHEEL_EXECUTION_ID``…) is set for it; the names are
+    reserved, so no job's own ``env`` sets one either."""
+    return {name: value for name, value in environ.items() if not name.startswith(ENV_PREFIX)}
+
+
 class ConfigError(Exception):
     """A problem in a configuration source, said as ``FILE:LINE: key 'name': what``."""
 

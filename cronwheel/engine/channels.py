@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 from cronwheel import __version__
 from cronwheel.core import notify as nt
 from cronwheel.core import signing
+from cronwheel.core.config import inherited_environment
 from cronwheel.core.tenants import HostAllow, host_allowed
 from cronwheel.core.words import counted
 
@@ -208,7 +209,7 @@ async def send_command(n: nt.Notification, env: dict[str, str], timeout_s: float
     notification's JSON on stdin and in CRONWHEEL_NOTIFICATION; exit 0 is delivered."""
     assert n.rule.command is not None
     body = body_bytes(n)
-    proc_env = {**os.environ, **env, "CRONWHEEL_NOTIFICATION": body.decode(), "CRONWHEEL_EVENT": n.event,
+    proc_env = {**inherited_environment(os.environ), **env, "CRONWHEEL_NOTIFICATION": body.decode(), "CRONWHEEL_EVENT": n.event,
                 "CRONWHEEL_NOTIFICATION_ID": n.notification_id, "CRONWHEEL_JOB_ID": n.job_id}  # fmt: skip
     proc = await asyncio.create_subprocess_exec(
         "/bin/sh", "-c", n.rule.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,

@@ -18,13 +18,12 @@ What the pool promises its handler (the dispatcher):
   anything else (an aborted run, a stale epoch, another worker's execution) is dropped, or
   answered lost, by the pool itself.
 * **Lost workers.** When a worker's process dies, its connection closes, it sends an invalid
-  frame, or it stops reading (its unsent backlog is above ``connections.MAX_BACKLOG`` and
-  takes nothing for ``connections.STALL_SEC``),
-  ``on_worker_lost`` is called at once with everything it had in flight, the process is
-  terminated (SIGTERM, SIGKILL after ``KILL_AFTER_SEC``), the command runs it left behind are
-  killed once it is gone (``orphans.py``), and a new one is spawned under a new id
-  (``{node}-{incarnation}-w{index}-{generation}``), after a backoff of min(30 s, 0.1 s × 2^n)
-  when it keeps dying young.
+  frame, or it stops reading (its unsent backlog is above ``connections.MAX_BACKLOG`` and takes
+  nothing for ``connections.STALL_SEC``), ``on_worker_lost`` is called at once with everything
+  it had in flight, the process is terminated (SIGTERM, SIGKILL after ``KILL_AFTER_SEC``), the
+  command runs it left behind are killed once it is gone (``orphans.py``), and a new one is
+  spawned under a new id (``{node}-{incarnation}-w{index}-{generation}``), after a backoff of
+  min(30 s, 0.1 s × 2^n) when it keeps dying young.
 
 Handler calls for one worker are made one at a time, in the order its frames arrived; the reads
 from that worker wait meanwhile (natural back-pressure, and bigger batches).
@@ -44,6 +43,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from cronwheel.core.config import inherited_environment
 from cronwheel.core.model import Grant
 from cronwheel.core.records import Completion, Outcome
 from cronwheel.worker import orphans
@@ -103,8 +103,8 @@ class WorkerPool:
         self.n_workers = n_workers
         self.slots = slots
         self.worker_cmd = list(worker_cmd) if worker_cmd else [sys.executable, "-m", "cronwheel.worker.process"]
-        #: the workers' environment: the daemon's, with these on top
-        self.env = {**os.environ, **(env or {})}
+        #: the workers' environment (their jobs' too): the daemon's less its settings, these on top
+        self.env = {**inherited_environment(os.environ), **(env or {})}
         self._log_fn = log
         self.node_id = node_id or socket.gethostname()
         #: differs on every daemon start, so a worker id is never reused by a later incarnation

@@ -88,3 +88,29 @@ def test_a_refused_reload_of_a_url_with_a_password_does_not_log_the_password(
     refused = wait_for(lambda: d.event("config.reload_refused", key="smtp_url"), 20, what="config.reload_refused")
     assert refused["running"] == refused["wanted"] == "smtp://cw:********@127.0.0.1:1", refused
     assert SECRET not in d.log_path.read_text() and "other-pw" not in d.log_path.read_text()
+
+
+def test_jobs_and_notification_commands_do_not_get_the_daemon_s_cronwheel_variables(
+    tmp_path: Path, make_daemon: Callable[..., Daemon]
+) -> None:
+    """The daemon's ``CRONWHEEL_`` variables are its settings (a store's URL with its password,
+    an operator's token): its jobs and its notification commands, which may run as another
+    account (``runAs``), got them all. They get what cronwheel sets for them, and the rest of
+    the daemon's environment."""
+    store = tmp_path / "elsewhere.db"
+    d = make_daemon(env={"CRONWHEEL_STORE": str(store), "CRONWHEEL_TOKEN": "cw_" + SECRET, "CRONWHEEL_RETENTION": "7d",
+                         "OPERATOR_SETTING": "kept"})  # fmt: skip
+    run_env, rule_env = tmp_path / "run.env", tmp_path / "rule.env"
+    d.add_job({"runAt": "+0s", "command": f"env > {run_env}.tmp; mv {run_env}.tmp {run_env}; exit 1",
+               "retryPolicy": {"maxAttempts": 1},
+               "notify": [{"on": "dead", "via": "command", "command": f"env > {rule_env}.tmp; mv {rule_env}.tmp {rule_env}"}]})
+    wait_for(lambda: run_env.exists() and rule_env.exists(), 30, what="the job and its rule to write their environments")
+    for written in (run_env, rule_env):
+        names = {line.split("=", 1)[0] for line in written.read_text().splitlines() if "=" in line}
+        text = written.read_text()
+        assert SECRET not in text and str(store) not in text, (written.name, sorted(names))
+        assert not names & {"CRONWHEEL_STORE", "CRONWHEEL_TOKEN", "CRONWHEEL_RETENTION"}, (written.name, sorted(names))
+        assert "OPERATOR_SETTING=kept" in text.splitlines(), written.name
+    names = {line.split("=", 1)[0] for line in run_env.read_text().splitlines()}
+    assert {"CRONWHEEL_URL", "CRONWHEEL_EXECUTION_ID", "CRONWHEEL_JOB_ID"} <= names, sorted(names)
+    assert "CRONWHEEL_NOTIFICATION_ID" in {line.split("=", 1)[0] for line in rule_env.read_text().splitlines()}
