@@ -58,6 +58,16 @@ def _samples(key: str, option: click.Option) -> tuple[Any, Any, Any]:
     return f"/file/{key}", f"/env/{key}", f"/flag/{key}"
 
 
+@pytest.fixture(autouse=True)
+def _no_daemon_of_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cronwheel config` shows a running daemon's configuration when one answers in the data
+    directory (./.cronwheel by default): the README's `make serve` runs one in the checkout
+    while `make test` runs, and the shell's CRONWHEEL_* variables would count as `env` here."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("CRONWHEEL_URL", "CRONWHEEL_TOKEN", "STATE_DIRECTORY", *map(env_var, KEYS)):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _toml(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else json.dumps(value)
 
