@@ -275,7 +275,7 @@ class TenancyMixin(NodeParts):
         now = self.clock.now_ms()
         updated = await self._write(lambda s: s.update_tenant(name, changes, now))
         if updated is None:
-            raise NotFound(f"no tenant {name!r} (or it is being deleted)")
+            raise NotFound(f"no tenant {name!r} (create it first: cronwheel tenant add {name}), or it is being deleted")
         self._put_tenant(updated)
         self.events.emit("tenant.updated", tenant=name, changed=sorted(changes))
         return updated

@@ -98,8 +98,8 @@ def test_tenants_and_tokens_through_the_cli(daemon: Daemon) -> None:
     res = daemon.cli("tenant", "set", "acme", "--max-running", "none", "--allow-shell", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["maxRunning"] is None and json.loads(res.stdout)["allowShell"] is True
-    res = daemon.cli("tenant", "set", "ghost", "--weight", "2")
-    assert res.returncode == 1 and "no tenant" in res.stderr
+    res = daemon.cli("tenant", "set", "ghost", "--weight", "2")  # docs/security.md's first steps, without the add
+    assert res.returncode == 1 and "no tenant 'ghost' (create it first: cronwheel tenant add ghost)" in res.stderr
     res = daemon.cli("tenant", "ls")
     assert res.returncode == 0 and "acme" in res.stdout and "default" in res.stdout
 
