@@ -8,7 +8,7 @@ from cronwheel.api import answers
 from cronwheel.api import notifying as nv
 from cronwheel.api import tenancy as tv
 from cronwheel.api.clients import client_of
-from cronwheel.api.context import json_body, json_response, service_of, tenant_of
+from cronwheel.api.context import json_body, json_response, mail_warnings, service_of, tenant_of
 from cronwheel.api.ops import parse_flag
 from cronwheel.api.problems import Problem
 from cronwheel.core import notify as nt
@@ -90,4 +90,8 @@ async def set_tenant_notify(request: web.Request) -> web.Response:
     rules = nv.parse_rules_body(await json_body(request))
     name = request.match_info["name"]
     await service_of(request).set_tenant_notify(name, rules)
-    return json_response(answers.TenantNotifyAnswer(tenant=name, notify=nt.rules_to_json(rules, redact=True)))
+    answer = answers.TenantNotifyAnswer(tenant=name, notify=nt.rules_to_json(rules, redact=True))
+    warnings = mail_warnings(request, rules)
+    if warnings:
+        answer.warnings = warnings
+    return json_response(answer)

@@ -227,6 +227,7 @@ class Notification(msgspec.Struct, rename="camel", kw_only=True):
 class TenantNotifyAnswer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tenant: Annotated[str, Meta(extra_json_schema={"readOnly": True})] | UnsetType = UNSET
     notify: Annotated[list[Any], Meta(extra_json_schema={"x-schema": rule_list("NotifyRuleAnswer")})]
+    warnings: Annotated[list[str], Meta(description=_MAIL_WARNINGS_DOC)] | UnsetType = UNSET
 
 
 class NotificationPage(msgspec.Struct):

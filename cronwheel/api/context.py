@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from cronwheel.api.appkeys import SERVICE, TENANT_RESOLVER
+from cronwheel.api.appkeys import MAIL_TRANSPORT, SERVICE, TENANT_RESOLVER
 from cronwheel.api.problems import Problem
 from cronwheel.core.limits import BODY_TIMEOUT_SEC, JsonTextError, loads_checked
+from cronwheel.core.notify import Rule, no_mail_warnings
 from cronwheel.core.tenants import ADMIN, Principal, Role
 from cronwheel.engine.service import Forbidden, SchedulerService, Unauthorized
 
@@ -30,6 +31,15 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     reads"). Text from before the door refused lone surrogates cannot be UTF-8: that answer
     is written as ``json.dumps`` writes it, with the surrogate escaped."""
     return json_bytes_response(encode_json(data), status, headers)
+
+
+def mail_warnings(request: web.Request, rules: tuple[Rule, ...] | list[Rule], field: str = "notify") -> list[str]:
+    """What an accepted rule list should know: its email rules cannot be sent by this node
+    (a job's or a tenant's defaults: kept, not refused, as mail may be configured later, or
+    on another node)."""
+    if request.app.get(MAIL_TRANSPORT) is not False:
+        return []
+    return no_mail_warnings(rules, field)
 
 
 def encode_json(data: Any) -> bytes:

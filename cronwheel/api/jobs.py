@@ -12,12 +12,12 @@ from aiohttp import web
 from cronwheel.api import answers, schema
 from cronwheel.api import beyondcron as bc
 from cronwheel.api import notifying as nv
-from cronwheel.api.appkeys import MAIL_TRANSPORT
 from cronwheel.api.context import (
     encode_json,
     json_body,
     json_bytes_response,
     json_response,
+    mail_warnings,
     no_body,
     principal_of,
     service_of,
@@ -38,7 +38,7 @@ from cronwheel.api.validation import parse_job_batch, parse_job_body
 from cronwheel.core.instants import format_instant
 from cronwheel.core.limits import MAX_NAME_CHARS
 from cronwheel.core.model import DEFAULT_TENANT, Job, JobSpec, Priority
-from cronwheel.core.notify import no_mail_warnings, rules_refusal
+from cronwheel.core.notify import rules_refusal
 from cronwheel.core.records import CreateOutcome, CreateResult
 from cronwheel.core.tenants import (
     Principal,
@@ -73,18 +73,10 @@ async def create_job(request: web.Request) -> web.Response:
     if result.outcome is CreateOutcome.REPLAYED:
         headers["Idempotent-Replayed"] = "true"
     answer = answers.JobCreated(job_id=result.job_id, next_run_at=format_instant(result.next_run_at))  # type: ignore[arg-type]  # set once created
-    warnings = _mail_warnings(request, spec)
+    warnings = mail_warnings(request, spec.notify)
     if warnings:
         answer.warnings = warnings
     return json_response(answer, 201, headers)
-
-
-def _mail_warnings(request: web.Request, spec: JobSpec, field: str = "notify") -> list[str]:
-    """What an accepted job should know: its email rules cannot be sent by this node (the rule
-    is kept, not refused: mail may be configured later, or on another node)."""
-    if request.app.get(MAIL_TRANSPORT) is not False:
-        return []
-    return no_mail_warnings(spec.notify, field)
 
 
 async def create_jobs(request: web.Request) -> web.Response:
@@ -104,7 +96,7 @@ async def create_jobs(request: web.Request) -> web.Response:
         _check_run_as(spec, f"jobs[{i}]")
     results = await service.create_jobs(items)
     answer = answers.JobBatchResponse([_batch_result(i, r) for i, r in enumerate(results)])
-    warnings = [w for i, (spec, _, _) in enumerate(items) for w in _mail_warnings(request, spec, f"jobs[{i}].notify")]
+    warnings = [w for i, (spec, _, _) in enumerate(items) for w in mail_warnings(request, spec.notify, f"jobs[{i}].notify")]
     if warnings:
         answer.warnings = warnings
     return json_response(answer)
@@ -247,7 +239,7 @@ async def update_job(request: web.Request) -> web.Response:
     if spec.run_as != job.spec.run_as:  # a patch of other members keeps a runAs as it stands
         _check_run_as(spec)
     answer = await _job_json(request, await service.update_job(job.id, spec, await tenant_of(request)))
-    warnings = _mail_warnings(request, spec) if "notify" in body else []
+    warnings = mail_warnings(request, spec.notify) if "notify" in body else []
     if warnings:
         answer = {**answer, "warnings": warnings}
     return json_response(answer)

@@ -356,7 +356,7 @@ class Client:
         return self._get(f"/v1/tenants/{_q(name)}/notify")
 
     def set_tenant_notify(self, name: str, rules: list[Any]) -> dict[str, Any]:
-        return self._call("PUT", f"/v1/tenants/{_q(name)}/notify", {"notify": rules})
+        return warned(self._call("PUT", f"/v1/tenants/{_q(name)}/notify", {"notify": rules}))
 
     def ping(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._post(f"/v1/jobs/{_q(job)}/ping", body)

@@ -181,6 +181,12 @@ def test_an_email_rule_on_a_daemon_without_mail_is_kept_with_a_warning(make_daem
     crontab.write_text("MAILTO=ann@example.com\n@daily one\n@daily two\n")
     res = d.cli("import-crontab", str(crontab))
     assert res.returncode == 0 and res.stderr.count("no mail transport") == 1 and "(2 jobs)" in res.stderr, res.stderr
+    # a tenant's default rules alike (docs/notifications.md's `tenant notify`), then cleared
+    res = d.cli("tenant", "notify", "default", "--notify-email", "ops@example.com")
+    assert res.returncode == 0 and "on failure via email ops@example.com" in res.stdout, res.stderr
+    assert "warning: notify[0].to: this daemon has no mail transport" in res.stderr, res.stderr
+    r = d.request("PUT", "/v1/tenants/default/notify", {"notify": []})
+    assert r.status == 200 and "warnings" not in r.json()
 
     # with a transport, nothing to say
     sendmail = tmp_path / "sendmail"
@@ -189,6 +195,8 @@ def test_an_email_rule_on_a_daemon_without_mail_is_kept_with_a_warning(make_daem
     with_mail = make_daemon("with-mail", args=("--sendmail", str(sendmail)))
     r = with_mail.post("/v1/jobs", {"schedule": "@daily", "command": "true", "notify": [mail]})
     assert r.status == 201 and "warnings" not in r.json()
+    r = with_mail.request("PUT", "/v1/tenants/default/notify", {"notify": [mail]})
+    assert r.status == 200 and "warnings" not in r.json()
 
 
 @pytest.mark.runs_no_jobs
