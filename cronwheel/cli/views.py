@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import click
@@ -330,7 +330,24 @@ def emit_status(data: dict[str, Any]) -> None:
             "STOPPING: the node is shutting down: it starts no new work, and its running "
             "executions finish within the grace period; jobs added now run after the restart"
         )
-    emit_kv([(k, _word(v)) for k, v in flatten(data)])
+    emit_kv([(k, _word(v)) for k, v in flatten(_nodes_by_id(data))])
+
+
+def _nodes_by_id(data: dict[str, Any]) -> dict[str, Any]:
+    """A cluster's nodes one line each (``cluster.nodes.ID: ADDRESS, last seen INSTANT``), not
+    the API's list printed as JSON with its milliseconds since the epoch."""
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict):
+        return data
+    nodes = cluster.get("nodes")
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        return data
+    shown = {}
+    for n in nodes:
+        seen = n.get("lastSeen")
+        when = fmt_utc(datetime.fromtimestamp(seen / 1000, UTC)) if isinstance(seen, int) else "-"
+        shown[str(n.get("nodeId"))] = f"{n.get('address') or '-'}, last seen {when}"
+    return {**data, "cluster": {**cluster, "nodes": shown}}
 
 
 def _word(value: Any) -> Any:

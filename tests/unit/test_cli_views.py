@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cronwheel.cli import views
 
 RUN = {"executionId": "j1:1", "status": "SUCCEEDED", "exitCode": 200, "finishedAt": "2026-12-01T10:00:00.000Z"}
@@ -80,3 +82,13 @@ def test_a_history_held_at_its_backlog_says_why_its_runs_do_not_start() -> None:
     started = {"executionId": "j:4", "status": "SUCCEEDED", "startedAt": "2026-12-07T12:52:30.000Z"}
     assert views.backlog_note([started, held, pending], queued) is None
     assert views.backlog_note([pending, {**held, "reason": "overlap: j:1 still running"}], queued) is None
+
+
+def test_status_shows_a_clusters_nodes_one_a_line_with_when_each_was_last_seen(capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = [{"nodeId": "node1", "address": "vm:36925", "lastSeen": 1796693600684},
+             {"nodeId": "node2", "address": "vm:37431", "lastSeen": 1796693600482}]
+    views.emit_status({"nodeId": "node1", "cluster": {"leaseTtlMs": 10000, "nodes": nodes, "owned": 22}})
+    out = capsys.readouterr().out
+    assert "cluster.nodes.node1:" in out and "vm:36925, last seen 2026-12-08T01:33:20.684Z" in out, out
+    assert "cluster.nodes.node2:" in out and "vm:37431, last seen 2026-12-08T01:33:20.482Z" in out, out
+    assert "1796693600684" not in out and "cluster.owned:" in out
