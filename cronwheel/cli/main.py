@@ -66,7 +66,7 @@ def cli(ctx: click.Context, url: str | None, data_dir: Path | None, token: str |
     \b
     Quick start:
       cronwheel serve &                                  # a daemon on ./.cronwheel
-      cronwheel add '*/5 * * * *' --name tidy -- find /tmp -mtime +7 -delete
+      cronwheel add '*/5 * * * *' --name tidy -- find /srv/app/cache -mtime +7 -delete
       cronwheel add +10m -- echo later                   # a one-off in 10 minutes
       cronwheel next 'H 3 * * 1-5' -n 3                  # no daemon needed
       cronwheel ls ; cronwheel history tidy ; cronwheel run tidy --wait
