@@ -16,8 +16,9 @@ in a loop) took a neighbour's claims from 3 ms to 410 ms at p99 on PostgreSQL, 2
 turns. A write still waiting for its turn when the node closes is refused as a read is
 (``STOPPING``: the API answers 503), never run half-way.
 
-Who asks is ``asking``, a context variable: the API sets it for each request (the tenant,
-or the role of a caller with none), and the engine's own tasks leave it unset.
+Who asks is ``asking``, a context variable: the API sets it for each request (the client's
+address while its token is checked, then the tenant, or the role of a caller with none),
+and the engine's own tasks leave it unset.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Tenant quotas against a real daemon: a tenant at its running quota waits (PENDING, one
 ``tenant.quota_wait`` event, never dropped) while others run; registered-jobs and
 submissions-per-second quotas answer 429 (the latter with Retry-After); nothing acknowledged
-is lost. A tenant's flood of reads does not queue another tenant's read behind it."""
+is lost. A tenant's flood of reads (or of made-up tokens) does not queue another tenant's read
+behind it."""
 
 from __future__ import annotations
 
@@ -257,3 +258,50 @@ def test_a_flood_of_reads_does_not_queue_another_tenants_read_behind_it(daemon: 
     assert r.status == 200 and len(r.json()["jobs"]) == 1, r
     assert set(finished) == {1000}
     assert ahead < 20, f"{ahead} of a's listings finished while b's read waited"
+
+
+@pytest.mark.runs_no_jobs
+def test_a_flood_of_made_up_tokens_does_not_queue_a_tenants_read_behind_it(daemon: Daemon) -> None:
+    """A token the node has not seen is looked up in the store. Those lookups took the engine's
+    own way to the reader thread, ahead of every tenant's read and without a bound on how many
+    are with it at once, and a tenant's read is handed to the thread only when fewer than two
+    are: with the thread busy (tenant a's listings of 1,000 jobs), tenant b's five-job listing
+    waited while 48 connections sending made-up tokens had 220-240 of them refused (7-16 since
+    they wait in their client address's line, taking turns with the tenants'). Counted, not
+    timed: the 401s answered while b's read waited, its token already verified."""
+    flooder, other = make_tenant(daemon, "a"), make_tenant(daemon, "b")
+    jobs = [{"schedule": "0 0 1 1 *", "http": {"url": "https://hooks.example.com/x"}}] * 1000
+    assert daemon.post("/v1/jobs/batch", {"jobs": jobs}, token=flooder).status == 200
+    assert daemon.post("/v1/jobs", jobs[0], token=other).status == 201
+    stop = threading.Event()
+    refused: list[int] = []  # the 401s answered (list.append is atomic)
+
+    def listings() -> None:
+        while not stop.is_set():
+            assert daemon.get("/v1/jobs?limit=1000", token=flooder).status == 200
+
+    def made_up(i: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            r = daemon.get("/v1/jobs", token=f"cw_made-up-{i}-{n}")
+            assert r.status == 401, r
+            refused.append(1)
+
+    with ThreadPoolExecutor(16 + 48 + 1) as pool:
+        floods = [pool.submit(listings) for _ in range(16)] + [pool.submit(made_up, i) for i in range(48)]
+        try:
+            wait_for(lambda: len(refused) >= 500, 60, what="the made-up tokens refused")
+            assert daemon.get("/v1/whoami", token=other).status == 200  # b's token verified: no lookup
+            before = len(refused)
+            waited = pool.submit(daemon.get, "/v1/jobs?limit=5", token=other, timeout=120)  # the pool's one free thread
+            # b's read finishes, or the flood would go on for a minute more
+            wait_for(lambda: waited.done() or len(refused) - before > 20_000, 120, what="b's read or 20,000 401s")
+            ahead = len(refused) - before
+        finally:
+            stop.set()
+        for f in floods:
+            f.result()
+    r = waited.result()
+    assert r.status == 200 and len(r.json()["jobs"]) == 1, r
+    assert ahead < 60, f"{ahead} made-up tokens refused while b's read waited"
