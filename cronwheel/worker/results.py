@@ -134,6 +134,9 @@ def return_text(value: object) -> str | None:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+        try:
+            text = repr(value)
+        except Exception as exc:  # a value nested past the stack (its repr recurses too), a repr that raises
+            text = f"<a {type(value).__name__} that cannot be shown: {cause_text(exc)}>"
     text = scrub_text(text)
     return text if len(text) <= MAX_RETURN_TEXT else text[: MAX_RETURN_TEXT - 1] + "…"

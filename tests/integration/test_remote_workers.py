@@ -270,6 +270,26 @@ def test_a_result_with_unfit_text_is_reported_scrubbed(daemon: Daemon, remote_wo
         assert daemon.get(f"/v1/executions/{done['executionId']}").json()["output"] == '"out\ufffd\\u0000end"'
 
 
+def test_a_result_neither_json_nor_repr_can_write_is_reported(daemon: Daemon, remote_worker: Callable[..., Any]) -> None:
+    """A return value nested past the interpreter's stack (its repr fails as its JSON does) or
+    whose repr raises: the remote worker's run task died with the RecursionError ("Task
+    exception was never retrieved") and the run stayed RUNNING until its lease ran out; the
+    local worker failed a run that had succeeded. Now the run succeeds, its output saying why
+    the value is not shown, on both."""
+    for payload in ("deep", "repr"):
+        body = {"runAt": "+0s", "payload": payload, "retryPolicy": {"maxAttempts": 1}, "leaseSec": 600}
+        queued = daemon.add_job({**body, "queue": f"q-{payload}"})["jobId"]
+        local = daemon.add_job({**body, "python": "tests.support.callables:unshowable"})["jobId"]
+        remote_worker(f"rw-{payload}", f"q-{payload}", extra=("--handler", "tests.support.callables:unshowable"))
+        for job in (local, queued):
+            done = wait_for(lambda job=job: (e := only_execution(daemon, job)) and e["status"] not in ("PENDING", "RUNNING") and e,
+                            30, what="the run to be reported")  # fmt: skip
+            assert done["status"] == "SUCCEEDED" and done["attempt"] == 1, done
+            output = daemon.get(f"/v1/executions/{done['executionId']}").json()["output"]
+            kind, why = ("list", "RecursionError") if payload == "deep" else ("_ReprRaises", "RuntimeError: no repr")
+            assert output.startswith(f"<a {kind} that cannot be shown: {why}"), output
+
+
 def test_a_handler_that_raises_is_reported_as_a_local_worker_reports_it(
     daemon: Daemon, remote_worker: Callable[..., Any]
 ) -> None:

@@ -38,6 +38,22 @@ def unfit_text(**_: Any) -> str:
     return "out\udc80\x00end"
 
 
+def unshowable(payload: Any) -> object:
+    """Returns what neither JSON nor repr can write: a list nested 100,000 deep (repr too
+    runs out of stack), or with a payload ``"repr"`` an object whose repr raises."""
+    if payload == "repr":
+        return _ReprRaises()
+    nested: list[Any] = []
+    for _ in range(100_000):
+        nested = [nested]
+    return nested
+
+
+class _ReprRaises:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
 def chatty(**_: Any) -> str:
     """Prints, logs and writes to stderr the way library code does, inside the worker."""
     print("hello from a callable")
