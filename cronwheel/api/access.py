@@ -14,6 +14,7 @@ from aiohttp import web
 from cronwheel.api.clients import client_of, identified
 from cronwheel.api.context import principal_of
 from cronwheel.api.problems import Problem
+from cronwheel.core.forwarded import reads_line
 from cronwheel.core.tenants import Principal
 from cronwheel.engine.fairturns import asking
 
@@ -87,7 +88,7 @@ async def authorize(request: web.Request, handler: Callable[[web.Request], Await
         # store: in its client address's line of turns, not as the engine's own read, which
         # goes before every tenant's and is not bounded, so a flood of made-up tokens would
         # queue every neighbour's reads behind it
-        checking = asking.set(f"(client {client_of(request).address or 'local'})")
+        checking = asking.set(reads_line(client_of(request).address))
         try:
             principal = await principal_of(request)
         finally:

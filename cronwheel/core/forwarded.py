@@ -92,6 +92,16 @@ def canonical(peer: str | None) -> str | None:
     return peer if ip is None else str(ip)
 
 
+def reads_line(client: str | None) -> str:
+    """The line of reads (engine/fairturns.py) a client's token checks wait in: its IPv4
+    address, or its IPv6 address's /64, the block one host or one LAN is given, so that one
+    attacker's /64 (2^64 addresses) is one line, not one per address it picks."""
+    ip = address(client) if client else None
+    if isinstance(ip, ipaddress.IPv6Address):
+        return f"(client {ipaddress.IPv6Network((int(ip) >> 64 << 64, 64))})"
+    return f"(client {ip or client or 'local'})"
+
+
 class TrustedProxies:
     """The networks whose peers' forwarding headers are read."""
 

@@ -18,6 +18,7 @@ from cronwheel.core.forwarded import (
     canonical,
     parse_trusted_proxies,
     parse_trusted_proxies_text,
+    reads_line,
 )
 from cronwheel.core.limits import MAX_FORWARDED_HOPS
 
@@ -190,3 +191,12 @@ def test_a_proxys_connection_counts_against_the_client_its_request_names() -> No
 ])  # fmt: skip
 def test_a_peer_is_keyed_by_the_address_it_is(peer: str | None, key: str | None) -> None:
     assert canonical(peer) == key
+
+
+@pytest.mark.parametrize(("client", "line"), [
+    ("192.0.2.1", "(client 192.0.2.1)"), ("::ffff:192.0.2.1", "(client 192.0.2.1)"),
+    ("2001:db8:1:2:aaaa::1", "(client 2001:db8:1:2::/64)"), ("2001:db8:1:2:ffff:ffff:ffff:ffff", "(client 2001:db8:1:2::/64)"),
+    ("2001:db8:1:3::1", "(client 2001:db8:1:3::/64)"), (None, "(client local)"),
+])  # fmt: skip
+def test_a_clients_token_checks_wait_in_the_line_of_its_address_or_its_ipv6_slash_64(client: str | None, line: str) -> None:
+    assert reads_line(client) == line
