@@ -38,13 +38,14 @@ async def get_tenant(request: web.Request) -> web.Response:
 
 
 async def create_tenant(request: web.Request) -> web.Response:
-    tenant = await service_of(request).create_tenant(tv.parse_tenant_body(await json_body(request)))
+    body = tv.parse_tenant_body(await json_body(request))
+    tenant = await service_of(request).create_tenant(body, remote=client_of(request).address)
     return json_response(tv.tenant_answer(tenant), 201, {"Location": f"/v1/tenants/{tenant.name}"})
 
 
 async def update_tenant(request: web.Request) -> web.Response:
     changes = tv.parse_tenant_patch(await json_body(request))
-    tenant = await service_of(request).update_tenant(request.match_info["name"], changes)
+    tenant = await service_of(request).update_tenant(request.match_info["name"], changes, remote=client_of(request).address)
     return json_response(tv.tenant_answer(tenant))
 
 
@@ -55,7 +56,7 @@ async def delete_tenant(request: web.Request) -> web.Response:
     force = parse_flag("force", request.query.get("force"))
     if not valid_tenant_name(name):  # no such tenant can exist: said without echoing all of it
         raise Problem(404, "not_found", f"no tenant {name[:64]!r} (cronwheel tenant ls lists them)")
-    tenant = await service_of(request).delete_tenant(name, force)
+    tenant = await service_of(request).delete_tenant(name, force, remote=client_of(request).address)
     return json_response(tv.tenant_answer(tenant), 202)
 
 

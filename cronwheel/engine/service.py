@@ -309,13 +309,14 @@ class SchedulerService(Protocol):
         """A tenant, its registered (ACTIVE or PAUSED) jobs and the HTTP allow-list that
         applies to it (its own, else the daemon's; None: any host). NotFound."""
 
-    async def create_tenant(self, tenant: Tenant) -> Tenant:
-        """Conflict when it exists."""
+    async def create_tenant(self, tenant: Tenant, *, remote: str | None = None) -> Tenant:
+        """Conflict when it exists. ``remote``: as for ``create_token``."""
 
-    async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
-        """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound."""
+    async def update_tenant(self, name: str, changes: dict[str, Any], *, remote: str | None = None) -> Tenant:
+        """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound.
+        ``remote``: as for ``create_token``."""
 
-    async def delete_tenant(self, name: str, force: bool = False) -> Tenant:
+    async def delete_tenant(self, name: str, force: bool = False, *, remote: str | None = None) -> Tenant:
         """Ask for a tenant's deletion (engine/tenantrm.py) and answer it as it now stands
         (being deleted). NotFound; Conflict (``default_tenant``) for the default tenant, and
         (``tenant_not_empty``) while it has live jobs or executions in flight, unless ``force``,

@@ -262,22 +262,22 @@ class TenancyMixin(NodeParts):
             raise NotFound(f"tenant {name!r} is being deleted (cronwheel tenant ls lists it until it is gone)")
         return tenant, jobs, effective_http_allow(tenant, self.config.http_allow)
 
-    async def create_tenant(self, tenant: Tenant) -> Tenant:
+    async def create_tenant(self, tenant: Tenant, *, remote: str | None = None) -> Tenant:
         now = self.clock.now_ms()
         created = await self._write(lambda s: s.create_tenant(tenant, now))
         if created is None:  # (or being deleted: engine/tenantrm.py says so)
             raise Conflict(f"tenant {tenant.name!r} exists already (change it with PATCH /v1/tenants/{tenant.name})")
         self._put_tenant(created)
-        self.events.emit("tenant.created", tenant=created.name)
+        self.events.emit("tenant.created", tenant=created.name, remote=remote)
         return created
 
-    async def update_tenant(self, name: str, changes: dict[str, Any]) -> Tenant:
+    async def update_tenant(self, name: str, changes: dict[str, Any], *, remote: str | None = None) -> Tenant:
         now = self.clock.now_ms()
         updated = await self._write(lambda s: s.update_tenant(name, changes, now))
         if updated is None:
             raise NotFound(f"no tenant {name!r} (create it first: cronwheel tenant add {name}), or it is being deleted")
         self._put_tenant(updated)
-        self.events.emit("tenant.updated", tenant=name, changed=sorted(changes))
+        self.events.emit("tenant.updated", tenant=name, changed=sorted(changes), remote=remote)
         return updated
 
     # ---- tokens

@@ -34,7 +34,7 @@ class DefaultTenant(Conflict):
 
 
 class TenantRemovalMixin(JobsMixin):
-    async def delete_tenant(self, name: str, force: bool = False) -> Tenant:
+    async def delete_tenant(self, name: str, force: bool = False, *, remote: str | None = None) -> Tenant:
         if name == DEFAULT_TENANT:
             raise DefaultTenant(
                 "the default tenant cannot be deleted: it holds the jobs of every caller that names no "
@@ -57,7 +57,7 @@ class TenantRemovalMixin(JobsMixin):
         self.retention.tenant_deleting()  # asked again: its purge may wait for a run that ended
         if res.outcome is DeletionOutcome.MARKED:
             self.events.emit("tenant.deleting", tenant=name, force=force, liveJobs=res.live_jobs,
-                             inFlight=res.in_flight, tokensRevoked=len(res.revoked))
+                             inFlight=res.in_flight, tokensRevoked=len(res.revoked), remote=remote)
         cancelled = await self._cancel_all_of(name) if force else 0
         found = await self._read(lambda s: s.tenant_with_jobs(name))
         if found is None:  # retention on another node was quicker: it is gone already
@@ -69,9 +69,9 @@ class TenantRemovalMixin(JobsMixin):
             self.events.emit("tenant.jobs_cancelled", tenant=name, jobs=cancelled)
         return found[0]
 
-    async def create_tenant(self, tenant: Tenant) -> Tenant:
+    async def create_tenant(self, tenant: Tenant, *, remote: str | None = None) -> Tenant:
         try:
-            return await super().create_tenant(tenant)
+            return await super().create_tenant(tenant, remote=remote)
         except Conflict:
             found = await self._read(lambda s: s.tenant_with_jobs(tenant.name))
             if found is not None and found[0].deleting:

@@ -187,3 +187,20 @@ def test_sighup_applies_a_new_list_and_refuses_a_bad_one(tmp_path: Path, make_da
     failed = d.wait_event("config.reload_failed")
     assert "trusted proxy '127.0.0.1/8' has host bits set" in failed["error"] and failed["key"] == "trusted_proxies", failed
     assert remote_of_a_new_token() == "198.51.100.7"
+
+
+@pytest.mark.runs_no_jobs
+def test_a_tenants_creation_change_and_deletion_name_the_client_that_asked(make_daemon: Any) -> None:
+    """As a token's: the audit lines of the admin's work on tenants name the client the trusted
+    proxy forwarded for (they named nobody)."""
+    d: Daemon = make_daemon(args=TRUST_LOCAL)
+    assert d.post("/v1/tenants", {"name": "direct"}).status == 201
+    assert d.wait_event("tenant.created", tenant="direct")["remote"] == "127.0.0.1"
+    proxied = {"X-Forwarded-For": "198.51.100.7"}
+    assert d.post("/v1/tenants", {"name": "acme"}, headers=proxied).status == 201
+    assert d.wait_event("tenant.created", tenant="acme")["remote"] == "198.51.100.7"
+    assert d.request("PATCH", "/v1/tenants/acme", {"weight": 2}, headers=proxied).status == 200
+    updated = d.wait_event("tenant.updated", tenant="acme")
+    assert (updated["remote"], updated["changed"]) == ("198.51.100.7", ["weight"]), updated
+    assert d.request("DELETE", "/v1/tenants/acme", headers={"X-Forwarded-For": "198.51.100.8"}).status == 202
+    assert d.wait_event("tenant.deleting", tenant="acme")["remote"] == "198.51.100.8"
