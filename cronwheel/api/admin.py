@@ -18,8 +18,8 @@ from cronwheel.core.tenants import valid_tenant_name
 async def list_tenants(request: web.Request) -> web.Response:
     service = service_of(request)
     tenants = await service.list_tenants()
-    live = service.tenant_stats()
-    return json_response(answers.TenantList([tv.tenant_answer(t, live.get(t.name, {})) for t in tenants]))
+    live, left = service.tenant_stats(), await service.jobs_left(tenants)
+    return json_response(answers.TenantList([tv.tenant_answer(t, live.get(t.name, {}), left.get(t.name)) for t in tenants]))
 
 
 async def get_tenant(request: web.Request) -> web.Response:
@@ -31,8 +31,7 @@ async def get_tenant(request: web.Request) -> web.Response:
         raise Problem(404, "not_found", f"no tenant {name[:64]!r}")
     service = service_of(request)
     tenant, jobs, applied = await service.get_tenant(name)
-    answer = tv.tenant_answer(tenant, service.tenant_stats().get(name, {}))
-    answer.jobs = jobs
+    answer = tv.tenant_answer(tenant, service.tenant_stats().get(name, {}), jobs)
     answer.effective_http_allow = None if applied is None else list(applied)
     return json_response(answer)
 
@@ -50,14 +49,16 @@ async def update_tenant(request: web.Request) -> web.Response:
 
 
 async def delete_tenant(request: web.Request) -> web.Response:
-    """202: the deletion is under way (retention removes its rows); asking again answers the
-    same. ``?force=true`` cancels its live jobs first (else 409 ``tenant_not_empty``)."""
+    """202: the deletion is under way (a forced one's live jobs are cancelled in the background,
+    then retention removes its rows), its ``jobs`` the live ones left; ``Location`` is where to
+    follow it (``GET`` answers 404 once it is gone); asking again answers the same.
+    ``?force=true`` cancels its live jobs (else 409 ``tenant_not_empty``)."""
     name = request.match_info["name"]
     force = parse_flag("force", request.query.get("force"))
     if not valid_tenant_name(name):  # no such tenant can exist: said without echoing all of it
         raise Problem(404, "not_found", f"no tenant {name[:64]!r} (cronwheel tenant ls lists them)")
-    tenant = await service_of(request).delete_tenant(name, force, remote=client_of(request).address)
-    return json_response(tv.tenant_answer(tenant), 202)
+    tenant, left = await service_of(request).delete_tenant(name, force, remote=client_of(request).address)
+    return json_response(tv.tenant_answer(tenant, jobs=left), 202, {"Location": f"/v1/tenants/{name}"})
 
 
 async def create_token(request: web.Request) -> web.Response:

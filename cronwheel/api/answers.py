@@ -49,7 +49,7 @@ class Tenant(msgspec.Struct, rename="camel", kw_only=True):
     status: Annotated[str, Meta(description="`active`, or `deleting`: its deletion was asked (DELETE /v1/tenants/{name}); its tokens are revoked, it takes no new job, and its name stays taken until retention has removed its rows, then the tenant itself.",
                                 extra_json_schema={"enum": ["active", "deleting"]})] = "active"
     deleting_since: Instant | UnsetType | None = UNSET
-    jobs: Annotated[int, Meta(ge=0, description="Registered (ACTIVE or PAUSED) jobs, what maxJobs counts (GET /v1/tenants/{name} only).")] | UnsetType = UNSET
+    jobs: Annotated[int, Meta(ge=0, description="Registered (ACTIVE or PAUSED) jobs, what maxJobs counts (GET /v1/tenants/{name}). For a tenant being deleted (in every answer): its live jobs still to cancel; a forced deletion cancels them in the background, and 0 says it is done.")] | UnsetType = UNSET
     effective_http_allow: Annotated[list[str], Meta(description="The hosts that apply (GET /v1/tenants/{name} only): its own httpAllow, else the daemon's --http-allow. Null: any host.")] | UnsetType | None = UNSET
     running: Annotated[int, Meta(description="Live, this node: executions running now (not in the answers of POST and PATCH).")] | UnsetType = UNSET
     queued: Annotated[int, Meta(description="Live, this node: executions in the ready queue.")] | UnsetType = UNSET

@@ -575,7 +575,7 @@ PATHS: dict[str, Any] = {
             "description": (
                 f"A tenant keeps at most {MAX_TENANT_CALENDARS:,} calendars: a new name "
                 "beyond them is refused (422 `too_many_calendars`); a replacement always "
-                "passes."
+                "passes. A tenant being deleted takes no calendar (409 `tenant_deleting`)."
             ),
             "parameters": [
                 CALENDAR_TENANT,
@@ -583,7 +583,7 @@ PATHS: dict[str, Any] = {
             "requestBody": json_body("CalendarRequest"),
             "responses": {
                 "200": answer("The calendar as stored.", "Calendar"),
-                **refused("400", "404", "422", "401", "403", "503"),
+                **refused("400", "404", "409", "422", "401", "403", "503"),
             },
         },
         "delete": {
@@ -759,7 +759,7 @@ PATHS: dict[str, Any] = {
             ),
             "responses": {
                 "200": answer("The PENDING execution.", "Execution"),
-                **refused("404", "503", "401", "403", "429"),
+                **refused("404", "409", "503", "401", "403", "429"),
             },
         },
     },
@@ -1042,8 +1042,10 @@ PATHS: dict[str, Any] = {
                 "this node's live numbers, and `effectiveHttpAllow`: the HTTP allow-list that "
                 "applies to it (its own `httpAllow`, or the daemon's `--http-allow` when "
                 "`httpAllow` is null). A tenant token may read its own tenant only: another "
-                "name answers 404, as an unknown one does. A tenant being deleted answers 404 "
-                "too (`GET /v1/tenants` lists it, `status: deleting`, until it is gone)."
+                "name answers 404, as an unknown one does. A tenant being deleted answers with "
+                "`status: deleting` and in `jobs` its live jobs still to cancel (0 once a forced "
+                "deletion has cancelled them all; the `Location` its deletion answered), until "
+                "retention has removed it: then 404."
             ),
             "responses": {
                 "200": answer("The tenant.", "Tenant"),
@@ -1053,10 +1055,11 @@ PATHS: dict[str, Any] = {
         "patch": {
             "operationId": "updateTenant",
             "summary": "Change a tenant's weight, quotas or permissions (admin)",
+            "description": "A tenant being deleted takes no change (409 `tenant_deleting`).",
             "requestBody": json_body("TenantPatch"),
             "responses": {
                 "200": answer("The tenant as changed.", "Tenant"),
-                **refused("400", "401", "403", "404", "422", "503"),
+                **refused("400", "401", "403", "404", "409", "422", "503"),
             },
         },
         "delete": {
@@ -1070,10 +1073,17 @@ PATHS: dict[str, Any] = {
                 "idempotency keys, calendars, tokens) and then the tenant itself. While it has "
                 "live (active or paused) jobs or executions in flight it is refused (409 "
                 "`tenant_not_empty`, with `liveJobs` and `inFlight`), unless `force=true`, which "
-                "cancels its jobs as `DELETE /v1/jobs/{jobId}` does (running executions aborted). "
-                "The `default` tenant cannot be deleted (409 `default_tenant`). Asking again "
-                "answers the same; meanwhile the tenant itself (`GET`, `PATCH`, its `notify`) "
-                "answers 404, and `GET /v1/tenants` lists it with `status: deleting`."
+                "cancels its jobs as `DELETE /v1/jobs/{jobId}` does (running executions aborted): "
+                "in the background, after the answer, a hundred per transaction, however "
+                "many it has. The answer (202, with a `Location` to follow it) is the tenant, "
+                "`status: deleting`, and in `jobs` its live jobs still to cancel; `GET` of that "
+                "location answers the same with `jobs` counting down to 0, then 404 once "
+                "retention has removed it. The `default` tenant cannot be deleted (409 "
+                "`default_tenant`). Asking again answers the same (a forced ask starts a "
+                "cancellation that a stop cut short again). Meanwhile every change to it or its "
+                "objects that would add to it (`PATCH`, its `notify`, its calendars, a trigger, "
+                "backfill, chain, resume, ping or replay of its jobs) is refused, 409 "
+                "`tenant_deleting`, and `GET /v1/tenants` lists it with `status: deleting`."
             ),
             "parameters": [
                 {
@@ -1085,7 +1095,9 @@ PATHS: dict[str, Any] = {
                 },
             ],
             "responses": {
-                "202": answer("The tenant, being deleted.", "Tenant"),
+                "202": answer("The tenant, being deleted: `jobs` is its live jobs still to cancel.", "Tenant",
+                              headers={"Location": {"schema": {"type": "string"},
+                                                    "description": "The tenant (`GET`), to follow its deletion."}}),
                 **refused("400", "401", "403", "404", "409", "503"),
             },
         },
@@ -1121,7 +1133,7 @@ PATHS: dict[str, Any] = {
                         "RevokeToken": link("revokeToken", {"tokenId": "$response.body#/tokenId"})
                     },
                 ),
-                **refused("400", "401", "403", "404", "422", "503"),
+                **refused("400", "401", "403", "404", "409", "422", "503"),
             },
         },
     },
@@ -1344,7 +1356,7 @@ PATHS: dict[str, Any] = {
             "summary": "Send a dead-lettered or held-back notification again (attempts from zero)",
             "responses": {
                 "200": answer("The PENDING notification.", "Notification"),
-                **refused("404", "401", "403", "503"),
+                **refused("404", "409", "401", "403", "503"),
             },
         },
     },
@@ -1359,7 +1371,7 @@ PATHS: dict[str, Any] = {
             ),
             "responses": {
                 "200": answer("The default rules.", "TenantNotifyAnswer"),
-                **refused("404", "401", "403", "503"),
+                **refused("404", "409", "401", "403", "503"),
             },
         },
         "put": {
@@ -1368,7 +1380,7 @@ PATHS: dict[str, Any] = {
             "requestBody": json_body("TenantNotify"),
             "responses": {
                 "200": answer("The default rules as saved.", "TenantNotifyAnswer"),
-                **refused("400", "404", "422", "401", "403", "503"),
+                **refused("400", "404", "409", "422", "401", "403", "503"),
             },
         },
     },

@@ -88,7 +88,8 @@ def valid_token_id(text: str) -> bool:
     return TOKEN_ID_RE.fullmatch(text) is not None
 
 
-def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tenant:
+def tenant_answer(t: Tenant, live: dict[str, Any] | None = None, jobs: int | None = None) -> answers.Tenant:
+    """``jobs``: its registered jobs (for one being deleted, the live jobs still to cancel)."""
     answer = answers.Tenant(
         name=t.name,
         weight=t.weight,
@@ -105,6 +106,8 @@ def tenant_answer(t: Tenant, live: dict[str, Any] | None = None) -> answers.Tena
     )
     if t.deleting:
         answer.deleting_since = format_instant(t.deleting_since)
+    if jobs is not None:
+        answer.jobs = jobs
     if live is not None:
         answer.running = live.get("running", 0)
         answer.queued = live.get("queued", 0)

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from cronwheel.cli import render
+from cronwheel.cli import progress, render
+from cronwheel.cli.client import ApiError
 from cronwheel.cli.context import CONTEXT, Cli, WholeNumber, pass_cli
 from cronwheel.core.limits import MAX_QUOTA, MAX_RATE, MIN_RATE
 
@@ -112,12 +113,21 @@ def _against(used: int, quota: Any) -> str:
     return f"{used} (no quota)" if quota is None else f"{used} of {_fmt_quota(quota)}"
 
 
+def _deleting(t: dict[str, Any]) -> str:
+    if t.get("status") != "deleting":
+        return ""
+    return f" (deleting, {t['jobs']} jobs to cancel)" if t.get("jobs") else " (deleting)"
+
+
 def _show_tenant(t: dict[str, Any], as_json: bool) -> None:
     if as_json:
         render.emit_json(t)
         return
     usage = []  # GET /v1/tenants/NAME: the registered jobs and this node's numbers
-    if "jobs" in t:
+    if t.get("status") == "deleting":
+        usage.append(("status", f"deleting since {t.get('deletingSince')}: {t.get('jobs', 0)} live jobs left to cancel, "
+                                "then retention removes its rows"))
+    elif "jobs" in t:
         usage.append(("jobs", _against(t["jobs"], t.get("maxJobs"))))
     if "running" in t:
         waiting = ", more waiting for the quota" if t.get("quotaWaiting") else ""
@@ -212,7 +222,7 @@ def tenant_ls(app: Cli, /, as_json: bool) -> None:
         render.emit_json(tenants)
         return
     rows = [
-        [t["name"] + (" (deleting)" if t.get("status") == "deleting" else ""), str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
+        [t["name"] + _deleting(t), str(t["weight"]), f"{t.get('running', 0)}/{_fmt_quota(t.get('maxRunning'))}"
          + (" (waiting)" if t.get("quotaWaiting") else ""),
          str(t.get("queued", 0)), _fmt_quota(t.get("maxJobs")), _fmt_quota(t.get("submitRate")),
          "yes" if t.get("allowShell") else "no", "yes" if t.get("allowHighPriority") else "no",
@@ -224,21 +234,26 @@ def tenant_ls(app: Cli, /, as_json: bool) -> None:
 
 @tenant.command("rm", context_settings=CONTEXT)
 @click.argument("name")
-@click.option("--force", is_flag=True, help="Cancel its live jobs first (running executions are aborted).")
+@click.option("--force", is_flag=True, help="Cancel its live jobs (running executions are aborted); waits until they are.")
+@click.option("--no-wait", is_flag=True, help="With --force: return once the deletion is asked, not once its jobs are cancelled.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the tenant, being deleted, as JSON.")
 @pass_cli
-def tenant_rm(app: Cli, /, name: str, force: bool, yes: bool, as_json: bool) -> None:
+def tenant_rm(app: Cli, /, name: str, force: bool, no_wait: bool, yes: bool, as_json: bool) -> None:
     """Delete tenant NAME: its tokens are revoked at once, it takes no new job, and retention
     removes its rows in the background (its history, dead letters, calendars, names,
     idempotency keys), then the tenant; until then its name cannot be taken again and
     `tenant ls` shows it as deleting. Refused while it has live jobs or runs in flight,
-    unless --force, which cancels them. The default tenant cannot be deleted.
+    unless --force, which cancels them: the daemon does that in the background, and this
+    command waits until they are all cancelled (a bar on a terminal), unless --no-wait. An
+    interrupted wait leaves the deletion going; `tenant show NAME` shows the jobs left. The
+    default tenant cannot be deleted.
 
     \b
     Examples:
       cronwheel tenant rm acme
       cronwheel tenant rm acme --force --yes     # cancel its jobs too, no question asked
+      cronwheel tenant rm acme --force --yes --no-wait
     """
     if not yes:
         if not sys.stdin.isatty():
@@ -246,11 +261,25 @@ def tenant_rm(app: Cli, /, name: str, force: bool, yes: bool, as_json: bool) -> 
         what = "cancel its live jobs and delete" if force else "delete"
         click.confirm(f"{what} tenant {name!r} and all its history? This cannot be undone", abort=True)
     t = app.client.delete_tenant(name, force)
+    if force and not no_wait and t.get("jobs"):
+        progress.countdown(lambda: _jobs_left(app, name), total=t["jobs"], what=f"cancelling {name}'s jobs")
+        t["jobs"] = 0
     if as_json:
         render.emit_json(t)
         return
-    click.echo(f"tenant {t['name']} is being deleted: its tokens are revoked; retention removes its rows, "
+    left = f"; {t['jobs']} live jobs are being cancelled" if t.get("jobs") else ""
+    click.echo(f"tenant {t['name']} is being deleted: its tokens are revoked{left}; retention removes its rows, "
                "then the tenant (cronwheel tenant ls shows it until then)")
+
+
+def _jobs_left(app: Cli, name: str) -> int | None:
+    """A deleting tenant's live jobs still to cancel; None once it is gone."""
+    try:
+        return int(app.client.get_tenant(name).get("jobs", 0))
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 # ---------------------------------------------------------------- token

@@ -4,7 +4,8 @@ all when stderr is piped or redirected, so scripts and logs get only the results
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -35,3 +36,31 @@ def steps(items: Iterable[T], *, total: int, per_step: int, what: str) -> Iterat
             yield item
             done = min(total, done + per_step)
             bar.update(task, completed=done)
+
+
+def countdown(left: Callable[[], int | None], *, total: int, what: str, every_s: float = 0.5) -> None:
+    """Wait until ``left()`` (what is still to do of ``total``; None: nothing any more) is 0
+    or None, asking every ``every_s`` seconds, with a bar on stderr when it is a terminal."""
+    bar = None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       console=Console(stderr=True), transient=True)  # fmt: skip
+        bar.start()
+    try:
+        task = None if bar is None else bar.add_task(what, total=total)
+        while (now := left()):
+            if bar is not None and task is not None:
+                bar.update(task, completed=max(0, total - now))
+            time.sleep(every_s)  # the daemon does the work: this only asks how far it is
+    finally:
+        if bar is not None:
+            bar.stop()

@@ -132,6 +132,7 @@ class Node(TenantRemovalMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMi
         self.disk = DiskWatch(config.data_dir, self.writer, events, config.disk_low_bytes)
         self.retention = Retention(self.writer, self.clock, events, config)
         self.retention.cancel_live = self._cancel_all_of
+        self._cancelling = {}
         #: status parts last read from the store, with when: answered (stale) while it is down
         self.status_cache = StatusCache(self.clock)
         self.effect_log = OncePer(REPEAT_LOG_SEC)
@@ -245,7 +246,7 @@ class Node(TenantRemovalMixin, ExecutionsMixin, NotifyServiceMixin, NodeStatusMi
         await self.submitter.close()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self.stop_cancelling(), return_exceptions=True)
         self.walks.close()
         self.writer.close()
         self.reader.close()

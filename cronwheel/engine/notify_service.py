@@ -64,12 +64,12 @@ class NotifyServiceMixin(TenancyMixin):
     async def tenant_notify(self, name: str) -> tuple[nt.Rule, ...]:
         rules = await self._read(lambda s: s.tenant_notify(name))
         if rules is None:
-            raise NotFound(f"no tenant {name!r}")
+            await self._no_such_tenant(name)
         return rules
 
     async def set_tenant_notify(self, name: str, rules: tuple[nt.Rule, ...]) -> tuple[nt.Rule, ...]:
         now = self.clock.now_ms()
         if not await self._write(lambda s: s.set_tenant_notify(name, rules, now)):
-            raise NotFound(f"no tenant {name!r}")
+            await self._no_such_tenant(name)
         self.events.emit("tenant.notify_set", tenant=name, rules=len(rules))
         return rules

@@ -16,7 +16,7 @@ the status cache) are composed instead, as attributes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from cronwheel.core.claimturns import ClaimTurns
 from cronwheel.core.clock import Clock, StoreAlignedClock
@@ -33,12 +33,12 @@ from cronwheel.engine.notifications import NotificationDeliverer
 from cronwheel.engine.retention import Retention
 from cronwheel.engine.runner import StoreRunner
 from cronwheel.engine.scheduler import Scheduler
-from cronwheel.engine.service import Conflict, NotFound, Unavailable
+from cronwheel.engine.service import Conflict, NotFound, TenantDeleting, Unavailable
 from cronwheel.engine.statuscache import StatusCache
 from cronwheel.engine.submission import Submitter
 from cronwheel.engine.walks import Walks
 from cronwheel.obs.events import EventLog
-from cronwheel.store.base import Store, StoreUnavailable
+from cronwheel.store.base import Store, StoreUnavailable, TenantIsDeleting
 from cronwheel.worker.pool import WorkerPool
 
 T = TypeVar("T")
@@ -90,6 +90,9 @@ class NodeParts:
             return await self.writer.run(fn)
         except StoreUnavailable as exc:
             raise Unavailable(str(exc)) from exc
+        except TenantIsDeleting as exc:  # the write named a tenant being deleted, or its object
+            raise TenantDeleting(f"tenant {exc.tenant!r} is being deleted: it takes no new work, setting "
+                                 "or calendar (cronwheel tenant show says how far its deletion is)") from None
 
     async def computed(self, asker: str | None, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, a walk over many ticks, off the event loop, after ``asker``'s (a
@@ -114,6 +117,15 @@ class NodeParts:
         if len(tenants) > 1:  # an admin asking for a name that several tenants use
             raise Conflict(f"name {ref!r} is used by several tenants: " + ", ".join(j.id for j in named if j.tenant in tenants))
         return named[0]  # the name's live holder, else the newest cancelled job of that name
+
+    async def _no_such_tenant(self, name: str, hint: str = "cronwheel tenant ls lists them") -> NoReturn:
+        """Why a write to tenant ``name`` changed nothing: it is being deleted
+        (TenantDeleting), or there is no such tenant (NotFound, with ``hint``)."""
+        found = await self._read(lambda s: s.tenant_with_jobs(name))
+        if found is not None and found[0].deleting:
+            raise TenantDeleting(f"tenant {name!r} is being deleted: it takes no change (cronwheel tenant show "
+                                 f"{name} says how far its deletion is)")
+        raise NotFound(f"no tenant {name!r} ({hint})")
 
     # ---- executions that will not finish here
     def _abort_all(self, execution_ids: list[str]) -> None:

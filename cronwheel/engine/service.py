@@ -306,21 +306,27 @@ class SchedulerService(Protocol):
     async def list_tenants(self) -> list[Tenant]: ...
 
     async def get_tenant(self, name: str) -> tuple[Tenant, int, HostAllow]:
-        """A tenant, its registered (ACTIVE or PAUSED) jobs and the HTTP allow-list that
-        applies to it (its own, else the daemon's; None: any host). NotFound."""
+        """A tenant (one being deleted too), its registered (ACTIVE or PAUSED) jobs (for one
+        being deleted: those still to cancel) and the HTTP allow-list that applies to it (its
+        own, else the daemon's; None: any host). NotFound."""
+
+    async def jobs_left(self, tenants: list[Tenant]) -> dict[str, int]:
+        """The live (ACTIVE or PAUSED) jobs of each tenant being deleted among ``tenants``."""
 
     async def create_tenant(self, tenant: Tenant, *, remote: str | None = None) -> Tenant:
         """Conflict when it exists. ``remote``: as for ``create_token``."""
 
     async def update_tenant(self, name: str, changes: dict[str, Any], *, remote: str | None = None) -> Tenant:
-        """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound.
-        ``remote``: as for ``create_token``."""
+        """``changes``: ``core.tenants.TENANT_SETTINGS`` fields (None clears a quota). NotFound;
+        TenantDeleting while it is being deleted. ``remote``: as for ``create_token``."""
 
-    async def delete_tenant(self, name: str, force: bool = False, *, remote: str | None = None) -> Tenant:
+    async def delete_tenant(self, name: str, force: bool = False, *, remote: str | None = None) -> tuple[Tenant, int]:
         """Ask for a tenant's deletion (engine/tenantrm.py) and answer it as it now stands
-        (being deleted). NotFound; Conflict (``default_tenant``) for the default tenant, and
-        (``tenant_not_empty``) while it has live jobs or executions in flight, unless ``force``,
-        which cancels them. Asking again changes nothing."""
+        (being deleted) with its live jobs left. NotFound; Conflict (``default_tenant``) for
+        the default tenant, and (``tenant_not_empty``) while it has live jobs or executions in
+        flight, unless ``force``, which cancels them in the background (from before the
+        answer). Asking again changes nothing (a forced ask starts a cancellation cut short
+        again)."""
 
     async def create_token(self, role: Role, tenant: str | None, name: str | None = None, *,
                            remote: str | None = None) -> tuple[ApiToken, str]:

@@ -258,8 +258,6 @@ class TenancyMixin(NodeParts):
         if found is None:
             raise NotFound(f"no tenant {name!r} (cronwheel tenant ls lists them)")
         tenant, jobs = found
-        if tenant.deleting:  # gone, as far as anyone using it goes: listed until its rows are
-            raise NotFound(f"tenant {name!r} is being deleted (cronwheel tenant ls lists it until it is gone)")
         return tenant, jobs, effective_http_allow(tenant, self.config.http_allow)
 
     async def create_tenant(self, tenant: Tenant, *, remote: str | None = None) -> Tenant:
@@ -275,7 +273,7 @@ class TenancyMixin(NodeParts):
         now = self.clock.now_ms()
         updated = await self._write(lambda s: s.update_tenant(name, changes, now))
         if updated is None:
-            raise NotFound(f"no tenant {name!r} (create it first: cronwheel tenant add {name}), or it is being deleted")
+            await self._no_such_tenant(name, f"create it first: cronwheel tenant add {name}")
         self._put_tenant(updated)
         self.events.emit("tenant.updated", tenant=name, changed=sorted(changes), remote=remote)
         return updated
@@ -287,7 +285,7 @@ class TenancyMixin(NodeParts):
         now = self.clock.now_ms()
         token = ApiToken(new_token_id(), hash_token(secret), role, None if role in TENANTLESS_ROLES else tenant, name, now)
         if not await self._write(lambda s: s.create_token(token, now)):
-            raise NotFound(f"no tenant {tenant!r} (create it first: cronwheel tenant add {tenant})")
+            await self._no_such_tenant(str(tenant), f"create it first: cronwheel tenant add {tenant}")
         # the secret is returned to the caller once and never logged
         self.events.emit("token.created", tokenId=token.token_id, role=role.value, tenant=token.tenant, name=name,
                          remote=remote)

@@ -53,6 +53,7 @@ EVENT_LEVELS: dict[str, str] = {
     "job.submit_retry": "warning",
     "tenant.rate_limited": "warning",
     "tenant.jobs_quota": "warning",
+    "tenant.cancel_failed": "warning",  # retention tries again
     "bucket.lost": "warning",
     "store.unavailable": "warning",
     "node.stalled": "warning",

@@ -47,6 +47,15 @@ class StoreError(Exception):
     transient = False
 
 
+class TenantIsDeleting(StoreError):
+    """A write named a tenant being deleted, or an object of one (a job, an execution, a
+    notification): it takes nothing new, and nothing changed (the transaction rolled back)."""
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(f"tenant {tenant!r} is being deleted")
+        self.tenant = tenant
+
+
 class StoreUnavailable(StoreError):
     """The store cannot be reached right now; the caller may retry later (503)."""
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 from cronwheel.core import notify as nt
 from cronwheel.core.model import Execution
 from cronwheel.core.records import DeadLettersPruned
+from cronwheel.store import tenantgone
 from cronwheel.store.common import prune_dead_letter_pages
 from cronwheel.store.outbox import delivery, hooks, reads, windows
 from cronwheel.store.outbox.sql import Sql
@@ -30,7 +31,11 @@ class NotificationMethods:
         self, job_id: str, kind: str, now_ms: int, exit_code: int | None = None, output: str | None = None,
         tenant: str | None = None,
     ) -> tuple[bool, Execution | None]:
-        return self._outbox_write(lambda s: hooks.record_ping(s, job_id, kind, now_ms, exit_code, output, tenant))
+        def run(s: Sql) -> tuple[bool, Execution | None]:
+            tenantgone.refuse_deleting(s, "job", job_id)
+            return hooks.record_ping(s, job_id, kind, now_ms, exit_code, output, tenant)
+
+        return self._outbox_write(run)
 
     def claim_notifications(self, owner: str, now_ms: int, limit: int, lease_ms: int) -> list[nt.Notification]:
         return self._outbox_write(lambda s: delivery.claim(s, owner, now_ms, limit, lease_ms))
@@ -60,7 +65,11 @@ class NotificationMethods:
         return self._outbox_read(lambda s: reads.list_notifications(s, tenant, job_id, st, limit, before))
 
     def replay_notification(self, notification_id: str, now_ms: int, tenant: str | None = None) -> nt.Notification | None:
-        return self._outbox_write(lambda s: reads.replay(s, notification_id, now_ms, tenant))
+        def run(s: Sql) -> nt.Notification | None:
+            tenantgone.refuse_deleting(s, "notification", notification_id)
+            return reads.replay(s, notification_id, now_ms, tenant)
+
+        return self._outbox_write(run)
 
     def purge_notification(self, notification_id: str, tenant: str | None = None) -> bool:
         return self._outbox_write(lambda s: reads.purge(s, notification_id, tenant))

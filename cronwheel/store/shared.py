@@ -145,6 +145,7 @@ class SharedScheduling(Backend):
     @guarded
     def backfill(self, job_id: str, ticks: Sequence[int], now_ms: int, tenant: str | None = None) -> list[Execution] | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(self._dialect.outbox_sql(conn), "job", job_id)
             return self._dialect.backfill(conn, job_id, ticks, now_ms, tenant)
 
     @guarded

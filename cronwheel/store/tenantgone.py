@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from cronwheel.core.tenants import ApiToken, DeletionOutcome, Role, TenantDeletion
 from cronwheel.store import settled
+from cronwheel.store.base import TenantIsDeleting
 from cronwheel.store.outbox.sql import Sql
 
 _IN_FLIGHT = "('PENDING', 'RUNNING', 'RETRY_WAIT')"
@@ -75,6 +76,30 @@ DELETE FROM tenants WHERE name = :tenant AND deleting_since < :drop_before
   AND NOT EXISTS (SELECT 1 FROM calendars WHERE tenant = :tenant)
   AND NOT EXISTS (SELECT 1 FROM api_tokens WHERE tenant = :tenant)
 """
+
+
+#: the tenant of what a write names (a tenant, or a job, execution or notification of one),
+#: with whether it is being deleted
+TENANT_OF = {
+    "tenant": "SELECT t.name, t.deleting_since FROM tenants AS t WHERE t.name = :key",
+    "job": "SELECT t.name, t.deleting_since FROM jobs AS j JOIN tenants AS t ON t.name = j.tenant WHERE j.id = :key",
+    "execution": "SELECT t.name, t.deleting_since FROM executions AS e JOIN tenants AS t ON t.name = e.tenant"
+                 " WHERE e.execution_id = :key",
+    "notification": "SELECT t.name, t.deleting_since FROM notifications AS n JOIN tenants AS t ON t.name = n.tenant"
+                    " WHERE n.notification_id = :key",
+}
+
+
+def refuse_deleting(sql: Sql, of: str, key: str) -> None:
+    """Raise ``TenantIsDeleting`` when the tenant of ``of`` ``key`` (see TENANT_OF) is being
+    deleted, first thing in a write transaction that adds to that tenant. Its row is held
+    (FOR KEY SHARE, where rows lock) until the write commits: ``mark`` (FOR UPDATE) and the
+    final drop wait for it, so the write either lands before the mark (and retention removes
+    it) or sees the mark; never a row left after the tenant went. Nothing found: no refusal
+    (the write says what is missing)."""
+    rows = sql.rows(f"{TENANT_OF[of]} {sql.key_share and sql.key_share + ' OF t'}", {"key": key})
+    if rows and rows[0][1] is not None:
+        raise TenantIsDeleting(str(rows[0][0]))
 
 
 def mark(sql: Sql, name: str, now_ms: int, force: bool, lock: str) -> TenantDeletion:

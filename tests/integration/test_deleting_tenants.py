@@ -96,9 +96,10 @@ def test_a_forced_deletion_kills_its_run_stops_its_tokens_and_frees_its_name_onl
     assert again.status == 202 and again.json()["status"] == "deleting", again
     assert problem(d.post("/v1/tenants", {"name": "acme"}), 409)["code"] == "tenant_deleting"
     assert tenant_names(d)["acme"] == "deleting"
-    for method, path in (("GET", ""), ("PATCH", ""), ("GET", "/notify")):  # gone, as far as its users go
-        body = {"weight": 2} if method == "PATCH" else None
-        assert problem(d.request(method, f"/v1/tenants/acme{path}", body), 404)["code"] == "not_found"
+    followed = d.get(r.headers["Location"])  # where the deletion said to follow it: its one job cancelled
+    assert followed.status == 200 and (followed.json()["status"], followed.json()["jobs"]) == ("deleting", 0), followed
+    for method, path, body in (("PATCH", "", {"weight": 2}), ("GET", "/notify", None), ("PUT", "/notify", {"notify": []})):
+        assert problem(d.request(method, f"/v1/tenants/acme{path}", body), 409)["code"] == "tenant_deleting"
     listed = d.cli("tenant", "ls")
     assert "acme (deleting)" in listed.stdout, listed
     # its rows go in the background; the tenant row last

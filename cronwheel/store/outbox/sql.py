@@ -29,6 +29,9 @@ class Sql:
     #: a ``col IN (list)`` condition for a list parameter ``name`` of ``kind`` ("text"/"int")
     in_list: Callable[[str, str, str], str]
     list_value: Callable[[Sequence[Any]], Any]
+    #: "" or "FOR KEY SHARE": a row read so that deleting it (or locking it FOR UPDATE) waits
+    #: until the reading transaction ends
+    key_share: str = ""
 
 
 def pg_statement(sql: str) -> str:

@@ -13,12 +13,13 @@ from cronwheel.core.records import (
     EffectVerdict,
     HeartbeatResult,
 )
+from cronwheel.store import tenantgone
 from cronwheel.store.common import MAX_MS, prune_dead_letter_pages, replay_reason
 from cronwheel.store.completions import effect_refusal
 from cronwheel.store.postgres import jobstate, leases
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
-from cronwheel.store.postgres.rows import execution_from_row
+from cronwheel.store.postgres.rows import execution_from_row, outbox_sql
 
 
 class ExecutionMethods(PostgresBase):
@@ -100,6 +101,7 @@ class ExecutionMethods(PostgresBase):
     @translated
     def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "execution", execution_id)
             row = conn.execute(q.GET_DEAD, {"id": execution_id, "tenant": tenant}).fetchone()
             if row is None:
                 return None

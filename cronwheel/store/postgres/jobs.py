@@ -18,6 +18,7 @@ from cronwheel.core.records import (
     UpdateOutcome,
     UpdateResult,
 )
+from cronwheel.store import tenantgone
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.creations import KeyedRequest, decide_creations
@@ -205,6 +206,8 @@ class JobMethods(PostgresBase):
         args = {"id": job_id, "status": JobStatus(status).value, "next_run_at": next_run_at,
                 "expect": [JobStatus(s).value for s in expect], "tenant": tenant, "now": now_ms}  # fmt: skip
         with self._write() as conn:
+            if status is JobStatus.ACTIVE:  # a resume: the job would run again
+                tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             if conn.execute(q.SET_JOB_STATUS, args).fetchone() is None:
                 return None
             if status is JobStatus.PAUSED:

@@ -50,5 +50,5 @@ def outbox_sql(conn: psycopg.Connection[Any]) -> Sql:
     return Sql(
         rows=rows, changes=changes, decode=parsed, json_cast="::json", skip_locked="FOR UPDATE SKIP LOCKED",
         in_list=lambda col, name, kind: f"{col} = ANY(:{name}::{'text' if kind == 'text' else 'int'}[])",
-        list_value=list,
+        list_value=list, key_share="FOR KEY SHARE",
     )

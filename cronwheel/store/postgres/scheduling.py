@@ -10,6 +10,7 @@ from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
 from cronwheel.core.records import ClaimResult, Fence
+from cronwheel.store import tenantgone
 from cronwheel.store.calendars import (
     calendar_row,
     calendar_spec_json,
@@ -23,7 +24,7 @@ from cronwheel.store.postgres import cluster, jobstate, triggers
 from cronwheel.store.postgres import queries as q
 from cronwheel.store.postgres.connection import PostgresBase, translated
 from cronwheel.store.postgres.jobs import lock_keys
-from cronwheel.store.postgres.rows import job_from_row, parsed
+from cronwheel.store.postgres.rows import job_from_row, outbox_sql, parsed
 
 #: advisory-lock key space of a tenant's new calendars (next to jobs.IDEMPOTENCY_LOCK_SPACE …
 #: triggers.CHAIN_LOCK_SPACE)
@@ -76,6 +77,7 @@ class SchedulingMethods(PostgresBase):
     @translated
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             row = conn.execute(q.TRIGGER_SELECT_JOB, {"id": job_id, "tenant": tenant}).fetchone()
             if row is None or row[0] == JobStatus.CANCELLED.value:
                 return None
@@ -100,6 +102,7 @@ class SchedulingMethods(PostgresBase):
         args = {"tenant": calendar.tenant, "name": calendar.name, "spec": calendar_spec_json(calendar), "now": now_ms}
         packed = calendar.index().pack()
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "tenant", calendar.tenant)
             if max_per_tenant is not None:
                 # serialised per tenant with other nodes' new calendars: the count holds until the insert
                 conn.execute(q.ADVISORY_XACT_LOCKS, {"space": CALENDAR_LOCK_SPACE, "hashes": lock_keys({calendar.tenant})})
@@ -138,6 +141,7 @@ class SchedulingMethods(PostgresBase):
         tenant: str | None = None,
     ) -> Job | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             if not triggers.set_chain(conn, job_id, on_success, on_failure, now_ms, tenant):
                 return None
         rows = self._rows(q.GET_JOB, {"id": job_id, "tenant": tenant})

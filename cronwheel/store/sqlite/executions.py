@@ -16,6 +16,7 @@ from cronwheel.core.records import (
     EffectVerdict,
     HeartbeatResult,
 )
+from cronwheel.store import tenantgone
 from cronwheel.store.common import (
     MAX_MS,
     dumps,
@@ -26,7 +27,7 @@ from cronwheel.store.completions import effect_refusal
 from cronwheel.store.sqlite import jobstate, leases
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import SqliteBase, count_rows, translated
-from cronwheel.store.sqlite.rows import execution_from_row
+from cronwheel.store.sqlite.rows import execution_from_row, outbox_sql
 
 
 class ExecutionMethods(SqliteBase):
@@ -121,6 +122,7 @@ class ExecutionMethods(SqliteBase):
     @translated
     def replay_dead(self, execution_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "execution", execution_id)
             row = conn.execute(q.GET_DEAD, (execution_id, tenant)).fetchone()
             if row is None:
                 return None

@@ -18,6 +18,7 @@ from cronwheel.core.records import (
     UpdateOutcome,
     UpdateResult,
 )
+from cronwheel.store import tenantgone
 from cronwheel.store.base import StoreError
 from cronwheel.store.common import SUPERSEDED, dumps, json_list, process_text, retry_to_json
 from cronwheel.store.creations import KeyedRequest, decide_creations
@@ -185,6 +186,8 @@ class JobMethods(SqliteBase):
     ) -> Job | None:
         expected = json.dumps([JobStatus(s).value for s in expect])
         with self._write() as conn:
+            if status is JobStatus.ACTIVE:  # a resume: the job would run again
+                tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             conn.execute(q.SET_JOB_STATUS, (job_id, status.value, next_run_at, expected, tenant))
             if conn.changes() == 0:
                 return None

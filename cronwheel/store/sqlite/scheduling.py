@@ -9,6 +9,7 @@ from cronwheel.core.calendar import Calendar
 from cronwheel.core.ids import execution_id
 from cronwheel.core.model import ExecOrigin, ExecStatus, Execution, Job, JobStatus, OverlapPolicy
 from cronwheel.core.records import ClaimResult, Fence
+from cronwheel.store import tenantgone
 from cronwheel.store.calendars import (
     calendar_row,
     calendar_spec_json,
@@ -21,7 +22,7 @@ from cronwheel.store.sqlite import claim as claiming
 from cronwheel.store.sqlite import cluster, jobstate, triggers
 from cronwheel.store.sqlite import queries as q
 from cronwheel.store.sqlite.connection import SqliteBase, translated
-from cronwheel.store.sqlite.rows import job_from_row
+from cronwheel.store.sqlite.rows import job_from_row, outbox_sql
 
 
 def buckets_json(buckets: tuple[int, ...]) -> str:
@@ -68,6 +69,7 @@ class SchedulingMethods(SqliteBase):
     @translated
     def trigger_job(self, job_id: str, now_ms: int, tenant: str | None = None) -> Execution | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             row = conn.execute(q.TRIGGER_SELECT_JOB, (job_id, tenant)).fetchone()
             if row is None or row[0] == JobStatus.CANCELLED.value:
                 return None
@@ -101,6 +103,7 @@ class SchedulingMethods(SqliteBase):
     def put_calendar(self, calendar: Calendar, now_ms: int, max_per_tenant: int | None = None) -> Calendar | None:
         spec, packed = calendar_spec_json(calendar), calendar.index().pack()  # built before the writer is held
         with self._write() as conn:  # (one writer at a time: the count holds until the insert)
+            tenantgone.refuse_deleting(outbox_sql(conn), "tenant", calendar.tenant)
             if max_per_tenant is not None and conn.execute(q.CALENDAR_EXISTS, (calendar.tenant, calendar.name)).fetchone() is None:
                 count = conn.execute(q.COUNT_CALENDARS, (calendar.tenant,)).fetchone()
                 if count is not None and count[0] >= max_per_tenant:
@@ -140,6 +143,7 @@ class SchedulingMethods(SqliteBase):
         tenant: str | None = None,
     ) -> Job | None:
         with self._write() as conn:
+            tenantgone.refuse_deleting(outbox_sql(conn), "job", job_id)
             if not triggers.set_chain(conn, job_id, on_success, on_failure, now_ms, tenant):
                 return None
         row = self._conn.execute(q.GET_JOB, (job_id, tenant)).fetchone()
