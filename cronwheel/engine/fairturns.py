@@ -90,9 +90,11 @@ class FairStoreRunner(StoreRunner):
         if asker not in self._askers:
             self._served_at.pop(asker, None)
 
-    def remembered(self) -> int:
-        """Askers whose last turn is remembered (at most REMEMBERED)."""
-        return len(self._served_at)
+    def remembered_tenants(self) -> int:
+        """Tenants whose last turn is remembered (askers remembered: at most REMEMBERED), not
+        a role's or a client address's line, whose names are in parentheses (``(admin)``,
+        ``(client 192.0.2.1)``), which no tenant's name can be."""
+        return sum(1 for asker in self._served_at if not asker.startswith("("))
 
     def waiting(self) -> int:
         """How many reads wait for their turn (not counting those handed to the thread)."""

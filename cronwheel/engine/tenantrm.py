@@ -105,7 +105,7 @@ class TenantRemovalMixin(JobsMixin):
         turns, cached calendars): status shows it, so that a leak over tenants is seen."""
         calendars = sum(calendars_held(r.store) for r in {self.writer, self.reader, self.completer, self.claimer} if r)
         return (len(self._tenants) + len(self._rates) + len(self._rate_limited) + len(self._jobs_capped)
-                + len(self.dispatcher.quota_waiting) + self.reader.remembered() + calendars)
+                + len(self.dispatcher.quota_waiting) + self.reader.remembered_tenants() + calendars)
 
     async def _cancel_all_of(self, tenant: str) -> int:
         """Cancel every live job of ``tenant`` (see ``_cancel_pages``), or wait for this node's

@@ -179,3 +179,15 @@ def test_askers_that_came_and_went_are_forgotten(tmp_path: Path, monkeypatch: py
         assert list(runner._served_at) == [f"tenant-{i}" for i in range(500, 600)]
 
     _run(tmp_path, scenario)
+
+
+def test_the_tenants_remembered_leave_out_roles_and_client_lines(tmp_path: Path) -> None:
+    """Status's ``tenantStateEntries`` counts what a node holds per tenant: a role's line and a
+    client address's (a token checked before anyone knows whose it is) are not a tenant's."""
+
+    async def scenario(runner: FairStoreRunner) -> None:
+        for who in ("acme", "(admin)", "(client 192.0.2.1)", "(client 2001:db8::/64)", "globex"):
+            await _ask(runner, who, who, [])
+        assert runner.remembered_tenants() == 2
+
+    _run(tmp_path, scenario)
