@@ -40,7 +40,9 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not
 
 @pytest.fixture
 def make_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
-    """Start real daemons on temporary data dirs; every one is stopped (or killed) afterwards.
+    """Start real daemons on temporary data dirs; every one is stopped afterwards. One that
+    has not stopped within its grace and a margin (Daemon.stop) fails the test with its last
+    log lines, and is killed: a daemon that will not stop is a defect, never a slow test.
 
     In a test marked ``runs_no_jobs`` a daemon starts with no local worker unless ``workers``
     is given (its two default workers cost ~0.2 CPU-s to start, a third of the daemon's own
@@ -58,22 +60,25 @@ def make_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Call
 
     yield make
     workers: dict[int, str] = {}
+    failures: list[str] = []
     for d in started:
         running = d.proc is not None and d.proc.poll() is None
         workers.update(dict.fromkeys(d.worker_pids() if running else [], d.data_dir.name))
-        try:
-            d.stop(timeout=20)
-        except AssertionError:
-            d.kill()
+        try:  # within its grace and a margin (Daemon.stop): one that will not stop is a defect
+            d.stop()
+        except AssertionError as exc:  # killed by stop(), so that nothing is left behind
+            failures.append(str(exc))
     # a worker outlives its daemon only by a bug (one did, idle and deaf to SIGTERM, until a
     # stop's bye met a grant): each has its deadline (worker/lifeline.py) to see its daemon gone
     left = _outliving_workers(workers, WORKER_EXIT_SEC)
     if left:
-        pytest.fail(f"local workers outlived their daemons: {left} (killed now)", pytrace=False)
+        failures.append(f"local workers outlived their daemons: {left} (killed now)")
     waiting = [f"{d.data_dir.name} ({d.due_at_stop})" for d in started if d.due_at_stop]
     if waiting:
-        pytest.fail(f"due executions waited for a worker on {', '.join(waiting)}: the test is marked runs_no_jobs, "
-                    "yet it runs jobs; drop the mark, or give that daemon workers", pytrace=False)
+        failures.append(f"due executions waited for a worker on {', '.join(waiting)}: the test is marked runs_no_jobs, "
+                        "yet it runs jobs; drop the mark, or give that daemon workers")
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
 
 
 #: how long a daemon's local workers may take to end after it: their stop deadline and more

@@ -16,9 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cronwheel.engine.config import NodeConfig
 from tests.support.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+#: how long past its grace a stopping daemon may take: after the grace its workers get SIGTERM
+#: then SIGKILL (2 s), and it closes its store, streams and sockets; the rest is a loaded
+#: machine's slack. A daemon that outlives grace + this does not stop: a defect, not slowness.
+STOP_MARGIN_SEC = 15.0
 #: ``Daemon.request(token=ADMIN)``: the daemon's own ``<data-dir>/admin-token`` (the default)
 ADMIN = "<admin>"
 
@@ -37,6 +42,9 @@ class ApiResponse:
 
 
 class Daemon:
+    #: past its grace, how long its stop may take (a test of the fixture itself shortens it)
+    stop_margin_sec = STOP_MARGIN_SEC
+
     def __init__(
         self,
         data_dir: Path,
@@ -47,11 +55,14 @@ class Daemon:
         env: dict[str, str] | None = None,
         nofile: int | tuple[int, int] | None = None,
         runs_no_jobs: bool = False,
+        stop_grace: float | None = None,
     ) -> None:
         """``nofile``: start the daemon with this file limit, soft and hard (an int), or
         ``(soft, hard)``: a soft limit below the hard one, which the daemon should raise.
         ``runs_no_jobs``: the test means it to run nothing; ``stop`` counts the due executions
-        still waiting for a slot (``due_at_stop``), which such a daemon should never have."""
+        still waiting for a slot (``due_at_stop``), which such a daemon should never have.
+        ``stop_grace``: how long its stop may hold running executions, when the test knows
+        better than the daemon's configured grace (which ``start`` reads: ``grace_sec``)."""
         self.data_dir = data_dir
         self.workers = workers
         self.slots = slots
@@ -60,6 +71,8 @@ class Daemon:
         self.nofile = nofile
         self.runs_no_jobs = runs_no_jobs
         self.due_at_stop = 0
+        self.stop_grace = stop_grace
+        self.grace_sec: float = NodeConfig.grace_sec if stop_grace is None else stop_grace
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.url = ""
@@ -83,7 +96,17 @@ class Daemon:
         wait_for(up, timeout, what="daemon to answer /healthz")
         wait_for(lambda: self.event("node.started"), timeout, what="node.started event")
         wait_for(lambda: (self.status().get("workers") or {}).get("count", 0) >= self.workers, timeout, what="workers connected")
+        if self.stop_grace is None:
+            self.grace_sec = self.configured_grace()
         return self
+
+    def configured_grace(self) -> float:
+        """The stop grace the daemon runs with (its flag, environment or file), as it says."""
+        answer = self.get("/v1/config")
+        if answer.status != 200:  # a test that revoked or replaced the admin token: the default
+            return NodeConfig.grace_sec
+        value = next((k["value"] for k in answer.json()["keys"] if k["key"] == "grace_sec"), None)
+        return NodeConfig.grace_sec if value is None else float(value)
 
     def launch(self) -> None:
         """Start the process, waiting for nothing (``start`` waits until it serves)."""
@@ -108,7 +131,11 @@ class Daemon:
                                      start_new_session=True, preexec_fn=low_file_limit if limit is not None else None)
         log.close()
 
-    def stop(self, timeout: float = 30) -> int:
+    def stop(self, timeout: float | None = None) -> int:
+        """SIGTERM, then wait for the exit up to ``timeout`` (default: its grace and
+        its margin); past it the daemon is killed and the test fails with its log."""
+        if timeout is None:
+            timeout = self.grace_sec + self.stop_margin_sec
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
         if self.runs_no_jobs:
@@ -119,7 +146,8 @@ class Daemon:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"daemon did not stop on SIGTERM within {timeout}s:\n{self.log_tail()}") from None
+            raise AssertionError(f"daemon {self.data_dir.name} (pid {self.proc.pid}) did not stop on SIGTERM within {timeout:g}s "
+                                 f"(its grace is {self.grace_sec:g}s): killed; its log's last lines:\n{self.log_tail()}") from None
 
     def kill(self) -> None:
         """kill -9 the daemon (its workers notice the socket closing and exit)."""
