@@ -2,16 +2,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.postgres import PostgresServer, session_server
+from tests.support.procs import SESSION_VAR, STARTED_BY_VAR, carrying
 from tests.support.wait import Timeout, wait_for
 
 # a host's /etc/cronwheel/cronwheel.toml must not reach the daemons and CLIs the tests start
@@ -36,6 +39,54 @@ def _bytecode_cache() -> str:
 # (Python checks each against its source).
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not in os.environ:
     os.environ["PYTHONPYCACHEPREFIX"] = _bytecode_cache()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    """Fail the session's last test if a process the session started (a daemon, a worker, a
+    job, a CLI, a PostgreSQL cluster) is still alive when every fixture has been torn down,
+    and kill it: one left running slows every later test and can hold their ports and files.
+    The first fixture of the session, so the last torn down. Every process started meanwhile
+    inherits a variable naming this session (a pytester run in this process nests one of its
+    own), which is how they are found: a /proc scan, a few milliseconds."""
+    outer = os.environ.get(SESSION_VAR)
+    token = os.environ[SESSION_VAR] = f"{os.getpid()}-{secrets.token_hex(4)}"
+    yield
+    try:
+        if carrying(SESSION_VAR, token):  # some may still be on their way out (a killed daemon's workers)
+            with contextlib.suppress(Timeout):
+                wait_for(lambda: not carrying(SESSION_VAR, token), LEFT_EXIT_SEC, interval=0.1, what="")
+        left = carrying(SESSION_VAR, token)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if left:
+            pytest.fail("processes the tests started outlived the session (killed now):\n"
+                        + "\n".join(f"  {pid}: {what}" for pid, what in sorted(left.items())), pytrace=False)
+    finally:
+        if outer is None:
+            os.environ.pop(SESSION_VAR, None)
+        else:
+            os.environ[SESSION_VAR] = outer
+
+
+#: how long the session's processes get to end after its last teardown
+LEFT_EXIT_SEC = 10
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
+    """Each process the test starts carries its id: the session's end names the test that
+    left one behind."""
+    outer = os.environ.get(STARTED_BY_VAR)
+    os.environ[STARTED_BY_VAR] = item.nodeid
+    try:
+        return (yield)
+    finally:
+        if outer is None:
+            os.environ.pop(STARTED_BY_VAR, None)
+        else:
+            os.environ[STARTED_BY_VAR] = outer
 
 
 @pytest.fixture
