@@ -254,7 +254,7 @@ class JobRequest(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     active_from: Annotated[str, Meta(extra_json_schema={"format": "instant"},
                                      description="Recurring jobs: no tick before this instant. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).")] | None = None
     active_until: Annotated[str, Meta(extra_json_schema={"format": "instant"},
-                                      description="Recurring jobs: no tick after this instant; the job is then settled by its last run, SUCCEEDED or FAILED, as a one-off job is. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422).")] | None = None
+                                      description="Recurring jobs: no tick after this instant; the job is then settled by its last run, SUCCEEDED or FAILED, as a one-off job is. An RFC 3339 instant with a UTC offset, in 1970..9899 (format `instant`; else 422), not before `activeFrom` (else 422).")] | None = None
     on_success: Annotated[list[Annotated[str, Meta(pattern=JOB_ID_PATTERN)]], Meta(max_length=lim.MAX_CHAIN_CHILDREN,
                           description="Jobs of the same tenant to run when an execution of this one ends SUCCEEDED (a chain). The child's execution is `(childJobId, parent scheduledAt)`: once per parent tick, whatever the parent's redeliveries.")] | None = None
     on_failure: Annotated[list[Annotated[str, Meta(pattern=JOB_ID_PATTERN)]], Meta(max_length=lim.MAX_CHAIN_CHILDREN,

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import fuzz_hooks
 from tests.support.daemon import REPO, Daemon
 
 ST = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "st"
@@ -156,3 +157,20 @@ def test_schemathesis_finds_nothing(leg: str, make_daemon: Callable[..., Daemon]
     assert selected and selected.group(1) == selected.group(2), f"an operation went untested:\n{text[-3000:]}"
     if operations:
         assert int(selected.group(1)) == len(operations), f"an operation of {operations} is not served:\n{text[-3000:]}"
+
+
+@pytest.mark.runs_no_jobs
+def test_a_window_that_ends_before_it_starts_is_a_refusal_the_document_states(daemon: Daemon) -> None:
+    """What the stateful leg once met under load (its scenarios follow the daemon's answers, so
+    which cases it generates varies with timing): a recurring job in a batch whose activeUntil
+    is before its activeFrom. Schema-valid and refused, so the document says it in words and
+    the hooks accept it (its failure was 'ST202 Schema-valid request rejected')."""
+    item = {"schedule": "@hourly", "command": "true",
+            "activeFrom": "4888-02-03T15:53:39.000Z", "activeUntil": "3302-04-14T09:36:34.000Z"}
+    for method, path, body in (("POST", "/v1/jobs", item), ("POST", "/v1/jobs/batch", {"jobs": [{"runAt": "+1h", "command": "true"}, item]})):
+        refused = daemon.request(method, path, body)
+        assert refused.status == 422, refused
+        assert fuzz_hooks.accepted_refusal(f"{method} {path}", refused.body.decode()), refused
+    document = json.loads((REPO / "cronwheel" / "api" / "openapi.json").read_text())
+    for schema in ("JobRequest", "JobItem", "JobPatch"):
+        assert "not before `activeFrom` (else 422)" in document["components"]["schemas"][schema]["properties"]["activeUntil"]["description"]

@@ -117,6 +117,7 @@ ACCEPTED_REFUSALS = (
     # calendars, chains, backfill and active windows (what they name must exist, or fit the
     # job's schedule; a window ends after it starts)
     (None, "", "invalid_field", "must be after start"),
+    (None, "activeUntil", "invalid_field", "activeUntil must not be before activeFrom"),
     (None, "", "invalid_field", "both ends must be local times, or both instants"),
     (None, "", "invalid_field", "bounds a recurring schedule"),
     (None, "", "unknown_reference", ""),
