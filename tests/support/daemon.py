@@ -231,9 +231,12 @@ class Daemon:
                               env=self.cli_env(), input=input, timeout=timeout)
 
     def cli_popen(self, *args: str, text: bool = True) -> subprocess.Popen[Any]:
-        """A CLI command left running (``logs -f``), its stdout and stderr piped; ``reap`` it."""
+        """A CLI command left running (``logs -f``), its stdout and stderr piped; ``reap`` it.
+        It gets SIGINT at its default, as a shell's foreground command does, for the tests'
+        Ctrl-C: a suite run in the background (``nohup make test &``) ignores SIGINT, and so
+        would every command it started."""
         return subprocess.Popen([sys.executable, "-m", "cronwheel", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=text, env=self.cli_env())
+                                stderr=subprocess.PIPE, text=text, env=self.cli_env(), preexec_fn=_ctrl_c_default)
 
     # ---- the event log
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -268,6 +271,10 @@ class Daemon:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
         except FileNotFoundError:
             return "(no log)"
+
+
+def _ctrl_c_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:
