@@ -79,6 +79,7 @@ class TenancyMixin(NodeParts):
     def _init_tenancy(self) -> None:
         """Before the dispatcher is made: its queue reads the tenants' weights and quotas."""
         self._tenants: dict[str, Tenant] = {}
+        self._tenant_puts = 0  # tenants this node wrote: a list read before one is stale (_set_tenants)
         self._rates = RateLimiter()
         self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
         self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
@@ -128,7 +129,9 @@ class TenancyMixin(NodeParts):
     async def load_tenants(self) -> None:
         self._set_tenants(await self._read(lambda s: s.list_tenants()))
 
-    def _set_tenants(self, tenants: list[Tenant]) -> None:
+    def _set_tenants(self, tenants: list[Tenant], puts: int | None = None) -> None:
+        if puts is not None and puts != self._tenant_puts:  # read before this node wrote a tenant:
+            return  # it would forget one just made, or undo an update; the next refresh reads both
         old = self._tenants
         self._tenants = {t.name: t for t in tenants}
         for name, was in old.items():  # deleted (on any node), maybe made anew since: nothing of it stays
@@ -140,7 +143,7 @@ class TenancyMixin(NodeParts):
             self.dispatcher.wake()  # a raised quota or a new weight counts from the next pop
 
     def _put_tenant(self, tenant: Tenant) -> None:
-        old = self._tenants
+        old, self._tenant_puts = self._tenants, self._tenant_puts + 1
         self._tenants = {**self._tenants, tenant.name: tenant}
         self._retier(old, [tenant])
         self.dispatcher.wake()
@@ -157,7 +160,8 @@ class TenancyMixin(NodeParts):
         while True:
             await asyncio.sleep(TENANT_REFRESH_SEC)
             try:  # the store's own error (not the API's Unavailable): an outage is one line
-                self._set_tenants(await self.reader.run(lambda s: s.list_tenants()))
+                puts = self._tenant_puts
+                self._set_tenants(await self.reader.run(lambda s: s.list_tenants()), puts)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store is failing over: keep the last known settings
@@ -247,8 +251,9 @@ class TenancyMixin(NodeParts):
 
     # ---- tenant administration
     async def list_tenants(self) -> list[Tenant]:
+        puts = self._tenant_puts
         tenants = await self._read(lambda s: s.list_tenants())
-        self._set_tenants(tenants)
+        self._set_tenants(tenants, puts)
         return tenants
 
     async def get_tenant(self, name: str) -> tuple[Tenant, int, HostAllow]:
