@@ -25,6 +25,7 @@ import hashlib
 import ipaddress
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -301,6 +302,17 @@ def effective_priority(priority: Priority, tenant: Tenant) -> Priority:
     if priority is Priority.HIGH and not tenant.allow_high_priority:
         return Priority.DEFAULT
     return priority
+
+
+def with_writes_since(read: list[Tenant], held: Mapping[str, Tenant], written_at: Mapping[str, int],
+                      read_at: int) -> list[Tenant]:
+    """The tenants as a node should hold them after reading ``read`` from the store when it had
+    made ``read_at`` tenant writes: what the read says, except for the tenants the node wrote
+    after it began (``written_at``: a tenant's name -> the count of writes at its last), which
+    the read could not see and the node holds as written. Put in place as read, a list read
+    just before a tenant was made forgot it, and one read before an update undid it."""
+    since = {name for name, at in written_at.items() if at > read_at and name in held}
+    return [t for t in read if t.name not in since] + [held[name] for name in sorted(since)]
 
 
 def effective_http_allow(tenant: Tenant | None, daemon_allow: HostAllow) -> HostAllow:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,11 @@ from cronwheel.core.tenants import (
     hash_token,
     new_token_id,
     new_token_secret,
+    with_writes_since,
 )
 from cronwheel.engine.outage import LoopHealth
 from cronwheel.engine.parts import NodeParts
+from cronwheel.engine.secretfile import write_secret_file
 from cronwheel.engine.service import (
     Conflict,
     NotFound,
@@ -79,7 +80,9 @@ class TenancyMixin(NodeParts):
     def _init_tenancy(self) -> None:
         """Before the dispatcher is made: its queue reads the tenants' weights and quotas."""
         self._tenants: dict[str, Tenant] = {}
-        self._tenant_puts = 0  # tenants this node wrote: a list read before one is stale (_set_tenants)
+        self._tenant_puts = 0  # tenant writes this node made; a name -> the count at its last:
+        self._put_at: dict[str, int] = {}  # a list read before those is stale for them (_set_tenants)
+        self._read_at = 0  # the count when the list in place was read
         self._rates = RateLimiter()
         self._rate_limited: set[str] = set()  # tenants refused since their last accepted submission
         self._jobs_capped: dict[str, float] = {}  # tenant -> when its maxJobs refusal was last logged
@@ -130,8 +133,11 @@ class TenancyMixin(NodeParts):
         self._set_tenants(await self._read(lambda s: s.list_tenants()))
 
     def _set_tenants(self, tenants: list[Tenant], puts: int | None = None) -> None:
-        if puts is not None and puts != self._tenant_puts:  # read before this node wrote a tenant:
-            return  # it would forget one just made, or undo an update; the next refresh reads both
+        if puts is not None:  # read when this node had made ``puts`` tenant writes
+            if puts < self._read_at:  # older than the list in place (two reads crossed)
+                return
+            tenants = with_writes_since(tenants, self._tenants, self._put_at, puts)
+            self._read_at, self._put_at = puts, {n: at for n, at in self._put_at.items() if at > puts}
         old = self._tenants
         self._tenants = {t.name: t for t in tenants}
         for name, was in old.items():  # deleted (on any node), maybe made anew since: nothing of it stays
@@ -144,6 +150,7 @@ class TenancyMixin(NodeParts):
 
     def _put_tenant(self, tenant: Tenant) -> None:
         old, self._tenant_puts = self._tenants, self._tenant_puts + 1
+        self._put_at[tenant.name] = self._tenant_puts
         self._tenants = {**self._tenants, tenant.name: tenant}
         self._retier(old, [tenant])
         self.dispatcher.wake()
@@ -372,27 +379,3 @@ class TenancyMixin(NodeParts):
         self.events.emit("auth.admin_token_created", path=str(path.resolve()), tokenId=token.token_id)
         return True
 
-
-def write_secret_file(path: Path, secret: str) -> None:
-    """Write ``secret`` to ``path`` atomically, readable by the owner only."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()  # a leftover of a crash, ours by name
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # whatever the umask said
-        os.write(fd, (secret + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    dirfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dirfd)
-    finally:
-        os.close(dirfd)

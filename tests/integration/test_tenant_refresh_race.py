@@ -45,6 +45,8 @@ def test_a_tenant_made_while_a_refresh_reads_keeps_its_settings(tmp_path: Path, 
         return real(store)
 
     monkeypatch.setattr(SqliteStore, "list_tenants", held)
+    # another node's tenant, in the store before the first refresh reads it
+    assert writer.create_tenant(Tenant("globex", weight=5), 0) is not None
 
     async def scenario() -> None:
         refresh = asyncio.ensure_future(node.tenant_refresh_loop())
@@ -55,6 +57,9 @@ def test_a_tenant_made_while_a_refresh_reads_keeps_its_settings(tmp_path: Path, 
             go_on.set()  # the first refresh goes on with the list it read before acme was made
             assert await asyncio.to_thread(second.wait, 30)
             assert node.tenant_config("acme").allow_shell, "the node forgot the tenant it had just made"
+            # and the rest of that read is in place: what another node changed does not wait
+            # for a refresh that reads after every write of this node's (none may, under a flood)
+            assert node.tenant_weight("globex") == 5.0, "the stale read was dropped whole"
         finally:
             go_on.set()
             refresh.cancel()
