@@ -36,9 +36,11 @@ instants is done here, with this DST policy (see ``tests/unit/test_schedule_dst.
 * a schedule whose hour field covers every hour (hourly and finer) follows the wall clock: a
   time skipped by a gap does not fire, a time that occurs twice fires twice.
 
-Expensive work is memoised: parsing per ``(text, job_id, zone)``, evaluation per
-``(concrete expression, zone, after-second)``, so many jobs sharing an expression cost one
-cronsim evaluation per distinct instant.
+Expensive work is memoised (``core/memo.py``, each memo bounded in bytes): parsing per ``(text,
+zone)``, shared by every job of that text and zone unless the schedule depends on the job's id
+(``H``, ``@every``: then per ``(text, job_id, zone)`` as well); evaluation per ``(concrete
+expression, zone, after-second)``, so many jobs sharing an expression cost one cronsim
+evaluation per distinct instant.
 """
 
 from __future__ import annotations
@@ -49,14 +51,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
-from functools import lru_cache
 
 from cronsim import CronSim
 
-from cronwheel.core.cron import MACROS, ScheduleError, compile_expression, parse_template
+from cronwheel.core.cron import MACROS, ScheduleError, Template, compile_expression, parse_template
 from cronwheel.core.ids import stable_hash
 from cronwheel.core.instants import format_instant, utc_offset
 from cronwheel.core.limits import MAX_INSTANT_MS
+from cronwheel.core.memo import Memo
 
 __all__ = [
     "TRIGGERED",
@@ -95,6 +97,8 @@ class Schedule:
     text: str  #: as given by the user
     timezone: str  #: IANA name
     kind: str  #: "cron" | "every" | "once" | "never" (``@triggered``)
+    #: the job whose id the schedule depends on (``H`` terms, ``@every``'s anchor); empty when it
+    #: depends on none, as one Schedule then serves every job of its text and zone
     job_id: str = ""
     #: cron: the concrete 6-field expression handed to cronsim (H expanded, names resolved);
     #: every: ``@every <n>s``; once: the RFC 3339 instant
@@ -107,7 +111,10 @@ class Schedule:
     def next_after(self, after_ms: int) -> int | None:
         """The first fire time strictly after ``after_ms``; None if it never fires again."""
         if self.kind == "cron":
-            fire_s = _cron_next(self.expression, self.timezone, self.wall_clock, after_ms // 1000)
+            key = (self.expression, self.timezone, self.wall_clock, after_ms // 1000)
+            fire_s = _NEXT.held.get(key, _UNKNOWN)
+            if fire_s is _UNKNOWN:
+                fire_s = _NEXT.put(key, _cron_next(*key))
             # past the year 9899 nothing fires (see below), a computed tick no more than a given one
             return None if fire_s is None or fire_s >= _MAX_S else fire_s * 1000
         if self.kind == "every":
@@ -125,12 +132,25 @@ def parse_schedule(text: str, job_id: str, timezone: str = "UTC") -> Schedule:
 
     Raises :class:`ScheduleError` with a precise message naming the field and the token.
     """
-    return _parse_cached(text, job_id, timezone)
+    # the hot path (every tick a claim takes): two dict reads when the memos hold the schedule
+    found = _SHARED.held.get((text, timezone))
+    if found is None:
+        found = _parse_shared(text, timezone)
+    if isinstance(found, Schedule):
+        return found
+    mine = found.by_job.get(job_id)
+    return mine if mine is not None else found.for_job(job_id)
 
 
 def next_fire(text: str, job_id: str, timezone: str, after_ms: int) -> int | None:
     """``parse_schedule(text, job_id, timezone).next_after(after_ms)``, both memoised."""
-    return _parse_cached(text, job_id, timezone).next_after(after_ms)
+    found = _SHARED.held.get((text, timezone))  # parse_schedule's lookups, without its call
+    if found is None:
+        found = _parse_shared(text, timezone)
+    if isinstance(found, Schedule):
+        return found.next_after(after_ms)
+    mine = found.by_job.get(job_id)
+    return (mine if mine is not None else found.for_job(job_id)).next_after(after_ms)
 
 
 def once(run_at_ms: int) -> Schedule:
@@ -140,33 +160,65 @@ def once(run_at_ms: int) -> Schedule:
 
 
 def cache_info() -> dict[str, int]:
-    """Memoisation counters (for metrics and tests): ``evaluations`` is cronsim runs."""
-    parse = _parse_cached.cache_info()
-    ev = _cron_next.cache_info()
+    """Memoisation counters (for the tests and the benchmarks; hits are not counted, which would
+    cost the hot path): ``parse_misses`` is texts parsed, ``job_misses`` the schedules made for
+    one job's id (``H``, ``@every``), ``evaluations`` cronsim runs; sizes in entries and bytes."""
     return {
-        "parse_hits": parse.hits,
-        "parse_misses": parse.misses,
-        "parse_size": parse.currsize,
-        "eval_hits": ev.hits,
-        "evaluations": ev.misses,
-        "eval_size": ev.currsize,
+        "parse_misses": _SHARED.misses,
+        "job_misses": _PER_JOB.misses,
+        "parse_size": len(_SHARED) + len(_PER_JOB),
+        "parse_bytes": _SHARED.bytes + _PER_JOB.bytes,
+        "evaluations": _NEXT.misses,
+        "eval_size": len(_NEXT),
+        "eval_bytes": _NEXT.bytes,
     }
 
 
 def cache_clear() -> None:
-    _parse_cached.cache_clear()
-    _cron_next.cache_clear()
+    for memo in (_SHARED, _PER_JOB, _NEXT):
+        memo.clear()
 
 
 _MACRO_LIST = ", ".join([*MACROS, "@every <interval>", TRIGGERED])
 
 
-@lru_cache(maxsize=1 << 17)
-def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
+class _PerJob:
+    """A schedule parsed but for the job's id it depends on: cron with ``H`` terms (its
+    template), or ``@every`` (its interval); and its jobs' schedules, by job id (a lookup by the
+    id alone, faster than by ``(text, job_id, zone)``), which ``_PER_JOB`` bounds."""
+
+    __slots__ = ("by_job", "interval_s", "template", "text", "timezone")
+
+    def __init__(self, text: str, timezone: str, template: Template | None, interval_s: int = 0) -> None:
+        self.text = text
+        self.timezone = timezone
+        self.template = template  #: cron
+        self.interval_s = interval_s  #: @every
+        self.by_job: dict[str, Schedule] = {}
+
+    def for_job(self, job_id: str) -> Schedule:
+        if not isinstance(job_id, str):
+            raise ScheduleError(f"job id must be a string, not {type(job_id).__name__}")
+        if self.template is None:
+            anchor_s = stable_hash(f"cronwheel:every:{job_id}") % self.interval_s
+            made = Schedule(text=self.text, timezone=self.timezone, kind="every", job_id=job_id,
+                            expression=f"@every {self.interval_s}s", interval_ms=self.interval_s * 1000,
+                            anchor_ms=anchor_s * 1000)  # fmt: skip
+        else:
+            compiled = compile_expression(self.template.expand(job_id), self.text)
+            made = Schedule(text=self.text, timezone=self.timezone, kind="cron", job_id=job_id,
+                            expression=compiled.expression, wall_clock=compiled.wall_clock)  # fmt: skip
+        return _PER_JOB.put(job_id, made, self.by_job)
+
+
+def _parse_shared(text: str, timezone: str) -> Schedule | _PerJob:
+    return _SHARED.put((text, timezone), _parse(text, timezone))
+
+
+def _parse(text: str, timezone: str) -> Schedule | _PerJob:
+    """The schedule of ``text`` in ``timezone``, or what is parsed of it before a job's id."""
     if not isinstance(text, str):
         raise ScheduleError(f"schedule must be a string, not {type(text).__name__}")
-    if not isinstance(job_id, str):
-        raise ScheduleError(f"job id must be a string, not {type(job_id).__name__}")
     validate_timezone(timezone)
     body = text.strip()
     if not body:
@@ -176,11 +228,11 @@ def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
         name = name.lower()
         arg = rest[0].strip() if rest else ""
         if name == "@every":
-            return _parse_every(text, arg, job_id, timezone)
+            return _PerJob(text, timezone, None, _every_seconds(arg))
         if name == TRIGGERED:
             if arg:
                 raise ScheduleError(f"{name} takes no arguments, got {arg!r}")
-            return Schedule(text=text, timezone=timezone, kind="never", job_id=job_id, expression=TRIGGERED)
+            return Schedule(text=text, timezone=timezone, kind="never", expression=TRIGGERED)
         if name not in MACROS:
             raise ScheduleError(f"unknown macro {name!r}; expected one of {_MACRO_LIST}")
         if arg:
@@ -195,18 +247,15 @@ def _parse_cached(text: str, job_id: str, timezone: str) -> Schedule:
     if zone is not None:
         raise _zone_in_schedule(zone, body)
     template = parse_template(body)
-    compiled = compile_expression(template.expand(job_id), text)
-    return Schedule(
-        text=text,
-        timezone=timezone,
-        kind="cron",
-        job_id=job_id,
-        expression=compiled.expression,
-        wall_clock=compiled.wall_clock,
-    )
+    if template.hashed:  # checked for each job's id: '0 0 31 H *' fires for some, never for others
+        return _PerJob(text, timezone, template)
+    compiled = compile_expression(template.canonical, text)
+    return Schedule(text=text, timezone=timezone, kind="cron", expression=compiled.expression,
+                    wall_clock=compiled.wall_clock)  # fmt: skip
 
 
-def _parse_every(text: str, arg: str, job_id: str, timezone: str) -> Schedule:
+def _every_seconds(arg: str) -> int:
+    """``@every``'s interval in whole seconds."""
     if not arg:
         raise ScheduleError("@every needs an interval, e.g. '@every 5m'")
     try:
@@ -217,26 +266,58 @@ def _parse_every(text: str, arg: str, job_id: str, timezone: str) -> Schedule:
         raise ScheduleError(f"@every: interval must be at least 1s, got {arg!r}")
     if seconds != seconds.to_integral_value():
         raise ScheduleError(f"@every: interval must be a whole number of seconds, got {arg!r}")
-    interval_s = int(seconds)
-    anchor_s = stable_hash(f"cronwheel:every:{job_id}") % interval_s
-    return Schedule(
-        text=text,
-        timezone=timezone,
-        kind="every",
-        job_id=job_id,
-        expression=f"@every {interval_s}s",
-        interval_ms=interval_s * 1000,
-        anchor_ms=anchor_s * 1000,
-    )
+    return int(seconds)
+
+
+# ---------------------------------------------------------------------------------------------
+# The memos, each bounded in bytes: what an entry holds, about (tracemalloc's figures, the
+# entry's key and slots included; bench/bench_schedule_memo.py measures them)
+
+#: an entry of the shared memo, besides its text and its expression (or H template, counted
+#: as long as the text): the key, the Schedule or _PerJob, two string headers (~220 measured)
+_SHARED_ENTRY = 320
+#: an entry of the per-job memo, besides the job's id and its expression (which the compiled
+#: expressions' cache often shares): the Schedule, the id's string header (~190 measured)
+_PER_JOB_ENTRY = 200
+#: an entry of the evaluations' memo: its key (the expression is the Schedule's) and answer
+#: (~185-230 measured)
+_NEXT_ENTRY = 200
+
+
+def _shared_bytes(key: tuple[str, str], _value: Schedule | _PerJob) -> int:
+    return _SHARED_ENTRY + 2 * len(key[0])
+
+
+def _job_bytes(job_id: str, value: Schedule) -> int:
+    return _PER_JOB_ENTRY + len(job_id) + len(value.expression)
+
+
+#: parsed schedules by ``(text, zone)``: one entry per distinct text, however many jobs share it
+#: (~12,000 short texts, ~1,800 of the longest, 1,000 characters)
+SHARED_BYTES = 4 * 2**20
+#: schedules of one job's id (H, @every), by id in their _PerJob: ~35,000 jobs, more than a
+#: claim batch takes (a tick's next is computed a few times in its claim). A million hashed jobs
+#: turn it over in a day whatever its size: a miss costs ~8 µs (expanding H), not a cronsim run
+PER_JOB_BYTES = 8 * 2**20
+#: next ticks by ``(expression, zone, wall_clock, after-second)``: ~21,000, far more than the
+#: seconds a claim spans take (the herd's jobs of one expression share one), and walks' ticks
+NEXT_BYTES = 4 * 2**20
+
+_SHARED: Memo[tuple[str, str], Schedule | _PerJob] = Memo(SHARED_BYTES, _shared_bytes)
+#: its entries are in their _PerJob's ``by_job``
+_PER_JOB: Memo[str, Schedule] = Memo(PER_JOB_BYTES, _job_bytes)
+_NEXT: Memo[tuple[str, str, bool, int], int | None] = Memo(NEXT_BYTES, lambda _k, _v: _NEXT_ENTRY)
+#: what ``_NEXT.held.get`` answers for a key it does not hold (not a second: they are in years
+#: 2..9899, and this object is no computed one)
+_UNKNOWN = -(1 << 62)
 
 
 # ---------------------------------------------------------------------------------------------
 # Evaluation: cronsim over naive local time, mapped to UTC with the DST policy above
 
 
-@lru_cache(maxsize=1 << 16)
 def _cron_next(expression: str, tz_name: str, wall_clock: bool, after_s: int) -> int | None:
-    """First fire second strictly after ``after_s`` (memoised: the hot path)."""
+    """First fire second strictly after ``after_s`` (``next_after`` memoises it: the hot path)."""
     if after_s >= _MAX_S:
         return None
     after_s = max(after_s, _MIN_S)

@@ -525,7 +525,7 @@ def test_parse_is_memoised() -> None:
     b = parse_schedule("H H * * *", "job-memo", "UTC")
     assert a is b
     info = cache_info()
-    assert (info["parse_misses"], info["parse_hits"]) == (1, 1)
+    assert (info["parse_misses"], info["job_misses"]) == (1, 1)
 
 
 # --------------------------------------------------------------------------------------------
