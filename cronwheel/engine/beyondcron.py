@@ -138,6 +138,8 @@ class BeyondCronMixin(TenancyMixin):
                 "delete one it no longer needs (cronwheel calendar rm), or replace one",
                 field="name", limit=MAX_TENANT_CALENDARS,
             )
+        # the readers' and the claims' caches let go of the old one (the writer's holds this one)
+        self.forget_held_calendars(stored.tenant, stored.name, below=stored.revision)
         self.events.emit("calendar.saved", tenant=stored.tenant, calendar=stored.name,
                          dates=len(stored.dates), windows=len(stored.windows))  # fmt: skip
         return stored
@@ -153,6 +155,7 @@ class BeyondCronMixin(TenancyMixin):
                            jobs=users)  # fmt: skip
         if not deleted:
             raise NotFound(f"no calendar {name!r}")
+        self.forget_held_calendars(owner, name)  # or it stays in the caches until their bound
         self.events.emit("calendar.deleted", tenant=owner, calendar=name)
 
     async def exclusions_of(self, job: Job) -> Exclusions | None:

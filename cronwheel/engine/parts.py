@@ -39,6 +39,7 @@ from cronwheel.engine.submission import Submitter
 from cronwheel.engine.walks import Walks
 from cronwheel.obs.events import EventLog
 from cronwheel.store.base import Store, StoreUnavailable, TenantIsDeleting
+from cronwheel.store.calendars import forget_calendars
 from cronwheel.worker.pool import WorkerPool
 
 T = TypeVar("T")
@@ -77,6 +78,15 @@ class NodeParts:
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
+
+    def forget_held_calendars(self, tenant: str, name: str | None = None, below: int | None = None) -> None:
+        """Drop what each of this node's stores holds of a deleted tenant's calendars, or of one
+        deleted or replaced (see ``forget_calendars``). Other nodes (and other engine processes)
+        keep theirs until their caches' bounds push them out, never using them: every read
+        compares the row's revision, and a deleted calendar has no row to read."""
+        for runner in (self.writer, self.reader, self.completer, self.claimer):
+            if runner is not None:
+                forget_calendars(runner.store, tenant, name, below)
 
     # ---- the store, its unreachability a service error (503 + Retry-After)
     async def _read(self, fn: Callable[[Store], T]) -> T:

@@ -50,7 +50,6 @@ from cronwheel.engine.service import (
     TooManyRequests,
     Unavailable,
 )
-from cronwheel.store.calendars import forget_calendars
 
 TENANT_REFRESH_SEC = 2.0
 TOKEN_CACHE_SEC = 5.0
@@ -188,9 +187,7 @@ class TenancyMixin(NodeParts):
         self.dispatcher.quota_waiting.discard(name)
         self.reader.forget(name)
         self._token_cache = {h: v for h, v in self._token_cache.items() if v[1].tenant != name}
-        for runner in (self.writer, self.reader, self.completer, self.claimer):
-            if runner is not None:
-                forget_calendars(runner.store, name)
+        self.forget_held_calendars(name)
 
     # ---- quotas at submission
     def admit_submission(self, spec: JobSpec, count: int = 1, what: str = "job") -> int | None:

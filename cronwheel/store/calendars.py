@@ -160,6 +160,19 @@ class FairCache(Generic[V]):
             self._held.pop(tenant, None)
             self._sizes.pop(tenant, None)
 
+    def discard(self, tenant: str, name: str, below: int | None = None) -> None:
+        """Drop the value held for ``(tenant, name)`` (of a revision under ``below``, if given:
+        a replacement's own is kept)."""
+        with self._lock:
+            mine = self._held.get(tenant)
+            found = mine.get(name) if mine is not None else None
+            if mine is None or found is None or (below is not None and found[0] >= below):
+                return
+            del mine[name]
+            self._sizes[tenant] -= self._size(found[1])
+            if not mine:
+                del self._held[tenant], self._sizes[tenant]
+
     @property
     def tenants(self) -> int:
         with self._lock:
@@ -214,12 +227,17 @@ def parsed_of(store: Any) -> FairCache[Calendar]:
     return _held(store, "_parsed_calendars", lambda: FairCache(PARSED_BYTES, calendar_bytes))
 
 
-def forget_calendars(store: Any, tenant: str) -> None:
-    """Drop what a store holds of a deleted tenant's calendars."""
+def forget_calendars(store: Any, tenant: str, name: str | None = None, below: int | None = None) -> None:
+    """Drop what a store holds of a deleted tenant's calendars, or of one calendar (``name``)
+    deleted or replaced (its revisions under ``below``, the replacement's)."""
     for attribute in ("_calendar_indexes", "_parsed_calendars"):
         held = store.__dict__.get(attribute)
-        if held is not None:
+        if held is None:
+            continue
+        if name is None:
             held.forget(tenant)
+        else:
+            held.discard(tenant, name, below)
 
 
 def calendars_held(store: Any) -> int:
