@@ -2,11 +2,14 @@
 
 cronwheel, for each size, on a fresh data dir:
 
-* register N cron jobs ``H H * * *`` (daily, each at its own hashed minute) with the no-op
+* register N cron jobs ``H H * * *`` (daily, each at its own hashed minute; ``--schedule``
+  for another) with the no-op
   Python target through the bulk path the other benches use: ``Store.create_jobs`` in
   group-committed batches of 10,000, the next run computed exactly as the daemon does on
   ``POST /v1/jobs`` (``core.schedule.next_fire``), written before the daemon starts. (The
-  HTTP API has no bulk endpoint and ``cronwheel import`` posts one job at a time.)
+  HTTP API has no bulk endpoint and ``cronwheel import`` posts one job at a time.) What the
+  schedule memos then hold (``memo_entries``) and this process's peak RSS are reported too: a
+  daemon's memos fill the same way, over the day, as the jobs' ticks are claimed.
 * start ``cronwheel serve``: start-up = spawn → ``READY=1`` on ``$NOTIFY_SOCKET`` (the store
   open, the API bound, the first 60 s horizon loaded into the wheel); also spawn → ``/healthz``.
 * RSS: the daemon's VmRSS SETTLE seconds after READY, and its VmHWM, from /proc/PID/status
@@ -51,6 +54,7 @@ from _common import (
     ratio,
     run_json,
     secs,
+    self_peak_mib,
     table,
 )
 
@@ -59,7 +63,7 @@ from tests.support.daemon import Daemon
 SCHEDULE = "H H * * *"
 
 
-def register_cron(db: Path, n: int, batch: int = 10_000) -> float:
+def register_cron(db: Path, n: int, batch: int = 10_000, schedule: str = SCHEDULE) -> tuple[float, dict[str, int]]:
     from cronwheel.core import schedule as sched
     from cronwheel.core.ids import new_job_id
     from cronwheel.core.model import JobSpec
@@ -73,8 +77,8 @@ def register_cron(db: Path, n: int, batch: int = 10_000) -> float:
         jobs: list[NewJob] = []
         for _ in range(n):
             job_id = new_job_id()
-            spec = JobSpec(target=NOOP, schedule=SCHEDULE, timezone="UTC")
-            nxt = sched.next_fire(SCHEDULE, job_id, "UTC", now)
+            spec = JobSpec(target=NOOP, schedule=schedule, timezone="UTC")
+            nxt = sched.next_fire(schedule, job_id, "UTC", now)
             jobs.append(NewJob(job_id, spec, nxt))
             if len(jobs) >= batch:
                 store.create_jobs(jobs, now)
@@ -83,16 +87,19 @@ def register_cron(db: Path, n: int, batch: int = 10_000) -> float:
             store.create_jobs(jobs, now)
     finally:
         store.close()
+    spent = time.perf_counter() - t0
+    memo = sched.cache_info()
     sched.cache_clear()
-    return time.perf_counter() - t0
+    return spent, memo
 
 
-def cronwheel_size(n: int, workers: int, settle: float) -> dict[str, Any]:
+def cronwheel_size(n: int, workers: int, settle: float, schedule: str = SCHEDULE) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cw-register-") as tmp:
         data = Path(tmp) / "node"
         data.mkdir()
         db = data / "cronwheel.db"
-        reg_s = register_cron(db, n)
+        reg_s, memo = register_cron(db, n, schedule=schedule)
+        register_peak = self_peak_mib()
         listener = ReadyListener(Path(tmp) / "notify.sock")
         ready_at: list[float | None] = [None]
         waiter = threading.Thread(target=lambda: ready_at.__setitem__(0, listener.wait_ready(300)))
@@ -114,7 +121,8 @@ def cronwheel_size(n: int, workers: int, settle: float) -> dict[str, Any]:
             listener.close()
     return {"n": n, "register_s": reg_s, "register_rate": n / reg_s, "ready_s": ready_at[0] - t0,
             "up_s": up_s, "rss_mib": own.get("VmRSS"), "hwm_mib": own.get("VmHWM"),
-            "workers_rss_mib": sum(k.get("VmRSS", 0) for k in kids), "db_mib": db_mib}
+            "workers_rss_mib": sum(k.get("VmRSS", 0) for k in kids), "db_mib": db_mib,
+            "memo_entries": memo["parse_size"] + memo["eval_size"], "register_peak_mib": register_peak}
 
 
 def main() -> int:
@@ -125,11 +133,12 @@ def main() -> int:
     ap.add_argument("--sqlite-max", type=int, default=10_000, help="largest size for APScheduler's SQLite store")
     ap.add_argument("--peer-max-seconds", type=float, default=300, help="cap on one APScheduler add_job run")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--schedule", default=SCHEDULE, help="the jobs' schedule")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
 
-    ours = [cronwheel_size(n, args.workers, args.settle) for n in sizes]
+    ours = [cronwheel_size(n, args.workers, args.settle, args.schedule) for n in sizes]
     peer_mem: list[dict[str, Any]] = []
     peer_sql: list[dict[str, Any]] = []
     if not args.skip_peer:
@@ -143,7 +152,8 @@ def main() -> int:
               "apscheduler_sqlite": peer_sql}
 
     rows = [[f"{r['n']:,}", secs(r["register_s"]), rate(r["register_rate"]), secs(r["ready_s"]), secs(r["up_s"]),
-             mib(r["rss_mib"]), mib(r["hwm_mib"]), mib(r["workers_rss_mib"]), mib(r["db_mib"])] for r in ours]
+             mib(r["rss_mib"]), mib(r["hwm_mib"]), mib(r["workers_rss_mib"]), mib(r["db_mib"]), f"{r['memo_entries']:,}",
+             mib(r["register_peak_mib"])] for r in ours]
     prow = []
     for label, runs in (("MemoryJobStore", peer_mem), ("SQLAlchemy/SQLite", peer_sql)):
         for p in runs:
@@ -159,8 +169,9 @@ def main() -> int:
                        ratio(r["register_rate"], sql and sql["add_rate"]), ratio(r["rss_mib"], sql and sql["rss_mib"])])
     text = "\n\n".join([
         machine_line(),
-        table(f"cronwheel: registering `{SCHEDULE}` jobs, then the daemon", ["jobs", "register", "jobs/s",
-              "start → READY", "start → healthz+workers", "daemon RSS", "daemon HWM", "workers RSS", "store on disk"], rows),
+        table(f"cronwheel: registering `{args.schedule}` jobs, then the daemon", ["jobs", "register", "jobs/s",
+              "start → READY", "start → healthz+workers", "daemon RSS", "daemon HWM", "workers RSS", "store on disk",
+              "memo entries", "registering peak RSS"], rows),
         table("APScheduler 3.x add_job", ["store", "jobs", "added", "add", "jobs/s", "start on store", "RSS after"], prow),
         table("", ["jobs", "reg. rate ÷ APS memory", "RSS ÷ APS memory", "reg. rate ÷ APS SQLite", "RSS ÷ APS SQLite"],
               ratios),
