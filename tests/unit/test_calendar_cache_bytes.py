@@ -75,3 +75,16 @@ def test_a_full_calendar_cache_holds_its_bound_in_memory(tmp_path: Path, which: 
         store.close()
     assert full <= AT_MOST, f"{which} of {dates} dates, {windows} windows: {full / MIB:.0f} MiB when full"
     assert full >= 8 * MIB, f"{which}: only {full / MIB:.1f} MiB when full: the estimate is far too high"
+
+
+def test_discarding_one_calendar_keeps_a_newer_revision_and_the_byte_count() -> None:
+    cache: FairCache[str] = FairCache(1000, len)
+    cache.put("acme", "hol", 1, "x" * 100)
+    cache.put("acme", "maint", 2, "y" * 50)
+    cache.discard("acme", "hol", below=1)  # the replacement's own revision: kept
+    assert cache.get("acme", "hol", 1) == "x" * 100
+    cache.discard("acme", "hol", below=3)  # an older one: dropped
+    assert cache.held("acme") == ["maint"] and cache.entries == 50
+    cache.discard("acme", "maint")
+    cache.discard("zeta", "nothing")
+    assert (cache.tenants, cache.entries) == (0, 0)
