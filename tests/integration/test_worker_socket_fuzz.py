@@ -131,7 +131,7 @@ def test_hostile_worker_socket_peers_are_cut_off_and_harm_no_one(make_daemon: An
     puppet_dir = tmp_path / "puppets"
     puppet_dir.mkdir()
     d: Daemon = make_daemon(workers=2, slots=4, env={
-        "CRONWHEEL_WORKER_CMD": f"{sys.executable} {PUPPET}", "CRONWHEEL_PUPPET_DIR": str(puppet_dir),
+        "CRONWHEEL_WORKER_CMD": f"{sys.executable} {PUPPET}", "CWTEST_PUPPET_DIR": str(puppet_dir),
     })
     puppets = Puppets(puppet_dir / "ids")
     wait_for(lambda: any("-w1-" in e["worker"] for e in d.events("pool.worker_ready")), 30, what="the real worker")
