@@ -71,6 +71,7 @@ def test_every_write_that_adds_to_a_deleting_tenant_is_refused_and_changes_nothi
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["postgres"])  # rows lock on PostgreSQL only (SQLite has one writer)
 def test_a_calendar_written_while_the_deletion_is_asked_either_lands_first_or_is_refused(
     backend: str, store: Store, request: pytest.FixtureRequest,
 ) -> None:
@@ -78,8 +79,6 @@ def test_a_calendar_written_while_the_deletion_is_asked_either_lands_first_or_is
     waits for it, then sees the mark and is refused. Before, it did not look at the tenant:
     written in the moment between the purge of its calendars and the drop of the tenant row,
     it stayed, a row of a tenant that no longer existed."""
-    if backend != "postgres":
-        pytest.skip("rows lock on PostgreSQL only (SQLite has one writer)")
     postgres_dsn = str(request.getfixturevalue("postgres_dsn"))
     populate(store, "acme")
     with psycopg.connect(postgres_dsn) as marking:  # a deletion, in the middle of its transaction
