@@ -49,10 +49,9 @@ def nothing_left_behind() -> Iterator[None]:
     The first fixture of the session, so the last torn down. Every process started meanwhile
     inherits a variable naming this session (a pytester run in this process nests one of its
     own), which is how they are found: a /proc scan, a few milliseconds."""
-    outer = os.environ.get(SESSION_VAR)
-    token = os.environ[SESSION_VAR] = f"{os.getpid()}-{secrets.token_hex(4)}"
-    yield
-    try:
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    with _environ_set(SESSION_VAR, token):
+        yield
         if carrying(SESSION_VAR, token):  # some may still be on their way out (a killed daemon's workers)
             with contextlib.suppress(Timeout):
                 wait_for(lambda: not carrying(SESSION_VAR, token), LEFT_EXIT_SEC, interval=0.1, what="")
@@ -63,11 +62,6 @@ def nothing_left_behind() -> Iterator[None]:
         if left:
             pytest.fail("processes the tests started outlived the session (killed now):\n"
                         + "\n".join(f"  {pid}: {what}" for pid, what in sorted(left.items())), pytrace=False)
-    finally:
-        if outer is None:
-            os.environ.pop(SESSION_VAR, None)
-        else:
-            os.environ[SESSION_VAR] = outer
 
 
 #: how long the session's processes get to end after its last teardown
@@ -78,15 +72,22 @@ LEFT_EXIT_SEC = 10
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
     """Each process the test starts carries its id: the session's end names the test that
     left one behind."""
-    outer = os.environ.get(STARTED_BY_VAR)
-    os.environ[STARTED_BY_VAR] = item.nodeid
-    try:
+    with _environ_set(STARTED_BY_VAR, item.nodeid):
         return (yield)
+
+
+@contextlib.contextmanager
+def _environ_set(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` for the block, then as it was (a pytester session nests)."""
+    outer = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
     finally:
         if outer is None:
-            os.environ.pop(STARTED_BY_VAR, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[STARTED_BY_VAR] = outer
+            os.environ[name] = outer
 
 
 @pytest.fixture
